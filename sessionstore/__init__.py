@@ -1,0 +1,76 @@
+"""sessionstore: a safe, append-only store for the conversations of LLM agents.
+
+Sessions (a header, then finalized messages and compaction markers), a
+crash-recovery journal, and a JSONL wire format byte-compatible with the
+Rust implementation. Everything a user needs is importable from here.
+"""
+
+from sessionstore.context import build_context
+from sessionstore.errors import (
+    CorruptSessionError,
+    DuplicateSessionError,
+    InvalidRecordError,
+    InvalidSessionIdError,
+    SessionNotFoundError,
+    SessionStoreError,
+    StorageError,
+    StreamingMessageError,
+    validate_session_id,
+)
+from sessionstore.journal import Journal, JournalSession
+from sessionstore.models import (
+    CommentWrite,
+    CompactionEntry,
+    JournalLine,
+    Message,
+    MessageEntry,
+    PostWrite,
+    SessionEntry,
+    SessionHeader,
+    SessionMeta,
+    Written,
+)
+from sessionstore.timestamps import Timestamp
+from sessionstore.wire import (
+    decode_entry,
+    decode_journal_line,
+    decode_message,
+    decode_meta,
+    encode,
+    encode_line,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CommentWrite",
+    "CompactionEntry",
+    "CorruptSessionError",
+    "DuplicateSessionError",
+    "InvalidRecordError",
+    "InvalidSessionIdError",
+    "Journal",
+    "JournalLine",
+    "JournalSession",
+    "Message",
+    "MessageEntry",
+    "PostWrite",
+    "SessionEntry",
+    "SessionHeader",
+    "SessionMeta",
+    "SessionNotFoundError",
+    "SessionStoreError",
+    "StorageError",
+    "StreamingMessageError",
+    "Timestamp",
+    "Written",
+    "__version__",
+    "build_context",
+    "decode_entry",
+    "decode_journal_line",
+    "decode_message",
+    "decode_meta",
+    "encode",
+    "encode_line",
+    "validate_session_id",
+]

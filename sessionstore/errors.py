@@ -1,0 +1,176 @@
+"""The one exception tree of sessionstore.
+
+Everything the library raises to a caller derives from `SessionStoreError`.
+Leaves also derive from the builtin a caller would reach for first, so
+``except ValueError`` or ``except LookupError`` keeps working::
+
+    SessionStoreError
+     ├── InvalidRecordError        (also ValueError)   a record breaks the wire format
+     ├── InvalidSessionIdError     (also ValueError)   an id breaks the session-id rule
+     ├── StreamingMessageError     (also ValueError)   a streaming message was appended
+     ├── SessionNotFoundError      (also LookupError)  no session with that id
+     ├── DuplicateSessionError                         a session with that id exists
+     ├── CorruptSessionError                           stored data does not decode
+     └── StorageError                                  the OS or a driver failed
+
+Driver and operating-system errors are translated at one boundary per
+backend and chained (``raise StorageError(...) from exc``): no ``OSError``,
+``sqlite3`` or SQLAlchemy exception reaches a caller.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "CorruptSessionError",
+    "DuplicateSessionError",
+    "InvalidRecordError",
+    "InvalidSessionIdError",
+    "SessionNotFoundError",
+    "SessionStoreError",
+    "StorageError",
+    "StreamingMessageError",
+    "validate_session_id",
+]
+
+MAX_SESSION_ID_BYTES = 200
+
+# Control characters (below U+0020, and DEL), slash and backslash.
+_FORBIDDEN_ID_CHARS = re.compile(r"[\x00-\x1f\x7f/\\]")
+
+
+class SessionStoreError(Exception):
+    """Base class of every error sessionstore raises."""
+
+
+class InvalidRecordError(SessionStoreError, ValueError):
+    """A record does not follow the wire format.
+
+    The message says what is wrong and where: the field path, or the line
+    and column of the JSON text.
+    """
+
+
+class InvalidSessionIdError(SessionStoreError, ValueError):
+    """A session id (or journal name) breaks the session-id rule."""
+
+    def __init__(self, session_id: str, reason: str) -> None:
+        super().__init__(f"invalid session id {session_id!r}: {reason}")
+        self.session_id = session_id
+        self.reason = reason
+
+
+class StreamingMessageError(SessionStoreError, ValueError):
+    """A message still marked ``streaming`` was appended.
+
+    Only finalized messages belong in the store; partial streaming output
+    stays in the caller's memory.
+    """
+
+    def __init__(self, session_id: str, entry_id: str) -> None:
+        super().__init__(
+            f"session {session_id!r}: entry {entry_id!r} holds a streaming message; "
+            "only finalized messages can be stored"
+        )
+        self.session_id = session_id
+        self.entry_id = entry_id
+
+
+class SessionNotFoundError(SessionStoreError, LookupError):
+    """No session with this id exists in the store."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session not found: {session_id!r}")
+        self.session_id = session_id
+
+    def __str__(self) -> str:
+        # LookupError's str() would quote the whole message again.
+        return str(self.args[0])
+
+
+class DuplicateSessionError(SessionStoreError):
+    """A session with this id already exists."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session already exists: {session_id!r}")
+        self.session_id = session_id
+
+
+class CorruptSessionError(SessionStoreError):
+    """Stored data of a session does not decode.
+
+    Attributes:
+        session_id: the session whose data is corrupt.
+        path: the file (or table) holding it, when there is one.
+        line: the 1-based line number, when there is one.
+        reason: what is wrong.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        reason: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        where = f"session {session_id!r}"
+        if path is not None:
+            where += f", {path}"
+        if line is not None:
+            where += f" line {line}"
+        super().__init__(f"{where}: {reason}")
+        self.session_id = session_id
+        self.reason = reason
+        self.path = path
+        self.line = line
+
+
+class StorageError(SessionStoreError):
+    """The storage underneath failed (an OS or database driver error).
+
+    The original exception is chained as ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, session_id: str | None = None) -> None:
+        super().__init__(message if session_id is None else f"session {session_id!r}: {message}")
+        self.session_id = session_id
+
+
+def validate_session_id(session_id: str) -> str:
+    """Check a session id (or journal name) against the session-id rule.
+
+    An id is a non-empty string of at most 200 UTF-8 bytes, with no ``/``,
+    no backslash, no control character (below U+0020, or DEL) and not
+    starting with ``.``, so that it is safe as a file name on every backend.
+
+    Args:
+        session_id: the id to check.
+
+    Returns:
+        The id, unchanged.
+
+    Raises:
+        InvalidSessionIdError: the id breaks the rule; the message says how.
+    """
+    if not isinstance(session_id, str):
+        raise InvalidSessionIdError(repr(session_id), "not a string")
+    if not session_id:
+        raise InvalidSessionIdError(session_id, "empty")
+    if session_id.startswith("."):
+        raise InvalidSessionIdError(session_id, "starts with '.'")
+    bad = _FORBIDDEN_ID_CHARS.search(session_id)
+    if bad is not None:
+        raise InvalidSessionIdError(
+            session_id, f"forbidden character {bad.group()!r} at index {bad.start()}"
+        )
+    try:
+        size = len(session_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidSessionIdError(session_id, "not valid Unicode (lone surrogate)") from None
+    if size > MAX_SESSION_ID_BYTES:
+        raise InvalidSessionIdError(
+            session_id, f"{size} UTF-8 bytes, at most {MAX_SESSION_ID_BYTES} allowed"
+        )
+    return session_id

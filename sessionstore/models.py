@@ -1,0 +1,230 @@
+"""The records of the wire format, as strict pydantic models (SPEC section 1).
+
+A session is a `SessionMeta` header followed by `SessionEntry` records:
+finalized `Message` entries and non-destructive compaction markers. The
+session journal is made of `JournalLine` records.
+
+Validation is strict, as serde's is: a ``str`` field takes only a string, an
+integer field only an integer in range (``1.0``, ``"5"``, ``true`` and ``-1``
+are refused), and ``null`` only where a field is optional. Ids are any
+string here, as in serde; the session-id rule belongs to the stores. Models
+are frozen: a record, once made, is history.
+
+Use `sessionstore.wire` to turn records into bytes and back; the models
+never do their own JSON.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator
+
+from sessionstore.timestamps import Timestamp, now_rfc3339
+
+__all__ = [
+    "CommentWrite",
+    "CompactionEntry",
+    "JournalLine",
+    "Message",
+    "MessageEntry",
+    "PostWrite",
+    "SessionEntry",
+    "SessionHeader",
+    "SessionMeta",
+    "Written",
+]
+
+U32 = Annotated[int, Field(ge=0, le=2**32 - 1)]
+U64 = Annotated[int, Field(ge=0, le=2**64 - 1)]
+
+_HEX32 = re.compile(r"[0-9a-fA-F]{32}", re.ASCII)
+_HYPHENATED = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", re.ASCII
+)
+
+
+def parse_uuid(value: object) -> uuid.UUID:
+    """Read a UUID the way the reference does.
+
+    Accepts a `uuid.UUID`, or a string in hyphenated 8-4-4-4-12 form (either
+    case), 32-hex simple form, ``{braced}`` form or ``urn:uuid:`` form; any
+    version. `uuid.UUID` alone is laxer (hyphens anywhere), hence this.
+
+    Raises:
+        ValueError: any other value.
+    """
+    if isinstance(value, uuid.UUID):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("expected a UUID string")
+    text = value
+    if text.startswith("urn:uuid:"):
+        text = text[len("urn:uuid:") :]
+    elif text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    if _HYPHENATED.fullmatch(text) or (text is value and _HEX32.fullmatch(text)):
+        return uuid.UUID(text)
+    raise ValueError(f"not a UUID: {value!r}")
+
+
+Uuid = Annotated[uuid.UUID, PlainValidator(parse_uuid)]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(strict=True, frozen=True, extra="ignore")
+
+
+class SessionMeta(_Record):
+    """The header of a session: line 1 of its file.
+
+    Attributes:
+        id: the session id (a UUID v4 for sessions made by `new`).
+        version: schema version of the session file; 1.
+        parent_session: reserved for forking; left out when None.
+        created_at: RFC 3339 creation time, a plain string never parsed.
+    """
+
+    id: str
+    version: U32 = 1
+    parent_session: str | None = None
+    created_at: str = ""
+
+    @classmethod
+    def new(cls, parent_session: str | None = None) -> Self:
+        """A header with a fresh UUID v4 id, created now."""
+        return cls(id=str(uuid.uuid4()), parent_session=parent_session, created_at=now_rfc3339())
+
+
+class Message(BaseModel):
+    """A finalized chat message.
+
+    ``role`` and ``content`` are required; ``content`` is any JSON value (a
+    string, or a list of content parts). ``streaming`` is written only when
+    true. Any further fields (``name``, ``tool_calls``, ``tool_call_id``,
+    provider data...) are kept, in their order, and written after the known
+    ones: pass them as keyword arguments, read them from `extra`.
+    """
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="allow")
+
+    role: str
+    content: Any
+    streaming: bool = False
+
+    @classmethod
+    def user(cls, text: str) -> Self:
+        """A user message with plain-text content."""
+        return cls(role="user", content=text)
+
+    @classmethod
+    def assistant(cls, text: str) -> Self:
+        """An assistant message with plain-text content."""
+        return cls(role="assistant", content=text)
+
+    @classmethod
+    def system(cls, text: str) -> Self:
+        """A system message with plain-text content."""
+        return cls(role="system", content=text)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The fields beyond role, content and streaming, in their order."""
+        return dict(self.__pydantic_extra__ or {})
+
+    def text(self) -> str:
+        """The message's text.
+
+        The content itself when it is a string; otherwise the concatenation of
+        the ``"text"`` string fields of the content's list items.
+        """
+        content = self.content
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "".join(
+                part["text"]
+                for part in content
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
+        return ""
+
+
+class MessageEntry(_Record):
+    """A session entry holding one finalized message."""
+
+    type: Literal["message"] = "message"
+    id: str
+    parent_id: str | None = None
+    timestamp: str
+    message: Message
+
+    @classmethod
+    def new(cls, message: Message) -> Self:
+        """An entry with a fresh UUID v4 id, stamped now."""
+        return cls(id=str(uuid.uuid4()), timestamp=now_rfc3339(), message=message)
+
+
+class CompactionEntry(_Record):
+    """A non-destructive compaction marker.
+
+    The history before ``first_kept_id`` is summarized in the built context
+    (see `build_context`) but stays in the store.
+    """
+
+    type: Literal["compaction"] = "compaction"
+    id: str
+    parent_id: str | None = None
+    timestamp: str
+    summary: str
+    first_kept_id: str
+    tokens_before: U64 | None = None
+
+    @classmethod
+    def new(cls, summary: str, first_kept_id: str, tokens_before: int | None = None) -> Self:
+        """A marker with a fresh UUID v4 id, stamped now."""
+        return cls(
+            id=str(uuid.uuid4()),
+            timestamp=now_rfc3339(),
+            summary=summary,
+            first_kept_id=first_kept_id,
+            tokens_before=tokens_before,
+        )
+
+
+SessionEntry = Annotated[MessageEntry | CompactionEntry, Field(discriminator="type")]
+"""One record of a session's log, tagged by ``type``."""
+
+
+class SessionHeader(_Record):
+    """The journal line that opens a session: when it began, on what model."""
+
+    line: Literal["session"] = "session"
+    started_at: Timestamp
+    model: str
+
+
+class PostWrite(_Record):
+    """A post the session created."""
+
+    line: Literal["post"] = "post"
+    at: Timestamp
+    id: Uuid
+
+
+class CommentWrite(_Record):
+    """A comment the session created, and the post it is on when known."""
+
+    line: Literal["comment"] = "comment"
+    at: Timestamp
+    id: Uuid
+    on: Uuid | None = None
+
+
+Written = PostWrite | CommentWrite
+"""One write a session made."""
+
+JournalLine = Annotated[SessionHeader | PostWrite | CommentWrite, Field(discriminator="line")]
+"""One line of the session journal, tagged by ``line``."""
