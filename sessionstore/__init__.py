@@ -5,8 +5,10 @@ crash-recovery journal, and a JSONL wire format byte-compatible with the
 Rust implementation. Everything a user needs is importable from here.
 """
 
+from sessionstore.backends import JsonlStore, MemoryStore, open_store
 from sessionstore.context import build_context
 from sessionstore.errors import (
+    ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
     InvalidRecordError,
@@ -30,6 +32,7 @@ from sessionstore.models import (
     SessionMeta,
     Written,
 )
+from sessionstore.store import Entry, SessionStore
 from sessionstore.timestamps import Timestamp
 from sessionstore.wire import (
     decode_entry,
@@ -45,13 +48,17 @@ __version__ = "0.1.0"
 __all__ = [
     "CommentWrite",
     "CompactionEntry",
+    "ConfigurationError",
     "CorruptSessionError",
     "DuplicateSessionError",
+    "Entry",
     "InvalidRecordError",
     "InvalidSessionIdError",
     "Journal",
     "JournalLine",
     "JournalSession",
+    "JsonlStore",
+    "MemoryStore",
     "Message",
     "MessageEntry",
     "PostWrite",
@@ -59,6 +66,7 @@ __all__ = [
     "SessionHeader",
     "SessionMeta",
     "SessionNotFoundError",
+    "SessionStore",
     "SessionStoreError",
     "StorageError",
     "StreamingMessageError",
@@ -72,5 +80,6 @@ __all__ = [
     "decode_meta",
     "encode",
     "encode_line",
+    "open_store",
     "validate_session_id",
 ]

@@ -11,6 +11,7 @@ Leaves also derive from the builtin a caller would reach for first, so
      ├── SessionNotFoundError      (also LookupError)  no session with that id
      ├── DuplicateSessionError                         a session with that id exists
      ├── CorruptSessionError                           stored data does not decode
+     ├── ConfigurationError        (also ValueError)   a target or option is not valid
      └── StorageError                                  the OS or a driver failed
 
 Driver and operating-system errors are translated at one boundary per
@@ -23,6 +24,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "ConfigurationError",
     "CorruptSessionError",
     "DuplicateSessionError",
     "InvalidRecordError",
@@ -125,6 +127,10 @@ class CorruptSessionError(SessionStoreError):
         self.reason = reason
         self.path = path
         self.line = line
+
+
+class ConfigurationError(SessionStoreError, ValueError):
+    """A store target (URL, path) or an option is not valid."""
 
 
 class StorageError(SessionStoreError):

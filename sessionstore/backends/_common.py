@@ -1,0 +1,123 @@
+"""What every backend shares: checks before storage, and the derived methods.
+
+Backends subclass `StoreBase` and implement `create`, `append_many`, `load`,
+`list` and (when they hold resources) `close`; `append`, `load_context` and
+the async context manager come from here, so the contract's rules are
+applied the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Self
+
+from sessionstore.context import build_context
+from sessionstore.errors import (
+    CorruptSessionError,
+    InvalidRecordError,
+    StorageError,
+    StreamingMessageError,
+    validate_session_id,
+)
+from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
+from sessionstore.store import Entry
+from sessionstore.wire import decode_entry, decode_meta, encode_line
+
+
+class StoreBase:
+    """Shared behaviour of the backends; see `SessionStore` for the contract."""
+
+    _closed: bool = False
+
+    async def append_many(self, session_id: str, entries: Sequence[Entry]) -> None:
+        raise NotImplementedError
+
+    async def load(self, session_id: str) -> builtins.list[Entry]:
+        raise NotImplementedError
+
+    async def append(self, session_id: str, entry: Entry) -> None:
+        """Append one entry; see `SessionStore.append`."""
+        await self.append_many(session_id, (entry,))
+
+    async def load_context(self, session_id: str) -> builtins.list[Message]:
+        """The built context; see `SessionStore.load_context`."""
+        return build_context(await self.load(session_id))
+
+    async def close(self) -> None:
+        """Close the store; see `SessionStore.close`."""
+        self._closed = True
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _check_open(self, session_id: str | None = None) -> None:
+        if self._closed:
+            raise StorageError(f"{type(self).__name__} is closed", session_id=session_id)
+
+    def _check(self, session_id: str) -> None:
+        """Refuse an invalid id or a closed store, before storage is touched."""
+        validate_session_id(session_id)
+        self._check_open(session_id)
+
+
+def header_line(meta: SessionMeta) -> bytes:
+    """The stored line of a header, after checking its id."""
+    if not isinstance(meta, SessionMeta):
+        raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
+    validate_session_id(meta.id)
+    return encode_line(meta)
+
+
+def entry_lines(session_id: str, entries: Sequence[Entry]) -> builtins.list[bytes]:
+    """The stored lines of entries, refusing any that may not be stored.
+
+    Every entry is checked before the caller writes anything, which is what
+    makes `append_many` all-or-nothing.
+    """
+    lines = []
+    for entry in entries:
+        if isinstance(entry, MessageEntry):
+            if entry.message.streaming:
+                raise StreamingMessageError(session_id, entry.id)
+        elif not isinstance(entry, CompactionEntry):
+            raise InvalidRecordError(
+                f"session {session_id!r}: expected a session entry, got {type(entry).__name__}"
+            )
+        try:
+            lines.append(encode_line(entry))
+        except InvalidRecordError as exc:
+            raise InvalidRecordError(f"session {session_id!r}, entry {entry.id!r}: {exc}") from None
+    return lines
+
+
+def decode_stored_meta(
+    session_id: str, line: bytes, *, path: str | None, line_no: int
+) -> SessionMeta:
+    """Decode a stored header, turning a refusal into `CorruptSessionError`."""
+    try:
+        meta = decode_meta(line)
+    except InvalidRecordError as exc:
+        raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
+    if meta.id != session_id:
+        raise CorruptSessionError(
+            session_id, f"header names session {meta.id!r}", path=path, line=line_no
+        )
+    return meta
+
+
+def decode_stored_entry(session_id: str, line: bytes, *, path: str | None, line_no: int) -> Entry:
+    """Decode a stored entry, turning a refusal into `CorruptSessionError`."""
+    try:
+        return decode_entry(line)
+    except InvalidRecordError as exc:
+        raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None

@@ -1,0 +1,77 @@
+"""`MemoryStore`: the reference backend, kept in the memory of one process.
+
+It enforces every rule the persistent backends do (the session-id rule,
+the streaming refusal, duplicate ids) and keeps each record as the exact
+line the other backends would store, decoding it again on every load, so
+that what a caller gets back never shares state with what is stored.
+Nothing survives the process; there is no global state, and two
+`MemoryStore` objects never see each other's sessions.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sessionstore.backends._common import (
+    StoreBase,
+    decode_stored_entry,
+    decode_stored_meta,
+    entry_lines,
+    header_line,
+)
+from sessionstore.errors import DuplicateSessionError, SessionNotFoundError
+from sessionstore.models import SessionMeta
+from sessionstore.store import Entry
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass
+class _Session:
+    header: bytes
+    lines: builtins.list[bytes] = field(default_factory=builtins.list)
+
+
+class MemoryStore(StoreBase):
+    """A non-persistent store; see `SessionStore` for the contract."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, _Session] = {}
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(sessions={len(self._sessions)})"
+
+    def _session(self, session_id: str) -> _Session:
+        self._check(session_id)
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise SessionNotFoundError(session_id)
+        return session
+
+    async def create(self, meta: SessionMeta) -> str:
+        line = header_line(meta)
+        self._check_open(meta.id)
+        if meta.id in self._sessions:
+            raise DuplicateSessionError(meta.id)
+        self._sessions[meta.id] = _Session(line)
+        return meta.id
+
+    async def append_many(self, session_id: str, entries: Sequence[Entry]) -> None:
+        session = self._session(session_id)
+        session.lines.extend(entry_lines(session_id, entries))
+
+    async def load(self, session_id: str) -> builtins.list[Entry]:
+        session = self._session(session_id)
+        return [
+            decode_stored_entry(session_id, line, path=None, line_no=number)
+            for number, line in enumerate(session.lines, start=2)
+        ]
+
+    async def list(self) -> builtins.list[SessionMeta]:
+        self._check_open()
+        return [
+            decode_stored_meta(session_id, session.header, path=None, line_no=1)
+            for session_id, session in self._sessions.items()
+        ]

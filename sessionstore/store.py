@@ -1,0 +1,129 @@
+"""The store contract: what every backend does, stated once (SPEC section 4).
+
+Backends (`MemoryStore`, `JsonlStore`, and the SQL store) implement
+`SessionStore` and are proven by one contract suite,
+`sessionstore.testing.SessionStoreContract`. Their own docstrings say only
+what differs: where data lives and what survives a crash.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
+
+from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
+
+__all__ = ["Entry", "SessionStore"]
+
+Entry = MessageEntry | CompactionEntry
+"""A session entry, as the store methods take and give it."""
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """An append-only store of sessions.
+
+    A session is a `SessionMeta` header and a log of entries. No operation
+    deletes or rewrites an entry or a header; a compaction is a new entry
+    that changes how the context is built, never what is stored.
+
+    Every method that takes a session id first checks it against the
+    session-id rule (`validate_session_id`) and raises
+    `InvalidSessionIdError` before storage is touched. Every error derives
+    from `SessionStoreError` and names the session; driver and OS errors
+    arrive as `StorageError`, the original chained. After `close`, every
+    method raises `StorageError`.
+
+    Concurrency: appends to one session from many tasks never interleave,
+    duplicate or lose an entry, and each task's own appends keep their
+    order. Durability: an append that returned has reached the storage; a
+    crash loses at most the entries in flight. Backends document how far
+    "reached the storage" goes (process crash or power loss).
+
+    Stores are async context managers: ``async with store: ...`` closes it.
+    """
+
+    async def create(self, meta: SessionMeta) -> str:
+        """Create a session from its header.
+
+        Returns:
+            The session id, ``meta.id``.
+
+        Raises:
+            InvalidSessionIdError: ``meta.id`` breaks the session-id rule.
+            DuplicateSessionError: a session with that id exists; it is left
+                as it was.
+        """
+        ...
+
+    async def append(self, session_id: str, entry: Entry) -> None:
+        """Append one entry to a session.
+
+        Only finalized messages are stored: a message entry whose message
+        has ``streaming=True`` is refused.
+
+        Raises:
+            SessionNotFoundError: no such session.
+            StreamingMessageError: the message is still streaming; nothing
+                is stored.
+            InvalidRecordError: the entry holds something the wire format
+                cannot carry (a NaN, a non-string key...); nothing is stored.
+        """
+        ...
+
+    async def append_many(self, session_id: str, entries: Sequence[Entry]) -> None:
+        """Append the entries of one turn: all of them, contiguously, or none.
+
+        No other append to the session lands between them. Every entry is
+        checked before anything is written, so one refused entry stores
+        none of them. An empty sequence stores nothing (the session must
+        still exist).
+
+        Raises:
+            SessionNotFoundError, StreamingMessageError, InvalidRecordError:
+                as for `append`.
+        """
+        ...
+
+    async def load(self, session_id: str) -> builtins.list[Entry]:
+        """All entries of a session, in append order.
+
+        Raises:
+            SessionNotFoundError: no such session.
+            CorruptSessionError: stored data does not decode; the error names
+                the file (or table) and line.
+        """
+        ...
+
+    async def list(self) -> builtins.list[SessionMeta]:
+        """The headers of every session, in no particular order.
+
+        An empty store lists nothing.
+        """
+        ...
+
+    async def load_context(self, session_id: str) -> builtins.list[Message]:
+        """The messages to send to a model: ``build_context(load(session_id))``.
+
+        Backends may compute it without reading the history before the last
+        compaction; the result is the same.
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as for `load`.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release the store's resources. Closing twice is fine."""
+        ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...

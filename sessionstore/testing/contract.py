@@ -1,0 +1,323 @@
+"""The store contract as tests: `SessionStoreContract` (see the package docs)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import pytest
+import pytest_asyncio
+
+from sessionstore.context import build_context
+from sessionstore.errors import (
+    DuplicateSessionError,
+    InvalidRecordError,
+    InvalidSessionIdError,
+    SessionNotFoundError,
+    StorageError,
+    StreamingMessageError,
+)
+from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
+from sessionstore.store import Entry, SessionStore
+from sessionstore.wire import encode
+
+INVALID_IDS = ["../x", "a/b", "a\\b", ".hidden", "", "x" * 201, "tab\there", "nul\x00", "del\x7f"]
+UNUSUAL_VALID_IDS = ["tenant:42", "Ünïcode", "x" * 200, "é" * 100, "with space", "a.b"]
+
+
+@dataclass
+class Backend:
+    """How the contract suite reaches a backend.
+
+    Attributes:
+        open: makes a new store object; every call must reach the same
+            storage, so that a second object sees what the first stored.
+        persistent: whether a store opened later sees what an earlier,
+            closed one stored (False for in-memory backends, whose storage
+            is the object itself: ``open`` may then return one object).
+    """
+
+    open: Callable[[], Awaitable[SessionStore]]
+    persistent: bool = True
+
+
+def message(entry_id: str, text: str) -> MessageEntry:
+    """A message entry with a fixed id, for readable assertions."""
+    return MessageEntry(
+        id=entry_id, timestamp="2026-07-19T00:00:00+00:00", message=Message.user(text)
+    )
+
+
+def compaction(entry_id: str, summary: str, first_kept_id: str) -> CompactionEntry:
+    """A compaction entry with a fixed id."""
+    return CompactionEntry(
+        id=entry_id,
+        timestamp="2026-07-19T00:00:00+00:00",
+        summary=summary,
+        first_kept_id=first_kept_id,
+        tokens_before=1000,
+    )
+
+
+def lines(entries: list[Entry]) -> list[str]:
+    """Entries as their wire lines: equality down to field order and extras."""
+    return [encode(entry) for entry in entries]
+
+
+@pytest.mark.asyncio
+class SessionStoreContract:
+    """Every rule of the store contract, as tests over the ``backend`` fixture."""
+
+    @pytest_asyncio.fixture
+    async def store(self, backend: Backend) -> AsyncIterator[SessionStore]:
+        async with await backend.open() as store:
+            yield store
+
+    @pytest_asyncio.fixture
+    async def session(self, store: SessionStore) -> str:
+        return await store.create(SessionMeta.new())
+
+    # ---------------------------------------------------------- round trips
+
+    async def test_create_append_load_list_round_trip(self, store: SessionStore) -> None:
+        meta = SessionMeta.new()
+        session_id = await store.create(meta)
+        assert session_id == meta.id
+        first, second = message("e1", "hello"), message("e2", "world")
+        await store.append(session_id, first)
+        await store.append(session_id, second)
+        assert await store.load(session_id) == [first, second]
+        assert await store.list() == [meta]
+
+    async def test_new_session_loads_empty(self, store: SessionStore, session: str) -> None:
+        assert await store.load(session) == []
+        assert await store.load_context(session) == []
+
+    async def test_empty_store_lists_nothing(self, store: SessionStore) -> None:
+        assert await store.list() == []
+
+    async def test_list_gives_every_header_exactly(self, store: SessionStore) -> None:
+        metas = [
+            SessionMeta.new(),
+            SessionMeta(id="child", version=7, parent_session="p", created_at="whenever"),
+            SessionMeta(id="bare"),
+        ]
+        for meta in metas:
+            await store.create(meta)
+        listed = await store.list()
+        assert sorted(listed, key=lambda m: m.id) == sorted(metas, key=lambda m: m.id)
+
+    async def test_entries_come_back_in_their_exact_form(
+        self, store: SessionStore, session: str
+    ) -> None:
+        entries: list[Entry] = [
+            MessageEntry(
+                id="m1",
+                parent_id="m0",
+                timestamp="2026-07-19T00:00:00.123456789+00:00",
+                message=Message(
+                    role="assistant",
+                    content=[{"type": "text", "text": "Ünï \u2028 \x01 😀"}, 1e-7, 2**64 - 1],
+                    tool_calls=[{"id": "t1", "arguments": {"z": 1, "a": None}}],
+                    name="bot",
+                ),
+            ),
+            CompactionEntry.new("summary", "m1", tokens_before=2**64 - 1),
+            CompactionEntry.new("no tokens", "m1"),
+        ]
+        await store.append_many(session, entries)
+        loaded = await store.load(session)
+        assert loaded == entries
+        assert lines(loaded) == lines(entries)
+
+    async def test_sessions_are_kept_apart(self, store: SessionStore) -> None:
+        one = await store.create(SessionMeta.new())
+        two = await store.create(SessionMeta.new())
+        await store.append(one, message("a", "one"))
+        await store.append(two, message("b", "two"))
+        assert lines(await store.load(one)) == lines([message("a", "one")])
+        assert lines(await store.load(two)) == lines([message("b", "two")])
+
+    async def test_loaded_entries_do_not_share_state_with_the_store(
+        self, store: SessionStore, session: str
+    ) -> None:
+        await store.append(session, MessageEntry.new(Message(role="user", content={"k": [1]})))
+        loaded = await store.load(session)
+        entry = loaded[0]
+        assert isinstance(entry, MessageEntry)
+        entry.message.content["k"].append(2)
+        again = await store.load(session)
+        assert isinstance(again[0], MessageEntry)
+        assert again[0].message.content == {"k": [1]}
+
+    async def test_new_store_object_replays_identically(self, backend: Backend) -> None:
+        if not backend.persistent:
+            pytest.skip("backend declares persistent=False: its storage is the object itself")
+        meta = SessionMeta.new()
+        entries: list[Entry] = [message("e1", "hello"), compaction("c1", "summary", "e1")]
+        async with await backend.open() as store:
+            await store.create(meta)
+            await store.append_many(meta.id, entries)
+        async with await backend.open() as reopened:
+            assert lines(await reopened.load(meta.id)) == lines(entries)
+            assert await reopened.list() == [meta]
+
+    # ---------------------------------------------------------- refusals
+
+    async def test_duplicate_create_is_refused_and_the_first_kept(
+        self, store: SessionStore
+    ) -> None:
+        meta = SessionMeta.new()
+        await store.create(meta)
+        await store.append(meta.id, message("e1", "kept"))
+        with pytest.raises(DuplicateSessionError) as caught:
+            await store.create(SessionMeta(id=meta.id, created_at="other"))
+        assert caught.value.session_id == meta.id
+        assert await store.list() == [meta]
+        assert len(await store.load(meta.id)) == 1
+
+    @pytest.mark.parametrize("operation", ["append", "append_many", "load", "load_context"])
+    async def test_unknown_session_is_refused(self, store: SessionStore, operation: str) -> None:
+        with pytest.raises(SessionNotFoundError) as caught:
+            await _call(store, operation, "missing")
+        assert caught.value.session_id == "missing"
+        assert await store.list() == []
+
+    @pytest.mark.parametrize("bad_id", INVALID_IDS)
+    @pytest.mark.parametrize(
+        "operation", ["create", "append", "append_many", "load", "load_context"]
+    )
+    async def test_invalid_id_is_refused_before_storage(
+        self, store: SessionStore, operation: str, bad_id: str
+    ) -> None:
+        with pytest.raises(InvalidSessionIdError):
+            await _call(store, operation, bad_id)
+        assert await store.list() == []
+
+    @pytest.mark.parametrize("odd_id", UNUSUAL_VALID_IDS)
+    async def test_unusual_but_valid_ids_work(self, store: SessionStore, odd_id: str) -> None:
+        await store.create(SessionMeta(id=odd_id))
+        await store.append(odd_id, message("e1", "x"))
+        assert [m.id for m in await store.list()] == [odd_id]
+        assert len(await store.load(odd_id)) == 1
+
+    async def test_streaming_message_is_refused_and_nothing_stored(
+        self, store: SessionStore, session: str
+    ) -> None:
+        await store.append(session, message("e1", "final"))
+        partial = MessageEntry.new(Message(role="assistant", content="par", streaming=True))
+        with pytest.raises(StreamingMessageError) as caught:
+            await store.append(session, partial)
+        assert (caught.value.session_id, caught.value.entry_id) == (session, partial.id)
+        with pytest.raises(StreamingMessageError):
+            await store.append_many(session, [message("e2", "ok"), partial])
+        assert [e.id for e in await store.load(session)] == ["e1"]
+
+    async def test_unencodable_entry_is_refused_and_nothing_stored(
+        self, store: SessionStore, session: str
+    ) -> None:
+        bad = MessageEntry.new(Message(role="user", content=math.nan))
+        with pytest.raises(InvalidRecordError, match=session):
+            await store.append_many(session, [message("e1", "ok"), bad])
+        with pytest.raises(InvalidRecordError):
+            await store.append(session, SessionMeta.new())  # type: ignore[arg-type]
+        assert await store.load(session) == []
+
+    async def test_closed_store_refuses_every_operation(self, backend: Backend) -> None:
+        store = await backend.open()
+        session_id = await store.create(SessionMeta.new())
+        await store.close()
+        await store.close()  # twice is fine
+        for operation in ("create", "append", "append_many", "load", "load_context"):
+            with pytest.raises(StorageError, match="closed"):
+                await _call(store, operation, session_id)
+        with pytest.raises(StorageError, match="closed"):
+            await store.list()
+
+    async def test_async_with_closes_the_store(self, backend: Backend) -> None:
+        async with await backend.open() as store:
+            pass
+        with pytest.raises(StorageError, match="closed"):
+            await store.list()
+
+    # ---------------------------------------------------------- append_many
+
+    async def test_append_many_of_nothing_stores_nothing_but_needs_the_session(
+        self, store: SessionStore, session: str
+    ) -> None:
+        await store.append_many(session, [])
+        assert await store.load(session) == []
+        with pytest.raises(SessionNotFoundError):
+            await store.append_many("missing", [])
+
+    async def test_append_many_batches_stay_contiguous_under_concurrency(
+        self, store: SessionStore, session: str
+    ) -> None:
+        async def turn(task: int) -> None:
+            for round_ in range(5):
+                batch = [message(f"t{task}-r{round_}-{i}", "x") for i in range(3)]
+                await store.append_many(session, batch)
+
+        await asyncio.gather(*(turn(task) for task in range(10)))
+        ids = [entry.id for entry in await store.load(session)]
+        assert len(ids) == 150
+        for start in range(0, 150, 3):
+            prefixes = {entry_id.rsplit("-", 1)[0] for entry_id in ids[start : start + 3]}
+            assert len(prefixes) == 1, ids[start : start + 3]
+
+    async def test_fifty_tasks_appending_keep_every_entry_once_in_task_order(
+        self, store: SessionStore, session: str
+    ) -> None:
+        async def writer(task: int) -> None:
+            for n in range(20):
+                await store.append(session, message(f"{task}:{n}", "x"))
+
+        await asyncio.gather(*(writer(task) for task in range(50)))
+        ids = [entry.id for entry in await store.load(session)]
+        assert sorted(ids) == sorted(f"{t}:{n}" for t in range(50) for n in range(20))
+        for task in range(50):
+            own = [int(i.split(":")[1]) for i in ids if i.split(":")[0] == str(task)]
+            assert own == list(range(20))
+
+    # ---------------------------------------------------------- load_context
+
+    @pytest.mark.parametrize(
+        "log",
+        [
+            [message("e1", "a"), message("e2", "b")],
+            [message("e1", "old"), message("e2", "kept"), compaction("c1", "sum", "e2")],
+            [
+                message("e1", "a"),
+                compaction("c1", "first", "e1"),
+                message("e2", "b"),
+                compaction("c2", "second", "e2"),
+                message("e3", "c"),
+            ],
+            [message("e1", "old"), compaction("c1", "sum", "nonexistent"), message("e2", "new")],
+            [compaction("c1", "only a summary", "e9")],
+        ],
+        ids=["no-compaction", "cut", "last-wins", "fallback", "summary-only"],
+    )
+    async def test_load_context_equals_build_context_of_load(
+        self, store: SessionStore, session: str, log: list[Entry]
+    ) -> None:
+        await store.append_many(session, log)
+        context = await store.load_context(session)
+        assert context == build_context(await store.load(session))
+        assert context == build_context(log)
+
+
+async def _call(store: SessionStore, operation: str, session_id: str) -> None:
+    """Call one store operation on a session, with a harmless argument."""
+    if operation == "create":
+        await store.create(SessionMeta(id=session_id))
+    elif operation == "append":
+        await store.append(session_id, message("e1", "x"))
+    elif operation == "append_many":
+        await store.append_many(session_id, [message("e1", "x")])
+    elif operation == "load":
+        await store.load(session_id)
+    else:
+        await store.load_context(session_id)

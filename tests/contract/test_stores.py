@@ -1,0 +1,28 @@
+"""The contract suite, run on every backend we ship."""
+
+from pathlib import Path
+
+import pytest
+
+from sessionstore import open_store
+from sessionstore.store import SessionStore
+from sessionstore.testing import Backend, SessionStoreContract
+
+
+@pytest.fixture(params=["memory", "jsonl"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "memory":
+
+        async def open_memory() -> SessionStore:
+            return await open_store("memory://")
+
+        return Backend(open=open_memory, persistent=False)
+
+    async def open_jsonl() -> SessionStore:
+        return await open_store(tmp_path / "sessions")
+
+    return Backend(open=open_jsonl)
+
+
+class TestStores(SessionStoreContract):
+    pass
