@@ -5,7 +5,7 @@ crash-recovery journal, and a JSONL wire format byte-compatible with the
 Rust implementation. Everything a user needs is importable from here.
 """
 
-from sessionstore.backends import JsonlStore, MemoryStore, open_store
+from sessionstore.backends import JsonlStore, MemoryStore, SqlStore, open_store
 from sessionstore.context import build_context
 from sessionstore.errors import (
     ConfigurationError,
@@ -13,6 +13,9 @@ from sessionstore.errors import (
     DuplicateSessionError,
     InvalidRecordError,
     InvalidSessionIdError,
+    SchemaError,
+    SchemaOutdatedError,
+    SchemaTooNewError,
     SessionNotFoundError,
     SessionStoreError,
     StorageError,
@@ -62,12 +65,16 @@ __all__ = [
     "Message",
     "MessageEntry",
     "PostWrite",
+    "SchemaError",
+    "SchemaOutdatedError",
+    "SchemaTooNewError",
     "SessionEntry",
     "SessionHeader",
     "SessionMeta",
     "SessionNotFoundError",
     "SessionStore",
     "SessionStoreError",
+    "SqlStore",
     "StorageError",
     "StreamingMessageError",
     "Timestamp",

@@ -6,9 +6,14 @@ from collections.abc import Sequence
 
 from sessionstore.models import CompactionEntry, Message, MessageEntry
 
-__all__ = ["SUMMARY_PREFIX", "build_context"]
+__all__ = ["build_context", "summary_message"]
 
 SUMMARY_PREFIX = "[Conversation summary]\n"
+
+
+def summary_message(compaction: CompactionEntry) -> Message:
+    """The user message that stands for the history a compaction summarizes."""
+    return Message.user(SUMMARY_PREFIX + compaction.summary)
 
 
 def build_context(entries: Sequence[MessageEntry | CompactionEntry]) -> list[Message]:
@@ -42,6 +47,6 @@ def build_context(entries: Sequence[MessageEntry | CompactionEntry]) -> list[Mes
         ),
         last + 1,
     )
-    context = [Message.user(SUMMARY_PREFIX + compaction.summary)]
+    context = [summary_message(compaction)]
     context.extend(entry.message for entry in entries[start:] if isinstance(entry, MessageEntry))
     return context

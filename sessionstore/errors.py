@@ -12,6 +12,9 @@ Leaves also derive from the builtin a caller would reach for first, so
      ├── DuplicateSessionError                         a session with that id exists
      ├── CorruptSessionError                           stored data does not decode
      ├── ConfigurationError        (also ValueError)   a target or option is not valid
+     ├── SchemaError                                   the database schema does not fit
+     │    ├── SchemaOutdatedError                      older than this code: migrate it
+     │    └── SchemaTooNewError                        newer than this code: upgrade sessionstore
      └── StorageError                                  the OS or a driver failed
 
 Driver and operating-system errors are translated at one boundary per
@@ -29,6 +32,9 @@ __all__ = [
     "DuplicateSessionError",
     "InvalidRecordError",
     "InvalidSessionIdError",
+    "SchemaError",
+    "SchemaOutdatedError",
+    "SchemaTooNewError",
     "SessionNotFoundError",
     "SessionStoreError",
     "StorageError",
@@ -131,6 +137,22 @@ class CorruptSessionError(SessionStoreError):
 
 class ConfigurationError(SessionStoreError, ValueError):
     """A store target (URL, path) or an option is not valid."""
+
+
+class SchemaError(SessionStoreError):
+    """The database's schema is not one this version of sessionstore can use.
+
+    Nothing has been written to the database.
+    """
+
+
+class SchemaOutdatedError(SchemaError):
+    """The database's schema is older than this code; the message names the
+    command that upgrades it."""
+
+
+class SchemaTooNewError(SchemaError):
+    """The database was migrated by a newer sessionstore; it is not touched."""
 
 
 class StorageError(SessionStoreError):

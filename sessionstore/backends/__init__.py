@@ -9,20 +9,24 @@ from typing import Any
 
 from sessionstore.backends.jsonl import JsonlStore
 from sessionstore.backends.memory import MemoryStore
+from sessionstore.backends.sql import SqlStore
+from sessionstore.backends.sql.engine import is_sql_target
 from sessionstore.errors import ConfigurationError
 from sessionstore.store import SessionStore
 
-__all__ = ["JsonlStore", "MemoryStore", "open_store"]
+__all__ = ["JsonlStore", "MemoryStore", "SqlStore", "open_store"]
 
 
-def _make_store(target: str | os.PathLike[str], options: dict[str, Any]) -> SessionStore:
+async def _make_store(target: str | os.PathLike[str], options: dict[str, Any]) -> SessionStore:
     try:
-        return _backend_for(os.fspath(target), options)
+        return await _backend_for(os.fspath(target), options)
     except TypeError as exc:  # an option the backend does not take
         raise ConfigurationError(f"{os.fspath(target)!r}: {exc}") from None
 
 
-def _backend_for(text: str, options: dict[str, Any]) -> SessionStore:
+async def _backend_for(text: str, options: dict[str, Any]) -> SessionStore:
+    if is_sql_target(text):
+        return await SqlStore.open(text, **options)
     if text == "memory://":
         if options:
             raise ConfigurationError(f"memory:// takes no options, got {sorted(options)}")
@@ -37,11 +41,9 @@ def _backend_for(text: str, options: dict[str, Any]) -> SessionStore:
     if "://" in text:
         scheme = text.split("://", 1)[0]
         raise ConfigurationError(
-            f"{text!r}: unknown store scheme {scheme!r} (use memory://, jsonl:///dir "
-            "or a directory path)"
+            f"{text!r}: unknown store scheme {scheme!r} (use memory://, jsonl:///dir, "
+            "sqlite:///file.db or a path)"
         )
-    if os.path.isfile(text):
-        raise ConfigurationError(f"{text!r} is a file, not a session directory")
     return JsonlStore(text, **options)
 
 
@@ -54,7 +56,7 @@ class _Opening:
         self._store: SessionStore | None = None
 
     async def _open(self) -> SessionStore:
-        return _make_store(self._target, self._options)
+        return await _make_store(self._target, self._options)
 
     def __await__(self) -> Generator[Any, None, SessionStore]:
         return self._open().__await__()
@@ -80,6 +82,8 @@ def open_store(target: str | os.PathLike[str], **options: Any) -> _Opening:
 
     * ``"memory://"``: a new, empty `MemoryStore`.
     * ``"jsonl:///abs/dir"`` or a directory path: a `JsonlStore` there.
+    * ``"sqlite:///path.db"``, ``"sqlite+aiosqlite:///path.db"``, or a path
+      ending in ``.db``, ``.sqlite`` or ``.sqlite3``: a `SqlStore` on SQLite.
 
     Options (``durability="full"``...) go to the backend's constructor.
     Use it either way::

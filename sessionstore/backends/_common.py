@@ -23,7 +23,7 @@ from sessionstore.errors import (
 )
 from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
 from sessionstore.store import Entry
-from sessionstore.wire import decode_entry, decode_meta, encode_line
+from sessionstore.wire import decode_entry, decode_meta, encode
 
 
 class StoreBase:
@@ -70,16 +70,16 @@ class StoreBase:
         self._check_open(session_id)
 
 
-def header_line(meta: SessionMeta) -> bytes:
-    """The stored line of a header, after checking its id."""
+def header_line(meta: SessionMeta) -> str:
+    """The stored line of a header (no newline), after checking its id."""
     if not isinstance(meta, SessionMeta):
         raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
     validate_session_id(meta.id)
-    return encode_line(meta)
+    return encode(meta)
 
 
-def entry_lines(session_id: str, entries: Sequence[Entry]) -> builtins.list[bytes]:
-    """The stored lines of entries, refusing any that may not be stored.
+def entry_lines(session_id: str, entries: Sequence[Entry]) -> builtins.list[str]:
+    """The stored lines (no newline) of entries, refusing any that may not be stored.
 
     Every entry is checked before the caller writes anything, which is what
     makes `append_many` all-or-nothing.
@@ -94,14 +94,14 @@ def entry_lines(session_id: str, entries: Sequence[Entry]) -> builtins.list[byte
                 f"session {session_id!r}: expected a session entry, got {type(entry).__name__}"
             )
         try:
-            lines.append(encode_line(entry))
+            lines.append(encode(entry))
         except InvalidRecordError as exc:
             raise InvalidRecordError(f"session {session_id!r}, entry {entry.id!r}: {exc}") from None
     return lines
 
 
 def decode_stored_meta(
-    session_id: str, line: bytes, *, path: str | None, line_no: int
+    session_id: str, line: str | bytes, *, path: str | None, line_no: int
 ) -> SessionMeta:
     """Decode a stored header, turning a refusal into `CorruptSessionError`."""
     try:
@@ -115,7 +115,9 @@ def decode_stored_meta(
     return meta
 
 
-def decode_stored_entry(session_id: str, line: bytes, *, path: str | None, line_no: int) -> Entry:
+def decode_stored_entry(
+    session_id: str, line: str | bytes, *, path: str | None, line_no: int
+) -> Entry:
     """Decode a stored entry, turning a refusal into `CorruptSessionError`."""
     try:
         return decode_entry(line)

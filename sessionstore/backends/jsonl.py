@@ -111,6 +111,8 @@ class JsonlStore(StoreBase):
         if durability not in ("normal", "full"):
             raise ConfigurationError(f"durability must be 'normal' or 'full', not {durability!r}")
         self._dir = Path(directory)
+        if self._dir.is_file():
+            raise ConfigurationError(f"{str(self._dir)!r} is a file, not a session directory")
         self._full = durability == "full"
 
     def __repr__(self) -> str:
@@ -138,7 +140,7 @@ class JsonlStore(StoreBase):
     # ------------------------------------------------------------ create
 
     async def create(self, meta: SessionMeta) -> str:
-        line = header_line(meta)
+        line = (header_line(meta) + "\n").encode()
         self._check_open(meta.id)
         await self._run(meta.id, lambda: self._create(meta.id, line))
         return meta.id
@@ -169,7 +171,7 @@ class JsonlStore(StoreBase):
 
     async def append_many(self, session_id: str, entries: Sequence[Entry]) -> None:
         self._check(session_id)
-        data = b"".join(entry_lines(session_id, entries))
+        data = "".join(line + "\n" for line in entry_lines(session_id, entries)).encode()
         await self._run(session_id, lambda: self._append(session_id, data))
 
     def _append(self, session_id: str, data: bytes) -> None:

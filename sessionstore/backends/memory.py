@@ -30,8 +30,8 @@ __all__ = ["MemoryStore"]
 
 @dataclass
 class _Session:
-    header: bytes
-    lines: builtins.list[bytes] = field(default_factory=builtins.list)
+    header: str
+    lines: builtins.list[str] = field(default_factory=builtins.list)
 
 
 class MemoryStore(StoreBase):

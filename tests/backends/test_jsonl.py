@@ -1,10 +1,7 @@
 """JsonlStore beyond the contract: files, crash tails, corruption, locking."""
 
-import asyncio
 import logging
 import stat
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,6 +17,7 @@ from sessionstore import (
     encode_line,
 )
 from sessionstore.testing.contract import INVALID_IDS, message
+from tests.helpers import run_appenders
 
 
 @pytest.fixture
@@ -253,34 +251,11 @@ def test_unknown_durability_is_refused(tmp_path: Path) -> None:
         JsonlStore(tmp_path, durability="sometimes")  # type: ignore[arg-type]
 
 
-APPENDER = textwrap.dedent(
-    """
-    import asyncio, sys
-    from sessionstore import JsonlStore, Message, MessageEntry
-
-    async def main(directory, session_id, worker, count):
-        store = JsonlStore(directory)
-        for n in range(count):
-            # Long lines make a torn or interleaved write likely if locking fails.
-            text = f"{worker}:{n}:" + "x" * 5000
-            await store.append(session_id, MessageEntry.new(Message.user(text)))
-
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
-    """
-)
-
-
 async def test_two_processes_appending_to_one_session_leave_every_line_whole(
     store: JsonlStore,
 ) -> None:
     session_id, path = await new_session(store)
-    workers = [
-        await asyncio.create_subprocess_exec(
-            sys.executable, "-c", APPENDER, str(store.directory), session_id, name, "1000"
-        )
-        for name in ("a", "b")
-    ]
-    assert [await worker.wait() for worker in workers] == [0, 0]
+    await run_appenders(str(store.directory), session_id, ["a", "b"], 1000)
 
     entries = await store.load(session_id)
     assert len(entries) == 2000

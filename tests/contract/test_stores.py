@@ -9,7 +9,7 @@ from sessionstore.store import SessionStore
 from sessionstore.testing import Backend, SessionStoreContract
 
 
-@pytest.fixture(params=["memory", "jsonl"])
+@pytest.fixture(params=["memory", "jsonl", "sqlite"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     if request.param == "memory":
 
@@ -18,10 +18,17 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
 
         return Backend(open=open_memory, persistent=False)
 
-    async def open_jsonl() -> SessionStore:
-        return await open_store(tmp_path / "sessions")
+    if request.param == "jsonl":
 
-    return Backend(open=open_jsonl)
+        async def open_jsonl() -> SessionStore:
+            return await open_store(tmp_path / "sessions")
+
+        return Backend(open=open_jsonl)
+
+    async def open_sqlite() -> SessionStore:
+        return await open_store(f"sqlite:///{tmp_path / 'sessions.db'}")
+
+    return Backend(open=open_sqlite)
 
 
 class TestStores(SessionStoreContract):

@@ -1,0 +1,155 @@
+"""Engines for the SQL store: target parsing, SQLite pragmas, transactions.
+
+SQLite connections run in WAL mode with foreign keys on, a busy timeout,
+and ``synchronous=NORMAL`` (a committed transaction survives a crash of the
+process) or ``FULL`` (it survives a power loss). Transactions are begun by
+us, not by the driver (whose implicit BEGIN comes too late for a consistent
+read): reads with ``BEGIN``, writes with ``BEGIN IMMEDIATE``, which takes
+the write lock up front so that a writer waits its turn (up to the busy
+timeout) instead of failing halfway.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from sessionstore.errors import ConfigurationError, StorageError
+
+__all__ = [
+    "WRITE",
+    "Durability",
+    "async_url",
+    "is_sql_target",
+    "open_async_engine",
+    "open_sync_engine",
+]
+
+Durability = Literal["normal", "full"]
+
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_SQL_SCHEMES = ("sqlite",)
+
+WRITE = "sessionstore_write"
+"""Execution option: begin the transaction as a writer (``BEGIN IMMEDIATE``)."""
+
+DEFAULT_BUSY_TIMEOUT = 30.0
+
+
+def is_sql_target(target: str) -> bool:
+    """Whether a store target names a SQL database."""
+    if "://" in target:
+        return target.split("://", 1)[0].split("+", 1)[0] in _SQL_SCHEMES
+    return target.endswith(SQLITE_SUFFIXES)
+
+
+def _parse(target: str) -> URL:
+    if "://" not in target:
+        return URL.create("sqlite", database=os.path.abspath(target))
+    try:
+        url = make_url(target)
+    except ArgumentError as exc:
+        raise ConfigurationError(f"{target!r} is not a database URL: {exc}") from None
+    if url.get_backend_name() != "sqlite":
+        raise ConfigurationError(f"{target!r}: unsupported database {url.get_backend_name()!r}")
+    if url.get_driver_name() not in ("pysqlite", "aiosqlite"):
+        raise ConfigurationError(
+            f"{target!r}: unsupported SQLite driver {url.get_driver_name()!r} "
+            "(use sqlite:// or sqlite+aiosqlite://)"
+        )
+    if not url.database or url.database == ":memory:":
+        raise ConfigurationError(
+            f"{target!r}: an in-memory SQLite database cannot be shared; use memory://"
+        )
+    return url
+
+
+def async_url(target: str) -> URL:
+    """The async-driver URL of a target (``x.db``, ``sqlite:///x.db``, ...)."""
+    return _parse(target).set(drivername="sqlite+aiosqlite")
+
+
+def sync_url(target: str) -> URL:
+    """The blocking-driver URL of a target, for alembic's command line."""
+    return _parse(target).set(drivername="sqlite+pysqlite")
+
+
+def describe(url: URL) -> str:
+    """A URL fit for messages: no password."""
+    return url.render_as_string(hide_password=True)
+
+
+def _create_private_file(url: URL) -> None:
+    """Create the database file readable by its owner only, if it is new.
+
+    SQLite gives its -wal and -shm files the permissions of the database.
+    """
+    path = url.database
+    assert path is not None  # _parse refuses URLs without one
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise StorageError(f"cannot create database {path}: {exc.strerror}") from exc
+    os.close(fd)
+
+
+def _pragmas(durability: Durability, busy_timeout: float) -> list[str]:
+    if durability not in ("normal", "full"):
+        raise ConfigurationError(f"durability must be 'normal' or 'full', not {durability!r}")
+    if not busy_timeout >= 0:
+        raise ConfigurationError(f"busy_timeout must be >= 0 seconds, not {busy_timeout!r}")
+    return [
+        "PRAGMA journal_mode=WAL",
+        "PRAGMA foreign_keys=ON",
+        f"PRAGMA busy_timeout={round(busy_timeout * 1000)}",
+        f"PRAGMA synchronous={durability.upper()}",
+    ]
+
+
+def _install_events(engine: Engine, pragmas: list[str]) -> None:
+    @event.listens_for(engine, "connect")
+    def on_connect(dbapi_connection: Any, record: Any) -> None:
+        # The driver must not begin transactions on its own; on_begin does.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        for pragma in pragmas:
+            cursor.execute(pragma)
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def on_begin(connection: Connection) -> None:
+        write = connection.get_execution_options().get(WRITE, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def open_async_engine(
+    target: str,
+    *,
+    durability: Durability = "normal",
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+) -> AsyncEngine:
+    """An async engine on a SQLite target, with our pragmas and transactions."""
+    pragmas = _pragmas(durability, busy_timeout)
+    url = async_url(target)
+    _create_private_file(url)
+    engine = create_async_engine(url)
+    _install_events(engine.sync_engine, pragmas)
+    return engine
+
+
+def open_sync_engine(target: str) -> Engine:
+    """A blocking engine on a SQLite target, for alembic's command line."""
+    pragmas = _pragmas("full", DEFAULT_BUSY_TIMEOUT)
+    url = sync_url(target)
+    _create_private_file(url)
+    engine = create_engine(url, poolclass=NullPool)
+    _install_events(engine, pragmas)
+    return engine

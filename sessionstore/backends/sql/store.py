@@ -1,0 +1,314 @@
+"""`SqlStore`: sessions in a SQL database (SQLite in WAL mode).
+
+Every record is kept as its line, verbatim, in ``sessions.header`` or
+``entries.line``; `load` decodes them. Entries carry ``seq`` = 1, 2, 3...
+without gaps within their session, assigned inside the write transaction
+that inserts them, so concurrent writers can neither collide nor skip.
+
+Concurrency: within one store object, write transactions go through one
+writer, one at a time. Across processes, SQLite's write lock is taken up
+front (``BEGIN IMMEDIATE``) and waited for up to the busy timeout; a
+writer still locked out after that is retried a few times before the
+caller sees a `StorageError`. Reads never wait for writers (WAL).
+
+Durability: ``synchronous=NORMAL`` by default, so a committed append
+survives a crash of the process; ``durability="full"`` makes it survive a
+power loss too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from sessionstore import migrate
+from sessionstore.backends._common import (
+    StoreBase,
+    decode_stored_entry,
+    decode_stored_meta,
+    entry_lines,
+    header_line,
+)
+from sessionstore.backends.sql.engine import (
+    DEFAULT_BUSY_TIMEOUT,
+    WRITE,
+    Durability,
+    describe,
+    open_async_engine,
+)
+from sessionstore.backends.sql.tables import entries, sessions
+from sessionstore.context import summary_message
+from sessionstore.errors import (
+    CorruptSessionError,
+    DuplicateSessionError,
+    SessionNotFoundError,
+    SessionStoreError,
+    StorageError,
+)
+from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
+from sessionstore.store import Entry
+
+__all__ = ["SqlStore"]
+
+_T = TypeVar("_T")
+_BUSY_RETRIES = 5
+
+
+def _is_busy(exc: BaseException) -> bool:
+    text = str(getattr(exc, "orig", exc)).lower()
+    return isinstance(exc, OperationalError) and ("locked" in text or "busy" in text)
+
+
+class SqlStore(StoreBase):
+    """Sessions in a SQL database; see `SessionStore` for the contract.
+
+    Open one with `SqlStore.open` or `open_store("sqlite:///path.db")`.
+    """
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        """Wrap an engine made by `open`; use `open` instead."""
+        self._engine = engine
+        self._where = describe(engine.url)
+        self._writer = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        return f"SqlStore({self._where!r})"
+
+    @classmethod
+    async def open(
+        cls,
+        target: str,
+        *,
+        durability: Durability = "normal",
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    ) -> SqlStore:
+        """Open the store in a database, creating its schema when it is empty.
+
+        Args:
+            target: ``sqlite:///path.db``, ``sqlite+aiosqlite:///path.db``, or a
+                path ending in ``.db``, ``.sqlite`` or ``.sqlite3``.
+            durability: ``"normal"`` (a committed append survives a process
+                crash) or ``"full"`` (it survives a power loss).
+            busy_timeout: seconds a writer waits for another process's lock.
+
+        Raises:
+            ConfigurationError: the target or an option is not valid.
+            SchemaOutdatedError: the schema is older; migrate it first.
+            SchemaTooNewError: the schema comes from a newer sessionstore.
+            StorageError: the database cannot be opened.
+        """
+        engine = open_async_engine(target, durability=durability, busy_timeout=busy_timeout)
+        store = cls(engine)
+        try:
+            for write in (False, True):  # write-lock the database only to create it
+                missing = await store._transaction(
+                    None,
+                    lambda conn: conn.run_sync(
+                        migrate.ensure_schema,
+                        store._where,
+                        create=write,  # noqa: B023
+                    ),
+                    write=write,
+                )
+                if not missing:
+                    break
+        except BaseException:
+            await engine.dispose()
+            raise
+        return store
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._engine.dispose()
+
+    # ------------------------------------------------------------ plumbing
+
+    @asynccontextmanager
+    async def _connection(self, write: bool) -> AsyncIterator[AsyncConnection]:
+        async with self._engine.connect() as conn:
+            if write:
+                conn = await conn.execution_options(**{WRITE: True})
+            async with conn.begin():
+                yield conn
+
+    async def _transaction(
+        self,
+        session_id: str | None,
+        body: Callable[[AsyncConnection], Awaitable[_T]],
+        *,
+        write: bool = False,
+    ) -> _T:
+        """Run ``body`` in one transaction; driver errors become ours."""
+        attempt = 0
+        while True:
+            try:
+                if not write:
+                    async with self._connection(write=False) as conn:
+                        return await body(conn)
+                async with self._writer, self._connection(write=True) as conn:
+                    return await body(conn)
+            except SessionStoreError:
+                raise
+            except (SQLAlchemyError, OSError) as exc:
+                attempt += 1
+                if _is_busy(exc) and attempt <= _BUSY_RETRIES:
+                    await asyncio.sleep(0.05 * 2**attempt)
+                    continue
+                reason = getattr(exc, "orig", None) or exc
+                raise StorageError(f"{self._where}: {reason}", session_id=session_id) from exc
+
+    @staticmethod
+    async def _session_pk(conn: AsyncConnection, session_id: str, *, lock: bool = False) -> int:
+        query = select(sessions.c.pk).where(sessions.c.id == session_id)
+        if lock:
+            query = query.with_for_update()
+        pk = (await conn.execute(query)).scalar()
+        if pk is None:
+            raise SessionNotFoundError(session_id)
+        return int(pk)
+
+    def _decode(self, session_id: str, rows: Sequence[Any]) -> builtins.list[Entry]:
+        # The line number is the one the entry has in the session's file.
+        return [
+            decode_stored_entry(session_id, line, path=f"{self._where} entries", line_no=seq + 1)
+            for seq, line in rows
+        ]
+
+    # ------------------------------------------------------------ the contract
+
+    async def create(self, meta: SessionMeta) -> str:
+        line = header_line(meta)
+        self._check_open(meta.id)
+        row = {
+            "id": meta.id,
+            "version": meta.version,
+            "parent_session": meta.parent_session,
+            "created_at": meta.created_at,
+            "header": line,
+        }
+
+        async def body(conn: AsyncConnection) -> None:
+            try:
+                await conn.execute(insert(sessions).values(row))
+            except IntegrityError:
+                raise DuplicateSessionError(meta.id) from None
+
+        await self._transaction(meta.id, body, write=True)
+        return meta.id
+
+    async def append_many(self, session_id: str, new: Sequence[Entry]) -> None:
+        self._check(session_id)
+        rows = [
+            {
+                "entry_id": entry.id,
+                "type": entry.type,
+                "timestamp": entry.timestamp,
+                "first_kept_id": (
+                    entry.first_kept_id if isinstance(entry, CompactionEntry) else None
+                ),
+                "line": line,
+            }
+            for entry, line in zip(new, entry_lines(session_id, new), strict=True)
+        ]
+
+        async def body(conn: AsyncConnection) -> None:
+            pk = await self._session_pk(conn, session_id, lock=True)
+            if not rows:
+                return
+            last = (
+                await conn.execute(
+                    select(func.coalesce(func.max(entries.c.seq), 0)).where(
+                        entries.c.session_pk == pk
+                    )
+                )
+            ).scalar_one()
+            await conn.execute(
+                insert(entries),
+                [{**row, "session_pk": pk, "seq": last + n} for n, row in enumerate(rows, 1)],
+            )
+
+        await self._transaction(session_id, body, write=True)
+
+    async def load(self, session_id: str) -> builtins.list[Entry]:
+        self._check(session_id)
+
+        async def body(conn: AsyncConnection) -> Sequence[Any]:
+            pk = await self._session_pk(conn, session_id)
+            query = (
+                select(entries.c.seq, entries.c.line)
+                .where(entries.c.session_pk == pk)
+                .order_by(entries.c.seq)
+            )
+            return (await conn.execute(query)).all()
+
+        return self._decode(session_id, await self._transaction(session_id, body))
+
+    async def list(self) -> builtins.list[SessionMeta]:
+        self._check_open()
+
+        async def body(conn: AsyncConnection) -> Sequence[Any]:
+            query = select(sessions.c.id, sessions.c.header).order_by(sessions.c.pk)
+            return (await conn.execute(query)).all()
+
+        return [
+            decode_stored_meta(session_id, header, path=f"{self._where} sessions", line_no=1)
+            for session_id, header in await self._transaction(None, body)
+        ]
+
+    async def load_context(self, session_id: str) -> builtins.list[Message]:
+        """The built context, read from the last compaction on.
+
+        Only the last compaction and the messages the context holds are read,
+        through indexes: the cost does not grow with the history before the
+        cut.
+        """
+        self._check(session_id)
+
+        async def body(conn: AsyncConnection) -> tuple[Any, Sequence[Any]]:
+            pk = await self._session_pk(conn, session_id)
+            marker = (
+                await conn.execute(
+                    select(entries.c.seq, entries.c.line, entries.c.first_kept_id)
+                    .where(entries.c.session_pk == pk, entries.c.type == "compaction")
+                    .order_by(entries.c.seq.desc())
+                    .limit(1)
+                )
+            ).first()
+            messages = select(entries.c.seq, entries.c.line).where(
+                entries.c.session_pk == pk, entries.c.type == "message"
+            )
+            if marker is not None:
+                kept = (
+                    select(func.min(entries.c.seq))
+                    .where(
+                        entries.c.session_pk == pk,
+                        entries.c.entry_id == marker.first_kept_id,
+                        entries.c.type == "message",
+                    )
+                    .scalar_subquery()
+                )
+                messages = messages.where(entries.c.seq >= func.coalesce(kept, marker.seq + 1))
+            rows = (await conn.execute(messages.order_by(entries.c.seq))).all()
+            return marker, rows
+
+        marker, rows = await self._transaction(session_id, body)
+        context = [e.message for e in self._decode(session_id, rows) if isinstance(e, MessageEntry)]
+        if marker is None:
+            return context
+        compaction = self._decode(session_id, [(marker.seq, marker.line)])[0]
+        if not isinstance(compaction, CompactionEntry):
+            raise CorruptSessionError(
+                session_id,
+                "row typed 'compaction' holds another entry",
+                path=f"{self._where} entries",
+                line=marker.seq + 1,
+            )
+        return [summary_message(compaction), *context]

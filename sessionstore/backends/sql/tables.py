@@ -1,0 +1,86 @@
+"""The SQL schema, as SQLAlchemy Core tables: the one place it is defined.
+
+Append-only by design, and enforced by the database itself: the migrations
+add triggers that abort every UPDATE and DELETE on these tables, so not even
+a raw SQL statement can rewrite history.
+
+* ``sessions``: one row per session, the header line kept verbatim; ``pk``
+  gives the creation order.
+* ``entries``: one row per entry, ``seq`` = 1, 2, 3... without gaps within
+  a session, the line kept verbatim; ``type``, ``entry_id`` and
+  ``first_kept_id`` are derived from it, for the indexes that let
+  `load_context` read only what it returns.
+* ``journal_lines``: the crash-recovery journals, one row per line; a row
+  whose ``line`` is NULL records a clear.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Table,
+    Text,
+    text,
+)
+
+__all__ = ["APPEND_ONLY_TABLES", "entries", "journal_lines", "metadata", "sessions"]
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+    }
+)
+
+# SQLite's rowid alias must be spelled INTEGER; elsewhere 64 bits.
+_Key = BigInteger().with_variant(Integer(), "sqlite")
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("pk", _Key, primary_key=True, autoincrement=True),
+    Column("id", Text, nullable=False, unique=True),
+    Column("version", BigInteger, nullable=False),
+    Column("parent_session", Text, nullable=True),
+    Column("created_at", Text, nullable=False),
+    Column("header", Text, nullable=False),
+)
+
+entries = Table(
+    "entries",
+    metadata,
+    Column("session_pk", _Key, ForeignKey("sessions.pk"), primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("entry_id", Text, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("timestamp", Text, nullable=False),
+    Column("first_kept_id", Text, nullable=True),
+    Column("line", Text, nullable=False),
+    Index("ix_entries_entry_id", "session_pk", "entry_id"),
+    Index(
+        "ix_entries_compactions",
+        "session_pk",
+        "seq",
+        sqlite_where=text("type = 'compaction'"),
+        postgresql_where=text("type = 'compaction'"),
+    ),
+)
+
+journal_lines = Table(
+    "journal_lines",
+    metadata,
+    Column("journal", Text, primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("line", LargeBinary, nullable=True),
+)
+
+APPEND_ONLY_TABLES = ("sessions", "entries", "journal_lines")

@@ -1,0 +1,230 @@
+"""SqlStore on SQLite beyond the contract: schema, pragmas, append-only, processes."""
+
+import asyncio
+import os
+import signal
+import sqlite3
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from sessionstore import (
+    ConfigurationError,
+    CorruptSessionError,
+    Entry,
+    Message,
+    MessageEntry,
+    SessionMeta,
+    SqlStore,
+    StorageError,
+    encode,
+    open_store,
+)
+from sessionstore.testing.contract import compaction, message
+from tests.helpers import run_appenders, spawn_appender
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "sessions.db"
+
+
+@pytest.fixture
+async def store(db: Path) -> AsyncIterator[SqlStore]:
+    store = await SqlStore.open(f"sqlite:///{db}")
+    yield store
+    await store.close()
+
+
+def raw(db: Path) -> sqlite3.Connection:
+    """A plain sqlite3 connection, as any tool or person could open."""
+    return sqlite3.connect(db, isolation_level=None)
+
+
+async def test_database_is_in_wal_mode_and_private(store: SqlStore, db: Path) -> None:
+    await store.create(SessionMeta.new())
+    assert raw(db).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    wal = db.with_name(db.name + "-wal")
+    assert stat.S_IMODE(wal.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize(("durability", "level"), [("normal", 1), ("full", 2)])
+async def test_durability_sets_synchronous(db: Path, durability: str, level: int) -> None:
+    store = await SqlStore.open(str(db), durability=durability)  # type: ignore[arg-type]
+    async with store._engine.connect() as conn:
+        assert (await conn.exec_driver_sql("PRAGMA synchronous")).scalar() == level
+        assert (await conn.exec_driver_sql("PRAGMA foreign_keys")).scalar() == 1
+        assert (await conn.exec_driver_sql("PRAGMA busy_timeout")).scalar() == 30000
+    await store.close()
+
+
+async def test_rows_keep_lines_verbatim_with_gap_free_seq(store: SqlStore, db: Path) -> None:
+    meta = SessionMeta.new()
+    await store.create(meta)
+    logged: list[Entry] = [message("e1", "a"), message("e2", "b"), compaction("c1", "sum", "e2")]
+    for entry in logged:
+        await store.append(meta.id, entry)
+    connection = raw(db)
+    assert connection.execute("SELECT header FROM sessions").fetchall() == [(encode(meta),)]
+    rows = connection.execute(
+        "SELECT seq, entry_id, type, first_kept_id, line FROM entries ORDER BY seq"
+    ).fetchall()
+    assert rows == [
+        (1, "e1", "message", None, encode(logged[0])),
+        (2, "e2", "message", None, encode(logged[1])),
+        (3, "c1", "compaction", "e2", encode(logged[2])),
+    ]
+
+
+@pytest.mark.parametrize("table", ["sessions", "entries", "journal_lines"])
+@pytest.mark.parametrize("statement", ["UPDATE {table} SET rowid = rowid", "DELETE FROM {table}"])
+async def test_raw_update_and_delete_fail_on_every_table(
+    store: SqlStore, db: Path, table: str, statement: str
+) -> None:
+    meta = SessionMeta.new()
+    await store.create(meta)
+    await store.append(meta.id, message("e1", "x"))
+    connection = raw(db)
+    connection.execute("INSERT INTO journal_lines (journal, seq, line) VALUES ('j', 1, x'00')")
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        connection.execute(statement.format(table=table))
+    assert connection.execute(f"SELECT count(*) FROM {table}").fetchone() == (1,)
+
+
+async def test_corrupt_row_is_an_error_naming_session_and_line(store: SqlStore, db: Path) -> None:
+    meta = SessionMeta.new()
+    await store.create(meta)
+    await store.append_many(meta.id, [message("e1", "a"), message("e2", "b")])
+    connection = raw(db)
+    connection.execute("DROP TRIGGER entries_no_update")  # only a test may do this
+    connection.execute("UPDATE entries SET line = 'garbage' WHERE seq = 2")
+    with pytest.raises(CorruptSessionError, match="invalid JSON") as caught:
+        await store.load(meta.id)
+    assert (caught.value.session_id, caught.value.line) == (meta.id, 3)
+
+
+async def test_load_context_reads_nothing_before_the_cut(store: SqlStore, db: Path) -> None:
+    meta = SessionMeta.new()
+    await store.create(meta)
+    log: list[Entry] = [message(f"old{n}", "old") for n in range(50)]
+    log += [message("kept", "kept"), message("tail", "tail"), compaction("c1", "sum", "kept")]
+    await store.append_many(meta.id, log)
+    connection = raw(db)
+    connection.execute("DROP TRIGGER entries_no_update")
+    # Corrupt every row before the cut: load_context must not even read them.
+    connection.execute("UPDATE entries SET line = 'garbage' WHERE seq <= 50")
+    context = await store.load_context(meta.id)
+    assert [m.text() for m in context] == ["[Conversation summary]\nsum", "kept", "tail"]
+    with pytest.raises(CorruptSessionError):
+        await store.load(meta.id)
+
+
+async def test_load_context_queries_use_indexes(store: SqlStore, db: Path) -> None:
+    plans = raw(db)
+    queries = [
+        "SELECT seq, line FROM entries WHERE session_pk = 1 AND type = 'compaction' "
+        "ORDER BY seq DESC LIMIT 1",
+        "SELECT min(seq) FROM entries WHERE session_pk = 1 AND entry_id = 'x' AND type = 'message'",
+        "SELECT seq, line FROM entries WHERE session_pk = 1 AND type = 'message' "
+        "AND seq >= 10 ORDER BY seq",
+    ]
+    for query in queries:
+        plan = " ".join(row[-1] for row in plans.execute(f"EXPLAIN QUERY PLAN {query}"))
+        assert "USING" in plan, plan
+        assert "SCAN entries" not in plan.replace("USING", "|"), plan
+
+
+async def test_store_survives_reopening_and_lists_in_creation_order(db: Path) -> None:
+    async with open_store(db) as store:
+        ids = [await store.create(SessionMeta(id=f"s{n}")) for n in (3, 1, 2)]
+    async with open_store(f"sqlite+aiosqlite:///{db}") as store:
+        assert [m.id for m in await store.list()] == ids
+
+
+@pytest.mark.parametrize(
+    ("target", "match"),
+    [
+        ("sqlite://", "in-memory"),
+        ("sqlite:///:memory:", "in-memory"),
+        ("sqlite+pysqlcipher:///x.db", "unsupported SQLite driver"),
+    ],
+)
+async def test_unusable_sqlite_targets_are_refused(target: str, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match):
+        await open_store(target)
+
+
+async def test_missing_directory_is_a_storage_error(tmp_path: Path) -> None:
+    with pytest.raises(StorageError, match="cannot create database"):
+        await open_store(tmp_path / "nowhere" / "x.db")
+
+
+async def test_bad_options_are_refused(db: Path) -> None:
+    with pytest.raises(ConfigurationError, match="durability"):
+        await open_store(db, durability="eventually")
+    with pytest.raises(ConfigurationError, match="busy_timeout"):
+        await open_store(db, busy_timeout=-1)
+
+
+async def test_four_processes_appending_to_one_session_give_seq_1_to_2000(
+    store: SqlStore, db: Path
+) -> None:
+    session_id = await store.create(SessionMeta.new())
+    await run_appenders(f"sqlite:///{db}", session_id, ["a", "b", "c", "d"], 500)
+    seqs = [row[0] for row in raw(db).execute("SELECT seq FROM entries ORDER BY seq")]
+    assert seqs == list(range(1, 2001))
+    texts = [e.message.text() for e in await store.load(session_id) if isinstance(e, MessageEntry)]
+    for worker in "abcd":
+        assert [int(t.split(":")[1]) for t in texts if t[0] == worker] == list(range(500))
+
+
+async def test_appends_that_returned_survive_sigkill_20_times(store: SqlStore, db: Path) -> None:
+    session_id = await store.create(SessionMeta.new())
+    target = f"sqlite:///{db}"
+    returned = 0
+    for round_ in range(20):
+        worker = await spawn_appender(target, session_id, f"r{round_}", 100_000, 200)
+        assert worker.stdout is not None
+        # Let it append for a while, then kill it mid-stream.
+        acknowledged = []
+        for _ in range(5 + round_ * 3):
+            acknowledged.append(await worker.stdout.readline())
+        os.kill(worker.pid, signal.SIGKILL)
+        rest = await worker.stdout.read()
+        await worker.wait()
+        done = len(acknowledged) + len(rest.split())
+        returned += done
+
+        loaded = await store.load(session_id)
+        mine = [
+            e.message.text().split(":")[1]
+            for e in loaded
+            if isinstance(e, MessageEntry) and e.message.text().startswith(f"r{round_}:")
+        ]
+        # Every append that had returned is there; at most the one in flight more.
+        assert mine[:done] == [str(n) for n in range(done)]
+        assert len(mine) in (done, done + 1)
+    connection = raw(db)
+    assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    seqs = [row[0] for row in connection.execute("SELECT seq FROM entries ORDER BY seq")]
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert len(seqs) >= returned
+
+
+async def test_concurrent_tasks_across_two_store_objects_never_collide(db: Path) -> None:
+    first = await SqlStore.open(str(db))
+    second = await SqlStore.open(str(db))
+    session_id = await first.create(SessionMeta.new())
+
+    async def writer(store: SqlStore, name: str) -> None:
+        for n in range(30):
+            await store.append(session_id, MessageEntry.new(Message.user(f"{name}{n}")))
+
+    await asyncio.gather(*(writer(s, f"{i}-") for i, s in enumerate([first, second] * 5)))
+    seqs = [row[0] for row in raw(db).execute("SELECT seq FROM entries ORDER BY seq")]
+    assert seqs == list(range(1, 301))
+    await first.close()
+    await second.close()
