@@ -5,7 +5,7 @@ crash-recovery journal, and a JSONL wire format byte-compatible with the
 Rust implementation. Everything a user needs is importable from here.
 """
 
-from sessionstore.backends import JsonlStore, MemoryStore, SqlStore, open_store
+from sessionstore.backends import FileJournal, JsonlStore, MemoryStore, SqlStore, open_store
 from sessionstore.context import build_context
 from sessionstore.errors import (
     ConfigurationError,
@@ -35,7 +35,7 @@ from sessionstore.models import (
     SessionMeta,
     Written,
 )
-from sessionstore.store import Entry, SessionStore
+from sessionstore.store import Entry, JournalRecord, SessionJournal, SessionStore
 from sessionstore.timestamps import Timestamp
 from sessionstore.wire import (
     decode_entry,
@@ -55,10 +55,12 @@ __all__ = [
     "CorruptSessionError",
     "DuplicateSessionError",
     "Entry",
+    "FileJournal",
     "InvalidRecordError",
     "InvalidSessionIdError",
     "Journal",
     "JournalLine",
+    "JournalRecord",
     "JournalSession",
     "JsonlStore",
     "MemoryStore",
@@ -70,6 +72,7 @@ __all__ = [
     "SchemaTooNewError",
     "SessionEntry",
     "SessionHeader",
+    "SessionJournal",
     "SessionMeta",
     "SessionNotFoundError",
     "SessionStore",

@@ -13,12 +13,88 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
-from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
+from sessionstore.journal import Journal
+from sessionstore.models import (
+    CommentWrite,
+    CompactionEntry,
+    Message,
+    MessageEntry,
+    PostWrite,
+    SessionHeader,
+    SessionMeta,
+)
 
-__all__ = ["Entry", "SessionStore"]
+__all__ = ["Entry", "JournalRecord", "SessionJournal", "SessionStore"]
 
 Entry = MessageEntry | CompactionEntry
 """A session entry, as the store methods take and give it."""
+
+
+JournalRecord = SessionHeader | PostWrite | CommentWrite
+"""A journal line, as `SessionJournal.append` takes it."""
+
+
+@runtime_checkable
+class SessionJournal(Protocol):
+    """An agent's crash-recovery journal (SPEC section 5).
+
+    The record of what a session wrote while it ran, so that a session
+    stopped before its state was saved is not forgotten. The recovery
+    pattern, at agent start::
+
+        leftover = await journal.read()
+        for session in leftover.interrupted():
+            ...  # tell the agent what those sessions wrote
+        await journal.begin(SessionHeader(started_at=Timestamp.now(), model=m), leftover)
+        ...
+        await journal.append(PostWrite(at=Timestamp.now(), id=post_id))  # each write
+        ...
+        await journal.clear()  # once the session's state is saved
+
+    Every backend gives the same `read` after the same calls, skipped line
+    numbers included. Each `append` is durable against a power loss when it
+    returns.
+    """
+
+    async def read(self) -> Journal:
+        """The journal as it stands; an empty `Journal` when there is none.
+
+        Parsing never fails: unreadable lines are skipped and their numbers
+        kept in `Journal.skipped`.
+        """
+        ...
+
+    async def begin(self, header: SessionHeader, leftover: Journal) -> None:
+        """Start a session: discard ``leftover`` (what `read` found) when it
+        recorded no write, keep it when it did, then append ``header``."""
+        ...
+
+    async def append(self, line: JournalRecord) -> None:
+        """Append one line, on a line of its own, durably.
+
+        Raises:
+            InvalidRecordError: ``line`` is not a journal line.
+        """
+        ...
+
+    async def append_raw(self, line: bytes) -> None:
+        """Append one line verbatim, whether or not it parses.
+
+        For importing journals written elsewhere: a torn or foreign line is
+        kept, so the journal reads back with the same skipped line numbers.
+
+        Raises:
+            InvalidRecordError: ``line`` contains a newline.
+        """
+        ...
+
+    async def clear(self) -> None:
+        """Forget the journal (once a session's state is saved).
+
+        Nothing to clear is fine. Stores that keep history record the clear
+        instead of deleting anything.
+        """
+        ...
 
 
 @runtime_checkable
@@ -113,6 +189,18 @@ class SessionStore(Protocol):
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load`.
         """
+        ...
+
+    def journal(self, name: str) -> SessionJournal:
+        """The journal called ``name`` (one per agent), kept in this store.
+
+        Raises:
+            InvalidSessionIdError: ``name`` breaks the session-id rule.
+        """
+        ...
+
+    async def journals(self) -> builtins.list[str]:
+        """The names of the journals that hold any lines, in no particular order."""
         ...
 
     async def close(self) -> None:

@@ -6,7 +6,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-APPENDER = Path(__file__).parent / "workers" / "appender.py"
+WORKERS = Path(__file__).parent / "workers"
+APPENDER = WORKERS / "appender.py"
 
 
 async def spawn_appender(

@@ -62,6 +62,13 @@ def upgrade() -> None:
         sa.Column("line", sa.LargeBinary(), nullable=True),
         sa.PrimaryKeyConstraint("journal", "seq", name="pk_journal_lines"),
     )
+    op.create_index(
+        "ix_journal_lines_clears",
+        "journal_lines",
+        ["journal", "seq"],
+        sqlite_where=sa.text("line IS NULL"),
+        postgresql_where=sa.text("line IS NULL"),
+    )
     for table in TABLES:
         for action in ("UPDATE", "DELETE"):
             op.execute(

@@ -22,6 +22,9 @@ A batch is all-or-nothing against refused entries and process crashes. A
 power loss in the middle of a large batch's single ``write`` can leave its
 first lines on disk; the torn last one is dropped at the next load.
 
+Journals (`journal`) are `FileJournal` files in
+``<dir>/journals/<name>/session_journal.jsonl``.
+
 Locks are POSIX ``flock`` locks: advisory, honoured by every sessionstore
 process on the machine, not by other programs writing the same files.
 """
@@ -45,6 +48,13 @@ from sessionstore.backends._common import (
     entry_lines,
     header_line,
 )
+from sessionstore.backends._files import (
+    FILE_MODE,
+    complete_length,
+    fsync_directory,
+    write_all,
+)
+from sessionstore.backends.file_journal import JOURNAL_FILE, FileJournal
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
@@ -63,38 +73,8 @@ logger = logging.getLogger(__name__)
 
 Durability = Literal["normal", "full"]
 SUFFIX = ".jsonl"
-_FILE_MODE = 0o600  # conversations are private to their owner
-_CHUNK = 64 * 1024
+JOURNALS = "journals"  # <dir>/journals/<name>/session_journal.jsonl
 _T = TypeVar("_T")
-
-
-def fsync_directory(directory: Path) -> None:
-    """Make the names in ``directory`` (a new file, a removal) durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data``: in one ``write`` unless the OS takes less."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def complete_length(fd: int, size: int) -> int:
-    """The length of the file up to and including its last ``\\n``."""
-    end = size
-    while end > 0:
-        start = max(0, end - _CHUNK)
-        chunk = os.pread(fd, end - start, start)
-        newline = chunk.rfind(b"\n")
-        if newline >= 0:
-            return start + newline + 1
-        end = start
-    return 0
 
 
 class JsonlStore(StoreBase):
@@ -123,6 +103,24 @@ class JsonlStore(StoreBase):
         """The directory holding the session files."""
         return self._dir
 
+    def journal(self, name: str) -> FileJournal:
+        """The journal file ``<dir>/journals/<name>/session_journal.jsonl``."""
+        validate_session_id(name)
+        self._check_open(name)
+        return FileJournal(self._dir / JOURNALS / name / JOURNAL_FILE)
+
+    async def journals(self) -> builtins.list[str]:
+        self._check_open()
+
+        def names() -> builtins.list[str]:
+            try:
+                found = sorted(os.listdir(self._dir / JOURNALS))
+            except FileNotFoundError:
+                return []
+            return [n for n in found if (self._dir / JOURNALS / n / JOURNAL_FILE).is_file()]
+
+        return await self._run(None, names)
+
     def path(self, session_id: str) -> Path:
         """The file of a session (after checking the id)."""
         return self._dir / f"{validate_session_id(session_id)}{SUFFIX}"
@@ -150,7 +148,7 @@ class JsonlStore(StoreBase):
         self._dir.mkdir(parents=True, exist_ok=True)
         path = self.path(session_id)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
         except FileExistsError:
             raise DuplicateSessionError(session_id) from None
         try:

@@ -21,7 +21,9 @@ from sessionstore.backends._common import (
     entry_lines,
     header_line,
 )
-from sessionstore.errors import DuplicateSessionError, SessionNotFoundError
+from sessionstore.backends._journal import JournalBase, lines_since_clear, parse_lines, raw_line
+from sessionstore.errors import DuplicateSessionError, SessionNotFoundError, validate_session_id
+from sessionstore.journal import Journal
 from sessionstore.models import SessionMeta
 from sessionstore.store import Entry
 
@@ -39,6 +41,8 @@ class MemoryStore(StoreBase):
 
     def __init__(self) -> None:
         self._sessions: dict[str, _Session] = {}
+        # Each journal's history: its lines, and None where it was cleared.
+        self._journals: dict[str, builtins.list[bytes | None]] = {}
 
     def __repr__(self) -> str:
         return f"MemoryStore(sessions={len(self._sessions)})"
@@ -75,3 +79,38 @@ class MemoryStore(StoreBase):
             decode_stored_meta(session_id, session.header, path=None, line_no=1)
             for session_id, session in self._sessions.items()
         ]
+
+    def journal(self, name: str) -> _MemoryJournal:
+        validate_session_id(name)
+        self._check_open(name)
+        return _MemoryJournal(self, name)
+
+    async def journals(self) -> builtins.list[str]:
+        self._check_open()
+        return builtins.list(self._journals)
+
+
+class _MemoryJournal(JournalBase):
+    """A journal kept in a `MemoryStore`: history stays, a clear is a marker."""
+
+    def __init__(self, store: MemoryStore, name: str) -> None:
+        self._store = store
+        self._name = name
+
+    def _history(self) -> builtins.list[bytes | None]:
+        self._store._check_open(self._name)
+        return self._store._journals.setdefault(self._name, [])
+
+    async def read(self) -> Journal:
+        self._store._check_open(self._name)
+        return parse_lines(lines_since_clear(self._store._journals.get(self._name, [])))
+
+    async def append_raw(self, line: bytes) -> None:
+        data = raw_line(line)
+        self._history().append(data)
+
+    async def clear(self) -> None:
+        history = self._store._journals.get(self._name)
+        self._store._check_open(self._name)
+        if history and history[-1] is not None:
+            history.append(None)

@@ -1,4 +1,4 @@
-"""The contract suite every `SessionStore` backend must pass.
+"""The contract suites every backend must pass.
 
 For anyone who writes a backend: subclass `SessionStoreContract` in a test
 module and provide a ``backend`` fixture returning a `Backend`::
@@ -13,9 +13,13 @@ module and provide a ``backend`` fixture returning a `Backend`::
     class TestMyStore(SessionStoreContract):
         pass
 
-It needs pytest and pytest-asyncio (the ``dev`` extra).
+Journals likewise: `SessionJournalContract` over a ``journal_backend``
+fixture returning a `JournalBackend`.
+
+The suites need pytest and pytest-asyncio (the ``dev`` extra).
 """
 
 from sessionstore.testing.contract import Backend, SessionStoreContract
+from sessionstore.testing.journal_contract import JournalBackend, SessionJournalContract
 
-__all__ = ["Backend", "SessionStoreContract"]
+__all__ = ["Backend", "JournalBackend", "SessionJournalContract", "SessionStoreContract"]

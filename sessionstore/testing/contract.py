@@ -19,8 +19,16 @@ from sessionstore.errors import (
     StorageError,
     StreamingMessageError,
 )
-from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
+from sessionstore.journal import Journal
+from sessionstore.models import (
+    CompactionEntry,
+    Message,
+    MessageEntry,
+    SessionHeader,
+    SessionMeta,
+)
 from sessionstore.store import Entry, SessionStore
+from sessionstore.timestamps import Timestamp
 from sessionstore.wire import encode
 
 INVALID_IDS = ["../x", "a/b", "a\\b", ".hidden", "", "x" * 201, "tab\there", "nul\x00", "del\x7f"]
@@ -235,12 +243,46 @@ class SessionStoreContract:
                 await _call(store, operation, session_id)
         with pytest.raises(StorageError, match="closed"):
             await store.list()
+        with pytest.raises(StorageError, match="closed"):
+            await store.journals()
+        with pytest.raises(StorageError, match="closed"):
+            store.journal("agent")
 
     async def test_async_with_closes_the_store(self, backend: Backend) -> None:
         async with await backend.open() as store:
             pass
         with pytest.raises(StorageError, match="closed"):
             await store.list()
+
+    # ---------------------------------------------------------- journals
+
+    async def test_journals_are_kept_apart_and_listed(self, store: SessionStore) -> None:
+        assert await store.journals() == []
+        header = SessionHeader(started_at=Timestamp.parse("2026-10-13T11:00:00Z"), model="m")
+        await store.journal("agent-1").begin(header, Journal())
+        await store.journal("agent-2").append_raw(b"x")
+        assert sorted(await store.journals()) == ["agent-1", "agent-2"]
+        read = await store.journal("agent-1").read()
+        assert [s.header for s in read.sessions] == [header]
+        assert (await store.journal("agent-2").read()).skipped == [1]
+        assert await store.journal("agent-3").read() == Journal()
+
+    @pytest.mark.parametrize("bad_name", INVALID_IDS)
+    async def test_journal_names_follow_the_session_id_rule(
+        self, store: SessionStore, bad_name: str
+    ) -> None:
+        with pytest.raises(InvalidSessionIdError):
+            store.journal(bad_name)
+        assert await store.journals() == []
+
+    async def test_journals_survive_reopening(self, backend: Backend) -> None:
+        if not backend.persistent:
+            pytest.skip("backend declares persistent=False: its storage is the object itself")
+        async with await backend.open() as store:
+            await store.journal("agent").append_raw(b"kept")
+        async with await backend.open() as reopened:
+            assert await reopened.journals() == ["agent"]
+            assert (await reopened.journal("agent").read()).skipped == [1]
 
     # ---------------------------------------------------------- append_many
 

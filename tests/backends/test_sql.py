@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Connection, event
 
 from sessionstore import (
     ConfigurationError,
@@ -228,3 +229,30 @@ async def test_concurrent_tasks_across_two_store_objects_never_collide(db: Path)
     assert seqs == list(range(1, 301))
     await first.close()
     await second.close()
+
+
+async def test_journal_clear_is_a_marker_and_history_stays(store: SqlStore, db: Path) -> None:
+    journal = store.journal("agent")
+    await journal.append_raw(b"first")
+    await journal.clear()
+    await journal.clear()  # nothing new to clear: no second marker
+    await journal.append_raw(b"second")
+    rows = raw(db).execute("SELECT journal, seq, line FROM journal_lines ORDER BY seq").fetchall()
+    assert rows == [("agent", 1, b"first"), ("agent", 2, None), ("agent", 3, b"second")]
+    assert (await journal.read()).skipped == [1]
+
+
+async def test_journal_commits_with_a_full_fsync_even_at_normal_durability(
+    store: SqlStore,
+) -> None:
+    levels: list[int] = []
+
+    def record(connection: Connection) -> None:
+        levels.append(connection.exec_driver_sql("PRAGMA synchronous").scalar_one())
+
+    event.listen(store._engine.sync_engine, "commit", record)
+    await store.create(SessionMeta(id="s"))
+    await store.journal("agent").append_raw(b"x")
+    await store.append("s", message("e1", "x"))
+    await store.journal("agent").clear()
+    assert levels == [1, 2, 1, 2]  # NORMAL for sessions, FULL for the journal

@@ -23,6 +23,7 @@ from sqlalchemy.pool import NullPool
 from sessionstore.errors import ConfigurationError, StorageError
 
 __all__ = [
+    "DURABLE",
     "WRITE",
     "Durability",
     "async_url",
@@ -38,6 +39,9 @@ _SQL_SCHEMES = ("sqlite",)
 
 WRITE = "sessionstore_write"
 """Execution option: begin the transaction as a writer (``BEGIN IMMEDIATE``)."""
+
+DURABLE = "sessionstore_durable"
+"""Execution option: commit with ``synchronous=FULL`` whatever the store's level."""
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 
@@ -101,20 +105,21 @@ def _create_private_file(url: URL) -> None:
     os.close(fd)
 
 
-def _pragmas(durability: Durability, busy_timeout: float) -> list[str]:
+def _check(durability: Durability, busy_timeout: float) -> None:
     if durability not in ("normal", "full"):
         raise ConfigurationError(f"durability must be 'normal' or 'full', not {durability!r}")
     if not busy_timeout >= 0:
         raise ConfigurationError(f"busy_timeout must be >= 0 seconds, not {busy_timeout!r}")
-    return [
+
+
+def _install_events(engine: Engine, durability: Durability, busy_timeout: float) -> None:
+    default = durability.upper()
+    pragmas = [
         "PRAGMA journal_mode=WAL",
         "PRAGMA foreign_keys=ON",
         f"PRAGMA busy_timeout={round(busy_timeout * 1000)}",
-        f"PRAGMA synchronous={durability.upper()}",
     ]
 
-
-def _install_events(engine: Engine, pragmas: list[str]) -> None:
     @event.listens_for(engine, "connect")
     def on_connect(dbapi_connection: Any, record: Any) -> None:
         # The driver must not begin transactions on its own; on_begin does.
@@ -126,8 +131,15 @@ def _install_events(engine: Engine, pragmas: list[str]) -> None:
 
     @event.listens_for(engine, "begin")
     def on_begin(connection: Connection) -> None:
-        write = connection.get_execution_options().get(WRITE, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        options = connection.get_execution_options()
+        # synchronous can only change outside a transaction: set it here,
+        # once per connection and whenever a durable commit needs FULL.
+        wanted = "FULL" if options.get(DURABLE, False) else default
+        info = connection.connection.info
+        if info.get("synchronous") != wanted:
+            connection.exec_driver_sql(f"PRAGMA synchronous={wanted}")
+            info["synchronous"] = wanted
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if options.get(WRITE, False) else "BEGIN")
 
 
 def open_async_engine(
@@ -137,19 +149,18 @@ def open_async_engine(
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
 ) -> AsyncEngine:
     """An async engine on a SQLite target, with our pragmas and transactions."""
-    pragmas = _pragmas(durability, busy_timeout)
+    _check(durability, busy_timeout)
     url = async_url(target)
     _create_private_file(url)
     engine = create_async_engine(url)
-    _install_events(engine.sync_engine, pragmas)
+    _install_events(engine.sync_engine, durability, busy_timeout)
     return engine
 
 
 def open_sync_engine(target: str) -> Engine:
     """A blocking engine on a SQLite target, for alembic's command line."""
-    pragmas = _pragmas("full", DEFAULT_BUSY_TIMEOUT)
     url = sync_url(target)
     _create_private_file(url)
     engine = create_engine(url, poolclass=NullPool)
-    _install_events(engine, pragmas)
+    _install_events(engine, "full", DEFAULT_BUSY_TIMEOUT)
     return engine

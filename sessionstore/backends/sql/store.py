@@ -38,12 +38,14 @@ from sessionstore.backends._common import (
 )
 from sessionstore.backends.sql.engine import (
     DEFAULT_BUSY_TIMEOUT,
+    DURABLE,
     WRITE,
     Durability,
     describe,
     open_async_engine,
 )
-from sessionstore.backends.sql.tables import entries, sessions
+from sessionstore.backends.sql.journal import SqlJournal
+from sessionstore.backends.sql.tables import entries, journal_lines, sessions
 from sessionstore.context import summary_message
 from sessionstore.errors import (
     CorruptSessionError,
@@ -51,6 +53,7 @@ from sessionstore.errors import (
     SessionNotFoundError,
     SessionStoreError,
     StorageError,
+    validate_session_id,
 )
 from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
 from sessionstore.store import Entry
@@ -129,13 +132,27 @@ class SqlStore(StoreBase):
             self._closed = True
             await self._engine.dispose()
 
+    def journal(self, name: str) -> SqlJournal:
+        validate_session_id(name)
+        self._check_open(name)
+        return SqlJournal(self, name)
+
+    async def journals(self) -> builtins.list[str]:
+        self._check_open()
+
+        async def body(conn: AsyncConnection) -> builtins.list[str]:
+            query = select(journal_lines.c.journal).distinct().order_by(journal_lines.c.journal)
+            return builtins.list((await conn.execute(query)).scalars())
+
+        return await self._transaction(None, body)
+
     # ------------------------------------------------------------ plumbing
 
     @asynccontextmanager
-    async def _connection(self, write: bool) -> AsyncIterator[AsyncConnection]:
+    async def _connection(self, write: bool, durable: bool) -> AsyncIterator[AsyncConnection]:
         async with self._engine.connect() as conn:
             if write:
-                conn = await conn.execution_options(**{WRITE: True})
+                conn = await conn.execution_options(**{WRITE: True, DURABLE: durable})
             async with conn.begin():
                 yield conn
 
@@ -145,15 +162,21 @@ class SqlStore(StoreBase):
         body: Callable[[AsyncConnection], Awaitable[_T]],
         *,
         write: bool = False,
+        durable: bool = False,
     ) -> _T:
-        """Run ``body`` in one transaction; driver errors become ours."""
+        """Run ``body`` in one transaction; driver errors become ours.
+
+        Args:
+            write: take the write lock up front; one writer at a time.
+            durable: commit with a full fsync even at ``durability="normal"``.
+        """
         attempt = 0
         while True:
             try:
                 if not write:
-                    async with self._connection(write=False) as conn:
+                    async with self._connection(write=False, durable=False) as conn:
                         return await body(conn)
-                async with self._writer, self._connection(write=True) as conn:
+                async with self._writer, self._connection(write=True, durable=durable) as conn:
                     return await body(conn)
             except SessionStoreError:
                 raise

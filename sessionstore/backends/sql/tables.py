@@ -81,6 +81,13 @@ journal_lines = Table(
     Column("journal", Text, primary_key=True),
     Column("seq", BigInteger, primary_key=True, autoincrement=False),
     Column("line", LargeBinary, nullable=True),
+    Index(
+        "ix_journal_lines_clears",
+        "journal",
+        "seq",
+        sqlite_where=text("line IS NULL"),
+        postgresql_where=text("line IS NULL"),
+    ),
 )
 
 APPEND_ONLY_TABLES = ("sessions", "entries", "journal_lines")

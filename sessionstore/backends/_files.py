@@ -1,0 +1,38 @@
+"""Small file primitives shared by the file-based backends."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+FILE_MODE = 0o600  # conversations are private to their owner
+_CHUNK = 64 * 1024
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make the names in ``directory`` (a new file, a removal) durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data``: in one ``write`` unless the OS takes less."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def complete_length(fd: int, size: int) -> int:
+    """The length of the file up to and including its last ``\\n``."""
+    end = size
+    while end > 0:
+        start = max(0, end - _CHUNK)
+        chunk = os.pread(fd, end - start, start)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0

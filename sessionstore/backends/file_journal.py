@@ -1,0 +1,112 @@
+"""`FileJournal`: the session journal as a file in an agent's directory.
+
+One JSON object per line in ``<agent_dir>/session_journal.jsonl``, the same
+file the Rust implementation writes:
+
+* every append is ``fsync``ed before it returns (and the directory too when
+  the file is new), so it survives a power loss;
+* an appended line always starts on a line of its own: when the file does
+  not end in a newline (a line torn by a crash), one is written first, so a
+  torn line costs only itself and never eats the next;
+* `clear` removes the file and ``fsync``s the directory;
+* reading never fails on content: what does not parse is skipped and its
+  line number kept.
+
+Appends hold an exclusive ``flock`` on the file, so two processes sharing a
+journal do not interleave their lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from sessionstore.backends._files import FILE_MODE, fsync_directory, write_all
+from sessionstore.backends._journal import JournalBase, raw_line
+from sessionstore.errors import StorageError
+from sessionstore.journal import Journal
+
+__all__ = ["JOURNAL_FILE", "FileJournal"]
+
+JOURNAL_FILE = "session_journal.jsonl"
+"""The journal's name inside an agent's directory."""
+
+_T = TypeVar("_T")
+
+
+class FileJournal(JournalBase):
+    """A journal file; see `SessionJournal` for the contract.
+
+    Args:
+        path: the journal file. Its directory is created by the first
+            append when missing.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._path = Path(path)
+
+    @classmethod
+    def in_dir(cls, agent_dir: str | os.PathLike[str]) -> FileJournal:
+        """The journal in an agent's directory: ``<agent_dir>/session_journal.jsonl``."""
+        return cls(Path(agent_dir) / JOURNAL_FILE)
+
+    def __repr__(self) -> str:
+        return f"FileJournal({str(self._path)!r})"
+
+    @property
+    def path(self) -> Path:
+        """The journal file."""
+        return self._path
+
+    async def _run(self, call: Callable[[], _T]) -> _T:
+        try:
+            return await asyncio.to_thread(call)
+        except OSError as exc:
+            where = exc.filename if exc.filename is not None else self._path
+            raise StorageError(f"journal {where}: {exc.strerror or exc}") from exc
+
+    async def read(self) -> Journal:
+        return await self._run(self._read)
+
+    def _read(self) -> Journal:
+        try:
+            data = self._path.read_bytes()
+        except FileNotFoundError:
+            return Journal()
+        return Journal.parse(data)
+
+    async def append_raw(self, line: bytes) -> None:
+        data = raw_line(line)
+        await self._run(lambda: self._append(data))
+
+    def _append(self, line: bytes) -> None:
+        directory = self._path.parent
+        if not directory.is_dir():
+            directory.mkdir(parents=True, exist_ok=True)
+            fsync_directory(directory.parent)
+        fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line  # never glue onto a torn line
+            write_all(fd, line + b"\n")
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        if size == 0:
+            fsync_directory(self._path.parent)  # make the new name durable too
+
+    async def clear(self) -> None:
+        await self._run(self._clear)
+
+    def _clear(self) -> None:
+        try:
+            self._path.unlink()
+        except FileNotFoundError:
+            return
+        fsync_directory(self._path.parent)

@@ -1,0 +1,85 @@
+"""`SqlJournal`: a session journal kept in the ``journal_lines`` table.
+
+One row per line, in ``seq`` order; a clear is a row whose ``line`` is
+NULL, so the history stays (the table is append-only like the others).
+`read` parses the lines after the last clear exactly as a journal file
+holding them would be parsed. Every write commits with a full fsync
+(``synchronous=FULL`` for that transaction), even in a store opened with
+``durability="normal"``: an append that returned survives a power loss.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from sessionstore.backends._journal import JournalBase, parse_lines, raw_line
+from sessionstore.backends.sql.tables import journal_lines
+from sessionstore.journal import Journal
+
+if TYPE_CHECKING:
+    from sessionstore.backends.sql.store import SqlStore
+
+__all__ = ["SqlJournal"]
+
+
+class SqlJournal(JournalBase):
+    """A journal in a `SqlStore`; see `SessionJournal` for the contract."""
+
+    def __init__(self, store: SqlStore, name: str) -> None:
+        self._store = store
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"SqlJournal({self._store!r}, {self._name!r})"
+
+    def _last_clear(self) -> object:
+        return (
+            select(func.coalesce(func.max(journal_lines.c.seq), 0))
+            .where(journal_lines.c.journal == self._name, journal_lines.c.line.is_(None))
+            .scalar_subquery()
+        )
+
+    async def read(self) -> Journal:
+        self._store._check_open(self._name)
+
+        async def body(conn: AsyncConnection) -> list[bytes]:
+            query = (
+                select(journal_lines.c.line)
+                .where(
+                    journal_lines.c.journal == self._name,
+                    journal_lines.c.seq > self._last_clear(),
+                )
+                .order_by(journal_lines.c.seq)
+            )
+            return list((await conn.execute(query)).scalars())
+
+        return parse_lines(await self._store._transaction(self._name, body))
+
+    async def _add(self, line: bytes | None) -> None:
+        """Append a row (None: a clear marker, written only when it changes something)."""
+        self._store._check_open(self._name)
+
+        async def body(conn: AsyncConnection) -> None:
+            last = (
+                await conn.execute(
+                    select(journal_lines.c.seq, journal_lines.c.line)
+                    .where(journal_lines.c.journal == self._name)
+                    .order_by(journal_lines.c.seq.desc())
+                    .limit(1)
+                )
+            ).first()
+            if line is None and (last is None or last.line is None):
+                return  # nothing to clear
+            seq = 1 if last is None else last.seq + 1
+            await conn.execute(insert(journal_lines).values(journal=self._name, seq=seq, line=line))
+
+        await self._store._transaction(self._name, body, write=True, durable=True)
+
+    async def append_raw(self, line: bytes) -> None:
+        await self._add(raw_line(line))
+
+    async def clear(self) -> None:
+        await self._add(None)
