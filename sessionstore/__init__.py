@@ -5,9 +5,11 @@ crash-recovery journal, and a JSONL wire format byte-compatible with the
 Rust implementation. Everything a user needs is importable from here.
 """
 
+from sessionstore.archive import ArchiveIssue, ArchiveReport, export_archive, import_archive
 from sessionstore.backends import FileJournal, JsonlStore, MemoryStore, SqlStore, open_store
 from sessionstore.context import build_context
 from sessionstore.errors import (
+    ArchiveError,
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
@@ -16,6 +18,7 @@ from sessionstore.errors import (
     SchemaError,
     SchemaOutdatedError,
     SchemaTooNewError,
+    SessionConflictError,
     SessionNotFoundError,
     SessionStoreError,
     StorageError,
@@ -49,6 +52,9 @@ from sessionstore.wire import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArchiveError",
+    "ArchiveIssue",
+    "ArchiveReport",
     "CommentWrite",
     "CompactionEntry",
     "ConfigurationError",
@@ -70,6 +76,7 @@ __all__ = [
     "SchemaError",
     "SchemaOutdatedError",
     "SchemaTooNewError",
+    "SessionConflictError",
     "SessionEntry",
     "SessionHeader",
     "SessionJournal",
@@ -90,6 +97,8 @@ __all__ = [
     "decode_meta",
     "encode",
     "encode_line",
+    "export_archive",
+    "import_archive",
     "open_store",
     "validate_session_id",
 ]

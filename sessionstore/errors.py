@@ -10,11 +10,13 @@ Leaves also derive from the builtin a caller would reach for first, so
      ├── StreamingMessageError     (also ValueError)   a streaming message was appended
      ├── SessionNotFoundError      (also LookupError)  no session with that id
      ├── DuplicateSessionError                         a session with that id exists
+     ├── SessionConflictError                          a session is not as an import expects
      ├── CorruptSessionError                           stored data does not decode
      ├── ConfigurationError        (also ValueError)   a target or option is not valid
      ├── SchemaError                                   the database schema does not fit
      │    ├── SchemaOutdatedError                      older than this code: migrate it
      │    └── SchemaTooNewError                        newer than this code: upgrade sessionstore
+     ├── ArchiveError                                  an export or import refused files
      └── StorageError                                  the OS or a driver failed
 
 Driver and operating-system errors are translated at one boundary per
@@ -27,6 +29,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "ArchiveError",
     "ConfigurationError",
     "CorruptSessionError",
     "DuplicateSessionError",
@@ -35,6 +38,7 @@ __all__ = [
     "SchemaError",
     "SchemaOutdatedError",
     "SchemaTooNewError",
+    "SessionConflictError",
     "SessionNotFoundError",
     "SessionStoreError",
     "StorageError",
@@ -105,6 +109,16 @@ class DuplicateSessionError(SessionStoreError):
         self.session_id = session_id
 
 
+class SessionConflictError(SessionStoreError):
+    """A stored session is not as an import expected (another header, more or
+    fewer entries); nothing was written."""
+
+    def __init__(self, session_id: str, reason: str) -> None:
+        super().__init__(f"session {session_id!r}: {reason}")
+        self.session_id = session_id
+        self.reason = reason
+
+
 class CorruptSessionError(SessionStoreError):
     """Stored data of a session does not decode.
 
@@ -153,6 +167,18 @@ class SchemaOutdatedError(SchemaError):
 
 class SchemaTooNewError(SchemaError):
     """The database was migrated by a newer sessionstore; it is not touched."""
+
+
+class ArchiveError(SessionStoreError):
+    """An archive export or import refused some files; the others went through.
+
+    Attributes:
+        report: the `ArchiveReport` of the whole run, with every refusal.
+    """
+
+    def __init__(self, message: str, report: object) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 class StorageError(SessionStoreError):

@@ -9,7 +9,7 @@ what differs: where data lives and what survives a crash.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
@@ -77,15 +77,20 @@ class SessionJournal(Protocol):
         """
         ...
 
-    async def append_raw(self, line: bytes) -> None:
-        """Append one line verbatim, whether or not it parses.
+    async def append_raw(self, *lines: bytes) -> None:
+        """Append lines verbatim, whether or not they parse, all or none.
 
         For importing journals written elsewhere: a torn or foreign line is
         kept, so the journal reads back with the same skipped line numbers.
 
         Raises:
-            InvalidRecordError: ``line`` contains a newline.
+            InvalidRecordError: a line contains a newline; nothing is written.
         """
+        ...
+
+    async def read_bytes(self) -> bytes:
+        """The journal as a journal file holding it would read: its lines, each
+        followed by a newline (a file journal gives its bytes as they are)."""
         ...
 
     async def clear(self) -> None:
@@ -188,6 +193,51 @@ class SessionStore(Protocol):
 
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load`.
+        """
+        ...
+
+    # -------------------------------------------------- for tools (archive)
+
+    def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+        """A session's stored lines, verbatim and without newlines, streamed.
+
+        The header line first, then each entry's line in append order, as
+        the session's file holds them: byte for byte what was stored (the
+        canonical form for records made through this API, the exact text
+        for imported ones, ``\r`` included). Memory stays bounded however
+        long the session; entries appended meanwhile may be left out.
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as for `load`.
+        """
+        ...
+
+    async def import_session(
+        self, header: str, entries: AsyncIterable[str], *, after: int | None = None
+    ) -> int:
+        """Store a session's lines verbatim, all or none: the archive's import.
+
+        Every line is checked as the wire decoders check it, but entries the
+        API would refuse today (a streaming message written elsewhere) are
+        kept: an archive is history. ``entries`` is consumed as it is
+        stored, so an import streams.
+
+        Args:
+            header: the header line; its id names the session.
+            entries: the entry lines, without newlines.
+            after: None to create the session; otherwise the number of
+                entries the session holds now, under this same header line:
+                the lines are appended after them.
+
+        Returns:
+            The number of entries stored.
+
+        Raises:
+            InvalidRecordError: a line does not decode (or holds a newline).
+            InvalidSessionIdError: the header's id breaks the rule.
+            DuplicateSessionError: ``after`` is None and the session exists.
+            SessionNotFoundError: ``after`` is given and it does not.
+            SessionConflictError: the stored header or count is not as given.
         """
         ...
 

@@ -123,3 +123,21 @@ def decode_stored_entry(
         return decode_entry(line)
     except InvalidRecordError as exc:
         raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
+
+
+def imported_header(line: str) -> SessionMeta:
+    """Check an imported header line: one line, a valid header and id."""
+    meta = decode_meta(_one_line(line))
+    validate_session_id(meta.id)
+    return meta
+
+
+def imported_entry(line: str) -> Entry:
+    """Check an imported entry line: one line that decodes (streaming kept)."""
+    return decode_entry(_one_line(line))
+
+
+def _one_line(line: str) -> str:
+    if "\n" in line:
+        raise InvalidRecordError("a stored line cannot contain a newline")
+    return line

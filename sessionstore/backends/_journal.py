@@ -18,17 +18,18 @@ def journal_line(line: JournalRecord) -> bytes:
     return encode(line).encode()
 
 
-def raw_line(line: bytes) -> bytes:
-    """A verbatim line, refused when it would stand on more than one line."""
-    data = bytes(line)
-    if b"\n" in data:
-        raise InvalidRecordError("a journal line cannot contain a newline")
-    return data
+def raw_lines(lines: Iterable[bytes]) -> list[bytes]:
+    """Verbatim lines, refused when one would stand on more than one line."""
+    checked = [bytes(line) for line in lines]
+    for line in checked:
+        if b"\n" in line:
+            raise InvalidRecordError("a journal line cannot contain a newline")
+    return checked
 
 
-def parse_lines(lines: Iterable[bytes]) -> Journal:
-    """The journal that these complete lines make, as a file would hold them."""
-    return Journal.parse(b"".join(line + b"\n" for line in lines))
+def file_bytes(lines: Iterable[bytes]) -> bytes:
+    """The bytes of a journal file holding these complete lines."""
+    return b"".join(line + b"\n" for line in lines)
 
 
 def lines_since_clear(rows: Iterable[bytes | None]) -> list[bytes]:
@@ -45,14 +46,18 @@ def lines_since_clear(rows: Iterable[bytes | None]) -> list[bytes]:
 class JournalBase:
     """`begin` and `append` in terms of `clear` and `append_raw`."""
 
-    async def read(self) -> Journal:
+    async def read_bytes(self) -> bytes:
         raise NotImplementedError
 
     async def clear(self) -> None:
         raise NotImplementedError
 
-    async def append_raw(self, line: bytes) -> None:
+    async def append_raw(self, *lines: bytes) -> None:
         raise NotImplementedError
+
+    async def read(self) -> Journal:
+        """The journal as it stands; see `SessionJournal.read`."""
+        return Journal.parse(await self.read_bytes())
 
     async def begin(self, header: SessionHeader, leftover: Journal) -> None:
         """Start a session; see `SessionJournal.begin`."""

@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from sessionstore.backends._files import FILE_MODE, fsync_directory, write_all
-from sessionstore.backends._journal import JournalBase, raw_line
+from sessionstore.backends._journal import JournalBase, raw_lines
 from sessionstore.errors import StorageError
-from sessionstore.journal import Journal
 
 __all__ = ["JOURNAL_FILE", "FileJournal"]
 
@@ -69,19 +68,19 @@ class FileJournal(JournalBase):
             where = exc.filename if exc.filename is not None else self._path
             raise StorageError(f"journal {where}: {exc.strerror or exc}") from exc
 
-    async def read(self) -> Journal:
+    async def read_bytes(self) -> bytes:
         return await self._run(self._read)
 
-    def _read(self) -> Journal:
+    def _read(self) -> bytes:
         try:
-            data = self._path.read_bytes()
+            return self._path.read_bytes()
         except FileNotFoundError:
-            return Journal()
-        return Journal.parse(data)
+            return b""
 
-    async def append_raw(self, line: bytes) -> None:
-        data = raw_line(line)
-        await self._run(lambda: self._append(data))
+    async def append_raw(self, *lines: bytes) -> None:
+        data = b"\n".join(raw_lines(lines))
+        if lines:
+            await self._run(lambda: self._append(data))
 
     def _append(self, line: bytes) -> None:
         directory = self._path.parent

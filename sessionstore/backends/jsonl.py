@@ -37,7 +37,9 @@ import errno
 import fcntl
 import logging
 import os
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -47,6 +49,8 @@ from sessionstore.backends._common import (
     decode_stored_meta,
     entry_lines,
     header_line,
+    imported_entry,
+    imported_header,
 )
 from sessionstore.backends._files import (
     FILE_MODE,
@@ -59,6 +63,7 @@ from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
+    SessionConflictError,
     SessionNotFoundError,
     SessionStoreError,
     StorageError,
@@ -75,6 +80,7 @@ Durability = Literal["normal", "full"]
 SUFFIX = ".jsonl"
 JOURNALS = "journals"  # <dir>/journals/<name>/session_journal.jsonl
 _T = TypeVar("_T")
+_READ = 1 << 20  # bytes per read or write when streaming a file
 
 
 class JsonlStore(StoreBase):
@@ -217,22 +223,32 @@ class JsonlStore(StoreBase):
 
     def _load(self, session_id: str) -> builtins.list[Entry]:
         path = self.path(session_id)
+        size = self._complete_size(session_id, path)
+        with path.open("rb") as file:
+            data = file.read(size)
+        return self._parse(session_id, path, data)
+
+    def _complete_size(self, session_id: str, path: Path) -> int:
+        """The length of the session file's complete lines, after any repair.
+
+        Bytes before that length never change (appends only add after it,
+        repairs only cut after it), so they can be read without a lock.
+        """
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             raise SessionNotFoundError(session_id) from None
         try:
-            # Shared: no append is halfway through its write while we read.
+            # Shared: no append is halfway through its write while we look.
             fcntl.flock(fd, fcntl.LOCK_SH)
-            with os.fdopen(os.dup(fd), "rb") as file:
-                data = file.read()
-            keep = data.rfind(b"\n") + 1
-            if keep < len(data):
+            size = os.fstat(fd).st_size
+            if size == 0 or os.pread(fd, 1, size - 1) != b"\n":
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 self._repair(session_id, path, fd)
+                size = os.fstat(fd).st_size
+            return size
         finally:
             os.close(fd)
-        return self._parse(session_id, path, data[:keep])
 
     @staticmethod
     def _parse(session_id: str, path: Path, data: bytes) -> builtins.list[Entry]:
@@ -248,6 +264,138 @@ class JsonlStore(StoreBase):
             decode_stored_entry(session_id, line.removesuffix(b"\r"), path=where, line_no=number)
             for number, line in enumerate(lines[1:], start=2)
         ]
+
+    # ------------------------------------------------------------ archive
+
+    async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+        self._check(session_id)
+        path = self.path(session_id)
+        size = await self._run(session_id, lambda: self._complete_size(session_id, path))
+        fd = await self._run(session_id, lambda: os.open(path, os.O_RDONLY | os.O_CLOEXEC))
+        try:
+            offset, number, rest = 0, 0, b""
+            while offset < size:
+                read = partial(os.pread, fd, min(_READ, size - offset), offset)
+                chunk = await self._run(session_id, read)
+                offset += len(chunk)
+                pieces = (rest + chunk).split(b"\n")
+                rest = pieces.pop()
+                for piece in pieces:
+                    number += 1
+                    try:
+                        text = piece.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise CorruptSessionError(
+                            session_id,
+                            f"invalid UTF-8 at byte {exc.start}",
+                            path=str(path),
+                            line=number,
+                        ) from None
+                    yield text
+        finally:
+            os.close(fd)
+
+    async def import_session(
+        self, header: str, entries: AsyncIterable[str], *, after: int | None = None
+    ) -> int:
+        meta = imported_header(header)
+        self._check(meta.id)
+        path = self.path(meta.id)
+        if after is None:
+            return await self._import_new(meta.id, path, header, entries)
+        return await self._import_more(meta.id, path, header, entries, after)
+
+    async def _import_new(
+        self, session_id: str, path: Path, header: str, entries: AsyncIterable[str]
+    ) -> int:
+        # Written aside, then linked into place: the session appears whole or
+        # not at all, and never replaces one that exists.
+        temporary = self._dir / f".{session_id}{SUFFIX}.import-{uuid.uuid4().hex}"
+
+        def open_temporary() -> int:
+            self._dir.mkdir(parents=True, exist_ok=True)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+            return os.open(temporary, flags, FILE_MODE)
+
+        def publish() -> None:
+            if self._full:
+                os.fsync(fd)
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                raise DuplicateSessionError(session_id) from None
+            if self._full:
+                fsync_directory(self._dir)
+
+        fd = await self._run(session_id, open_temporary)
+        try:
+            count = await self._write_lines(session_id, fd, header, entries)
+            await self._run(session_id, publish)
+        finally:
+            os.close(fd)
+            temporary.unlink(missing_ok=True)
+        return count
+
+    async def _import_more(
+        self, session_id: str, path: Path, header: str, entries: AsyncIterable[str], after: int
+    ) -> int:
+        def open_checked() -> tuple[int, int]:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+            except FileNotFoundError:
+                raise SessionNotFoundError(session_id) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # held until the file is closed
+                self._repair(session_id, path, fd)
+                self._expect(session_id, fd, header, after)
+            except BaseException:
+                os.close(fd)
+                raise
+            return fd, os.fstat(fd).st_size
+
+        fd, size = await self._run(session_id, open_checked)
+        try:
+            count = await self._write_lines(session_id, fd, None, entries)
+            if self._full:
+                await self._run(session_id, lambda: os.fdatasync(fd))
+        except BaseException:
+            await self._run(session_id, lambda: os.ftruncate(fd, size))  # all or nothing
+            raise
+        finally:
+            os.close(fd)
+        return count
+
+    @staticmethod
+    def _expect(session_id: str, fd: int, header: str, count: int) -> None:
+        """Check a locked session file's header line and number of entries."""
+        first = (header + "\n").encode()
+        if os.pread(fd, len(first), 0) != first:
+            raise SessionConflictError(session_id, "the stored header line differs")
+        lines, offset = 0, 0
+        while chunk := os.pread(fd, _READ, offset):
+            lines += chunk.count(b"\n")
+            offset += len(chunk)
+        if lines - 1 != count:
+            raise SessionConflictError(session_id, f"holds {lines - 1} entries, not {count}")
+
+    async def _write_lines(
+        self, session_id: str, fd: int, header: str | None, entries: AsyncIterable[str]
+    ) -> int:
+        """Check and write lines in large writes; return how many entries."""
+        buffer = [] if header is None else [header + "\n"]
+        pending, count = 0, 0
+        async for line in entries:
+            imported_entry(line)
+            buffer.append(line + "\n")
+            pending += len(line)
+            count += 1
+            if pending >= _READ:
+                await self._run(session_id, partial(write_all, fd, "".join(buffer).encode()))
+                buffer.clear()
+                pending = 0
+        if buffer:
+            await self._run(session_id, partial(write_all, fd, "".join(buffer).encode()))
+        return count
 
     # ------------------------------------------------------------ list
 

@@ -11,7 +11,7 @@ Nothing survives the process; there is no global state, and two
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from sessionstore.backends._common import (
@@ -20,10 +20,16 @@ from sessionstore.backends._common import (
     decode_stored_meta,
     entry_lines,
     header_line,
+    imported_entry,
+    imported_header,
 )
-from sessionstore.backends._journal import JournalBase, lines_since_clear, parse_lines, raw_line
-from sessionstore.errors import DuplicateSessionError, SessionNotFoundError, validate_session_id
-from sessionstore.journal import Journal
+from sessionstore.backends._journal import JournalBase, file_bytes, lines_since_clear, raw_lines
+from sessionstore.errors import (
+    DuplicateSessionError,
+    SessionConflictError,
+    SessionNotFoundError,
+    validate_session_id,
+)
 from sessionstore.models import SessionMeta
 from sessionstore.store import Entry
 
@@ -80,6 +86,34 @@ class MemoryStore(StoreBase):
             for session_id, session in self._sessions.items()
         ]
 
+    async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+        session = self._session(session_id)
+        yield session.header
+        for line in session.lines[: len(session.lines)]:
+            yield line
+
+    async def import_session(
+        self, header: str, entries: AsyncIterable[str], *, after: int | None = None
+    ) -> int:
+        meta = imported_header(header)
+        self._check(meta.id)
+        lines = [line async for line in entries if imported_entry(line)]
+        # Checked only now, with no await left before the change.
+        session = self._sessions.get(meta.id)
+        if after is None:
+            if session is not None:
+                raise DuplicateSessionError(meta.id)
+            self._sessions[meta.id] = _Session(header, lines)
+            return len(lines)
+        if session is None:
+            raise SessionNotFoundError(meta.id)
+        if session.header != header:
+            raise SessionConflictError(meta.id, "the stored header line differs")
+        if len(session.lines) != after:
+            raise SessionConflictError(meta.id, f"holds {len(session.lines)} entries, not {after}")
+        session.lines.extend(lines)
+        return len(lines)
+
     def journal(self, name: str) -> _MemoryJournal:
         validate_session_id(name)
         self._check_open(name)
@@ -101,13 +135,13 @@ class _MemoryJournal(JournalBase):
         self._store._check_open(self._name)
         return self._store._journals.setdefault(self._name, [])
 
-    async def read(self) -> Journal:
+    async def read_bytes(self) -> bytes:
         self._store._check_open(self._name)
-        return parse_lines(lines_since_clear(self._store._journals.get(self._name, [])))
+        return file_bytes(lines_since_clear(self._store._journals.get(self._name, [])))
 
-    async def append_raw(self, line: bytes) -> None:
-        data = raw_line(line)
-        self._history().append(data)
+    async def append_raw(self, *lines: bytes) -> None:
+        checked = raw_lines(lines)
+        self._history().extend(checked)
 
     async def clear(self) -> None:
         history = self._store._journals.get(self._name)

@@ -151,6 +151,17 @@ class SessionJournalContract:
         assert read.skipped == []
         assert read.sessions[0].writes == [write, write]
 
+    async def test_raw_lines_go_in_together_and_read_back_verbatim(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        journal = await journal_backend.open()
+        await journal.append_raw(b"one", b"", b"three\r")
+        assert await journal.read_bytes() == b"one\n\nthree\r\n"
+        with pytest.raises(InvalidRecordError):
+            await journal.append_raw(b"fine", b"not\nfine")
+        assert await journal.read_bytes() == b"one\n\nthree\r\n"
+        assert (await journal.read()).skipped == [1, 3]
+
     async def test_a_new_journal_object_reads_the_same(
         self, journal_backend: JournalBackend
     ) -> None:

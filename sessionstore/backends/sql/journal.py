@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from sessionstore.backends._journal import JournalBase, parse_lines, raw_line
+from sessionstore.backends._journal import JournalBase, file_bytes, raw_lines
 from sessionstore.backends.sql.tables import journal_lines
-from sessionstore.journal import Journal
 
 if TYPE_CHECKING:
     from sessionstore.backends.sql.store import SqlStore
@@ -42,7 +41,7 @@ class SqlJournal(JournalBase):
             .scalar_subquery()
         )
 
-    async def read(self) -> Journal:
+    async def read_bytes(self) -> bytes:
         self._store._check_open(self._name)
 
         async def body(conn: AsyncConnection) -> list[bytes]:
@@ -56,10 +55,10 @@ class SqlJournal(JournalBase):
             )
             return list((await conn.execute(query)).scalars())
 
-        return parse_lines(await self._store._transaction(self._name, body))
+        return file_bytes(await self._store._transaction(self._name, body))
 
-    async def _add(self, line: bytes | None) -> None:
-        """Append a row (None: a clear marker, written only when it changes something)."""
+    async def _add(self, lines: list[bytes | None]) -> None:
+        """Append rows (None: a clear marker, written only when it changes something)."""
         self._store._check_open(self._name)
 
         async def body(conn: AsyncConnection) -> None:
@@ -71,15 +70,21 @@ class SqlJournal(JournalBase):
                     .limit(1)
                 )
             ).first()
-            if line is None and (last is None or last.line is None):
+            if lines == [None] and (last is None or last.line is None):
                 return  # nothing to clear
-            seq = 1 if last is None else last.seq + 1
-            await conn.execute(insert(journal_lines).values(journal=self._name, seq=seq, line=line))
+            seq = 0 if last is None else last.seq
+            rows = [
+                {"journal": self._name, "seq": seq + n, "line": line}
+                for n, line in enumerate(lines, 1)
+            ]
+            await conn.execute(insert(journal_lines), rows)
 
         await self._store._transaction(self._name, body, write=True, durable=True)
 
-    async def append_raw(self, line: bytes) -> None:
-        await self._add(raw_line(line))
+    async def append_raw(self, *lines: bytes) -> None:
+        checked: list[bytes | None] = [*raw_lines(lines)]
+        if checked:
+            await self._add(checked)
 
     async def clear(self) -> None:
-        await self._add(None)
+        await self._add([None])

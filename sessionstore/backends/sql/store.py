@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -35,6 +35,8 @@ from sessionstore.backends._common import (
     decode_stored_meta,
     entry_lines,
     header_line,
+    imported_entry,
+    imported_header,
 )
 from sessionstore.backends.sql.engine import (
     DEFAULT_BUSY_TIMEOUT,
@@ -50,6 +52,7 @@ from sessionstore.context import summary_message
 from sessionstore.errors import (
     CorruptSessionError,
     DuplicateSessionError,
+    SessionConflictError,
     SessionNotFoundError,
     SessionStoreError,
     StorageError,
@@ -62,6 +65,7 @@ __all__ = ["SqlStore"]
 
 _T = TypeVar("_T")
 _BUSY_RETRIES = 5
+_PAGE = 2000  # rows per query when streaming a session
 
 
 def _is_busy(exc: BaseException) -> bool:
@@ -163,12 +167,15 @@ class SqlStore(StoreBase):
         *,
         write: bool = False,
         durable: bool = False,
+        retry: bool = True,
     ) -> _T:
         """Run ``body`` in one transaction; driver errors become ours.
 
         Args:
             write: take the write lock up front; one writer at a time.
             durable: commit with a full fsync even at ``durability="normal"``.
+            retry: run ``body`` again when another process held the lock
+                past the busy timeout (not for a body that consumes a stream).
         """
         attempt = 0
         while True:
@@ -182,7 +189,7 @@ class SqlStore(StoreBase):
                 raise
             except (SQLAlchemyError, OSError) as exc:
                 attempt += 1
-                if _is_busy(exc) and attempt <= _BUSY_RETRIES:
+                if retry and _is_busy(exc) and attempt <= _BUSY_RETRIES:
                     await asyncio.sleep(0.05 * 2**attempt)
                     continue
                 reason = getattr(exc, "orig", None) or exc
@@ -230,16 +237,7 @@ class SqlStore(StoreBase):
     async def append_many(self, session_id: str, new: Sequence[Entry]) -> None:
         self._check(session_id)
         rows = [
-            {
-                "entry_id": entry.id,
-                "type": entry.type,
-                "timestamp": entry.timestamp,
-                "first_kept_id": (
-                    entry.first_kept_id if isinstance(entry, CompactionEntry) else None
-                ),
-                "line": line,
-            }
-            for entry, line in zip(new, entry_lines(session_id, new), strict=True)
+            _row(entry, line) for entry, line in zip(new, entry_lines(session_id, new), strict=True)
         ]
 
         async def body(conn: AsyncConnection) -> None:
@@ -259,6 +257,105 @@ class SqlStore(StoreBase):
             )
 
         await self._transaction(session_id, body, write=True)
+
+    async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+        self._check(session_id)
+
+        async def start(conn: AsyncConnection) -> tuple[int, str, int]:
+            found = (
+                await conn.execute(
+                    select(sessions.c.pk, sessions.c.header).where(sessions.c.id == session_id)
+                )
+            ).first()
+            if found is None:
+                raise SessionNotFoundError(session_id)
+            last = await conn.execute(
+                select(func.coalesce(func.max(entries.c.seq), 0)).where(
+                    entries.c.session_pk == found.pk
+                )
+            )
+            return found.pk, found.header, last.scalar_one()
+
+        pk, header, end = await self._transaction(session_id, start)
+        yield header
+        done = 0
+        while done < end:
+            # Pages in their own short transactions: the log only grows, so
+            # seq order makes them one consistent prefix of the session.
+            query = (
+                select(entries.c.seq, entries.c.line)
+                .where(entries.c.session_pk == pk, entries.c.seq > done, entries.c.seq <= end)
+                .order_by(entries.c.seq)
+                .limit(_PAGE)
+            )
+            page = await self._transaction(
+                session_id,
+                lambda conn: _all(conn, query),  # noqa: B023
+            )
+            for _, line in page:
+                yield line
+            done = page[-1].seq
+
+    async def import_session(
+        self, header: str, lines: AsyncIterable[str], *, after: int | None = None
+    ) -> int:
+        meta = imported_header(header)
+        self._check(meta.id)
+
+        async def body(conn: AsyncConnection) -> int:
+            if after is None:
+                row = {
+                    "id": meta.id,
+                    "version": meta.version,
+                    "parent_session": meta.parent_session,
+                    "created_at": meta.created_at,
+                    "header": header,
+                }
+                try:
+                    await conn.execute(insert(sessions).values(row))
+                except IntegrityError:
+                    raise DuplicateSessionError(meta.id) from None
+                pk, count = await self._session_pk(conn, meta.id), 0
+            else:
+                pk, count = await self._expect(conn, meta.id, header, after)
+            batch: builtins.list[dict[str, Any]] = []
+            async for line in lines:
+                count += 1
+                batch.append({**_row(imported_entry(line), line), "session_pk": pk, "seq": count})
+                if len(batch) == _PAGE:
+                    await conn.execute(insert(entries), batch)
+                    batch.clear()
+            if batch:
+                await conn.execute(insert(entries), batch)
+            return count - (after or 0)
+
+        return await self._transaction(meta.id, body, write=True, retry=False)
+
+    async def _expect(
+        self, conn: AsyncConnection, session_id: str, header: str, count: int
+    ) -> tuple[int, int]:
+        """The session's key, after checking its header line and entry count."""
+        found = (
+            await conn.execute(
+                select(sessions.c.pk, sessions.c.header)
+                .where(sessions.c.id == session_id)
+                .with_for_update()
+            )
+        ).first()
+        if found is None:
+            raise SessionNotFoundError(session_id)
+        if found.header != header:
+            raise SessionConflictError(session_id, "the stored header line differs")
+        held = (
+            await conn.execute(
+                select(func.coalesce(func.max(entries.c.seq), 0)).where(
+                    entries.c.session_pk == found.pk
+                )
+            )
+        ).scalar_one()
+        if held != count:
+            raise SessionConflictError(session_id, f"holds {held} entries, not {count}")
+        return found.pk, count
 
     async def load(self, session_id: str) -> builtins.list[Entry]:
         self._check(session_id)
@@ -335,3 +432,18 @@ class SqlStore(StoreBase):
                 line=marker.seq + 1,
             )
         return [summary_message(compaction), *context]
+
+
+def _row(entry: Entry, line: str) -> dict[str, Any]:
+    """The columns of an entry's row, but for its session and seq."""
+    return {
+        "entry_id": entry.id,
+        "type": entry.type,
+        "timestamp": entry.timestamp,
+        "first_kept_id": entry.first_kept_id if isinstance(entry, CompactionEntry) else None,
+        "line": line,
+    }
+
+
+async def _all(conn: AsyncConnection, query: Any) -> Sequence[Any]:
+    return (await conn.execute(query)).all()
