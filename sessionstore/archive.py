@@ -144,15 +144,19 @@ async def export_archive(
     dest: str | os.PathLike[str],
     *,
     sessions: Sequence[str] | None = None,
+    journals: Sequence[str] | None = None,
     progress: Progress | None = None,
 ) -> ArchiveReport:
-    """Export sessions (and, for a whole export, journals) into an archive.
+    """Export sessions and journals into an archive.
 
     Args:
         store: any store.
         dest: the archive directory; created when missing, extended when it
             holds an earlier export.
-        sessions: the ids to export; None exports every session and journal.
+        sessions: the session ids to export.
+        journals: the journal names to export. When neither ``sessions``
+            nor ``journals`` is given, everything is exported; otherwise
+            exactly what they list.
         progress: called as ``progress(done, total)`` after each file.
 
     Returns:
@@ -167,10 +171,11 @@ async def export_archive(
     """
     root = Path(dest)
     report = ArchiveReport()
-    ids = [s.id for s in await store.list()] if sessions is None else list(sessions)
-    for session_id in ids:
-        validate_session_id(session_id)
-    names = await store.journals() if sessions is None else []
+    everything = sessions is None and journals is None
+    ids = [s.id for s in await store.list()] if everything else list(sessions or [])
+    names = await store.journals() if everything else list(journals or [])
+    for name in (*ids, *names):
+        validate_session_id(name)
     total = len(ids) + len(names)
     directory = root / SESSIONS
     await _io(lambda: directory.mkdir(parents=True, exist_ok=True), directory)

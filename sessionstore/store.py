@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
@@ -24,10 +25,27 @@ from sessionstore.models import (
     SessionMeta,
 )
 
-__all__ = ["Entry", "JournalRecord", "SessionJournal", "SessionStore"]
+__all__ = ["Entry", "JournalRecord", "SessionJournal", "SessionStore", "SessionSummary"]
 
 Entry = MessageEntry | CompactionEntry
 """A session entry, as the store methods take and give it."""
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """A session at a glance, for listings.
+
+    Attributes:
+        meta: the header.
+        entries: how many entries the session holds.
+        last_timestamp: the ``timestamp`` of its last entry; None when empty.
+        compacted: whether it holds a compaction entry.
+    """
+
+    meta: SessionMeta
+    entries: int
+    last_timestamp: str | None
+    compacted: bool
 
 
 JournalRecord = SessionHeader | PostWrite | CommentWrite
@@ -193,6 +211,24 @@ class SessionStore(Protocol):
 
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load`.
+        """
+        ...
+
+    async def summaries(self) -> builtins.list[SessionSummary]:
+        """Every session at a glance (header, entry count, last entry time,
+        whether compacted), in no particular order.
+
+        Raises:
+            CorruptSessionError: a session's data does not decode.
+        """
+        ...
+
+    async def integrity(self) -> builtins.list[str]:
+        """Faults of the storage itself, beyond what `load` decodes.
+
+        On SQL: the database's own integrity and foreign-key checks, and
+        gaps in ``seq``. Empty when sound, and always for backends whose
+        layout cannot hold such faults.
         """
         ...
 

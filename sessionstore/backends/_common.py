@@ -22,7 +22,7 @@ from sessionstore.errors import (
     validate_session_id,
 )
 from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
-from sessionstore.store import Entry
+from sessionstore.store import Entry, SessionSummary
 from sessionstore.wire import decode_entry, decode_meta, encode
 
 
@@ -36,6 +36,29 @@ class StoreBase:
 
     async def load(self, session_id: str) -> builtins.list[Entry]:
         raise NotImplementedError
+
+    async def list(self) -> builtins.list[SessionMeta]:
+        raise NotImplementedError
+
+    async def summaries(self) -> builtins.list[SessionSummary]:
+        """Every session at a glance; see `SessionStore.summaries`."""
+        result = []
+        for meta in await self.list():
+            entries = await self.load(meta.id)
+            result.append(
+                SessionSummary(
+                    meta=meta,
+                    entries=len(entries),
+                    last_timestamp=entries[-1].timestamp if entries else None,
+                    compacted=any(isinstance(e, CompactionEntry) for e in entries),
+                )
+            )
+        return result
+
+    async def integrity(self) -> builtins.list[str]:
+        """Storage faults; none can exist beyond what `load` decodes here."""
+        self._check_open()
+        return []
 
     async def append(self, session_id: str, entry: Entry) -> None:
         """Append one entry; see `SessionStore.append`."""

@@ -54,6 +54,11 @@ def is_sql_target(target: str) -> bool:
 
 
 def _parse(target: str) -> URL:
+    if not is_sql_target(target):
+        raise ConfigurationError(
+            f"{target!r} is not a SQL database: use sqlite:///file.db or a path ending in "
+            + ", ".join(SQLITE_SUFFIXES)
+        )
     if "://" not in target:
         return URL.create("sqlite", database=os.path.abspath(target))
     try:

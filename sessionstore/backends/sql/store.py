@@ -24,7 +24,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, S
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import exists, func, insert, select
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -59,7 +59,7 @@ from sessionstore.errors import (
     validate_session_id,
 )
 from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
-from sessionstore.store import Entry
+from sessionstore.store import Entry, SessionSummary
 
 __all__ = ["SqlStore"]
 
@@ -382,6 +382,59 @@ class SqlStore(StoreBase):
             decode_stored_meta(session_id, header, path=f"{self._where} sessions", line_no=1)
             for session_id, header in await self._transaction(None, body)
         ]
+
+    async def summaries(self) -> builtins.list[SessionSummary]:
+        self._check_open()
+        inside = entries.c.session_pk == sessions.c.pk
+        query = select(
+            sessions.c.id,
+            sessions.c.header,
+            select(func.coalesce(func.max(entries.c.seq), 0)).where(inside).scalar_subquery(),
+            select(entries.c.timestamp)
+            .where(inside)
+            .order_by(entries.c.seq.desc())
+            .limit(1)
+            .scalar_subquery(),
+            exists().where(inside, entries.c.type == "compaction"),
+        ).order_by(sessions.c.pk)
+        rows = await self._transaction(None, lambda conn: _all(conn, query))
+        return [
+            SessionSummary(
+                meta=decode_stored_meta(
+                    session_id, header, path=f"{self._where} sessions", line_no=1
+                ),
+                entries=count,
+                last_timestamp=last,
+                compacted=bool(compacted),
+            )
+            for session_id, header, count, last, compacted in rows
+        ]
+
+    async def integrity(self) -> builtins.list[str]:
+        self._check_open()
+
+        async def body(conn: AsyncConnection) -> builtins.list[str]:
+            faults = []
+            if conn.dialect.name == "sqlite":
+                checked = (await conn.exec_driver_sql("PRAGMA integrity_check")).scalars()
+                faults += [f"integrity_check: {row}" for row in checked if row != "ok"]
+                keys = (await conn.exec_driver_sql("PRAGMA foreign_key_check")).all()
+                faults += [f"foreign_key_check: {tuple(row)}" for row in keys]
+            gaps = await conn.execute(
+                select(
+                    sessions.c.id, func.count(), func.min(entries.c.seq), func.max(entries.c.seq)
+                )
+                .join(entries, entries.c.session_pk == sessions.c.pk)
+                .group_by(sessions.c.pk, sessions.c.id)
+                .having((func.count() != func.max(entries.c.seq)) | (func.min(entries.c.seq) != 1))
+            )
+            faults += [
+                f"session {session_id!r}: {count} entries but seq runs {low}..{high}"
+                for session_id, count, low, high in gaps
+            ]
+            return faults
+
+        return await self._transaction(None, body)
 
     async def load_context(self, session_id: str) -> builtins.list[Message]:
         """The built context, read from the last compaction on.
