@@ -23,7 +23,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
-from sqlalchemy import Connection, inspect
+from sqlalchemy import Connection, func, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from sessionstore.backends.sql.engine import WRITE, describe, open_async_engine
@@ -33,6 +33,7 @@ from sessionstore.errors import SchemaError, SchemaOutdatedError, SchemaTooNewEr
 __all__ = ["VERSION_TABLE", "current", "head", "upgrade"]
 
 VERSION_TABLE = "sessionstore_alembic_version"
+_SCHEMA_LOCK = 0x5E5510  # the advisory lock PostgreSQL creators of the schema take
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -83,6 +84,9 @@ def ensure_schema(connection: Connection, target: str, *, create: bool) -> bool:
         SchemaTooNewError: the schema comes from a newer sessionstore.
         SchemaError: our tables exist without a recorded revision.
     """
+    if create and connection.dialect.name == "postgresql":
+        # One creator at a time; SQLite's write transaction already is one.
+        connection.execute(select(func.pg_advisory_xact_lock(_SCHEMA_LOCK)))
     current = revision_of(connection)
     newest = head()
     if current == newest:

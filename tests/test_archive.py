@@ -5,7 +5,7 @@ import shutil
 import signal
 import sys
 import textwrap
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -27,10 +27,15 @@ from sessionstore.testing.journal_contract import header, post
 
 FIXTURE = Path(__file__).parent / "data" / "archive"
 SERDE_ID = "2b8f0c52-6f7e-4c3a-9d7b-5f0e1a2b3c4d"
-BACKENDS = ["memory", "jsonl", "sqlite"]
+BACKENDS = ["memory", "jsonl", "sqlite", "postgresql"]
 
 
-def target(kind: str, where: Path) -> str:
+def target(kind: str, where: Path, request: pytest.FixtureRequest | None = None) -> str:
+    """A fresh store target of a kind; PostgreSQL ones need the test's request."""
+    if kind == "postgresql":
+        assert request is not None
+        new_schema: Callable[[], str] = request.getfixturevalue("pg_schemas")
+        return new_schema()
     where.mkdir(parents=True, exist_ok=True)
     return {"memory": "memory://", "jsonl": str(where / "jsonl"), "sqlite": str(where / "s.db")}[
         kind
@@ -39,7 +44,7 @@ def target(kind: str, where: Path) -> str:
 
 @pytest.fixture(params=BACKENDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
-    async with open_store(target(request.param, tmp_path / "store")) as opened:
+    async with open_store(target(request.param, tmp_path / "store", request)) as opened:
         yield opened
 
 
@@ -71,12 +76,12 @@ async def fill(store: SessionStore) -> None:
 @pytest.mark.parametrize("source", BACKENDS)
 @pytest.mark.parametrize("destination", BACKENDS)
 async def test_export_import_export_is_byte_identical_across_backends(
-    tmp_path: Path, source: str, destination: str
+    tmp_path: Path, source: str, destination: str, request: pytest.FixtureRequest
 ) -> None:
-    async with open_store(target(source, tmp_path / "a")) as first:
+    async with open_store(target(source, tmp_path / "a", request)) as first:
         await fill(first)
         await export_archive(first, tmp_path / "one")
-    async with open_store(target(destination, tmp_path / "b")) as second:
+    async with open_store(target(destination, tmp_path / "b", request)) as second:
         await import_archive(second, tmp_path / "one")
         await export_archive(second, tmp_path / "two")
     assert tree(tmp_path / "one") == tree(tmp_path / "two")

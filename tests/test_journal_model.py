@@ -1,6 +1,7 @@
 """Model-based test: every journal backend reads like a reference model."""
 
 import asyncio
+import os
 import shutil
 import tempfile
 from collections.abc import Coroutine
@@ -14,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from sessionstore import CommentWrite, Journal, PostWrite, SessionHeader, SessionStore, encode
 from sessionstore.store import SessionJournal
 from sessionstore.testing.journal_contract import at
+from tests.conftest import PG_ENV, PostgresSchemas
 from tests.contract.test_journals import JOURNAL_BACKENDS, open_journal_backend
 
 T = TypeVar("T")
@@ -35,13 +37,16 @@ class JournalMachine(RuleBasedStateMachine):
         self.loop = asyncio.new_event_loop()
         self.tmp = Path(tempfile.mkdtemp())
         self.stores: list[SessionStore] = []
-        self.journals: list[SessionJournal] = [
-            self.run(self.open(kind)) for kind in JOURNAL_BACKENDS
-        ]
+        # PostgreSQL joins when a server is configured (always in CI).
+        server = os.environ.get(PG_ENV)
+        self.schemas = PostgresSchemas(server) if server else None
+        kinds = [k for k in JOURNAL_BACKENDS if self.schemas or k != "postgresql-store"]
+        self.journals: list[SessionJournal] = [self.run(self.open(kind)) for kind in kinds]
         self.model = b""
 
     async def open(self, kind: str) -> SessionJournal:
-        backend = await open_journal_backend(kind, self.tmp / kind, self.stores)
+        pg_url = self.schemas.new() if self.schemas and kind == "postgresql-store" else None
+        backend = await open_journal_backend(kind, self.tmp / kind, self.stores, pg_url)
         (self.tmp / kind).mkdir()
         return await backend.open()
 
@@ -51,6 +56,8 @@ class JournalMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         for store in self.stores:
             self.run(store.close())
+        if self.schemas:
+            self.schemas.drop_all()
         self.loop.close()
         shutil.rmtree(self.tmp)
 

@@ -47,7 +47,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("session_pk", "seq", name="pk_entries"),
     )
-    op.create_index("ix_entries_entry_id", "entries", ["session_pk", "entry_id"])
+    op.create_index("ix_entries_entry_id", "entries", ["session_pk", "entry_id", "seq"])
     op.create_index(
         "ix_entries_compactions",
         "entries",
@@ -69,16 +69,38 @@ def upgrade() -> None:
         sqlite_where=sa.text("line IS NULL"),
         postgresql_where=sa.text("line IS NULL"),
     )
+    postgres = op.get_bind().dialect.name == "postgresql"
+    if postgres:
+        op.execute(
+            "CREATE FUNCTION sessionstore_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "BEGIN RAISE EXCEPTION 'sessionstore: % is append-only', TG_TABLE_NAME; END $$"
+        )
     for table in TABLES:
         for action in ("UPDATE", "DELETE"):
+            name = f"{table}_no_{action.lower()}"
+            if postgres:
+                op.execute(
+                    f"CREATE TRIGGER {name} BEFORE {action} ON {table} "
+                    "FOR EACH ROW EXECUTE FUNCTION sessionstore_append_only()"
+                )
+            else:
+                op.execute(
+                    f"CREATE TRIGGER {name} BEFORE {action} ON {table} "
+                    f"BEGIN SELECT RAISE(ABORT, 'sessionstore: {table} is append-only'); END"
+                )
+        if postgres:
             op.execute(
-                f"CREATE TRIGGER {table}_no_{action.lower()} BEFORE {action} ON {table} "
-                f"BEGIN SELECT RAISE(ABORT, 'sessionstore: {table} is append-only'); END"
+                f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
+                "FOR EACH STATEMENT EXECUTE FUNCTION sessionstore_append_only()"
             )
 
 
 def downgrade() -> None:
+    postgres = op.get_bind().dialect.name == "postgresql"
     for table in reversed(TABLES):
-        for action in ("update", "delete"):
-            op.execute(f"DROP TRIGGER IF EXISTS {table}_no_{action}")
+        for action in ("update", "delete", "truncate"):
+            on = f" ON {table}" if postgres else ""
+            op.execute(f"DROP TRIGGER IF EXISTS {table}_no_{action}{on}")
         op.drop_table(table)
+    if postgres:
+        op.execute("DROP FUNCTION IF EXISTS sessionstore_append_only()")

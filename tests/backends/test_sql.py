@@ -7,6 +7,7 @@ import sqlite3
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Connection, event
@@ -123,19 +124,29 @@ async def test_load_context_reads_nothing_before_the_cut(store: SqlStore, db: Pa
         await store.load(meta.id)
 
 
-async def test_load_context_queries_use_indexes(store: SqlStore, db: Path) -> None:
-    plans = raw(db)
-    queries = [
-        "SELECT seq, line FROM entries WHERE session_pk = 1 AND type = 'compaction' "
-        "ORDER BY seq DESC LIMIT 1",
-        "SELECT min(seq) FROM entries WHERE session_pk = 1 AND entry_id = 'x' AND type = 'message'",
-        "SELECT seq, line FROM entries WHERE session_pk = 1 AND type = 'message' "
-        "AND seq >= 10 ORDER BY seq",
+async def test_load_context_statements_search_indexes_never_scan(store: SqlStore, db: Path) -> None:
+    meta = SessionMeta.new()
+    await store.create(meta)
+    log: list[Entry] = [message(f"e{n}", "x") for n in range(2000)]
+    await store.append_many(meta.id, [*log, compaction("c1", "sum", "e1990")])
+    statements: list[tuple[str, Any]] = []
+
+    def capture(conn: object, cursor: object, sql: str, params: Any, *rest: object) -> None:
+        if sql.lstrip().upper().startswith("SELECT"):
+            statements.append((sql, params))
+
+    event.listen(store._engine.sync_engine, "before_cursor_execute", capture)
+    await store.load_context(meta.id)
+    plans = [
+        " | ".join(row[-1] for row in raw(db).execute(f"EXPLAIN QUERY PLAN {sql}", params))
+        for sql, params in statements
+        if "entries" in sql
     ]
-    for query in queries:
-        plan = " ".join(row[-1] for row in plans.execute(f"EXPLAIN QUERY PLAN {query}"))
-        assert "USING" in plan, plan
-        assert "SCAN entries" not in plan.replace("USING", "|"), plan
+    assert len(plans) == 2, plans
+    for plan in plans:
+        assert "SCAN" not in plan, plan
+    assert "ix_entries_compactions" in plans[0]
+    assert "ix_entries_entry_id (session_pk=? AND entry_id=?)" in plans[1]
 
 
 async def test_store_survives_reopening_and_lists_in_creation_order(db: Path) -> None:

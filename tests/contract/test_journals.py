@@ -9,11 +9,11 @@ from sessionstore import FileJournal, SessionStore, open_store
 from sessionstore.store import SessionJournal
 from sessionstore.testing import JournalBackend, SessionJournalContract
 
-JOURNAL_BACKENDS = ["file", "memory-store", "jsonl-store", "sqlite-store"]
+JOURNAL_BACKENDS = ["file", "memory-store", "jsonl-store", "sqlite-store", "postgresql-store"]
 
 
 async def open_journal_backend(
-    kind: str, tmp_path: Path, stores: list[SessionStore]
+    kind: str, tmp_path: Path, stores: list[SessionStore], pg_url: str | None = None
 ) -> JournalBackend:
     """A journal backend of ``kind``; the stores it opens are added to ``stores``."""
     if kind == "file":
@@ -30,7 +30,9 @@ async def open_journal_backend(
             return memory.journal("agent-1")
 
         return JournalBackend(open=open_memory)
-    target = str(tmp_path / "sessions") if kind == "jsonl-store" else str(tmp_path / "s.db")
+    targets = {"jsonl-store": str(tmp_path / "sessions"), "sqlite-store": str(tmp_path / "s.db")}
+    target = targets.get(kind) or pg_url
+    assert target is not None, f"{kind} needs a PostgreSQL URL"
 
     async def open_persistent() -> SessionJournal:
         store = await open_store(target)
@@ -45,7 +47,8 @@ async def journal_backend(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[JournalBackend]:
     stores: list[SessionStore] = []
-    yield await open_journal_backend(request.param, tmp_path, stores)
+    pg_url = request.getfixturevalue("pg_url") if request.param == "postgresql-store" else None
+    yield await open_journal_backend(request.param, tmp_path, stores, pg_url)
     for store in stores:
         await store.close()
 

@@ -9,7 +9,7 @@ from sessionstore.store import SessionStore
 from sessionstore.testing import Backend, SessionStoreContract
 
 
-@pytest.fixture(params=["memory", "jsonl", "sqlite"])
+@pytest.fixture(params=["memory", "jsonl", "sqlite", "postgresql"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     if request.param == "memory":
 
@@ -25,10 +25,16 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
 
         return Backend(open=open_jsonl)
 
-    async def open_sqlite() -> SessionStore:
-        return await open_store(f"sqlite:///{tmp_path / 'sessions.db'}")
+    target = (
+        request.getfixturevalue("pg_url")
+        if request.param == "postgresql"
+        else f"sqlite:///{tmp_path / 'sessions.db'}"
+    )
 
-    return Backend(open=open_sqlite)
+    async def open_sql() -> SessionStore:
+        return await open_store(target)
+
+    return Backend(open=open_sql)
 
 
 class TestStores(SessionStoreContract):

@@ -7,6 +7,11 @@ us, not by the driver (whose implicit BEGIN comes too late for a consistent
 read): reads with ``BEGIN``, writes with ``BEGIN IMMEDIATE``, which takes
 the write lock up front so that a writer waits its turn (up to the busy
 timeout) instead of failing halfway.
+
+PostgreSQL runs through psycopg 3, whose one package serves both the async
+engine of the store and the blocking one of alembic's command line. Its
+commits are always durable (``synchronous_commit`` stays on); writers
+serialize on row and advisory locks taken in the transactions themselves.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ __all__ = [
 Durability = Literal["normal", "full"]
 
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-_SQL_SCHEMES = ("sqlite",)
+_SQL_SCHEMES = ("sqlite", "postgresql")
 
 WRITE = "sessionstore_write"
 """Execution option: begin the transaction as a writer (``BEGIN IMMEDIATE``)."""
@@ -56,8 +61,8 @@ def is_sql_target(target: str) -> bool:
 def _parse(target: str) -> URL:
     if not is_sql_target(target):
         raise ConfigurationError(
-            f"{target!r} is not a SQL database: use sqlite:///file.db or a path ending in "
-            + ", ".join(SQLITE_SUFFIXES)
+            f"{target!r} is not a SQL database: use sqlite:///file.db, postgresql://..., "
+            "or a path ending in " + ", ".join(SQLITE_SUFFIXES)
         )
     if "://" not in target:
         return URL.create("sqlite", database=os.path.abspath(target))
@@ -65,8 +70,13 @@ def _parse(target: str) -> URL:
         url = make_url(target)
     except ArgumentError as exc:
         raise ConfigurationError(f"{target!r} is not a database URL: {exc}") from None
-    if url.get_backend_name() != "sqlite":
-        raise ConfigurationError(f"{target!r}: unsupported database {url.get_backend_name()!r}")
+    if url.get_backend_name() == "postgresql":
+        if url.get_driver_name() not in ("psycopg", "psycopg2"):
+            raise ConfigurationError(
+                f"{target!r}: PostgreSQL runs on psycopg 3 here (use postgresql:// or "
+                "postgresql+psycopg://)"
+            )
+        return url.set(drivername="postgresql+psycopg")
     if url.get_driver_name() not in ("pysqlite", "aiosqlite"):
         raise ConfigurationError(
             f"{target!r}: unsupported SQLite driver {url.get_driver_name()!r} "
@@ -81,12 +91,18 @@ def _parse(target: str) -> URL:
 
 def async_url(target: str) -> URL:
     """The async-driver URL of a target (``x.db``, ``sqlite:///x.db``, ...)."""
-    return _parse(target).set(drivername="sqlite+aiosqlite")
+    url = _parse(target)
+    return url.set(drivername="sqlite+aiosqlite") if _is_sqlite(url) else url
 
 
 def sync_url(target: str) -> URL:
     """The blocking-driver URL of a target, for alembic's command line."""
-    return _parse(target).set(drivername="sqlite+pysqlite")
+    url = _parse(target)
+    return url.set(drivername="sqlite+pysqlite") if _is_sqlite(url) else url
+
+
+def _is_sqlite(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite"
 
 
 def describe(url: URL) -> str:
@@ -156,6 +172,13 @@ def open_async_engine(
     """An async engine on a SQLite target, with our pragmas and transactions."""
     _check(durability, busy_timeout)
     url = async_url(target)
+    if not _is_sqlite(url):
+        try:
+            return create_async_engine(url, pool_pre_ping=True)
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"PostgreSQL needs psycopg: pip install 'sessionstore[postgres]' ({exc})"
+            ) from None
     _create_private_file(url)
     engine = create_async_engine(url)
     _install_events(engine.sync_engine, durability, busy_timeout)
@@ -165,6 +188,8 @@ def open_async_engine(
 def open_sync_engine(target: str) -> Engine:
     """A blocking engine on a SQLite target, for alembic's command line."""
     url = sync_url(target)
+    if not _is_sqlite(url):
+        return create_engine(url, poolclass=NullPool)
     _create_private_file(url)
     engine = create_engine(url, poolclass=NullPool)
     _install_events(engine, "full", DEFAULT_BUSY_TIMEOUT)

@@ -4,8 +4,9 @@ One row per line, in ``seq`` order; a clear is a row whose ``line`` is
 NULL, so the history stays (the table is append-only like the others).
 `read` parses the lines after the last clear exactly as a journal file
 holding them would be parsed. Every write commits with a full fsync
-(``synchronous=FULL`` for that transaction), even in a store opened with
-``durability="normal"``: an append that returned survives a power loss.
+(``synchronous=FULL`` for that transaction on SQLite, always on
+PostgreSQL), even in a store opened with ``durability="normal"``: an append
+that returned survives a power loss.
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ class SqlJournal(JournalBase):
         self._store._check_open(self._name)
 
         async def body(conn: AsyncConnection) -> None:
+            if conn.dialect.name == "postgresql":
+                # Writers of one journal queue here; SQLite's BEGIN IMMEDIATE
+                # already lets one writer in at a time.
+                lock = func.pg_advisory_xact_lock(func.hashtextextended(self._name, 0))
+                await conn.execute(select(lock))
             last = (
                 await conn.execute(
                     select(journal_lines.c.seq, journal_lines.c.line)

@@ -6,14 +6,18 @@ without gaps within their session, assigned inside the write transaction
 that inserts them, so concurrent writers can neither collide nor skip.
 
 Concurrency: within one store object, write transactions go through one
-writer, one at a time. Across processes, SQLite's write lock is taken up
-front (``BEGIN IMMEDIATE``) and waited for up to the busy timeout; a
+writer, one at a time. Across processes on SQLite, the write lock is taken
+up front (``BEGIN IMMEDIATE``) and waited for up to the busy timeout; a
 writer still locked out after that is retried a few times before the
-caller sees a `StorageError`. Reads never wait for writers (WAL).
+caller sees a `StorageError`. On PostgreSQL, an append locks its session's
+row (``SELECT ... FOR UPDATE``) before it reads the last ``seq``, a journal
+write takes an advisory lock on the journal's name, and a transaction
+failing on a serialization conflict or deadlock is run again. Reads never
+wait for writers.
 
-Durability: ``synchronous=NORMAL`` by default, so a committed append
-survives a crash of the process; ``durability="full"`` makes it survive a
-power loss too.
+Durability: on SQLite, ``synchronous=NORMAL`` by default, so a committed
+append survives a crash of the process; ``durability="full"`` makes it
+survive a power loss too. On PostgreSQL every commit is durable.
 """
 
 from __future__ import annotations
@@ -68,8 +72,16 @@ _BUSY_RETRIES = 5
 _PAGE = 2000  # rows per query when streaming a session
 
 
+# PostgreSQL: serialization failure, deadlock, lock not available.
+_RETRY_STATES = {"40001", "40P01", "55P03"}
+
+
 def _is_busy(exc: BaseException) -> bool:
-    text = str(getattr(exc, "orig", exc)).lower()
+    """Whether another writer got in the way: worth running the transaction again."""
+    orig = getattr(exc, "orig", exc)
+    if getattr(orig, "sqlstate", None) in _RETRY_STATES:
+        return True
+    text = str(orig).lower()
     return isinstance(exc, OperationalError) and ("locked" in text or "busy" in text)
 
 

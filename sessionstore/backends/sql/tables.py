@@ -65,7 +65,8 @@ entries = Table(
     Column("timestamp", Text, nullable=False),
     Column("first_kept_id", Text, nullable=True),
     Column("line", Text, nullable=False),
-    Index("ix_entries_entry_id", "session_pk", "entry_id"),
+    # seq included: the first message with an id is found in the index alone.
+    Index("ix_entries_entry_id", "session_pk", "entry_id", "seq"),
     Index(
         "ix_entries_compactions",
         "session_pk",

@@ -1,0 +1,101 @@
+"""SqlStore on PostgreSQL beyond the contract: triggers, processes, migrations."""
+
+from collections.abc import AsyncIterator
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from sessionstore import MessageEntry, SessionMeta, SqlStore, migrate, open_store
+from sessionstore.testing.contract import message
+from tests.helpers import run_appenders
+from tests.test_migrations import alembic
+
+
+def connect(url: str) -> psycopg.Connection:
+    """A plain psycopg connection to the test's schema, as any tool could open."""
+    return psycopg.connect(
+        make_url(url).set(drivername="postgresql").render_as_string(hide_password=False),
+        autocommit=True,
+    )
+
+
+@pytest.fixture
+async def store(pg_url: str) -> AsyncIterator[SqlStore]:
+    opened = await open_store(pg_url)
+    assert isinstance(opened, SqlStore)
+    yield opened
+    await opened.close()
+
+
+@pytest.mark.parametrize("table", ["sessions", "entries", "journal_lines"])
+@pytest.mark.parametrize(
+    "statement", ["UPDATE {table} SET seq = seq", "DELETE FROM {table}", "TRUNCATE {table} CASCADE"]
+)
+async def test_raw_update_delete_and_truncate_fail_on_every_table(
+    store: SqlStore, pg_url: str, table: str, statement: str
+) -> None:
+    meta = SessionMeta.new()
+    await store.create(meta)
+    await store.append(meta.id, message("e1", "x"))
+    await store.journal("agent").append_raw(b"line")
+    if table == "sessions":
+        statement = statement.replace("seq = seq", "pk = pk")
+    with connect(pg_url) as connection:
+        with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+            connection.execute(statement.format(table=table))
+        assert connection.execute(f"SELECT count(*) FROM {table}").fetchone() == (1,)
+
+
+async def test_eight_processes_appending_to_one_session_give_seq_1_to_2000(
+    store: SqlStore, pg_url: str
+) -> None:
+    session_id = await store.create(SessionMeta.new())
+    await run_appenders(pg_url, session_id, [f"w{n}" for n in range(8)], 250)
+    with connect(pg_url) as connection:
+        seqs = [row[0] for row in connection.execute("SELECT seq FROM entries ORDER BY seq")]
+    assert seqs == list(range(1, 2001))
+    texts = [e.message.text() for e in await store.load(session_id) if isinstance(e, MessageEntry)]
+    for worker in range(8):
+        own = [int(t.split(":")[1]) for t in texts if t.startswith(f"w{worker}:")]
+        assert own == list(range(250))
+    assert await store.integrity() == []
+
+
+async def test_integrity_finds_a_gap_in_seq(store: SqlStore, pg_url: str) -> None:
+    meta = SessionMeta.new()
+    await store.create(meta)
+    await store.append_many(meta.id, [message(f"e{n}", "x") for n in range(3)])
+    with connect(pg_url) as connection:
+        connection.execute("ALTER TABLE entries DISABLE TRIGGER entries_no_delete")
+        connection.execute("DELETE FROM entries WHERE seq = 2")
+    assert await store.integrity() == [f"session {meta.id!r}: 2 entries but seq runs 1..3"]
+
+
+def test_alembic_round_trip_and_drift_check_on_postgresql(pg_url: str) -> None:
+    url = f"url={pg_url}"
+    upgraded = alembic("-x", url, "upgrade", "head")
+    assert upgraded.returncode == 0, upgraded.stderr
+    checked = alembic("-x", url, "check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert alembic("-x", url, "downgrade", "base").returncode == 0
+    with connect(pg_url) as connection:
+        tables = {
+            row[0]
+            for row in connection.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+            )
+        }
+        functions = connection.execute(
+            "SELECT count(*) FROM pg_proc JOIN pg_namespace n ON n.oid = pronamespace "
+            "WHERE proname = 'sessionstore_append_only' AND nspname = current_schema()"
+        ).fetchone()
+    assert tables.isdisjoint({"sessions", "entries", "journal_lines"})
+    assert functions == (0,)
+    assert alembic("-x", url, "upgrade", "head").returncode == 0
+
+
+async def test_upgrade_from_code_on_postgresql(pg_url: str) -> None:
+    assert await migrate.current(pg_url) is None
+    await migrate.upgrade(pg_url)
+    assert await migrate.current(pg_url) == migrate.head()
