@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -176,23 +176,32 @@ async def export_archive(
     names = await store.journals() if everything else list(journals or [])
     for name in (*ids, *names):
         validate_session_id(name)
-    total = len(ids) + len(names)
     directory = root / SESSIONS
     await _io(lambda: directory.mkdir(parents=True, exist_ok=True), directory)
-    for done, session_id in enumerate(ids, 1):
+    steps = []
+    for session_id in ids:
         path = directory / f"{session_id}{SUFFIX}"
+        steps.append((path, partial(_export_session, store, session_id, path, report)))
+    for name in names:
+        path = root / JOURNALS / name / JOURNAL_FILE
+        steps.append((path, partial(_export_journal, store, name, path, report)))
+    await _each_file(steps, report, progress)
+    return _finish(report, "export")
+
+
+async def _each_file(
+    steps: Sequence[tuple[Path, Callable[[], Awaitable[None]]]],
+    report: ArchiveReport,
+    progress: Progress | None,
+) -> None:
+    """Run each file's step; a refused file is reported and the others go on."""
+    for done, (path, step) in enumerate(steps, 1):
         try:
-            await _export_session(store, session_id, path, report)
-            report.sessions += 1
+            await step()
         except _Refused as refused:
             report.refused.append(ArchiveIssue(str(path), refused.line, refused.reason))
         if progress is not None:
-            progress(done, total)
-    for done, name in enumerate(names, len(ids) + 1):
-        await _export_journal(store, name, root / JOURNALS / name / JOURNAL_FILE, report)
-        if progress is not None:
-            progress(done, total)
-    return _finish(report, "export")
+            progress(done, len(steps))
 
 
 async def _chunks(lines: AsyncIterator[str]) -> AsyncIterator[bytes]:
@@ -288,6 +297,7 @@ async def _export_session(
             await _io(out.publish, path)
             out = None
         report.entries += written - (1 if written and not matched else 0)  # not the header
+        report.sessions += 1
     finally:
         if existing is not None:
             existing.close()
@@ -357,23 +367,9 @@ async def import_archive(
 
     files, journals = await _io(find, root)
     report = ArchiveReport()
-    total = len(files) + len(journals)
-    for done, path in enumerate(files, 1):
-        try:
-            await _import_session(store, path, report)
-            report.sessions += 1
-        except _Refused as refused:
-            report.refused.append(ArchiveIssue(str(path), refused.line, refused.reason))
-        if progress is not None:
-            progress(done, total)
-    for done, path in enumerate(journals, len(files) + 1):
-        try:
-            await _import_journal(store, path, report)
-            report.journals += 1
-        except _Refused as refused:
-            report.refused.append(ArchiveIssue(str(path), refused.line, refused.reason))
-        if progress is not None:
-            progress(done, total)
+    steps = [(path, partial(_import_session, store, path, report)) for path in files]
+    steps += [(path, partial(_import_journal, store, path, report)) for path in journals]
+    await _each_file(steps, report, progress)
     return _finish(report, "import")
 
 
@@ -424,6 +420,7 @@ async def _import_session(store: SessionStore, path: Path, report: ArchiveReport
             raise _Refused(1, f"header names session {meta.id!r}, not the file's {session_id!r}")
         after = await _shared_part(store, session_id, header, lines, source)
         report.entries += await store.import_session(header, lines, after=after)
+        report.sessions += 1
     except SessionStoreError as exc:
         line = source.number if isinstance(exc, InvalidRecordError) else None
         raise _Refused(line, str(exc)) from None
@@ -481,6 +478,7 @@ async def _import_journal(store: SessionStore, path: Path, report: ArchiveReport
     elif held[: len(lines)] != lines:
         differ = next(i for i, (a, b) in enumerate(zip(lines, held, strict=False)) if a != b)
         raise _Refused(differ + 1, "differs from the stored journal")
+    report.journals += 1
 
 
 def _journal_lines(data: bytes) -> list[bytes]:

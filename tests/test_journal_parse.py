@@ -4,31 +4,8 @@ import uuid
 
 import pytest
 
-from sessionstore import (
-    CommentWrite,
-    Journal,
-    JournalSession,
-    PostWrite,
-    SessionHeader,
-    Timestamp,
-    encode_line,
-)
-
-
-def at(minute: int) -> Timestamp:
-    return Timestamp.parse(f"2026-10-13T11:{minute:02d}:00Z")
-
-
-def header(minute: int) -> SessionHeader:
-    return SessionHeader(started_at=at(minute), model="claude-test")
-
-
-def post(minute: int) -> PostWrite:
-    return PostWrite(at=at(minute), id=uuid.uuid4())
-
-
-def comment(minute: int, on: uuid.UUID | None = None) -> CommentWrite:
-    return CommentWrite(at=at(minute), id=uuid.uuid4(), on=on)
+from sessionstore import Journal, JournalSession, encode_line
+from sessionstore.testing.journal_contract import comment, header, post
 
 
 def test_lines_read_back_grouped_by_session() -> None:

@@ -208,14 +208,32 @@ class SqlStore(StoreBase):
                 raise StorageError(f"{self._where}: {reason}", session_id=session_id) from exc
 
     @staticmethod
-    async def _session_pk(conn: AsyncConnection, session_id: str, *, lock: bool = False) -> int:
-        query = select(sessions.c.pk).where(sessions.c.id == session_id)
-        if lock:
-            query = query.with_for_update()
-        pk = (await conn.execute(query)).scalar()
-        if pk is None:
+    async def _find(conn: AsyncConnection, session_id: str, *, lock: bool = False) -> Any:
+        """The session's row (``pk``, ``header``); ``lock`` holds it until commit."""
+        query = select(sessions.c.pk, sessions.c.header).where(sessions.c.id == session_id)
+        found = (await conn.execute(query.with_for_update() if lock else query)).first()
+        if found is None:
             raise SessionNotFoundError(session_id)
-        return int(pk)
+        return found
+
+    @staticmethod
+    async def _last_seq(conn: AsyncConnection, pk: int) -> int:
+        query = select(func.coalesce(func.max(entries.c.seq), 0)).where(entries.c.session_pk == pk)
+        return int((await conn.execute(query)).scalar_one())
+
+    async def _insert_session(self, conn: AsyncConnection, meta: SessionMeta, header: str) -> int:
+        row = {
+            "id": meta.id,
+            "version": meta.version,
+            "parent_session": meta.parent_session,
+            "created_at": meta.created_at,
+            "header": header,
+        }
+        try:
+            inserted = await conn.execute(insert(sessions).values(row).returning(sessions.c.pk))
+        except IntegrityError:
+            raise DuplicateSessionError(meta.id) from None
+        return int(inserted.scalar_one())
 
     def _decode(self, session_id: str, rows: Sequence[Any]) -> builtins.list[Entry]:
         # The line number is the one the entry has in the session's file.
@@ -229,21 +247,9 @@ class SqlStore(StoreBase):
     async def create(self, meta: SessionMeta) -> str:
         line = header_line(meta)
         self._check_open(meta.id)
-        row = {
-            "id": meta.id,
-            "version": meta.version,
-            "parent_session": meta.parent_session,
-            "created_at": meta.created_at,
-            "header": line,
-        }
-
-        async def body(conn: AsyncConnection) -> None:
-            try:
-                await conn.execute(insert(sessions).values(row))
-            except IntegrityError:
-                raise DuplicateSessionError(meta.id) from None
-
-        await self._transaction(meta.id, body, write=True)
+        await self._transaction(
+            meta.id, lambda conn: self._insert_session(conn, meta, line), write=True
+        )
         return meta.id
 
     async def append_many(self, session_id: str, new: Sequence[Entry]) -> None:
@@ -253,16 +259,10 @@ class SqlStore(StoreBase):
         ]
 
         async def body(conn: AsyncConnection) -> None:
-            pk = await self._session_pk(conn, session_id, lock=True)
+            pk = (await self._find(conn, session_id, lock=True)).pk
             if not rows:
                 return
-            last = (
-                await conn.execute(
-                    select(func.coalesce(func.max(entries.c.seq), 0)).where(
-                        entries.c.session_pk == pk
-                    )
-                )
-            ).scalar_one()
+            last = await self._last_seq(conn, pk)
             await conn.execute(
                 insert(entries),
                 [{**row, "session_pk": pk, "seq": last + n} for n, row in enumerate(rows, 1)],
@@ -274,19 +274,8 @@ class SqlStore(StoreBase):
         self._check(session_id)
 
         async def start(conn: AsyncConnection) -> tuple[int, str, int]:
-            found = (
-                await conn.execute(
-                    select(sessions.c.pk, sessions.c.header).where(sessions.c.id == session_id)
-                )
-            ).first()
-            if found is None:
-                raise SessionNotFoundError(session_id)
-            last = await conn.execute(
-                select(func.coalesce(func.max(entries.c.seq), 0)).where(
-                    entries.c.session_pk == found.pk
-                )
-            )
-            return found.pk, found.header, last.scalar_one()
+            found = await self._find(conn, session_id)
+            return found.pk, found.header, await self._last_seq(conn, found.pk)
 
         pk, header, end = await self._transaction(session_id, start)
         yield header
@@ -316,18 +305,7 @@ class SqlStore(StoreBase):
 
         async def body(conn: AsyncConnection) -> int:
             if after is None:
-                row = {
-                    "id": meta.id,
-                    "version": meta.version,
-                    "parent_session": meta.parent_session,
-                    "created_at": meta.created_at,
-                    "header": header,
-                }
-                try:
-                    await conn.execute(insert(sessions).values(row))
-                except IntegrityError:
-                    raise DuplicateSessionError(meta.id) from None
-                pk, count = await self._session_pk(conn, meta.id), 0
+                pk, count = await self._insert_session(conn, meta, header), 0
             else:
                 pk, count = await self._expect(conn, meta.id, header, after)
             batch: builtins.list[dict[str, Any]] = []
@@ -347,24 +325,10 @@ class SqlStore(StoreBase):
         self, conn: AsyncConnection, session_id: str, header: str, count: int
     ) -> tuple[int, int]:
         """The session's key, after checking its header line and entry count."""
-        found = (
-            await conn.execute(
-                select(sessions.c.pk, sessions.c.header)
-                .where(sessions.c.id == session_id)
-                .with_for_update()
-            )
-        ).first()
-        if found is None:
-            raise SessionNotFoundError(session_id)
+        found = await self._find(conn, session_id, lock=True)
         if found.header != header:
             raise SessionConflictError(session_id, "the stored header line differs")
-        held = (
-            await conn.execute(
-                select(func.coalesce(func.max(entries.c.seq), 0)).where(
-                    entries.c.session_pk == found.pk
-                )
-            )
-        ).scalar_one()
+        held = await self._last_seq(conn, found.pk)
         if held != count:
             raise SessionConflictError(session_id, f"holds {held} entries, not {count}")
         return found.pk, count
@@ -373,7 +337,7 @@ class SqlStore(StoreBase):
         self._check(session_id)
 
         async def body(conn: AsyncConnection) -> Sequence[Any]:
-            pk = await self._session_pk(conn, session_id)
+            pk = (await self._find(conn, session_id)).pk
             query = (
                 select(entries.c.seq, entries.c.line)
                 .where(entries.c.session_pk == pk)
@@ -458,7 +422,7 @@ class SqlStore(StoreBase):
         self._check(session_id)
 
         async def body(conn: AsyncConnection) -> tuple[Any, Sequence[Any]]:
-            pk = await self._session_pk(conn, session_id)
+            pk = (await self._find(conn, session_id)).pk
             marker = (
                 await conn.execute(
                     select(entries.c.seq, entries.c.line, entries.c.first_kept_id)
