@@ -128,6 +128,19 @@ class SessionJournalContract:
         assert read.skipped == [1, 2]
         assert read.sessions == [JournalSession(header=None, writes=[p])]
 
+    async def test_a_torn_header_leaves_its_writes_in_a_headerless_session(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        journal = await journal_backend.open()
+        p, q = post(1), post(2)
+        await journal.append_raw(b'{"line":"session","started_at":"2026-10-13T1')
+        await journal.append(p)
+        await journal.append(q)
+        read = await journal.read()
+        assert read.skipped == [1]
+        assert read.sessions == [JournalSession(header=None, writes=[p, q])]
+        assert len(list(read.interrupted())) == 1
+
     async def test_blank_lines_are_ignored_but_vertical_tab_is_not_blank(
         self, journal_backend: JournalBackend
     ) -> None:
