@@ -4,12 +4,15 @@ import json
 import uuid
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessionstore import (
     CommentWrite,
     CompactionEntry,
+    CorruptSessionError,
+    InvalidRecordError,
     Message,
     MessageEntry,
     PostWrite,
@@ -21,6 +24,7 @@ from sessionstore import (
     decode_meta,
     encode,
 )
+from sessionstore.backends._common import decode_stored_entry
 from sessionstore.wire import Record
 
 KNOWN_MESSAGE_FIELDS = {"role", "content", "streaming"}
@@ -134,3 +138,40 @@ def test_uuid_strategy_round_trip_sanity() -> None:
     # A fixed case next to the generated ones, so a broken strategy cannot hide.
     write = PostWrite(at=Timestamp.parse("2026-10-13T11:00:00Z"), id=uuid.UUID(int=1))
     assert decode_journal_line(encode(write)) == write
+
+
+@settings(max_examples=300)
+@given(message_entries | compaction_entries, st.data())
+def test_stored_lines_read_back_as_the_strict_decoder_reads_them(
+    record: MessageEntry | CompactionEntry, data: st.DataObject
+) -> None:
+    # Imported lines keep any valid spelling; the fast reader must agree.
+    value = reorder(json.loads(encode(record)), data)
+    spacing = data.draw(st.sampled_from(["", " ", "\r"]))
+    text = json.dumps(value, ensure_ascii=data.draw(st.booleans())) + spacing
+    strict = decode_entry(text)
+    for line in (text, text.encode()):
+        assert decode_stored_entry("s", line, path=None, line_no=2) == strict
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["-0", "18446744073709551616", "-9223372036854775809", "[-0, 1e400]", '"-0"', "1e-0"],
+)
+def test_numbers_the_fast_reader_would_read_differently_go_to_the_strict_one(
+    content: str,
+) -> None:
+    line = '{"type":"message","id":"e","timestamp":"t","message":{"role":"r","content":'
+    line += content + "}}"
+    try:
+        strict: object = decode_entry(line)
+    except InvalidRecordError as exc:
+        strict = str(exc)
+    try:
+        fast: object = decode_stored_entry("s", line, path=None, line_no=2)
+    except CorruptSessionError as exc:
+        fast = exc.reason
+    assert fast == strict
+    if isinstance(strict, MessageEntry):
+        assert isinstance(fast, MessageEntry)
+        assert type(fast.message.content) is type(strict.message.content)

@@ -9,9 +9,13 @@ applied the same way everywhere.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import re
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
+
+from pydantic import TypeAdapter, ValidationError
 
 from sessionstore.context import build_context
 from sessionstore.errors import (
@@ -21,9 +25,15 @@ from sessionstore.errors import (
     StreamingMessageError,
     validate_session_id,
 )
-from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
+from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionEntry, SessionMeta
 from sessionstore.store import Entry, SessionSummary
 from sessionstore.wire import decode_entry, decode_meta, encode
+
+_ENTRY: TypeAdapter[Entry] = TypeAdapter(SessionEntry)
+# Integer tokens the two parsers read differently: 19 digits and more (may
+# leave i64..u64), and -0. A match inside a string only costs the fast path.
+_RISKY = r"\d{19}|-0(?![.\deE])"
+_RISKY_TEXT, _RISKY_BYTES = re.compile(_RISKY), re.compile(_RISKY.encode())
 
 
 class StoreBase:
@@ -123,14 +133,28 @@ def entry_lines(session_id: str, entries: Sequence[Entry]) -> builtins.list[str]
     return lines
 
 
+def _fast(line: str | bytes) -> bool:
+    """Whether pydantic's JSON parser reads this stored line as the strict one does."""
+    risky = _RISKY_BYTES.search(line) if isinstance(line, bytes) else _RISKY_TEXT.search(line)
+    return risky is None
+
+
 def decode_stored_meta(
     session_id: str, line: str | bytes, *, path: str | None, line_no: int
 ) -> SessionMeta:
-    """Decode a stored header, turning a refusal into `CorruptSessionError`."""
-    try:
-        meta = decode_meta(line)
-    except InvalidRecordError as exc:
-        raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
+    """Decode a stored header, turning a refusal into `CorruptSessionError`.
+
+    Read like `decode_stored_entry`: fast when that is exact.
+    """
+    meta = None
+    if _fast(line):
+        with contextlib.suppress(ValidationError):  # the strict decoder says what is wrong
+            meta = SessionMeta.model_validate_json(line)
+    if meta is None:
+        try:
+            meta = decode_meta(line)
+        except InvalidRecordError as exc:
+            raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
     if meta.id != session_id:
         raise CorruptSessionError(
             session_id, f"header names session {meta.id!r}", path=path, line=line_no
@@ -141,7 +165,17 @@ def decode_stored_meta(
 def decode_stored_entry(
     session_id: str, line: str | bytes, *, path: str | None, line_no: int
 ) -> Entry:
-    """Decode a stored entry, turning a refusal into `CorruptSessionError`."""
+    """Decode a stored entry, turning a refusal into `CorruptSessionError`.
+
+    Stored lines were checked by the strict decoder when they were written,
+    so they are read back with pydantic's own JSON parser, in one pass and
+    several times faster. Where that parser would read a value differently
+    (an integer beyond i64..u64, which serde reads as a float; ``-0``, a
+    float there) or refuses the line, the strict decoder decides.
+    """
+    if _fast(line):
+        with contextlib.suppress(ValidationError):  # the strict decoder says what is wrong
+            return _ENTRY.validate_json(line)
     try:
         return decode_entry(line)
     except InvalidRecordError as exc:
