@@ -56,10 +56,10 @@ async def test_database_is_in_wal_mode_and_private(store: SqlStore, db: Path) ->
 @pytest.mark.parametrize(("durability", "level"), [("normal", 1), ("full", 2)])
 async def test_durability_sets_synchronous(db: Path, durability: str, level: int) -> None:
     store = await SqlStore.open(str(db), durability=durability)  # type: ignore[arg-type]
-    async with store._engine.connect() as conn:
-        assert (await conn.exec_driver_sql("PRAGMA synchronous")).scalar() == level
-        assert (await conn.exec_driver_sql("PRAGMA foreign_keys")).scalar() == 1
-        assert (await conn.exec_driver_sql("PRAGMA busy_timeout")).scalar() == 30000
+    with store._runner.sync_engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == level
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
     await store.close()
 
 
@@ -135,7 +135,7 @@ async def test_load_context_statements_search_indexes_never_scan(store: SqlStore
         if sql.lstrip().upper().startswith("SELECT"):
             statements.append((sql, params))
 
-    event.listen(store._engine.sync_engine, "before_cursor_execute", capture)
+    event.listen(store._runner.sync_engine, "before_cursor_execute", capture)
     await store.load_context(meta.id)
     plans = [
         " | ".join(row[-1] for row in raw(db).execute(f"EXPLAIN QUERY PLAN {sql}", params))
@@ -261,7 +261,7 @@ async def test_journal_commits_with_a_full_fsync_even_at_normal_durability(
     def record(connection: Connection) -> None:
         levels.append(connection.exec_driver_sql("PRAGMA synchronous").scalar_one())
 
-    event.listen(store._engine.sync_engine, "commit", record)
+    event.listen(store._runner.sync_engine, "commit", record)
     await store.create(SessionMeta(id="s"))
     await store.journal("agent").append_raw(b"x")
     await store.append("s", message("e1", "x"))

@@ -17,7 +17,7 @@ serialize on row and advisory locks taken in the transactions themselves.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
@@ -26,6 +26,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from sessionstore.errors import ConfigurationError, StorageError
+
+if TYPE_CHECKING:
+    from sessionstore.backends.sql.runner import Runner
 
 __all__ = [
     "DURABLE",
@@ -185,12 +188,41 @@ def open_async_engine(
     return engine
 
 
-def open_sync_engine(target: str) -> Engine:
-    """A blocking engine on a SQLite target, for alembic's command line."""
+def open_sync_engine(
+    target: str,
+    *,
+    durability: Durability = "full",
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    pooled: bool = False,
+) -> Engine:
+    """A blocking engine: for alembic's command line, and the SQLite store's threads.
+
+    Args:
+        pooled: keep connections open between uses (the store); alembic's
+            command line opens one and closes it.
+    """
+    _check(durability, busy_timeout)
     url = sync_url(target)
+    pool = {} if pooled else {"poolclass": NullPool}
     if not _is_sqlite(url):
-        return create_engine(url, poolclass=NullPool)
+        return create_engine(url, **pool)
     _create_private_file(url)
-    engine = create_engine(url, poolclass=NullPool)
-    _install_events(engine, "full", DEFAULT_BUSY_TIMEOUT)
+    engine = create_engine(url, **pool)
+    _install_events(engine, durability, busy_timeout)
     return engine
+
+
+def open_runner(
+    target: str,
+    *,
+    durability: Durability = "normal",
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+) -> Runner:
+    """Where the store's transactions run: threads on SQLite, async on PostgreSQL."""
+    from sessionstore.backends.sql.runner import AsyncRunner, ThreadRunner
+
+    if _is_sqlite(_parse(target)):
+        return ThreadRunner(
+            open_sync_engine(target, durability=durability, busy_timeout=busy_timeout, pooled=True)
+        )
+    return AsyncRunner(open_async_engine(target, durability=durability, busy_timeout=busy_timeout))

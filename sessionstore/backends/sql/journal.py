@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, insert, select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection, func, insert, select
 
 from sessionstore.backends._journal import JournalBase, file_bytes, raw_lines
 from sessionstore.backends.sql.tables import journal_lines
@@ -45,7 +44,7 @@ class SqlJournal(JournalBase):
     async def read_bytes(self) -> bytes:
         self._store._check_open(self._name)
 
-        async def body(conn: AsyncConnection) -> list[bytes]:
+        def body(conn: Connection) -> list[bytes]:
             query = (
                 select(journal_lines.c.line)
                 .where(
@@ -54,7 +53,7 @@ class SqlJournal(JournalBase):
                 )
                 .order_by(journal_lines.c.seq)
             )
-            return list((await conn.execute(query)).scalars())
+            return list(conn.execute(query).scalars())
 
         return file_bytes(await self._store._transaction(self._name, body))
 
@@ -62,14 +61,14 @@ class SqlJournal(JournalBase):
         """Append rows (None: a clear marker, written only when it changes something)."""
         self._store._check_open(self._name)
 
-        async def body(conn: AsyncConnection) -> None:
+        def body(conn: Connection) -> None:
             if conn.dialect.name == "postgresql":
                 # Writers of one journal queue here; SQLite's BEGIN IMMEDIATE
                 # already lets one writer in at a time.
                 lock = func.pg_advisory_xact_lock(func.hashtextextended(self._name, 0))
-                await conn.execute(select(lock))
+                conn.execute(select(lock))
             last = (
-                await conn.execute(
+                conn.execute(
                     select(journal_lines.c.seq, journal_lines.c.line)
                     .where(journal_lines.c.journal == self._name)
                     .order_by(journal_lines.c.seq.desc())
@@ -83,7 +82,7 @@ class SqlJournal(JournalBase):
                 {"journal": self._name, "seq": seq + n, "line": line}
                 for n, line in enumerate(lines, 1)
             ]
-            await conn.execute(insert(journal_lines), rows)
+            conn.execute(insert(journal_lines), rows)
 
         await self._store._transaction(self._name, body, write=True, durable=True)
 

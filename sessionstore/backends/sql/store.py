@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
-from sqlalchemy import exists, func, insert, select
+from sqlalchemy import Connection, exists, func, insert, select
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from sessionstore import migrate
 from sessionstore.backends._common import (
@@ -44,13 +43,12 @@ from sessionstore.backends._common import (
 )
 from sessionstore.backends.sql.engine import (
     DEFAULT_BUSY_TIMEOUT,
-    DURABLE,
-    WRITE,
     Durability,
     describe,
-    open_async_engine,
+    open_runner,
 )
 from sessionstore.backends.sql.journal import SqlJournal
+from sessionstore.backends.sql.runner import Runner
 from sessionstore.backends.sql.tables import entries, journal_lines, sessions
 from sessionstore.context import summary_message
 from sessionstore.errors import (
@@ -91,10 +89,10 @@ class SqlStore(StoreBase):
     Open one with `SqlStore.open` or `open_store("sqlite:///path.db")`.
     """
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        """Wrap an engine made by `open`; use `open` instead."""
-        self._engine = engine
-        self._where = describe(engine.url)
+    def __init__(self, runner: Runner) -> None:
+        """Wrap a runner made by `open`; use `open` instead."""
+        self._runner = runner
+        self._where = describe(runner.url)
         self._writer = asyncio.Lock()
 
     def __repr__(self) -> str:
@@ -123,30 +121,22 @@ class SqlStore(StoreBase):
             SchemaTooNewError: the schema comes from a newer sessionstore.
             StorageError: the database cannot be opened.
         """
-        engine = open_async_engine(target, durability=durability, busy_timeout=busy_timeout)
-        store = cls(engine)
+        runner = open_runner(target, durability=durability, busy_timeout=busy_timeout)
+        store = cls(runner)
         try:
             for write in (False, True):  # write-lock the database only to create it
-                missing = await store._transaction(
-                    None,
-                    lambda conn: conn.run_sync(
-                        migrate.ensure_schema,
-                        store._where,
-                        create=write,  # noqa: B023
-                    ),
-                    write=write,
-                )
-                if not missing:
+                check = partial(migrate.ensure_schema, target=store._where, create=write)
+                if not await store._transaction(None, check, write=write):
                     break
         except BaseException:
-            await engine.dispose()
+            await runner.dispose()
             raise
         return store
 
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
-            await self._engine.dispose()
+            await self._runner.dispose()
 
     def journal(self, name: str) -> SqlJournal:
         validate_session_id(name)
@@ -156,72 +146,63 @@ class SqlStore(StoreBase):
     async def journals(self) -> builtins.list[str]:
         self._check_open()
 
-        async def body(conn: AsyncConnection) -> builtins.list[str]:
+        def body(conn: Connection) -> builtins.list[str]:
             query = select(journal_lines.c.journal).distinct().order_by(journal_lines.c.journal)
-            return builtins.list((await conn.execute(query)).scalars())
+            return builtins.list((conn.execute(query)).scalars())
 
         return await self._transaction(None, body)
 
     # ------------------------------------------------------------ plumbing
 
-    @asynccontextmanager
-    async def _connection(self, write: bool, durable: bool) -> AsyncIterator[AsyncConnection]:
-        async with self._engine.connect() as conn:
-            if write:
-                conn = await conn.execution_options(**{WRITE: True, DURABLE: durable})
-            async with conn.begin():
-                yield conn
-
     async def _transaction(
         self,
         session_id: str | None,
-        body: Callable[[AsyncConnection], Awaitable[_T]],
+        body: Callable[[Connection], _T],
         *,
         write: bool = False,
         durable: bool = False,
-        retry: bool = True,
     ) -> _T:
         """Run ``body`` in one transaction; driver errors become ours.
 
         Args:
             write: take the write lock up front; one writer at a time.
             durable: commit with a full fsync even at ``durability="normal"``.
-            retry: run ``body`` again when another process held the lock
-                past the busy timeout (not for a body that consumes a stream).
         """
         attempt = 0
         while True:
             try:
                 if not write:
-                    async with self._connection(write=False, durable=False) as conn:
-                        return await body(conn)
-                async with self._writer, self._connection(write=True, durable=durable) as conn:
-                    return await body(conn)
+                    return await self._runner.run(body, write=False, durable=False)
+                async with self._writer:
+                    return await self._runner.run(body, write=True, durable=durable)
             except SessionStoreError:
                 raise
             except (SQLAlchemyError, OSError) as exc:
                 attempt += 1
-                if retry and _is_busy(exc) and attempt <= _BUSY_RETRIES:
+                if _is_busy(exc) and attempt <= _BUSY_RETRIES:
                     await asyncio.sleep(0.05 * 2**attempt)
                     continue
-                reason = getattr(exc, "orig", None) or exc
-                raise StorageError(f"{self._where}: {reason}", session_id=session_id) from exc
+                raise self._storage_error(exc, session_id) from exc
+
+    def _storage_error(self, exc: BaseException, session_id: str | None) -> StorageError:
+        reason = getattr(exc, "orig", None) or exc
+        return StorageError(f"{self._where}: {reason}", session_id=session_id)
 
     @staticmethod
-    async def _find(conn: AsyncConnection, session_id: str, *, lock: bool = False) -> Any:
+    def _find(conn: Connection, session_id: str, *, lock: bool = False) -> Any:
         """The session's row (``pk``, ``header``); ``lock`` holds it until commit."""
         query = select(sessions.c.pk, sessions.c.header).where(sessions.c.id == session_id)
-        found = (await conn.execute(query.with_for_update() if lock else query)).first()
+        found = (conn.execute(query.with_for_update() if lock else query)).first()
         if found is None:
             raise SessionNotFoundError(session_id)
         return found
 
     @staticmethod
-    async def _last_seq(conn: AsyncConnection, pk: int) -> int:
+    def _last_seq(conn: Connection, pk: int) -> int:
         query = select(func.coalesce(func.max(entries.c.seq), 0)).where(entries.c.session_pk == pk)
-        return int((await conn.execute(query)).scalar_one())
+        return int((conn.execute(query)).scalar_one())
 
-    async def _insert_session(self, conn: AsyncConnection, meta: SessionMeta, header: str) -> int:
+    def _insert_session(self, conn: Connection, meta: SessionMeta, header: str) -> int:
         row = {
             "id": meta.id,
             "version": meta.version,
@@ -230,7 +211,7 @@ class SqlStore(StoreBase):
             "header": header,
         }
         try:
-            inserted = await conn.execute(insert(sessions).values(row).returning(sessions.c.pk))
+            inserted = conn.execute(insert(sessions).values(row).returning(sessions.c.pk))
         except IntegrityError:
             raise DuplicateSessionError(meta.id) from None
         return int(inserted.scalar_one())
@@ -258,14 +239,13 @@ class SqlStore(StoreBase):
             _row(entry, line) for entry, line in zip(new, entry_lines(session_id, new), strict=True)
         ]
 
-        async def body(conn: AsyncConnection) -> None:
-            pk = (await self._find(conn, session_id, lock=True)).pk
+        def body(conn: Connection) -> None:
+            pk = (self._find(conn, session_id, lock=True)).pk
             if not rows:
                 return
-            last = await self._last_seq(conn, pk)
-            await conn.execute(
-                insert(entries),
-                [{**row, "session_pk": pk, "seq": last + n} for n, row in enumerate(rows, 1)],
+            last = self._last_seq(conn, pk)
+            _insert_entries(
+                conn, [{**row, "session_pk": pk, "seq": last + n} for n, row in enumerate(rows, 1)]
             )
 
         await self._transaction(session_id, body, write=True)
@@ -273,9 +253,9 @@ class SqlStore(StoreBase):
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
         self._check(session_id)
 
-        async def start(conn: AsyncConnection) -> tuple[int, str, int]:
-            found = await self._find(conn, session_id)
-            return found.pk, found.header, await self._last_seq(conn, found.pk)
+        def start(conn: Connection) -> tuple[int, str, int]:
+            found = self._find(conn, session_id)
+            return found.pk, found.header, self._last_seq(conn, found.pk)
 
         pk, header, end = await self._transaction(session_id, start)
         yield header
@@ -303,32 +283,37 @@ class SqlStore(StoreBase):
         meta = imported_header(header)
         self._check(meta.id)
 
-        async def body(conn: AsyncConnection) -> int:
-            if after is None:
-                pk, count = await self._insert_session(conn, meta, header), 0
-            else:
-                pk, count = await self._expect(conn, meta.id, header, after)
-            batch: builtins.list[dict[str, Any]] = []
-            async for line in lines:
-                count += 1
-                batch.append({**_row(imported_entry(line), line), "session_pk": pk, "seq": count})
-                if len(batch) == _PAGE:
-                    await conn.execute(insert(entries), batch)
-                    batch.clear()
-            if batch:
-                await conn.execute(insert(entries), batch)
-            return count - (after or 0)
+        try:
+            async with self._writer, self._runner.steps(write=True) as step:
+                if after is None:
+                    pk = await step(lambda conn: self._insert_session(conn, meta, header))
+                    count = 0
+                else:
+                    pk, count = await step(lambda conn: self._expect(conn, meta.id, header, after))
+                batch: builtins.list[dict[str, Any]] = []
+                async for line in lines:
+                    count += 1
+                    row = _row(imported_entry(line), line)
+                    batch.append({**row, "session_pk": pk, "seq": count})
+                    if len(batch) == _PAGE:
+                        await step(partial(_insert_entries, rows=batch[:]))
+                        batch.clear()
+                if batch:
+                    await step(partial(_insert_entries, rows=batch))
+        except SessionStoreError:
+            raise
+        except (SQLAlchemyError, OSError) as exc:
+            raise self._storage_error(exc, meta.id) from exc
+        return count - (after or 0)
 
-        return await self._transaction(meta.id, body, write=True, retry=False)
-
-    async def _expect(
-        self, conn: AsyncConnection, session_id: str, header: str, count: int
+    def _expect(
+        self, conn: Connection, session_id: str, header: str, count: int
     ) -> tuple[int, int]:
         """The session's key, after checking its header line and entry count."""
-        found = await self._find(conn, session_id, lock=True)
+        found = self._find(conn, session_id, lock=True)
         if found.header != header:
             raise SessionConflictError(session_id, "the stored header line differs")
-        held = await self._last_seq(conn, found.pk)
+        held = self._last_seq(conn, found.pk)
         if held != count:
             raise SessionConflictError(session_id, f"holds {held} entries, not {count}")
         return found.pk, count
@@ -336,23 +321,23 @@ class SqlStore(StoreBase):
     async def load(self, session_id: str) -> builtins.list[Entry]:
         self._check(session_id)
 
-        async def body(conn: AsyncConnection) -> Sequence[Any]:
-            pk = (await self._find(conn, session_id)).pk
+        def body(conn: Connection) -> Sequence[Any]:
+            pk = (self._find(conn, session_id)).pk
             query = (
                 select(entries.c.seq, entries.c.line)
                 .where(entries.c.session_pk == pk)
                 .order_by(entries.c.seq)
             )
-            return (await conn.execute(query)).all()
+            return (conn.execute(query)).all()
 
         return self._decode(session_id, await self._transaction(session_id, body))
 
     async def list(self) -> builtins.list[SessionMeta]:
         self._check_open()
 
-        async def body(conn: AsyncConnection) -> Sequence[Any]:
+        def body(conn: Connection) -> Sequence[Any]:
             query = select(sessions.c.id, sessions.c.header).order_by(sessions.c.pk)
-            return (await conn.execute(query)).all()
+            return (conn.execute(query)).all()
 
         return [
             decode_stored_meta(session_id, header, path=f"{self._where} sessions", line_no=1)
@@ -389,14 +374,14 @@ class SqlStore(StoreBase):
     async def integrity(self) -> builtins.list[str]:
         self._check_open()
 
-        async def body(conn: AsyncConnection) -> builtins.list[str]:
+        def body(conn: Connection) -> builtins.list[str]:
             faults = []
             if conn.dialect.name == "sqlite":
-                checked = (await conn.exec_driver_sql("PRAGMA integrity_check")).scalars()
+                checked = (conn.exec_driver_sql("PRAGMA integrity_check")).scalars()
                 faults += [f"integrity_check: {row}" for row in checked if row != "ok"]
-                keys = (await conn.exec_driver_sql("PRAGMA foreign_key_check")).all()
+                keys = (conn.exec_driver_sql("PRAGMA foreign_key_check")).all()
                 faults += [f"foreign_key_check: {tuple(row)}" for row in keys]
-            gaps = await conn.execute(
+            gaps = conn.execute(
                 select(
                     sessions.c.id, func.count(), func.min(entries.c.seq), func.max(entries.c.seq)
                 )
@@ -421,10 +406,10 @@ class SqlStore(StoreBase):
         """
         self._check(session_id)
 
-        async def body(conn: AsyncConnection) -> tuple[Any, Sequence[Any]]:
-            pk = (await self._find(conn, session_id)).pk
+        def body(conn: Connection) -> tuple[Any, Sequence[Any]]:
+            pk = (self._find(conn, session_id)).pk
             marker = (
-                await conn.execute(
+                conn.execute(
                     select(entries.c.seq, entries.c.line, entries.c.first_kept_id)
                     .where(entries.c.session_pk == pk, entries.c.type == "compaction")
                     .order_by(entries.c.seq.desc())
@@ -445,7 +430,7 @@ class SqlStore(StoreBase):
                     .scalar_subquery()
                 )
                 messages = messages.where(entries.c.seq >= func.coalesce(kept, marker.seq + 1))
-            rows = (await conn.execute(messages.order_by(entries.c.seq))).all()
+            rows = (conn.execute(messages.order_by(entries.c.seq))).all()
             return marker, rows
 
         marker, rows = await self._transaction(session_id, body)
@@ -474,5 +459,9 @@ def _row(entry: Entry, line: str) -> dict[str, Any]:
     }
 
 
-async def _all(conn: AsyncConnection, query: Any) -> Sequence[Any]:
-    return (await conn.execute(query)).all()
+def _insert_entries(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    conn.execute(insert(entries), rows)
+
+
+def _all(conn: Connection, query: Any) -> Sequence[Any]:
+    return conn.execute(query).all()
