@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import gc
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Self
 
@@ -180,6 +181,24 @@ def decode_stored_entry(
         return decode_entry(line)
     except InvalidRecordError as exc:
         raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Hold the cyclic garbage collector while a large load builds its records.
+
+    A load makes two objects per entry, none in a reference cycle, so the
+    collector finds nothing to free; left on, its passes over the growing
+    heap took half the time of a 100,000-entry load. Reference counting
+    still frees everything as usual.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def imported_header(line: str) -> SessionMeta:

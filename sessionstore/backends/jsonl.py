@@ -48,6 +48,7 @@ from sessionstore.backends._common import (
     decode_stored_entry,
     decode_stored_meta,
     entry_lines,
+    gc_paused,
     header_line,
     imported_entry,
     imported_header,
@@ -260,10 +261,11 @@ class JsonlStore(StoreBase):
             )
         where = str(path)
         decode_stored_meta(session_id, lines[0].removesuffix(b"\r"), path=where, line_no=1)
-        return [
-            decode_stored_entry(session_id, line.removesuffix(b"\r"), path=where, line_no=number)
-            for number, line in enumerate(lines[1:], start=2)
-        ]
+        with gc_paused():
+            return [
+                decode_stored_entry(session_id, line.removesuffix(b"\r"), path=where, line_no=n)
+                for n, line in enumerate(lines[1:], start=2)
+            ]
 
     # ------------------------------------------------------------ archive
 

@@ -37,6 +37,7 @@ from sessionstore.backends._common import (
     decode_stored_entry,
     decode_stored_meta,
     entry_lines,
+    gc_paused,
     header_line,
     imported_entry,
     imported_header,
@@ -218,10 +219,12 @@ class SqlStore(StoreBase):
 
     def _decode(self, session_id: str, rows: Sequence[Any]) -> builtins.list[Entry]:
         # The line number is the one the entry has in the session's file.
-        return [
-            decode_stored_entry(session_id, line, path=f"{self._where} entries", line_no=seq + 1)
-            for seq, line in rows
-        ]
+        where = f"{self._where} entries"
+        with gc_paused():
+            return [
+                decode_stored_entry(session_id, line, path=where, line_no=seq + 1)
+                for seq, line in rows
+            ]
 
     # ------------------------------------------------------------ the contract
 
