@@ -14,12 +14,13 @@ import gc
 import re
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import TypeAdapter, ValidationError
 
 from sessionstore.context import build_context
 from sessionstore.errors import (
+    ConfigurationError,
     CorruptSessionError,
     InvalidRecordError,
     StorageError,
@@ -35,6 +36,16 @@ _ENTRY: TypeAdapter[Entry] = TypeAdapter(SessionEntry)
 # leave i64..u64), and -0. A match inside a string only costs the fast path.
 _RISKY = r"\d{19}|-0(?![.\deE])"
 _RISKY_TEXT, _RISKY_BYTES = re.compile(_RISKY), re.compile(_RISKY.encode())
+
+
+Durability = Literal["normal", "full"]
+"""What a committed write survives: a crash of the process, or a power loss."""
+
+
+def check_durability(durability: object) -> None:
+    """Refuse a durability level that is neither ``"normal"`` nor ``"full"``."""
+    if durability not in ("normal", "full"):
+        raise ConfigurationError(f"durability must be 'normal' or 'full', not {durability!r}")
 
 
 class StoreBase:

@@ -41,9 +41,10 @@ import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from sessionstore.backends._common import (
+    Durability,
     StoreBase,
     decode_stored_entry,
     decode_stored_meta,
@@ -77,7 +78,6 @@ __all__ = ["Durability", "JsonlStore"]
 
 logger = logging.getLogger(__name__)
 
-Durability = Literal["normal", "full"]
 SUFFIX = ".jsonl"
 JOURNALS = "journals"  # <dir>/journals/<name>/session_journal.jsonl
 _T = TypeVar("_T")

@@ -17,7 +17,7 @@ serialize on row and advisory locks taken in the transactions themselves.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
@@ -25,6 +25,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from sessionstore.backends._common import Durability, check_durability
 from sessionstore.errors import ConfigurationError, StorageError
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ __all__ = [
     "open_sync_engine",
 ]
 
-Durability = Literal["normal", "full"]
 
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _SQL_SCHEMES = ("sqlite", "postgresql")
@@ -130,8 +130,7 @@ def _create_private_file(url: URL) -> None:
 
 
 def _check(durability: Durability, busy_timeout: float) -> None:
-    if durability not in ("normal", "full"):
-        raise ConfigurationError(f"durability must be 'normal' or 'full', not {durability!r}")
+    check_durability(durability)
     if not busy_timeout >= 0:
         raise ConfigurationError(f"busy_timeout must be >= 0 seconds, not {busy_timeout!r}")
 
