@@ -1,4 +1,8 @@
-"""`SqlStore`: sessions in a SQL database (SQLite in WAL mode).
+"""`SqlStore`: sessions in a SQL database (SQLite in WAL mode, or PostgreSQL).
+
+Each transaction is a plain function of a SQLAlchemy ``Connection``, run by
+a `Runner`: whole in a worker thread on SQLite, on the async engine on
+PostgreSQL.
 
 Every record is kept as its line, verbatim, in ``sessions.header`` or
 ``entries.line``; `load` decodes them. Entries carry ``seq`` = 1, 2, 3...
@@ -110,8 +114,9 @@ class SqlStore(StoreBase):
         """Open the store in a database, creating its schema when it is empty.
 
         Args:
-            target: ``sqlite:///path.db``, ``sqlite+aiosqlite:///path.db``, or a
-                path ending in ``.db``, ``.sqlite`` or ``.sqlite3``.
+            target: ``sqlite:///path.db``, ``sqlite+aiosqlite:///path.db``, a
+                path ending in ``.db``, ``.sqlite`` or ``.sqlite3``, or
+                ``postgresql://...`` (with the ``postgres`` extra).
             durability: ``"normal"`` (a committed append survives a process
                 crash) or ``"full"`` (it survives a power loss).
             busy_timeout: seconds a writer waits for another process's lock.
