@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, func, insert, select
 
 from sessionstore.backends._journal import JournalBase, file_bytes, raw_lines
+from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.tables import journal_lines
 
 if TYPE_CHECKING:
@@ -34,26 +35,11 @@ class SqlJournal(JournalBase):
     def __repr__(self) -> str:
         return f"SqlJournal({self._store!r}, {self._name!r})"
 
-    def _last_clear(self) -> object:
-        return (
-            select(func.coalesce(func.max(journal_lines.c.seq), 0))
-            .where(journal_lines.c.journal == self._name, journal_lines.c.line.is_(None))
-            .scalar_subquery()
-        )
-
     async def read_bytes(self) -> bytes:
         self._store._check_open(self._name)
 
         def body(conn: Connection) -> list[bytes]:
-            query = (
-                select(journal_lines.c.line)
-                .where(
-                    journal_lines.c.journal == self._name,
-                    journal_lines.c.seq > self._last_clear(),
-                )
-                .order_by(journal_lines.c.seq)
-            )
-            return list(conn.execute(query).scalars())
+            return list(conn.execute(Q.JOURNAL_LINES, {"name": self._name}).scalars())
 
         return file_bytes(await self._store._transaction(self._name, body))
 
@@ -67,14 +53,7 @@ class SqlJournal(JournalBase):
                 # already lets one writer in at a time.
                 lock = func.pg_advisory_xact_lock(func.hashtextextended(self._name, 0))
                 conn.execute(select(lock))
-            last = (
-                conn.execute(
-                    select(journal_lines.c.seq, journal_lines.c.line)
-                    .where(journal_lines.c.journal == self._name)
-                    .order_by(journal_lines.c.seq.desc())
-                    .limit(1)
-                )
-            ).first()
+            last = conn.execute(Q.JOURNAL_LAST_ROW, {"name": self._name}).first()
             if lines == [None] and (last is None or last.line is None):
                 return  # nothing to clear
             seq = 0 if last is None else last.seq

@@ -46,6 +46,7 @@ from sessionstore.backends._common import (
     imported_entry,
     imported_header,
 )
+from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.engine import (
     DEFAULT_BUSY_TIMEOUT,
     Durability,
@@ -197,16 +198,15 @@ class SqlStore(StoreBase):
     @staticmethod
     def _find(conn: Connection, session_id: str, *, lock: bool = False) -> Any:
         """The session's row (``pk``, ``header``); ``lock`` holds it until commit."""
-        query = select(sessions.c.pk, sessions.c.header).where(sessions.c.id == session_id)
-        found = (conn.execute(query.with_for_update() if lock else query)).first()
+        query = Q.FIND_SESSION_LOCKED if lock else Q.FIND_SESSION
+        found = conn.execute(query, {"id": session_id}).first()
         if found is None:
             raise SessionNotFoundError(session_id)
         return found
 
     @staticmethod
     def _last_seq(conn: Connection, pk: int) -> int:
-        query = select(func.coalesce(func.max(entries.c.seq), 0)).where(entries.c.session_pk == pk)
-        return int((conn.execute(query)).scalar_one())
+        return int(conn.execute(Q.LAST_SEQ, {"pk": pk}).scalar_one())
 
     def _insert_session(self, conn: Connection, meta: SessionMeta, header: str) -> int:
         row = {
@@ -271,16 +271,8 @@ class SqlStore(StoreBase):
         while done < end:
             # Pages in their own short transactions: the log only grows, so
             # seq order makes them one consistent prefix of the session.
-            query = (
-                select(entries.c.seq, entries.c.line)
-                .where(entries.c.session_pk == pk, entries.c.seq > done, entries.c.seq <= end)
-                .order_by(entries.c.seq)
-                .limit(_PAGE)
-            )
-            page = await self._transaction(
-                session_id,
-                lambda conn: _all(conn, query),  # noqa: B023
-            )
+            bounds = {"pk": pk, "after": done, "end": end, "size": _PAGE}
+            page = await self._transaction(session_id, partial(_all, query=Q.PAGE, params=bounds))
             for _, line in page:
                 yield line
             done = page[-1].seq
@@ -330,13 +322,8 @@ class SqlStore(StoreBase):
         self._check(session_id)
 
         def body(conn: Connection) -> Sequence[Any]:
-            pk = (self._find(conn, session_id)).pk
-            query = (
-                select(entries.c.seq, entries.c.line)
-                .where(entries.c.session_pk == pk)
-                .order_by(entries.c.seq)
-            )
-            return (conn.execute(query)).all()
+            pk = self._find(conn, session_id).pk
+            return conn.execute(Q.LINES, {"pk": pk}).all()
 
         return self._decode(session_id, await self._transaction(session_id, body))
 
@@ -344,8 +331,7 @@ class SqlStore(StoreBase):
         self._check_open()
 
         def body(conn: Connection) -> Sequence[Any]:
-            query = select(sessions.c.id, sessions.c.header).order_by(sessions.c.pk)
-            return (conn.execute(query)).all()
+            return conn.execute(Q.HEADERS).all()
 
         return [
             decode_stored_meta(session_id, header, path=f"{self._where} sessions", line_no=1)
@@ -415,31 +401,12 @@ class SqlStore(StoreBase):
         self._check(session_id)
 
         def body(conn: Connection) -> tuple[Any, Sequence[Any]]:
-            pk = (self._find(conn, session_id)).pk
-            marker = (
-                conn.execute(
-                    select(entries.c.seq, entries.c.line, entries.c.first_kept_id)
-                    .where(entries.c.session_pk == pk, entries.c.type == "compaction")
-                    .order_by(entries.c.seq.desc())
-                    .limit(1)
-                )
-            ).first()
-            messages = select(entries.c.seq, entries.c.line).where(
-                entries.c.session_pk == pk, entries.c.type == "message"
-            )
-            if marker is not None:
-                kept = (
-                    select(func.min(entries.c.seq))
-                    .where(
-                        entries.c.session_pk == pk,
-                        entries.c.entry_id == marker.first_kept_id,
-                        entries.c.type == "message",
-                    )
-                    .scalar_subquery()
-                )
-                messages = messages.where(entries.c.seq >= func.coalesce(kept, marker.seq + 1))
-            rows = (conn.execute(messages.order_by(entries.c.seq))).all()
-            return marker, rows
+            pk = self._find(conn, session_id).pk
+            marker = conn.execute(Q.LAST_COMPACTION, {"pk": pk}).first()
+            if marker is None:
+                return marker, conn.execute(Q.MESSAGES, {"pk": pk}).all()
+            kept = {"pk": pk, "kept": marker.first_kept_id, "after": marker.seq + 1}
+            return marker, conn.execute(Q.KEPT_MESSAGES, kept).all()
 
         marker, rows = await self._transaction(session_id, body)
         context = [e.message for e in self._decode(session_id, rows) if isinstance(e, MessageEntry)]
@@ -468,8 +435,8 @@ def _row(entry: Entry, line: str) -> dict[str, Any]:
 
 
 def _insert_entries(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
-    conn.execute(insert(entries), rows)
+    conn.execute(Q.INSERT_ENTRIES, rows)
 
 
-def _all(conn: Connection, query: Any) -> Sequence[Any]:
-    return conn.execute(query).all()
+def _all(conn: Connection, query: Any, params: dict[str, Any] | None = None) -> Sequence[Any]:
+    return conn.execute(query, params).all()
