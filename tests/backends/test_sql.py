@@ -19,6 +19,7 @@ from sessionstore import (
     Message,
     MessageEntry,
     SessionMeta,
+    SessionNotFoundError,
     SqlStore,
     StorageError,
     encode,
@@ -267,3 +268,28 @@ async def test_journal_commits_with_a_full_fsync_even_at_normal_durability(
     await store.append("s", message("e1", "x"))
     await store.journal("agent").clear()
     assert levels == [1, 2, 1, 2]  # NORMAL for sessions, FULL for the journal
+
+
+async def test_appends_that_arrive_together_share_a_commit(store: SqlStore) -> None:
+    session_id = await store.create(SessionMeta.new())
+    commits: list[int] = []
+    event.listen(store._runner.sync_engine, "commit", lambda conn: commits.append(1))
+    await asyncio.gather(*(store.append(session_id, message(f"e{n}", "x")) for n in range(50)))
+    assert len(await store.load(session_id)) == 50
+    assert len(commits) < 50
+
+
+async def test_a_failing_append_in_a_shared_commit_fails_only_its_caller(
+    store: SqlStore,
+) -> None:
+    session_id = await store.create(SessionMeta.new())
+    results = await asyncio.gather(
+        store.append(session_id, message("e1", "x")),
+        store.append("missing", message("e2", "x")),
+        store.append_many(session_id, [message("e3", "x"), message("e4", "x")]),
+        return_exceptions=True,
+    )
+    assert results[0] is None
+    assert isinstance(results[1], SessionNotFoundError)
+    assert results[2] is None
+    assert [e.id for e in await store.load(session_id)] == ["e1", "e3", "e4"]

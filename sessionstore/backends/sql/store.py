@@ -53,6 +53,7 @@ from sessionstore.backends.sql.engine import (
     describe,
     open_runner,
 )
+from sessionstore.backends.sql.group import GroupCommit
 from sessionstore.backends.sql.journal import SqlJournal
 from sessionstore.backends.sql.runner import Runner
 from sessionstore.backends.sql.tables import entries, journal_lines, sessions
@@ -100,6 +101,7 @@ class SqlStore(StoreBase):
         self._runner = runner
         self._where = describe(runner.url)
         self._writer = asyncio.Lock()
+        self._group = GroupCommit(self)
 
     def __repr__(self) -> str:
         return f"SqlStore({self._where!r})"
@@ -256,7 +258,7 @@ class SqlStore(StoreBase):
                 conn, [{**row, "session_pk": pk, "seq": last + n} for n, row in enumerate(rows, 1)]
             )
 
-        await self._transaction(session_id, body, write=True)
+        await self._group.submit(body)
 
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
         self._check(session_id)
