@@ -31,7 +31,6 @@ still import, and the run ends in an `ArchiveError` listing every refusal.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
@@ -40,14 +39,13 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from sessionstore.backends._files import FILE_MODE, fsync_directory, write_all
+from sessionstore.backends._files import FILE_MODE, fsync_directory, in_thread, write_all
 from sessionstore.backends.file_journal import JOURNAL_FILE
 from sessionstore.errors import (
     ArchiveError,
     InvalidRecordError,
     SessionNotFoundError,
     SessionStoreError,
-    StorageError,
     validate_session_id,
 )
 from sessionstore.store import SessionStore
@@ -123,10 +121,7 @@ class _Refused(Exception):
 
 
 async def _io(call: Callable[[], _T], what: Path) -> _T:
-    try:
-        return await asyncio.to_thread(call)
-    except OSError as exc:
-        raise StorageError(f"archive {what}: {exc.strerror or exc}") from exc
+    return await in_thread(call, where=what, label="archive ")
 
 
 def _finish(report: ArchiveReport, verb: str) -> ArchiveReport:

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+from sessionstore.errors import StorageError
+
+_T = TypeVar("_T")
 
 FILE_MODE = 0o600  # conversations are private to their owner
 _CHUNK = 64 * 1024
@@ -36,3 +43,16 @@ def complete_length(fd: int, size: int) -> int:
             return start + newline + 1
         end = start
     return 0
+
+
+async def in_thread(
+    call: Callable[[], _T], *, where: Path, label: str = "", session_id: str | None = None
+) -> _T:
+    """Run blocking file work off the event loop; an OS error becomes a
+    `StorageError` naming the file (``where`` when the OS names none)."""
+    try:
+        return await asyncio.to_thread(call)
+    except OSError as exc:
+        path = exc.filename if exc.filename is not None else where
+        message = f"{label}{path}: {exc.strerror or exc}"
+        raise StorageError(message, session_id=session_id) from exc

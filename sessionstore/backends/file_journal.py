@@ -18,16 +18,14 @@ journal do not interleave their lines.
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from sessionstore.backends._files import FILE_MODE, fsync_directory, write_all
+from sessionstore.backends._files import FILE_MODE, fsync_directory, in_thread, write_all
 from sessionstore.backends._journal import JournalBase, raw_lines
-from sessionstore.errors import StorageError
 
 __all__ = ["JOURNAL_FILE", "FileJournal"]
 
@@ -62,11 +60,7 @@ class FileJournal(JournalBase):
         return self._path
 
     async def _run(self, call: Callable[[], _T]) -> _T:
-        try:
-            return await asyncio.to_thread(call)
-        except OSError as exc:
-            where = exc.filename if exc.filename is not None else self._path
-            raise StorageError(f"journal {where}: {exc.strerror or exc}") from exc
+        return await in_thread(call, where=self._path, label="journal ")
 
     async def read_bytes(self) -> bytes:
         return await self._run(self._read)

@@ -31,7 +31,6 @@ process on the machine, not by other programs writing the same files.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import errno
 import fcntl
@@ -58,6 +57,7 @@ from sessionstore.backends._files import (
     FILE_MODE,
     complete_length,
     fsync_directory,
+    in_thread,
     write_all,
 )
 from sessionstore.backends.file_journal import JOURNAL_FILE, FileJournal
@@ -68,7 +68,6 @@ from sessionstore.errors import (
     SessionConflictError,
     SessionNotFoundError,
     SessionStoreError,
-    StorageError,
     validate_session_id,
 )
 from sessionstore.models import SessionMeta
@@ -134,13 +133,7 @@ class JsonlStore(StoreBase):
 
     async def _run(self, session_id: str | None, call: Callable[[], _T]) -> _T:
         """Run blocking file work off the event loop; OS errors become `StorageError`."""
-        try:
-            return await asyncio.to_thread(call)
-        except SessionStoreError:
-            raise
-        except OSError as exc:
-            where = exc.filename if exc.filename is not None else self._dir
-            raise StorageError(f"{where}: {exc.strerror or exc}", session_id=session_id) from exc
+        return await in_thread(call, where=self._dir, session_id=session_id)
 
     # ------------------------------------------------------------ create
 

@@ -377,13 +377,12 @@ class SqlStore(StoreBase):
                 faults += [f"integrity_check: {row}" for row in checked if row != "ok"]
                 keys = (conn.exec_driver_sql("PRAGMA foreign_key_check")).all()
                 faults += [f"foreign_key_check: {tuple(row)}" for row in keys]
+            low, high = func.min(entries.c.seq), func.max(entries.c.seq)
             gaps = conn.execute(
-                select(
-                    sessions.c.id, func.count(), func.min(entries.c.seq), func.max(entries.c.seq)
-                )
+                select(sessions.c.id, func.count(), low, high)
                 .join(entries, entries.c.session_pk == sessions.c.pk)
                 .group_by(sessions.c.pk, sessions.c.id)
-                .having((func.count() != func.max(entries.c.seq)) | (func.min(entries.c.seq) != 1))
+                .having((func.count() != high) | (low != 1))
             )
             faults += [
                 f"session {session_id!r}: {count} entries but seq runs {low}..{high}"
