@@ -32,10 +32,14 @@ from sessionstore.store import Entry, SessionSummary
 from sessionstore.wire import decode_entry, decode_meta, encode
 
 _ENTRY: TypeAdapter[Entry] = TypeAdapter(SessionEntry)
-# Integer tokens the two parsers read differently: 19 digits and more (may
-# leave i64..u64), and -0. A match inside a string only costs the fast path.
-_RISKY = r"\d{19}|-0(?![.\deE])"
-_RISKY_TEXT, _RISKY_BYTES = re.compile(_RISKY), re.compile(_RISKY.encode())
+# ``-0`` as a whole number token: serde reads a float, pydantic an integer.
+# A match inside a string (``"x-0, y"``) only costs the fast path.
+_NEGATIVE_ZERO = r"-0[,\]}\s]"
+_NEGATIVE_ZERO_TEXT, _NEGATIVE_ZERO_BYTES = (
+    re.compile(_NEGATIVE_ZERO),
+    re.compile(_NEGATIVE_ZERO.encode()),
+)
+_SERDE_INTS = range(-(2**63), 2**64)  # integers serde reads as integers, not floats
 
 
 Durability = Literal["normal", "full"]
@@ -146,9 +150,26 @@ def entry_lines(session_id: str, entries: Sequence[Entry]) -> builtins.list[str]
 
 
 def _fast(line: str | bytes) -> bool:
-    """Whether pydantic's JSON parser reads this stored line as the strict one does."""
-    risky = _RISKY_BYTES.search(line) if isinstance(line, bytes) else _RISKY_TEXT.search(line)
-    return risky is None
+    """Whether pydantic's JSON parser may read this stored line (see `_same_numbers`)."""
+    if isinstance(line, bytes):
+        return _NEGATIVE_ZERO_BYTES.search(line) is None
+    return _NEGATIVE_ZERO_TEXT.search(line) is None
+
+
+def _same_numbers(value: object) -> bool:
+    """Whether every integer in a decoded JSON value is one serde reads as an integer.
+
+    Beyond i64..u64 serde reads a float, pydantic an exact integer. Only the
+    free-form JSON of a message (its content and extra fields) can hold
+    such a number: the typed fields refuse it in both readers.
+    """
+    if type(value) is int:  # not bool
+        return value in _SERDE_INTS
+    if isinstance(value, list):
+        return all(map(_same_numbers, value))
+    if isinstance(value, dict):
+        return all(map(_same_numbers, value.values()))
+    return True
 
 
 def decode_stored_meta(
@@ -182,12 +203,22 @@ def decode_stored_entry(
     Stored lines were checked by the strict decoder when they were written,
     so they are read back with pydantic's own JSON parser, in one pass and
     several times faster. Where that parser would read a value differently
-    (an integer beyond i64..u64, which serde reads as a float; ``-0``, a
-    float there) or refuses the line, the strict decoder decides.
+    (``-0``, or an integer beyond i64..u64, both floats to serde) or
+    refuses the line, the strict decoder decides.
     """
     if _fast(line):
-        with contextlib.suppress(ValidationError):  # the strict decoder says what is wrong
-            return _ENTRY.validate_json(line)
+        try:
+            entry = _ENTRY.validate_json(line)
+        except ValidationError:
+            pass  # the strict decoder says what is wrong
+        else:
+            if type(entry) is not MessageEntry:
+                return entry
+            message = entry.message
+            if (type(message.content) is str or _same_numbers(message.content)) and (
+                not message.__pydantic_extra__ or _same_numbers(message.__pydantic_extra__)
+            ):
+                return entry
     try:
         return decode_entry(line)
     except InvalidRecordError as exc:
