@@ -7,7 +7,6 @@ import sqlite3
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import Connection, event
@@ -130,18 +129,20 @@ async def test_load_context_statements_search_indexes_never_scan(store: SqlStore
     await store.create(meta)
     log: list[Entry] = [message(f"e{n}", "x") for n in range(2000)]
     await store.append_many(meta.id, [*log, compaction("c1", "sum", "e1990")])
-    statements: list[tuple[str, Any]] = []
+    statements: list[str] = []  # as SQLite ran them, values in place
 
-    def capture(conn: object, cursor: object, sql: str, params: Any, *rest: object) -> None:
-        if sql.lstrip().upper().startswith("SELECT"):
-            statements.append((sql, params))
+    def trace(driver: sqlite3.Connection) -> None:
+        driver.set_trace_callback(statements.append)
 
-    event.listen(store._runner.sync_engine, "before_cursor_execute", capture)
+    # The store runs its statements on the driver: trace its connections.
+    event.listen(store._runner.sync_engine, "connect", lambda driver, _: trace(driver))
+    for conn in store._runner._opened:  # type: ignore[attr-defined]
+        trace(conn.connection.driver_connection)
     await store.load_context(meta.id)
     plans = [
-        " | ".join(row[-1] for row in raw(db).execute(f"EXPLAIN QUERY PLAN {sql}", params))
-        for sql, params in statements
-        if "entries" in sql
+        " | ".join(row[-1] for row in raw(db).execute(f"EXPLAIN QUERY PLAN {sql}"))
+        for sql in statements
+        if sql.lstrip().upper().startswith("SELECT") and "entries" in sql
     ]
     assert len(plans) == 2, plans
     for plan in plans:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 
+from sessionstore.backends.sql import queries as Q
 from sessionstore.errors import SessionStoreError
 
 if TYPE_CHECKING:
@@ -27,18 +28,24 @@ _Job = tuple[Callable[[Connection], None], "asyncio.Future[None]"]
 
 
 def _run_jobs(jobs: Sequence[_Job], conn: Connection) -> list[SessionStoreError | None]:
-    """Run each job in a savepoint; what a job refused is its own error."""
+    """Run each job in a savepoint; what a job refused is its own error.
+
+    A job alone needs none: what it refuses, the whole transaction does.
+    """
+    if len(jobs) == 1:
+        jobs[0][0](conn)
+        return [None]
     errors: list[SessionStoreError | None] = []
     for body, _ in jobs:
-        savepoint = conn.begin_nested()
+        Q.SAVEPOINT.run(conn)
         try:
             body(conn)
         except SessionStoreError as exc:
-            savepoint.rollback()
+            Q.ROLLBACK_TO.run(conn)
             errors.append(exc)
         else:
-            savepoint.commit()
             errors.append(None)
+        Q.RELEASE.run(conn)
     return errors
 
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection
 
 from sessionstore.backends._journal import JournalBase, file_bytes, raw_lines
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql.tables import journal_lines
 
 if TYPE_CHECKING:
     from sessionstore.backends.sql.store import SqlStore
@@ -39,7 +38,7 @@ class SqlJournal(JournalBase):
         self._store._check_open(self._name)
 
         def body(conn: Connection) -> list[bytes]:
-            return list(conn.execute(Q.JOURNAL_LINES, {"name": self._name}).scalars())
+            return [line for (line,) in Q.JOURNAL_LINES.all(conn, name=self._name)]
 
         return file_bytes(await self._store._transaction(self._name, body))
 
@@ -51,17 +50,16 @@ class SqlJournal(JournalBase):
             if conn.dialect.name == "postgresql":
                 # Writers of one journal queue here; SQLite's BEGIN IMMEDIATE
                 # already lets one writer in at a time.
-                lock = func.pg_advisory_xact_lock(func.hashtextextended(self._name, 0))
-                conn.execute(select(lock))
-            last = conn.execute(Q.JOURNAL_LAST_ROW, {"name": self._name}).first()
-            if lines == [None] and (last is None or last.line is None):
+                Q.LOCK_JOURNAL.first(conn, name=self._name)
+            last = Q.JOURNAL_LAST_ROW.first(conn, name=self._name)
+            if lines == [None] and (last is None or last[1] is None):
                 return  # nothing to clear
-            seq = 0 if last is None else last.seq
+            seq = 0 if last is None else last[0]
             rows = [
                 {"journal": self._name, "seq": seq + n, "line": line}
                 for n, line in enumerate(lines, 1)
             ]
-            conn.execute(insert(journal_lines), rows)
+            Q.INSERT_JOURNAL_LINES.many(conn, rows)
 
         await self._store._transaction(self._name, body, write=True, durable=True)
 

@@ -14,6 +14,7 @@ connection then stays checked out, in its transaction, between the calls.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -57,19 +58,38 @@ def _options(write: bool, durable: bool) -> dict[str, bool]:
 
 
 class ThreadRunner:
-    """SQLite: each transaction runs whole in a worker thread."""
+    """SQLite: each transaction runs whole in a worker thread.
+
+    Each worker thread keeps one connection open for the store's life:
+    checking one out of SQLAlchemy's pool and back in cost about as much as
+    a small transaction itself.
+    """
 
     def __init__(self, engine: Engine, workers: int = 4) -> None:
         self.sync_engine = engine
         self.url = engine.url
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="sessionstore-sql")
+        self._local = threading.local()
+        self._opened: list[Connection] = []
+        self._opened_lock = threading.Lock()
+
+    def _connection(self, write: bool, durable: bool) -> Connection:
+        """This thread's connection, set to begin its next transaction as asked."""
+        local = self._local
+        conn: Connection | None = getattr(local, "conn", None)
+        if conn is None or conn.closed or conn.invalidated:
+            conn = local.conn = self.sync_engine.connect()
+            local.options = None
+            with self._opened_lock:
+                self._opened.append(conn)
+        if local.options != (write, durable):
+            conn.execution_options(**{WRITE: write, DURABLE: durable})  # in place
+            local.options = (write, durable)
+        return conn
 
     def _in_transaction(self, body: Callable[[Connection], _T], write: bool, durable: bool) -> _T:
-        with self.sync_engine.connect() as conn:
-            if write:
-                conn = conn.execution_options(**_options(write, durable))
-            with conn.begin():
-                return body(conn)
+        with self._connection(write, durable).begin() as transaction:
+            return body(transaction.connection)
 
     async def run(self, body: Callable[[Connection], _T], *, write: bool, durable: bool) -> _T:
         loop = asyncio.get_running_loop()
@@ -97,9 +117,14 @@ class ThreadRunner:
         finally:
             await call(conn.close)
 
+    def _close(self) -> None:
+        self._pool.shutdown(wait=True)  # let running transactions end first
+        for conn in self._opened:
+            conn.close()
+        self.sync_engine.dispose()
+
     async def dispose(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._pool, self.sync_engine.dispose)
-        self._pool.shutdown(wait=False)
+        await asyncio.to_thread(self._close)
 
 
 class AsyncRunner:

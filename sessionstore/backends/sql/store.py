@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import sqlite3
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, exists, func, insert, select
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from sessionstore import migrate
 from sessionstore.backends._common import (
@@ -87,7 +88,7 @@ def _is_busy(exc: BaseException) -> bool:
     if getattr(orig, "sqlstate", None) in _RETRY_STATES:
         return True
     text = str(orig).lower()
-    return isinstance(exc, OperationalError) and ("locked" in text or "busy" in text)
+    return isinstance(orig, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
 class SqlStore(StoreBase):
@@ -102,6 +103,10 @@ class SqlStore(StoreBase):
         self._where = describe(runner.url)
         self._writer = asyncio.Lock()
         self._group = GroupCommit(self)
+        # What a transaction may raise: SQLAlchemy's errors, and the
+        # driver's own from the statements run on its cursor (`queries`).
+        driver = runner.sync_engine.dialect.loaded_dbapi
+        self._errors = (SQLAlchemyError, OSError, driver.Error)
 
     def __repr__(self) -> str:
         return f"SqlStore({self._where!r})"
@@ -186,7 +191,7 @@ class SqlStore(StoreBase):
                     return await self._runner.run(body, write=True, durable=durable)
             except SessionStoreError:
                 raise
-            except (SQLAlchemyError, OSError) as exc:
+            except self._errors as exc:
                 attempt += 1
                 if _is_busy(exc) and attempt <= _BUSY_RETRIES:
                     await asyncio.sleep(0.05 * 2**attempt)
@@ -199,16 +204,16 @@ class SqlStore(StoreBase):
 
     @staticmethod
     def _find(conn: Connection, session_id: str, *, lock: bool = False) -> Any:
-        """The session's row (``pk``, ``header``); ``lock`` holds it until commit."""
+        """The session's ``(pk, header)``; ``lock`` holds its row until commit."""
         query = Q.FIND_SESSION_LOCKED if lock else Q.FIND_SESSION
-        found = conn.execute(query, {"id": session_id}).first()
+        found = query.first(conn, id=session_id)
         if found is None:
             raise SessionNotFoundError(session_id)
         return found
 
     @staticmethod
     def _last_seq(conn: Connection, pk: int) -> int:
-        return int(conn.execute(Q.LAST_SEQ, {"pk": pk}).scalar_one())
+        return int(Q.LAST_SEQ.scalar(conn, pk=pk))
 
     def _insert_session(self, conn: Connection, meta: SessionMeta, header: str) -> int:
         row = {
@@ -224,14 +229,22 @@ class SqlStore(StoreBase):
             raise DuplicateSessionError(meta.id) from None
         return int(inserted.scalar_one())
 
-    def _decode(self, session_id: str, rows: Sequence[Any]) -> builtins.list[Entry]:
+    def _decode(self, session_id: str, rows: builtins.list[Any]) -> builtins.list[Entry]:
+        """Decode ``(seq, line)`` rows, emptying the list as it goes.
+
+        The future that carried the rows from the worker thread keeps them
+        until the event loop's current step ends: left there, freeing a
+        large load's rows would be charged to whatever the caller does next.
+        """
         # The line number is the one the entry has in the session's file.
         where = f"{self._where} entries"
         with gc_paused():
-            return [
+            decoded = [
                 decode_stored_entry(session_id, line, path=where, line_no=seq + 1)
                 for seq, line in rows
             ]
+            rows.clear()
+        return decoded
 
     # ------------------------------------------------------------ the contract
 
@@ -250,7 +263,7 @@ class SqlStore(StoreBase):
         ]
 
         def body(conn: Connection) -> None:
-            pk = (self._find(conn, session_id, lock=True)).pk
+            pk, _ = self._find(conn, session_id, lock=True)
             if not rows:
                 return
             last = self._last_seq(conn, pk)
@@ -264,8 +277,8 @@ class SqlStore(StoreBase):
         self._check(session_id)
 
         def start(conn: Connection) -> tuple[int, str, int]:
-            found = self._find(conn, session_id)
-            return found.pk, found.header, self._last_seq(conn, found.pk)
+            pk, header = self._find(conn, session_id)
+            return pk, header, self._last_seq(conn, pk)
 
         pk, header, end = await self._transaction(session_id, start)
         yield header
@@ -273,11 +286,11 @@ class SqlStore(StoreBase):
         while done < end:
             # Pages in their own short transactions: the log only grows, so
             # seq order makes them one consistent prefix of the session.
-            bounds = {"pk": pk, "after": done, "end": end, "size": _PAGE}
-            page = await self._transaction(session_id, partial(_all, query=Q.PAGE, params=bounds))
-            for _, line in page:
+            page = partial(Q.PAGE.all, pk=pk, after=done, end=end, size=_PAGE)
+            rows = await self._transaction(session_id, page)
+            for _, line in rows:
                 yield line
-            done = page[-1].seq
+            done = rows[-1][0]
 
     async def import_session(
         self, header: str, lines: AsyncIterable[str], *, after: int | None = None
@@ -304,7 +317,7 @@ class SqlStore(StoreBase):
                     await step(partial(_insert_entries, rows=batch))
         except SessionStoreError:
             raise
-        except (SQLAlchemyError, OSError) as exc:
+        except self._errors as exc:
             raise self._storage_error(exc, meta.id) from exc
         return count - (after or 0)
 
@@ -312,32 +325,29 @@ class SqlStore(StoreBase):
         self, conn: Connection, session_id: str, header: str, count: int
     ) -> tuple[int, int]:
         """The session's key, after checking its header line and entry count."""
-        found = self._find(conn, session_id, lock=True)
-        if found.header != header:
+        pk, stored = self._find(conn, session_id, lock=True)
+        if stored != header:
             raise SessionConflictError(session_id, "the stored header line differs")
-        held = self._last_seq(conn, found.pk)
+        held = self._last_seq(conn, pk)
         if held != count:
             raise SessionConflictError(session_id, f"holds {held} entries, not {count}")
-        return found.pk, count
+        return pk, count
 
     async def load(self, session_id: str) -> builtins.list[Entry]:
         self._check(session_id)
 
-        def body(conn: Connection) -> Sequence[Any]:
-            pk = self._find(conn, session_id).pk
-            return conn.execute(Q.LINES, {"pk": pk}).all()
+        def body(conn: Connection) -> builtins.list[Any]:
+            pk, _ = self._find(conn, session_id)
+            return Q.LINES.all(conn, pk=pk)
 
         return self._decode(session_id, await self._transaction(session_id, body))
 
     async def list(self) -> builtins.list[SessionMeta]:
         self._check_open()
 
-        def body(conn: Connection) -> Sequence[Any]:
-            return conn.execute(Q.HEADERS).all()
-
         return [
             decode_stored_meta(session_id, header, path=f"{self._where} sessions", line_no=1)
-            for session_id, header in await self._transaction(None, body)
+            for session_id, header in await self._transaction(None, Q.HEADERS.all)
         ]
 
     async def summaries(self) -> builtins.list[SessionSummary]:
@@ -354,7 +364,7 @@ class SqlStore(StoreBase):
             .scalar_subquery(),
             exists().where(inside, entries.c.type == "compaction"),
         ).order_by(sessions.c.pk)
-        rows = await self._transaction(None, lambda conn: _all(conn, query))
+        rows = await self._transaction(None, lambda conn: conn.execute(query).all())
         return [
             SessionSummary(
                 meta=decode_stored_meta(
@@ -401,25 +411,26 @@ class SqlStore(StoreBase):
         """
         self._check(session_id)
 
-        def body(conn: Connection) -> tuple[Any, Sequence[Any]]:
-            pk = self._find(conn, session_id).pk
-            marker = conn.execute(Q.LAST_COMPACTION, {"pk": pk}).first()
+        def body(conn: Connection) -> tuple[Any, builtins.list[Any]]:
+            pk, _ = self._find(conn, session_id)
+            marker = Q.LAST_COMPACTION.first(conn, pk=pk)
             if marker is None:
-                return marker, conn.execute(Q.MESSAGES, {"pk": pk}).all()
-            kept = {"pk": pk, "kept": marker.first_kept_id, "after": marker.seq + 1}
-            return marker, conn.execute(Q.KEPT_MESSAGES, kept).all()
+                return marker, Q.MESSAGES.all(conn, pk=pk)
+            seq, _, kept = marker
+            return marker, Q.KEPT_MESSAGES.all(conn, pk=pk, kept=kept, after=seq + 1)
 
         marker, rows = await self._transaction(session_id, body)
         context = [e.message for e in self._decode(session_id, rows) if isinstance(e, MessageEntry)]
         if marker is None:
             return context
-        compaction = self._decode(session_id, [(marker.seq, marker.line)])[0]
+        seq, line, _ = marker
+        compaction = self._decode(session_id, [(seq, line)])[0]
         if not isinstance(compaction, CompactionEntry):
             raise CorruptSessionError(
                 session_id,
                 "row typed 'compaction' holds another entry",
                 path=f"{self._where} entries",
-                line=marker.seq + 1,
+                line=seq + 1,
             )
         return [summary_message(compaction), *context]
 
@@ -436,8 +447,4 @@ def _row(entry: Entry, line: str) -> dict[str, Any]:
 
 
 def _insert_entries(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
-    conn.execute(Q.INSERT_ENTRIES, rows)
-
-
-def _all(conn: Connection, query: Any, params: dict[str, Any] | None = None) -> Sequence[Any]:
-    return conn.execute(query, params).all()
+    Q.INSERT_ENTRIES.many(conn, rows)
