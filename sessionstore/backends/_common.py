@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import gc
 import re
 from collections.abc import Iterator, Sequence
@@ -41,6 +42,9 @@ _NEGATIVE_ZERO_TEXT, _NEGATIVE_ZERO_BYTES = (
 )
 _SERDE_INTS = range(-(2**63), 2**64)  # integers serde reads as integers, not floats
 
+
+HEADERS_KEPT = 1 << 15
+"""Decoded headers kept by `stored_header` (a few hundred bytes each)."""
 
 Durability = Literal["normal", "full"]
 """What a committed write survives: a crash of the process, or a power loss."""
@@ -172,22 +176,33 @@ def _same_numbers(value: object) -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=HEADERS_KEPT)
+def stored_header(line: str | bytes) -> SessionMeta:
+    """Decode a stored header line, fast when that is exact (see `decode_stored_entry`).
+
+    Headers never change once stored, and `list` reads every one of them
+    each time: the last `HEADERS_KEPT` decoded are kept, so listing a store
+    again costs little more than reading its header lines.
+
+    Raises:
+        InvalidRecordError: the line is not a valid header.
+    """
+    if _fast(line):
+        try:
+            return SessionMeta.model_validate_json(line)
+        except ValidationError:
+            pass  # the strict decoder says what is wrong
+    return decode_meta(line)
+
+
 def decode_stored_meta(
     session_id: str, line: str | bytes, *, path: str | None, line_no: int
 ) -> SessionMeta:
-    """Decode a stored header, turning a refusal into `CorruptSessionError`.
-
-    Read like `decode_stored_entry`: fast when that is exact.
-    """
-    meta = None
-    if _fast(line):
-        with contextlib.suppress(ValidationError):  # the strict decoder says what is wrong
-            meta = SessionMeta.model_validate_json(line)
-    if meta is None:
-        try:
-            meta = decode_meta(line)
-        except InvalidRecordError as exc:
-            raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
+    """Decode a stored header, turning a refusal into `CorruptSessionError`."""
+    try:
+        meta = stored_header(line)
+    except InvalidRecordError as exc:
+        raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
     if meta.id != session_id:
         raise CorruptSessionError(
             session_id, f"header names session {meta.id!r}", path=path, line=line_no

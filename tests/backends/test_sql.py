@@ -108,6 +108,37 @@ async def test_corrupt_row_is_an_error_naming_session_and_line(store: SqlStore, 
     assert (caught.value.session_id, caught.value.line) == (meta.id, 3)
 
 
+async def test_a_header_that_does_not_decode_is_an_error_naming_its_session(
+    store: SqlStore, db: Path
+) -> None:
+    first, second = SessionMeta.new(), SessionMeta.new()
+    await store.create(first)
+    await store.create(second)
+    assert [m.id for m in await store.list()] == [first.id, second.id]
+    connection = raw(db)
+    connection.execute("DROP TRIGGER sessions_no_update")  # only a test may do this
+    connection.execute("UPDATE sessions SET header = '{\"id\":1}' WHERE id = ?", (second.id,))
+    with pytest.raises(CorruptSessionError) as caught:
+        await store.list()
+    assert caught.value.session_id == second.id
+    assert "sessions" in str(caught.value)
+
+
+async def test_a_header_naming_another_session_is_an_integrity_fault(
+    store: SqlStore, db: Path
+) -> None:
+    first, second = SessionMeta.new(), SessionMeta.new()
+    await store.create(first)
+    await store.create(second)
+    connection = raw(db)
+    connection.execute("DROP TRIGGER sessions_no_update")  # only a test may do this
+    connection.execute("UPDATE sessions SET header = ? WHERE id = ?", (encode(first), second.id))
+    faults = await store.integrity()
+    assert len(faults) == 1
+    assert second.id in faults[0]
+    assert f"header names session {first.id!r}" in faults[0]
+
+
 async def test_load_context_reads_nothing_before_the_cut(store: SqlStore, db: Path) -> None:
     meta = SessionMeta.new()
     await store.create(meta)

@@ -12,9 +12,10 @@ plain integers, text and bytes, which the drivers return as they are.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, cast
 
-from sqlalchemy import Connection, bindparam, func, insert, select, text
+from sqlalchemy import Connection, bindparam, func, insert, literal_column, select, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -39,6 +40,7 @@ __all__ = [
     "RELEASE",
     "ROLLBACK_TO",
     "SAVEPOINT",
+    "SESSIONS",
     "Query",
 ]
 
@@ -86,6 +88,14 @@ class Query:
         cursor.close()
         return list(rows)
 
+    def column(self, conn: Connection, **given: Any) -> list[Any]:
+        """The first column of every row."""
+        cursor, sql, params = self._cursor(conn)
+        cursor.execute(sql, params(given))
+        values = list(map(itemgetter(0), cursor.fetchall()))
+        cursor.close()
+        return values
+
     def first(self, conn: Connection, **given: Any) -> Any:
         """The first row, or None."""
         cursor, sql, params = self._cursor(conn)
@@ -108,6 +118,11 @@ class Query:
 
 
 _pk = entries.c.session_pk == bindparam("pk")
+# Entry types written as literals, not bound: SQLite can then tell at
+# prepare time that the partial index of compactions applies, instead of
+# preparing the statement again on every run (a fourfold cost here).
+_COMPACTION = entries.c.type == literal_column("'compaction'")
+_MESSAGE = entries.c.type == literal_column("'message'")
 
 _find = select(sessions.c.pk, sessions.c.header).where(sessions.c.id == bindparam("id"))
 FIND_SESSION = Query(_find)
@@ -135,29 +150,25 @@ PAGE = Query(
 
 LAST_COMPACTION = Query(
     select(entries.c.seq, entries.c.line, entries.c.first_kept_id)
-    .where(_pk, entries.c.type == "compaction")
+    .where(_pk, _COMPACTION)
     .order_by(entries.c.seq.desc())
     .limit(1)
 )
 """The last compaction of a session (``pk``), through its partial index."""
 
-MESSAGES = Query(
-    select(entries.c.seq, entries.c.line)
-    .where(_pk, entries.c.type == "message")
-    .order_by(entries.c.seq)
-)
+MESSAGES = Query(select(entries.c.seq, entries.c.line).where(_pk, _MESSAGE).order_by(entries.c.seq))
 """Every message line of a session (``pk``)."""
 
 _first_kept = (
     select(func.min(entries.c.seq))
-    .where(_pk, entries.c.entry_id == bindparam("kept"), entries.c.type == "message")
+    .where(_pk, entries.c.entry_id == bindparam("kept"), _MESSAGE)
     .scalar_subquery()
 )
 KEPT_MESSAGES = Query(
     select(entries.c.seq, entries.c.line)
     .where(
         _pk,
-        entries.c.type == "message",
+        _MESSAGE,
         entries.c.seq >= func.coalesce(_first_kept, bindparam("after")),
     )
     .order_by(entries.c.seq)
@@ -165,7 +176,10 @@ KEPT_MESSAGES = Query(
 """The messages a compaction keeps: from the first message whose id is
 ``kept`` on, or, when none has it, from ``seq`` ``after`` on."""
 
-HEADERS = Query(select(sessions.c.id, sessions.c.header).order_by(sessions.c.pk))
+HEADERS = Query(select(sessions.c.header).order_by(sessions.c.pk))
+"""Every session's header line, in creation order."""
+
+SESSIONS = Query(select(sessions.c.id, sessions.c.header).order_by(sessions.c.pk))
 """Every session's id and header line, in creation order."""
 
 _journal = journal_lines.c.journal == bindparam("name")

@@ -46,6 +46,7 @@ from sessionstore.backends._common import (
     header_line,
     imported_entry,
     imported_header,
+    stored_header,
 )
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.engine import (
@@ -62,6 +63,7 @@ from sessionstore.context import summary_message
 from sessionstore.errors import (
     CorruptSessionError,
     DuplicateSessionError,
+    InvalidRecordError,
     SessionConflictError,
     SessionNotFoundError,
     SessionStoreError,
@@ -345,10 +347,16 @@ class SqlStore(StoreBase):
     async def list(self) -> builtins.list[SessionMeta]:
         self._check_open()
 
-        return [
-            decode_stored_meta(session_id, header, path=f"{self._where} sessions", line_no=1)
-            for session_id, header in await self._transaction(None, Q.HEADERS.all)
-        ]
+        headers = await self._transaction(None, Q.HEADERS.column)
+        try:
+            return builtins.list(map(stored_header, headers))
+        except InvalidRecordError:
+            pass
+        # A header that does not decode: name its session.
+        where = f"{self._where} sessions"
+        for session_id, header in await self._transaction(None, Q.SESSIONS.all):
+            decode_stored_meta(session_id, header, path=where, line_no=1)
+        raise AssertionError("a header failed to decode, then decoded")  # pragma: no cover
 
     async def summaries(self) -> builtins.list[SessionSummary]:
         self._check_open()
@@ -398,6 +406,13 @@ class SqlStore(StoreBase):
                 f"session {session_id!r}: {count} entries but seq runs {low}..{high}"
                 for session_id, count, low, high in gaps
             ]
+            # list() reads headers alone; here each must also name its row.
+            where = f"{self._where} sessions"
+            for session_id, header in Q.SESSIONS.all(conn):
+                try:
+                    decode_stored_meta(session_id, header, path=where, line_no=1)
+                except CorruptSessionError as exc:
+                    faults.append(str(exc))
             return faults
 
         return await self._transaction(None, body)
