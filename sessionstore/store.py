@@ -9,7 +9,7 @@ what differs: where data lives and what survives a crash.
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
@@ -193,6 +193,20 @@ class SessionStore(Protocol):
             SessionNotFoundError: no such session.
             CorruptSessionError: stored data does not decode; the error names
                 the file (or table) and line.
+        """
+        ...
+
+    def iter_entries(self, session_id: str) -> AsyncGenerator[Entry, None]:
+        """The entries of a session, in append order, streamed.
+
+        What `load` returns, one entry at a time, in memory bounded however
+        long the session: for sessions too long to hold whole. Entries
+        appended while it runs may be left out. The first step raises what
+        `load` would for a session that cannot be read; a line that does
+        not decode raises when the stream reaches it.
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as for `load`.
         """
         ...
 

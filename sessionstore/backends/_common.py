@@ -13,7 +13,7 @@ import contextlib
 import functools
 import gc
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from types import TracebackType
 from typing import Literal, Self
 
@@ -93,6 +93,34 @@ class StoreBase:
     async def append(self, session_id: str, entry: Entry) -> None:
         """Append one entry; see `SessionStore.append`."""
         await self.append_many(session_id, (entry,))
+
+    def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+        raise NotImplementedError
+
+    def _locations(self, session_id: str) -> tuple[str | None, str | None]:
+        """Where a session's header and entries are kept, for error messages."""
+        return None, None
+
+    async def iter_entries(self, session_id: str) -> AsyncGenerator[Entry, None]:
+        """Stream a session's entries; see `SessionStore.iter_entries`.
+
+        Built on `raw_lines`, which every backend streams in bounded memory;
+        each line is decoded as `load` decodes it, numbered as in the
+        session's file.
+        """
+        header_at, entries_at = self._locations(session_id)
+        lines = self.raw_lines(session_id)
+        try:
+            async for line in lines:
+                decode_stored_meta(session_id, line, path=header_at, line_no=1)
+                break
+            number = 1
+            async for line in lines:
+                number += 1
+                yield decode_stored_entry(session_id, line, path=entries_at, line_no=number)
+        finally:
+            if isinstance(lines, AsyncGenerator):  # close the file or cursor now
+                await lines.aclose()
 
     async def load_context(self, session_id: str) -> builtins.list[Message]:
         """The built context; see `SessionStore.load_context`."""

@@ -262,6 +262,10 @@ class JsonlStore(StoreBase):
 
     # ------------------------------------------------------------ archive
 
+    def _locations(self, session_id: str) -> tuple[str, str]:
+        path = str(self.path(session_id))
+        return path, path
+
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
         self._check(session_id)
         path = self.path(session_id)

@@ -186,7 +186,9 @@ class SessionStoreContract:
         assert await store.list() == [meta]
         assert len(await store.load(meta.id)) == 1
 
-    @pytest.mark.parametrize("operation", ["append", "append_many", "load", "load_context"])
+    @pytest.mark.parametrize(
+        "operation", ["append", "append_many", "load", "load_context", "iter_entries"]
+    )
     async def test_unknown_session_is_refused(self, store: SessionStore, operation: str) -> None:
         with pytest.raises(SessionNotFoundError) as caught:
             await _call(store, operation, "missing")
@@ -195,7 +197,7 @@ class SessionStoreContract:
 
     @pytest.mark.parametrize("bad_id", INVALID_IDS)
     @pytest.mark.parametrize(
-        "operation", ["create", "append", "append_many", "load", "load_context"]
+        "operation", ["create", "append", "append_many", "load", "load_context", "iter_entries"]
     )
     async def test_invalid_id_is_refused_before_storage(
         self, store: SessionStore, operation: str, bad_id: str
@@ -238,7 +240,14 @@ class SessionStoreContract:
         session_id = await store.create(SessionMeta.new())
         await store.close()
         await store.close()  # twice is fine
-        for operation in ("create", "append", "append_many", "load", "load_context"):
+        for operation in (
+            "create",
+            "append",
+            "append_many",
+            "load",
+            "load_context",
+            "iter_entries",
+        ):
             with pytest.raises(StorageError, match="closed"):
                 await _call(store, operation, session_id)
         with pytest.raises(StorageError, match="closed"):
@@ -350,6 +359,30 @@ class SessionStoreContract:
         assert context == build_context(await store.load(session))
         assert context == build_context(log)
 
+    async def test_iter_entries_streams_what_load_returns(
+        self, store: SessionStore, session: str
+    ) -> None:
+        # Longer than a page of the SQL store and a read of the JSONL one.
+        text = "x" * 600
+        log: list[Entry] = [message(f"e{n}", f"{text}{n}") for n in range(4500)]
+        log.insert(2000, compaction("c1", "sum", "e1000"))
+        for start in range(0, len(log), 1000):
+            await store.append_many(session, log[start : start + 1000])
+        streamed = [entry async for entry in store.iter_entries(session)]
+        assert streamed == log
+        assert streamed == await store.load(session)
+
+    async def test_iter_entries_of_an_empty_session_and_a_stream_left_early(
+        self, store: SessionStore, session: str
+    ) -> None:
+        assert [entry async for entry in store.iter_entries(session)] == []
+        await store.append_many(session, [message("e1", "a"), message("e2", "b")])
+        stream = store.iter_entries(session)
+        assert await anext(stream) == message("e1", "a")
+        await stream.aclose()  # what it held (a file, a cursor) is let go
+        await store.append(session, message("e3", "c"))
+        assert len([entry async for entry in store.iter_entries(session)]) == 3
+
 
 async def _call(store: SessionStore, operation: str, session_id: str) -> None:
     """Call one store operation on a session, with a harmless argument."""
@@ -361,5 +394,8 @@ async def _call(store: SessionStore, operation: str, session_id: str) -> None:
         await store.append_many(session_id, [message("e1", "x")])
     elif operation == "load":
         await store.load(session_id)
+    elif operation == "iter_entries":
+        async for _ in store.iter_entries(session_id):
+            pass
     else:
         await store.load_context(session_id)

@@ -275,6 +275,9 @@ class SqlStore(StoreBase):
 
         await self._group.submit(body)
 
+    def _locations(self, session_id: str) -> tuple[str, str]:
+        return f"{self._where} sessions", f"{self._where} entries"
+
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
         self._check(session_id)
 
