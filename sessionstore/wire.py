@@ -57,6 +57,7 @@ __all__ = [
     "decode_meta",
     "encode",
     "encode_line",
+    "encode_string",
 ]
 
 Record = (
@@ -248,6 +249,11 @@ def encode(record: Record) -> str:
     if found is not None:
         raise InvalidRecordError(f"lone surrogate {found.group()!r} cannot be written as UTF-8")
     return text
+
+
+def encode_string(text: str) -> str:
+    """The canonical JSON spelling of a string, quotes included."""
+    return _escape(text)
 
 
 def encode_line(record: Record) -> bytes:

@@ -61,6 +61,7 @@ from sessionstore.backends._files import (
     write_all,
 )
 from sessionstore.backends.file_journal import JOURNAL_FILE, FileJournal
+from sessionstore.backends.jsonl_context import first_kept_in, read_context
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
@@ -70,7 +71,7 @@ from sessionstore.errors import (
     SessionStoreError,
     validate_session_id,
 )
-from sessionstore.models import SessionMeta
+from sessionstore.models import Message, SessionMeta
 from sessionstore.store import Entry
 
 __all__ = ["Durability", "JsonlStore"]
@@ -81,6 +82,7 @@ SUFFIX = ".jsonl"
 JOURNALS = "journals"  # <dir>/journals/<name>/session_journal.jsonl
 _T = TypeVar("_T")
 _READ = 1 << 20  # bytes per read or write when streaming a file
+_KEPT_REMEMBERED = 4096  # answers of first_kept_in, for load_context
 
 
 class JsonlStore(StoreBase):
@@ -100,6 +102,7 @@ class JsonlStore(StoreBase):
         if self._dir.is_file():
             raise ConfigurationError(f"{str(self._dir)!r} is a file, not a session directory")
         self._full = durability == "full"
+        self._kept: dict[tuple[int, int, str, int], int | None] = {}
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._dir)!r})"
@@ -221,6 +224,34 @@ class JsonlStore(StoreBase):
         with path.open("rb") as file:
             data = file.read(size)
         return self._parse(session_id, path, data)
+
+    async def load_context(self, session_id: str) -> builtins.list[Message]:
+        """The built context, read from the end of the session's file.
+
+        See `sessionstore.backends.jsonl_context`: the cost follows the
+        context's length, not the history's.
+        """
+        self._check(session_id)
+        return await self._run(session_id, lambda: self._context(session_id))
+
+    def _context(self, session_id: str) -> builtins.list[Message]:
+        path = self.path(session_id)
+        size = self._complete_size(session_id, path)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return read_context(session_id, str(path), fd, size, self._first_kept)
+        finally:
+            os.close(fd)
+
+    def _first_kept(self, fd: int, kept: str, end: int) -> int | None:
+        """`first_kept_in`, remembered: bytes before a complete line never change."""
+        status = os.fstat(fd)
+        key = (status.st_dev, status.st_ino, kept, end)
+        if key not in self._kept:
+            if len(self._kept) >= _KEPT_REMEMBERED:
+                self._kept.clear()
+            self._kept[key] = first_kept_in(fd, kept, end)
+        return self._kept[key]
 
     def _complete_size(self, session_id: str, path: Path) -> int:
         """The length of the session file's complete lines, after any repair.

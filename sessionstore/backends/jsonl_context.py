@@ -1,0 +1,187 @@
+"""The JSONL store's `load_context`: a session file read from its end.
+
+The context starts at the last compaction's kept message, so reading from
+the end of the file finds what it needs first: lines are decoded backwards
+until the last compaction, then on until a message with its
+``first_kept_id``. Only then is the rest of the file looked at, and only to
+make sure no earlier message has that id (the context starts from the
+*first* such message in the log): a search of the raw bytes for the id's
+spelling, without decoding. Bytes before a complete line never change, so
+the store keeps that answer; later calls read only the tail, however long
+the history.
+
+Reading backwards, a line's number is not known: it is counted only for an
+error message.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from sessionstore.backends._common import decode_stored_entry, decode_stored_meta
+from sessionstore.context import summary_message
+from sessionstore.errors import CorruptSessionError
+from sessionstore.models import CompactionEntry, Message, MessageEntry
+from sessionstore.store import Entry
+from sessionstore.wire import encode_string
+
+__all__ = ["EarlierKept", "read_context"]
+
+_CHUNK = 1 << 16  # bytes per read, backwards
+
+EarlierKept = Callable[[int, str, int], int | None]
+"""``earlier(fd, first_kept_id, end)``: the offset of the first message line
+before ``end`` whose id is ``first_kept_id``, or None."""
+
+
+def lines_backwards(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """The lines of a file before ``end`` (just after a newline), last first.
+
+    Each comes with its offset, without its newline; the first line of the
+    file comes last, at offset 0.
+    """
+    position, rest = max(end - 1, 0), b""  # the last newline ends the last line
+    while position > 0:
+        size = min(_CHUNK, position)
+        position -= size
+        pieces = (os.pread(fd, size, position) + rest).split(b"\n")
+        rest = pieces[0]  # the end of a line that starts in an earlier chunk
+        offset = position + len(rest) + 1
+        lines = []
+        for piece in pieces[1:]:
+            lines.append((offset, piece))
+            offset += len(piece) + 1
+        yield from reversed(lines)
+    yield 0, rest
+
+
+def line_number(fd: int, offset: int) -> int:
+    """The 1-based number of the line starting at ``offset``."""
+    count, position = 0, 0
+    while position < offset:
+        chunk = os.pread(fd, min(_CHUNK, offset - position), position)
+        count += chunk.count(b"\n")
+        position += len(chunk)
+    return count + 1
+
+
+@dataclass
+class _Reader:
+    """Decodes lines of one session file, naming the line on a fault."""
+
+    session_id: str
+    path: str
+    fd: int
+
+    def entry(self, offset: int, line: bytes) -> Entry:
+        try:
+            line = line.removesuffix(b"\r")
+            return decode_stored_entry(self.session_id, line, path=self.path, line_no=0)
+        except CorruptSessionError as exc:
+            number = line_number(self.fd, offset)
+            raise CorruptSessionError(
+                self.session_id, exc.reason, path=self.path, line=number
+            ) from None
+
+    def header(self, line: bytes) -> None:
+        if not line:
+            raise CorruptSessionError(
+                self.session_id, "empty session file (missing header line)", path=self.path
+            )
+        decode_stored_meta(self.session_id, line.removesuffix(b"\r"), path=self.path, line_no=1)
+
+
+def read_context(
+    session_id: str, path: str, fd: int, size: int, earlier: EarlierKept
+) -> list[Message]:
+    """`build_context` of the session file's first ``size`` bytes, read from the end.
+
+    Args:
+        earlier: finds an earlier message with the kept id (`first_kept_in`,
+            or the store's memory of its answers).
+    """
+    reader = _Reader(session_id, path, fd)
+    reader.header(first_line(fd, size))
+    lines = lines_backwards(fd, size)
+    after: list[Entry] = []  # from the end back to the last compaction, last first
+    for offset, line in lines:
+        if offset == 0:  # the header: no compaction, every message
+            return [e.message for e in reversed(after) if isinstance(e, MessageEntry)]
+        entry = reader.entry(offset, line)
+        if isinstance(entry, CompactionEntry):
+            compaction = entry
+            break
+        after.append(entry)
+    kept = compaction.first_kept_id
+    before: list[Entry] = []  # back from the compaction to the first kept message
+    for offset, line in lines:
+        if offset == 0:
+            break  # no message before the compaction has the id
+        before.append(reader.entry(offset, line))
+        if isinstance(before[-1], MessageEntry) and before[-1].id == kept:
+            first = earlier(fd, kept, offset)
+            if first is not None:  # an earlier one has it too: the context starts there
+                for offset, line in lines:
+                    before.append(reader.entry(offset, line))
+                    if offset == first:
+                        break
+            break
+    log = [*reversed(before), compaction, *reversed(after)]
+    start = next(
+        (i for i, e in enumerate(log) if isinstance(e, MessageEntry) and e.id == kept),
+        len(before) + 1,  # no message has the id: what follows the compaction
+    )
+    return [
+        summary_message(compaction),
+        *(e.message for e in log[start:] if isinstance(e, MessageEntry)),
+    ]
+
+
+def first_line(fd: int, size: int) -> bytes:
+    """The first line of a file whose first ``size`` bytes end in a newline."""
+    line, position = b"", 0
+    while position < size:
+        chunk = os.pread(fd, min(_CHUNK, size - position), position)
+        end = chunk.find(b"\n")
+        if end >= 0:
+            return line + chunk[:end]
+        line += chunk
+        position += len(chunk)
+    return line
+
+
+def first_kept_in(fd: int, kept: str, end: int) -> int | None:
+    """The offset of the first message line before ``end`` whose id is ``kept``.
+
+    A line can hold that id only if it holds the id's canonical spelling,
+    or an escape that spells it otherwise (``\\u``, or ``\\/`` for a slash;
+    every other character has one spelling besides ``\\u``). Those lines
+    alone are decoded; the search over the rest runs at memory speed.
+    """
+    if end == 0:
+        return None
+    needles = [encode_string(kept).encode(), b"\\u"]
+    if "/" in kept:
+        needles.append(b"\\/")
+    with mmap.mmap(fd, end, access=mmap.ACCESS_READ) as data:
+        position = data.find(b"\n") + 1  # after the header
+        hits = {needle: data.find(needle, position, end) for needle in needles}
+        while True:
+            found = [hit for hit in hits.values() if hit >= 0]
+            if not found:
+                return None
+            start = data.rfind(b"\n", 0, min(found)) + 1
+            stop = data.find(b"\n", start, end)
+            try:
+                entry = decode_stored_entry("", data[start:stop], path=None, line_no=0)
+            except CorruptSessionError:
+                entry = None  # reported, with its line, when the file is loaded
+            if isinstance(entry, MessageEntry) and entry.id == kept:
+                return start
+            position = stop + 1
+            for needle, hit in hits.items():
+                if 0 <= hit < position:
+                    hits[needle] = data.find(needle, position, end)
