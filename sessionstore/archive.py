@@ -199,21 +199,6 @@ async def _each_file(
             progress(done, len(steps))
 
 
-async def _chunks(lines: AsyncIterator[str]) -> AsyncIterator[bytes]:
-    """Lines as file bytes, in chunks of about a megabyte."""
-    buffer: list[str] = []
-    size = 0
-    async for line in lines:
-        buffer.append(line)
-        size += len(line) + 1
-        if size >= _CHUNK:
-            yield ("\n".join(buffer) + "\n").encode()
-            buffer.clear()
-            size = 0
-    if buffer:
-        yield ("\n".join(buffer) + "\n").encode()
-
-
 class _AtomicFile:
     """A file written aside, then renamed into place once synced."""
 
@@ -263,7 +248,7 @@ async def _export_session(
     matched = 0  # lines of the existing file found equal to the session's
     written = 0  # lines this run writes
     try:
-        async for chunk in _chunks(store.raw_lines(session_id)):
+        async for chunk in store.raw_blocks(session_id):
             if existing is not None:
                 old = await _io(partial(existing.read, len(chunk)), path)
                 if old == chunk:

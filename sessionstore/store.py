@@ -262,6 +262,18 @@ class SessionStore(Protocol):
         """
         ...
 
+    def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
+        """`raw_lines` as the bytes of the session's file, in blocks.
+
+        Each block holds whole lines, each ending in ``\n``; together they
+        are the file. What export writes: a backend gives them without
+        handling each line (a page of rows joined, a read of its file).
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as for `load`.
+        """
+        ...
+
     async def import_session(
         self, header: str, entries: AsyncIterable[str], *, after: int | None = None
     ) -> int:

@@ -43,6 +43,9 @@ _NEGATIVE_ZERO_TEXT, _NEGATIVE_ZERO_BYTES = (
 _SERDE_INTS = range(-(2**63), 2**64)  # integers serde reads as integers, not floats
 
 
+BLOCK = 1 << 20
+"""Bytes in a block of `raw_blocks`, about."""
+
 HEADERS_KEPT = 1 << 15
 """Decoded headers kept by `stored_header` (a few hundred bytes each)."""
 
@@ -97,6 +100,20 @@ class StoreBase:
     def raw_lines(self, session_id: str) -> AsyncIterator[str]:
         raise NotImplementedError
 
+    async def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
+        """`raw_lines` gathered into blocks of about `BLOCK` bytes."""
+        buffer: builtins.list[str] = []
+        size = 0
+        async for line in self.raw_lines(session_id):
+            buffer.append(line)
+            size += len(line) + 1
+            if size >= BLOCK:
+                yield lines_block(buffer)
+                buffer.clear()
+                size = 0
+        if buffer:
+            yield lines_block(buffer)
+
     def _locations(self, session_id: str) -> tuple[str | None, str | None]:
         """Where a session's header and entries are kept, for error messages."""
         return None, None
@@ -149,6 +166,11 @@ class StoreBase:
         """Refuse an invalid id or a closed store, before storage is touched."""
         validate_session_id(session_id)
         self._check_open(session_id)
+
+
+def lines_block(lines: Sequence[str]) -> bytes:
+    """Lines as file bytes: UTF-8, each ending in a newline."""
+    return ("\n".join(lines) + "\n").encode()
 
 
 def header_line(meta: SessionMeta) -> str:

@@ -112,6 +112,19 @@ async def test_complete_bad_line_is_an_error_naming_session_file_and_line(
     assert path.read_bytes() == content + bad_line + b"\n"  # nothing dropped
 
 
+async def test_invalid_utf8_is_named_by_line_when_streamed(store: JsonlStore) -> None:
+    session_id, path = await new_session(store, message("e1", "hello"))
+    content = path.read_bytes()
+    path.write_bytes(
+        content + b'{"type":"message","id":"\xff"}\n' + encode_line(message("e3", "x"))
+    )
+    for stream in (store.raw_blocks(session_id), store.raw_lines(session_id)):
+        with pytest.raises(CorruptSessionError, match="invalid UTF-8 at byte 24") as caught:
+            async for _ in stream:
+                pass
+        assert (caught.value.path, caught.value.line) == (str(path), 3)
+
+
 async def test_bad_middle_line_is_an_error(store: JsonlStore) -> None:
     session_id, path = await new_session(store, message("e1", "hello"))
     header, entry = path.read_bytes().splitlines()

@@ -15,10 +15,21 @@ from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, cast
 
-from sqlalchemy import Connection, bindparam, func, insert, literal_column, select, text
+from sqlalchemy import (
+    Connection,
+    LargeBinary,
+    bindparam,
+    func,
+    insert,
+    literal_column,
+    select,
+    text,
+)
 from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 from sessionstore.backends.sql.tables import entries, journal_lines, sessions
 
@@ -37,6 +48,7 @@ __all__ = [
     "LOCK_JOURNAL",
     "MESSAGES",
     "PAGE",
+    "PAGE_BYTES",
     "RELEASE",
     "ROLLBACK_TO",
     "SAVEPOINT",
@@ -140,13 +152,46 @@ INSERT_ENTRIES = Query(insert(entries))
 LINES = Query(select(entries.c.seq, entries.c.line).where(_pk).order_by(entries.c.seq))
 """Every entry line of a session (``pk``), in order."""
 
+
+class Utf8Bytes(FunctionElement[bytes]):
+    """The UTF-8 bytes of a text column, as the database holds them."""
+
+    type = LargeBinary()
+    inherit_cache = True
+
+
+@compiles(Utf8Bytes, "sqlite")
+def _utf8_sqlite(element: Utf8Bytes, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"CAST({compiler.process(element.clauses, **kw)} AS BLOB)"
+
+
+@compiles(Utf8Bytes, "postgresql")
+def _utf8_postgresql(element: Utf8Bytes, compiler: SQLCompiler, **kw: Any) -> str:
+    # Not CAST AS bytea, which would read backslashes as escapes.
+    return f"convert_to({compiler.process(element.clauses, **kw)}, 'UTF8')"
+
+
+_page = (
+    entries.c.session_pk == bindparam("pk"),
+    entries.c.seq > bindparam("after"),
+    entries.c.seq <= bindparam("end"),
+)
+
 PAGE = Query(
     select(entries.c.seq, entries.c.line)
-    .where(_pk, entries.c.seq > bindparam("after"), entries.c.seq <= bindparam("end"))
+    .where(*_page)
     .order_by(entries.c.seq)
     .limit(bindparam("size"))
 )
 """Up to ``size`` entry lines of a session (``pk``) with ``after < seq <= end``."""
+
+PAGE_BYTES = Query(
+    select(entries.c.seq, Utf8Bytes(entries.c.line))
+    .where(*_page)
+    .order_by(entries.c.seq)
+    .limit(bindparam("size"))
+)
+"""The same, each line as UTF-8 bytes: an export writes them with no decoding."""
 
 LAST_COMPACTION = Query(
     select(entries.c.seq, entries.c.line, entries.c.first_kept_id)

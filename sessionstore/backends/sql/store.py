@@ -31,6 +31,7 @@ import builtins
 import sqlite3
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
+from operator import itemgetter
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, exists, func, insert, select
@@ -278,7 +279,8 @@ class SqlStore(StoreBase):
     def _locations(self, session_id: str) -> tuple[str, str]:
         return f"{self._where} sessions", f"{self._where} entries"
 
-    async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+    async def _pages(self, session_id: str, page: Q.Query) -> AsyncIterator[builtins.list[Any]]:
+        """The header line, then the entry lines in pages of `_PAGE` (``page``'s rows)."""
         self._check(session_id)
 
         def start(conn: Connection) -> tuple[int, str, int]:
@@ -286,16 +288,29 @@ class SqlStore(StoreBase):
             return pk, header, self._last_seq(conn, pk)
 
         pk, header, end = await self._transaction(session_id, start)
-        yield header
+        yield [header]
         done = 0
         while done < end:
             # Pages in their own short transactions: the log only grows, so
             # seq order makes them one consistent prefix of the session.
-            page = partial(Q.PAGE.all, pk=pk, after=done, end=end, size=_PAGE)
-            rows = await self._transaction(session_id, page)
-            for _, line in rows:
-                yield line
+            read = partial(page.all, pk=pk, after=done, end=end, size=_PAGE)
+            rows = await self._transaction(session_id, read)
             done = rows[-1][0]
+            yield builtins.list(map(itemgetter(1), rows))
+
+    async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+        async for lines in self._pages(session_id, Q.PAGE):
+            for line in lines:
+                yield line
+
+    async def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
+        pages = self._pages(session_id, Q.PAGE_BYTES)
+        async for (header,) in pages:
+            yield header.encode() + b"\n"
+            break
+        async for lines in pages:
+            lines.append(b"")  # for the last newline
+            yield b"\n".join(lines)
 
     async def import_session(
         self, header: str, lines: AsyncIterable[str], *, after: int | None = None
