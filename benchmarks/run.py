@@ -1,42 +1,61 @@
-"""Benchmarks: sessionstore against raw sqlite3, as ratios measured in one run.
+"""Benchmarks: sessionstore against raw sqlite3 (and its peers), as ratios in one run.
 
 Run on demand (not in CI):
 
-    .venv/bin/python benchmarks/run.py            # full sizes
+    .venv/bin/python benchmarks/run.py            # full sizes, a few minutes
     .venv/bin/python benchmarks/run.py --quick    # a smoke run
 
-Every figure is the median of several repeats, printed beside a baseline
-doing the same work with the standard library's sqlite3 on the same pragmas
-(WAL, synchronous=NORMAL), measured in the same run, and the ratio between
-them: machines are noisy, ratios much less so.
+Every figure is a median of several rounds, printed beside a baseline doing
+the same work, measured in the same run, and the ratio between them:
+machines are noisy, ratios much less so. Small operations are timed as the
+mean of a batch of calls, so one round measures the steady state an agent
+sees turn after turn.
+
+Baselines: the standard library's sqlite3 on the same pragmas (WAL,
+synchronous=NORMAL) doing the same work by hand: one transaction per
+append, SELECT + json.loads for a load, the indexed tail query for a
+context, one SELECT of headers for a list, and a plain file copy (no fsync)
+for an export.
+
+With the ``bench`` extra installed (pip install -e '.[bench]'), the same
+appends and loads run on openai-agents' SQLiteSession and LangChain's
+SQLChatMessageHistory (async, on aiosqlite), both on WAL with
+synchronous=NORMAL too.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import platform
 import shutil
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from sessionstore import (
     CompactionEntry,
+    JsonlStore,
     Message,
     MessageEntry,
     SessionMeta,
+    SessionStore,
     SqlStore,
     encode,
     export_archive,
 )
+from sessionstore.backends._common import stored_header
 
 TEXT = "A realistic message of a few dozen words, as agents write them. " * 4
+KEPT = 50  # messages a compaction keeps, for load_context
 RAW_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS entries "
     "(session INTEGER, seq INTEGER, line TEXT, PRIMARY KEY (session, seq))"
@@ -48,11 +67,32 @@ def entry(n: int) -> MessageEntry:
     return MessageEntry(id=f"e{n}", timestamp="2026-11-30T00:00:00+00:00", message=message)
 
 
-def raw_appends(path: Path, lines: list[str]) -> float:
-    """Seconds per durable append with raw sqlite3: one transaction each."""
+def batches(count: int, size: int = 5000) -> Iterator[list[MessageEntry]]:
+    for start in range(0, count, size):
+        yield [entry(n) for n in range(start, min(count, start + size))]
+
+
+async def fill(store: SessionStore, session_id: str, count: int) -> None:
+    """A session of ``count`` messages, then a compaction keeping the last `KEPT`."""
+    await store.create(SessionMeta(id=session_id))
+    for batch in batches(count):
+        await store.append_many(session_id, batch)
+    cut = f"e{count - KEPT}"
+    await store.append(
+        session_id, CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id=cut)
+    )
+
+
+def raw_connection(path: Path) -> sqlite3.Connection:
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=NORMAL")
+    return connection
+
+
+def raw_appends(path: Path, lines: list[str]) -> float:
+    """Seconds per durable append with raw sqlite3: one transaction each."""
+    connection = raw_connection(path)
     connection.execute(RAW_SCHEMA)
     start = time.perf_counter()
     for seq, line in enumerate(lines, 1):
@@ -68,115 +108,309 @@ async def store_appends(path: Path, tasks: int, each: int) -> float:
     """Seconds per append with ``tasks`` tasks appending ``each`` entries at once."""
     store = await SqlStore.open(str(path))
     await store.create(SessionMeta(id="s"))
+    made = [[entry(task * each + n) for n in range(each)] for task in range(tasks)]
 
-    async def writer(task: int) -> None:
-        for n in range(each):
-            await store.append("s", entry(task * each + n))
+    async def writer(mine: list[MessageEntry]) -> None:
+        for one in mine:
+            await store.append("s", one)
 
     start = time.perf_counter()
-    await asyncio.gather(*(writer(task) for task in range(tasks)))
+    await asyncio.gather(*(writer(mine) for mine in made))
     elapsed = time.perf_counter() - start
     await store.close()
     return elapsed / (tasks * each)
 
 
-def timed(call: Callable[[], object]) -> float:
+def per_call(call: Callable[[], object], times: int) -> float:
     start = time.perf_counter()
-    call()
-    return time.perf_counter() - start
+    for _ in range(times):
+        call()
+    return (time.perf_counter() - start) / times
 
 
-async def atimed(call: Callable[[], Awaitable[object]]) -> float:
+async def aper_call(call: Callable[[], Awaitable[object]], times: int) -> float:
     start = time.perf_counter()
-    await call()
-    return time.perf_counter() - start
+    for _ in range(times):
+        await call()
+    return (time.perf_counter() - start) / times
+
+
+class Table:
+    """Rows of (work, ours, other) medians, printed with their ratio."""
+
+    def __init__(self, title: str, ours: str, other: str) -> None:
+        self.title, self.ours, self.other = title, ours, other
+        self.rows: list[tuple[str, float, float]] = []
+
+    def add(self, work: str, ours: list[float], other: list[float]) -> None:
+        self.rows.append((work, statistics.median(ours), statistics.median(other)))
+
+    def print(self) -> None:
+        print(f"\n{self.title}")
+        print(f"{'work':52} {self.ours:>14} {self.other:>14} {'ratio':>8}")
+        for work, ours, other in self.rows:
+            print(f"{work:52} {_time(ours):>14} {_time(other):>14} {ours / other:7.2f}x")
+
+
+def _time(seconds: float) -> str:
+    if seconds >= 0.1:
+        return f"{seconds * 1e3:,.0f} ms"
+    return f"{seconds * 1e6:,.1f} µs"
 
 
 class Bench:
-    """Collects rows of (work, ours, baseline) medians."""
-
-    def __init__(self, work: Path, repeats: int) -> None:
+    def __init__(self, work: Path, quick: bool) -> None:
         self.work = work
-        self.repeats = repeats
-        self.rows: list[tuple[str, float, float]] = []
+        self.quick = quick
+        self.rounds = 3 if quick else 5
+        self.size = 5_000 if quick else 100_000  # entries of the big session
+        self.sessions = 1_000 if quick else 10_000
         self.files = 0
+        self.raw = Table(
+            "against raw sqlite3 (WAL, synchronous=NORMAL)", "sessionstore", "baseline"
+        )
+        self.flat = Table(
+            f"load_context, {KEPT} kept, as the history grows", "long history", "1,000 entries"
+        )
+        self.peers: list[Table] = []
 
-    def fresh(self) -> Path:
+    def fresh(self, suffix: str = ".db") -> Path:
         self.files += 1
-        return self.work / f"{self.files}.db"
-
-    def record(self, name: str, ours: list[float], base: list[float]) -> None:
-        self.rows.append((name, statistics.median(ours), statistics.median(base)))
+        return self.work / f"{self.files}{suffix}"
 
     async def appends(self, tasks: int, each: int) -> None:
         lines = [encode(entry(n)) for n in range(tasks * each)]
-        ours = [await store_appends(self.fresh(), tasks, each) for _ in range(self.repeats)]
-        base = [raw_appends(self.fresh(), lines) for _ in range(self.repeats)]
+        ours = [await store_appends(self.fresh(), tasks, each) for _ in range(self.rounds)]
+        base = [raw_appends(self.fresh(), lines) for _ in range(self.rounds)]
         what = "one writer" if tasks == 1 else f"{tasks} tasks at once"
-        self.record(f"append, {what} (per append)", ours, base)
+        self.raw.add(f"append, {what} (per append)", ours, base)
 
-    async def reads(self, count: int, sessions: int) -> None:
+    async def reads(self) -> None:
         path = self.fresh()
         store = await SqlStore.open(str(path))
-        await store.create(SessionMeta(id="big"))
-        for start in range(0, count, 1000):
-            batch = [entry(n) for n in range(start, min(count, start + 1000))]
-            await store.append_many("big", batch)
-        cut = f"e{count - 50}"
-        marker = CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id=cut)
-        await store.append("big", marker)
-        for n in range(sessions):
+        await fill(store, "big", self.size)
+        for n in range(self.sessions):
             await store.create(SessionMeta(id=f"s{n}"))
-        raw = sqlite3.connect(path)
+        raw = raw_connection(path)
+        after = self.size - KEPT
+        tail = f"SELECT line FROM entries WHERE session_pk = 1 AND seq > {after} ORDER BY seq"
 
         def raw_load() -> object:
             query = "SELECT line FROM entries WHERE session_pk = 1 ORDER BY seq"
-            return [json.loads(row[0]) for row in raw.execute(query)]
+            return [json.loads(line) for (line,) in raw.execute(query)]
 
-        def raw_tail() -> object:
-            query = "SELECT line FROM entries WHERE session_pk = 1 AND seq > ? ORDER BY seq"
-            return raw.execute(query, (count - 50,)).fetchall()
+        def list_first() -> Awaitable[object]:
+            stored_header.cache_clear()
+            return store.list()
 
-        def raw_list() -> object:
-            return raw.execute("SELECT header FROM sessions ORDER BY pk").fetchall()
-
-        runs: dict[str, tuple[list[float], list[float]]] = {}
-        for _ in range(self.repeats):
-            for name, ours, base in (
-                (f"load {count:,} entries into models", lambda: store.load("big"), raw_load),
-                (
-                    f"load_context, 50 kept of {count:,}",
-                    lambda: store.load_context("big"),
-                    raw_tail,
-                ),
-                (f"list {sessions:,} sessions", store.list, raw_list),
-            ):
-                mine, theirs = runs.setdefault(name, ([], []))
-                mine.append(await atimed(ours))
-                theirs.append(timed(base))
-        for name, (mine, theirs) in runs.items():
-            self.record(name, mine, theirs)
-        await self.export(store)
+        works: list[tuple[str, Callable[[], Awaitable[object]], Callable[[], object], int]] = [
+            (f"load {self.size:,} entries into models", lambda: store.load("big"), raw_load, 1),
+            (
+                f"load_context, {KEPT} kept of {self.size:,}",
+                lambda: store.load_context("big"),
+                lambda: raw.execute(tail).fetchall(),
+                200,
+            ),
+            (
+                f"list {self.sessions + 1:,} sessions",
+                store.list,
+                lambda: raw.execute("SELECT header FROM sessions ORDER BY pk").fetchall(),
+                5,
+            ),
+            (
+                f"list {self.sessions + 1:,} sessions, first call",
+                list_first,
+                lambda: raw.execute("SELECT header FROM sessions ORDER BY pk").fetchall(),
+                1,
+            ),
+        ]
+        for name, ours, base, times in works:
+            mine = [await aper_call(ours, times) for _ in range(self.rounds)]
+            theirs = [per_call(base, times) for _ in range(self.rounds)]
+            self.raw.add(name, mine, theirs)
+        await self.export(store, "sqlite")
         await store.close()
+        jsonl = JsonlStore(self.fresh(".d"))
+        await fill(jsonl, "big", self.size)
+        await self.export(jsonl, "jsonl")
 
-    async def export(self, store: SqlStore) -> None:
+    async def export(self, store: SessionStore, kind: str) -> None:
         ours, copies = [], []
-        for n in range(self.repeats):
-            target = self.work / f"archive-{n}"
-            ours.append(await atimed(lambda: export_archive(store, target, sessions=["big"])))  # noqa: B023
+        for n in range(self.rounds):
+            target = self.work / f"archive-{kind}-{n}"
+            start = time.perf_counter()
+            await export_archive(store, target, sessions=["big"])
+            ours.append(time.perf_counter() - start)
             exported = target / "sessions" / "big.jsonl"
-            copies.append(timed(lambda: shutil.copyfile(exported, self.work / "copy")))  # noqa: B023
-        size = exported.stat().st_size
-        self.record(
-            f"export {size / 1e6:.0f} MB ({size / 1e6 / statistics.median(ours):.0f} MB/s)",
-            ours,
-            copies,
-        )
+            size = exported.stat().st_size
+            start = time.perf_counter()
+            shutil.copyfile(exported, self.work / "copy")
+            copies.append(time.perf_counter() - start)
+            shutil.rmtree(target)
+        rate = size / 1e6 / statistics.median(ours)
+        self.raw.add(f"export {size / 1e6:.0f} MB, {kind} ({rate:.0f} MB/s)", ours, copies)
+
+    async def flatness(self) -> None:
+        long = 20_000 if self.quick else 1_000_000
+        for kind in ("sqlite", "jsonl"):
+            times: dict[int, list[float]] = {}
+            for count in (1_000, long):
+                if kind == "sqlite":
+                    store: SessionStore = await SqlStore.open(str(self.fresh()))
+                else:
+                    store = JsonlStore(self.fresh(".d"))
+                await fill(store, "s", count)
+                first = await aper_call(lambda: store.load_context("s"), 1)  # noqa: B023
+                if count == long and kind == "jsonl":
+                    self.flat.add(f"{kind}, {long:,} entries, first call", [first], times[1_000])
+                times[count] = [
+                    await aper_call(lambda: store.load_context("s"), 200)  # noqa: B023
+                    for _ in range(self.rounds)
+                ]
+                await store.close()
+            self.flat.add(f"{kind}, {long:,} entries", times[long], times[1_000])
+
+    async def peer_runs(self) -> None:
+        peers = _peers()
+        if not peers:
+            print("\n(peers skipped: pip install -e '.[bench]' to compare with them)")
+            return
+        appends = 100 if self.quick else 1000
+        texts = [f"{TEXT}{n}" for n in range(self.size)]
+        ours_append = [await store_appends(self.fresh(), 1, appends) for _ in range(self.rounds)]
+        path = self.fresh()
+        store = await SqlStore.open(str(path))
+        await store.create(SessionMeta(id="big"))
+        for batch in batches(self.size):
+            await store.append_many("big", batch)
+        ours_load = [await aper_call(lambda: store.load("big"), 1) for _ in range(self.rounds)]
+        await store.close()
+        for name, peer in peers.items():
+            table = Table(f"against {name}", "sessionstore", name.split()[0])
+            table.add(
+                "append, one writer (per append)",
+                ours_append,
+                [await peer.appends(self.fresh(), texts[:appends]) for _ in range(self.rounds)],
+            )
+            loaded = self.fresh()
+            await peer.fill(loaded, texts)
+            table.add(
+                f"load {self.size:,} messages",
+                ours_load,
+                [await peer.load(loaded) for _ in range(self.rounds)],
+            )
+            self.peers.append(table)
 
     def report(self) -> None:
-        print(f"{'work':48} {'sessionstore':>14} {'baseline':>14} {'ratio':>8}")
-        for name, ours, base in self.rows:
-            print(f"{name:48} {ours * 1e6:11.1f} µs {base * 1e6:11.1f} µs {ours / base:7.1f}x")
+        print(
+            f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, "
+            f"{os.cpu_count()} cpus, {platform.machine()}, {platform.system()} {platform.release()}"
+        )
+        for table in (self.raw, self.flat, *self.peers):
+            table.print()
+
+
+class _Peer:
+    """Another session store, doing the benchmark's appends and loads."""
+
+    async def appends(self, path: Path, texts: list[str]) -> float:
+        raise NotImplementedError
+
+    async def fill(self, path: Path, texts: list[str]) -> None:
+        raise NotImplementedError
+
+    async def load(self, path: Path) -> float:
+        raise NotImplementedError
+
+
+def _peers() -> dict[str, _Peer]:
+    found: dict[str, _Peer] = {}
+    with contextlib.suppress(ImportError):
+        found["openai-agents SQLiteSession"] = _OpenAIAgents()
+    with contextlib.suppress(ImportError):
+        found["LangChain SQLChatMessageHistory"] = _LangChain()
+    return found
+
+
+class _OpenAIAgents(_Peer):
+    def __init__(self) -> None:
+        from agents import SQLiteSession
+
+        class Session(SQLiteSession):  # type: ignore[misc]
+            @staticmethod
+            def _configure_connection(conn: sqlite3.Connection) -> None:
+                SQLiteSession._configure_connection(conn)
+                conn.execute("PRAGMA synchronous=NORMAL")
+
+        self.session = Session
+
+    async def appends(self, path: Path, texts: list[str]) -> float:
+        session = self.session("s", path)
+        start = time.perf_counter()
+        for text in texts:
+            await session.add_items([{"role": "user", "content": text}])
+        elapsed = time.perf_counter() - start
+        session.close()
+        return elapsed / len(texts)
+
+    async def fill(self, path: Path, texts: list[str]) -> None:
+        session = self.session("s", path)
+        for start in range(0, len(texts), 5000):
+            chunk = texts[start : start + 5000]
+            await session.add_items([{"role": "user", "content": text} for text in chunk])
+        session.close()
+
+    async def load(self, path: Path) -> float:
+        session = self.session("s", path)
+        elapsed = await aper_call(session.get_items, 1)
+        session.close()
+        return elapsed
+
+
+class _LangChain(_Peer):
+    def __init__(self) -> None:
+        from langchain_community.chat_message_histories import SQLChatMessageHistory
+        from langchain_core.messages import HumanMessage
+
+        self.history, self.message = SQLChatMessageHistory, HumanMessage
+
+    def open(self, path: Path) -> Any:
+        from sqlalchemy import event
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def pragmas(connection: Any, record: Any) -> None:
+            cursor = connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        return self.history("s", connection=engine), engine
+
+    async def appends(self, path: Path, texts: list[str]) -> float:
+        history, engine = self.open(path)
+        await history.aadd_messages([self.message(content="first")])  # creates the table
+        start = time.perf_counter()
+        for text in texts:
+            await history.aadd_messages([self.message(content=text)])
+        elapsed = time.perf_counter() - start
+        await engine.dispose()
+        return elapsed / len(texts)
+
+    async def fill(self, path: Path, texts: list[str]) -> None:
+        history, engine = self.open(path)
+        for start in range(0, len(texts), 5000):
+            chunk = texts[start : start + 5000]
+            await history.aadd_messages([self.message(content=text) for text in chunk])
+        await engine.dispose()
+
+    async def load(self, path: Path) -> float:
+        history, engine = self.open(path)
+        elapsed = await aper_call(history.aget_messages, 1)
+        await engine.dispose()
+        return elapsed
 
 
 async def main() -> None:
@@ -186,18 +420,15 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sessionstore-bench-"))
-    bench = Bench(work, 3 if args.quick else 5)
+    bench = Bench(work, args.quick)
     try:
         await bench.appends(1, 200 if args.quick else 2000)
         await bench.appends(50, 4 if args.quick else 40)
-        await bench.reads(5_000 if args.quick else 100_000, 1_000 if args.quick else 10_000)
+        await bench.reads()
+        await bench.flatness()
+        await bench.peer_runs()
     finally:
         shutil.rmtree(work)
-    print(
-        f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, {os.cpu_count()} cpus"
-    )
-    print("baselines: raw sqlite3 appends (one transaction each), SELECT + json.loads,")
-    print("an indexed tail SELECT, one SELECT of headers, a plain file copy")
     bench.report()
 
 
