@@ -7,6 +7,7 @@ from collections.abc import Generator
 from types import TracebackType
 from typing import Any
 
+from sessionstore.backends._common import StoreBase
 from sessionstore.backends.file_journal import FileJournal
 from sessionstore.backends.jsonl import JsonlStore
 from sessionstore.backends.memory import MemoryStore
@@ -15,7 +16,7 @@ from sessionstore.backends.sql.engine import is_sql_target
 from sessionstore.errors import ConfigurationError
 from sessionstore.store import SessionStore
 
-__all__ = ["FileJournal", "JsonlStore", "MemoryStore", "SqlStore", "open_store"]
+__all__ = ["FileJournal", "JsonlStore", "MemoryStore", "SqlStore", "StoreBase", "open_store"]
 
 
 async def _make_store(target: str | os.PathLike[str], options: dict[str, Any]) -> SessionStore:

@@ -1,9 +1,12 @@
 """What every backend shares: checks before storage, and the derived methods.
 
-Backends subclass `StoreBase` and implement `create`, `append_many`, `load`,
-`list` and (when they hold resources) `close`; `append`, `load_context` and
-the async context manager come from here, so the contract's rules are
-applied the same way everywhere.
+Backends subclass `StoreBase` (public as `sessionstore.backends.StoreBase`)
+and implement `create`, `append_many`, `load`, `list`, `raw_lines`,
+`import_session`, `journal`, `journals` and (when they hold resources)
+`close`; `append`, `iter_entries`, `load_context`, `summaries`,
+`integrity`, `raw_blocks` and the async context manager come from here, so
+the contract's rules are applied the same way everywhere. A backend
+overrides them where its storage can do better.
 """
 
 from __future__ import annotations

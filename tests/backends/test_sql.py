@@ -325,3 +325,18 @@ async def test_a_failing_append_in_a_shared_commit_fails_only_its_caller(
     assert isinstance(results[1], SessionNotFoundError)
     assert results[2] is None
     assert [e.id for e in await store.load(session_id)] == ["e1", "e3", "e4"]
+
+
+async def test_a_shared_commit_over_many_sessions_keeps_each_in_order(store: SqlStore) -> None:
+    first, second = await store.create(SessionMeta.new()), await store.create(SessionMeta.new())
+    await asyncio.gather(
+        store.append_many(second, [message("b1", "x"), message("b2", "x")]),
+        store.append(first, message("a1", "x")),
+        store.append("missing", message("m1", "x")),
+        store.append_many(first, [message("a2", "x"), message("a3", "x")]),
+        store.append(second, message("b3", "x")),
+        return_exceptions=True,
+    )
+    assert [e.id for e in await store.load(first)] == ["a1", "a2", "a3"]
+    assert [e.id for e in await store.load(second)] == ["b1", "b2", "b3"]
+    assert await store.integrity() == []  # seq runs 1, 2, 3 in each

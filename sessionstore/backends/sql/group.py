@@ -3,8 +3,15 @@
 Each caller of `GroupCommit.submit` still awaits its own durable commit:
 its future resolves only once the transaction holding its append has
 committed. While one transaction is committing, new appends gather; the
-next transaction takes all of them. Each append runs inside a SAVEPOINT of
-its own, so one that fails (an unknown session) fails only its caller.
+next transaction takes all of them, and writes them together: one lookup
+per session, then every row in one batch, in the order the appends came
+(each row's ``seq`` follows the row before it in its session, so a
+caller's batch stays contiguous).
+
+An append to an unknown session is refused before anything is written:
+that refusal is its caller's alone, and the others commit. Anything else
+that fails (a driver error) fails the whole transaction, and every caller
+in it.
 """
 
 from __future__ import annotations
@@ -12,55 +19,37 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
-from sessionstore.backends.sql import queries as Q
 from sessionstore.errors import SessionStoreError
 
 if TYPE_CHECKING:
     from sessionstore.backends.sql.store import SqlStore
 
-__all__ = ["GroupCommit"]
+__all__ = ["Append", "GroupCommit"]
 
-_Job = tuple[Callable[[Connection], None], "asyncio.Future[None]"]
+Append = tuple[str, Sequence[dict[str, Any]]]
+"""One caller's append: the session id, and its entries' rows (no key, no seq)."""
 
-
-def _run_jobs(jobs: Sequence[_Job], conn: Connection) -> list[SessionStoreError | None]:
-    """Run each job in a savepoint; what a job refused is its own error.
-
-    A job alone needs none: what it refuses, the whole transaction does.
-    """
-    if len(jobs) == 1:
-        jobs[0][0](conn)
-        return [None]
-    errors: list[SessionStoreError | None] = []
-    for body, _ in jobs:
-        Q.SAVEPOINT.run(conn)
-        try:
-            body(conn)
-        except SessionStoreError as exc:
-            Q.ROLLBACK_TO.run(conn)
-            errors.append(exc)
-        else:
-            errors.append(None)
-        Q.RELEASE.run(conn)
-    return errors
+Writer = Callable[[Sequence[Append], Connection], list[SessionStoreError | None]]
+"""Writes appends in a transaction; returns each one's refusal, or None."""
 
 
 class GroupCommit:
     """Gathers a store's appends into shared transactions."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlStore, write: Writer) -> None:
         self._store = store
-        self._pending: list[_Job] = []
+        self._write = write
+        self._pending: list[tuple[Append, asyncio.Future[None]]] = []
         self._flushing: asyncio.Task[None] | None = None
 
-    async def submit(self, body: Callable[[Connection], None]) -> None:
-        """Run ``body`` in the next shared transaction; return once it committed."""
+    async def submit(self, session_id: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Append ``rows`` in the next shared transaction; return once it committed."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((body, future))
+        self._pending.append(((session_id, rows), future))
         if self._flushing is None or self._flushing.done():
             self._flushing = asyncio.create_task(self._flush())
         await future
@@ -68,8 +57,11 @@ class GroupCommit:
     async def _flush(self) -> None:
         while self._pending:
             jobs, self._pending = self._pending, []
+            appends = [append for append, _ in jobs]
             try:
-                errors = await self._store._transaction(None, partial(_run_jobs, jobs), write=True)
+                errors = await self._store._transaction(
+                    None, partial(self._write, appends), write=True
+                )
             except BaseException as exc:
                 for _, future in jobs:
                     if not future.done():

@@ -16,6 +16,7 @@ from operator import itemgetter
 from typing import Any, cast
 
 from sqlalchemy import (
+    BigInteger,
     Connection,
     LargeBinary,
     bindparam,
@@ -23,17 +24,18 @@ from sqlalchemy import (
     insert,
     literal_column,
     select,
-    text,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.types import Text
 
 from sessionstore.backends.sql.tables import entries, journal_lines, sessions
 
 __all__ = [
+    "APPEND_ENTRY",
     "FIND_SESSION",
     "FIND_SESSION_LOCKED",
     "HEADERS",
@@ -49,9 +51,6 @@ __all__ = [
     "MESSAGES",
     "PAGE",
     "PAGE_BYTES",
-    "RELEASE",
-    "ROLLBACK_TO",
-    "SAVEPOINT",
     "SESSIONS",
     "Query",
 ]
@@ -130,6 +129,7 @@ class Query:
 
 
 _pk = entries.c.session_pk == bindparam("pk")
+_ENTRY_COLUMNS = ("entry_id", "type", "timestamp", "first_kept_id", "line")
 # Entry types written as literals, not bound: SQLite can then tell at
 # prepare time that the partial index of compactions applies, instead of
 # preparing the statement again on every run (a fourfold cost here).
@@ -148,6 +148,20 @@ LAST_SEQ = Query(select(func.coalesce(func.max(entries.c.seq), 0)).where(_pk))
 
 INSERT_ENTRIES = Query(insert(entries))
 """Entry rows, all columns (`Query.many`)."""
+
+APPEND_ENTRY = Query(
+    insert(entries).from_select(
+        ["session_pk", "seq", "entry_id", "type", "timestamp", "first_kept_id", "line"],
+        select(
+            bindparam("pk", type_=BigInteger),
+            func.coalesce(func.max(entries.c.seq), 0) + 1,
+            *(bindparam(name, type_=Text) for name in _ENTRY_COLUMNS),
+        ).where(entries.c.session_pk == bindparam("pk", type_=BigInteger)),
+    )
+)
+"""An entry row after the last of its session (``pk``, and the `_ENTRY_COLUMNS`):
+its ``seq`` found and given in the one statement. Run for several rows
+(`Query.many`), each sees the one before."""
 
 LINES = Query(select(entries.c.seq, entries.c.line).where(_pk).order_by(entries.c.seq))
 """Every entry line of a session (``pk``), in order."""
@@ -255,12 +269,3 @@ LOCK_JOURNAL = Query(
     select(func.pg_advisory_xact_lock(func.hashtextextended(bindparam("name"), 0)))
 )
 """PostgreSQL: queue behind the other writers of a journal (``name``) until commit."""
-
-SAVEPOINT = Query(text("SAVEPOINT sessionstore_job"))
-"""Mark where one caller's part of a shared transaction begins."""
-
-ROLLBACK_TO = Query(text("ROLLBACK TO SAVEPOINT sessionstore_job"))
-"""Undo that part (the savepoint stays until released)."""
-
-RELEASE = Query(text("RELEASE SAVEPOINT sessionstore_job"))
-"""Keep that part, and forget the savepoint."""

@@ -56,7 +56,7 @@ from sessionstore.backends.sql.engine import (
     describe,
     open_runner,
 )
-from sessionstore.backends.sql.group import GroupCommit
+from sessionstore.backends.sql.group import Append, GroupCommit
 from sessionstore.backends.sql.journal import SqlJournal
 from sessionstore.backends.sql.runner import Runner
 from sessionstore.backends.sql.tables import entries, journal_lines, sessions
@@ -105,7 +105,7 @@ class SqlStore(StoreBase):
         self._runner = runner
         self._where = describe(runner.url)
         self._writer = asyncio.Lock()
-        self._group = GroupCommit(self)
+        self._group = GroupCommit(self, self._write_appends)
         # What a transaction may raise: SQLAlchemy's errors, and the
         # driver's own from the statements run on its cursor (`queries`).
         driver = runner.sync_engine.dialect.loaded_dbapi
@@ -265,16 +265,32 @@ class SqlStore(StoreBase):
             _row(entry, line) for entry, line in zip(new, entry_lines(session_id, new), strict=True)
         ]
 
-        def body(conn: Connection) -> None:
-            pk, _ = self._find(conn, session_id, lock=True)
-            if not rows:
-                return
-            last = self._last_seq(conn, pk)
-            _insert_entries(
-                conn, [{**row, "session_pk": pk, "seq": last + n} for n, row in enumerate(rows, 1)]
-            )
+        await self._group.submit(session_id, rows)
 
-        await self._group.submit(body)
+    def _write_appends(
+        self, appends: Sequence[Append], conn: Connection
+    ) -> builtins.list[SessionStoreError | None]:
+        """Group commit's writer: each session looked up (and locked) once, in
+        id order so that writers never wait on each other in a cycle, then
+        every row in one batch."""
+        keys: dict[str, int | SessionStoreError] = {}
+        for session_id in sorted({session_id for session_id, _ in appends}):
+            try:
+                keys[session_id] = self._find(conn, session_id, lock=True)[0]
+            except SessionNotFoundError as exc:
+                keys[session_id] = exc
+        batch = [
+            {**row, "pk": key}
+            for session_id, rows in appends
+            if not isinstance(key := keys[session_id], SessionStoreError)
+            for row in rows
+        ]
+        if batch:
+            Q.APPEND_ENTRY.many(conn, batch)
+        return [
+            key if isinstance(key := keys[session_id], SessionStoreError) else None
+            for session_id, _ in appends
+        ]
 
     def _locations(self, session_id: str) -> tuple[str, str]:
         return f"{self._where} sessions", f"{self._where} entries"
