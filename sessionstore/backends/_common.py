@@ -16,7 +16,7 @@ import contextlib
 import functools
 import gc
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Literal, Self
 
@@ -263,6 +263,24 @@ def decode_stored_meta(
     return meta
 
 
+def _trusted_entry(line: str | bytes) -> Entry | None:
+    """The entry pydantic's parser reads, when the strict decoder would read the same."""
+    if not _fast(line):
+        return None
+    try:
+        entry = _ENTRY.validate_json(line)
+    except ValidationError:
+        return None  # the strict decoder says what is wrong
+    if type(entry) is not MessageEntry:
+        return entry
+    message = entry.message
+    if (type(message.content) is str or _same_numbers(message.content)) and (
+        not message.__pydantic_extra__ or _same_numbers(message.__pydantic_extra__)
+    ):
+        return entry
+    return None
+
+
 def decode_stored_entry(
     session_id: str, line: str | bytes, *, path: str | None, line_no: int
 ) -> Entry:
@@ -274,23 +292,31 @@ def decode_stored_entry(
     (``-0``, or an integer beyond i64..u64, both floats to serde) or
     refuses the line, the strict decoder decides.
     """
-    if _fast(line):
-        try:
-            entry = _ENTRY.validate_json(line)
-        except ValidationError:
-            pass  # the strict decoder says what is wrong
-        else:
-            if type(entry) is not MessageEntry:
-                return entry
-            message = entry.message
-            if (type(message.content) is str or _same_numbers(message.content)) and (
-                not message.__pydantic_extra__ or _same_numbers(message.__pydantic_extra__)
-            ):
-                return entry
+    entry = _trusted_entry(line)
+    if entry is not None:
+        return entry
     try:
         return decode_entry(line)
     except InvalidRecordError as exc:
         raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
+
+
+def decode_stored_entries(
+    session_id: str, rows: Iterable[tuple[int, str | bytes]], *, path: str | None
+) -> builtins.list[Entry]:
+    """`decode_stored_entry` over ``(seq, line)`` rows, the collector held.
+
+    ``seq`` counts entries from 1: the line is number ``seq + 1`` of the
+    session's file, after its header.
+    """
+    decoded: builtins.list[Entry] = []
+    with gc_paused():
+        for seq, line in rows:
+            entry = _trusted_entry(line)
+            if entry is None:
+                entry = decode_stored_entry(session_id, line, path=path, line_no=seq + 1)
+            decoded.append(entry)
+    return decoded
 
 
 @contextlib.contextmanager

@@ -45,10 +45,9 @@ from typing import TypeVar
 from sessionstore.backends._common import (
     Durability,
     StoreBase,
-    decode_stored_entry,
+    decode_stored_entries,
     decode_stored_meta,
     entry_lines,
-    gc_paused,
     header_line,
     imported_entry,
     imported_header,
@@ -285,11 +284,8 @@ class JsonlStore(StoreBase):
             )
         where = str(path)
         decode_stored_meta(session_id, lines[0].removesuffix(b"\r"), path=where, line_no=1)
-        with gc_paused():
-            return [
-                decode_stored_entry(session_id, line.removesuffix(b"\r"), path=where, line_no=n)
-                for n, line in enumerate(lines[1:], start=2)
-            ]
+        rows = ((seq, line.removesuffix(b"\r")) for seq, line in enumerate(lines[1:], 1))
+        return decode_stored_entries(session_id, rows, path=where)
 
     # ------------------------------------------------------------ archive
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from sessionstore.backends._common import (
     StoreBase,
-    decode_stored_entry,
+    decode_stored_entries,
     decode_stored_meta,
     entry_lines,
     header_line,
@@ -74,10 +74,7 @@ class MemoryStore(StoreBase):
 
     async def load(self, session_id: str) -> builtins.list[Entry]:
         session = self._session(session_id)
-        return [
-            decode_stored_entry(session_id, line, path=None, line_no=number)
-            for number, line in enumerate(session.lines, start=2)
-        ]
+        return decode_stored_entries(session_id, enumerate(session.lines, 1), path=None)
 
     async def list(self) -> builtins.list[SessionMeta]:
         self._check_open()

@@ -40,10 +40,9 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sessionstore import migrate
 from sessionstore.backends._common import (
     StoreBase,
-    decode_stored_entry,
+    decode_stored_entries,
     decode_stored_meta,
     entry_lines,
-    gc_paused,
     header_line,
     imported_entry,
     imported_header,
@@ -240,13 +239,8 @@ class SqlStore(StoreBase):
         large load's rows would be charged to whatever the caller does next.
         """
         # The line number is the one the entry has in the session's file.
-        where = f"{self._where} entries"
-        with gc_paused():
-            decoded = [
-                decode_stored_entry(session_id, line, path=where, line_no=seq + 1)
-                for seq, line in rows
-            ]
-            rows.clear()
+        decoded = decode_stored_entries(session_id, rows, path=f"{self._where} entries")
+        rows.clear()
         return decoded
 
     # ------------------------------------------------------------ the contract
