@@ -14,8 +14,8 @@ sees turn after turn.
 Baselines: the standard library's sqlite3 on the same pragmas (WAL,
 synchronous=NORMAL) doing the same work by hand: one transaction per
 append, SELECT + json.loads for a load, the indexed tail query for a
-context, one SELECT of headers for a list, and a plain file copy (no fsync)
-for an export.
+context (bare, and with json.loads of its lines), one SELECT of headers
+for a list, and a plain file copy (no fsync) for an export.
 
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
 appends and loads run on openai-agents' SQLiteSession and LangChain's
@@ -209,6 +209,12 @@ class Bench:
                 f"load_context, {KEPT} kept of {self.size:,}",
                 lambda: store.load_context("big"),
                 lambda: raw.execute(tail).fetchall(),
+                200,
+            ),
+            (
+                f"load_context, {KEPT} kept of {self.size:,}, vs + json.loads",
+                lambda: store.load_context("big"),
+                lambda: [json.loads(line) for (line,) in raw.execute(tail)],
                 200,
             ),
             (
