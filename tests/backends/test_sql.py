@@ -175,11 +175,18 @@ async def test_load_context_statements_search_indexes_never_scan(store: SqlStore
         for sql in statements
         if sql.lstrip().upper().startswith("SELECT") and "entries" in sql
     ]
-    assert len(plans) == 2, plans
+    assert len(plans) == 3, plans  # the last seq, the last compaction, the kept messages
     for plan in plans:
         assert "SCAN" not in plan, plan
-    assert "ix_entries_compactions" in plans[0]
-    assert "ix_entries_entry_id (session_pk=? AND entry_id=?)" in plans[1]
+    assert "ix_entries_compactions" in plans[1]
+    assert "ix_entries_entry_id (session_pk=? AND entry_id=?" in plans[2]
+    # Asked again, nothing new: the last seq alone is read.
+    statements.clear()
+    await store.load_context(meta.id)
+    assert [sql for sql in statements if "entries" in sql] == [
+        sql for sql in statements if "max(entries.seq)" in sql
+    ]
+    assert len([sql for sql in statements if "entries" in sql]) == 1
 
 
 async def test_store_survives_reopening_and_lists_in_creation_order(db: Path) -> None:

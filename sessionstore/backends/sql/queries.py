@@ -36,6 +36,7 @@ from sessionstore.backends.sql.tables import entries, journal_lines, sessions
 
 __all__ = [
     "APPEND_ENTRY",
+    "ENTRIES_AFTER",
     "FIND_SESSION",
     "FIND_SESSION_LOCKED",
     "HEADERS",
@@ -207,33 +208,50 @@ PAGE_BYTES = Query(
 )
 """The same, each line as UTF-8 bytes: an export writes them with no decoding."""
 
+# The context's statements read up to a given ``end`` seq: on PostgreSQL
+# each statement sees its own snapshot, and the bound keeps them to one
+# prefix of the log.
+_upto = entries.c.seq <= bindparam("end")
+
 LAST_COMPACTION = Query(
     select(entries.c.seq, entries.c.line, entries.c.first_kept_id)
-    .where(_pk, _COMPACTION)
+    .where(_pk, _COMPACTION, _upto)
     .order_by(entries.c.seq.desc())
     .limit(1)
 )
-"""The last compaction of a session (``pk``), through its partial index."""
+"""The last compaction of a session (``pk``) up to ``end``, through its partial index."""
 
-MESSAGES = Query(select(entries.c.seq, entries.c.line).where(_pk, _MESSAGE).order_by(entries.c.seq))
-"""Every message line of a session (``pk``)."""
+MESSAGES = Query(
+    select(entries.c.seq, entries.c.entry_id, entries.c.line)
+    .where(_pk, _MESSAGE, _upto)
+    .order_by(entries.c.seq)
+)
+"""Every message of a session (``pk``) up to ``end``."""
 
 _first_kept = (
     select(func.min(entries.c.seq))
-    .where(_pk, entries.c.entry_id == bindparam("kept"), _MESSAGE)
+    .where(_pk, entries.c.entry_id == bindparam("kept"), _MESSAGE, _upto)
     .scalar_subquery()
 )
 KEPT_MESSAGES = Query(
-    select(entries.c.seq, entries.c.line)
+    select(entries.c.seq, entries.c.entry_id, entries.c.line)
     .where(
         _pk,
         _MESSAGE,
         entries.c.seq >= func.coalesce(_first_kept, bindparam("after")),
+        _upto,
     )
     .order_by(entries.c.seq)
 )
-"""The messages a compaction keeps: from the first message whose id is
-``kept`` on, or, when none has it, from ``seq`` ``after`` on."""
+"""The messages a compaction keeps, up to ``end``: from the first message
+whose id is ``kept`` on, or, when none has it, from ``seq`` ``after`` on."""
+
+ENTRIES_AFTER = Query(
+    select(entries.c.seq, entries.c.entry_id, entries.c.line, entries.c.type)
+    .where(_pk, entries.c.seq > bindparam("after"), _upto)
+    .order_by(entries.c.seq)
+)
+"""The entries of a session (``pk``) with ``after < seq <= end``."""
 
 HEADERS = Query(select(sessions.c.header).order_by(sessions.c.pk))
 """Every session's header line, in creation order."""

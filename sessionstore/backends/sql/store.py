@@ -49,6 +49,7 @@ from sessionstore.backends._common import (
     stored_header,
 )
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.contexts import Contexts
 from sessionstore.backends.sql.engine import (
     DEFAULT_BUSY_TIMEOUT,
     Durability,
@@ -59,7 +60,6 @@ from sessionstore.backends.sql.group import Append, GroupCommit
 from sessionstore.backends.sql.journal import SqlJournal
 from sessionstore.backends.sql.runner import Runner
 from sessionstore.backends.sql.tables import entries, journal_lines, sessions
-from sessionstore.context import summary_message
 from sessionstore.errors import (
     CorruptSessionError,
     DuplicateSessionError,
@@ -70,7 +70,7 @@ from sessionstore.errors import (
     StorageError,
     validate_session_id,
 )
-from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
+from sessionstore.models import CompactionEntry, Message, SessionMeta
 from sessionstore.store import Entry, SessionSummary
 
 __all__ = ["SqlStore"]
@@ -105,6 +105,7 @@ class SqlStore(StoreBase):
         self._where = describe(runner.url)
         self._writer = asyncio.Lock()
         self._group = GroupCommit(self, self._write_appends)
+        self._contexts = Contexts(self)
         # What a transaction may raise: SQLAlchemy's errors, and the
         # driver's own from the statements run on its cursor (`queries`).
         driver = runner.sync_engine.dialect.loaded_dbapi
@@ -446,36 +447,13 @@ class SqlStore(StoreBase):
         return await self._transaction(None, body)
 
     async def load_context(self, session_id: str) -> builtins.list[Message]:
-        """The built context, read from the last compaction on.
+        """The built context, read from the last compaction on, and kept.
 
-        Only the last compaction and the messages the context holds are read,
-        through indexes: the cost does not grow with the history before the
-        cut.
+        See `sessionstore.backends.sql.contexts`: the cost follows what the
+        context holds, and, turn after turn, what was appended since.
         """
         self._check(session_id)
-
-        def body(conn: Connection) -> tuple[Any, builtins.list[Any]]:
-            pk, _ = self._find(conn, session_id)
-            marker = Q.LAST_COMPACTION.first(conn, pk=pk)
-            if marker is None:
-                return marker, Q.MESSAGES.all(conn, pk=pk)
-            seq, _, kept = marker
-            return marker, Q.KEPT_MESSAGES.all(conn, pk=pk, kept=kept, after=seq + 1)
-
-        marker, rows = await self._transaction(session_id, body)
-        context = [e.message for e in self._decode(session_id, rows) if isinstance(e, MessageEntry)]
-        if marker is None:
-            return context
-        seq, line, _ = marker
-        compaction = self._decode(session_id, [(seq, line)])[0]
-        if not isinstance(compaction, CompactionEntry):
-            raise CorruptSessionError(
-                session_id,
-                "row typed 'compaction' holds another entry",
-                path=f"{self._where} entries",
-                line=seq + 1,
-            )
-        return [summary_message(compaction), *context]
+        return await self._contexts.load(session_id)
 
 
 def _row(entry: Entry, line: str) -> dict[str, Any]:
