@@ -83,6 +83,21 @@ async def fill(store: SessionStore, session_id: str, count: int) -> None:
     )
 
 
+def forget(store: SessionStore) -> None:
+    """Drop what a store keeps between calls, to time a first call (internals)."""
+    stored_header.cache_clear()
+    if isinstance(store, SqlStore):
+        store._contexts._built.clear()
+    elif isinstance(store, JsonlStore):
+        store._kept.clear()
+
+
+async def open_kind(kind: str, where: Path) -> SessionStore:
+    if kind == "sqlite":
+        return await SqlStore.open(str(where))
+    return JsonlStore(where)
+
+
 def raw_connection(path: Path) -> sqlite3.Connection:
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
@@ -200,7 +215,7 @@ class Bench:
             return [json.loads(line) for (line,) in raw.execute(query)]
 
         def list_first() -> Awaitable[object]:
-            stored_header.cache_clear()
+            forget(store)
             return store.list()
 
         works: list[tuple[str, Callable[[], Awaitable[object]], Callable[[], object], int]] = [
@@ -234,6 +249,12 @@ class Bench:
             mine = [await aper_call(ours, times) for _ in range(self.rounds)]
             theirs = [per_call(base, times) for _ in range(self.rounds)]
             self.raw.add(name, mine, theirs)
+        cold = []
+        for _ in range(self.rounds):
+            forget(store)
+            cold.append(await aper_call(lambda: store.load_context("big"), 1))
+        theirs = [per_call(lambda: raw.execute(tail).fetchall(), 1) for _ in range(self.rounds)]
+        self.raw.add(f"load_context, {KEPT} kept of {self.size:,}, first call", cold, theirs)
         await self.export(store, "sqlite")
         await store.close()
         jsonl = JsonlStore(self.fresh(".d"))
@@ -259,22 +280,21 @@ class Bench:
     async def flatness(self) -> None:
         long = 20_000 if self.quick else 1_000_000
         for kind in ("sqlite", "jsonl"):
-            times: dict[int, list[float]] = {}
+            first: dict[int, list[float]] = {}
+            again: dict[int, list[float]] = {}
             for count in (1_000, long):
-                if kind == "sqlite":
-                    store: SessionStore = await SqlStore.open(str(self.fresh()))
-                else:
-                    store = JsonlStore(self.fresh(".d"))
-                await fill(store, "s", count)
-                first = await aper_call(lambda: store.load_context("s"), 1)  # noqa: B023
-                if count == long and kind == "jsonl":
-                    self.flat.add(f"{kind}, {long:,} entries, first call", [first], times[1_000])
-                times[count] = [
-                    await aper_call(lambda: store.load_context("s"), 200)  # noqa: B023
-                    for _ in range(self.rounds)
-                ]
-                await store.close()
-            self.flat.add(f"{kind}, {long:,} entries", times[long], times[1_000])
+                where = self.fresh() if kind == "sqlite" else self.fresh(".d")
+                async with await open_kind(kind, where) as store:
+                    await fill(store, "s", count)
+                first[count], again[count] = [], []
+                async with await open_kind(kind, where) as store:
+                    context = store.load_context
+                    for _ in range(self.rounds):
+                        forget(store)
+                        first[count].append(await aper_call(lambda: context("s"), 1))  # noqa: B023
+                        again[count].append(await aper_call(lambda: context("s"), 200))  # noqa: B023
+            self.flat.add(f"{kind}, {long:,} entries, first call", first[long], first[1_000])
+            self.flat.add(f"{kind}, {long:,} entries, asked again", again[long], again[1_000])
 
     async def peer_runs(self) -> None:
         peers = _peers()
