@@ -32,9 +32,7 @@ process on the machine, not by other programs writing the same files.
 from __future__ import annotations
 
 import builtins
-import errno
 import fcntl
-import logging
 import os
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
@@ -45,8 +43,6 @@ from typing import TypeVar
 from sessionstore.backends._common import (
     Durability,
     StoreBase,
-    decode_stored_entries,
-    decode_stored_meta,
     entry_lines,
     header_line,
     imported_entry,
@@ -54,28 +50,25 @@ from sessionstore.backends._common import (
 )
 from sessionstore.backends._files import (
     FILE_MODE,
-    complete_length,
     fsync_directory,
     in_thread,
     write_all,
 )
 from sessionstore.backends.file_journal import JOURNAL_FILE, FileJournal
 from sessionstore.backends.jsonl_context import first_kept_in, read_context
+from sessionstore.backends.jsonl_file import complete_size, parse, read_header, repair
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
     SessionConflictError,
     SessionNotFoundError,
-    SessionStoreError,
     validate_session_id,
 )
 from sessionstore.models import Message, SessionMeta
 from sessionstore.store import Entry
 
 __all__ = ["Durability", "JsonlStore"]
-
-logger = logging.getLogger(__name__)
 
 SUFFIX = ".jsonl"
 JOURNALS = "journals"  # <dir>/journals/<name>/session_journal.jsonl
@@ -182,34 +175,13 @@ class JsonlStore(StoreBase):
             raise SessionNotFoundError(session_id) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            self._repair(session_id, path, fd)
+            repair(session_id, path, fd, full=self._full)
             if data:
                 write_all(fd, data)
                 if self._full:
                     os.fdatasync(fd)
         finally:
             os.close(fd)  # releases the lock
-
-    def _repair(self, session_id: str, path: Path, fd: int) -> None:
-        """Cut a crash-torn tail; the caller holds the exclusive lock."""
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) == b"\n":
-            return
-        keep = complete_length(fd, size)
-        if keep < size:
-            logger.warning(
-                "session %r: dropping %d bytes of a crash-truncated last line in %s",
-                session_id,
-                size - keep,
-                path,
-            )
-            os.truncate(path, keep)
-            if self._full:
-                os.fsync(fd)
-        if keep == 0:
-            raise CorruptSessionError(
-                session_id, "empty session file (missing header line)", path=str(path)
-            )
 
     # ------------------------------------------------------------ load
 
@@ -219,10 +191,10 @@ class JsonlStore(StoreBase):
 
     def _load(self, session_id: str) -> builtins.list[Entry]:
         path = self.path(session_id)
-        size = self._complete_size(session_id, path)
+        size = complete_size(session_id, path, full=self._full)
         with path.open("rb") as file:
             data = file.read(size)
-        return self._parse(session_id, path, data)
+        return parse(session_id, path, data)
 
     async def load_context(self, session_id: str) -> builtins.list[Message]:
         """The built context, read from the end of the session's file.
@@ -235,7 +207,7 @@ class JsonlStore(StoreBase):
 
     def _context(self, session_id: str) -> builtins.list[Message]:
         path = self.path(session_id)
-        size = self._complete_size(session_id, path)
+        size = complete_size(session_id, path, full=self._full)
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
             return read_context(session_id, str(path), fd, size, self._first_kept)
@@ -252,41 +224,6 @@ class JsonlStore(StoreBase):
             self._kept[key] = first_kept_in(fd, kept, end)
         return self._kept[key]
 
-    def _complete_size(self, session_id: str, path: Path) -> int:
-        """The length of the session file's complete lines, after any repair.
-
-        Bytes before that length never change (appends only add after it,
-        repairs only cut after it), so they can be read without a lock.
-        """
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            raise SessionNotFoundError(session_id) from None
-        try:
-            # Shared: no append is halfway through its write while we look.
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            size = os.fstat(fd).st_size
-            if size == 0 or os.pread(fd, 1, size - 1) != b"\n":
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                self._repair(session_id, path, fd)
-                size = os.fstat(fd).st_size
-            return size
-        finally:
-            os.close(fd)
-
-    @staticmethod
-    def _parse(session_id: str, path: Path, data: bytes) -> builtins.list[Entry]:
-        lines = data.split(b"\n")
-        lines.pop()  # what follows the last newline: nothing
-        if not lines:
-            raise CorruptSessionError(
-                session_id, "empty session file (missing header line)", path=str(path)
-            )
-        where = str(path)
-        decode_stored_meta(session_id, lines[0].removesuffix(b"\r"), path=where, line_no=1)
-        rows = ((seq, line.removesuffix(b"\r")) for seq, line in enumerate(lines[1:], 1))
-        return decode_stored_entries(session_id, rows, path=where)
-
     # ------------------------------------------------------------ archive
 
     def _locations(self, session_id: str) -> tuple[str, str]:
@@ -297,7 +234,7 @@ class JsonlStore(StoreBase):
         """The file's complete lines as they are, in reads of about a megabyte."""
         self._check(session_id)
         path = self.path(session_id)
-        size = await self._run(session_id, lambda: self._complete_size(session_id, path))
+        size = await self._run(session_id, lambda: complete_size(session_id, path, full=self._full))
         fd = await self._run(session_id, lambda: os.open(path, os.O_RDONLY | os.O_CLOEXEC))
         try:
             offset, lines, rest = 0, 0, b""
@@ -382,7 +319,7 @@ class JsonlStore(StoreBase):
                 raise SessionNotFoundError(session_id) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)  # held until the file is closed
-                self._repair(session_id, path, fd)
+                repair(session_id, path, fd, full=self._full)
                 self._expect(session_id, fd, header, after)
             except BaseException:
                 os.close(fd)
@@ -447,32 +384,7 @@ class JsonlStore(StoreBase):
         metas = []
         for name in names:
             if name.endswith(SUFFIX):
-                meta = self._read_header(self._dir / name, name[: -len(SUFFIX)])
+                meta = read_header(self._dir / name, name[: -len(SUFFIX)])
                 if meta is not None:
                     metas.append(meta)
         return metas
-
-    @staticmethod
-    def _read_header(path: Path, session_id: str) -> SessionMeta | None:
-        """The header of one file, or None (with a warning) when it has none."""
-        try:
-            validate_session_id(session_id)
-            with path.open("rb") as file:
-                line = file.readline()
-            if not line:
-                logger.warning("skipping empty session file %s", path)
-                return None
-            if not line.endswith(b"\n"):
-                logger.warning("skipping session file with a torn header: %s", path)
-                return None
-            return decode_stored_meta(
-                session_id, line[:-1].removesuffix(b"\r"), path=str(path), line_no=1
-            )
-        except OSError as exc:
-            reason = exc.strerror or exc
-            if exc.errno == errno.EISDIR:
-                reason = "a directory"
-            logger.warning("skipping unreadable session file %s: %s", path, reason)
-        except SessionStoreError as exc:
-            logger.warning("skipping session file with an invalid header: %s", exc)
-        return None
