@@ -34,7 +34,7 @@ from functools import partial
 from operator import itemgetter
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, exists, func, insert, select
+from sqlalchemy import Connection, insert, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from sessionstore import migrate
@@ -49,6 +49,7 @@ from sessionstore.backends._common import (
     stored_header,
 )
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql import survey
 from sessionstore.backends.sql.contexts import Contexts
 from sessionstore.backends.sql.engine import (
     DEFAULT_BUSY_TIMEOUT,
@@ -59,9 +60,8 @@ from sessionstore.backends.sql.engine import (
 from sessionstore.backends.sql.group import Append, GroupCommit
 from sessionstore.backends.sql.journal import SqlJournal
 from sessionstore.backends.sql.runner import Runner
-from sessionstore.backends.sql.tables import entries, journal_lines, sessions
+from sessionstore.backends.sql.tables import journal_lines, sessions
 from sessionstore.errors import (
-    CorruptSessionError,
     DuplicateSessionError,
     InvalidRecordError,
     SessionConflictError,
@@ -389,62 +389,13 @@ class SqlStore(StoreBase):
 
     async def summaries(self) -> builtins.list[SessionSummary]:
         self._check_open()
-        inside = entries.c.session_pk == sessions.c.pk
-        query = select(
-            sessions.c.id,
-            sessions.c.header,
-            select(func.coalesce(func.max(entries.c.seq), 0)).where(inside).scalar_subquery(),
-            select(entries.c.timestamp)
-            .where(inside)
-            .order_by(entries.c.seq.desc())
-            .limit(1)
-            .scalar_subquery(),
-            exists().where(inside, entries.c.type == "compaction"),
-        ).order_by(sessions.c.pk)
-        rows = await self._transaction(None, lambda conn: conn.execute(query).all())
-        return [
-            SessionSummary(
-                meta=decode_stored_meta(
-                    session_id, header, path=f"{self._where} sessions", line_no=1
-                ),
-                entries=count,
-                last_timestamp=last,
-                compacted=bool(compacted),
-            )
-            for session_id, header, count, last, compacted in rows
-        ]
+        where = f"{self._where} sessions"
+        return await self._transaction(None, partial(survey.summaries, where=where))
 
     async def integrity(self) -> builtins.list[str]:
         self._check_open()
-
-        def body(conn: Connection) -> builtins.list[str]:
-            faults = []
-            if conn.dialect.name == "sqlite":
-                checked = (conn.exec_driver_sql("PRAGMA integrity_check")).scalars()
-                faults += [f"integrity_check: {row}" for row in checked if row != "ok"]
-                keys = (conn.exec_driver_sql("PRAGMA foreign_key_check")).all()
-                faults += [f"foreign_key_check: {tuple(row)}" for row in keys]
-            low, high = func.min(entries.c.seq), func.max(entries.c.seq)
-            gaps = conn.execute(
-                select(sessions.c.id, func.count(), low, high)
-                .join(entries, entries.c.session_pk == sessions.c.pk)
-                .group_by(sessions.c.pk, sessions.c.id)
-                .having((func.count() != high) | (low != 1))
-            )
-            faults += [
-                f"session {session_id!r}: {count} entries but seq runs {low}..{high}"
-                for session_id, count, low, high in gaps
-            ]
-            # list() reads headers alone; here each must also name its row.
-            where = f"{self._where} sessions"
-            for session_id, header in Q.SESSIONS.all(conn):
-                try:
-                    decode_stored_meta(session_id, header, path=where, line_no=1)
-                except CorruptSessionError as exc:
-                    faults.append(str(exc))
-            return faults
-
-        return await self._transaction(None, body)
+        where = f"{self._where} sessions"
+        return await self._transaction(None, partial(survey.faults, where=where))
 
     async def load_context(self, session_id: str) -> builtins.list[Message]:
         """The built context, read from the last compaction on, and kept.

@@ -1,0 +1,74 @@
+"""The SQL store's survey of itself: summaries of every session, storage faults.
+
+Transaction bodies (plain functions of a `Connection`) for the tools: the
+command line's ``ls`` and ``verify``. They read every session at once, so
+they are built in SQL, not out of one query per session.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, exists, func, select
+
+from sessionstore.backends._common import decode_stored_meta
+from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.tables import entries, sessions
+from sessionstore.errors import CorruptSessionError
+from sessionstore.store import SessionSummary
+
+__all__ = ["faults", "summaries"]
+
+_inside = entries.c.session_pk == sessions.c.pk
+_SUMMARIES = select(
+    sessions.c.id,
+    sessions.c.header,
+    select(func.coalesce(func.max(entries.c.seq), 0)).where(_inside).scalar_subquery(),
+    select(entries.c.timestamp)
+    .where(_inside)
+    .order_by(entries.c.seq.desc())
+    .limit(1)
+    .scalar_subquery(),
+    exists().where(_inside, entries.c.type == "compaction"),
+).order_by(sessions.c.pk)
+
+_low, _high = func.min(entries.c.seq), func.max(entries.c.seq)
+_GAPS = (
+    select(sessions.c.id, func.count(), _low, _high)
+    .join(entries, entries.c.session_pk == sessions.c.pk)
+    .group_by(sessions.c.pk, sessions.c.id)
+    .having((func.count() != _high) | (_low != 1))
+)
+
+
+def summaries(conn: Connection, *, where: str) -> list[SessionSummary]:
+    """Every session at a glance, in creation order (``where``: the sessions table)."""
+    return [
+        SessionSummary(
+            meta=decode_stored_meta(session_id, header, path=where, line_no=1),
+            entries=count,
+            last_timestamp=last,
+            compacted=bool(compacted),
+        )
+        for session_id, header, count, last, compacted in conn.execute(_SUMMARIES)
+    ]
+
+
+def faults(conn: Connection, *, where: str) -> list[str]:
+    """The storage's faults: the database's own checks, gaps in ``seq``, and
+    headers that do not decode or name another row (``where``: the sessions table)."""
+    found = []
+    if conn.dialect.name == "sqlite":
+        checked = conn.exec_driver_sql("PRAGMA integrity_check").scalars()
+        found += [f"integrity_check: {row}" for row in checked if row != "ok"]
+        keys = conn.exec_driver_sql("PRAGMA foreign_key_check").all()
+        found += [f"foreign_key_check: {tuple(row)}" for row in keys]
+    found += [
+        f"session {session_id!r}: {count} entries but seq runs {low}..{high}"
+        for session_id, count, low, high in conn.execute(_GAPS)
+    ]
+    # list() reads headers alone; here each must also name its row.
+    for session_id, header in Q.SESSIONS.all(conn):
+        try:
+            decode_stored_meta(session_id, header, path=where, line_no=1)
+        except CorruptSessionError as exc:
+            found.append(str(exc))
+    return found
