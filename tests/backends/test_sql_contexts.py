@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import CompactionEntry, Message, MessageEntry, SessionMeta, SqlStore
+from sessionstore.backends.sql import contexts
 from sessionstore.context import build_context
 from sessionstore.store import Entry
 
@@ -51,3 +53,24 @@ async def test_a_kept_context_equals_build_context_of_the_log(
             log.append(entry)
         assert await store.load_context(session_id) == build_context(log)
         assert await other.load_context(session_id) == build_context(log)
+
+
+async def test_kept_contexts_stay_within_their_bounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(contexts, "KEPT_SESSIONS", 2)
+    monkeypatch.setattr(contexts, "KEPT_MESSAGES", 5)
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        sizes = [2, 2, 2, 6, 1]  # the 6-message context is never kept
+        ids = []
+        for size in sizes:
+            session_id = await store.create(SessionMeta.new())
+            log = [MessageEntry.new(Message.user(f"m{n}")) for n in range(size)]
+            await store.append_many(session_id, log)
+            assert await store.load_context(session_id) == build_context(log)
+            ids.append(session_id)
+            kept = store._contexts._built
+            assert len(kept) <= 2
+            assert sum(len(built.messages) for built in kept.values()) <= 5
+            assert store._contexts._messages == sum(len(b.messages) for b in kept.values())
+        assert list(store._contexts._built) == [ids[2], ids[4]]

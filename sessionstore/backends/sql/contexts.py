@@ -4,7 +4,7 @@ A context is built from the last compaction on: the compaction and the
 messages it keeps are read through indexes, so the cost does not grow
 with the history before the cut. An agent asks for its context every turn,
 after adding a message or two: the store keeps the contexts it built
-(`KEPT_SESSIONS` of them, up to `KEPT_MESSAGES` messages each), and the
+(the last `KEPT_SESSIONS` of them, `KEPT_MESSAGES` messages in all), and the
 next call reads only the session's last ``seq`` and, when it grew, the
 entries after the one the context was built to. The log only grows and
 ``seq`` has no gaps, so that is exact: new messages extend the context; a
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Contexts"]
 
 KEPT_SESSIONS = 256
-KEPT_MESSAGES = 10_000
+KEPT_MESSAGES = 20_000  # a few megabytes of messages at most, besides the callers' own
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class Contexts:
     def __init__(self, store: SqlStore) -> None:
         self._store = store
         self._built: OrderedDict[str, _Built] = OrderedDict()
+        self._messages = 0  # in the kept contexts
 
     async def load(self, session_id: str) -> list[Message]:
         built = self._built.get(session_id)
@@ -123,11 +124,14 @@ class Contexts:
         held = self._built.get(session_id)
         if held is not None and held.last > built.last:
             return  # a newer one was kept meanwhile
-        self._built.pop(session_id, None)
-        if len(built.messages) <= KEPT_MESSAGES:
-            self._built[session_id] = built
-            while len(self._built) > KEPT_SESSIONS:
-                self._built.popitem(last=False)
+        if held is not None:
+            self._messages -= len(self._built.pop(session_id).messages)
+        if len(built.messages) > KEPT_MESSAGES:
+            return
+        self._built[session_id] = built
+        self._messages += len(built.messages)
+        while len(self._built) > KEPT_SESSIONS or self._messages > KEPT_MESSAGES:
+            self._messages -= len(self._built.popitem(last=False)[1].messages)
 
     @property
     def _where(self) -> str:
