@@ -1,0 +1,38 @@
+"""The archive: lossless JSONL export and import over any store (SPEC section 6).
+
+An archive is a directory::
+
+    <archive>/sessions/<id>.jsonl                      a valid directory store
+    <archive>/journals/<name>/session_journal.jsonl    a valid journal file
+
+Lines travel byte for byte: what was imported exports back identical
+(unknown fields, key order, spacing, ``\\r``, escapes), so export, import
+into an empty store and export again gives identical trees, and
+``sessions/`` is a directory the Rust implementation can load.
+
+Both directions stream: memory stays flat however large the archive.
+
+Export writes each file under a temporary name, ``fsync``s it, renames it
+into place and ``fsync``s the directory, so a crash never leaves a partial
+file under a final name. Exporting into an existing archive is
+incremental: a session file gets only the entries it lacks, once the file
+is checked to be a byte-exact prefix of the session; a file that is not is
+refused and never overwritten. A journal file is replaced by the journal
+as it stands (journals are cleared by design).
+
+Import reads, never writes, its source. Each session is all or nothing.
+Importing the same archive again changes nothing; a file that extends an
+imported session adds only its new entries, after the shared part is
+checked byte for byte. A torn last line (a crash of whoever wrote the
+file) is skipped with a warning. A file that cannot be imported is refused
+with its file and line and leaves the store as it was; the other files
+still import, and the run ends in an `ArchiveError` listing every refusal.
+"""
+
+from __future__ import annotations
+
+from sessionstore.archive.exporting import export_archive
+from sessionstore.archive.importing import import_archive
+from sessionstore.archive.report import ArchiveIssue, ArchiveReport, Progress
+
+__all__ = ["ArchiveIssue", "ArchiveReport", "Progress", "export_archive", "import_archive"]
