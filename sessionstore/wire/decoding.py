@@ -1,0 +1,247 @@
+"""Decoding: lines to records, as strictly as serde_json (see `sessionstore.wire`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from sessionstore.errors import InvalidRecordError
+from sessionstore.models import (
+    CommentWrite,
+    CompactionEntry,
+    Message,
+    MessageEntry,
+    PostWrite,
+    SessionHeader,
+    SessionMeta,
+)
+from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, SURROGATE, U64_MAX
+
+__all__ = ["decode_entry", "decode_journal_line", "decode_message", "decode_meta"]
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_BOM = "\ufeff"
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class _NumberError(ValueError):
+    pass
+
+
+def _parse_int(text: str) -> int | float:
+    if text == "-0":
+        return -0.0  # serde_json reads -0 as a float
+    if len(text) < 19:
+        return int(text)
+    value = int(text) if len(text) <= 40 else None
+    if value is not None and I64_MIN <= value <= U64_MAX:
+        return value
+    return _parse_float(text)
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _NumberError(f"number out of range: {text[:40]}")
+    return value
+
+
+def _refuse_constant(text: str) -> Any:
+    raise _NumberError(f"{text} is not a JSON number")
+
+
+_Repeats = dict[int, tuple[dict[str, Any], list[str]]]
+
+
+def _parse_json(data: str | bytes | bytearray | memoryview) -> tuple[Any, _Repeats]:
+    """Parse JSON text strictly; also report which objects repeated keys."""
+    if isinstance(data, str):
+        text = data
+        bad = SURROGATE.search(text)
+        if bad is not None:
+            raise InvalidRecordError(f"lone surrogate at character {bad.start()}")
+    else:
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidRecordError(f"invalid UTF-8 at byte {exc.start}") from None
+    if text.startswith(_BOM):
+        raise InvalidRecordError("byte-order mark at the start of the record")
+
+    repeats: _Repeats = {}
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            seen: set[str] = set()
+            repeated = [key for key, _ in pairs if key in seen or seen.add(key)]  # type: ignore[func-returns-value]
+            repeats[id(obj)] = (obj, repeated)  # the reference pins the id
+        return obj
+
+    decoder = json.JSONDecoder(
+        object_pairs_hook=pairs_hook,
+        parse_int=_parse_int,
+        parse_float=_parse_float,
+        parse_constant=_refuse_constant,
+    )
+    try:
+        value = decoder.decode(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidRecordError(
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    except _NumberError as exc:
+        raise InvalidRecordError(str(exc)) from None
+    except RecursionError:
+        raise InvalidRecordError(f"nested deeper than {MAX_DEPTH} levels") from None
+    if _SURROGATE_ESCAPE.search(text):
+        _refuse_lone_surrogates(value, "")
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise InvalidRecordError(f"nested deeper than {MAX_DEPTH} levels")
+    return value, repeats
+
+
+def _refuse_lone_surrogates(value: Any, path: str) -> None:
+    if isinstance(value, str):
+        if SURROGATE.search(value):
+            raise InvalidRecordError(f"{path or 'value'}: lone surrogate escape")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_lone_surrogates(item, f"{path}[{index}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_lone_surrogates(key, path)
+            _refuse_lone_surrogates(item, f"{path}.{key}" if path else key)
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+def _refuse_repeats(obj: dict[str, Any], repeats: _Repeats, known: Any, path: str) -> None:
+    found = repeats.get(id(obj))
+    if found is None:
+        return
+    for key in found[1]:
+        if key in known:
+            raise InvalidRecordError(f"{path}{key}: repeated field")
+
+
+def _validate(model: type[_M], obj: dict[str, Any], what: str) -> _M:
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or '(record)'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise InvalidRecordError(f"invalid {what}: {problems}") from None
+
+
+def _load_object(
+    data: str | bytes | bytearray | memoryview, what: str
+) -> tuple[dict[str, Any], _Repeats]:
+    value, repeats = _parse_json(data)
+    if not isinstance(value, dict):
+        raise InvalidRecordError(f"invalid {what}: expected a JSON object, got {_json_kind(value)}")
+    return value, repeats
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
+
+
+def _variant(
+    obj: dict[str, Any], repeats: _Repeats, tag: str, variants: dict[str, type[_M]], what: str
+) -> type[_M]:
+    """The model a tagged object names, after refusing a repeated known field."""
+    if tag not in obj:
+        raise InvalidRecordError(f"invalid {what}: missing field '{tag}'")
+    value = obj[tag]
+    if not isinstance(value, str):
+        raise InvalidRecordError(f"invalid {what}: {tag}: expected a string")
+    model = variants.get(value)
+    if model is None:
+        expected = ", ".join(repr(name) for name in variants)
+        raise InvalidRecordError(
+            f"invalid {what}: unknown {tag} {value!r}, expected one of {expected}"
+        )
+    _refuse_repeats(obj, repeats, model.model_fields, "")
+    return model
+
+
+_ENTRIES: dict[str, type[MessageEntry | CompactionEntry]] = {
+    "message": MessageEntry,
+    "compaction": CompactionEntry,
+}
+_JOURNAL_LINES: dict[str, type[SessionHeader | PostWrite | CommentWrite]] = {
+    "session": SessionHeader,
+    "post": PostWrite,
+    "comment": CommentWrite,
+}
+
+
+def decode_meta(data: str | bytes | bytearray | memoryview) -> SessionMeta:
+    """Decode a session header.
+
+    Raises:
+        InvalidRecordError: not a valid header; the message says why and where.
+    """
+    obj, repeats = _load_object(data, "session header")
+    _refuse_repeats(obj, repeats, SessionMeta.model_fields, "")
+    return _validate(SessionMeta, obj, "session header")
+
+
+def decode_entry(data: str | bytes | bytearray | memoryview) -> MessageEntry | CompactionEntry:
+    """Decode a session entry (tagged by ``type``).
+
+    Raises:
+        InvalidRecordError: not a valid entry; the message says why and where.
+    """
+    obj, repeats = _load_object(data, "session entry")
+    model = _variant(obj, repeats, "type", _ENTRIES, "session entry")
+    nested = obj.get("message")
+    if model is MessageEntry and isinstance(nested, dict):
+        _refuse_repeats(nested, repeats, Message.model_fields, "message.")
+    return _validate(model, obj, "session entry")
+
+
+def decode_message(data: str | bytes | bytearray | memoryview) -> Message:
+    """Decode a chat message.
+
+    Raises:
+        InvalidRecordError: not a valid message; the message says why and where.
+    """
+    obj, repeats = _load_object(data, "message")
+    _refuse_repeats(obj, repeats, Message.model_fields, "")
+    return _validate(Message, obj, "message")
+
+
+def decode_journal_line(
+    data: str | bytes | bytearray | memoryview,
+) -> SessionHeader | PostWrite | CommentWrite:
+    """Decode a journal line (tagged by ``line``).
+
+    Raises:
+        InvalidRecordError: not a valid journal line; the message says why.
+    """
+    obj, repeats = _load_object(data, "journal line")
+    model = _variant(obj, repeats, "line", _JOURNAL_LINES, "journal line")
+    return _validate(model, obj, "journal line")
