@@ -14,8 +14,9 @@ sees turn after turn.
 Baselines: the standard library's sqlite3 on the same pragmas (WAL,
 synchronous=NORMAL) doing the same work by hand: one transaction per
 append, SELECT + json.loads for a load, the indexed tail query for a
-context (bare, and with json.loads of its lines), one SELECT of headers
-for a list, and a plain file copy (no fsync) for an export.
+context (bare, and with json.loads of its lines), both for an agent's turn
+(append a message, then read the context), one SELECT of headers for a
+list, and a plain file copy (no fsync) for an export.
 
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
 appends and loads run on openai-agents' SQLiteSession and LangChain's
@@ -277,6 +278,37 @@ class Bench:
         rate = size / 1e6 / statistics.median(ours)
         self.raw.add(f"export {size / 1e6:.0f} MB, {kind} ({rate:.0f} MB/s)", ours, copies)
 
+    async def turns(self) -> None:
+        """An agent's turn: append a message, then ask for the context."""
+        turns = 50 if self.quick else 200
+        ours, base = [], []
+        for _ in range(self.rounds):
+            async with await SqlStore.open(str(self.fresh())) as store:
+                await fill(store, "s", 1_000)
+                await store.load_context("s")
+                made = [entry(1_000 + n) for n in range(turns)]
+                start = time.perf_counter()
+                for one in made:
+                    await store.append("s", one)
+                    await store.load_context("s")
+                ours.append((time.perf_counter() - start) / turns)
+            lines = [encode(entry(n)) for n in range(1_000 + turns)]
+            connection = raw_connection(self.fresh())
+            connection.execute(RAW_SCHEMA)
+            connection.executemany(
+                "INSERT INTO entries VALUES (1, ?, ?)", list(enumerate(lines[:1_000], 1))
+            )
+            tail = "SELECT line FROM entries WHERE session = 1 AND seq > ? ORDER BY seq"
+            start = time.perf_counter()
+            for seq in range(1_001, 1_001 + turns):
+                connection.execute("BEGIN IMMEDIATE")
+                connection.execute("INSERT INTO entries VALUES (1, ?, ?)", (seq, lines[seq - 1]))
+                connection.execute("COMMIT")
+                connection.execute(tail, (seq - KEPT,)).fetchall()
+            base.append((time.perf_counter() - start) / turns)
+            connection.close()
+        self.raw.add("a turn: append, then load_context (per turn)", ours, base)
+
     async def flatness(self) -> None:
         long = 20_000 if self.quick else 1_000_000
         for kind in ("sqlite", "jsonl"):
@@ -451,6 +483,7 @@ async def main() -> None:
         await bench.appends(1, 200 if args.quick else 2000)
         await bench.appends(50, 4 if args.quick else 40)
         await bench.reads()
+        await bench.turns()
         await bench.flatness()
         await bench.peer_runs()
     finally:
