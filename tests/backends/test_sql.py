@@ -347,3 +347,21 @@ async def test_a_shared_commit_over_many_sessions_keeps_each_in_order(store: Sql
     assert [e.id for e in await store.load(first)] == ["a1", "a2", "a3"]
     assert [e.id for e in await store.load(second)] == ["b1", "b2", "b3"]
     assert await store.integrity() == []  # seq runs 1, 2, 3 in each
+
+
+async def test_a_cancelled_append_leaves_the_others_to_commit(store: SqlStore) -> None:
+    session_id = await store.create(SessionMeta.new())
+    leader = asyncio.create_task(store.append(session_id, message("lead", "x")))
+    await asyncio.sleep(0)  # the leader is now running its own transaction
+    followers = [
+        asyncio.create_task(store.append(session_id, message(f"f{n}", "x"))) for n in range(5)
+    ]
+    await asyncio.sleep(0)  # they wait for the next one
+    leader.cancel()
+    await asyncio.wait_for(asyncio.gather(*followers), timeout=10)
+    ids = [e.id for e in await store.load(session_id)]
+    assert [i for i in ids if i != "lead"] == [f"f{n}" for n in range(5)]
+    assert ids.count("lead") <= 1  # its caller gave up; it may or may not stand
+    assert await store.integrity() == []
+    await store.append(session_id, message("after", "x"))
+    assert (await store.load(session_id))[-1].id == "after"

@@ -44,17 +44,40 @@ class GroupCommit:
         self._store = store
         self._write = write
         self._pending: list[tuple[Append, asyncio.Future[None]]] = []
+        self._busy = False  # a transaction of appends is running
         self._flushing: asyncio.Task[None] | None = None
 
     async def submit(self, session_id: str, rows: Sequence[dict[str, Any]]) -> None:
-        """Append ``rows`` in the next shared transaction; return once it committed."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append(((session_id, rows), future))
-        if self._flushing is None or self._flushing.done():
-            self._flushing = asyncio.create_task(self._flush())
-        await future
+        """Append ``rows`` in the next shared transaction; return once it committed.
+
+        With no transaction of appends running, the caller runs its own at
+        once (no task to start first); appends arriving meanwhile gather,
+        and one task then commits them together.
+        """
+        if self._busy:
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._pending.append(((session_id, rows), future))
+            await future
+            return
+        self._busy = True
+        try:
+            write = partial(self._write, [(session_id, rows)])
+            (error,) = await self._store._transaction(None, write, write=True)
+        finally:
+            if self._pending:
+                self._flushing = asyncio.create_task(self._flush())
+            else:
+                self._busy = False
+        if error is not None:
+            raise error
 
     async def _flush(self) -> None:
+        try:
+            await self._flush_pending()
+        finally:
+            self._busy = False
+
+    async def _flush_pending(self) -> None:
         while self._pending:
             jobs, self._pending = self._pending, []
             appends = [append for append, _ in jobs]
