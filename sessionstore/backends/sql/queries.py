@@ -86,12 +86,6 @@ class Query:
         sql, params = self._compiled[name]
         return conn.connection.dbapi_connection.cursor(), sql, params  # type: ignore[union-attr]
 
-    def run(self, conn: Connection, **given: Any) -> None:
-        """Run a statement that returns no row."""
-        cursor, sql, params = self._cursor(conn)
-        cursor.execute(sql, params(given))
-        cursor.close()
-
     def all(self, conn: Connection, **given: Any) -> list[Any]:
         """Every row, as tuples."""
         cursor, sql, params = self._cursor(conn)
