@@ -295,6 +295,11 @@ def decode_stored_entry(
     entry = _trusted_entry(line)
     if entry is not None:
         return entry
+    return _strict_entry(session_id, line, path=path, line_no=line_no)
+
+
+def _strict_entry(session_id: str, line: str | bytes, *, path: str | None, line_no: int) -> Entry:
+    """What the strict decoder reads, its refusal named as a `CorruptSessionError`."""
     try:
         return decode_entry(line)
     except InvalidRecordError as exc:
@@ -314,7 +319,7 @@ def decode_stored_entries(
         for seq, line in rows:
             entry = _trusted_entry(line)
             if entry is None:
-                entry = decode_stored_entry(session_id, line, path=path, line_no=seq + 1)
+                entry = _strict_entry(session_id, line, path=path, line_no=seq + 1)
             decoded.append(entry)
     return decoded
 
