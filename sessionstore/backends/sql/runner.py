@@ -14,9 +14,10 @@ connection then stays checked out, in its transaction, between the calls.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -27,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from sessionstore.backends.sql.engine import DURABLE, WRITE
 
-__all__ = ["AsyncRunner", "Runner", "Step", "ThreadRunner"]
+__all__ = ["AsyncRunner", "Runner", "Step", "ThreadRunner", "Workers"]
 
 _T = TypeVar("_T")
 
@@ -57,18 +58,79 @@ def _options(write: bool, durable: bool) -> dict[str, bool]:
     return {WRITE: True, DURABLE: durable} if write else {}
 
 
+_Job = tuple[Callable[[], Any], "asyncio.Future[Any]"]
+
+
+def _resolve(future: asyncio.Future[_T], result: _T, error: BaseException | None) -> None:
+    if future.done():
+        return  # its caller was cancelled; what the call did stands
+    if error is None:
+        future.set_result(result)
+    else:
+        future.set_exception(error)
+
+
+class Workers:
+    """Threads running blocking calls for an event loop, fed from one queue.
+
+    Leaner than ``loop.run_in_executor``: a call is one queue put and its
+    result one ``call_soon_threadsafe``, with no concurrent future chained
+    between them; that halves the cost of a hop here (about 55 us instead
+    of 120 us on a 2-CPU machine).
+    """
+
+    def __init__(self, count: int, name: str) -> None:
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{name}-{n}", daemon=True)
+            for n in range(count)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def call(self, fn: Callable[[], _T]) -> asyncio.Future[_T]:
+        """Run ``fn`` in one of the threads; its result, awaitable on this loop."""
+        future: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
+        self._jobs.put((fn, future))
+        return future
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fn, future = job
+            del job
+            result, error = None, None
+            try:
+                result = fn()
+            except BaseException as exc:  # the caller's to handle, whatever it is
+                error = exc
+            with contextlib.suppress(RuntimeError):  # the loop closed: no one to tell
+                future.get_loop().call_soon_threadsafe(_resolve, future, result, error)
+            del fn, future, result, error
+
+    def stop(self) -> None:
+        """Let queued calls end, then the threads (blocking)."""
+        for _ in self._threads:
+            self._jobs.put(None)
+        for thread in self._threads:
+            thread.join()
+
+
 class ThreadRunner:
     """SQLite: each transaction runs whole in a worker thread.
 
-    Each worker thread keeps one connection open for the store's life:
-    checking one out of SQLAlchemy's pool and back in cost about as much as
-    a small transaction itself.
+    Writes run in one thread of their own (they take turns anyway), whose
+    connection's page cache then stays valid from one append to the next;
+    reads run in a few others, so that a long load never delays an append.
+    Each thread keeps one connection open for the store's life: checking
+    one out of SQLAlchemy's pool and back in cost about as much as a small
+    transaction itself.
     """
 
-    def __init__(self, engine: Engine, workers: int = 4) -> None:
+    def __init__(self, engine: Engine, readers: int = 3) -> None:
         self.sync_engine = engine
         self.url = engine.url
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="sessionstore-sql")
+        self._writer = Workers(1, "sessionstore-sql-writer")
+        self._readers = Workers(readers, "sessionstore-sql-reader")
         self._local = threading.local()
         self._opened: list[Connection] = []
         self._opened_lock = threading.Lock()
@@ -92,17 +154,12 @@ class ThreadRunner:
             return body(transaction.connection)
 
     async def run(self, body: Callable[[Connection], _T], *, write: bool, durable: bool) -> _T:
-        loop = asyncio.get_running_loop()
-        call = partial(self._in_transaction, body, write, durable)
-        return await loop.run_in_executor(self._pool, call)
+        workers = self._writer if write else self._readers
+        return await workers.call(partial(self._in_transaction, body, write, durable))
 
     @asynccontextmanager
     async def steps(self, *, write: bool) -> AsyncIterator[Step[Any]]:
-        loop = asyncio.get_running_loop()
-
-        def call(fn: Callable[[], _T]) -> Awaitable[_T]:
-            return loop.run_in_executor(self._pool, fn)
-
+        call = (self._writer if write else self._readers).call
         conn = await call(self.sync_engine.connect)
         try:
             if write:
@@ -118,7 +175,9 @@ class ThreadRunner:
             await call(conn.close)
 
     def _close(self) -> None:
-        self._pool.shutdown(wait=True)  # let running transactions end first
+        # Running transactions end first.
+        self._writer.stop()
+        self._readers.stop()
         for conn in self._opened:
             conn.close()
         self.sync_engine.dispose()
