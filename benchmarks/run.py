@@ -89,6 +89,7 @@ def forget(store: SessionStore) -> None:
     stored_header.cache_clear()
     if isinstance(store, SqlStore):
         store._contexts._built.clear()
+        store._listing.forget()
     elif isinstance(store, JsonlStore):
         store._kept.clear()
 

@@ -6,7 +6,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from sessionstore import MessageEntry, SessionMeta, SqlStore, migrate, open_store
+from sessionstore import MessageEntry, SessionMeta, SqlStore, encode, migrate, open_store
 from sessionstore.testing.contract import message
 from tests.helpers import run_appenders
 from tests.test_migrations import alembic
@@ -70,6 +70,21 @@ async def test_integrity_finds_a_gap_in_seq(store: SqlStore, pg_url: str) -> Non
         connection.execute("ALTER TABLE entries DISABLE TRIGGER entries_no_delete")
         connection.execute("DELETE FROM entries WHERE seq = 2")
     assert await store.integrity() == [f"session {meta.id!r}: 2 entries but seq runs 1..3"]
+
+
+async def test_list_sees_a_session_that_committed_after_one_with_a_greater_pk(
+    store: SqlStore, pg_url: str
+) -> None:
+    late = SessionMeta(id="late")
+    with connect(pg_url) as connection, connection.transaction():
+        # Takes its pk now, commits at the end of the block.
+        connection.execute(
+            "INSERT INTO sessions (id, version, created_at, header) VALUES (%s, 3, 't', %s)",
+            (late.id, encode(late)),
+        )
+        await store.create(SessionMeta(id="early"))
+        assert [m.id for m in await store.list()] == ["early"]
+    assert [m.id for m in await store.list()] == ["late", "early"]  # pk order
 
 
 def test_alembic_round_trip_and_drift_check_on_postgresql(pg_url: str) -> None:

@@ -96,6 +96,20 @@ async def test_raw_update_and_delete_fail_on_every_table(
     assert connection.execute(f"SELECT count(*) FROM {table}").fetchone() == (1,)
 
 
+def traced(store: SqlStore) -> list[str]:
+    """The statements the store runs from now on, as SQLite ran them (values in place)."""
+    statements: list[str] = []
+
+    def trace(driver: sqlite3.Connection) -> None:
+        driver.set_trace_callback(statements.append)
+
+    # The store runs its statements on the driver: trace its connections.
+    event.listen(store._runner.sync_engine, "connect", lambda driver, _: trace(driver))
+    for conn in store._runner._opened:  # type: ignore[attr-defined]
+        trace(conn.connection.driver_connection)
+    return statements
+
+
 async def test_corrupt_row_is_an_error_naming_session_and_line(store: SqlStore, db: Path) -> None:
     meta = SessionMeta.new()
     await store.create(meta)
@@ -118,10 +132,43 @@ async def test_a_header_that_does_not_decode_is_an_error_naming_its_session(
     connection = raw(db)
     connection.execute("DROP TRIGGER sessions_no_update")  # only a test may do this
     connection.execute("UPDATE sessions SET header = '{\"id\":1}' WHERE id = ?", (second.id,))
-    with pytest.raises(CorruptSessionError) as caught:
-        await store.list()
+    # This store keeps the headers it listed (they never change, but here);
+    # a store opened on the database after the change reads it.
+    async with await SqlStore.open(f"sqlite:///{db}") as reopened:
+        with pytest.raises(CorruptSessionError) as caught:
+            await reopened.list()
     assert caught.value.session_id == second.id
     assert "sessions" in str(caught.value)
+
+
+async def test_list_sees_the_sessions_another_store_object_creates(db: Path) -> None:
+    async with await SqlStore.open(str(db)) as store, await SqlStore.open(str(db)) as other:
+        made = [await store.create(SessionMeta.new())]
+        assert [m.id for m in await store.list()] == made
+        for n in range(3):
+            made.append(await other.create(SessionMeta(id=f"other-{n}")))
+            assert [m.id for m in await store.list()] == made
+            assert [m.id for m in await store.list()] == made  # asked again, kept
+        # Asked again with no new session, the count alone is read.
+        statements = traced(store)
+        assert [m.id for m in await store.list()] == made
+        assert not [sql for sql in statements if "header" in sql], statements
+
+
+async def test_list_reads_all_again_when_a_session_committed_out_of_key_order(
+    store: SqlStore, db: Path
+) -> None:
+    # On PostgreSQL a session can commit after one with a greater pk; here
+    # a row is put below the greatest pk by hand, as such a commit would.
+    first = await store.create(SessionMeta(id="first"))
+    connection = raw(db)
+    insert = "INSERT INTO sessions (pk, id, version, created_at, header) VALUES (?, ?, 3, 't', ?)"
+    late = SessionMeta(id="late")
+    connection.execute(insert, (10, "tenth", encode(SessionMeta(id="tenth"))))
+    assert [m.id for m in await store.list()] == [first, "tenth"]
+    connection.execute(insert, (5, late.id, encode(late)))
+    assert [m.id for m in await store.list()] == [first, "late", "tenth"]
+    assert (await store.list())[1] == late
 
 
 async def test_a_header_naming_another_session_is_an_integrity_fault(
@@ -160,15 +207,7 @@ async def test_load_context_statements_search_indexes_never_scan(store: SqlStore
     await store.create(meta)
     log: list[Entry] = [message(f"e{n}", "x") for n in range(2000)]
     await store.append_many(meta.id, [*log, compaction("c1", "sum", "e1990")])
-    statements: list[str] = []  # as SQLite ran them, values in place
-
-    def trace(driver: sqlite3.Connection) -> None:
-        driver.set_trace_callback(statements.append)
-
-    # The store runs its statements on the driver: trace its connections.
-    event.listen(store._runner.sync_engine, "connect", lambda driver, _: trace(driver))
-    for conn in store._runner._opened:  # type: ignore[attr-defined]
-        trace(conn.connection.driver_connection)
+    statements = traced(store)
     await store.load_context(meta.id)
     plans = [
         " | ".join(row[-1] for row in raw(db).execute(f"EXPLAIN QUERY PLAN {sql}"))

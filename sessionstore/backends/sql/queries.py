@@ -39,7 +39,7 @@ __all__ = [
     "ENTRIES_AFTER",
     "FIND_SESSION",
     "FIND_SESSION_LOCKED",
-    "HEADERS",
+    "HEADERS_AFTER",
     "INSERT_ENTRIES",
     "INSERT_JOURNAL_LINES",
     "JOURNAL_LAST_ROW",
@@ -53,6 +53,7 @@ __all__ = [
     "PAGE",
     "PAGE_BYTES",
     "SESSIONS",
+    "SESSION_COUNT",
     "Query",
 ]
 
@@ -247,8 +248,15 @@ ENTRIES_AFTER = Query(
 )
 """The entries of a session (``pk``) with ``after < seq <= end``."""
 
-HEADERS = Query(select(sessions.c.header).order_by(sessions.c.pk))
-"""Every session's header line, in creation order."""
+SESSION_COUNT = Query(select(func.count()).select_from(sessions))
+"""How many sessions the database holds."""
+
+HEADERS_AFTER = Query(
+    select(sessions.c.pk, sessions.c.header)
+    .where(sessions.c.pk > bindparam("after"))
+    .order_by(sessions.c.pk)
+)
+"""The ``(pk, header)`` of every session whose ``pk`` is past ``after``, in order."""
 
 SESSIONS = Query(select(sessions.c.id, sessions.c.header).order_by(sessions.c.pk))
 """Every session's id and header line, in creation order."""

@@ -41,12 +41,10 @@ from sessionstore import migrate
 from sessionstore.backends._common import (
     StoreBase,
     decode_stored_entries,
-    decode_stored_meta,
     entry_lines,
     header_line,
     imported_entry,
     imported_header,
-    stored_header,
 )
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import survey
@@ -59,11 +57,11 @@ from sessionstore.backends.sql.engine import (
 )
 from sessionstore.backends.sql.group import Append, GroupCommit
 from sessionstore.backends.sql.journal import SqlJournal
+from sessionstore.backends.sql.listing import Listing
 from sessionstore.backends.sql.runner import Runner
 from sessionstore.backends.sql.tables import journal_lines, sessions
 from sessionstore.errors import (
     DuplicateSessionError,
-    InvalidRecordError,
     SessionConflictError,
     SessionNotFoundError,
     SessionStoreError,
@@ -106,6 +104,7 @@ class SqlStore(StoreBase):
         self._writer = asyncio.Lock()
         self._group = GroupCommit(self, self._write_appends)
         self._contexts = Contexts(self)
+        self._listing = Listing(self)
         # What a transaction may raise: SQLAlchemy's errors, and the
         # driver's own from the statements run on its cursor (`queries`).
         driver = runner.sync_engine.dialect.loaded_dbapi
@@ -374,18 +373,9 @@ class SqlStore(StoreBase):
         return self._decode(session_id, await self._transaction(session_id, body))
 
     async def list(self) -> builtins.list[SessionMeta]:
+        """Every session's header, kept between calls (see `sql.listing`)."""
         self._check_open()
-
-        headers = await self._transaction(None, Q.HEADERS.column)
-        try:
-            return builtins.list(map(stored_header, headers))
-        except InvalidRecordError:
-            pass
-        # A header that does not decode: name its session.
-        where = f"{self._where} sessions"
-        for session_id, header in await self._transaction(None, Q.SESSIONS.all):
-            decode_stored_meta(session_id, header, path=where, line_no=1)
-        raise AssertionError("a header failed to decode, then decoded")  # pragma: no cover
+        return await self._listing.list()
 
     async def summaries(self) -> builtins.list[SessionSummary]:
         self._check_open()
