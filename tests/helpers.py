@@ -1,10 +1,17 @@
-"""Helpers shared by the tests: worker processes for concurrency and crash tests."""
+"""Helpers shared by the tests: worker processes for concurrency and crash
+tests, and a trace of the SQL store's statements."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import sys
+import threading
 from pathlib import Path
+
+from sqlalchemy import event
+
+from sessionstore import SqlStore
 
 WORKERS = Path(__file__).parent / "workers"
 APPENDER = WORKERS / "appender.py"
@@ -33,3 +40,23 @@ async def run_appenders(target: str, session_id: str, workers: list[str], count:
     assert [p.returncode for p in processes] == [0] * len(workers)
     for stdout, _ in results:
         assert stdout.split() == [str(n).encode() for n in range(count)]
+
+
+def traced(store: SqlStore, threads: list[str] | None = None) -> list[str]:
+    """The statements a SQLite store runs from now on, as SQLite ran them
+    (values in place); ``threads`` gets the name of the thread running each."""
+    statements: list[str] = []
+
+    def record(sql: str) -> None:
+        statements.append(sql)
+        if threads is not None:
+            threads.append(threading.current_thread().name)
+
+    def trace(driver: sqlite3.Connection) -> None:
+        driver.set_trace_callback(record)
+
+    # The store runs its statements on the driver: trace its connections.
+    event.listen(store._runner.sync_engine, "connect", lambda driver, _: trace(driver))
+    for conn in store._runner._opened:  # type: ignore[attr-defined]
+        trace(conn.connection.driver_connection)
+    return statements

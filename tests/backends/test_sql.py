@@ -25,7 +25,7 @@ from sessionstore import (
     open_store,
 )
 from sessionstore.testing.contract import compaction, message
-from tests.helpers import run_appenders, spawn_appender
+from tests.helpers import run_appenders, spawn_appender, traced
 
 
 @pytest.fixture
@@ -94,20 +94,6 @@ async def test_raw_update_and_delete_fail_on_every_table(
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
         connection.execute(statement.format(table=table))
     assert connection.execute(f"SELECT count(*) FROM {table}").fetchone() == (1,)
-
-
-def traced(store: SqlStore) -> list[str]:
-    """The statements the store runs from now on, as SQLite ran them (values in place)."""
-    statements: list[str] = []
-
-    def trace(driver: sqlite3.Connection) -> None:
-        driver.set_trace_callback(statements.append)
-
-    # The store runs its statements on the driver: trace its connections.
-    event.listen(store._runner.sync_engine, "connect", lambda driver, _: trace(driver))
-    for conn in store._runner._opened:  # type: ignore[attr-defined]
-        trace(conn.connection.driver_connection)
-    return statements
 
 
 async def test_corrupt_row_is_an_error_naming_session_and_line(store: SqlStore, db: Path) -> None:

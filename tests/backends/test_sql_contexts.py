@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionstore import CompactionEntry, Message, MessageEntry, SessionMeta, SqlStore
+from sessionstore import (
+    CompactionEntry,
+    Message,
+    MessageEntry,
+    SessionMeta,
+    SqlStore,
+    StorageError,
+)
 from sessionstore.backends.sql import contexts
+from sessionstore.backends.sql.runner import ThreadRunner
 from sessionstore.context import build_context
 from sessionstore.store import Entry
+from sessionstore.testing.contract import message
+from tests.helpers import traced
 
 IDS = ["a", "b", "c"]
 
@@ -74,3 +86,61 @@ async def test_kept_contexts_stay_within_their_bounds(
             assert sum(len(built.messages) for built in kept.values()) <= 5
             assert store._contexts._messages == sum(len(b.messages) for b in kept.values())
         assert list(store._contexts._built) == [ids[2], ids[4]]
+
+
+async def test_a_kept_context_is_read_on_the_event_loop_when_little_is_new(
+    tmp_path: Path,
+) -> None:
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        session_id = await store.create(SessionMeta.new())
+        log: list[Entry] = [message(f"e{n}", "x") for n in range(5)]
+        await store.append_many(session_id, log)
+        threads: list[str] = []
+        statements = traced(store, threads)
+
+        def on_the_loop() -> list[bool]:
+            """For each read of entries since the last call: whether it ran on the loop."""
+            ran = [
+                name == threading.main_thread().name
+                for sql, name in zip(statements, threads, strict=True)
+                if "FROM entries" in sql
+            ]
+            statements.clear()
+            threads.clear()
+            return ran
+
+        assert await store.load_context(session_id) == build_context(log)
+        assert not any(on_the_loop())  # built in a thread
+        for batch in (0, 1, contexts.QUICK_ROWS, contexts.QUICK_ROWS + 1):
+            new = [message(f"b{batch}-{n}", "y") for n in range(batch)]
+            await store.append_many(session_id, new)
+            log += new
+            on_the_loop()  # the append's
+            assert await store.load_context(session_id) == build_context(log)
+            here = on_the_loop()
+            assert here[0]  # the probe
+            assert all(here) == (batch <= contexts.QUICK_ROWS), here  # beyond: read in a thread
+
+
+async def test_a_quick_read_waits_in_a_thread_when_sqlite_is_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        session_id = await store.create(SessionMeta.new())
+        await store.append(session_id, message("e1", "x"))
+        await store.load_context(session_id)
+        await store.append(session_id, message("e2", "y"))
+        runner = store._runner
+        assert isinstance(runner, ThreadRunner)
+
+        class Locked:
+            def begin(self) -> None:
+                raise sqlite3.OperationalError(error)
+
+        monkeypatch.setattr(runner, "_here", Locked())
+        error = "database is locked"
+        expected = build_context([message("e1", "x"), message("e2", "y")])
+        assert await store.load_context(session_id) == expected
+        error = "disk I/O error"  # not a lock: the caller's error
+        with pytest.raises(StorageError, match="disk I/O error"):
+            await store.load_context(session_id)

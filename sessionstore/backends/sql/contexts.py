@@ -9,7 +9,9 @@ next call reads only the session's last ``seq`` and, when it grew, the
 entries after the one the context was built to. The log only grows and
 ``seq`` has no gaps, so that is exact: new messages extend the context; a
 new compaction, or a new message carrying the id a compaction keeps from
-when no message had it before, means building it again.
+when no message had it before, means building it again. That next call,
+when at most `QUICK_ROWS` entries are new, is a quick read: on SQLite it
+runs on the event loop, sparing the hop to a thread (see `ThreadRunner`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
@@ -31,6 +34,9 @@ if TYPE_CHECKING:
     from sessionstore.backends.sql.store import SqlStore
 
 __all__ = ["Contexts"]
+
+QUICK_ROWS = 16
+"""New entries a kept context may read on the event loop (`Runner.run`'s ``quick``)."""
 
 KEPT_SESSIONS = 256
 KEPT_MESSAGES = 20_000  # a few megabytes of messages at most, besides the callers' own
@@ -67,9 +73,16 @@ class Contexts:
 
     async def load(self, session_id: str) -> list[Message]:
         built = self._built.get(session_id)
-        read = await self._store._transaction(
-            session_id, lambda conn: self._read(conn, session_id, built)
-        )
+        transaction = self._store._transaction
+        read = None
+        if built is not None:  # most turns: nothing or a few messages new
+            probe = partial(self._read, session_id=session_id, built=built, most=QUICK_ROWS)
+            read = await transaction(session_id, probe, quick=True)
+        if read is None:
+            read = await transaction(
+                session_id, partial(self._read, session_id=session_id, built=built)
+            )
+            assert read is not None
         if built is not None and read.rows is None:
             if read.new_rows:
                 messages = self._decode(session_id, read.new_rows)
@@ -79,15 +92,21 @@ class Contexts:
         self._keep(session_id, built)
         return list(built.messages)
 
-    def _read(self, conn: Connection, session_id: str, built: _Built | None) -> _Read:
+    def _read(
+        self, conn: Connection, *, session_id: str, built: _Built | None, most: int | None = None
+    ) -> _Read | None:
+        """What `load` needs, read in one transaction; with ``most``, no more
+        than that many new entries (None when the context needs more)."""
         pk = self._store._find(conn, session_id)[0] if built is None else built.pk
         last = self._store._last_seq(conn, pk)
         if built is not None and last == built.last:
             return _Read(pk, last, new_rows=[])
-        if built is not None and last > built.last:
+        if built is not None and built.last < last <= built.last + (most or last):
             new = Q.ENTRIES_AFTER.all(conn, pk=pk, after=built.last, end=last)
             if all(kind == "message" and id_ != built.waiting_for for _, id_, _, kind in new):
                 return _Read(pk, last, new_rows=new)
+        if most is not None:
+            return None
         marker = Q.LAST_COMPACTION.first(conn, pk=pk, end=last)
         if marker is None:
             return _Read(pk, last, rows=Q.MESSAGES.all(conn, pk=pk, end=last))

@@ -17,6 +17,7 @@ serialize on row and advisory locks taken in the transactions themselves.
 from __future__ import annotations
 
 import os
+import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -36,6 +37,7 @@ __all__ = [
     "WRITE",
     "Durability",
     "async_url",
+    "is_busy",
     "is_sql_target",
     "open_async_engine",
     "open_sync_engine",
@@ -52,6 +54,19 @@ DURABLE = "sessionstore_durable"
 """Execution option: commit with ``synchronous=FULL`` whatever the store's level."""
 
 DEFAULT_BUSY_TIMEOUT = 30.0
+
+
+# PostgreSQL: serialization failure, deadlock, lock not available.
+_RETRY_STATES = {"40001", "40P01", "55P03"}
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether another writer got in the way: worth running the transaction again."""
+    orig = getattr(exc, "orig", exc)
+    if getattr(orig, "sqlstate", None) in _RETRY_STATES:
+        return True
+    text = str(orig).lower()
+    return isinstance(orig, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
 def is_sql_target(target: str) -> bool:

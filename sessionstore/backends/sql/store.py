@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import sqlite3
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from operator import itemgetter
@@ -53,6 +52,7 @@ from sessionstore.backends.sql.engine import (
     DEFAULT_BUSY_TIMEOUT,
     Durability,
     describe,
+    is_busy,
     open_runner,
 )
 from sessionstore.backends.sql.group import Append, GroupCommit
@@ -76,19 +76,6 @@ __all__ = ["SqlStore"]
 _T = TypeVar("_T")
 _BUSY_RETRIES = 5
 _PAGE = 2000  # rows per query when streaming a session
-
-
-# PostgreSQL: serialization failure, deadlock, lock not available.
-_RETRY_STATES = {"40001", "40P01", "55P03"}
-
-
-def _is_busy(exc: BaseException) -> bool:
-    """Whether another writer got in the way: worth running the transaction again."""
-    orig = getattr(exc, "orig", exc)
-    if getattr(orig, "sqlstate", None) in _RETRY_STATES:
-        return True
-    text = str(orig).lower()
-    return isinstance(orig, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
 class SqlStore(StoreBase):
@@ -177,25 +164,27 @@ class SqlStore(StoreBase):
         *,
         write: bool = False,
         durable: bool = False,
+        quick: bool = False,
     ) -> _T:
         """Run ``body`` in one transaction; driver errors become ours.
 
         Args:
             write: take the write lock up front; one writer at a time.
             durable: commit with a full fsync even at ``durability="normal"``.
+            quick: a read of a few rows through indexes (see `Runner.run`).
         """
         attempt = 0
         while True:
             try:
                 if not write:
-                    return await self._runner.run(body, write=False, durable=False)
+                    return await self._runner.run(body, write=False, durable=False, quick=quick)
                 async with self._writer:
                     return await self._runner.run(body, write=True, durable=durable)
             except SessionStoreError:
                 raise
             except self._errors as exc:
                 attempt += 1
-                if _is_busy(exc) and attempt <= _BUSY_RETRIES:
+                if is_busy(exc) and attempt <= _BUSY_RETRIES:
                     await asyncio.sleep(0.05 * 2**attempt)
                     continue
                 raise self._storage_error(exc, session_id) from exc
