@@ -196,3 +196,27 @@ def test_extra_fields_the_fast_reader_would_read_differently_go_to_the_strict_on
     assert repr(fast) == repr(decode_entry(line))
     assert isinstance(fast, MessageEntry)
     assert type(fast.message.extra["n"]) is not int
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"type":"compaction","id":"c","timestamp":"t","summary":"s","first_kept_id":"e",'
+        '"tokens_before":-0}',
+        '{"type":"compaction","id":"c","timestamp":"t","summary":"s","first_kept_id":"e",'
+        '"tokens_before":0}',
+        '{"type":"compaction","id":"c","timestamp":"t","summary":"-0,","first_kept_id":"e"}',
+        '{"type":"message","id":"e","timestamp":"t","message":{"role":"r","content":"x"},'
+        '"ignored":-0}',
+    ],
+)
+def test_typed_numbers_and_ignored_fields_read_as_the_strict_reader_reads_them(line: str) -> None:
+    try:
+        strict: object = decode_entry(line)
+    except InvalidRecordError as exc:
+        strict = str(exc)
+    try:
+        fast: object = decode_stored_entry("s", line, path=None, line_no=2)
+    except CorruptSessionError as exc:
+        fast = exc.reason
+    assert repr(fast) == repr(strict)

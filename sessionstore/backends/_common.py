@@ -264,21 +264,27 @@ def decode_stored_meta(
 
 
 def _trusted_entry(line: str | bytes) -> Entry | None:
-    """The entry pydantic's parser reads, when the strict decoder would read the same."""
-    if not _fast(line):
-        return None
+    """The entry pydantic's parser reads, when the strict decoder would read the same.
+
+    Only a number can be read differently, and only where the entry holds
+    one: a message's free-form JSON (content that is not a string, extra
+    fields) or a compaction's ``tokens_before`` (``-0`` is 0 to pydantic, a
+    float serde refuses there). Other lines skip the search for ``-0``.
+    """
     try:
         entry = _ENTRY.validate_json(line)
     except ValidationError:
         return None  # the strict decoder says what is wrong
-    if type(entry) is not MessageEntry:
-        return entry
+    if isinstance(entry, CompactionEntry):
+        return None if entry.tokens_before == 0 and not _fast(line) else entry
     message = entry.message
-    if (type(message.content) is str or _same_numbers(message.content)) and (
-        not message.__pydantic_extra__ or _same_numbers(message.__pydantic_extra__)
-    ):
+    if type(message.content) is str and not message.__pydantic_extra__:
         return entry
-    return None
+    if not _fast(line) or not _same_numbers(message.content):
+        return None
+    if message.__pydantic_extra__ and not _same_numbers(message.__pydantic_extra__):
+        return None
+    return entry
 
 
 def decode_stored_entry(
