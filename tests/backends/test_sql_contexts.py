@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -134,10 +135,11 @@ async def test_a_quick_read_waits_in_a_thread_when_sqlite_is_busy(
         assert isinstance(runner, ThreadRunner)
 
         class Locked:
-            def begin(self) -> None:
+            def execute(self, sql: str) -> None:
                 raise sqlite3.OperationalError(error)
 
-        monkeypatch.setattr(runner, "_here", Locked())
+        locked = SimpleNamespace(connection=SimpleNamespace(driver_connection=Locked()))
+        monkeypatch.setattr(runner, "_here", locked)
         error = "database is locked"
         expected = build_context([message("e1", "x"), message("e2", "y")])
         assert await store.load_context(session_id) == expected

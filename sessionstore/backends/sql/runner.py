@@ -122,6 +122,19 @@ class Workers:
             thread.join()
 
 
+def _read_on_driver(conn: Connection, body: Callable[[Connection], _T]) -> _T:
+    """Run a read on the driver alone: SQLAlchemy's begin and commit would
+    cost as much again. ``body`` must run its statements on the driver too
+    (`Query`); SQLAlchemy's own would begin a second transaction, and fail."""
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    driver.execute("BEGIN")
+    try:
+        return body(conn)
+    finally:
+        driver.commit()  # ends a read whether it succeeded or not
+
+
 class ThreadRunner:
     """SQLite: each transaction runs whole in a worker thread, but quick reads.
 
@@ -175,8 +188,7 @@ class ThreadRunner:
         if quick and not write:
             here = self._here or await self._open_here()
             try:
-                with here.begin() as transaction:
-                    return body(transaction.connection)
+                return _read_on_driver(here, body)
             except self._driver_error as exc:
                 if not is_busy(exc):
                     raise
