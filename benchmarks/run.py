@@ -16,7 +16,9 @@ synchronous=NORMAL) doing the same work by hand: one transaction per
 append, SELECT + json.loads for a load, the indexed tail query for a
 context (bare, and with json.loads of its lines), both for an agent's turn
 (append a message, then read the context), one SELECT of headers for a
-list, and a plain file copy (no fsync) for an export.
+list, and a plain file copy (no fsync) for an export, besides a raw dump
+of the same rows with sqlite3, written and fsynced (the floor of any
+export from SQLite).
 
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
 appends and loads run on openai-agents' SQLiteSession and LangChain's
@@ -39,6 +41,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +122,27 @@ def raw_appends(path: Path, lines: list[str]) -> float:
     elapsed = time.perf_counter() - start
     connection.close()
     return elapsed / len(lines)
+
+
+def raw_export(path: Path, target: Path) -> float:
+    """Seconds to dump the big session's lines by hand with raw sqlite3, in
+    pages of 2,000 rows, into a file then synced: what any export must do."""
+    connection = raw_connection(path)
+    query = (
+        "SELECT seq, CAST(line AS BLOB) FROM entries WHERE session_pk = 1 AND seq > ? "
+        "ORDER BY seq LIMIT 2000"
+    )
+    start = time.perf_counter()
+    with target.open("wb") as out:
+        after = 0
+        while rows := connection.execute(query, (after,)).fetchall():
+            after = rows[-1][0]
+            out.write(b"\n".join(line for _, line in rows) + b"\n")
+        out.flush()
+        os.fsync(out.fileno())
+    elapsed = time.perf_counter() - start
+    connection.close()
+    return elapsed
 
 
 async def store_appends(path: Path, tasks: int, each: int) -> float:
@@ -259,6 +283,12 @@ class Bench:
         self.raw.add(f"load_context, {KEPT} kept of {self.size:,}, first call", cold, theirs)
         await self.export(store, "sqlite")
         await store.close()
+        dumps = [raw_export(path, self.work / "dump") for _ in range(self.rounds)]
+        size = (self.work / "dump").stat().st_size
+        rate = size / 1e6 / statistics.median(dumps)
+        copy = partial(shutil.copyfile, self.work / "dump", self.work / "copy")
+        copies = [per_call(copy, 1) for _ in range(self.rounds)]
+        self.raw.add(f"raw sqlite3 dump + fsync, the floor ({rate:.0f} MB/s)", dumps, copies)
         jsonl = JsonlStore(self.fresh(".d"))
         await fill(jsonl, "big", self.size)
         await self.export(jsonl, "jsonl")

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection, event
 
 from sessionstore import (
     ConfigurationError,
@@ -321,26 +320,30 @@ async def test_journal_clear_is_a_marker_and_history_stays(store: SqlStore, db: 
 async def test_journal_commits_with_a_full_fsync_even_at_normal_durability(
     store: SqlStore,
 ) -> None:
-    levels: list[int] = []
-
-    def record(connection: Connection) -> None:
-        levels.append(connection.exec_driver_sql("PRAGMA synchronous").scalar_one())
-
-    event.listen(store._runner.sync_engine, "commit", record)
+    await store.journal("first").append_raw(b"x")  # the writer's connection now at FULL
+    threads: list[str] = []
+    statements = traced(store, threads)
     await store.create(SessionMeta(id="s"))
     await store.journal("agent").append_raw(b"x")
     await store.append("s", message("e1", "x"))
     await store.journal("agent").clear()
-    assert levels == [1, 2, 1, 2]  # NORMAL for sessions, FULL for the journal
+    # Each commit, with the synchronous level its connection was set to last.
+    levels, level = [], "unset"
+    for sql, thread in zip(statements, threads, strict=True):
+        assert "writer" in thread, (sql, thread)  # every write on the one writer connection
+        if sql.startswith("PRAGMA synchronous="):
+            level = sql.split("=")[1]
+        elif sql == "COMMIT":
+            levels.append(level)
+    assert levels == ["NORMAL", "FULL", "NORMAL", "FULL"]  # FULL for the journal
 
 
 async def test_appends_that_arrive_together_share_a_commit(store: SqlStore) -> None:
     session_id = await store.create(SessionMeta.new())
-    commits: list[int] = []
-    event.listen(store._runner.sync_engine, "commit", lambda conn: commits.append(1))
+    statements = traced(store)
     await asyncio.gather(*(store.append(session_id, message(f"e{n}", "x")) for n in range(50)))
     assert len(await store.load(session_id)) == 50
-    assert len(commits) < 50
+    assert 0 < statements.count("COMMIT") < 50
 
 
 async def test_a_failing_append_in_a_shared_commit_fails_only_its_caller(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from types import SimpleNamespace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,8 +19,7 @@ from sessionstore import (
     SqlStore,
     StorageError,
 )
-from sessionstore.backends.sql import contexts
-from sessionstore.backends.sql.runner import ThreadRunner
+from sessionstore.backends.sql import contexts, runner
 from sessionstore.context import build_context
 from sessionstore.store import Entry
 from sessionstore.testing.contract import message
@@ -131,15 +130,14 @@ async def test_a_quick_read_waits_in_a_thread_when_sqlite_is_busy(
         await store.append(session_id, message("e1", "x"))
         await store.load_context(session_id)
         await store.append(session_id, message("e2", "y"))
-        runner = store._runner
-        assert isinstance(runner, ThreadRunner)
+        on_driver = runner._on_driver
 
-        class Locked:
-            def execute(self, sql: str) -> None:
+        def locked_on_the_loop(*args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread() is threading.main_thread():
                 raise sqlite3.OperationalError(error)
+            return on_driver(*args, **kwargs)
 
-        locked = SimpleNamespace(connection=SimpleNamespace(driver_connection=Locked()))
-        monkeypatch.setattr(runner, "_here", locked)
+        monkeypatch.setattr(runner, "_on_driver", locked_on_the_loop)
         error = "database is locked"
         expected = build_context([message("e1", "x"), message("e2", "y")])
         assert await store.load_context(session_id) == expected

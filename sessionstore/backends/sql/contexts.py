@@ -80,7 +80,7 @@ class Contexts:
             read = await transaction(session_id, probe, quick=True)
         if read is None:
             read = await transaction(
-                session_id, partial(self._read, session_id=session_id, built=built)
+                session_id, partial(self._read, session_id=session_id, built=built), lean=True
             )
             assert read is not None
         if built is not None and read.rows is None:

@@ -24,7 +24,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import NullPool, PoolProxiedConnection
 
 from sessionstore.backends._common import Durability, check_durability
 from sessionstore.errors import ConfigurationError, StorageError
@@ -37,6 +37,7 @@ __all__ = [
     "WRITE",
     "Durability",
     "async_url",
+    "begin_on_driver",
     "is_busy",
     "is_sql_target",
     "open_async_engine",
@@ -160,28 +161,42 @@ def _install_events(engine: Engine, durability: Durability, busy_timeout: float)
 
     @event.listens_for(engine, "connect")
     def on_connect(dbapi_connection: Any, record: Any) -> None:
-        # The driver must not begin transactions on its own; on_begin does.
+        # The driver must not begin transactions on its own; begin_on_driver does.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         for pragma in pragmas:
             cursor.execute(pragma)
         cursor.close()
+        record.info[_DEFAULT_SYNCHRONOUS] = default
 
     @event.listens_for(engine, "begin")
     def on_begin(connection: Connection) -> None:
         options = connection.get_execution_options()
-        # synchronous can only change outside a transaction: set it here,
-        # once per connection and whenever a durable commit needs FULL.
-        # Straight to the driver: SQLAlchemy's execution path costs more here
-        # than these statements do.
-        wanted = "FULL" if options.get(DURABLE, False) else default
-        pooled = connection.connection
-        cursor = pooled.dbapi_connection.cursor()  # type: ignore[union-attr]
-        if pooled.info.get("synchronous") != wanted:
-            cursor.execute(f"PRAGMA synchronous={wanted}")
-            pooled.info["synchronous"] = wanted
-        cursor.execute("BEGIN IMMEDIATE" if options.get(WRITE, False) else "BEGIN")
-        cursor.close()
+        begin_on_driver(
+            connection.connection,
+            write=options.get(WRITE, False),
+            durable=options.get(DURABLE, False),
+        )
+
+
+_DEFAULT_SYNCHRONOUS = "sessionstore_synchronous"
+
+
+def begin_on_driver(pooled: PoolProxiedConnection, *, write: bool, durable: bool) -> None:
+    """Begin a SQLite transaction: ``BEGIN IMMEDIATE`` to write, ``BEGIN`` to read.
+
+    ``synchronous`` can only change outside a transaction: it is set here,
+    once per connection and whenever a durable commit needs FULL. Straight
+    to the driver: SQLAlchemy's execution path costs more here than these
+    statements do.
+    """
+    wanted = "FULL" if durable else pooled.info[_DEFAULT_SYNCHRONOUS]
+    cursor = pooled.dbapi_connection.cursor()  # type: ignore[union-attr]
+    if pooled.info.get("synchronous") != wanted:
+        cursor.execute(f"PRAGMA synchronous={wanted}")
+        pooled.info["synchronous"] = wanted
+    cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    cursor.close()
 
 
 def open_async_engine(

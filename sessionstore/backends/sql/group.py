@@ -62,7 +62,7 @@ class GroupCommit:
         self._busy = True
         try:
             write = partial(self._write, [(session_id, rows)])
-            (error,) = await self._store._transaction(None, write, write=True)
+            (error,) = await self._store._transaction(None, write, write=True, lean=True)
         finally:
             if self._pending:
                 self._flushing = asyncio.create_task(self._flush())
@@ -83,7 +83,7 @@ class GroupCommit:
             appends = [append for append, _ in jobs]
             try:
                 errors = await self._store._transaction(
-                    None, partial(self._write, appends), write=True
+                    None, partial(self._write, appends), write=True, lean=True
                 )
             except BaseException as exc:
                 for _, future in jobs:

@@ -49,11 +49,13 @@ class Listing:
     async def list(self) -> builtins.list[SessionMeta]:
         held, last = self._metas, self._last
         transaction = self._store._transaction
-        count, rows = await transaction(None, partial(_read, held=len(held), after=last))
+        read = partial(_read, held=len(held), after=last)
+        count, rows = await transaction(None, read, lean=True)
         if rows is None:
             return builtins.list(held)
         if len(held) + len(rows) != count:  # one committed late: read them all
-            held, rows = (), await transaction(None, partial(Q.HEADERS_AFTER.all, after=0))
+            read_all = partial(Q.HEADERS_AFTER.all, after=0)
+            held, rows = (), await transaction(None, read_all, lean=True)
         metas = held + tuple(await self._decode(rows))
         # Sessions only grow in number: of two calls, keep what the later saw.
         if len(self._metas) <= len(metas) <= HEADERS_KEPT:

@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from sessionstore.backends.sql.engine import DURABLE, WRITE, is_busy
+from sessionstore.backends.sql.engine import DURABLE, WRITE, begin_on_driver, is_busy
 
 __all__ = ["AsyncRunner", "Runner", "Step", "ThreadRunner", "Workers"]
 
@@ -43,12 +43,20 @@ class Runner(Protocol):
     sync_engine: Engine
 
     async def run(
-        self, body: Callable[[Connection], _T], *, write: bool, durable: bool, quick: bool = False
+        self,
+        body: Callable[[Connection], _T],
+        *,
+        write: bool,
+        durable: bool,
+        quick: bool = False,
+        lean: bool = False,
     ) -> _T:
         """Run ``body`` in one transaction and commit it.
 
-        ``quick``: a read of a few rows through indexes, which may run on
-        the event loop itself.
+        ``lean``: ``body`` runs only `Query` statements, on the driver, and
+        the transaction may be begun and committed there too. ``quick``: a
+        lean read of a few rows through indexes, which may run on the event
+        loop itself.
         """
         ...
 
@@ -122,17 +130,24 @@ class Workers:
             thread.join()
 
 
-def _read_on_driver(conn: Connection, body: Callable[[Connection], _T]) -> _T:
-    """Run a read on the driver alone: SQLAlchemy's begin and commit would
-    cost as much again. ``body`` must run its statements on the driver too
-    (`Query`); SQLAlchemy's own would begin a second transaction, and fail."""
-    driver = conn.connection.driver_connection
+def _on_driver(
+    conn: Connection, body: Callable[[Connection], _T], write: bool, durable: bool
+) -> _T:
+    """Run ``body`` in a transaction begun and ended on the driver alone:
+    SQLAlchemy's begin and commit cost as much again as a small transaction.
+    ``body`` must run its statements on the driver too (`Query`): one of
+    SQLAlchemy's own would begin a second transaction, and fail."""
+    pooled = conn.connection
+    begin_on_driver(pooled, write=write, durable=durable)
+    driver = pooled.dbapi_connection
     assert driver is not None
-    driver.execute("BEGIN")
     try:
-        return body(conn)
-    finally:
-        driver.commit()  # ends a read whether it succeeded or not
+        result = body(conn)
+    except BaseException:
+        driver.rollback()
+        raise
+    driver.commit()
+    return result
 
 
 class ThreadRunner:
@@ -178,23 +193,34 @@ class ThreadRunner:
             local.options = (write, durable)
         return conn
 
-    def _in_transaction(self, body: Callable[[Connection], _T], write: bool, durable: bool) -> _T:
-        with self._connection(write, durable).begin() as transaction:
+    def _in_transaction(
+        self, body: Callable[[Connection], _T], write: bool, durable: bool, lean: bool
+    ) -> _T:
+        conn = self._connection(write, durable)
+        if lean:
+            return _on_driver(conn, body, write, durable)
+        with conn.begin() as transaction:
             return body(transaction.connection)
 
     async def run(
-        self, body: Callable[[Connection], _T], *, write: bool, durable: bool, quick: bool = False
+        self,
+        body: Callable[[Connection], _T],
+        *,
+        write: bool,
+        durable: bool,
+        quick: bool = False,
+        lean: bool = False,
     ) -> _T:
         if quick and not write:
             here = self._here or await self._open_here()
             try:
-                return _read_on_driver(here, body)
+                return _on_driver(here, body, write=False, durable=False)
             except self._driver_error as exc:
                 if not is_busy(exc):
                     raise
             # A lock SQLite would wait for: wait in a thread instead.
         workers = self._writer if write else self._readers
-        return await workers.call(partial(self._in_transaction, body, write, durable))
+        return await workers.call(partial(self._in_transaction, body, write, durable, lean))
 
     async def _open_here(self) -> Connection:
         """The event loop's own connection, for quick reads: it never waits for a lock."""
@@ -249,7 +275,13 @@ class AsyncRunner:
         self.url = engine.url
 
     async def run(
-        self, body: Callable[[Connection], _T], *, write: bool, durable: bool, quick: bool = False
+        self,
+        body: Callable[[Connection], _T],
+        *,
+        write: bool,
+        durable: bool,
+        quick: bool = False,
+        lean: bool = False,
     ) -> _T:
         async with self.engine.connect() as conn:
             if write:

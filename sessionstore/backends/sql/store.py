@@ -164,6 +164,7 @@ class SqlStore(StoreBase):
         *,
         write: bool = False,
         durable: bool = False,
+        lean: bool = False,
         quick: bool = False,
     ) -> _T:
         """Run ``body`` in one transaction; driver errors become ours.
@@ -171,15 +172,17 @@ class SqlStore(StoreBase):
         Args:
             write: take the write lock up front; one writer at a time.
             durable: commit with a full fsync even at ``durability="normal"``.
-            quick: a read of a few rows through indexes (see `Runner.run`).
+            lean: ``body`` runs `Query` statements alone (see `Runner.run`).
+            quick: a lean read of a few rows through indexes (see `Runner.run`).
         """
+        run = partial(self._runner.run, body, lean=lean or quick)
         attempt = 0
         while True:
             try:
                 if not write:
-                    return await self._runner.run(body, write=False, durable=False, quick=quick)
+                    return await run(write=False, durable=False, quick=quick)
                 async with self._writer:
-                    return await self._runner.run(body, write=True, durable=durable)
+                    return await run(write=True, durable=durable)
             except SessionStoreError:
                 raise
             except self._errors as exc:
@@ -286,14 +289,14 @@ class SqlStore(StoreBase):
             pk, header = self._find(conn, session_id)
             return pk, header, self._last_seq(conn, pk)
 
-        pk, header, end = await self._transaction(session_id, start)
+        pk, header, end = await self._transaction(session_id, start, lean=True)
         yield [header]
         done = 0
         while done < end:
             # Pages in their own short transactions: the log only grows, so
             # seq order makes them one consistent prefix of the session.
             read = partial(page.all, pk=pk, after=done, end=end, size=_PAGE)
-            rows = await self._transaction(session_id, read)
+            rows = await self._transaction(session_id, read, lean=True)
             done = rows[-1][0]
             yield builtins.list(map(itemgetter(1), rows))
 
@@ -359,7 +362,7 @@ class SqlStore(StoreBase):
             pk, _ = self._find(conn, session_id)
             return Q.LINES.all(conn, pk=pk)
 
-        return self._decode(session_id, await self._transaction(session_id, body))
+        return self._decode(session_id, await self._transaction(session_id, body, lean=True))
 
     async def list(self) -> builtins.list[SessionMeta]:
         """Every session's header, kept between calls (see `sql.listing`)."""
