@@ -5,8 +5,10 @@ import os
 import signal
 import sqlite3
 import stat
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -393,3 +395,23 @@ async def test_a_cancelled_append_leaves_the_others_to_commit(store: SqlStore) -
     assert await store.integrity() == []
     await store.append(session_id, message("after", "x"))
     assert (await store.load(session_id))[-1].id == "after"
+
+
+async def test_load_decodes_in_a_thread_leaving_the_event_loop_free(
+    store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sessionstore.backends.sql.store as store_module
+
+    session_id = await store.create(SessionMeta.new())
+    await store.append_many(session_id, [message(f"e{n}", "x") for n in range(100)])
+    decoding: list[str] = []
+    decode = store_module.decode_stored_entries  # type: ignore[attr-defined]
+
+    def recorded(*args: Any, **kwargs: Any) -> list[Entry]:
+        decoding.append(threading.current_thread().name)
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(store_module, "decode_stored_entries", recorded)
+    assert [e.id for e in await store.load(session_id)] == [f"e{n}" for n in range(100)]
+    assert len(decoding) == 1
+    assert decoding[0] != threading.main_thread().name

@@ -11,7 +11,7 @@ plain integers, text and bytes, which the drivers return as they are.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, cast
 
@@ -94,6 +94,19 @@ class Query:
         rows = cursor.fetchall()
         cursor.close()
         return list(rows)
+
+    def each(self, conn: Connection, **given: Any) -> Generator[Any, None, None]:
+        """Every row, as tuples, one at a time (each dropped once the caller is done).
+
+        Close the iterator (`contextlib.closing`) if it may be left unfinished:
+        its cursor must close while the transaction is open.
+        """
+        cursor, sql, params = self._cursor(conn)
+        try:
+            cursor.execute(sql, params(given))
+            yield from cursor
+        finally:
+            cursor.close()
 
     def column(self, conn: Connection, **given: Any) -> list[Any]:
         """The first column of every row."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from operator import itemgetter
@@ -223,18 +224,6 @@ class SqlStore(StoreBase):
             raise DuplicateSessionError(meta.id) from None
         return int(inserted.scalar_one())
 
-    def _decode(self, session_id: str, rows: builtins.list[Any]) -> builtins.list[Entry]:
-        """Decode ``(seq, line)`` rows, emptying the list as it goes.
-
-        The future that carried the rows from the worker thread keeps them
-        until the event loop's current step ends: left there, freeing a
-        large load's rows would be charged to whatever the caller does next.
-        """
-        # The line number is the one the entry has in the session's file.
-        decoded = decode_stored_entries(session_id, rows, path=f"{self._where} entries")
-        rows.clear()
-        return decoded
-
     # ------------------------------------------------------------ the contract
 
     async def create(self, meta: SessionMeta) -> str:
@@ -358,11 +347,14 @@ class SqlStore(StoreBase):
     async def load(self, session_id: str) -> builtins.list[Entry]:
         self._check(session_id)
 
-        def body(conn: Connection) -> builtins.list[Any]:
+        def body(conn: Connection) -> builtins.list[Entry]:
+            # Decoded as the rows come, in the thread: the loop stays free,
+            # and each row's line is dropped once decoded.
             pk, _ = self._find(conn, session_id)
-            return Q.LINES.all(conn, pk=pk)
+            with contextlib.closing(Q.LINES.each(conn, pk=pk)) as rows:
+                return decode_stored_entries(session_id, rows, path=f"{self._where} entries")
 
-        return self._decode(session_id, await self._transaction(session_id, body, lean=True))
+        return await self._transaction(session_id, body, lean=True)
 
     async def list(self) -> builtins.list[SessionMeta]:
         """Every session's header, kept between calls (see `sql.listing`)."""
