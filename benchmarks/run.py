@@ -91,7 +91,7 @@ def forget(store: SessionStore) -> None:
     """Drop what a store keeps between calls, to time a first call (internals)."""
     stored_header.cache_clear()
     if isinstance(store, SqlStore):
-        store._contexts._built.clear()
+        store._contexts.kept.clear()
         store._listing.forget()
     elif isinstance(store, JsonlStore):
         store._kept.clear()

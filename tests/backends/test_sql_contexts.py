@@ -19,6 +19,7 @@ from sessionstore import (
     SqlStore,
     StorageError,
 )
+from sessionstore.backends import _kept
 from sessionstore.backends.sql import contexts, runner
 from sessionstore.context import build_context
 from sessionstore.store import Entry
@@ -70,8 +71,8 @@ async def test_a_kept_context_equals_build_context_of_the_log(
 async def test_kept_contexts_stay_within_their_bounds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(contexts, "KEPT_SESSIONS", 2)
-    monkeypatch.setattr(contexts, "KEPT_MESSAGES", 5)
+    monkeypatch.setattr(_kept, "KEPT_SESSIONS", 2)
+    monkeypatch.setattr(_kept, "KEPT_MESSAGES", 5)
     async with await SqlStore.open(str(tmp_path / "s.db")) as store:
         sizes = [2, 2, 2, 6, 1]  # the 6-message context is never kept
         ids = []
@@ -81,11 +82,11 @@ async def test_kept_contexts_stay_within_their_bounds(
             await store.append_many(session_id, log)
             assert await store.load_context(session_id) == build_context(log)
             ids.append(session_id)
-            kept = store._contexts._built
+            kept = store._contexts.kept.held()
             assert len(kept) <= 2
             assert sum(len(built.messages) for built in kept.values()) <= 5
-            assert store._contexts._messages == sum(len(b.messages) for b in kept.values())
-        assert list(store._contexts._built) == [ids[2], ids[4]]
+            assert store._contexts.kept._messages == sum(len(b.messages) for b in kept.values())
+        assert list(store._contexts.kept.held()) == [ids[2], ids[4]]
 
 
 async def test_a_kept_context_is_read_on_the_event_loop_when_little_is_new(

@@ -2,21 +2,16 @@
 
 A context is built from the last compaction on: the compaction and the
 messages it keeps are read through indexes, so the cost does not grow
-with the history before the cut. An agent asks for its context every turn,
-after adding a message or two: the store keeps the contexts it built
-(the last `KEPT_SESSIONS` of them, `KEPT_MESSAGES` messages in all), and the
-next call reads only the session's last ``seq`` and, when it grew, the
-entries after the one the context was built to. The log only grows and
-``seq`` has no gaps, so that is exact: new messages extend the context; a
-new compaction, or a new message carrying the id a compaction keeps from
-when no message had it before, means building it again. That next call,
-when at most `QUICK_ROWS` entries are new, is a quick read: on SQLite it
-runs on the event loop, sparing the hop to a thread (see `ThreadRunner`).
+with the history before the cut. The store keeps the contexts it built
+(`sessionstore.backends._kept`), each with the last ``seq`` it was built
+to: the next call reads the session's last ``seq`` and, when it grew, the
+entries since. ``seq`` has no gaps, so that is exact. That next call, when
+at most `QUICK_ROWS` entries are new, is a quick read: on SQLite it runs on
+the event loop, sparing the hop to a thread (see `ThreadRunner`).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -25,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection
 
 from sessionstore.backends._common import decode_stored_entries
+from sessionstore.backends._kept import Kept, KeptContexts, leaves_cut
 from sessionstore.backends.sql import queries as Q
 from sessionstore.context import summary_message
 from sessionstore.errors import CorruptSessionError
 from sessionstore.models import CompactionEntry, Message, MessageEntry
+from sessionstore.store import Entry
 
 if TYPE_CHECKING:
     from sessionstore.backends.sql.store import SqlStore
@@ -38,18 +35,8 @@ __all__ = ["Contexts"]
 QUICK_ROWS = 16
 """New entries a kept context may read on the event loop (`Runner.run`'s ``quick``)."""
 
-KEPT_SESSIONS = 256
-KEPT_MESSAGES = 20_000  # a few megabytes of messages at most, besides the callers' own
-
-
-@dataclass(frozen=True)
-class _Built:
-    """A context as built up to ``last``."""
-
-    pk: int
-    last: int
-    messages: tuple[Message, ...]
-    waiting_for: str | None  # the kept id no message had yet: one arriving changes the cut
+_Built = Kept[int]
+"""A context kept: its session's ``pk``, and the last ``seq`` it was built to."""
 
 
 @dataclass(frozen=True)
@@ -68,11 +55,10 @@ class Contexts:
 
     def __init__(self, store: SqlStore) -> None:
         self._store = store
-        self._built: OrderedDict[str, _Built] = OrderedDict()
-        self._messages = 0  # in the kept contexts
+        self.kept: KeptContexts[int] = KeptContexts()
 
     async def load(self, session_id: str) -> list[Message]:
-        built = self._built.get(session_id)
+        built = self.kept.get(session_id)
         transaction = self._store._transaction
         read = None
         if built is not None:  # most turns: nothing or a few messages new
@@ -83,13 +69,13 @@ class Contexts:
                 session_id, partial(self._read, session_id=session_id, built=built), lean=True
             )
             assert read is not None
-        if built is not None and read.rows is None:
-            if read.new_rows:
-                messages = self._decode(session_id, read.new_rows)
-                built = _Built(read.pk, read.last, built.messages + messages, built.waiting_for)
+        if built is not None and read.new_rows is not None:
+            built = built.extended(read.last, self._entries(session_id, read.new_rows))
         else:
+            built = None
+        if built is None:
             built = self._build(session_id, read)
-        self._keep(session_id, built)
+        self.kept.keep(session_id, built)
         return list(built.messages)
 
     def _read(
@@ -97,13 +83,13 @@ class Contexts:
     ) -> _Read | None:
         """What `load` needs, read in one transaction; with ``most``, no more
         than that many new entries (None when the context needs more)."""
-        pk = self._store._find(conn, session_id)[0] if built is None else built.pk
+        pk = self._store._find(conn, session_id)[0] if built is None else built.stamp
         last = self._store._last_seq(conn, pk)
-        if built is not None and last == built.last:
+        if built is not None and last == built.extent:
             return _Read(pk, last, new_rows=[])
-        if built is not None and built.last < last <= built.last + (most or last):
-            new = Q.ENTRIES_AFTER.all(conn, pk=pk, after=built.last, end=last)
-            if all(kind == "message" and id_ != built.waiting_for for _, id_, _, kind in new):
+        if built is not None and built.extent < last <= built.extent + (most or last):
+            new = Q.ENTRIES_AFTER.all(conn, pk=pk, after=built.extent, end=last)
+            if all(leaves_cut(kind, id_, built.waiting_for) for _, id_, _, kind in new):
                 return _Read(pk, last, new_rows=new)
         if most is not None:
             return None
@@ -116,7 +102,8 @@ class Contexts:
 
     def _build(self, session_id: str, read: _Read) -> _Built:
         assert read.rows is not None
-        messages = self._decode(session_id, read.rows)
+        entries = self._entries(session_id, read.rows)
+        messages = tuple(e.message for e in entries if isinstance(e, MessageEntry))
         if read.marker is None:
             return _Built(read.pk, read.last, messages, None)
         seq, line, kept = read.marker
@@ -133,24 +120,11 @@ class Contexts:
             read.pk, read.last, (summary_message(compaction), *messages), None if found else kept
         )
 
-    def _decode(self, session_id: str, rows: Sequence[Any]) -> tuple[Message, ...]:
-        entries = decode_stored_entries(
+    def _entries(self, session_id: str, rows: Sequence[Any]) -> list[Entry]:
+        """The entries of ``(seq, entry_id, line, ...)`` rows."""
+        return decode_stored_entries(
             session_id, [(row[0], row[2]) for row in rows], path=self._where
         )
-        return tuple(e.message for e in entries if isinstance(e, MessageEntry))
-
-    def _keep(self, session_id: str, built: _Built) -> None:
-        held = self._built.get(session_id)
-        if held is not None and held.last > built.last:
-            return  # a newer one was kept meanwhile
-        if held is not None:
-            self._messages -= len(self._built.pop(session_id).messages)
-        if len(built.messages) > KEPT_MESSAGES:
-            return
-        self._built[session_id] = built
-        self._messages += len(built.messages)
-        while len(self._built) > KEPT_SESSIONS or self._messages > KEPT_MESSAGES:
-            self._messages -= len(self._built.popitem(last=False)[1].messages)
 
     @property
     def _where(self) -> str:

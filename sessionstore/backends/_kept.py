@@ -1,0 +1,93 @@
+"""Contexts a store built, kept for its next `load_context` (bounded).
+
+An agent asks for its context every turn, after adding a message or two.
+A store keeps the contexts it built (the last `KEPT_SESSIONS` of them,
+`KEPT_MESSAGES` messages in all) with how far into the session each was
+built, its *extent*; the next call reads only what lies past it. A log
+only grows, so that is exact: messages appended since extend the context,
+unless one changes where it starts (see `leaves_cut`), and then it is
+built again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from sessionstore.models import Message, MessageEntry
+from sessionstore.store import Entry
+
+__all__ = ["KEPT_MESSAGES", "KEPT_SESSIONS", "Kept", "KeptContexts", "leaves_cut"]
+
+KEPT_SESSIONS = 256
+KEPT_MESSAGES = 20_000  # a few megabytes of messages at most, besides the callers' own
+
+_S = TypeVar("_S", bound=Hashable)
+
+
+def leaves_cut(kind: str, entry_id: str, waiting_for: str | None) -> bool:
+    """Whether an entry appended after a context leaves its start where it is.
+
+    A compaction moves it; so does the first message carrying the id the
+    last compaction keeps from (``waiting_for``) when no message had it.
+    """
+    return kind == "message" and entry_id != waiting_for
+
+
+@dataclass(frozen=True)
+class Kept(Generic[_S]):
+    """A context as built up to ``extent``."""
+
+    stamp: _S  # what the extent is counted in: a SQL session's key, a file's identity
+    extent: int  # how far it was built: a last ``seq``, a count of bytes
+    messages: tuple[Message, ...]
+    waiting_for: str | None  # the kept id no message had yet
+
+    def extended(self, extent: int, new: Sequence[Entry]) -> Kept[_S] | None:
+        """The context with ``new`` entries after it, up to ``extent``; None
+        when one of them moves its start (build it again)."""
+        if not all(leaves_cut(entry.type, entry.id, self.waiting_for) for entry in new):
+            return None
+        added = tuple(entry.message for entry in new if isinstance(entry, MessageEntry))
+        return Kept(self.stamp, extent, self.messages + added, self.waiting_for)
+
+
+class KeptContexts(Generic[_S]):
+    """The contexts of one store, the most recently kept last (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._held: OrderedDict[str, Kept[_S]] = OrderedDict()
+        self._messages = 0
+        self._lock = threading.Lock()
+
+    def get(self, session_id: str) -> Kept[_S] | None:
+        with self._lock:
+            return self._held.get(session_id)
+
+    def keep(self, session_id: str, kept: Kept[_S]) -> None:
+        """Keep ``kept``, unless a context built further was kept meanwhile."""
+        with self._lock:
+            held = self._held.get(session_id)
+            if held is not None and held.stamp == kept.stamp and held.extent > kept.extent:
+                return
+            if held is not None:
+                self._messages -= len(self._held.pop(session_id).messages)
+            if len(kept.messages) > KEPT_MESSAGES:
+                return
+            self._held[session_id] = kept
+            self._messages += len(kept.messages)
+            while len(self._held) > KEPT_SESSIONS or self._messages > KEPT_MESSAGES:
+                self._messages -= len(self._held.popitem(last=False)[1].messages)
+
+    def held(self) -> dict[str, Kept[_S]]:
+        """What is kept, oldest first."""
+        with self._lock:
+            return dict(self._held)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+            self._messages = 0
