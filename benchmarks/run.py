@@ -95,6 +95,7 @@ def forget(store: SessionStore) -> None:
         store._listing.forget()
     elif isinstance(store, JsonlStore):
         store._kept.clear()
+        store._contexts.clear()
 
 
 async def open_kind(kind: str, where: Path) -> SessionStore:

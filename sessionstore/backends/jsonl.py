@@ -54,8 +54,9 @@ from sessionstore.backends._files import (
     in_thread,
     write_all,
 )
+from sessionstore.backends._kept import Kept, KeptContexts
 from sessionstore.backends.file_journal import JOURNAL_FILE, FileJournal
-from sessionstore.backends.jsonl_context import first_kept_in, read_context
+from sessionstore.backends.jsonl_context import entries_between, first_kept_in, read_context
 from sessionstore.backends.jsonl_file import complete_size, parse, read_header, repair
 from sessionstore.errors import (
     ConfigurationError,
@@ -95,6 +96,7 @@ class JsonlStore(StoreBase):
             raise ConfigurationError(f"{str(self._dir)!r} is a file, not a session directory")
         self._full = durability == "full"
         self._kept: dict[tuple[int, int, str, int], int | None] = {}
+        self._contexts: KeptContexts[tuple[int, int]] = KeptContexts()
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._dir)!r})"
@@ -197,10 +199,11 @@ class JsonlStore(StoreBase):
         return parse(session_id, path, data)
 
     async def load_context(self, session_id: str) -> builtins.list[Message]:
-        """The built context, read from the end of the session's file.
+        """The built context, read from the end of the session's file, and kept.
 
         See `sessionstore.backends.jsonl_context`: the cost follows the
-        context's length, not the history's.
+        context's length, not the history's. Asked again, only the lines
+        appended since are read (`sessionstore.backends._kept`).
         """
         self._check(session_id)
         return await self._run(session_id, lambda: self._context(session_id))
@@ -210,7 +213,23 @@ class JsonlStore(StoreBase):
         size = complete_size(session_id, path, full=self._full)
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
-            return read_context(session_id, str(path), fd, size, self._first_kept)
+            status = os.fstat(fd)
+            file = (status.st_dev, status.st_ino)
+            kept = self._contexts.get(session_id)
+            # The bytes before a complete line never change: what was read
+            # of this file holds, and only what follows is read.
+            if kept is not None and kept.stamp == file and 0 <= size - kept.extent <= _READ:
+                new = entries_between(session_id, str(path), fd, kept.extent, size)
+                kept = kept.extended(size, new)
+            else:
+                kept = None
+            if kept is None:
+                messages, waiting_for = read_context(
+                    session_id, str(path), fd, size, self._first_kept
+                )
+                kept = Kept(file, size, tuple(messages), waiting_for)
+            self._contexts.keep(session_id, kept)
+            return builtins.list(kept.messages)
         finally:
             os.close(fd)
 

@@ -28,7 +28,7 @@ from sessionstore.models import CompactionEntry, Message, MessageEntry
 from sessionstore.store import Entry
 from sessionstore.wire import encode_string
 
-__all__ = ["EarlierKept", "read_context"]
+__all__ = ["EarlierKept", "entries_between", "read_context"]
 
 _CHUNK = 1 << 16  # bytes per read, backwards
 
@@ -96,8 +96,12 @@ class _Reader:
 
 def read_context(
     session_id: str, path: str, fd: int, size: int, earlier: EarlierKept
-) -> list[Message]:
+) -> tuple[list[Message], str | None]:
     """`build_context` of the session file's first ``size`` bytes, read from the end.
+
+    Returns:
+        The context, and the id the last compaction keeps from when no
+        message has it (a message arriving with it would move the start).
 
     Args:
         earlier: finds an earlier message with the kept id (`first_kept_in`,
@@ -109,7 +113,7 @@ def read_context(
     after: list[Entry] = []  # from the end back to the last compaction, last first
     for offset, line in lines:
         if offset == 0:  # the header: no compaction, every message
-            return [e.message for e in reversed(after) if isinstance(e, MessageEntry)]
+            return [e.message for e in reversed(after) if isinstance(e, MessageEntry)], None
         entry = reader.entry(offset, line)
         if isinstance(entry, CompactionEntry):
             compaction = entry
@@ -130,14 +134,30 @@ def read_context(
                         break
             break
     log = [*reversed(before), compaction, *reversed(after)]
-    start = next(
-        (i for i, e in enumerate(log) if isinstance(e, MessageEntry) and e.id == kept),
-        len(before) + 1,  # no message has the id: what follows the compaction
+    found = next(
+        (i for i, e in enumerate(log) if isinstance(e, MessageEntry) and e.id == kept), None
     )
-    return [
+    start = len(before) + 1 if found is None else found  # none has it: after the compaction
+    context = [
         summary_message(compaction),
         *(e.message for e in log[start:] if isinstance(e, MessageEntry)),
     ]
+    return context, kept if found is None else None
+
+
+def entries_between(session_id: str, path: str, fd: int, start: int, end: int) -> list[Entry]:
+    """The entries of the complete lines from byte ``start`` to ``end``."""
+    if start == end:
+        return []
+    data = os.pread(fd, end - start, start)
+    if len(data) != end - start or not data.endswith(b"\n"):
+        raise CorruptSessionError(session_id, "the file changed while read", path=path)
+    reader = _Reader(session_id, path, fd)
+    entries, offset = [], start
+    for line in data[:-1].split(b"\n"):
+        entries.append(reader.entry(offset, line))
+        offset += len(line) + 1
+    return entries
 
 
 def first_line(fd: int, size: int) -> bytes:

@@ -8,11 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from sessionstore import (
-    CompactionEntry,
     Message,
     MessageEntry,
     SessionMeta,
@@ -25,47 +22,6 @@ from sessionstore.context import build_context
 from sessionstore.store import Entry
 from sessionstore.testing.contract import message
 from tests.helpers import traced
-
-IDS = ["a", "b", "c"]
-
-steps = st.lists(
-    st.one_of(
-        st.tuples(st.just("message"), st.sampled_from(IDS)),
-        st.tuples(st.just("compaction"), st.sampled_from([*IDS, "none"])),
-        st.tuples(st.just("elsewhere"), st.sampled_from(IDS)),  # another store object
-        st.tuples(st.just("context"), st.just("")),
-    ),
-    max_size=30,
-)
-
-
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=steps)
-async def test_a_kept_context_equals_build_context_of_the_log(
-    tmp_path: Path, steps: list[tuple[str, str]]
-) -> None:
-    # Messages arriving after a compaction, with the id it keeps from or
-    # not, new compactions, appends by another store object on the same
-    # database: each context asked for must be build_context of the log.
-    path = tmp_path / f"{len(list(tmp_path.iterdir()))}.db"
-    async with await SqlStore.open(str(path)) as store, await SqlStore.open(str(path)) as other:
-        session_id = await store.create(SessionMeta.new())
-        log: list[Entry] = []
-        for number, (kind, value) in enumerate(steps):
-            entry: Entry
-            if kind == "context":
-                assert await store.load_context(session_id) == build_context(log)
-                continue
-            if kind == "compaction":
-                entry = CompactionEntry(
-                    id=f"c{number}", timestamp="t", summary=f"s{number}", first_kept_id=value
-                )
-            else:
-                entry = MessageEntry(id=value, timestamp="t", message=Message.user(f"m{number}"))
-            await (other if kind == "elsewhere" else store).append(session_id, entry)
-            log.append(entry)
-        assert await store.load_context(session_id) == build_context(log)
-        assert await other.load_context(session_id) == build_context(log)
 
 
 async def test_kept_contexts_stay_within_their_bounds(

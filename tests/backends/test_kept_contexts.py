@@ -1,0 +1,98 @@
+"""Contexts kept between calls, on SQL and JSONL: they must stay exact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessionstore import (
+    CompactionEntry,
+    JsonlStore,
+    Message,
+    MessageEntry,
+    SessionMeta,
+    SessionStore,
+    SqlStore,
+)
+from sessionstore.context import build_context
+from sessionstore.store import Entry
+
+IDS = ["a", "b", "c"]
+
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("message"), st.sampled_from(IDS)),
+        st.tuples(st.just("messages"), st.sampled_from(IDS)),  # a batch of three
+        st.tuples(st.just("compaction"), st.sampled_from([*IDS, "none"])),
+        st.tuples(st.just("elsewhere"), st.sampled_from(IDS)),  # another store object
+        st.tuples(st.just("context"), st.just("")),
+    ),
+    max_size=30,
+)
+
+
+async def open_kind(kind: str, where: Path) -> SessionStore:
+    if kind == "sqlite":
+        return await SqlStore.open(str(where.with_suffix(".db")))
+    return JsonlStore(where)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
+@settings(max_examples=120, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=steps)
+async def test_a_kept_context_equals_build_context_of_the_log(
+    tmp_path: Path, kind: str, steps: list[tuple[str, str]]
+) -> None:
+    # Messages arriving after a compaction, with the id it keeps from or
+    # not, new compactions, appends by another store object on the same
+    # storage: each context asked for must be build_context of the log.
+    where = tmp_path / f"{len(list(tmp_path.iterdir()))}"
+    async with await open_kind(kind, where) as store, await open_kind(kind, where) as other:
+        session_id = await store.create(SessionMeta.new())
+        log: list[Entry] = []
+        for number, (step, value) in enumerate(steps):
+            new: list[Entry]
+            if step == "context":
+                assert await store.load_context(session_id) == build_context(log)
+                continue
+            if step == "compaction":
+                new = [
+                    CompactionEntry(
+                        id=f"c{number}", timestamp="t", summary=f"s{number}", first_kept_id=value
+                    )
+                ]
+            else:
+                count = 3 if step == "messages" else 1
+                new = [
+                    MessageEntry(id=value, timestamp="t", message=Message.user(f"m{number}.{n}"))
+                    for n in range(count)
+                ]
+            await (other if step == "elsewhere" else store).append_many(session_id, new)
+            log += new
+        assert await store.load_context(session_id) == build_context(log)
+        assert await other.load_context(session_id) == build_context(log)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
+async def test_the_first_message_with_the_awaited_id_moves_the_start(
+    tmp_path: Path, kind: str
+) -> None:
+    def message(entry_id: str) -> MessageEntry:
+        return MessageEntry(id=entry_id, timestamp="t", message=Message.user(entry_id))
+
+    async with await open_kind(kind, tmp_path / "s") as store:
+        session_id = await store.create(SessionMeta.new())
+        log: list[Entry] = [
+            message("a"),
+            CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id="k"),
+        ]
+        await store.append_many(session_id, log)
+        assert await store.load_context(session_id) == build_context(log)  # kept, waiting
+        for entry_id in ("b", "k", "d"):  # "k" arrives: the context starts there
+            await store.append(session_id, message(entry_id))
+            log.append(message(entry_id))
+            assert await store.load_context(session_id) == build_context(log)
+        assert [m.text() for m in build_context(log)] == ["[Conversation summary]\ns", "k", "d"]
