@@ -194,7 +194,7 @@ def encode(record: Record) -> str:
     out: list[str] = []
     _encode_record(record, out)
     text = "".join(out)
-    found = SURROGATE.search(text)
+    found = None if text.isascii() else SURROGATE.search(text)  # surrogates are not ASCII
     if found is not None:
         raise InvalidRecordError(f"lone surrogate {found.group()!r} cannot be written as UTF-8")
     return text

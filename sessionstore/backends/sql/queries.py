@@ -16,7 +16,6 @@ from operator import itemgetter
 from typing import Any, cast
 
 from sqlalchemy import (
-    BigInteger,
     Connection,
     LargeBinary,
     bindparam,
@@ -30,12 +29,10 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
-from sqlalchemy.types import Text
 
 from sessionstore.backends.sql.tables import entries, journal_lines, sessions
 
 __all__ = [
-    "APPEND_ENTRY",
     "ENTRIES_AFTER",
     "FIND_SESSION",
     "FIND_SESSION_LOCKED",
@@ -138,7 +135,6 @@ class Query:
 
 
 _pk = entries.c.session_pk == bindparam("pk")
-_ENTRY_COLUMNS = ("entry_id", "type", "timestamp", "first_kept_id", "line")
 # Entry types written as literals, not bound: SQLite can then tell at
 # prepare time that the partial index of compactions applies, instead of
 # preparing the statement again on every run (a fourfold cost here).
@@ -157,20 +153,6 @@ LAST_SEQ = Query(select(func.coalesce(func.max(entries.c.seq), 0)).where(_pk))
 
 INSERT_ENTRIES = Query(insert(entries))
 """Entry rows, all columns (`Query.many`)."""
-
-APPEND_ENTRY = Query(
-    insert(entries).from_select(
-        ["session_pk", "seq", "entry_id", "type", "timestamp", "first_kept_id", "line"],
-        select(
-            bindparam("pk", type_=BigInteger),
-            func.coalesce(func.max(entries.c.seq), 0) + 1,
-            *(bindparam(name, type_=Text) for name in _ENTRY_COLUMNS),
-        ).where(entries.c.session_pk == bindparam("pk", type_=BigInteger)),
-    )
-)
-"""An entry row after the last of its session (``pk``, and the `_ENTRY_COLUMNS`):
-its ``seq`` found and given in the one statement. Run for several rows
-(`Query.many`), each sees the one before."""
 
 LINES = Query(select(entries.c.seq, entries.c.line).where(_pk).order_by(entries.c.seq))
 """Every entry line of a session (``pk``), in order."""

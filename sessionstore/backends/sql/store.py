@@ -246,24 +246,29 @@ class SqlStore(StoreBase):
         self, appends: Sequence[Append], conn: Connection
     ) -> builtins.list[SessionStoreError | None]:
         """Group commit's writer: each session looked up (and locked) once, in
-        id order so that writers never wait on each other in a cycle, then
-        every row in one batch."""
-        keys: dict[str, int | SessionStoreError] = {}
+        id order so that writers never wait on each other in a cycle, with
+        its last ``seq``; then every row in one batch, each given the ``seq``
+        after the one before in its session."""
+        found: dict[str, tuple[int, int] | SessionStoreError] = {}
         for session_id in sorted({session_id for session_id, _ in appends}):
             try:
-                keys[session_id] = self._find(conn, session_id, lock=True)[0]
+                pk = self._find(conn, session_id, lock=True)[0]
             except SessionNotFoundError as exc:
-                keys[session_id] = exc
-        batch = [
-            {**row, "pk": key}
-            for session_id, rows in appends
-            if not isinstance(key := keys[session_id], SessionStoreError)
-            for row in rows
-        ]
+                found[session_id] = exc
+            else:
+                found[session_id] = pk, self._last_seq(conn, pk)
+        batch = []
+        for session_id, rows in appends:
+            held = found[session_id]
+            if isinstance(held, SessionStoreError):
+                continue
+            pk, last = held
+            batch += [{**row, "session_pk": pk, "seq": last + n} for n, row in enumerate(rows, 1)]
+            found[session_id] = pk, last + len(rows)
         if batch:
-            Q.APPEND_ENTRY.many(conn, batch)
+            Q.INSERT_ENTRIES.many(conn, batch)
         return [
-            key if isinstance(key := keys[session_id], SessionStoreError) else None
+            held if isinstance(held := found[session_id], SessionStoreError) else None
             for session_id, _ in appends
         ]
 
