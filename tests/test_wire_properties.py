@@ -154,6 +154,21 @@ def test_stored_lines_read_back_as_the_strict_decoder_reads_them(
         assert decode_stored_entry("s", line, path=None, line_no=2) == strict
 
 
+def both_readers(line: str) -> tuple[str, str]:
+    """What the stored-line reader and the strict decoder make of a line, or
+    their refusals, as ``repr`` (which tells 0 from -0.0 and an int from a
+    float, where == does not)."""
+    try:
+        fast: object = decode_stored_entry("s", line, path=None, line_no=2)
+    except CorruptSessionError as exc:
+        fast = exc.reason
+    try:
+        strict: object = decode_entry(line)
+    except InvalidRecordError as exc:
+        strict = str(exc)
+    return repr(fast), repr(strict)
+
+
 @pytest.mark.parametrize(
     "content",
     [
@@ -174,16 +189,8 @@ def test_numbers_the_fast_reader_would_read_differently_go_to_the_strict_one(
 ) -> None:
     line = '{"type":"message","id":"e","timestamp":"t","message":{"role":"r","content":'
     line += content + "}}"
-    try:
-        strict: object = decode_entry(line)
-    except InvalidRecordError as exc:
-        strict = str(exc)
-    try:
-        fast: object = decode_stored_entry("s", line, path=None, line_no=2)
-    except CorruptSessionError as exc:
-        fast = exc.reason
-    # repr tells 0 from -0.0 and an int from a float, where == does not.
-    assert repr(fast) == repr(strict)
+    fast, strict = both_readers(line)
+    assert fast == strict
 
 
 @pytest.mark.parametrize("extra", ['"n":18446744073709551616', '"n":-0', '"n":{"m":[-0]}'])
@@ -211,12 +218,5 @@ def test_extra_fields_the_fast_reader_would_read_differently_go_to_the_strict_on
     ],
 )
 def test_typed_numbers_and_ignored_fields_read_as_the_strict_reader_reads_them(line: str) -> None:
-    try:
-        strict: object = decode_entry(line)
-    except InvalidRecordError as exc:
-        strict = str(exc)
-    try:
-        fast: object = decode_stored_entry("s", line, path=None, line_no=2)
-    except CorruptSessionError as exc:
-        fast = exc.reason
-    assert repr(fast) == repr(strict)
+    fast, strict = both_readers(line)
+    assert fast == strict
