@@ -56,7 +56,12 @@ from sessionstore.backends._files import (
 )
 from sessionstore.backends._kept import Kept, KeptContexts
 from sessionstore.backends.file_journal import JOURNAL_FILE, FileJournal
-from sessionstore.backends.jsonl_context import entries_between, first_kept_in, read_context
+from sessionstore.backends.jsonl_context import (
+    entries_between,
+    first_kept_in,
+    line_number,
+    read_context,
+)
 from sessionstore.backends.jsonl_file import complete_size, parse, read_header, repair
 from sessionstore.errors import (
     ConfigurationError,
@@ -256,25 +261,25 @@ class JsonlStore(StoreBase):
         size = await self._run(session_id, lambda: complete_size(session_id, path, full=self._full))
         fd = await self._run(session_id, lambda: os.open(path, os.O_RDONLY | os.O_CLOEXEC))
         try:
-            offset, lines, rest = 0, 0, b""
+            offset, rest = 0, b""
             while offset < size:
                 read = partial(os.pread, fd, min(_READ, size - offset), offset)
                 chunk = rest + await self._run(session_id, read)
+                at = offset - len(rest)  # where the chunk starts in the file
                 offset += len(chunk) - len(rest)
                 cut = chunk.rfind(b"\n") + 1
                 block, rest = chunk[:cut], chunk[cut:]
                 try:
                     block.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    line = lines + block.count(b"\n", 0, exc.start) + 1
                     start = block.rfind(b"\n", 0, exc.start) + 1
+                    line = await self._run(session_id, partial(line_number, fd, at + start))
                     raise CorruptSessionError(
                         session_id,
                         f"invalid UTF-8 at byte {exc.start - start}",
                         path=str(path),
                         line=line,
                     ) from None
-                lines += block.count(b"\n")
                 if block:
                     yield block
         finally:

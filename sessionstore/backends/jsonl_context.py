@@ -28,7 +28,7 @@ from sessionstore.models import CompactionEntry, Message, MessageEntry
 from sessionstore.store import Entry
 from sessionstore.wire import encode_string
 
-__all__ = ["EarlierKept", "entries_between", "read_context"]
+__all__ = ["EarlierKept", "entries_between", "first_kept_in", "line_number", "read_context"]
 
 _CHUNK = 1 << 16  # bytes per read, backwards
 

@@ -16,6 +16,7 @@ from sessionstore import (
     StorageError,
     encode_line,
 )
+from sessionstore.backends import jsonl
 from sessionstore.testing.contract import INVALID_IDS, message
 from tests.helpers import run_appenders
 
@@ -112,7 +113,11 @@ async def test_complete_bad_line_is_an_error_naming_session_file_and_line(
     assert path.read_bytes() == content + bad_line + b"\n"  # nothing dropped
 
 
-async def test_invalid_utf8_is_named_by_line_when_streamed(store: JsonlStore) -> None:
+@pytest.mark.parametrize("read", [1 << 20, 50, 7])  # the bad line in a later read
+async def test_invalid_utf8_is_named_by_line_when_streamed(
+    store: JsonlStore, monkeypatch: pytest.MonkeyPatch, read: int
+) -> None:
+    monkeypatch.setattr(jsonl, "_READ", read)
     session_id, path = await new_session(store, message("e1", "hello"))
     content = path.read_bytes()
     path.write_bytes(
