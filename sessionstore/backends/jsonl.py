@@ -269,17 +269,18 @@ class JsonlStore(StoreBase):
                 offset += len(chunk) - len(rest)
                 cut = chunk.rfind(b"\n") + 1
                 block, rest = chunk[:cut], chunk[cut:]
-                try:
-                    block.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    start = block.rfind(b"\n", 0, exc.start) + 1
-                    line = await self._run(session_id, partial(line_number, fd, at + start))
-                    raise CorruptSessionError(
-                        session_id,
-                        f"invalid UTF-8 at byte {exc.start - start}",
-                        path=str(path),
-                        line=line,
-                    ) from None
+                if not block.isascii():  # ASCII is UTF-8, and quicker to tell
+                    try:
+                        block.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        start = block.rfind(b"\n", 0, exc.start) + 1
+                        line = await self._run(session_id, partial(line_number, fd, at + start))
+                        raise CorruptSessionError(
+                            session_id,
+                            f"invalid UTF-8 at byte {exc.start - start}",
+                            path=str(path),
+                            line=line,
+                        ) from None
                 if block:
                     yield block
         finally:
