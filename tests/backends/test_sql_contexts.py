@@ -10,11 +10,14 @@ from typing import Any
 import pytest
 
 from sessionstore import (
+    CompactionEntry,
+    CorruptSessionError,
     Message,
     MessageEntry,
     SessionMeta,
     SqlStore,
     StorageError,
+    encode,
 )
 from sessionstore.backends import _kept
 from sessionstore.backends.sql import contexts, runner
@@ -100,4 +103,22 @@ async def test_a_quick_read_waits_in_a_thread_when_sqlite_is_busy(
         assert await store.load_context(session_id) == expected
         error = "disk I/O error"  # not a lock: the caller's error
         with pytest.raises(StorageError, match="disk I/O error"):
+            await store.load_context(session_id)
+
+
+async def test_a_new_row_whose_line_disagrees_with_its_columns_is_corrupt(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    async with await SqlStore.open(str(db)) as store:
+        session_id = await store.create(SessionMeta.new())
+        await store.append(session_id, message("e1", "x"))
+        await store.load_context(session_id)  # kept
+        await store.append(session_id, message("e2", "y"))
+        connection = sqlite3.connect(db, isolation_level=None)
+        connection.execute("DROP TRIGGER entries_no_update")  # only a test may do this
+        line = encode(CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id="e1"))
+        connection.execute("UPDATE entries SET line = ? WHERE seq = 2", (line,))
+        connection.close()
+        with pytest.raises(CorruptSessionError, match="disagrees"):
             await store.load_context(session_id)

@@ -69,12 +69,18 @@ class Contexts:
                 session_id, partial(self._read, session_id=session_id, built=built), lean=True
             )
             assert read is not None
-        if built is not None and read.new_rows is not None:
-            built = built.extended(read.last, self._entries(session_id, read.new_rows))
-        else:
-            built = None
-        if built is None:
+        if read.new_rows is None:
             built = self._build(session_id, read)
+        else:  # rows that leave the cut where it is (`_read` checked their columns)
+            assert built is not None
+            extended = built.extended(read.last, self._entries(session_id, read.new_rows))
+            if extended is None:
+                raise CorruptSessionError(
+                    session_id,
+                    "an entry's line disagrees with its row's type or id",
+                    path=self._where,
+                )
+            built = extended
         self.kept.keep(session_id, built)
         return list(built.messages)
 
