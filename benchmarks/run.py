@@ -57,6 +57,7 @@ from sessionstore import (
     export_archive,
 )
 from sessionstore.backends._common import stored_header
+from sessionstore.backends.jsonl_hints import HINTS
 
 TEXT = "A realistic message of a few dozen words, as agents write them. " * 4
 KEPT = 50  # messages a compaction keeps, for load_context
@@ -346,19 +347,32 @@ class Bench:
         for kind in ("sqlite", "jsonl"):
             first: dict[int, list[float]] = {}
             again: dict[int, list[float]] = {}
+            unhinted: dict[int, list[float]] = {}
             for count in (1_000, long):
                 where = self.fresh() if kind == "sqlite" else self.fresh(".d")
                 async with await open_kind(kind, where) as store:
                     await fill(store, "s", count)
-                first[count], again[count] = [], []
+                first[count], again[count], unhinted[count] = [], [], []
                 async with await open_kind(kind, where) as store:
                     context = store.load_context
                     for _ in range(self.rounds):
+                        # A JSONL hint left beside the files: what a new
+                        # process finds, after the first one since the
+                        # last compaction.
+                        shutil.rmtree(where / HINTS, ignore_errors=True)
+                        forget(store)
+                        unhinted[count].append(await aper_call(lambda: context("s"), 1))  # noqa: B023
                         forget(store)
                         first[count].append(await aper_call(lambda: context("s"), 1))  # noqa: B023
                         again[count].append(await aper_call(lambda: context("s"), 200))  # noqa: B023
             self.flat.add(f"{kind}, {long:,} entries, first call", first[long], first[1_000])
             self.flat.add(f"{kind}, {long:,} entries, asked again", again[long], again[1_000])
+            if kind == "jsonl":
+                self.flat.add(
+                    f"{kind}, {long:,} entries, first call after a new compaction",
+                    unhinted[long],
+                    unhinted[1_000],
+                )
 
     async def peer_runs(self) -> None:
         peers = _peers()

@@ -56,13 +56,9 @@ from sessionstore.backends._files import (
 )
 from sessionstore.backends._kept import Kept, KeptContexts
 from sessionstore.backends.file_journal import JOURNAL_FILE, FileJournal
-from sessionstore.backends.jsonl_context import (
-    entries_between,
-    first_kept_in,
-    line_number,
-    read_context,
-)
+from sessionstore.backends.jsonl_context import entries_between, line_number, read_context
 from sessionstore.backends.jsonl_file import complete_size, parse, read_header, repair
+from sessionstore.backends.jsonl_hints import first_kept
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
@@ -229,23 +225,24 @@ class JsonlStore(StoreBase):
             else:
                 kept = None
             if kept is None:
-                messages, waiting_for = read_context(
-                    session_id, str(path), fd, size, self._first_kept
-                )
+                earlier = partial(self._first_kept, session_id)
+                messages, waiting_for = read_context(session_id, str(path), fd, size, earlier)
                 kept = Kept(file, size, tuple(messages), waiting_for)
             self._contexts.keep(session_id, kept)
             return builtins.list(kept.messages)
         finally:
             os.close(fd)
 
-    def _first_kept(self, fd: int, kept: str, end: int) -> int | None:
-        """`first_kept_in`, remembered: bytes before a complete line never change."""
+    def _first_kept(self, session_id: str, fd: int, kept: str, end: int) -> int | None:
+        """`first_kept_in`, remembered (bytes before a complete line never
+        change), and for a long history kept beside the files too
+        (`sessionstore.backends.jsonl_hints`)."""
         status = os.fstat(fd)
         key = (status.st_dev, status.st_ino, kept, end)
         if key not in self._kept:
             if len(self._kept) >= _KEPT_REMEMBERED:
                 self._kept.clear()
-            self._kept[key] = first_kept_in(fd, kept, end)
+            self._kept[key] = first_kept(self._dir, session_id, fd, kept, end)
         return self._kept[key]
 
     # ------------------------------------------------------------ archive

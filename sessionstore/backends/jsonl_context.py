@@ -7,8 +7,9 @@ until the last compaction, then on until a message with its
 make sure no earlier message has that id (the context starts from the
 *first* such message in the log): a search of the raw bytes for the id's
 spelling, without decoding. Bytes before a complete line never change, so
-the store keeps that answer; later calls read only the tail, however long
-the history.
+the store keeps that answer (for a long history, beside the files too:
+`sessionstore.backends.jsonl_hints`); later calls read only the tail,
+however long the history.
 
 Reading backwards, a line's number is not known: it is counted only for an
 error message.

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import CompactionEntry, JsonlStore, Message, MessageEntry, SessionMeta, encode
-from sessionstore.backends import jsonl_context
+from sessionstore.backends import jsonl_context, jsonl_hints
 from sessionstore.context import build_context
 from sessionstore.errors import CorruptSessionError
 from sessionstore.store import Entry
@@ -59,14 +59,17 @@ async def test_equals_build_context_of_load(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log: list[tuple[Entry, bool, bool]], chunk: int
 ) -> None:
     # Duplicate ids, ids spelled with escapes, CRLF lines and reads cut
-    # anywhere: the tail read must give what the whole log gives.
+    # anywhere: the tail read must give what the whole log gives, and so
+    # must a new store object reading the answer from the hint left.
     monkeypatch.setattr(jsonl_context, "_CHUNK", chunk)
+    monkeypatch.setattr(jsonl_hints, "HINT_FROM", 0)
     store = JsonlStore(tmp_path / f"store-{chunk}")
     meta = SessionMeta.new()
     await store.import_session(encode(meta), lines([spelled(*item) for item in log]))
     expected = build_context([entry for entry, _, _ in log])
     assert await store.load_context(meta.id) == expected
     assert await store.load_context(meta.id) == expected  # with the answer remembered
+    assert await JsonlStore(store.directory).load_context(meta.id) == expected
 
 
 async def test_the_history_before_the_kept_message_is_not_decoded(tmp_path: Path) -> None:
@@ -130,7 +133,7 @@ async def test_the_earlier_search_runs_once_per_compaction(
         searched.append(end)
         return search(fd, kept, end)
 
-    monkeypatch.setattr("sessionstore.backends.jsonl.first_kept_in", counted)
+    monkeypatch.setattr(jsonl_hints, "first_kept_in", counted)
     for turn in range(3):
         await store.append(meta.id, message(f"t{turn}", "turn"))
         context = await store.load_context(meta.id)

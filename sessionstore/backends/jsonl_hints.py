@@ -1,0 +1,102 @@
+"""Where a long JSONL session's context starts, remembered beside the files.
+
+`load_context` starts at the *first* message, anywhere in the log, whose id
+is the last compaction's ``first_kept_id``, and only a search of every byte
+before the kept message can tell which that is (`first_kept_in`). For a long
+history this search is the one cost of a first call that grows with the
+history: about 0.6 s for the 375 MB of a million entries here. Its answer
+cannot change while those bytes do not, so for a search of at least
+`HINT_FROM` bytes the store writes it to ``<dir>/.kept/<id>``, a hint that a
+new store object or a new process reads instead of searching again.
+
+A hint is a cache, never the record. It is used only for the file it was
+written for (same device and inode), the same kept id and the same end of
+search, and only while the first and last 4 KiB of the bytes searched are
+those it saw: a digest of all of these is in the hint. A torn, stale or
+foreign hint fails that check, and the search runs again. A hint that
+cannot be written (a read-only directory) is not written; nothing else
+changes. Only a file rewritten in place behind the store, keeping its inode
+and the bytes the digest covers, could mislead a hint; `load()` and
+``sessionstore verify`` read every line regardless.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+from pathlib import Path
+
+from sessionstore.backends.jsonl_context import first_kept_in
+
+__all__ = ["HINTS", "HINT_FROM", "first_kept"]
+
+HINTS = ".kept"  # <dir>/.kept/<id>: no session id starts with a dot
+HINT_FROM = 1 << 20  # bytes searched (about 1 ms) from which a hint is worth a file
+_WINDOW = 4096  # bytes at each end of the search that a hint's digest covers
+_MAGIC = b"sessionstore kept hint 1\n"
+_HINT = struct.Struct("<32sq")  # the digest, then the offset found (-1: none)
+
+
+def first_kept(directory: Path, session_id: str, fd: int, kept: str, end: int) -> int | None:
+    """`first_kept_in`, read from the session's hint when one holds.
+
+    Args:
+        directory: the store's directory.
+        session_id: whose file ``fd`` is open on.
+        fd: the session file, open for reading.
+        kept: the id the last compaction keeps from.
+        end: where the search stops: the offset of a message with that id.
+
+    Returns:
+        The offset of the first message line before ``end`` whose id is
+        ``kept``, or None.
+    """
+    if end < HINT_FROM:
+        return first_kept_in(fd, kept, end)
+    path = directory / HINTS / session_id
+    digest = _digest(fd, kept, end)
+    found = _read(path, digest)
+    if found is not None:
+        return None if found < 0 else found
+    answer = first_kept_in(fd, kept, end)
+    _write(path, digest, -1 if answer is None else answer)
+    return answer
+
+
+def _digest(fd: int, kept: str, end: int) -> bytes:
+    status = os.fstat(fd)
+    digest = hashlib.blake2b(digest_size=32)
+    digest.update(struct.pack("<QQQ", status.st_dev, status.st_ino, end))
+    digest.update(kept.encode() + b"\n")
+    digest.update(os.pread(fd, min(_WINDOW, end), 0))
+    digest.update(os.pread(fd, min(_WINDOW, end), max(0, end - _WINDOW)))
+    return digest.digest()
+
+
+def _read(path: Path, digest: bytes) -> int | None:
+    """The offset the hint at ``path`` holds for ``digest`` (-1: none), or None."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None  # no hint yet, or none readable: search
+    if len(data) != len(_MAGIC) + _HINT.size or not data.startswith(_MAGIC):
+        return None
+    stored, found = _HINT.unpack_from(data, len(_MAGIC))
+    return found if stored == digest and found >= -1 else None
+
+
+def _write(path: Path, digest: bytes, found: int) -> None:
+    """Write a hint whole (under a temporary name, then renamed), or not at all."""
+    try:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=".", dir=path.parent)
+    except OSError:
+        return  # a read-only directory: the search runs again next time
+    try:
+        with os.fdopen(fd, "wb") as file:  # private to its owner, as the sessions
+            file.write(_MAGIC + _HINT.pack(digest, found))
+        os.replace(temporary, path)
+    except OSError:
+        Path(temporary).unlink(missing_ok=True)
