@@ -21,7 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
-from sessionstore.backends._common import HEADERS_KEPT, decode_stored_meta, stored_header
+from sessionstore.backends._common import (
+    HEADERS_KEPT,
+    decode_stored_meta,
+    gc_paused,
+    stored_header,
+)
 from sessionstore.backends.sql import queries as Q
 from sessionstore.errors import InvalidRecordError
 from sessionstore.models import SessionMeta
@@ -64,7 +69,8 @@ class Listing:
 
     async def _decode(self, rows: builtins.list[Any]) -> builtins.list[SessionMeta]:
         try:
-            return [stored_header(header) for _, header in rows]
+            with gc_paused():  # a first list builds a model per session
+                return [stored_header(header) for _, header in rows]
         except InvalidRecordError:
             pass
         # A header that does not decode: name its session.
