@@ -24,7 +24,7 @@ from sessionstore import (
     decode_meta,
     encode,
 )
-from sessionstore.backends._common import decode_stored_entry
+from sessionstore.backends._common import decode_stored_entry, stored_header
 from sessionstore.wire import Record
 
 KNOWN_MESSAGE_FIELDS = {"role", "content", "streaming"}
@@ -220,3 +220,24 @@ def test_extra_fields_the_fast_reader_would_read_differently_go_to_the_strict_on
 def test_typed_numbers_and_ignored_fields_read_as_the_strict_reader_reads_them(line: str) -> None:
     fast, strict = both_readers(line)
     assert fast == strict
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"id":"s","version":-0,"created_at":""}',
+        '{"id":"s","version":0,"created_at":""}',
+        '{"id":"s","version":1,"created_at":"-0,"}',
+        '{"id":"s","version":1,"created_at":"","ignored":-0}',
+    ],
+)
+def test_stored_headers_read_as_the_strict_reader_reads_them(line: str) -> None:
+    try:
+        fast: object = stored_header(line)
+    except InvalidRecordError as exc:
+        fast = str(exc)
+    try:
+        strict: object = decode_meta(line)
+    except InvalidRecordError as exc:
+        strict = str(exc)
+    assert repr(fast) == repr(strict)

@@ -240,12 +240,13 @@ def stored_header(line: str | bytes) -> SessionMeta:
     Raises:
         InvalidRecordError: the line is not a valid header.
     """
-    if _fast(line):
-        try:
-            return SessionMeta.model_validate_json(line)
-        except ValidationError:
-            pass  # the strict decoder says what is wrong
-    return decode_meta(line)
+    try:
+        meta = SessionMeta.model_validate_json(line)
+    except ValidationError:
+        return decode_meta(line)  # which says what is wrong
+    # Its one number, ``version``, is 0 to pydantic when written ``-0``,
+    # a float serde refuses: only then is the line searched.
+    return meta if meta.version != 0 or _fast(line) else decode_meta(line)
 
 
 def decode_stored_meta(
