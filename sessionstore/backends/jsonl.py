@@ -225,7 +225,7 @@ class JsonlStore(StoreBase):
             else:
                 kept = None
             if kept is None:
-                earlier = partial(self._first_kept, session_id)
+                earlier = partial(self._first_kept, session_id, file)
                 messages, waiting_for = read_context(session_id, str(path), fd, size, earlier)
                 kept = Kept(file, size, tuple(messages), waiting_for)
             self._contexts.keep(session_id, kept)
@@ -233,16 +233,17 @@ class JsonlStore(StoreBase):
         finally:
             os.close(fd)
 
-    def _first_kept(self, session_id: str, fd: int, kept: str, end: int) -> int | None:
+    def _first_kept(
+        self, session_id: str, file: tuple[int, int], fd: int, kept: str, end: int
+    ) -> int | None:
         """`first_kept_in`, remembered (bytes before a complete line never
         change), and for a long history kept beside the files too
-        (`sessionstore.backends.jsonl_hints`)."""
-        status = os.fstat(fd)
-        key = (status.st_dev, status.st_ino, kept, end)
+        (`sessionstore.backends.jsonl_hints`). ``file``: its device and inode."""
+        key = (*file, kept, end)
         if key not in self._kept:
             if len(self._kept) >= _KEPT_REMEMBERED:
                 self._kept.clear()
-            self._kept[key] = first_kept(self._dir, session_id, fd, kept, end)
+            self._kept[key] = first_kept(self._dir, session_id, file, fd, kept, end)
         return self._kept[key]
 
     # ------------------------------------------------------------ archive

@@ -39,12 +39,15 @@ _MAGIC = b"sessionstore kept hint 1\n"
 _HINT = struct.Struct("<32sq")  # the digest, then the offset found (-1: none)
 
 
-def first_kept(directory: Path, session_id: str, fd: int, kept: str, end: int) -> int | None:
+def first_kept(
+    directory: Path, session_id: str, file: tuple[int, int], fd: int, kept: str, end: int
+) -> int | None:
     """`first_kept_in`, read from the session's hint when one holds.
 
     Args:
         directory: the store's directory.
         session_id: whose file ``fd`` is open on.
+        file: that file's device and inode.
         fd: the session file, open for reading.
         kept: the id the last compaction keeps from.
         end: where the search stops: the offset of a message with that id.
@@ -56,7 +59,7 @@ def first_kept(directory: Path, session_id: str, fd: int, kept: str, end: int) -
     if end < HINT_FROM:
         return first_kept_in(fd, kept, end)
     path = directory / HINTS / session_id
-    digest = _digest(fd, kept, end)
+    digest = _digest(file, fd, kept, end)
     found = _read(path, digest)
     if found is not None:
         return None if found < 0 else found
@@ -65,10 +68,9 @@ def first_kept(directory: Path, session_id: str, fd: int, kept: str, end: int) -
     return answer
 
 
-def _digest(fd: int, kept: str, end: int) -> bytes:
-    status = os.fstat(fd)
+def _digest(file: tuple[int, int], fd: int, kept: str, end: int) -> bytes:
     digest = hashlib.blake2b(digest_size=32)
-    digest.update(struct.pack("<QQQ", status.st_dev, status.st_ino, end))
+    digest.update(struct.pack("<QQQ", *file, end))
     digest.update(kept.encode() + b"\n")
     digest.update(os.pread(fd, min(_WINDOW, end), 0))
     digest.update(os.pread(fd, min(_WINDOW, end), max(0, end - _WINDOW)))
