@@ -134,4 +134,4 @@ class Contexts:
 
     @property
     def _where(self) -> str:
-        return f"{self._store._where} entries"
+        return self._store._entries_at

@@ -74,9 +74,8 @@ class Listing:
         except InvalidRecordError:
             pass
         # A header that does not decode: name its session.
-        where = f"{self._store._where} sessions"
         for session_id, header in await self._store._transaction(None, Q.SESSIONS.all):
-            decode_stored_meta(session_id, header, path=where, line_no=1)
+            decode_stored_meta(session_id, header, path=self._store._headers_at, line_no=1)
         raise AssertionError("a header failed to decode, then decoded")  # pragma: no cover
 
     def forget(self) -> None:

@@ -89,6 +89,8 @@ class SqlStore(StoreBase):
         """Wrap a runner made by `open`; use `open` instead."""
         self._runner = runner
         self._where = describe(runner.url)
+        # Where a fault is, in an error: the table of headers, or of entries.
+        self._headers_at, self._entries_at = f"{self._where} sessions", f"{self._where} entries"
         self._writer = asyncio.Lock()
         self._group = GroupCommit(self, self._write_appends)
         self._contexts = Contexts(self)
@@ -273,7 +275,7 @@ class SqlStore(StoreBase):
         ]
 
     def _locations(self, session_id: str) -> tuple[str, str]:
-        return f"{self._where} sessions", f"{self._where} entries"
+        return self._headers_at, self._entries_at
 
     async def _pages(self, session_id: str, page: Q.Query) -> AsyncIterator[builtins.list[Any]]:
         """The header line, then the entry lines in pages of `_PAGE` (``page``'s rows)."""
@@ -357,7 +359,7 @@ class SqlStore(StoreBase):
             # and each row's line is dropped once decoded.
             pk, _ = self._find(conn, session_id)
             with contextlib.closing(Q.LINES.each(conn, pk=pk)) as rows:
-                return decode_stored_entries(session_id, rows, path=f"{self._where} entries")
+                return decode_stored_entries(session_id, rows, path=self._entries_at)
 
         return await self._transaction(session_id, body, lean=True)
 
@@ -368,13 +370,13 @@ class SqlStore(StoreBase):
 
     async def summaries(self) -> builtins.list[SessionSummary]:
         self._check_open()
-        where = f"{self._where} sessions"
-        return await self._transaction(None, partial(survey.summaries, where=where))
+        summaries = partial(survey.summaries, where=self._headers_at)
+        return await self._transaction(None, summaries)
 
     async def integrity(self) -> builtins.list[str]:
         self._check_open()
-        where = f"{self._where} sessions"
-        return await self._transaction(None, partial(survey.faults, where=where))
+        faults = partial(survey.faults, where=self._headers_at)
+        return await self._transaction(None, faults)
 
     async def load_context(self, session_id: str) -> builtins.list[Message]:
         """The built context, read from the last compaction on, and kept.
