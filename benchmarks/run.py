@@ -56,8 +56,7 @@ from sessionstore import (
     encode,
     export_archive,
 )
-from sessionstore.backends._common import stored_header
-from sessionstore.backends.jsonl_hints import HINTS
+from sessionstore.backends.jsonl import HINTS
 
 TEXT = "A realistic message of a few dozen words, as agents write them. " * 4
 KEPT = 50  # messages a compaction keeps, for load_context
@@ -89,14 +88,8 @@ async def fill(store: SessionStore, session_id: str, count: int) -> None:
 
 
 def forget(store: SessionStore) -> None:
-    """Drop what a store keeps between calls, to time a first call (internals)."""
-    stored_header.cache_clear()
-    if isinstance(store, SqlStore):
-        store._contexts.kept.clear()
-        store._listing.forget()
-    elif isinstance(store, JsonlStore):
-        store._kept.clear()
-        store._contexts.clear()
+    """Drop what a store keeps between calls, to time a first call."""
+    store.drop_caches()
 
 
 async def open_kind(kind: str, where: Path) -> SessionStore:
@@ -440,7 +433,7 @@ class _OpenAIAgents(_Peer):
     def __init__(self) -> None:
         from agents import SQLiteSession
 
-        class Session(SQLiteSession):  # type: ignore[misc]
+        class Session(SQLiteSession):  # type: ignore[misc,unused-ignore]
             @staticmethod
             def _configure_connection(conn: sqlite3.Connection) -> None:
                 SQLiteSession._configure_connection(conn)

@@ -18,8 +18,8 @@ from alembic import context
 from sqlalchemy import Connection
 
 from sessionstore.backends.sql.engine import WRITE, open_sync_engine
+from sessionstore.backends.sql.schema import VERSION_TABLE
 from sessionstore.backends.sql.tables import metadata
-from sessionstore.migrate import VERSION_TABLE
 
 config = context.config
 

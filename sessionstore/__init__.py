@@ -3,10 +3,16 @@
 Sessions (a header, then finalized messages and compaction markers), a
 crash-recovery journal, and a JSONL wire format byte-compatible with the
 Rust implementation. Everything a user needs is importable from here.
+
+`SqlStore` loads SQLAlchemy when it is first used (``sessionstore.SqlStore``,
+or `open_store` with a SQL target), so a JSONL or memory store never pays
+for it.
 """
 
+import typing
+
 from sessionstore.archive import ArchiveIssue, ArchiveReport, export_archive, import_archive
-from sessionstore.backends import FileJournal, JsonlStore, MemoryStore, SqlStore, open_store
+from sessionstore.backends import FileJournal, JsonlStore, MemoryStore, open_store
 from sessionstore.context import build_context
 from sessionstore.errors import (
     ArchiveError,
@@ -38,7 +44,7 @@ from sessionstore.models import (
     SessionMeta,
     Written,
 )
-from sessionstore.store import Entry, JournalRecord, SessionJournal, SessionStore
+from sessionstore.store import SessionJournal, SessionStore, SessionSummary
 from sessionstore.timestamps import Timestamp
 from sessionstore.wire import (
     decode_entry,
@@ -48,6 +54,9 @@ from sessionstore.wire import (
     encode,
     encode_line,
 )
+
+if typing.TYPE_CHECKING:
+    from sessionstore.backends.sql import SqlStore
 
 __version__ = "0.1.0"
 
@@ -60,13 +69,11 @@ __all__ = [
     "ConfigurationError",
     "CorruptSessionError",
     "DuplicateSessionError",
-    "Entry",
     "FileJournal",
     "InvalidRecordError",
     "InvalidSessionIdError",
     "Journal",
     "JournalLine",
-    "JournalRecord",
     "JournalSession",
     "JsonlStore",
     "MemoryStore",
@@ -84,6 +91,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionStore",
     "SessionStoreError",
+    "SessionSummary",
     "SqlStore",
     "StorageError",
     "StreamingMessageError",
@@ -102,3 +110,15 @@ __all__ = [
     "open_store",
     "validate_session_id",
 ]
+
+
+def __getattr__(name: str) -> typing.Any:
+    if name == "SqlStore":
+        from sessionstore.backends.sql import SqlStore
+
+        return SqlStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

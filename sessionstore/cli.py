@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from sessionstore import __version__, migrate
+from sessionstore import __version__
 from sessionstore.archive import export_archive, import_archive
 from sessionstore.backends import open_store
 from sessionstore.demo import play_demo
@@ -72,6 +72,8 @@ def _preview(text: str, width: int = 72) -> str:
 
 
 async def _migrate(args: argparse.Namespace) -> int:
+    from sessionstore import migrate  # alembic loads only for this command
+
     if args.status:
         current, head = await migrate.current(args.db), migrate.head()
         state = "up to date" if current == head else "needs `sessionstore migrate`"

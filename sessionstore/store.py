@@ -15,20 +15,9 @@ from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from sessionstore.journal import Journal
-from sessionstore.models import (
-    CommentWrite,
-    CompactionEntry,
-    Message,
-    MessageEntry,
-    PostWrite,
-    SessionHeader,
-    SessionMeta,
-)
+from sessionstore.models import JournalLine, Message, SessionEntry, SessionHeader, SessionMeta
 
-__all__ = ["Entry", "JournalRecord", "SessionJournal", "SessionStore", "SessionSummary"]
-
-Entry = MessageEntry | CompactionEntry
-"""A session entry, as the store methods take and give it."""
+__all__ = ["SessionJournal", "SessionStore", "SessionSummary"]
 
 
 @dataclass(frozen=True)
@@ -46,10 +35,6 @@ class SessionSummary:
     entries: int
     last_timestamp: str | None
     compacted: bool
-
-
-JournalRecord = SessionHeader | PostWrite | CommentWrite
-"""A journal line, as `SessionJournal.append` takes it."""
 
 
 @runtime_checkable
@@ -87,7 +72,7 @@ class SessionJournal(Protocol):
         recorded no write, keep it when it did, then append ``header``."""
         ...
 
-    async def append(self, line: JournalRecord) -> None:
+    async def append(self, line: JournalLine) -> None:
         """Append one line, on a line of its own, durably.
 
         Raises:
@@ -157,7 +142,7 @@ class SessionStore(Protocol):
         """
         ...
 
-    async def append(self, session_id: str, entry: Entry) -> None:
+    async def append(self, session_id: str, entry: SessionEntry) -> None:
         """Append one entry to a session.
 
         Only finalized messages are stored: a message entry whose message
@@ -172,7 +157,7 @@ class SessionStore(Protocol):
         """
         ...
 
-    async def append_many(self, session_id: str, entries: Sequence[Entry]) -> None:
+    async def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
         """Append the entries of one turn: all of them, contiguously, or none.
 
         No other append to the session lands between them. Every entry is
@@ -186,7 +171,7 @@ class SessionStore(Protocol):
         """
         ...
 
-    async def load(self, session_id: str) -> builtins.list[Entry]:
+    async def load(self, session_id: str) -> builtins.list[SessionEntry]:
         """All entries of a session, in append order.
 
         Raises:
@@ -196,7 +181,7 @@ class SessionStore(Protocol):
         """
         ...
 
-    def iter_entries(self, session_id: str) -> AsyncGenerator[Entry, None]:
+    def iter_entries(self, session_id: str) -> AsyncGenerator[SessionEntry, None]:
         """The entries of a session, in append order, streamed.
 
         What `load` returns, one entry at a time, in memory bounded however
@@ -313,6 +298,16 @@ class SessionStore(Protocol):
 
     async def journals(self) -> builtins.list[str]:
         """The names of the journals that hold any lines, in no particular order."""
+        ...
+
+    def drop_caches(self) -> None:
+        """Forget what this store object keeps in memory between calls.
+
+        Stores keep what spares them reading again (contexts they built,
+        headers they decoded); none of it is data, and every answer stays
+        the same. After this, the next call reads the storage as a new
+        store object would: to time a first call, or to free the memory.
+        """
         ...
 
     async def close(self) -> None:

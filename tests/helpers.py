@@ -12,6 +12,7 @@ from pathlib import Path
 from sqlalchemy import event
 
 from sessionstore import SqlStore
+from sessionstore.backends.sql.runner import ThreadRunner
 
 WORKERS = Path(__file__).parent / "workers"
 APPENDER = WORKERS / "appender.py"
@@ -56,7 +57,11 @@ def traced(store: SqlStore, threads: list[str] | None = None) -> list[str]:
         driver.set_trace_callback(record)
 
     # The store runs its statements on the driver: trace its connections.
-    event.listen(store._runner.sync_engine, "connect", lambda driver, _: trace(driver))
-    for conn in store._runner._opened:  # type: ignore[attr-defined]
-        trace(conn.connection.driver_connection)
+    runner = store.database.runner
+    assert isinstance(runner, ThreadRunner), "statements are traced on SQLite"
+    event.listen(runner.sync_engine, "connect", lambda driver, _: trace(driver))
+    for conn in runner.connections():
+        driver = conn.connection.driver_connection
+        assert isinstance(driver, sqlite3.Connection)
+        trace(driver)
     return statements

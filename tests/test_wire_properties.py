@@ -24,8 +24,9 @@ from sessionstore import (
     decode_meta,
     encode,
 )
-from sessionstore.backends._common import decode_stored_entry, stored_header
+from sessionstore.backends.base import decode_stored_entry
 from sessionstore.wire import Record
+from sessionstore.wire.stored import read_stored_meta
 
 KNOWN_MESSAGE_FIELDS = {"role", "content", "streaming"}
 
@@ -233,7 +234,7 @@ def test_typed_numbers_and_ignored_fields_read_as_the_strict_reader_reads_them(l
 )
 def test_stored_headers_read_as_the_strict_reader_reads_them(line: str) -> None:
     try:
-        fast: object = stored_header(line)
+        fast: object = read_stored_meta(line)
     except InvalidRecordError as exc:
         fast = str(exc)
     try:

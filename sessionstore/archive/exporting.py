@@ -23,8 +23,8 @@ from sessionstore.archive.report import (
     finish,
     io,
 )
-from sessionstore.backends._files import FILE_MODE, fsync_directory, write_all
-from sessionstore.backends.file_journal import JOURNAL_FILE
+from sessionstore.backends.files import FILE_MODE, fsync_directory, write_all
+from sessionstore.backends.jsonl.journal import JOURNAL_FILE
 from sessionstore.errors import validate_session_id
 from sessionstore.store import SessionStore
 

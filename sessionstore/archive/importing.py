@@ -23,7 +23,7 @@ from sessionstore.archive.report import (
     finish,
     io,
 )
-from sessionstore.backends.file_journal import JOURNAL_FILE
+from sessionstore.backends.jsonl.journal import JOURNAL_FILE
 from sessionstore.errors import (
     ArchiveError,
     InvalidRecordError,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from sessionstore.backends._files import in_thread
+from sessionstore.backends.files import in_thread
 from sessionstore.errors import ArchiveError
 
 __all__ = [

@@ -1,101 +1,39 @@
-"""The storage backends, and `open_store` to pick one from a target string."""
+"""The storage backends, and `open_store` to pick one from a target string.
+
+`SqlStore` is loaded on first use, with SQLAlchemy: importing this package
+(or `sessionstore`) costs nothing for a JSONL or memory store.
+"""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Generator
-from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sessionstore.backends._common import StoreBase
-from sessionstore.backends.file_journal import FileJournal
-from sessionstore.backends.jsonl import JsonlStore
+from sessionstore.backends.base import JournalBase, StoreBase
+from sessionstore.backends.jsonl import FileJournal, JsonlStore
 from sessionstore.backends.memory import MemoryStore
-from sessionstore.backends.sql import SqlStore
-from sessionstore.backends.sql.engine import is_sql_target
-from sessionstore.errors import ConfigurationError
-from sessionstore.store import SessionStore
+from sessionstore.backends.targets import open_store
 
-__all__ = ["FileJournal", "JsonlStore", "MemoryStore", "SqlStore", "StoreBase", "open_store"]
+if TYPE_CHECKING:
+    from sessionstore.backends.sql import SqlStore
 
-
-async def _make_store(target: str | os.PathLike[str], options: dict[str, Any]) -> SessionStore:
-    try:
-        return await _backend_for(os.fspath(target), options)
-    except TypeError as exc:  # an option the backend does not take
-        raise ConfigurationError(f"{os.fspath(target)!r}: {exc}") from None
-
-
-async def _backend_for(text: str, options: dict[str, Any]) -> SessionStore:
-    if is_sql_target(text):
-        return await SqlStore.open(text, **options)
-    if text == "memory://":
-        if options:
-            raise ConfigurationError(f"memory:// takes no options, got {sorted(options)}")
-        return MemoryStore()
-    if text.startswith("jsonl://"):
-        path = text[len("jsonl://") :]
-        if not path.startswith("/"):
-            raise ConfigurationError(
-                f"{text!r}: a jsonl:// target needs an absolute path (jsonl:///abs/dir)"
-            )
-        return JsonlStore(path, **options)
-    if "://" in text:
-        scheme = text.split("://", 1)[0]
-        raise ConfigurationError(
-            f"{text!r}: unknown store scheme {scheme!r} (use memory://, jsonl:///dir, "
-            "sqlite:///file.db or a path)"
-        )
-    return JsonlStore(text, **options)
+__all__ = [
+    "FileJournal",
+    "JournalBase",
+    "JsonlStore",
+    "MemoryStore",
+    "SqlStore",
+    "StoreBase",
+    "open_store",
+]
 
 
-class _Opening:
-    """What `open_store` returns: await it, or use it with ``async with``."""
+def __getattr__(name: str) -> Any:
+    if name == "SqlStore":
+        from sessionstore.backends.sql import SqlStore
 
-    def __init__(self, target: str | os.PathLike[str], options: dict[str, Any]) -> None:
-        self._target = target
-        self._options = options
-        self._store: SessionStore | None = None
-
-    async def _open(self) -> SessionStore:
-        return await _make_store(self._target, self._options)
-
-    def __await__(self) -> Generator[Any, None, SessionStore]:
-        return self._open().__await__()
-
-    async def __aenter__(self) -> SessionStore:
-        self._store = await self._open()
-        return self._store
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._store is not None:
-            await self._store.close()
+        return SqlStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def open_store(target: str | os.PathLike[str], **options: Any) -> _Opening:
-    """Open the store a target names.
-
-    Targets:
-
-    * ``"memory://"``: a new, empty `MemoryStore`.
-    * ``"jsonl:///abs/dir"`` or a directory path: a `JsonlStore` there.
-    * ``"sqlite:///path.db"``, ``"sqlite+aiosqlite:///path.db"``, or a path
-      ending in ``.db``, ``.sqlite`` or ``.sqlite3``: a `SqlStore` on SQLite.
-
-    Options (``durability="full"``...) go to the backend's constructor.
-    Use it either way::
-
-        store = await open_store("./sessions")
-        async with open_store("memory://") as store:
-            ...
-
-    Raises:
-        ConfigurationError: the target names no known backend, or an option
-            is not valid for it.
-    """
-    return _Opening(target, options)
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -11,10 +11,12 @@ Nothing survives the process; there is no global state, and two
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
-from sessionstore.backends._common import (
+from sessionstore.backends.base import (
+    JournalBase,
     StoreBase,
     decode_stored_entries,
     decode_stored_meta,
@@ -22,16 +24,17 @@ from sessionstore.backends._common import (
     header_line,
     imported_entry,
     imported_header,
+    journal_bytes,
+    lines_since_clear,
+    raw_journal_lines,
 )
-from sessionstore.backends._journal import JournalBase, file_bytes, lines_since_clear, raw_lines
 from sessionstore.errors import (
     DuplicateSessionError,
     SessionConflictError,
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.models import SessionMeta
-from sessionstore.store import Entry
+from sessionstore.models import SessionEntry, SessionMeta
 
 __all__ = ["MemoryStore"]
 
@@ -68,11 +71,11 @@ class MemoryStore(StoreBase):
         self._sessions[meta.id] = _Session(line)
         return meta.id
 
-    async def append_many(self, session_id: str, entries: Sequence[Entry]) -> None:
+    async def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
         session = self._session(session_id)
         session.lines.extend(entry_lines(session_id, entries))
 
-    async def load(self, session_id: str) -> builtins.list[Entry]:
+    async def load(self, session_id: str) -> builtins.list[SessionEntry]:
         session = self._session(session_id)
         return decode_stored_entries(session_id, enumerate(session.lines, 1), path=None)
 
@@ -114,7 +117,7 @@ class MemoryStore(StoreBase):
     def journal(self, name: str) -> _MemoryJournal:
         validate_session_id(name)
         self._check_open(name)
-        return _MemoryJournal(self, name)
+        return _MemoryJournal(self._journals, name, partial(self._check_open, name))
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()
@@ -122,26 +125,35 @@ class MemoryStore(StoreBase):
 
 
 class _MemoryJournal(JournalBase):
-    """A journal kept in a `MemoryStore`: history stays, a clear is a marker."""
+    """A journal kept in a `MemoryStore`: history stays, a clear is a marker.
 
-    def __init__(self, store: MemoryStore, name: str) -> None:
-        self._store = store
+    Args:
+        journals: the store's journals: each one's lines, None where cleared.
+        name: this journal's.
+        check_open: refuses a closed store.
+    """
+
+    def __init__(
+        self,
+        journals: dict[str, builtins.list[bytes | None]],
+        name: str,
+        check_open: Callable[[], None],
+    ) -> None:
+        self._journals = journals
         self._name = name
-
-    def _history(self) -> builtins.list[bytes | None]:
-        self._store._check_open(self._name)
-        return self._store._journals.setdefault(self._name, [])
+        self._check_open = check_open
 
     async def read_bytes(self) -> bytes:
-        self._store._check_open(self._name)
-        return file_bytes(lines_since_clear(self._store._journals.get(self._name, [])))
+        self._check_open()
+        return journal_bytes(lines_since_clear(self._journals.get(self._name, [])))
 
     async def append_raw(self, *lines: bytes) -> None:
-        checked = raw_lines(lines)
-        self._history().extend(checked)
+        checked = raw_journal_lines(lines)
+        self._check_open()
+        self._journals.setdefault(self._name, []).extend(checked)
 
     async def clear(self) -> None:
-        history = self._store._journals.get(self._name)
-        self._store._check_open(self._name)
+        self._check_open()
+        history = self._journals.get(self._name)
         if history and history[-1] is not None:
             history.append(None)

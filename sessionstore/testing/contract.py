@@ -24,10 +24,11 @@ from sessionstore.models import (
     CompactionEntry,
     Message,
     MessageEntry,
+    SessionEntry,
     SessionHeader,
     SessionMeta,
 )
-from sessionstore.store import Entry, SessionStore
+from sessionstore.store import SessionStore
 from sessionstore.timestamps import Timestamp
 from sessionstore.wire import encode
 
@@ -69,7 +70,7 @@ def compaction(entry_id: str, summary: str, first_kept_id: str) -> CompactionEnt
     )
 
 
-def lines(entries: list[Entry]) -> list[str]:
+def lines(entries: list[SessionEntry]) -> list[str]:
     """Entries as their wire lines: equality down to field order and extras."""
     return [encode(entry) for entry in entries]
 
@@ -120,7 +121,7 @@ class SessionStoreContract:
     async def test_entries_come_back_in_their_exact_form(
         self, store: SessionStore, session: str
     ) -> None:
-        entries: list[Entry] = [
+        entries: list[SessionEntry] = [
             MessageEntry(
                 id="m1",
                 parent_id="m0",
@@ -164,7 +165,7 @@ class SessionStoreContract:
         if not backend.persistent:
             pytest.skip("backend declares persistent=False: its storage is the object itself")
         meta = SessionMeta.new()
-        entries: list[Entry] = [message("e1", "hello"), compaction("c1", "summary", "e1")]
+        entries: list[SessionEntry] = [message("e1", "hello"), compaction("c1", "summary", "e1")]
         async with await backend.open() as store:
             await store.create(meta)
             await store.append_many(meta.id, entries)
@@ -352,7 +353,7 @@ class SessionStoreContract:
         ids=["no-compaction", "cut", "last-wins", "fallback", "summary-only"],
     )
     async def test_load_context_equals_build_context_of_load(
-        self, store: SessionStore, session: str, log: list[Entry]
+        self, store: SessionStore, session: str, log: list[SessionEntry]
     ) -> None:
         await store.append_many(session, log)
         context = await store.load_context(session)
@@ -364,7 +365,7 @@ class SessionStoreContract:
     ) -> None:
         # Longer than a page of the SQL store and a read of the JSONL one.
         text = "x" * 600
-        log: list[Entry] = [message(f"e{n}", f"{text}{n}") for n in range(4500)]
+        log: list[SessionEntry] = [message(f"e{n}", f"{text}{n}") for n in range(4500)]
         log.insert(2000, compaction("c1", "sum", "e1000"))
         for start in range(0, len(log), 1000):
             await store.append_many(session, log[start : start + 1000])

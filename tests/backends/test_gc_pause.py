@@ -1,12 +1,13 @@
 """Large loads hold the garbage collector, and always give it back."""
 
 import gc
+import threading
 from pathlib import Path
 
 import pytest
 
 from sessionstore import CorruptSessionError, JsonlStore, SessionMeta
-from sessionstore.backends._common import gc_paused
+from sessionstore.backends.base import gc_paused
 from sessionstore.testing.contract import message
 
 
@@ -35,4 +36,30 @@ async def test_a_failing_load_gives_the_collector_back(tmp_path: Path) -> None:
         file.write(b"not json\n")
     with pytest.raises(CorruptSessionError):
         await store.load(session_id)
+    assert gc.isenabled()
+
+
+def test_overlapping_pauses_in_threads_restore_the_collector_once_all_end() -> None:
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def first() -> None:
+        with gc_paused():
+            first_in.set()
+            second_in.wait()
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait()
+        with gc_paused():
+            second_in.set()
+            first_out.wait()
+            seen.append(gc.isenabled())  # the first ended: still paused for us
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == [False]
     assert gc.isenabled()

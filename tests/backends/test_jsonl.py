@@ -16,7 +16,7 @@ from sessionstore import (
     StorageError,
     encode_line,
 )
-from sessionstore.backends import jsonl
+from sessionstore.backends.jsonl import store as jsonl_store
 from sessionstore.testing.contract import INVALID_IDS, message
 from tests.helpers import run_appenders
 
@@ -117,7 +117,7 @@ async def test_complete_bad_line_is_an_error_naming_session_file_and_line(
 async def test_invalid_utf8_is_named_by_line_when_streamed(
     store: JsonlStore, monkeypatch: pytest.MonkeyPatch, read: int
 ) -> None:
-    monkeypatch.setattr(jsonl, "_READ", read)
+    monkeypatch.setattr(jsonl_store, "READ", read)
     session_id, path = await new_session(store, message("e1", "hello"))
     content = path.read_bytes()
     path.write_bytes(

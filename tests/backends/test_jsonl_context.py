@@ -9,11 +9,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sessionstore import CompactionEntry, JsonlStore, Message, MessageEntry, SessionMeta, encode
-from sessionstore.backends import jsonl_context, jsonl_hints
+from sessionstore import (
+    CompactionEntry,
+    JsonlStore,
+    Message,
+    MessageEntry,
+    SessionEntry,
+    SessionMeta,
+    encode,
+)
+from sessionstore.backends.jsonl import context as jsonl_context
+from sessionstore.backends.jsonl import hints as jsonl_hints
 from sessionstore.context import build_context
 from sessionstore.errors import CorruptSessionError
-from sessionstore.store import Entry
 
 IDS = ["a", "b", "c", "d/e", "é"]
 
@@ -26,7 +34,7 @@ def compaction(entry_id: str, summary: str, kept: str) -> CompactionEntry:
     return CompactionEntry(id=entry_id, timestamp="t", summary=summary, first_kept_id=kept)
 
 
-def spelled(entry: Entry, escape: bool, crlf: bool) -> str:
+def spelled(entry: SessionEntry, escape: bool, crlf: bool) -> str:
     """The entry's line, its id spelled with escapes when asked (as imports keep)."""
     line = encode(entry)
     if escape:
@@ -56,12 +64,15 @@ entries = st.one_of(
     chunk=st.sampled_from([1, 7, 64, 1 << 16]),
 )
 async def test_equals_build_context_of_load(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log: list[tuple[Entry, bool, bool]], chunk: int
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    log: list[tuple[SessionEntry, bool, bool]],
+    chunk: int,
 ) -> None:
     # Duplicate ids, ids spelled with escapes, CRLF lines and reads cut
     # anywhere: the tail read must give what the whole log gives, and so
     # must a new store object reading the answer from the hint left.
-    monkeypatch.setattr(jsonl_context, "_CHUNK", chunk)
+    monkeypatch.setattr(jsonl_context, "CHUNK", chunk)
     monkeypatch.setattr(jsonl_hints, "HINT_FROM", 0)
     store = JsonlStore(tmp_path / f"store-{chunk}")
     meta = SessionMeta.new()

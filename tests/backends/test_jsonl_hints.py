@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sessionstore import CompactionEntry, JsonlStore, Message, MessageEntry, SessionMeta, encode
-from sessionstore.backends import jsonl_hints
-from sessionstore.backends.jsonl_context import first_kept_in
+from sessionstore.backends.jsonl import hints as jsonl_hints
+from sessionstore.backends.jsonl.context import first_kept_in
 from sessionstore.context import build_context
 
 SUMMARY = "[Conversation summary]\n"

@@ -13,12 +13,12 @@ from sessionstore import (
     JsonlStore,
     Message,
     MessageEntry,
+    SessionEntry,
     SessionMeta,
     SessionStore,
     SqlStore,
 )
 from sessionstore.context import build_context
-from sessionstore.store import Entry
 
 IDS = ["a", "b", "c"]
 
@@ -52,9 +52,9 @@ async def test_a_kept_context_equals_build_context_of_the_log(
     where = tmp_path / f"{len(list(tmp_path.iterdir()))}"
     async with await open_kind(kind, where) as store, await open_kind(kind, where) as other:
         session_id = await store.create(SessionMeta.new())
-        log: list[Entry] = []
+        log: list[SessionEntry] = []
         for number, (step, value) in enumerate(steps):
-            new: list[Entry]
+            new: list[SessionEntry]
             if step == "context":
                 assert await store.load_context(session_id) == build_context(log)
                 continue
@@ -85,7 +85,7 @@ async def test_the_first_message_with_the_awaited_id_moves_the_start(
 
     async with await open_kind(kind, tmp_path / "s") as store:
         session_id = await store.create(SessionMeta.new())
-        log: list[Entry] = [
+        log: list[SessionEntry] = [
             message("a"),
             CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id="k"),
         ]

@@ -15,9 +15,9 @@ import pytest
 from sessionstore import (
     ConfigurationError,
     CorruptSessionError,
-    Entry,
     Message,
     MessageEntry,
+    SessionEntry,
     SessionMeta,
     SessionNotFoundError,
     SqlStore,
@@ -57,7 +57,7 @@ async def test_database_is_in_wal_mode_and_private(store: SqlStore, db: Path) ->
 @pytest.mark.parametrize(("durability", "level"), [("normal", 1), ("full", 2)])
 async def test_durability_sets_synchronous(db: Path, durability: str, level: int) -> None:
     store = await SqlStore.open(str(db), durability=durability)  # type: ignore[arg-type]
-    with store._runner.sync_engine.connect() as conn:
+    with store.database.runner.sync_engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == level
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
@@ -67,7 +67,11 @@ async def test_durability_sets_synchronous(db: Path, durability: str, level: int
 async def test_rows_keep_lines_verbatim_with_gap_free_seq(store: SqlStore, db: Path) -> None:
     meta = SessionMeta.new()
     await store.create(meta)
-    logged: list[Entry] = [message("e1", "a"), message("e2", "b"), compaction("c1", "sum", "e2")]
+    logged: list[SessionEntry] = [
+        message("e1", "a"),
+        message("e2", "b"),
+        compaction("c1", "sum", "e2"),
+    ]
     for entry in logged:
         await store.append(meta.id, entry)
     connection = raw(db)
@@ -176,7 +180,7 @@ async def test_a_header_naming_another_session_is_an_integrity_fault(
 async def test_load_context_reads_nothing_before_the_cut(store: SqlStore, db: Path) -> None:
     meta = SessionMeta.new()
     await store.create(meta)
-    log: list[Entry] = [message(f"old{n}", "old") for n in range(50)]
+    log: list[SessionEntry] = [message(f"old{n}", "old") for n in range(50)]
     log += [message("kept", "kept"), message("tail", "tail"), compaction("c1", "sum", "kept")]
     await store.append_many(meta.id, log)
     connection = raw(db)
@@ -192,7 +196,7 @@ async def test_load_context_reads_nothing_before_the_cut(store: SqlStore, db: Pa
 async def test_load_context_statements_search_indexes_never_scan(store: SqlStore, db: Path) -> None:
     meta = SessionMeta.new()
     await store.create(meta)
-    log: list[Entry] = [message(f"e{n}", "x") for n in range(2000)]
+    log: list[SessionEntry] = [message(f"e{n}", "x") for n in range(2000)]
     await store.append_many(meta.id, [*log, compaction("c1", "sum", "e1990")])
     statements = traced(store)
     await store.load_context(meta.id)
@@ -407,7 +411,7 @@ async def test_load_decodes_in_a_thread_leaving_the_event_loop_free(
     decoding: list[str] = []
     decode = store_module.decode_stored_entries  # type: ignore[attr-defined]
 
-    def recorded(*args: Any, **kwargs: Any) -> list[Entry]:
+    def recorded(*args: Any, **kwargs: Any) -> list[SessionEntry]:
         decoding.append(threading.current_thread().name)
         return decode(*args, **kwargs)
 

@@ -12,40 +12,16 @@ import pytest
 from sessionstore import (
     CompactionEntry,
     CorruptSessionError,
-    Message,
-    MessageEntry,
+    SessionEntry,
     SessionMeta,
     SqlStore,
     StorageError,
     encode,
 )
-from sessionstore.backends import _kept
 from sessionstore.backends.sql import contexts, runner
 from sessionstore.context import build_context
-from sessionstore.store import Entry
 from sessionstore.testing.contract import message
 from tests.helpers import traced
-
-
-async def test_kept_contexts_stay_within_their_bounds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_kept, "KEPT_SESSIONS", 2)
-    monkeypatch.setattr(_kept, "KEPT_MESSAGES", 5)
-    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
-        sizes = [2, 2, 2, 6, 1]  # the 6-message context is never kept
-        ids = []
-        for size in sizes:
-            session_id = await store.create(SessionMeta.new())
-            log = [MessageEntry.new(Message.user(f"m{n}")) for n in range(size)]
-            await store.append_many(session_id, log)
-            assert await store.load_context(session_id) == build_context(log)
-            ids.append(session_id)
-            kept = store._contexts.kept.held()
-            assert len(kept) <= 2
-            assert sum(len(built.messages) for built in kept.values()) <= 5
-            assert store._contexts.kept._messages == sum(len(b.messages) for b in kept.values())
-        assert list(store._contexts.kept.held()) == [ids[2], ids[4]]
 
 
 async def test_a_kept_context_is_read_on_the_event_loop_when_little_is_new(
@@ -53,7 +29,7 @@ async def test_a_kept_context_is_read_on_the_event_loop_when_little_is_new(
 ) -> None:
     async with await SqlStore.open(str(tmp_path / "s.db")) as store:
         session_id = await store.create(SessionMeta.new())
-        log: list[Entry] = [message(f"e{n}", "x") for n in range(5)]
+        log: list[SessionEntry] = [message(f"e{n}", "x") for n in range(5)]
         await store.append_many(session_id, log)
         threads: list[str] = []
         statements = traced(store, threads)
@@ -90,14 +66,14 @@ async def test_a_quick_read_waits_in_a_thread_when_sqlite_is_busy(
         await store.append(session_id, message("e1", "x"))
         await store.load_context(session_id)
         await store.append(session_id, message("e2", "y"))
-        on_driver = runner._on_driver
+        on_driver = runner.on_driver
 
         def locked_on_the_loop(*args: Any, **kwargs: Any) -> Any:
             if threading.current_thread() is threading.main_thread():
                 raise sqlite3.OperationalError(error)
             return on_driver(*args, **kwargs)
 
-        monkeypatch.setattr(runner, "_on_driver", locked_on_the_loop)
+        monkeypatch.setattr(runner, "on_driver", locked_on_the_loop)
         error = "database is locked"
         expected = build_context([message("e1", "x"), message("e2", "y")])
         assert await store.load_context(session_id) == expected

@@ -3,7 +3,7 @@
 A context is built from the last compaction on: the compaction and the
 messages it keeps are read through indexes, so the cost does not grow
 with the history before the cut. The store keeps the contexts it built
-(`sessionstore.backends._kept`), each with the last ``seq`` it was built
+(`sessionstore.backends.contexts`), each with the last ``seq`` it was built
 to: the next call reads the session's last ``seq`` and, when it grew, the
 entries since. ``seq`` has no gaps, so that is exact. That next call, when
 at most `QUICK_ROWS` entries are new, is a quick read: on SQLite it runs on
@@ -15,28 +15,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection
 
-from sessionstore.backends._common import decode_stored_entries
-from sessionstore.backends._kept import Kept, KeptContexts, leaves_cut
+from sessionstore.backends.base import decode_stored_entries
+from sessionstore.backends.contexts import BuiltContext, ContextCache, leaves_cut
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.database import Database, find_session, last_seq
 from sessionstore.context import summary_message
 from sessionstore.errors import CorruptSessionError
-from sessionstore.models import CompactionEntry, Message, MessageEntry
-from sessionstore.store import Entry
-
-if TYPE_CHECKING:
-    from sessionstore.backends.sql.store import SqlStore
+from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionEntry
 
 __all__ = ["Contexts"]
 
 QUICK_ROWS = 16
 """New entries a kept context may read on the event loop (`Runner.run`'s ``quick``)."""
 
-_Built = Kept[int]
-"""A context kept: its session's ``pk``, and the last ``seq`` it was built to."""
+_Built = BuiltContext[int]
+"""A context built: its session's ``pk``, and the last ``seq`` it was built to."""
 
 
 @dataclass(frozen=True)
@@ -51,15 +48,19 @@ class _Read:
 
 
 class Contexts:
-    """Builds and keeps the contexts of one `SqlStore`."""
+    """Builds the contexts of one database's sessions, and caches them.
 
-    def __init__(self, store: SqlStore) -> None:
-        self._store = store
-        self.kept: KeptContexts[int] = KeptContexts()
+    Attributes:
+        cache: the contexts built, each to the last ``seq`` it read.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self.cache: ContextCache[int] = ContextCache()
 
     async def load(self, session_id: str) -> list[Message]:
-        built = self.kept.get(session_id)
-        transaction = self._store._transaction
+        built = self.cache.get(session_id)
+        transaction = self._database.transaction
         read = None
         if built is not None:  # most turns: nothing or a few messages new
             probe = partial(self._read, session_id=session_id, built=built, most=QUICK_ROWS)
@@ -81,7 +82,7 @@ class Contexts:
                     path=self._where,
                 )
             built = extended
-        self.kept.keep(session_id, built)
+        self.cache.put(session_id, built)
         return list(built.messages)
 
     def _read(
@@ -89,8 +90,8 @@ class Contexts:
     ) -> _Read | None:
         """What `load` needs, read in one transaction; with ``most``, no more
         than that many new entries (None when the context needs more)."""
-        pk = self._store._find(conn, session_id)[0] if built is None else built.stamp
-        last = self._store._last_seq(conn, pk)
+        pk = find_session(conn, session_id)[0] if built is None else built.stamp
+        last = last_seq(conn, pk)
         if built is not None and last == built.extent:
             return _Read(pk, last, new_rows=[])
         if built is not None and built.extent < last <= built.extent + (most or last):
@@ -126,7 +127,7 @@ class Contexts:
             read.pk, read.last, (summary_message(compaction), *messages), None if found else kept
         )
 
-    def _entries(self, session_id: str, rows: Sequence[Any]) -> list[Entry]:
+    def _entries(self, session_id: str, rows: Sequence[Any]) -> list[SessionEntry]:
         """The entries of ``(seq, entry_id, line, ...)`` rows."""
         return decode_stored_entries(
             session_id, [(row[0], row[2]) for row in rows], path=self._where
@@ -134,4 +135,4 @@ class Contexts:
 
     @property
     def _where(self) -> str:
-        return self._store._entries_at
+        return self._database.entries_at

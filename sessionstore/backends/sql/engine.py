@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
@@ -26,27 +26,24 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool, PoolProxiedConnection
 
-from sessionstore.backends._common import Durability, check_durability
+from sessionstore.backends.base import Durability, check_durability
+from sessionstore.backends.targets import SQLITE_SUFFIXES, is_sql_target
 from sessionstore.errors import ConfigurationError, StorageError
 
-if TYPE_CHECKING:
-    from sessionstore.backends.sql.runner import Runner
-
 __all__ = [
+    "DEFAULT_BUSY_TIMEOUT",
     "DURABLE",
     "WRITE",
-    "Durability",
     "async_url",
     "begin_on_driver",
+    "describe",
     "is_busy",
-    "is_sql_target",
+    "is_sqlite",
     "open_async_engine",
     "open_sync_engine",
+    "parse_target",
+    "sync_url",
 ]
-
-
-SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-_SQL_SCHEMES = ("sqlite", "postgresql")
 
 WRITE = "sessionstore_write"
 """Execution option: begin the transaction as a writer (``BEGIN IMMEDIATE``)."""
@@ -70,14 +67,12 @@ def is_busy(exc: BaseException) -> bool:
     return isinstance(orig, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
-def is_sql_target(target: str) -> bool:
-    """Whether a store target names a SQL database."""
-    if "://" in target:
-        return target.split("://", 1)[0].split("+", 1)[0] in _SQL_SCHEMES
-    return target.endswith(SQLITE_SUFFIXES)
+def parse_target(target: str) -> URL:
+    """The URL a SQL store target names.
 
-
-def _parse(target: str) -> URL:
+    Raises:
+        ConfigurationError: it names no SQL database we open.
+    """
     if not is_sql_target(target):
         raise ConfigurationError(
             f"{target!r} is not a SQL database: use sqlite:///file.db, postgresql://..., "
@@ -110,17 +105,18 @@ def _parse(target: str) -> URL:
 
 def async_url(target: str) -> URL:
     """The async-driver URL of a target (``x.db``, ``sqlite:///x.db``, ...)."""
-    url = _parse(target)
-    return url.set(drivername="sqlite+aiosqlite") if _is_sqlite(url) else url
+    url = parse_target(target)
+    return url.set(drivername="sqlite+aiosqlite") if is_sqlite(url) else url
 
 
 def sync_url(target: str) -> URL:
     """The blocking-driver URL of a target, for alembic's command line."""
-    url = _parse(target)
-    return url.set(drivername="sqlite+pysqlite") if _is_sqlite(url) else url
+    url = parse_target(target)
+    return url.set(drivername="sqlite+pysqlite") if is_sqlite(url) else url
 
 
-def _is_sqlite(url: URL) -> bool:
+def is_sqlite(url: URL) -> bool:
+    """Whether a URL names a SQLite database."""
     return url.get_backend_name() == "sqlite"
 
 
@@ -135,7 +131,7 @@ def _create_private_file(url: URL) -> None:
     SQLite gives its -wal and -shm files the permissions of the database.
     """
     path = url.database
-    assert path is not None  # _parse refuses URLs without one
+    assert path is not None  # parse_target refuses URLs without one
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except FileExistsError:
@@ -208,7 +204,7 @@ def open_async_engine(
     """An async engine on a SQLite target, with our pragmas and transactions."""
     _check(durability, busy_timeout)
     url = async_url(target)
-    if not _is_sqlite(url):
+    if not is_sqlite(url):
         try:
             return create_async_engine(url, pool_pre_ping=True)
         except ImportError as exc:
@@ -237,25 +233,9 @@ def open_sync_engine(
     _check(durability, busy_timeout)
     url = sync_url(target)
     pool = {} if pooled else {"poolclass": NullPool}
-    if not _is_sqlite(url):
+    if not is_sqlite(url):
         return create_engine(url, **pool)
     _create_private_file(url)
     engine = create_engine(url, **pool)
     _install_events(engine, durability, busy_timeout)
     return engine
-
-
-def open_runner(
-    target: str,
-    *,
-    durability: Durability = "normal",
-    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-) -> Runner:
-    """Where the store's transactions run: threads on SQLite, async on PostgreSQL."""
-    from sessionstore.backends.sql.runner import AsyncRunner, ThreadRunner
-
-    if _is_sqlite(_parse(target)):
-        return ThreadRunner(
-            open_sync_engine(target, durability=durability, busy_timeout=busy_timeout, pooled=True)
-        )
-    return AsyncRunner(open_async_engine(target, durability=durability, busy_timeout=busy_timeout))

@@ -17,32 +17,59 @@ in it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection
 
-from sessionstore.errors import SessionStoreError
+from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.database import Database, find_session, last_seq
+from sessionstore.errors import SessionNotFoundError, SessionStoreError
 
-if TYPE_CHECKING:
-    from sessionstore.backends.sql.store import SqlStore
-
-__all__ = ["Append", "GroupCommit"]
+__all__ = ["Append", "GroupCommit", "write_appends"]
 
 Append = tuple[str, Sequence[dict[str, Any]]]
 """One caller's append: the session id, and its entries' rows (no key, no seq)."""
 
-Writer = Callable[[Sequence[Append], Connection], list[SessionStoreError | None]]
-"""Writes appends in a transaction; returns each one's refusal, or None."""
+
+def write_appends(appends: Sequence[Append], conn: Connection) -> list[SessionStoreError | None]:
+    """Write appends in one transaction; each one's refusal, or None.
+
+    Each session is looked up (and locked) once, in id order so that
+    writers never wait on each other in a cycle, with its last ``seq``;
+    then every row goes in one batch, each given the ``seq`` after the one
+    before in its session.
+    """
+    found: dict[str, tuple[int, int] | SessionStoreError] = {}
+    for session_id in sorted({session_id for session_id, _ in appends}):
+        try:
+            pk = find_session(conn, session_id, lock=True)[0]
+        except SessionNotFoundError as exc:
+            found[session_id] = exc
+        else:
+            found[session_id] = pk, last_seq(conn, pk)
+    batch = []
+    for session_id, rows in appends:
+        held = found[session_id]
+        if isinstance(held, SessionStoreError):
+            continue
+        pk, last = held
+        batch += [{**row, "session_pk": pk, "seq": last + n} for n, row in enumerate(rows, 1)]
+        found[session_id] = pk, last + len(rows)
+    if batch:
+        Q.INSERT_ENTRIES.many(conn, batch)
+    return [
+        held if isinstance(held := found[session_id], SessionStoreError) else None
+        for session_id, _ in appends
+    ]
 
 
 class GroupCommit:
-    """Gathers a store's appends into shared transactions."""
+    """Gathers the appends to one database into shared transactions."""
 
-    def __init__(self, store: SqlStore, write: Writer) -> None:
-        self._store = store
-        self._write = write
+    def __init__(self, database: Database) -> None:
+        self._database = database
         self._pending: list[tuple[Append, asyncio.Future[None]]] = []
         self._busy = False  # a transaction of appends is running
         self._flushing: asyncio.Task[None] | None = None
@@ -61,8 +88,8 @@ class GroupCommit:
             return
         self._busy = True
         try:
-            write = partial(self._write, [(session_id, rows)])
-            (error,) = await self._store._transaction(None, write, write=True, lean=True)
+            write = partial(write_appends, [(session_id, rows)])
+            (error,) = await self._database.transaction(None, write, write=True, lean=True)
         finally:
             if self._pending:
                 self._flushing = asyncio.create_task(self._flush())
@@ -82,8 +109,8 @@ class GroupCommit:
             jobs, self._pending = self._pending, []
             appends = [append for append, _ in jobs]
             try:
-                errors = await self._store._transaction(
-                    None, partial(self._write, appends), write=True, lean=True
+                errors = await self._database.transaction(
+                    None, partial(write_appends, appends), write=True, lean=True
                 )
             except BaseException as exc:
                 for _, future in jobs:

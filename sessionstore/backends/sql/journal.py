@@ -11,40 +11,36 @@ that returned survives a power loss.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sqlalchemy import Connection
 
-from sessionstore.backends._journal import JournalBase, file_bytes, raw_lines
+from sessionstore.backends.base import JournalBase, journal_bytes, raw_journal_lines
 from sessionstore.backends.sql import queries as Q
-
-if TYPE_CHECKING:
-    from sessionstore.backends.sql.store import SqlStore
+from sessionstore.backends.sql.database import Database
 
 __all__ = ["SqlJournal"]
 
 
 class SqlJournal(JournalBase):
-    """A journal in a `SqlStore`; see `SessionJournal` for the contract."""
+    """A journal in a SQL database; see `SessionJournal` for the contract."""
 
-    def __init__(self, store: SqlStore, name: str) -> None:
-        self._store = store
+    def __init__(self, database: Database, name: str) -> None:
+        self._database = database
         self._name = name
 
     def __repr__(self) -> str:
-        return f"SqlJournal({self._store!r}, {self._name!r})"
+        return f"SqlJournal({self._database.where!r}, {self._name!r})"
 
     async def read_bytes(self) -> bytes:
-        self._store._check_open(self._name)
+        self._database.check_open(self._name)
 
         def body(conn: Connection) -> list[bytes]:
             return [line for (line,) in Q.JOURNAL_LINES.all(conn, name=self._name)]
 
-        return file_bytes(await self._store._transaction(self._name, body))
+        return journal_bytes(await self._database.transaction(self._name, body))
 
     async def _add(self, lines: list[bytes | None]) -> None:
         """Append rows (None: a clear marker, written only when it changes something)."""
-        self._store._check_open(self._name)
+        self._database.check_open(self._name)
 
         def body(conn: Connection) -> None:
             if conn.dialect.name == "postgresql":
@@ -61,10 +57,10 @@ class SqlJournal(JournalBase):
             ]
             Q.INSERT_JOURNAL_LINES.many(conn, rows)
 
-        await self._store._transaction(self._name, body, write=True, durable=True)
+        await self._database.transaction(self._name, body, write=True, durable=True)
 
     async def append_raw(self, *lines: bytes) -> None:
-        checked: list[bytes | None] = [*raw_lines(lines)]
+        checked: list[bytes | None] = [*raw_journal_lines(lines)]
         if checked:
             await self._add(checked)
 

@@ -9,32 +9,30 @@ session can commit after another with a greater ``pk``; when the headers
 read then fall short of the count, every header is read again. On SQLite
 the count and the headers are read in one transaction, one snapshot.
 
-Up to `HEADERS_KEPT` sessions are kept (a few hundred bytes each); a
-database holding more is read whole on every call.
+Up to `HEADERS_CACHED` sessions are cached (a few hundred bytes each); a
+database holding more is read whole on every call. `Listing.clear`
+drops them.
 """
 
 from __future__ import annotations
 
 import builtins
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection
 
-from sessionstore.backends._common import (
-    HEADERS_KEPT,
-    decode_stored_meta,
-    gc_paused,
-    stored_header,
-)
+from sessionstore.backends.base import decode_stored_meta, gc_paused
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.database import Database
 from sessionstore.errors import InvalidRecordError
 from sessionstore.models import SessionMeta
+from sessionstore.wire.stored import read_stored_meta
 
-if TYPE_CHECKING:
-    from sessionstore.backends.sql.store import SqlStore
+__all__ = ["HEADERS_CACHED", "Listing"]
 
-__all__ = ["Listing"]
+HEADERS_CACHED = 1 << 15
+"""Decoded headers a `Listing` holds at most."""
 
 
 def _read(conn: Connection, *, held: int, after: int) -> tuple[int, list[Any] | None]:
@@ -44,16 +42,16 @@ def _read(conn: Connection, *, held: int, after: int) -> tuple[int, list[Any] | 
 
 
 class Listing:
-    """Lists the sessions of one `SqlStore`, keeping what it decoded."""
+    """Lists the sessions of one database, caching the headers it decoded."""
 
-    def __init__(self, store: SqlStore) -> None:
-        self._store = store
+    def __init__(self, database: Database) -> None:
+        self._database = database
         self._metas: tuple[SessionMeta, ...] = ()
         self._last = 0  # the greatest pk among them
 
     async def list(self) -> builtins.list[SessionMeta]:
         held, last = self._metas, self._last
-        transaction = self._store._transaction
+        transaction = self._database.transaction
         read = partial(_read, held=len(held), after=last)
         count, rows = await transaction(None, read, lean=True)
         if rows is None:
@@ -63,21 +61,21 @@ class Listing:
             held, rows = (), await transaction(None, read_all, lean=True)
         metas = held + tuple(await self._decode(rows))
         # Sessions only grow in number: of two calls, keep what the later saw.
-        if len(self._metas) <= len(metas) <= HEADERS_KEPT:
+        if len(self._metas) <= len(metas) <= HEADERS_CACHED:
             self._metas, self._last = metas, rows[-1][0] if rows else last
         return builtins.list(metas)
 
     async def _decode(self, rows: builtins.list[Any]) -> builtins.list[SessionMeta]:
         try:
             with gc_paused():  # a first list builds a model per session
-                return [stored_header(header) for _, header in rows]
+                return [read_stored_meta(header) for _, header in rows]
         except InvalidRecordError:
             pass
         # A header that does not decode: name its session.
-        for session_id, header in await self._store._transaction(None, Q.SESSIONS.all):
-            decode_stored_meta(session_id, header, path=self._store._headers_at, line_no=1)
+        for session_id, header in await self._database.transaction(None, Q.SESSIONS.all):
+            decode_stored_meta(session_id, header, path=self._database.headers_at, line_no=1)
         raise AssertionError("a header failed to decode, then decoded")  # pragma: no cover
 
-    def forget(self) -> None:
-        """Drop what is kept (the next call reads every header)."""
+    def clear(self) -> None:
+        """Drop the cached headers (the next call reads every one)."""
         self._metas, self._last = (), 0

@@ -12,7 +12,6 @@ plain integers, text and bytes, which the drivers return as they are.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping, Sequence
-from operator import itemgetter
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -104,14 +103,6 @@ class Query:
             yield from cursor
         finally:
             cursor.close()
-
-    def column(self, conn: Connection, **given: Any) -> list[Any]:
-        """The first column of every row."""
-        cursor, sql, params = self._cursor(conn)
-        cursor.execute(sql, params(given))
-        values = list(map(itemgetter(0), cursor.fetchall()))
-        cursor.close()
-        return values
 
     def first(self, conn: Connection, **given: Any) -> Any:
         """The first row, or None."""

@@ -27,9 +27,20 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from sessionstore.backends.sql.engine import DURABLE, WRITE, begin_on_driver, is_busy
+from sessionstore.backends.base import Durability
+from sessionstore.backends.sql.engine import (
+    DEFAULT_BUSY_TIMEOUT,
+    DURABLE,
+    WRITE,
+    begin_on_driver,
+    is_busy,
+    is_sqlite,
+    open_async_engine,
+    open_sync_engine,
+    parse_target,
+)
 
-__all__ = ["AsyncRunner", "Runner", "Step", "ThreadRunner", "Workers"]
+__all__ = ["AsyncRunner", "Runner", "Step", "ThreadRunner", "Workers", "on_driver", "open_runner"]
 
 _T = TypeVar("_T")
 
@@ -130,9 +141,7 @@ class Workers:
             thread.join()
 
 
-def _on_driver(
-    conn: Connection, body: Callable[[Connection], _T], write: bool, durable: bool
-) -> _T:
+def on_driver(conn: Connection, body: Callable[[Connection], _T], write: bool, durable: bool) -> _T:
     """Run ``body`` in a transaction begun and ended on the driver alone:
     SQLAlchemy's begin and commit cost as much again as a small transaction.
     ``body`` must run its statements on the driver too (`Query`): one of
@@ -198,7 +207,7 @@ class ThreadRunner:
     ) -> _T:
         conn = self._connection(write, durable)
         if lean:
-            return _on_driver(conn, body, write, durable)
+            return on_driver(conn, body, write, durable)
         with conn.begin() as transaction:
             return body(transaction.connection)
 
@@ -214,7 +223,7 @@ class ThreadRunner:
         if quick and not write:
             here = self._here or await self._open_here()
             try:
-                return _on_driver(here, body, write=False, durable=False)
+                return on_driver(here, body, write=False, durable=False)
             except self._driver_error as exc:
                 if not is_busy(exc):
                     raise
@@ -253,6 +262,11 @@ class ThreadRunner:
             await call(transaction.commit)
         finally:
             await call(conn.close)
+
+    def connections(self) -> list[Connection]:
+        """The connections open now (for tools that watch them: tests' traces)."""
+        with self._opened_lock:
+            return list(self._opened)
 
     def _close(self) -> None:
         # Running transactions end first.
@@ -299,3 +313,17 @@ class AsyncRunner:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+
+
+def open_runner(
+    target: str,
+    *,
+    durability: Durability = "normal",
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+) -> Runner:
+    """Where a store's transactions run: threads on SQLite, async on PostgreSQL."""
+    if is_sqlite(parse_target(target)):
+        return ThreadRunner(
+            open_sync_engine(target, durability=durability, busy_timeout=busy_timeout, pooled=True)
+        )
+    return AsyncRunner(open_async_engine(target, durability=durability, busy_timeout=busy_timeout))

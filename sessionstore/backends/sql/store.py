@@ -1,8 +1,10 @@
 """`SqlStore`: sessions in a SQL database (SQLite in WAL mode, or PostgreSQL).
 
-Each transaction is a plain function of a SQLAlchemy ``Connection``, run by
-a `Runner`: whole in a worker thread on SQLite, on the async engine on
-PostgreSQL.
+The store composes the parts of this package: a `Database` (transactions,
+retries, errors), `GroupCommit` (appends), `Contexts` (`load_context`),
+`Listing` (`list`) and `SqlJournal`. Each transaction is a plain function
+of a SQLAlchemy ``Connection``, run whole in a worker thread on SQLite, on
+the async engine on PostgreSQL.
 
 Every record is kept as its line, verbatim, in ``sessions.header`` or
 ``entries.line``; `load` decodes them. Entries carry ``seq`` = 1, 2, 3...
@@ -26,19 +28,17 @@ survive a power loss too. On PostgreSQL every commit is durable.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from functools import partial
 from operator import itemgetter
-from typing import Any, TypeVar
+from typing import Any
 
-from sqlalchemy import Connection, insert, select
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy import Connection, select
 
-from sessionstore import migrate
-from sessionstore.backends._common import (
+from sessionstore.backends.base import (
+    Durability,
     StoreBase,
     decode_stored_entries,
     entry_lines,
@@ -49,33 +49,18 @@ from sessionstore.backends._common import (
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import survey
 from sessionstore.backends.sql.contexts import Contexts
-from sessionstore.backends.sql.engine import (
-    DEFAULT_BUSY_TIMEOUT,
-    Durability,
-    describe,
-    is_busy,
-    open_runner,
-)
-from sessionstore.backends.sql.group import Append, GroupCommit
+from sessionstore.backends.sql.database import Database, find_session, insert_session, last_seq
+from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT
+from sessionstore.backends.sql.group import GroupCommit
 from sessionstore.backends.sql.journal import SqlJournal
 from sessionstore.backends.sql.listing import Listing
-from sessionstore.backends.sql.runner import Runner
-from sessionstore.backends.sql.tables import journal_lines, sessions
-from sessionstore.errors import (
-    DuplicateSessionError,
-    SessionConflictError,
-    SessionNotFoundError,
-    SessionStoreError,
-    StorageError,
-    validate_session_id,
-)
-from sessionstore.models import CompactionEntry, Message, SessionMeta
-from sessionstore.store import Entry, SessionSummary
+from sessionstore.backends.sql.tables import journal_lines
+from sessionstore.errors import SessionConflictError, validate_session_id
+from sessionstore.models import CompactionEntry, Message, SessionEntry, SessionMeta
+from sessionstore.store import SessionSummary
 
 __all__ = ["SqlStore"]
 
-_T = TypeVar("_T")
-_BUSY_RETRIES = 5
 _PAGE = 2000  # rows per query when streaming a session
 
 
@@ -85,23 +70,15 @@ class SqlStore(StoreBase):
     Open one with `SqlStore.open` or `open_store("sqlite:///path.db")`.
     """
 
-    def __init__(self, runner: Runner) -> None:
-        """Wrap a runner made by `open`; use `open` instead."""
-        self._runner = runner
-        self._where = describe(runner.url)
-        # Where a fault is, in an error: the table of headers, or of entries.
-        self._headers_at, self._entries_at = f"{self._where} sessions", f"{self._where} entries"
-        self._writer = asyncio.Lock()
-        self._group = GroupCommit(self, self._write_appends)
-        self._contexts = Contexts(self)
-        self._listing = Listing(self)
-        # What a transaction may raise: SQLAlchemy's errors, and the
-        # driver's own from the statements run on its cursor (`queries`).
-        driver = runner.sync_engine.dialect.loaded_dbapi
-        self._errors = (SQLAlchemyError, OSError, driver.Error)
+    def __init__(self, database: Database) -> None:
+        """Wrap a database opened by `Database.open`; use `open` instead."""
+        self._database = database
+        self._group = GroupCommit(database)
+        self._contexts = Contexts(database)
+        self._listing = Listing(database)
 
     def __repr__(self) -> str:
-        return f"SqlStore({self._where!r})"
+        return f"SqlStore({self._database.where!r})"
 
     @classmethod
     async def open(
@@ -127,27 +104,26 @@ class SqlStore(StoreBase):
             SchemaTooNewError: the schema comes from a newer sessionstore.
             StorageError: the database cannot be opened.
         """
-        runner = open_runner(target, durability=durability, busy_timeout=busy_timeout)
-        store = cls(runner)
-        try:
-            for write in (False, True):  # write-lock the database only to create it
-                check = partial(migrate.ensure_schema, target=store._where, create=write)
-                if not await store._transaction(None, check, write=write):
-                    break
-        except BaseException:
-            await runner.dispose()
-            raise
-        return store
+        return cls(await Database.open(target, durability=durability, busy_timeout=busy_timeout))
+
+    @property
+    def database(self) -> Database:
+        """The database the store runs on (for tools: its runner, its name)."""
+        return self._database
+
+    def drop_caches(self) -> None:
+        """Forget the contexts built and the headers listed."""
+        self._contexts.cache.clear()
+        self._listing.clear()
 
     async def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            await self._runner.dispose()
+        self._closed = True
+        await self._database.close()
 
     def journal(self, name: str) -> SqlJournal:
         validate_session_id(name)
         self._check_open(name)
-        return SqlJournal(self, name)
+        return SqlJournal(self._database, name)
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()
@@ -156,143 +132,44 @@ class SqlStore(StoreBase):
             query = select(journal_lines.c.journal).distinct().order_by(journal_lines.c.journal)
             return builtins.list((conn.execute(query)).scalars())
 
-        return await self._transaction(None, body)
-
-    # ------------------------------------------------------------ plumbing
-
-    async def _transaction(
-        self,
-        session_id: str | None,
-        body: Callable[[Connection], _T],
-        *,
-        write: bool = False,
-        durable: bool = False,
-        lean: bool = False,
-        quick: bool = False,
-    ) -> _T:
-        """Run ``body`` in one transaction; driver errors become ours.
-
-        Args:
-            write: take the write lock up front; one writer at a time.
-            durable: commit with a full fsync even at ``durability="normal"``.
-            lean: ``body`` runs `Query` statements alone (see `Runner.run`).
-            quick: a lean read of a few rows through indexes (see `Runner.run`).
-        """
-        run = partial(self._runner.run, body, lean=lean or quick)
-        attempt = 0
-        while True:
-            try:
-                if not write:
-                    return await run(write=False, durable=False, quick=quick)
-                async with self._writer:
-                    return await run(write=True, durable=durable)
-            except SessionStoreError:
-                raise
-            except self._errors as exc:
-                attempt += 1
-                if is_busy(exc) and attempt <= _BUSY_RETRIES:
-                    await asyncio.sleep(0.05 * 2**attempt)
-                    continue
-                raise self._storage_error(exc, session_id) from exc
-
-    def _storage_error(self, exc: BaseException, session_id: str | None) -> StorageError:
-        reason = getattr(exc, "orig", None) or exc
-        return StorageError(f"{self._where}: {reason}", session_id=session_id)
-
-    @staticmethod
-    def _find(conn: Connection, session_id: str, *, lock: bool = False) -> Any:
-        """The session's ``(pk, header)``; ``lock`` holds its row until commit."""
-        query = Q.FIND_SESSION_LOCKED if lock else Q.FIND_SESSION
-        found = query.first(conn, id=session_id)
-        if found is None:
-            raise SessionNotFoundError(session_id)
-        return found
-
-    @staticmethod
-    def _last_seq(conn: Connection, pk: int) -> int:
-        return int(Q.LAST_SEQ.scalar(conn, pk=pk))
-
-    def _insert_session(self, conn: Connection, meta: SessionMeta, header: str) -> int:
-        row = {
-            "id": meta.id,
-            "version": meta.version,
-            "parent_session": meta.parent_session,
-            "created_at": meta.created_at,
-            "header": header,
-        }
-        try:
-            inserted = conn.execute(insert(sessions).values(row).returning(sessions.c.pk))
-        except IntegrityError:
-            raise DuplicateSessionError(meta.id) from None
-        return int(inserted.scalar_one())
+        return await self._database.transaction(None, body)
 
     # ------------------------------------------------------------ the contract
 
     async def create(self, meta: SessionMeta) -> str:
         line = header_line(meta)
         self._check_open(meta.id)
-        await self._transaction(
-            meta.id, lambda conn: self._insert_session(conn, meta, line), write=True
-        )
+        insert = partial(insert_session, meta=meta, header=line)
+        await self._database.transaction(meta.id, insert, write=True)
         return meta.id
 
-    async def append_many(self, session_id: str, new: Sequence[Entry]) -> None:
+    async def append_many(self, session_id: str, new: Sequence[SessionEntry]) -> None:
         self._check(session_id)
         rows = [
             _row(entry, line) for entry, line in zip(new, entry_lines(session_id, new), strict=True)
         ]
-
         await self._group.submit(session_id, rows)
 
-    def _write_appends(
-        self, appends: Sequence[Append], conn: Connection
-    ) -> builtins.list[SessionStoreError | None]:
-        """Group commit's writer: each session looked up (and locked) once, in
-        id order so that writers never wait on each other in a cycle, with
-        its last ``seq``; then every row in one batch, each given the ``seq``
-        after the one before in its session."""
-        found: dict[str, tuple[int, int] | SessionStoreError] = {}
-        for session_id in sorted({session_id for session_id, _ in appends}):
-            try:
-                pk = self._find(conn, session_id, lock=True)[0]
-            except SessionNotFoundError as exc:
-                found[session_id] = exc
-            else:
-                found[session_id] = pk, self._last_seq(conn, pk)
-        batch = []
-        for session_id, rows in appends:
-            held = found[session_id]
-            if isinstance(held, SessionStoreError):
-                continue
-            pk, last = held
-            batch += [{**row, "session_pk": pk, "seq": last + n} for n, row in enumerate(rows, 1)]
-            found[session_id] = pk, last + len(rows)
-        if batch:
-            Q.INSERT_ENTRIES.many(conn, batch)
-        return [
-            held if isinstance(held := found[session_id], SessionStoreError) else None
-            for session_id, _ in appends
-        ]
-
     def _locations(self, session_id: str) -> tuple[str, str]:
-        return self._headers_at, self._entries_at
+        return self._database.headers_at, self._database.entries_at
 
     async def _pages(self, session_id: str, page: Q.Query) -> AsyncIterator[builtins.list[Any]]:
         """The header line, then the entry lines in pages of `_PAGE` (``page``'s rows)."""
         self._check(session_id)
 
         def start(conn: Connection) -> tuple[int, str, int]:
-            pk, header = self._find(conn, session_id)
-            return pk, header, self._last_seq(conn, pk)
+            pk, header = find_session(conn, session_id)
+            return pk, header, last_seq(conn, pk)
 
-        pk, header, end = await self._transaction(session_id, start, lean=True)
+        transaction = self._database.transaction
+        pk, header, end = await transaction(session_id, start, lean=True)
         yield [header]
         done = 0
         while done < end:
             # Pages in their own short transactions: the log only grows, so
             # seq order makes them one consistent prefix of the session.
             read = partial(page.all, pk=pk, after=done, end=end, size=_PAGE)
-            rows = await self._transaction(session_id, read, lean=True)
+            rows = await transaction(session_id, read, lean=True)
             done = rows[-1][0]
             yield builtins.list(map(itemgetter(1), rows))
 
@@ -315,71 +192,56 @@ class SqlStore(StoreBase):
     ) -> int:
         meta = imported_header(header)
         self._check(meta.id)
-
-        try:
-            async with self._writer, self._runner.steps(write=True) as step:
-                if after is None:
-                    pk = await step(lambda conn: self._insert_session(conn, meta, header))
-                    count = 0
-                else:
-                    pk, count = await step(lambda conn: self._expect(conn, meta.id, header, after))
-                batch: builtins.list[dict[str, Any]] = []
-                async for line in lines:
-                    count += 1
-                    row = _row(imported_entry(line), line)
-                    batch.append({**row, "session_pk": pk, "seq": count})
-                    if len(batch) == _PAGE:
-                        await step(partial(_insert_entries, rows=batch[:]))
-                        batch.clear()
-                if batch:
-                    await step(partial(_insert_entries, rows=batch))
-        except SessionStoreError:
-            raise
-        except self._errors as exc:
-            raise self._storage_error(exc, meta.id) from exc
+        async with self._database.steps(meta.id) as step:
+            if after is None:
+                pk = await step(partial(insert_session, meta=meta, header=header))
+                count = 0
+            else:
+                pk, count = await step(
+                    partial(_expect, session_id=meta.id, header=header, count=after)
+                )
+            batch: builtins.list[dict[str, Any]] = []
+            async for line in lines:
+                count += 1
+                row = _row(imported_entry(line), line)
+                batch.append({**row, "session_pk": pk, "seq": count})
+                if len(batch) == _PAGE:
+                    await step(partial(Q.INSERT_ENTRIES.many, rows=batch[:]))
+                    batch.clear()
+            if batch:
+                await step(partial(Q.INSERT_ENTRIES.many, rows=batch))
         return count - (after or 0)
 
-    def _expect(
-        self, conn: Connection, session_id: str, header: str, count: int
-    ) -> tuple[int, int]:
-        """The session's key, after checking its header line and entry count."""
-        pk, stored = self._find(conn, session_id, lock=True)
-        if stored != header:
-            raise SessionConflictError(session_id, "the stored header line differs")
-        held = self._last_seq(conn, pk)
-        if held != count:
-            raise SessionConflictError(session_id, f"holds {held} entries, not {count}")
-        return pk, count
-
-    async def load(self, session_id: str) -> builtins.list[Entry]:
+    async def load(self, session_id: str) -> builtins.list[SessionEntry]:
         self._check(session_id)
+        where = self._database.entries_at
 
-        def body(conn: Connection) -> builtins.list[Entry]:
+        def body(conn: Connection) -> builtins.list[SessionEntry]:
             # Decoded as the rows come, in the thread: the loop stays free,
             # and each row's line is dropped once decoded.
-            pk, _ = self._find(conn, session_id)
+            pk, _ = find_session(conn, session_id)
             with contextlib.closing(Q.LINES.each(conn, pk=pk)) as rows:
-                return decode_stored_entries(session_id, rows, path=self._entries_at)
+                return decode_stored_entries(session_id, rows, path=where)
 
-        return await self._transaction(session_id, body, lean=True)
+        return await self._database.transaction(session_id, body, lean=True)
 
     async def list(self) -> builtins.list[SessionMeta]:
-        """Every session's header, kept between calls (see `sql.listing`)."""
+        """Every session's header, cached between calls (see `sql.listing`)."""
         self._check_open()
         return await self._listing.list()
 
     async def summaries(self) -> builtins.list[SessionSummary]:
         self._check_open()
-        summaries = partial(survey.summaries, where=self._headers_at)
-        return await self._transaction(None, summaries)
+        summaries = partial(survey.summaries, where=self._database.headers_at)
+        return await self._database.transaction(None, summaries)
 
     async def integrity(self) -> builtins.list[str]:
         self._check_open()
-        faults = partial(survey.faults, where=self._headers_at)
-        return await self._transaction(None, faults)
+        faults = partial(survey.faults, where=self._database.headers_at)
+        return await self._database.transaction(None, faults)
 
     async def load_context(self, session_id: str) -> builtins.list[Message]:
-        """The built context, read from the last compaction on, and kept.
+        """The built context, read from the last compaction on, and cached.
 
         See `sessionstore.backends.sql.contexts`: the cost follows what the
         context holds, and, turn after turn, what was appended since.
@@ -388,7 +250,7 @@ class SqlStore(StoreBase):
         return await self._contexts.load(session_id)
 
 
-def _row(entry: Entry, line: str) -> dict[str, Any]:
+def _row(entry: SessionEntry, line: str) -> dict[str, Any]:
     """The columns of an entry's row, but for its session and seq."""
     return {
         "entry_id": entry.id,
@@ -399,5 +261,12 @@ def _row(entry: Entry, line: str) -> dict[str, Any]:
     }
 
 
-def _insert_entries(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
-    Q.INSERT_ENTRIES.many(conn, rows)
+def _expect(conn: Connection, *, session_id: str, header: str, count: int) -> tuple[int, int]:
+    """The session's key, after checking its header line and entry count."""
+    pk, stored = find_session(conn, session_id, lock=True)
+    if stored != header:
+        raise SessionConflictError(session_id, "the stored header line differs")
+    held = last_seq(conn, pk)
+    if held != count:
+        raise SessionConflictError(session_id, f"holds {held} entries, not {count}")
+    return pk, count

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, exists, func, select
 
-from sessionstore.backends._common import decode_stored_meta
+from sessionstore.backends.base import decode_stored_meta
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.tables import entries, sessions
 from sessionstore.errors import CorruptSessionError

@@ -8,7 +8,7 @@ make sure no earlier message has that id (the context starts from the
 *first* such message in the log): a search of the raw bytes for the id's
 spelling, without decoding. Bytes before a complete line never change, so
 the store keeps that answer (for a long history, beside the files too:
-`sessionstore.backends.jsonl_hints`); later calls read only the tail,
+`sessionstore.backends.jsonl.hints`); later calls read only the tail,
 however long the history.
 
 Reading backwards, a line's number is not known: it is counted only for an
@@ -22,16 +22,23 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from sessionstore.backends._common import decode_stored_entry, decode_stored_meta
+from sessionstore.backends.base import decode_stored_entry, decode_stored_meta
 from sessionstore.context import summary_message
 from sessionstore.errors import CorruptSessionError
-from sessionstore.models import CompactionEntry, Message, MessageEntry
-from sessionstore.store import Entry
+from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionEntry
 from sessionstore.wire import encode_string
 
-__all__ = ["EarlierKept", "entries_between", "first_kept_in", "line_number", "read_context"]
+__all__ = [
+    "CHUNK",
+    "EarlierKept",
+    "entries_between",
+    "first_kept_in",
+    "line_number",
+    "read_context",
+]
 
-_CHUNK = 1 << 16  # bytes per read, backwards
+CHUNK = 1 << 16
+"""Bytes per read, backwards."""
 
 EarlierKept = Callable[[int, str, int], int | None]
 """``earlier(fd, first_kept_id, end)``: the offset of the first message line
@@ -46,7 +53,7 @@ def lines_backwards(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
     """
     position, rest = max(end - 1, 0), b""  # the last newline ends the last line
     while position > 0:
-        size = min(_CHUNK, position)
+        size = min(CHUNK, position)
         position -= size
         pieces = (os.pread(fd, size, position) + rest).split(b"\n")
         rest = pieces[0]  # the end of a line that starts in an earlier chunk
@@ -63,7 +70,7 @@ def line_number(fd: int, offset: int) -> int:
     """The 1-based number of the line starting at ``offset``."""
     count, position = 0, 0
     while position < offset:
-        chunk = os.pread(fd, min(_CHUNK, offset - position), position)
+        chunk = os.pread(fd, min(CHUNK, offset - position), position)
         count += chunk.count(b"\n")
         position += len(chunk)
     return count + 1
@@ -77,7 +84,7 @@ class _Reader:
     path: str
     fd: int
 
-    def entry(self, offset: int, line: bytes) -> Entry:
+    def entry(self, offset: int, line: bytes) -> SessionEntry:
         try:
             line = line.removesuffix(b"\r")
             return decode_stored_entry(self.session_id, line, path=self.path, line_no=0)
@@ -111,7 +118,7 @@ def read_context(
     reader = _Reader(session_id, path, fd)
     reader.header(first_line(fd, size))
     lines = lines_backwards(fd, size)
-    after: list[Entry] = []  # from the end back to the last compaction, last first
+    after: list[SessionEntry] = []  # from the end back to the last compaction, last first
     for offset, line in lines:
         if offset == 0:  # the header: no compaction, every message
             return [e.message for e in reversed(after) if isinstance(e, MessageEntry)], None
@@ -121,7 +128,7 @@ def read_context(
             break
         after.append(entry)
     kept = compaction.first_kept_id
-    before: list[Entry] = []  # back from the compaction to the first kept message
+    before: list[SessionEntry] = []  # back from the compaction to the first kept message
     for offset, line in lines:
         if offset == 0:
             break  # no message before the compaction has the id
@@ -146,7 +153,9 @@ def read_context(
     return context, kept if found is None else None
 
 
-def entries_between(session_id: str, path: str, fd: int, start: int, end: int) -> list[Entry]:
+def entries_between(
+    session_id: str, path: str, fd: int, start: int, end: int
+) -> list[SessionEntry]:
     """The entries of the complete lines from byte ``start`` to ``end``."""
     if start == end:
         return []
@@ -165,7 +174,7 @@ def first_line(fd: int, size: int) -> bytes:
     """The first line of a file whose first ``size`` bytes end in a newline."""
     line, position = b"", 0
     while position < size:
-        chunk = os.pread(fd, min(_CHUNK, size - position), position)
+        chunk = os.pread(fd, min(CHUNK, size - position), position)
         end = chunk.find(b"\n")
         if end >= 0:
             return line + chunk[:end]

@@ -1,12 +1,12 @@
-"""Contexts a store built, kept for its next `load_context` (bounded).
+"""The contexts a store built, cached for its next `load_context` (bounded).
 
 An agent asks for its context every turn, after adding a message or two.
-A store keeps the contexts it built (the last `KEPT_SESSIONS` of them,
-`KEPT_MESSAGES` messages in all) with how far into the session each was
+A store caches the contexts it built (the last `CACHED_SESSIONS` of them,
+`CACHED_MESSAGES` messages in all) with how far into the session each was
 built, its *extent*; the next call reads only what lies past it. A log
 only grows, so that is exact: messages appended since extend the context,
 unless one changes where it starts (see `leaves_cut`), and then it is
-built again.
+built again. Each store owns one `ContextCache`; `drop_caches` clears it.
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from sessionstore.models import Message, MessageEntry
-from sessionstore.store import Entry
+from sessionstore.models import Message, MessageEntry, SessionEntry
 
-__all__ = ["KEPT_MESSAGES", "KEPT_SESSIONS", "Kept", "KeptContexts", "leaves_cut"]
+__all__ = ["CACHED_MESSAGES", "CACHED_SESSIONS", "BuiltContext", "ContextCache", "leaves_cut"]
 
-KEPT_SESSIONS = 256
-KEPT_MESSAGES = 20_000  # a few megabytes of messages at most, besides the callers' own
+CACHED_SESSIONS = 256
+CACHED_MESSAGES = 20_000  # a few megabytes of messages at most, besides the callers' own
 
 _S = TypeVar("_S", bound=Hashable)
 
@@ -38,7 +37,7 @@ def leaves_cut(kind: str, entry_id: str, waiting_for: str | None) -> bool:
 
 
 @dataclass(frozen=True)
-class Kept(Generic[_S]):
+class BuiltContext(Generic[_S]):
     """A context as built up to ``extent``."""
 
     stamp: _S  # what the extent is counted in: a SQL session's key, a file's identity
@@ -46,46 +45,52 @@ class Kept(Generic[_S]):
     messages: tuple[Message, ...]
     waiting_for: str | None  # the kept id no message had yet
 
-    def extended(self, extent: int, new: Sequence[Entry]) -> Kept[_S] | None:
+    def extended(self, extent: int, new: Sequence[SessionEntry]) -> BuiltContext[_S] | None:
         """The context with ``new`` entries after it, up to ``extent``; None
         when one of them moves its start (build it again)."""
         if not all(leaves_cut(entry.type, entry.id, self.waiting_for) for entry in new):
             return None
         added = tuple(entry.message for entry in new if isinstance(entry, MessageEntry))
-        return Kept(self.stamp, extent, self.messages + added, self.waiting_for)
+        return BuiltContext(self.stamp, extent, self.messages + added, self.waiting_for)
 
 
-class KeptContexts(Generic[_S]):
-    """The contexts of one store, the most recently kept last (thread-safe)."""
+class ContextCache(Generic[_S]):
+    """The contexts of one store, the most recently cached last (thread-safe)."""
 
     def __init__(self) -> None:
-        self._held: OrderedDict[str, Kept[_S]] = OrderedDict()
+        self._held: OrderedDict[str, BuiltContext[_S]] = OrderedDict()
         self._messages = 0
         self._lock = threading.Lock()
 
-    def get(self, session_id: str) -> Kept[_S] | None:
+    def get(self, session_id: str) -> BuiltContext[_S] | None:
         with self._lock:
             return self._held.get(session_id)
 
-    def keep(self, session_id: str, kept: Kept[_S]) -> None:
-        """Keep ``kept``, unless a context built further was kept meanwhile."""
+    def put(self, session_id: str, built: BuiltContext[_S]) -> None:
+        """Cache ``built``, unless a context built further was cached meanwhile."""
         with self._lock:
             held = self._held.get(session_id)
-            if held is not None and held.stamp == kept.stamp and held.extent > kept.extent:
+            if held is not None and held.stamp == built.stamp and held.extent > built.extent:
                 return
             if held is not None:
                 self._messages -= len(self._held.pop(session_id).messages)
-            if len(kept.messages) > KEPT_MESSAGES:
+            if len(built.messages) > CACHED_MESSAGES:
                 return
-            self._held[session_id] = kept
-            self._messages += len(kept.messages)
-            while len(self._held) > KEPT_SESSIONS or self._messages > KEPT_MESSAGES:
+            self._held[session_id] = built
+            self._messages += len(built.messages)
+            while len(self._held) > CACHED_SESSIONS or self._messages > CACHED_MESSAGES:
                 self._messages -= len(self._held.popitem(last=False)[1].messages)
 
-    def held(self) -> dict[str, Kept[_S]]:
-        """What is kept, oldest first."""
+    def held(self) -> dict[str, BuiltContext[_S]]:
+        """What is cached, oldest first."""
         with self._lock:
             return dict(self._held)
+
+    @property
+    def messages(self) -> int:
+        """How many messages the cached contexts hold in all."""
+        with self._lock:
+            return self._messages
 
     def clear(self) -> None:
         with self._lock:

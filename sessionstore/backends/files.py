@@ -1,4 +1,4 @@
-"""Small file primitives shared by the file-based backends."""
+"""File primitives for file-based backends (and the archive): durable, private writes."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from sessionstore.errors import StorageError
+
+__all__ = ["FILE_MODE", "complete_length", "fsync_directory", "in_thread", "write_all"]
 
 _T = TypeVar("_T")
 

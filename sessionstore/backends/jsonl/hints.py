@@ -28,7 +28,7 @@ import struct
 import tempfile
 from pathlib import Path
 
-from sessionstore.backends.jsonl_context import first_kept_in
+from sessionstore.backends.jsonl.context import first_kept_in
 
 __all__ = ["HINTS", "HINT_FROM", "first_kept"]
 

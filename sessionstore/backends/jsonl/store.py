@@ -40,25 +40,21 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from sessionstore.backends._common import (
+from sessionstore.backends.base import (
     Durability,
     StoreBase,
+    check_durability,
     entry_lines,
     header_line,
     imported_entry,
     imported_header,
 )
-from sessionstore.backends._files import (
-    FILE_MODE,
-    fsync_directory,
-    in_thread,
-    write_all,
-)
-from sessionstore.backends._kept import Kept, KeptContexts
-from sessionstore.backends.file_journal import JOURNAL_FILE, FileJournal
-from sessionstore.backends.jsonl_context import entries_between, line_number, read_context
-from sessionstore.backends.jsonl_file import complete_size, parse, read_header, repair
-from sessionstore.backends.jsonl_hints import first_kept
+from sessionstore.backends.contexts import BuiltContext, ContextCache
+from sessionstore.backends.files import FILE_MODE, fsync_directory, in_thread, write_all
+from sessionstore.backends.jsonl.context import entries_between, line_number, read_context
+from sessionstore.backends.jsonl.file import complete_size, parse, read_header, repair
+from sessionstore.backends.jsonl.hints import first_kept
+from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
@@ -67,16 +63,15 @@ from sessionstore.errors import (
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.models import Message, SessionMeta
-from sessionstore.store import Entry
+from sessionstore.models import Message, SessionEntry, SessionMeta
 
-__all__ = ["Durability", "JsonlStore"]
+__all__ = ["JOURNALS", "READ", "SUFFIX", "JsonlStore"]
 
 SUFFIX = ".jsonl"
 JOURNALS = "journals"  # <dir>/journals/<name>/session_journal.jsonl
 _T = TypeVar("_T")
-_READ = 1 << 20  # bytes per read or write when streaming a file
-_KEPT_REMEMBERED = 4096  # answers of first_kept_in, for load_context
+READ = 1 << 20
+"""Bytes per read or write when streaming a session file."""
 
 
 class JsonlStore(StoreBase):
@@ -90,14 +85,12 @@ class JsonlStore(StoreBase):
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, durability: Durability = "normal"):
-        if durability not in ("normal", "full"):
-            raise ConfigurationError(f"durability must be 'normal' or 'full', not {durability!r}")
+        check_durability(durability)
         self._dir = Path(directory)
         if self._dir.is_file():
             raise ConfigurationError(f"{str(self._dir)!r} is a file, not a session directory")
         self._full = durability == "full"
-        self._kept: dict[tuple[int, int, str, int], int | None] = {}
-        self._contexts: KeptContexts[tuple[int, int]] = KeptContexts()
+        self._contexts: ContextCache[tuple[int, int]] = ContextCache()
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._dir)!r})"
@@ -106,6 +99,11 @@ class JsonlStore(StoreBase):
     def directory(self) -> Path:
         """The directory holding the session files."""
         return self._dir
+
+    def drop_caches(self) -> None:
+        """Forget the contexts built (the hint files beside the sessions stay:
+        they are what a new process finds, see `sessionstore.backends.jsonl.hints`)."""
+        self._contexts.clear()
 
     def journal(self, name: str) -> FileJournal:
         """The journal file ``<dir>/journals/<name>/session_journal.jsonl``."""
@@ -165,7 +163,7 @@ class JsonlStore(StoreBase):
 
     # ------------------------------------------------------------ append
 
-    async def append_many(self, session_id: str, entries: Sequence[Entry]) -> None:
+    async def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
         self._check(session_id)
         data = "".join(line + "\n" for line in entry_lines(session_id, entries)).encode()
         await self._run(session_id, lambda: self._append(session_id, data))
@@ -188,11 +186,11 @@ class JsonlStore(StoreBase):
 
     # ------------------------------------------------------------ load
 
-    async def load(self, session_id: str) -> builtins.list[Entry]:
+    async def load(self, session_id: str) -> builtins.list[SessionEntry]:
         self._check(session_id)
         return await self._run(session_id, lambda: self._load(session_id))
 
-    def _load(self, session_id: str) -> builtins.list[Entry]:
+    def _load(self, session_id: str) -> builtins.list[SessionEntry]:
         path = self.path(session_id)
         size = complete_size(session_id, path, full=self._full)
         with path.open("rb") as file:
@@ -200,11 +198,11 @@ class JsonlStore(StoreBase):
         return parse(session_id, path, data)
 
     async def load_context(self, session_id: str) -> builtins.list[Message]:
-        """The built context, read from the end of the session's file, and kept.
+        """The built context, read from the end of the session's file, and cached.
 
-        See `sessionstore.backends.jsonl_context`: the cost follows the
+        See `sessionstore.backends.jsonl.context`: the cost follows the
         context's length, not the history's. Asked again, only the lines
-        appended since are read (`sessionstore.backends._kept`).
+        appended since are read (`sessionstore.backends.contexts`).
         """
         self._check(session_id)
         return await self._run(session_id, lambda: self._context(session_id))
@@ -216,35 +214,24 @@ class JsonlStore(StoreBase):
         try:
             status = os.fstat(fd)
             file = (status.st_dev, status.st_ino)
-            kept = self._contexts.get(session_id)
+            built = self._contexts.get(session_id)
             # The bytes before a complete line never change: what was read
             # of this file holds, and only what follows is read.
-            if kept is not None and kept.stamp == file and 0 <= size - kept.extent <= _READ:
-                new = entries_between(session_id, str(path), fd, kept.extent, size)
-                kept = kept.extended(size, new)
+            if built is not None and built.stamp == file and 0 <= size - built.extent <= READ:
+                new = entries_between(session_id, str(path), fd, built.extent, size)
+                built = built.extended(size, new)
             else:
-                kept = None
-            if kept is None:
-                earlier = partial(self._first_kept, session_id, file)
+                built = None
+            if built is None:
+                # Where the context starts, read from a hint beside the files
+                # when the search would be long.
+                earlier = partial(first_kept, self._dir, session_id, file)
                 messages, waiting_for = read_context(session_id, str(path), fd, size, earlier)
-                kept = Kept(file, size, tuple(messages), waiting_for)
-            self._contexts.keep(session_id, kept)
-            return builtins.list(kept.messages)
+                built = BuiltContext(file, size, tuple(messages), waiting_for)
+            self._contexts.put(session_id, built)
+            return builtins.list(built.messages)
         finally:
             os.close(fd)
-
-    def _first_kept(
-        self, session_id: str, file: tuple[int, int], fd: int, kept: str, end: int
-    ) -> int | None:
-        """`first_kept_in`, remembered (bytes before a complete line never
-        change), and for a long history kept beside the files too
-        (`sessionstore.backends.jsonl_hints`). ``file``: its device and inode."""
-        key = (*file, kept, end)
-        if key not in self._kept:
-            if len(self._kept) >= _KEPT_REMEMBERED:
-                self._kept.clear()
-            self._kept[key] = first_kept(self._dir, session_id, file, fd, kept, end)
-        return self._kept[key]
 
     # ------------------------------------------------------------ archive
 
@@ -261,7 +248,7 @@ class JsonlStore(StoreBase):
         try:
             offset, rest = 0, b""
             while offset < size:
-                read = partial(os.pread, fd, min(_READ, size - offset), offset)
+                read = partial(os.pread, fd, min(READ, size - offset), offset)
                 chunk = rest + await self._run(session_id, read)
                 at = offset - len(rest)  # where the chunk starts in the file
                 offset += len(chunk) - len(rest)
@@ -368,7 +355,7 @@ class JsonlStore(StoreBase):
         if os.pread(fd, len(first), 0) != first:
             raise SessionConflictError(session_id, "the stored header line differs")
         lines, offset = 0, 0
-        while chunk := os.pread(fd, _READ, offset):
+        while chunk := os.pread(fd, READ, offset):
             lines += chunk.count(b"\n")
             offset += len(chunk)
         if lines - 1 != count:
@@ -385,7 +372,7 @@ class JsonlStore(StoreBase):
             buffer.append(line + "\n")
             pending += len(line)
             count += 1
-            if pending >= _READ:
+            if pending >= READ:
                 await self._run(session_id, partial(write_all, fd, "".join(buffer).encode()))
                 buffer.clear()
                 pending = 0

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from sessionstore.backends._files import FILE_MODE, fsync_directory, in_thread, write_all
-from sessionstore.backends._journal import JournalBase, raw_lines
+from sessionstore.backends.base import JournalBase, raw_journal_lines
+from sessionstore.backends.files import FILE_MODE, fsync_directory, in_thread, write_all
 
 __all__ = ["JOURNAL_FILE", "FileJournal"]
 
@@ -72,7 +72,7 @@ class FileJournal(JournalBase):
             return b""
 
     async def append_raw(self, *lines: bytes) -> None:
-        data = b"\n".join(raw_lines(lines))
+        data = b"\n".join(raw_journal_lines(lines))
         if lines:
             await self._run(lambda: self._append(data))
 

@@ -1,6 +1,6 @@
 """One JSONL session file: its complete length, crash repair, parsing, header.
 
-What `JsonlStore` does to a single file, apart from where files live. The
+What the JSONL store does to a single file, apart from where files live. The
 bytes before the last newline are complete lines and never change (appends
 only add after them, a repair only cuts after them); what follows the last
 newline is the remnant of a crash, cut under the file's exclusive lock.
@@ -14,16 +14,15 @@ import logging
 import os
 from pathlib import Path
 
-from sessionstore.backends._common import decode_stored_entries, decode_stored_meta
-from sessionstore.backends._files import complete_length
+from sessionstore.backends.base import decode_stored_entries, decode_stored_meta
+from sessionstore.backends.files import complete_length
 from sessionstore.errors import (
     CorruptSessionError,
     SessionNotFoundError,
     SessionStoreError,
     validate_session_id,
 )
-from sessionstore.models import SessionMeta
-from sessionstore.store import Entry
+from sessionstore.models import SessionEntry, SessionMeta
 
 __all__ = ["complete_size", "parse", "read_header", "repair"]
 
@@ -75,7 +74,7 @@ def complete_size(session_id: str, path: Path, *, full: bool) -> int:
         os.close(fd)
 
 
-def parse(session_id: str, path: Path, data: bytes) -> list[Entry]:
+def parse(session_id: str, path: Path, data: bytes) -> list[SessionEntry]:
     """The entries of a session file's complete lines, its header checked."""
     lines = data.split(b"\n")
     lines.pop()  # what follows the last newline: nothing

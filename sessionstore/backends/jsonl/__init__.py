@@ -1,0 +1,14 @@
+"""The JSONL backend: `JsonlStore`, one file per session, and `FileJournal`.
+
+* `store`: the store, a directory of ``<id>.jsonl`` files.
+* `file`: one session file: its complete length, crash repair, parsing.
+* `context`: `load_context` read from the end of a file.
+* `hints`: where a long session's context starts, remembered beside the files.
+* `journal`: the crash-recovery journal as a file.
+"""
+
+from sessionstore.backends.jsonl.hints import HINTS
+from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
+from sessionstore.backends.jsonl.store import JsonlStore
+
+__all__ = ["HINTS", "JOURNAL_FILE", "FileJournal", "JsonlStore"]

@@ -1,0 +1,212 @@
+"""`Database`: one SQL database as the store's parts use it.
+
+It owns the `Runner` (where transactions run), the one writer at a time,
+the retries of a writer locked out by another process, and the one place
+where driver errors become ours: a transaction raises a `SessionStoreError`
+or nothing. The store and its helpers (`group`, `contexts`, `listing`,
+`journal`) take a `Database`, never the store; they write transaction
+bodies, plain functions of a SQLAlchemy ``Connection``, and use the row
+lookups below inside them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, insert
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from sessionstore.backends.base import Durability
+from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT, describe, is_busy
+from sessionstore.backends.sql.runner import Runner, Step, open_runner
+from sessionstore.backends.sql.schema import ensure_schema
+from sessionstore.backends.sql.tables import sessions
+from sessionstore.errors import (
+    DuplicateSessionError,
+    SessionNotFoundError,
+    SessionStoreError,
+    StorageError,
+)
+from sessionstore.models import SessionMeta
+
+__all__ = ["Database", "find_session", "insert_session", "last_seq"]
+
+_T = TypeVar("_T")
+_BUSY_RETRIES = 5
+
+
+class Database:
+    """Transactions on one database, their errors translated; see the module doc.
+
+    Open one with `Database.open`.
+
+    Attributes:
+        where: the database, fit for messages (no password).
+        headers_at: where headers are kept, as an error names it.
+        entries_at: where entries are kept, likewise.
+    """
+
+    def __init__(self, runner: Runner) -> None:
+        self._runner = runner
+        self.where = describe(runner.url)
+        self.headers_at = f"{self.where} sessions"
+        self.entries_at = f"{self.where} entries"
+        self._writer = asyncio.Lock()
+        self._closed = False
+        # What a transaction may raise: SQLAlchemy's errors, and the
+        # driver's own from the statements run on its cursor (`queries`).
+        driver = runner.sync_engine.dialect.loaded_dbapi
+        self._errors = (SQLAlchemyError, OSError, driver.Error)
+
+    @classmethod
+    async def open(
+        cls,
+        target: str,
+        *,
+        durability: Durability = "normal",
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        check_schema: bool = True,
+    ) -> Database:
+        """Open a database; with ``check_schema``, create the schema when it
+        is empty and refuse one of another revision (see `ensure_schema`).
+
+        Raises:
+            ConfigurationError: the target or an option is not valid.
+            SchemaOutdatedError, SchemaTooNewError, SchemaError: as `ensure_schema`.
+            StorageError: the database cannot be opened.
+        """
+        database = cls(open_runner(target, durability=durability, busy_timeout=busy_timeout))
+        try:
+            for write in (False, True) if check_schema else ():
+                # The write lock is taken only to create the schema.
+                check = partial(ensure_schema, target=database.where, create=write)
+                if not await database.transaction(None, check, write=write):
+                    break
+        except BaseException:
+            await database.close()
+            raise
+        return database
+
+    def check_open(self, session_id: str | None = None) -> None:
+        """Refuse a closed database, naming the store."""
+        if self._closed:
+            raise StorageError("SqlStore is closed", session_id=session_id)
+
+    async def close(self) -> None:
+        """Close every connection; closing twice is fine."""
+        if not self._closed:
+            self._closed = True
+            await self._runner.dispose()
+
+    async def transaction(
+        self,
+        session_id: str | None,
+        body: Callable[[Connection], _T],
+        *,
+        write: bool = False,
+        durable: bool = False,
+        lean: bool = False,
+        quick: bool = False,
+    ) -> _T:
+        """Run ``body`` in one transaction and commit it.
+
+        Args:
+            session_id: named by the error when it fails.
+            write: take the write lock up front; one writer at a time, and
+                a writer locked out by another process is tried again.
+            durable: commit with a full fsync even at ``durability="normal"``.
+            lean: ``body`` runs `Query` statements alone (see `Runner.run`).
+            quick: a lean read of a few rows through indexes (see `Runner.run`).
+
+        Raises:
+            SessionStoreError: what ``body`` raised, or a `StorageError` for
+                a driver or OS error, the original chained.
+        """
+        run = partial(self._runner.run, body, lean=lean or quick)
+        attempt = 0
+        while True:
+            try:
+                if not write:
+                    return await run(write=False, durable=False, quick=quick)
+                async with self._writer:
+                    return await run(write=True, durable=durable)
+            except SessionStoreError:
+                raise
+            except self._errors as exc:
+                attempt += 1
+                if is_busy(exc) and attempt <= _BUSY_RETRIES:
+                    await asyncio.sleep(0.05 * 2**attempt)
+                    continue
+                raise self._storage_error(exc, session_id) from exc
+
+    @asynccontextmanager
+    async def steps(self, session_id: str | None) -> AsyncIterator[Step[Any]]:
+        """A write transaction run in several steps, for a body that awaits
+        between statements (an import consuming a stream): ``step(body)``
+        runs one part; all of them commit together, or none.
+
+        Raises:
+            SessionStoreError: as `transaction` (never retried).
+        """
+        try:
+            async with self._writer, self._runner.steps(write=True) as step:
+                yield step
+        except SessionStoreError:
+            raise
+        except self._errors as exc:
+            raise self._storage_error(exc, session_id) from exc
+
+    def _storage_error(self, exc: BaseException, session_id: str | None) -> StorageError:
+        reason = getattr(exc, "orig", None) or exc
+        return StorageError(f"{self.where}: {reason}", session_id=session_id)
+
+    @property
+    def runner(self) -> Runner:
+        """Where the transactions run (for tools that watch its connections)."""
+        return self._runner
+
+
+# ---------------------------------------------------------------- row lookups
+
+
+def find_session(conn: Connection, session_id: str, *, lock: bool = False) -> Any:
+    """The session's ``(pk, header)``; ``lock`` holds its row until commit.
+
+    Raises:
+        SessionNotFoundError: no such session.
+    """
+    query = Q.FIND_SESSION_LOCKED if lock else Q.FIND_SESSION
+    found = query.first(conn, id=session_id)
+    if found is None:
+        raise SessionNotFoundError(session_id)
+    return found
+
+
+def last_seq(conn: Connection, pk: int) -> int:
+    """The last ``seq`` of a session (its key), 0 when it has no entry."""
+    return int(Q.LAST_SEQ.scalar(conn, pk=pk))
+
+
+def insert_session(conn: Connection, meta: SessionMeta, header: str) -> int:
+    """Insert a session's row; its key.
+
+    Raises:
+        DuplicateSessionError: a session with that id exists.
+    """
+    row = {
+        "id": meta.id,
+        "version": meta.version,
+        "parent_session": meta.parent_session,
+        "created_at": meta.created_at,
+        "header": header,
+    }
+    try:
+        inserted = conn.execute(insert(sessions).values(row).returning(sessions.c.pk))
+    except IntegrityError:
+        raise DuplicateSessionError(meta.id) from None
+    return int(inserted.scalar_one())

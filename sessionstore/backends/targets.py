@@ -1,0 +1,114 @@
+"""Store targets: which backend a target string names, and `open_store`.
+
+Nothing here loads SQLAlchemy: a JSONL or memory store never pays for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+from types import TracebackType
+from typing import Any
+
+from sessionstore.backends.jsonl import JsonlStore
+from sessionstore.backends.memory import MemoryStore
+from sessionstore.errors import ConfigurationError
+from sessionstore.store import SessionStore
+
+__all__ = ["SQLITE_SUFFIXES", "is_sql_target", "open_store"]
+
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+"""Paths ending so name a SQLite database."""
+
+_SQL_SCHEMES = ("sqlite", "postgresql")
+
+
+def is_sql_target(target: str) -> bool:
+    """Whether a store target names a SQL database."""
+    if "://" in target:
+        return target.split("://", 1)[0].split("+", 1)[0] in _SQL_SCHEMES
+    return target.endswith(SQLITE_SUFFIXES)
+
+
+async def _make_store(target: str | os.PathLike[str], options: dict[str, Any]) -> SessionStore:
+    try:
+        return await _backend_for(os.fspath(target), options)
+    except TypeError as exc:  # an option the backend does not take
+        raise ConfigurationError(f"{os.fspath(target)!r}: {exc}") from None
+
+
+async def _backend_for(text: str, options: dict[str, Any]) -> SessionStore:
+    if is_sql_target(text):
+        from sessionstore.backends.sql import SqlStore  # SQLAlchemy loads only now
+
+        return await SqlStore.open(text, **options)
+    if text == "memory://":
+        if options:
+            raise ConfigurationError(f"memory:// takes no options, got {sorted(options)}")
+        return MemoryStore()
+    if text.startswith("jsonl://"):
+        path = text[len("jsonl://") :]
+        if not path.startswith("/"):
+            raise ConfigurationError(
+                f"{text!r}: a jsonl:// target needs an absolute path (jsonl:///abs/dir)"
+            )
+        return JsonlStore(path, **options)
+    if "://" in text:
+        scheme = text.split("://", 1)[0]
+        raise ConfigurationError(
+            f"{text!r}: unknown store scheme {scheme!r} (use memory://, jsonl:///dir, "
+            "sqlite:///file.db or a path)"
+        )
+    return JsonlStore(text, **options)
+
+
+class _Opening:
+    """What `open_store` returns: await it, or use it with ``async with``."""
+
+    def __init__(self, target: str | os.PathLike[str], options: dict[str, Any]) -> None:
+        self._target = target
+        self._options = options
+        self._store: SessionStore | None = None
+
+    async def _open(self) -> SessionStore:
+        return await _make_store(self._target, self._options)
+
+    def __await__(self) -> Generator[Any, None, SessionStore]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> SessionStore:
+        self._store = await self._open()
+        return self._store
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._store is not None:
+            await self._store.close()
+
+
+def open_store(target: str | os.PathLike[str], **options: Any) -> _Opening:
+    """Open the store a target names.
+
+    Targets:
+
+    * ``"memory://"``: a new, empty `MemoryStore`.
+    * ``"jsonl:///abs/dir"`` or a directory path: a `JsonlStore` there.
+    * ``"sqlite:///path.db"``, ``"sqlite+aiosqlite:///path.db"``, or a path
+      ending in ``.db``, ``.sqlite`` or ``.sqlite3``: a `SqlStore` on SQLite.
+
+    Options (``durability="full"``...) go to the backend's constructor.
+    Use it either way::
+
+        store = await open_store("./sessions")
+        async with open_store("memory://") as store:
+            ...
+
+    Raises:
+        ConfigurationError: the target names no known backend, or an option
+            is not valid for it.
+    """
+    return _Opening(target, options)
