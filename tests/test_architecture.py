@@ -1,0 +1,542 @@
+"""Architecture checks anyone can run: the shape of the package, not its behaviour.
+
+* No import cycle between the modules of sessionstore (a static walk of their imports).
+* No module reaches a private name of a module outside that module's subpackage.
+* ``import sessionstore`` in a fresh interpreter loads neither SQLAlchemy nor alembic.
+* Every ``__all__`` is sorted and resolves; the top-level one lists exactly the public names.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import types
+import typing
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import sessionstore
+import sessionstore.archive
+import sessionstore.backends
+import sessionstore.testing
+import sessionstore.wire
+
+ROOT = Path(__file__).parents[1]
+PACKAGE = "sessionstore"
+# Where the package's modules are. pyproject's package-dir ships the top-level
+# migrations/ folder as sessionstore.migrations, so it is walked as such.
+SOURCES = {PACKAGE: ROOT / "sessionstore", f"{PACKAGE}.migrations": ROOT / "migrations"}
+
+
+# ------------------------------------------------------------ reading the sources
+
+
+@dataclass(frozen=True)
+class Module:
+    """A module of the package: its dotted name and its file."""
+
+    name: str
+    path: Path
+    is_package: bool
+
+    @property
+    def package(self) -> str:
+        """The package it lives in (itself, for an ``__init__``)."""
+        return self.name if self.is_package else parent_of(self.name)
+
+    @property
+    def where(self) -> str:
+        return str(self.path.relative_to(ROOT))
+
+
+@dataclass(frozen=True)
+class Import:
+    """One imported module (``module``) and the names taken from it (``from ... import``)."""
+
+    line: int
+    module: str
+    names: tuple[str, ...]
+    type_checking: bool  # under ``if TYPE_CHECKING:``
+    in_function: bool  # in a function body: a deliberate lazy import
+
+
+def parent_of(name: str) -> str:
+    return name.rpartition(".")[0]
+
+
+def ancestors(name: str) -> list[str]:
+    """``a.b.c`` -> ``["a", "a.b"]``: the packages Python imports before ``a.b.c``."""
+    parts = name.split(".")
+    return [".".join(parts[:end]) for end in range(1, len(parts))]
+
+
+def package_modules() -> dict[str, Module]:
+    """Every module of the package, by dotted name."""
+    modules: dict[str, Module] = {}
+    for prefix, folder in SOURCES.items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(folder).with_suffix("").parts
+            is_package = parts[-1] == "__init__"
+            name = ".".join((prefix, *(parts[:-1] if is_package else parts)))
+            modules[name] = Module(name, path, is_package)
+    return modules
+
+
+def syntax_tree(module: Module) -> ast.Module:
+    return ast.parse(module.path.read_text(encoding="utf-8"), filename=str(module.path))
+
+
+def imports_of(module: Module) -> list[Import]:
+    """Every import statement of a module, wherever it stands, made absolute."""
+    found: list[Import] = []
+
+    def visit(nodes: Iterable[ast.AST], type_checking: bool, in_function: bool) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.extend(
+                    Import(node.lineno, alias.name, (), type_checking, in_function)
+                    for alias in node.names
+                )
+            elif isinstance(node, ast.ImportFrom):
+                names = tuple(alias.name for alias in node.names)
+                target = absolute_module(node, module)
+                found.append(Import(node.lineno, target, names, type_checking, in_function))
+            elif isinstance(node, ast.If) and is_type_checking(node.test):
+                visit(node.body, True, in_function)
+                visit(node.orelse, type_checking, in_function)
+            else:
+                function = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+                visit(ast.iter_child_nodes(node), type_checking, in_function or function)
+
+    visit(syntax_tree(module).body, False, False)
+    return found
+
+
+def is_type_checking(test: ast.expr) -> bool:
+    """``TYPE_CHECKING`` or ``typing.TYPE_CHECKING``."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def absolute_module(node: ast.ImportFrom, module: Module) -> str:
+    """The module a ``from ... import`` names, relative dots resolved."""
+    if node.level == 0:
+        return node.module or ""
+    base = module.package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+# ---------------------------------------------------------------- 1. import cycles
+
+
+@dataclass(frozen=True)
+class Edge:
+    """Module ``source`` runs module ``target`` when it is imported."""
+
+    source: Module
+    target: str
+    line: int
+    how: str
+
+
+def imported_modules(statement: Import, modules: dict[str, Module]) -> list[str]:
+    """The package's modules an import names: ``from X import Y`` names ``X.Y``
+    when that is a module, else ``X``."""
+    if not statement.names:
+        targets = [statement.module]
+    else:
+        targets = [
+            f"{statement.module}.{name}"
+            if f"{statement.module}.{name}" in modules
+            else statement.module
+            for name in statement.names
+        ]
+    return [target for target in dict.fromkeys(targets) if target in modules]
+
+
+def import_edges(modules: dict[str, Module]) -> list[Edge]:
+    """What each module runs as it is imported: the modules its top-level imports
+    name (``TYPE_CHECKING`` ones included: a cycle there is still a cycle), and the
+    package ``__init__``\\ s Python runs on the way to them, except the ones already
+    running when the module runs (its own packages)."""
+    edges: list[Edge] = []
+    for module in modules.values():
+        running = {module.name, *ancestors(module.name)}
+        for statement in imports_of(module):
+            if statement.in_function:
+                continue
+            how = "TYPE_CHECKING import" if statement.type_checking else "import"
+            for target in imported_modules(statement, modules):
+                edges.append(Edge(module, target, statement.line, how))
+                edges.extend(
+                    Edge(module, package, statement.line, f"{how} of {target} runs its __init__")
+                    for package in ancestors(target)
+                    if package in modules and package not in running
+                )
+    return edges
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """The modules ``start`` leads to, one import or more away."""
+    seen: set[str] = set()
+    todo = list(graph[start])
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(graph[name])
+    return seen
+
+
+def import_cycles(edges: list[Edge]) -> list[list[str]]:
+    """The strongly connected components of the import graph that hold a cycle
+    (two modules or more, or a module importing itself)."""
+    graph: dict[str, set[str]] = {edge.target: set() for edge in edges}
+    for edge in edges:
+        graph.setdefault(edge.source.name, set()).add(edge.target)
+    reach = {name: reachable(graph, name) for name in graph}
+    cycles: list[list[str]] = []
+    for name in sorted(reach):
+        if name in reach[name] and not any(name in cycle for cycle in cycles):
+            cycles.append(sorted(other for other in reach[name] if name in reach[other]))
+    return cycles
+
+
+def describe_cycle(cycle: list[str], edges: list[Edge]) -> str:
+    inside = {
+        (e.source.name, e.target): e
+        for e in reversed(edges)
+        if {e.source.name, e.target} <= set(cycle)
+    }
+    lines = [f"cycle through {len(cycle)} modules: {', '.join(cycle)}"]
+    lines += [
+        f"    {e.source.where}:{e.line}  {e.source.name} -> {e.target}  ({e.how})"
+        for e in sorted(inside.values(), key=lambda e: (e.source.name, e.line, e.target))
+    ]
+    return "\n".join(lines)
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    edges = import_edges(package_modules())
+    cycles = import_cycles(edges)
+    assert not cycles, "import cycles:\n" + "\n".join(describe_cycle(c, edges) for c in cycles)
+
+
+# ------------------------------------------------ 2. reaching into others' privates
+
+# Private names of the stdlib or of third parties that a module cannot do without:
+# (the module using it, the private name) -> why. Never for sessionstore's own.
+ALLOWED_PRIVATES: dict[tuple[str, str], str] = {
+    ("sessionstore.cli", "_SubParsersAction"): (
+        "argparse has no public name for what add_subparsers() returns; an annotation only"
+    ),
+}
+
+
+def is_private(name: str) -> bool:
+    """``_name``, but not ``__dunder__``."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_part_and_owner(dotted: str, modules: dict[str, Module]) -> tuple[str, str] | None:
+    """The first ``_part`` of ``dotted`` and the package it belongs to: the package
+    holding the module that defines it. None when nothing is private."""
+    parts = dotted.split(".")
+    for index, part in enumerate(parts):
+        if is_private(part):
+            holder = ".".join(parts[:index])
+            known = modules.get(holder)
+            owner = holder if known is None or known.is_package else parent_of(holder)
+            return part, owner
+    return None
+
+
+def within(package: str, owner: str) -> bool:
+    return package == owner or package.startswith(owner + ".")
+
+
+def private_imports(module: Module, modules: dict[str, Module]) -> Iterator[str]:
+    """Imports of a private module or name whose package is not the importer's,
+    nor one above it: ``backends/sql/*`` may use ``backends/_common``, but
+    ``archive/*`` may not use ``backends/_files``."""
+    for statement in imports_of(module):
+        reached = [f"{statement.module}.{name}" for name in statement.names] or [statement.module]
+        for dotted in reached:
+            private = private_part_and_owner(dotted, modules)
+            if private is None or (module.name, private[0]) in ALLOWED_PRIVATES:
+                continue
+            if not within(module.package, owner=private[1]):
+                yield f"{module.where}:{statement.line}  imports {dotted}"
+
+
+def own_privates(module: Module) -> set[str]:
+    """The private attributes a module defines itself: its classes' methods and
+    class attributes, and what its code assigns to ``self._x``."""
+    names: set[str] = set()
+    for node in ast.walk(syntax_tree(module)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and is_private(node.name):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            for statement in node.body:
+                targets = (
+                    statement.targets
+                    if isinstance(statement, ast.Assign)
+                    else [statement.target]
+                    if isinstance(statement, ast.AnnAssign)
+                    else []
+                )
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return {name for name in names if is_private(name)}
+
+
+def private_attributes(module: Module) -> Iterator[str]:
+    """``<expr>._name`` where ``<expr>`` is not ``self`` or ``cls`` and ``_name``
+    is not one the module defines itself: a reach into the internals of an
+    object of another module (``self._store._runner``, ``Q._compiled``). A
+    class reading the privates of another of its own instances (``other._key``
+    in ``__eq__``) stays inside its module."""
+    own = own_privates(module)
+    attributes = [node for node in ast.walk(syntax_tree(module)) if isinstance(node, ast.Attribute)]
+    for node in sorted(attributes, key=lambda node: (node.lineno, node.col_offset)):
+        if (
+            is_private(node.attr)
+            and node.attr not in own
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            and (module.name, node.attr) not in ALLOWED_PRIVATES
+        ):
+            yield f"{module.where}:{node.lineno}  {ast.unparse(node)}"
+
+
+def test_no_module_imports_the_privates_of_another_subpackage() -> None:
+    modules = package_modules()
+    found = [hit for module in modules.values() for hit in private_imports(module, modules)]
+    assert not found, f"{len(found)} imports of another subpackage's privates:\n" + "\n".join(found)
+
+
+def test_no_module_reaches_into_another_objects_private_attributes() -> None:
+    found = [hit for module in package_modules().values() for hit in private_attributes(module)]
+    assert not found, f"{len(found)} reaches into another object's privates:\n" + "\n".join(found)
+
+
+# ------------------------------------------------------ 3. a fresh interpreter
+
+# Runs first in the child: it notes who first imports SQLAlchemy or alembic
+# (the chain of sessionstore lines that led there), then lets the import go on.
+WATCH_HEAVY_IMPORTS = """
+import json, sys, traceback
+HEAVY = ("sqlalchemy", "alembic")
+first_imported_by = {}
+
+class WatchHeavyImports:
+    def find_spec(self, name, path=None, target=None):
+        top = name.partition(".")[0]
+        if top in HEAVY and top not in first_imported_by:
+            first_imported_by[top] = [
+                f"{frame.filename.rpartition('/sessionstore/')[2]}:{frame.lineno}"
+                for frame in traceback.extract_stack()
+                if "/sessionstore/" in frame.filename
+            ]
+        return None
+
+sys.meta_path.insert(0, WatchHeavyImports())
+"""
+
+REPORT_HEAVY_IMPORTS = """
+loaded = sorted(name for name in sys.modules if name.partition(".")[0] in HEAVY)
+print(json.dumps({"loaded": loaded, "first_imported_by": first_imported_by}))
+"""
+
+USE_MEMORY_AND_JSONL_STORES = """
+import asyncio
+import sessionstore
+from sessionstore import Message, MessageEntry, SessionMeta
+
+async def use(target):
+    async with sessionstore.open_store(target) as store:
+        await store.create(SessionMeta(id="s1"))
+        message = Message(role="user", content="hello")
+        await store.append("s1", MessageEntry(id="m1", timestamp="2024-01-01", message=message))
+        assert [entry.id for entry in await store.load("s1")] == ["m1"]
+        assert await store.load_context("s1") == [message]
+        assert [meta.id for meta in await store.list()] == ["s1"]
+
+asyncio.run(use("memory://"))
+asyncio.run(use("sessions"))  # a JsonlStore in the current (temporary) directory
+"""
+
+OPEN_SQLITE_THROUGH_THE_LAZY_SQLSTORE = """
+import asyncio
+import sessionstore
+from sessionstore import SessionMeta, SqlStore
+assert "sqlalchemy" in sys.modules, "SqlStore came without SQLAlchemy"
+
+async def use():
+    async with sessionstore.open_store("x.db") as store:
+        assert isinstance(store, SqlStore), type(store)
+        await store.create(SessionMeta(id="s1"))
+        assert [meta.id for meta in await store.list()] == ["s1"]
+
+asyncio.run(use())
+"""
+
+
+@dataclass(frozen=True)
+class HeavyImports:
+    loaded: list[str]
+    first_imported_by: dict[str, list[str]]
+
+    def explain(self, doing: str) -> str:
+        tops = sorted({name.partition(".")[0] for name in self.loaded})
+        chains = [f"  {top} first via {' -> '.join(self.first_imported_by[top])}" for top in tops]
+        return "\n".join(
+            [f"{doing} loaded {', '.join(tops)} ({len(self.loaded)} modules)", *chains]
+        )
+
+
+def run_fresh(code: str, directory: Path) -> HeavyImports:
+    """Run ``code`` in a new interpreter (in ``directory``, this checkout's package
+    first on its path); what of SQLAlchemy and alembic it loaded, and who first did."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    child = subprocess.run(
+        [sys.executable, "-c", WATCH_HEAVY_IMPORTS + code + REPORT_HEAVY_IMPORTS],
+        cwd=directory,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr
+    report = json.loads(child.stdout.splitlines()[-1])
+    return HeavyImports(report["loaded"], report["first_imported_by"])
+
+
+def test_import_sessionstore_loads_neither_sqlalchemy_nor_alembic(tmp_path: Path) -> None:
+    heavy = run_fresh("import sessionstore\n", tmp_path)
+    assert not heavy.loaded, heavy.explain("import sessionstore")
+
+
+def test_memory_and_jsonl_stores_work_without_sqlalchemy_or_alembic(tmp_path: Path) -> None:
+    heavy = run_fresh(USE_MEMORY_AND_JSONL_STORES, tmp_path)
+    assert not heavy.loaded, heavy.explain("using a memory:// and a JSONL store")
+
+
+def test_import_sessionstore_cli_loads_neither_sqlalchemy_nor_alembic(tmp_path: Path) -> None:
+    heavy = run_fresh("import sessionstore.cli\n", tmp_path)
+    assert not heavy.loaded, heavy.explain("import sessionstore.cli")
+
+
+def test_sqlstore_loads_sqlalchemy_on_demand_and_opens_sqlite(tmp_path: Path) -> None:
+    heavy = run_fresh(OPEN_SQLITE_THROUGH_THE_LAZY_SQLSTORE, tmp_path)
+    assert "sqlalchemy" in heavy.loaded
+    assert (tmp_path / "x.db").is_file()
+
+
+# ------------------------------------------------------------------ 4. __all__
+
+SUBPACKAGES = [sessionstore.backends, sessionstore.wire, sessionstore.archive, sessionstore.testing]
+
+
+def ruff_sort_key(name: str) -> tuple[int, list[str | int]]:
+    """The order ruff's RUF022 (on in this project) keeps ``__all__`` in, so the
+    test and the linter agree: SCREAMING_CASE, then CamelCase, then the rest,
+    each in natural order (``a2`` before ``a10``)."""
+    kind = 0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2
+    natural: list[str | int] = [
+        int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)
+    ]
+    return kind, natural
+
+
+def unresolved(module: types.ModuleType) -> list[str]:
+    return [name for name in module.__all__ if not hasattr(module, name)]
+
+
+def public_names(module: types.ModuleType) -> set[str]:
+    """The names ``module.<name>`` offers, submodules aside. Both ``vars`` and
+    ``dir``: a module ``__dir__`` adds the lazy names but may hide others."""
+    names = {name for name in {*vars(module), *dir(module)} if not name.startswith("_")}
+    return {name for name in names if not isinstance(getattr(module, name, None), types.ModuleType)}
+
+
+@pytest.mark.parametrize("module", [sessionstore, *SUBPACKAGES], ids=lambda m: m.__name__)
+def test_all_is_sorted_unique_and_resolves(module: types.ModuleType) -> None:
+    listed: list[str] = module.__all__
+    expected = sorted(set(listed), key=ruff_sort_key)
+    assert listed == expected, f"unsorted or repeated; sorted once each: {expected}"
+    assert not unresolved(module), f"in __all__ but missing: {unresolved(module)}"
+
+
+def test_all_lists_exactly_the_public_names_and_the_version() -> None:
+    listed = set(sessionstore.__all__)
+    public = public_names(sessionstore) | {"__version__"}
+    assert listed == public, (
+        f"public but not in __all__: {sorted(public - listed)}; "
+        f"in __all__ but not public: {sorted(listed - public)}"
+    )
+
+
+def walk_type(hint: object) -> Iterator[object]:
+    """A type and every type inside it (``list[Summary]`` -> list[...], Summary)."""
+    yield hint
+    for argument in typing.get_args(hint):  # Callable's parameters come as a list
+        for inner in argument if isinstance(argument, list) else [argument]:
+            yield from walk_type(inner)
+
+
+def top_level_assignments(modules: dict[str, Module]) -> set[str]:
+    """The names package modules bind at their top level by assignment, where
+    their type aliases are (``Entry = MessageEntry | CompactionEntry``)."""
+    names: set[str] = set()
+    for module in modules.values():
+        for node in syntax_tree(module).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, ast.AnnAssign):
+                targets = [node.target]
+            names |= {target.id for target in targets if isinstance(target, ast.Name)}
+    return names
+
+
+def package_types_in_return(method: types.FunctionType, aliases: set[str]) -> set[str]:
+    """The classes and type aliases of sessionstore a method's return annotation
+    names: classes from the evaluated hint (through aliases too), aliases from
+    the annotation as written."""
+    hint = typing.get_type_hints(method).get("return")
+    found = {
+        str(getattr(part, "__name__", ""))
+        for part in walk_type(hint)
+        if str(getattr(part, "__module__", "")).partition(".")[0] == PACKAGE
+    }
+    written = inspect.get_annotations(method).get("return")
+    if isinstance(written, str):
+        tree = ast.parse(written, mode="eval")
+        found |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in aliases}
+    return found - {""}
+
+
+def test_what_the_store_protocols_return_is_exported() -> None:
+    aliases = top_level_assignments(package_modules())
+    missing: dict[str, list[str]] = defaultdict(list)
+    for protocol in (sessionstore.SessionStore, sessionstore.SessionJournal):
+        for name, member in vars(protocol).items():
+            if name.startswith("_") or not inspect.isfunction(member):
+                continue
+            for type_name in package_types_in_return(member, aliases):
+                if type_name not in sessionstore.__all__:
+                    missing[type_name].append(f"{protocol.__name__}.{name}")
+    assert not missing, "returned by the store protocols, not in sessionstore.__all__: " + (
+        "; ".join(f"{type_name} (from {', '.join(by)})" for type_name, by in missing.items())
+    )
