@@ -2,14 +2,20 @@
 
 Run on demand (not in CI):
 
-    .venv/bin/python benchmarks/run.py            # full sizes, a few minutes
-    .venv/bin/python benchmarks/run.py --quick    # a smoke run
+    .venv/bin/python benchmarks/run.py            # 3 runs, writes RESULTS.md
+    .venv/bin/python benchmarks/run.py --quick    # a smoke run, printed only
 
 Every figure is a median of several rounds, printed beside a baseline doing
 the same work, measured in the same run, and the ratio between them:
 machines are noisy, ratios much less so. Small operations are timed as the
 mean of a batch of calls, so one round measures the steady state an agent
 sees turn after turn.
+
+The whole benchmark runs --runs times (3 unless told), each run's tables
+printed as it ends. Then benchmarks/RESULTS.md (or --output) gets, for
+every row, the median ratio of the runs and their spread (lowest and
+highest ratio), with the machine, the date, the commit and the command.
+A --quick run writes no file unless given --output.
 
 Baselines: the standard library's sqlite3 on the same pragmas (WAL,
 synchronous=NORMAL) doing the same work by hand: one transaction per
@@ -18,32 +24,34 @@ context (bare, and with json.loads of its lines), both for an agent's turn
 (append a message, then read the context), one SELECT of headers for a
 list, and a plain file copy (no fsync) for an export, besides a raw dump
 of the same rows with sqlite3, written and fsynced (the floor of any
-export from SQLite).
+export from SQLite). A cold start, ``python -c "import sessionstore"`` in
+a new process, is measured against ``from pydantic import BaseModel``.
 
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
 appends and loads run on openai-agents' SQLiteSession and LangChain's
 SQLChatMessageHistory (async, on aiosqlite), both on WAL with
-synchronous=NORMAL too.
+synchronous=NORMAL too (benchmarks/peers.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
-import platform
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
+
+from peers import find_peers
+from results import Setting, Table, write_report
 
 from sessionstore import (
     CompactionEntry,
@@ -171,29 +179,6 @@ async def aper_call(call: Callable[[], Awaitable[object]], times: int) -> float:
     return (time.perf_counter() - start) / times
 
 
-class Table:
-    """Rows of (work, ours, other) medians, printed with their ratio."""
-
-    def __init__(self, title: str, ours: str, other: str) -> None:
-        self.title, self.ours, self.other = title, ours, other
-        self.rows: list[tuple[str, float, float]] = []
-
-    def add(self, work: str, ours: list[float], other: list[float]) -> None:
-        self.rows.append((work, statistics.median(ours), statistics.median(other)))
-
-    def print(self) -> None:
-        print(f"\n{self.title}")
-        print(f"{'work':52} {self.ours:>14} {self.other:>14} {'ratio':>8}")
-        for work, ours, other in self.rows:
-            print(f"{work:52} {_time(ours):>14} {_time(other):>14} {ours / other:7.2f}x")
-
-
-def _time(seconds: float) -> str:
-    if seconds >= 0.1:
-        return f"{seconds * 1e3:,.0f} ms"
-    return f"{seconds * 1e6:,.1f} µs"
-
-
 class Bench:
     def __init__(self, work: Path, quick: bool) -> None:
         self.work = work
@@ -208,11 +193,19 @@ class Bench:
         self.flat = Table(
             f"load_context, {KEPT} kept, as the history grows", "long history", "1,000 entries"
         )
+        self.start = Table(
+            'a cold start: python -c in a new process, vs "from pydantic import BaseModel"',
+            "sessionstore",
+            "pydantic",
+        )
         self.peers: list[Table] = []
 
     def fresh(self, suffix: str = ".db") -> Path:
         self.files += 1
         return self.work / f"{self.files}{suffix}"
+
+    def tables(self) -> list[Table]:
+        return [self.raw, self.flat, self.start, *self.peers]
 
     async def appends(self, tasks: int, each: int) -> None:
         lines = [encode(entry(n)) for n in range(tasks * each)]
@@ -368,7 +361,7 @@ class Bench:
                 )
 
     async def peer_runs(self) -> None:
-        peers = _peers()
+        peers = find_peers()
         if not peers:
             print("\n(peers skipped: pip install -e '.[bench]' to compare with them)")
             return
@@ -398,116 +391,39 @@ class Bench:
             )
             self.peers.append(table)
 
-    def report(self) -> None:
-        print(
-            f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}, "
-            f"{os.cpu_count()} cpus, {platform.machine()}, {platform.system()} {platform.release()}"
-        )
-        for table in (self.raw, self.flat, *self.peers):
-            table.print()
+    def cold_start(self) -> None:
+        """A new process importing sessionstore, as a CLI agent started once per
+        turn does, against one importing pydantic's BaseModel; turn about."""
+        starts = 5 if self.quick else 10
+        ours, theirs = [], []
+        for _ in range(starts):
+            ours.append(new_process("import sessionstore"))
+            theirs.append(new_process("from pydantic import BaseModel"))
+        self.start.add(f'"import sessionstore" (median of {starts} starts)', ours, theirs)
 
 
-class _Peer:
-    """Another session store, doing the benchmark's appends and loads."""
-
-    async def appends(self, path: Path, texts: list[str]) -> float:
-        raise NotImplementedError
-
-    async def fill(self, path: Path, texts: list[str]) -> None:
-        raise NotImplementedError
-
-    async def load(self, path: Path) -> float:
-        raise NotImplementedError
+def new_process(code: str) -> float:
+    """Seconds for this interpreter to start, run ``code`` and exit."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True)
+    return time.perf_counter() - start
 
 
-def _peers() -> dict[str, _Peer]:
-    found: dict[str, _Peer] = {}
-    with contextlib.suppress(ImportError):
-        found["openai-agents SQLiteSession"] = _OpenAIAgents()
-    with contextlib.suppress(ImportError):
-        found["LangChain SQLChatMessageHistory"] = _LangChain()
-    return found
-
-
-class _OpenAIAgents(_Peer):
-    def __init__(self) -> None:
-        from agents import SQLiteSession
-
-        class Session(SQLiteSession):  # type: ignore[misc,unused-ignore]
-            @staticmethod
-            def _configure_connection(conn: sqlite3.Connection) -> None:
-                SQLiteSession._configure_connection(conn)
-                conn.execute("PRAGMA synchronous=NORMAL")
-
-        self.session = Session
-
-    async def appends(self, path: Path, texts: list[str]) -> float:
-        session = self.session("s", path)
-        start = time.perf_counter()
-        for text in texts:
-            await session.add_items([{"role": "user", "content": text}])
-        elapsed = time.perf_counter() - start
-        session.close()
-        return elapsed / len(texts)
-
-    async def fill(self, path: Path, texts: list[str]) -> None:
-        session = self.session("s", path)
-        for start in range(0, len(texts), 5000):
-            chunk = texts[start : start + 5000]
-            await session.add_items([{"role": "user", "content": text} for text in chunk])
-        session.close()
-
-    async def load(self, path: Path) -> float:
-        session = self.session("s", path)
-        elapsed = await aper_call(session.get_items, 1)
-        session.close()
-        return elapsed
-
-
-class _LangChain(_Peer):
-    def __init__(self) -> None:
-        from langchain_community.chat_message_histories import SQLChatMessageHistory
-        from langchain_core.messages import HumanMessage
-
-        self.history, self.message = SQLChatMessageHistory, HumanMessage
-
-    def open(self, path: Path) -> Any:
-        from sqlalchemy import event
-        from sqlalchemy.ext.asyncio import create_async_engine
-
-        engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
-
-        @event.listens_for(engine.sync_engine, "connect")
-        def pragmas(connection: Any, record: Any) -> None:
-            cursor = connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.close()
-
-        return self.history("s", connection=engine), engine
-
-    async def appends(self, path: Path, texts: list[str]) -> float:
-        history, engine = self.open(path)
-        await history.aadd_messages([self.message(content="first")])  # creates the table
-        start = time.perf_counter()
-        for text in texts:
-            await history.aadd_messages([self.message(content=text)])
-        elapsed = time.perf_counter() - start
-        await engine.dispose()
-        return elapsed / len(texts)
-
-    async def fill(self, path: Path, texts: list[str]) -> None:
-        history, engine = self.open(path)
-        for start in range(0, len(texts), 5000):
-            chunk = texts[start : start + 5000]
-            await history.aadd_messages([self.message(content=text) for text in chunk])
-        await engine.dispose()
-
-    async def load(self, path: Path) -> float:
-        history, engine = self.open(path)
-        elapsed = await aper_call(history.aget_messages, 1)
-        await engine.dispose()
-        return elapsed
+async def run(quick: bool) -> list[Table]:
+    """The whole benchmark, once: its tables."""
+    work = Path(tempfile.mkdtemp(prefix="sessionstore-bench-"))
+    bench = Bench(work, quick)
+    try:
+        bench.cold_start()
+        await bench.appends(1, 200 if quick else 2000)
+        await bench.appends(50, 4 if quick else 40)
+        await bench.reads()
+        await bench.turns()
+        await bench.flatness()
+        await bench.peer_runs()
+    finally:
+        shutil.rmtree(work)
+    return bench.tables()
 
 
 async def main() -> None:
@@ -515,19 +431,33 @@ async def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--runs", type=int, default=3, help="runs of the whole benchmark")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help="where to write the report (default: benchmarks/RESULTS.md, none for --quick)",
+    )
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="sessionstore-bench-"))
-    bench = Bench(work, args.quick)
-    try:
-        await bench.appends(1, 200 if args.quick else 2000)
-        await bench.appends(50, 4 if args.quick else 40)
-        await bench.reads()
-        await bench.turns()
-        await bench.flatness()
-        await bench.peer_runs()
-    finally:
-        shutil.rmtree(work)
-    bench.report()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    output = args.output or (None if args.quick else Path(__file__).with_name("RESULTS.md"))
+    setting = Setting.read()
+    print(f"{setting.machine}\n{setting.cpu}, commit {setting.commit}")
+    runs, loads = [], []
+    for n in range(1, args.runs + 1):
+        loads.append(os.getloadavg()[0])
+        print(f"\nrun {n} of {args.runs} (load average {loads[-1]:.2f})", flush=True)
+        tables = await run(args.quick)
+        for table in tables:
+            table.print()
+        runs.append(tables)
+    if args.runs > 1:
+        print(f"\n\nmedian ratio of {args.runs} runs, with the times of that run")
+        for same in zip(*runs, strict=True):
+            Table.combine(list(same)).print(spread=True)
+    if output:
+        write_report(output, setting, loads, runs)
+        print(f"\nwritten to {output}")
 
 
 if __name__ == "__main__":
