@@ -7,9 +7,15 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import settings
 from sqlalchemy.engine import make_url
 
 PG_ENV = "SESSIONSTORE_PG_URL"
+
+# Property tests here do I/O on a shared, noisy machine: no per-example
+# deadline (hypothesis's 200 ms), which only ever fails under load.
+settings.register_profile("sessionstore", deadline=None)
+settings.load_profile("sessionstore")
 
 
 def postgres_url_or_skip() -> str:

@@ -12,7 +12,6 @@ from pathlib import Path
 from sqlalchemy import event
 
 from sessionstore import SqlStore
-from sessionstore.backends.sql.runner import ThreadRunner
 
 WORKERS = Path(__file__).parent / "workers"
 APPENDER = WORKERS / "appender.py"
@@ -58,7 +57,7 @@ def traced(store: SqlStore, threads: list[str] | None = None) -> list[str]:
 
     # The store runs its statements on the driver: trace its connections.
     runner = store.database.runner
-    assert isinstance(runner, ThreadRunner), "statements are traced on SQLite"
+    assert runner.sync_engine.dialect.name == "sqlite", "statements are traced on SQLite"
     event.listen(runner.sync_engine, "connect", lambda driver, _: trace(driver))
     for conn in runner.connections():
         driver = conn.connection.driver_connection

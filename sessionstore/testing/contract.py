@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -383,6 +384,72 @@ class SessionStoreContract:
         await stream.aclose()  # what it held (a file, a cursor) is let go
         await store.append(session, message("e3", "c"))
         assert len([entry async for entry in store.iter_entries(session)]) == 3
+
+    # ---------------------------------------------------------- threads and loops
+
+    async def test_threads_each_running_their_own_loops_share_one_store(
+        self, store: SessionStore, session: str
+    ) -> None:
+        # A threaded web server: each request runs asyncio.run(...) on the
+        # same store object. This test's own loop is blocked meanwhile, so
+        # nothing may depend on the loop the store was opened on.
+        def worker(name: str) -> None:
+            for n in range(100):
+                asyncio.run(store.append(session, message(f"{name}-{n}", name)))
+
+        _run_threads(worker, [f"t{n}" for n in range(8)])
+        entries = await store.load(session)
+        assert len(entries) == 800
+        for name in (f"t{n}" for n in range(8)):
+            mine = [entry.id for entry in entries if entry.id.startswith(f"{name}-")]
+            assert mine == [f"{name}-{n}" for n in range(100)]  # each thread's order kept
+
+    async def test_event_loops_in_threads_at_once_share_one_store(
+        self, store: SessionStore
+    ) -> None:
+        async def loop_work(name: str) -> None:
+            session_id = await store.create(SessionMeta(id=f"s-{name}"))
+
+            async def task(number: int) -> None:
+                for n in range(10):
+                    turn = [message(f"{number}-{n}-a", "q"), message(f"{number}-{n}-b", "a")]
+                    await store.append_many(session_id, turn)
+                    await store.load_context(session_id)
+
+            await asyncio.gather(*(task(number) for number in range(5)))
+            await store.append(session_id, compaction("c", "summary", "0-9-a"))
+            assert await store.load_context(session_id) == build_context(
+                await store.load(session_id)
+            )
+
+        _run_threads(lambda name: asyncio.run(loop_work(name)), ["a", "b", "c", "d"])
+        assert sorted(meta.id for meta in await store.list()) == ["s-a", "s-b", "s-c", "s-d"]
+        for name in "abcd":
+            entries = await store.load(f"s-{name}")
+            assert len(entries) == 101
+            for n, entry in enumerate(entries[:-1:2]):  # each turn stays contiguous
+                assert entries[2 * n + 1].id == entry.id[:-1] + "b"
+
+
+def _run_threads(work: Callable[[str], None], names: list[str]) -> None:
+    """Run ``work(name)`` in a thread per name, at once; re-raise the first
+    failure, and fail on a thread still running after a minute (a hang)."""
+    failures: list[BaseException] = []
+
+    def run(name: str) -> None:
+        try:
+            work(name)
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(name,), daemon=True) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a thread hangs"
+    if failures:
+        raise failures[0]
 
 
 async def _call(store: SessionStore, operation: str, session_id: str) -> None:

@@ -7,7 +7,7 @@ with the history before the cut. The store keeps the contexts it built
 to: the next call reads the session's last ``seq`` and, when it grew, the
 entries since. ``seq`` has no gaps, so that is exact. That next call, when
 at most `QUICK_ROWS` entries are new, is a quick read: on SQLite it runs on
-the event loop, sparing the hop to a thread (see `ThreadRunner`).
+the event loop, sparing the hop to a thread (see `Runner`).
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ lookups below inside them.
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -34,10 +36,73 @@ from sessionstore.errors import (
 )
 from sessionstore.models import SessionMeta
 
-__all__ = ["Database", "find_session", "insert_session", "last_seq"]
+__all__ = ["Database", "WriterLock", "find_session", "insert_session", "last_seq"]
 
 _T = TypeVar("_T")
 _BUSY_RETRIES = 5
+
+
+class WriterLock:
+    """One writer at a time, across every thread and event loop using a store.
+
+    Waiters queue in arrival order, whatever their loop. Releasing hands the
+    lock straight to the first waiter (through its own loop), so it is never
+    free while anyone waits; a waiter cancelled before its turn leaves the
+    queue, and one cancelled as its turn came passes the lock on.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._held = False
+        self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
+
+    @asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """Hold the lock for the block."""
+        loop = asyncio.get_running_loop()
+        with self._guard:
+            waiter = None
+            if self._held:
+                waiter = loop.create_future()
+                self._waiters.append((loop, waiter))
+            self._held = True
+        if waiter is not None:
+            try:
+                await waiter
+            except BaseException:
+                self._give_up(loop, waiter)
+                raise
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _give_up(self, loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]) -> None:
+        with self._guard:
+            if (loop, waiter) in self._waiters:
+                self._waiters.remove((loop, waiter))
+                return
+        if waiter.done() and not waiter.cancelled():
+            self._release()  # handed over, then cancelled: pass it on
+        # Otherwise the hand-over is on its way, and `_grant` passes it on.
+
+    def _release(self) -> None:
+        with self._guard:
+            while self._waiters:
+                loop, waiter = self._waiters.popleft()
+                try:
+                    loop.call_soon_threadsafe(self._grant, waiter)
+                except RuntimeError:  # its loop is closed: nobody to hand it to
+                    continue
+                return
+            self._held = False
+
+    def _grant(self, waiter: asyncio.Future[None]) -> None:
+        """On the waiter's loop: its turn, unless it was cancelled meanwhile."""
+        if waiter.cancelled():
+            self._release()
+        else:
+            waiter.set_result(None)
 
 
 class Database:
@@ -56,7 +121,7 @@ class Database:
         self.where = describe(runner.url)
         self.headers_at = f"{self.where} sessions"
         self.entries_at = f"{self.where} entries"
-        self._writer = asyncio.Lock()
+        self._writer = WriterLock()
         self._closed = False
         # What a transaction may raise: SQLAlchemy's errors, and the
         # driver's own from the statements run on its cursor (`queries`).
@@ -133,7 +198,7 @@ class Database:
             try:
                 if not write:
                     return await run(write=False, durable=False, quick=quick)
-                async with self._writer:
+                async with self._writer.held():
                     return await run(write=True, durable=durable)
             except SessionStoreError:
                 raise
@@ -154,7 +219,7 @@ class Database:
             SessionStoreError: as `transaction` (never retried).
         """
         try:
-            async with self._writer, self._runner.steps(write=True) as step:
+            async with self._writer.held(), self._runner.steps(write=True) as step:
                 yield step
         except SessionStoreError:
             raise

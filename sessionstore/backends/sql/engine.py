@@ -8,10 +8,10 @@ read): reads with ``BEGIN``, writes with ``BEGIN IMMEDIATE``, which takes
 the write lock up front so that a writer waits its turn (up to the busy
 timeout) instead of failing halfway.
 
-PostgreSQL runs through psycopg 3, whose one package serves both the async
-engine of the store and the blocking one of alembic's command line. Its
-commits are always durable (``synchronous_commit`` stays on); writers
-serialize on row and advisory locks taken in the transactions themselves.
+PostgreSQL runs through psycopg 3, on the same blocking engine, in the
+store's worker threads as on alembic's command line. Its commits are always
+durable (``synchronous_commit`` stays on); writers serialize on row and
+advisory locks taken in the transactions themselves.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool, PoolProxiedConnection
 
 from sessionstore.backends.base import Durability, check_durability
@@ -34,12 +33,10 @@ __all__ = [
     "DEFAULT_BUSY_TIMEOUT",
     "DURABLE",
     "WRITE",
-    "async_url",
     "begin_on_driver",
     "describe",
     "is_busy",
     "is_sqlite",
-    "open_async_engine",
     "open_sync_engine",
     "parse_target",
     "sync_url",
@@ -101,12 +98,6 @@ def parse_target(target: str) -> URL:
             f"{target!r}: an in-memory SQLite database cannot be shared; use memory://"
         )
     return url
-
-
-def async_url(target: str) -> URL:
-    """The async-driver URL of a target (``x.db``, ``sqlite:///x.db``, ...)."""
-    url = parse_target(target)
-    return url.set(drivername="sqlite+aiosqlite") if is_sqlite(url) else url
 
 
 def sync_url(target: str) -> URL:
@@ -195,28 +186,6 @@ def begin_on_driver(pooled: PoolProxiedConnection, *, write: bool, durable: bool
     cursor.close()
 
 
-def open_async_engine(
-    target: str,
-    *,
-    durability: Durability = "normal",
-    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-) -> AsyncEngine:
-    """An async engine on a SQLite target, with our pragmas and transactions."""
-    _check(durability, busy_timeout)
-    url = async_url(target)
-    if not is_sqlite(url):
-        try:
-            return create_async_engine(url, pool_pre_ping=True)
-        except ImportError as exc:
-            raise ConfigurationError(
-                f"PostgreSQL needs psycopg: pip install 'sessionstore[postgres]' ({exc})"
-            ) from None
-    _create_private_file(url)
-    engine = create_async_engine(url)
-    _install_events(engine.sync_engine, durability, busy_timeout)
-    return engine
-
-
 def open_sync_engine(
     target: str,
     *,
@@ -224,7 +193,7 @@ def open_sync_engine(
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     pooled: bool = False,
 ) -> Engine:
-    """A blocking engine: for alembic's command line, and the SQLite store's threads.
+    """A blocking engine: for the store's worker threads, and alembic's command line.
 
     Args:
         pooled: keep connections open between uses (the store); alembic's
@@ -232,9 +201,14 @@ def open_sync_engine(
     """
     _check(durability, busy_timeout)
     url = sync_url(target)
-    pool = {} if pooled else {"poolclass": NullPool}
+    pool: dict[str, Any] = {} if pooled else {"poolclass": NullPool}
     if not is_sqlite(url):
-        return create_engine(url, **pool)
+        try:
+            return create_engine(url, pool_pre_ping=True, **pool)
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"PostgreSQL needs psycopg: pip install 'sessionstore[postgres]' ({exc})"
+            ) from None
     _create_private_file(url)
     engine = create_engine(url, **pool)
     _install_events(engine, durability, busy_timeout)

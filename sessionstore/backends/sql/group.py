@@ -12,11 +12,17 @@ An append to an unknown session is refused before anything is written:
 that refusal is its caller's alone, and the others commit. Anything else
 that fails (a driver error) fails the whole transaction, and every caller
 in it.
+
+Appends gather per event loop: callers awaiting on one loop share its
+transactions, and the transactions of several loops (one store used from
+many threads) take turns at the database's writer lock.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -66,7 +72,27 @@ def write_appends(appends: Sequence[Append], conn: Connection) -> list[SessionSt
 
 
 class GroupCommit:
-    """Gathers the appends to one database into shared transactions."""
+    """Gathers the appends to one database into shared transactions, per event loop."""
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopGroup] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._guard = threading.Lock()
+
+    async def submit(self, session_id: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Append ``rows`` in the next shared transaction; return once it committed."""
+        loop = asyncio.get_running_loop()
+        group = self._loops.get(loop)
+        if group is None:
+            with self._guard:
+                group = self._loops.setdefault(loop, _LoopGroup(self._database))
+        await group.submit(session_id, rows)
+
+
+class _LoopGroup:
+    """The appends of one event loop: one transaction at a time, the rest gathering."""
 
     def __init__(self, database: Database) -> None:
         self._database = database

@@ -1,15 +1,19 @@
-"""Where the SQL store's transactions run: one thread hop each on SQLite.
+"""Where the SQL store's transactions run: one thread hop each.
 
-A transaction is a plain function of a SQLAlchemy `Connection`. On SQLite
-it runs whole in a worker thread on the blocking driver, so a transaction
-costs one hop between the event loop and a thread, however many statements
-it holds (an async driver pays a hop per statement, cursor and commit);
-a quick read of a few rows runs on the event loop itself. On PostgreSQL it
-runs on the async engine (psycopg) through ``run_sync``.
+A transaction is a plain function of a SQLAlchemy `Connection`. It runs
+whole in a worker thread on the blocking driver (sqlite3, or psycopg for
+PostgreSQL), so a transaction costs one hop between the event loop and a
+thread, however many statements it holds (an async driver pays a hop per
+statement, cursor and commit). On SQLite a quick read of a few rows runs on
+the event loop itself.
+
+Nothing here belongs to an event loop: a call's result goes back to the
+loop that awaits it, so one store serves any number of threads and event
+loops at once.
 
 `Runner.steps` runs a transaction in several calls, for bodies that must
-await between statements (an import consuming a stream); SQLite's
-connection then stays checked out, in its transaction, between the calls.
+await between statements (an import consuming a stream); its connection
+then stays checked out, in its transaction, between the calls.
 """
 
 from __future__ import annotations
@@ -19,13 +23,11 @@ import contextlib
 import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.engine import URL
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from sessionstore.backends.base import Durability
 from sessionstore.backends.sql.engine import (
@@ -35,49 +37,14 @@ from sessionstore.backends.sql.engine import (
     begin_on_driver,
     is_busy,
     is_sqlite,
-    open_async_engine,
     open_sync_engine,
-    parse_target,
 )
 
-__all__ = ["AsyncRunner", "Runner", "Step", "ThreadRunner", "Workers", "on_driver", "open_runner"]
+__all__ = ["Runner", "Step", "Workers", "on_driver", "open_runner"]
 
 _T = TypeVar("_T")
 
 Step = Callable[[Callable[[Connection], _T]], Awaitable[_T]]
-
-
-class Runner(Protocol):
-    """Runs transaction bodies against one database."""
-
-    url: URL
-    sync_engine: Engine
-
-    async def run(
-        self,
-        body: Callable[[Connection], _T],
-        *,
-        write: bool,
-        durable: bool,
-        quick: bool = False,
-        lean: bool = False,
-    ) -> _T:
-        """Run ``body`` in one transaction and commit it.
-
-        ``lean``: ``body`` runs only `Query` statements, on the driver, and
-        the transaction may be begun and committed there too. ``quick``: a
-        lean read of a few rows through indexes, which may run on the event
-        loop itself.
-        """
-        ...
-
-    def steps(self, *, write: bool) -> AbstractAsyncContextManager[Step[Any]]:
-        """An async context: a transaction whose ``step(body)`` calls run in it."""
-        ...
-
-    async def dispose(self) -> None:
-        """Close every connection."""
-        ...
 
 
 def _options(write: bool, durable: bool) -> dict[str, bool]:
@@ -159,8 +126,9 @@ def on_driver(conn: Connection, body: Callable[[Connection], _T], write: bool, d
     return result
 
 
-class ThreadRunner:
-    """SQLite: each transaction runs whole in a worker thread, but quick reads.
+class Runner:
+    """Each transaction runs whole in a worker thread; on SQLite, quick reads
+    run on the event loop.
 
     Writes run in one thread of their own (they take turns anyway), whose
     connection's page cache then stays valid from one append to the next;
@@ -169,34 +137,39 @@ class ThreadRunner:
     one out of SQLAlchemy's pool and back in cost about as much as a small
     transaction itself.
 
-    A quick read (a few rows through indexes: a kept context asking what is
-    new) runs on the event loop, on a connection of its own with no busy
-    timeout: a read in WAL mode takes no lock a writer holds, and where
-    SQLite would wait all the same (another process recovering the WAL after
-    a crash), the read goes to a thread instead. It costs the loop about as
-    long as the hop it saves would have (tens of microseconds).
+    On SQLite, a quick read (a few rows through indexes: a cached context
+    asking what is new) runs on the event loop's thread, on a connection of
+    that thread's own with no busy timeout: a read in WAL mode takes no lock
+    a writer holds, and where SQLite would wait all the same (another
+    process recovering the WAL after a crash), the read goes to a worker
+    thread instead. It costs the loop about as long as the hop it saves
+    would have (tens of microseconds).
     """
 
     def __init__(self, engine: Engine, readers: int = 3) -> None:
         self.sync_engine = engine
         self.url = engine.url
+        self._sqlite = is_sqlite(engine.url)
         self._writer = Workers(1, "sessionstore-sql-writer")
         self._readers = Workers(readers, "sessionstore-sql-reader")
-        self._local = threading.local()
+        self._local = threading.local()  # each thread's connection
         self._opened: list[Connection] = []
         self._opened_lock = threading.Lock()
-        self._here: Connection | None = None
         self._driver_error = engine.dialect.loaded_dbapi.OperationalError
+
+    def _open(self) -> Connection:
+        conn = self.sync_engine.connect()
+        with self._opened_lock:
+            self._opened.append(conn)
+        return conn
 
     def _connection(self, write: bool, durable: bool) -> Connection:
         """This thread's connection, set to begin its next transaction as asked."""
         local = self._local
         conn: Connection | None = getattr(local, "conn", None)
         if conn is None or conn.closed or conn.invalidated:
-            conn = local.conn = self.sync_engine.connect()
+            conn = local.conn = self._open()
             local.options = None
-            with self._opened_lock:
-                self._opened.append(conn)
         if local.options != (write, durable):
             conn.execution_options(**{WRITE: write, DURABLE: durable})  # in place
             local.options = (write, durable)
@@ -206,7 +179,7 @@ class ThreadRunner:
         self, body: Callable[[Connection], _T], write: bool, durable: bool, lean: bool
     ) -> _T:
         conn = self._connection(write, durable)
-        if lean:
+        if lean and self._sqlite:
             return on_driver(conn, body, write, durable)
         with conn.begin() as transaction:
             return body(transaction.connection)
@@ -220,8 +193,8 @@ class ThreadRunner:
         quick: bool = False,
         lean: bool = False,
     ) -> _T:
-        if quick and not write:
-            here = self._here or await self._open_here()
+        if quick and not write and self._sqlite:
+            here = getattr(self._local, "here", None) or self._open_here()
             try:
                 return on_driver(here, body, write=False, durable=False)
             except self._driver_error as exc:
@@ -231,20 +204,17 @@ class ThreadRunner:
         workers = self._writer if write else self._readers
         return await workers.call(partial(self._in_transaction, body, write, durable, lean))
 
-    async def _open_here(self) -> Connection:
-        """The event loop's own connection, for quick reads: it never waits for a lock."""
+    def _open_here(self) -> Connection:
+        """This thread's connection for quick reads: it never waits for a lock.
 
-        def connect() -> Connection:
-            conn = self.sync_engine.connect()
-            conn.connection.driver_connection.execute("PRAGMA busy_timeout=0")  # type: ignore[union-attr]
-            with self._opened_lock:
-                self._opened.append(conn)
-            return conn
-
-        conn = await self._readers.call(connect)
-        if self._here is None:  # or another call opened one meanwhile
-            self._here = conn
-        return self._here
+        Opening a SQLite connection takes well under a millisecond, once
+        per thread that runs an event loop using the store.
+        """
+        conn = self._local.here = self._open()
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        driver.execute("PRAGMA busy_timeout=0")
+        return conn
 
     @asynccontextmanager
     async def steps(self, *, write: bool) -> AsyncIterator[Step[Any]]:
@@ -272,47 +242,14 @@ class ThreadRunner:
         # Running transactions end first.
         self._writer.stop()
         self._readers.stop()
-        for conn in self._opened:
+        with self._opened_lock:
+            opened, self._opened = self._opened, []
+        for conn in opened:
             conn.close()
         self.sync_engine.dispose()
 
     async def dispose(self) -> None:
         await asyncio.to_thread(self._close)
-
-
-class AsyncRunner:
-    """PostgreSQL: transactions run on the async engine through ``run_sync``."""
-
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
-        self.sync_engine = engine.sync_engine
-        self.url = engine.url
-
-    async def run(
-        self,
-        body: Callable[[Connection], _T],
-        *,
-        write: bool,
-        durable: bool,
-        quick: bool = False,
-        lean: bool = False,
-    ) -> _T:
-        async with self.engine.connect() as conn:
-            if write:
-                conn = await conn.execution_options(**_options(write, durable))
-            async with conn.begin():
-                return await conn.run_sync(body)
-
-    @asynccontextmanager
-    async def steps(self, *, write: bool) -> AsyncIterator[Step[Any]]:
-        async with self.engine.connect() as conn:
-            if write:
-                conn = await conn.execution_options(**_options(write, False))
-            async with conn.begin():
-                yield conn.run_sync
-
-    async def dispose(self) -> None:
-        await self.engine.dispose()
 
 
 def open_runner(
@@ -321,9 +258,6 @@ def open_runner(
     durability: Durability = "normal",
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
 ) -> Runner:
-    """Where a store's transactions run: threads on SQLite, async on PostgreSQL."""
-    if is_sqlite(parse_target(target)):
-        return ThreadRunner(
-            open_sync_engine(target, durability=durability, busy_timeout=busy_timeout, pooled=True)
-        )
-    return AsyncRunner(open_async_engine(target, durability=durability, busy_timeout=busy_timeout))
+    """Where a store's transactions run: worker threads on a blocking engine."""
+    engine = open_sync_engine(target, durability=durability, busy_timeout=busy_timeout, pooled=True)
+    return Runner(engine)
