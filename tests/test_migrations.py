@@ -1,5 +1,6 @@
 """Migrations: alembic from the command line and from code, schema checks on open."""
 
+import asyncio
 import os
 import sqlite3
 import subprocess
@@ -11,14 +12,18 @@ import pytest
 from alembic.script import ScriptDirectory
 
 from sessionstore import (
+    CompactionEntry,
     SchemaError,
     SchemaOutdatedError,
     SchemaTooNewError,
+    SessionEntry,
     SessionMeta,
+    encode,
     migrate,
     open_store,
 )
 from sessionstore.backends.sql import schema
+from sessionstore.testing.contract import message
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLES = {"sessions", "entries", "journal_lines"}
@@ -173,3 +178,72 @@ def test_an_installed_wheel_migrates_a_new_database(tmp_path: Path) -> None:
     assert location.startswith(str(env_dir))  # the wheel, not this checkout
     assert revision == migrate.head()
     assert tables(tmp_path / "fresh.db") >= TABLES
+
+
+# -------------------------------------------------- a populated database upgraded
+
+
+def populate_at_0001(db: Path) -> dict[str, list[str]]:
+    """Sessions, entries and a journal written at revision 0001, row by row as
+    that revision's store wrote them; the lines of each session."""
+    compaction = CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id="e2")
+    sessions: dict[str, list[SessionEntry]] = {
+        "plain": [message("e1", "hello"), message("e2", "héllo\r")],
+        "compacted": [message("e1", "a"), message("e2", "b"), compaction],
+        "empty": [],
+    }
+    written: dict[str, list[str]] = {}
+    connection = sqlite3.connect(db, isolation_level=None)
+    for pk, (session_id, entries) in enumerate(sessions.items(), 1):
+        header = encode(SessionMeta(id=session_id, created_at="2026-01-01T00:00:00Z"))
+        connection.execute(
+            "INSERT INTO sessions (pk, id, version, parent_session, created_at, header) "
+            "VALUES (?, ?, 1, NULL, '2026-01-01T00:00:00Z', ?)",
+            (pk, session_id, header),
+        )
+        lines = [encode(entry) for entry in entries]
+        for seq, (entry, line) in enumerate(zip(entries, lines, strict=True), 1):
+            kept = entry.first_kept_id if isinstance(entry, CompactionEntry) else None
+            connection.execute(
+                "INSERT INTO entries (session_pk, seq, entry_id, type, timestamp, "
+                "first_kept_id, line) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (pk, seq, entry.id, entry.type, entry.timestamp, kept, line),
+            )
+        written[session_id] = [header, *lines]
+    for seq, journal_line in enumerate([b"one", None, b"two"], 1):  # None: a clear
+        connection.execute("INSERT INTO journal_lines VALUES ('agent', ?, ?)", (seq, journal_line))
+    connection.close()
+    return written
+
+
+async def assert_kept_and_chained(target: str, written: dict[str, list[str]]) -> None:
+    """Every byte kept, every chain of digests whole, and appends continue it."""
+    async with open_store(target) as store:
+        for session_id, lines in written.items():
+            assert [line async for line in store.raw_lines(session_id)] == lines
+        assert await store.journal("agent").read_bytes() == b"two\n"
+        assert await store.integrity() == []
+        await store.append("plain", message("e3", "after the upgrade"))
+        assert await store.integrity() == []
+
+
+@pytest.mark.parametrize("how", ["code", "alembic", "cli"])
+async def test_a_populated_database_at_0001_is_upgraded_in_place(tmp_path: Path, how: str) -> None:
+    db = tmp_path / "old.db"
+    await migrate.upgrade(str(db), "0001")
+    written = populate_at_0001(db)
+    if how == "code":
+        await migrate.upgrade(str(db))
+    elif how == "alembic":
+        upgraded = alembic("-x", f"url=sqlite:///{db}", "upgrade", "head")
+        assert upgraded.returncode == 0, upgraded.stderr
+    else:
+        command = [sys.executable, "-m", "sessionstore", "migrate", "--db", str(db)]
+        migrated = await asyncio.create_subprocess_exec(*command, stderr=asyncio.subprocess.PIPE)
+        _, stderr = await migrated.communicate()
+        assert migrated.returncode == 0, stderr
+    assert version(db) == [(schema.REVISION,)]
+    await assert_kept_and_chained(str(db), written)
+    connection = sqlite3.connect(db, isolation_level=None)
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        connection.execute("REPLACE INTO journal_lines VALUES ('agent', 1, x'00')")

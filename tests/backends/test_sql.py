@@ -172,9 +172,13 @@ async def test_a_header_naming_another_session_is_an_integrity_fault(
     connection.execute("DROP TRIGGER sessions_no_update")  # only a test may do this
     connection.execute("UPDATE sessions SET header = ? WHERE id = ?", (encode(first), second.id))
     faults = await store.integrity()
-    assert len(faults) == 1
+    assert len(faults) == 2
     assert second.id in faults[0]
     assert f"header names session {first.id!r}" in faults[0]
+    assert faults[1] == (
+        f"session {second.id!r}: its header does not match its digest: "
+        "its line changed after it was written"
+    )
 
 
 async def test_load_context_reads_nothing_before_the_cut(store: SqlStore, db: Path) -> None:

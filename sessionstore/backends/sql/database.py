@@ -24,11 +24,13 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from sessionstore.backends.base import Durability
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.digests import header_digest
 from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT, describe, is_busy
 from sessionstore.backends.sql.runner import Runner, Step, open_runner
 from sessionstore.backends.sql.schema import ensure_schema
 from sessionstore.backends.sql.tables import sessions
 from sessionstore.errors import (
+    CorruptSessionError,
     DuplicateSessionError,
     SessionNotFoundError,
     SessionStoreError,
@@ -36,7 +38,7 @@ from sessionstore.errors import (
 )
 from sessionstore.models import SessionMeta
 
-__all__ = ["Database", "WriterLock", "find_session", "insert_session", "last_seq"]
+__all__ = ["Database", "WriterLock", "chain_end", "find_session", "insert_session", "last_seq"]
 
 _T = TypeVar("_T")
 _BUSY_RETRIES = 5
@@ -240,7 +242,7 @@ class Database:
 
 
 def find_session(conn: Connection, session_id: str, *, lock: bool = False) -> Any:
-    """The session's ``(pk, header)``; ``lock`` holds its row until commit.
+    """The session's ``(pk, header, digest)``; ``lock`` holds its row until commit.
 
     Raises:
         SessionNotFoundError: no such session.
@@ -257,6 +259,23 @@ def last_seq(conn: Connection, pk: int) -> int:
     return int(Q.LAST_SEQ.scalar(conn, pk=pk))
 
 
+def chain_end(
+    conn: Connection, session_id: str, pk: int, header_digest: bytes | None
+) -> tuple[int, bytes]:
+    """A session's last ``seq`` and the digest its next entry chains from.
+
+    Raises:
+        CorruptSessionError: that digest is missing (a row written behind
+            the store's back).
+    """
+    last = Q.LAST_ENTRY.first(conn, pk=pk)
+    seq, digest = (0, header_digest) if last is None else last
+    if digest is None:
+        what = "its header" if seq == 0 else f"entry {seq}"
+        raise CorruptSessionError(session_id, f"{what} has no digest to chain from")
+    return seq, bytes(digest)
+
+
 def insert_session(conn: Connection, meta: SessionMeta, header: str) -> int:
     """Insert a session's row; its key.
 
@@ -269,6 +288,7 @@ def insert_session(conn: Connection, meta: SessionMeta, header: str) -> int:
         "parent_session": meta.parent_session,
         "created_at": meta.created_at,
         "header": header,
+        "digest": header_digest(header),
     }
     try:
         inserted = conn.execute(insert(sessions).values(row).returning(sessions.c.pk))

@@ -8,7 +8,8 @@ per session, then every row in one batch, in the order the appends came
 (each row's ``seq`` follows the row before it in its session, so a
 caller's batch stays contiguous).
 
-An append to an unknown session is refused before anything is written:
+An append to an unknown session (or to one whose chain of digests is
+broken) is refused before anything is written:
 that refusal is its caller's alone, and the others commit. Anything else
 that fails (a driver error) fails the whole transaction, and every caller
 in it.
@@ -30,8 +31,9 @@ from typing import Any
 from sqlalchemy import Connection
 
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql.database import Database, find_session, last_seq
-from sessionstore.errors import SessionNotFoundError, SessionStoreError
+from sessionstore.backends.sql.database import Database, chain_end, find_session
+from sessionstore.backends.sql.digests import entry_digest
+from sessionstore.errors import SessionStoreError
 
 __all__ = ["Append", "GroupCommit", "write_appends"]
 
@@ -43,26 +45,28 @@ def write_appends(appends: Sequence[Append], conn: Connection) -> list[SessionSt
     """Write appends in one transaction; each one's refusal, or None.
 
     Each session is looked up (and locked) once, in id order so that
-    writers never wait on each other in a cycle, with its last ``seq``;
-    then every row goes in one batch, each given the ``seq`` after the one
-    before in its session.
+    writers never wait on each other in a cycle, with its last ``seq`` and
+    digest; then every row goes in one batch, each given the ``seq`` after
+    the one before in its session, and its digest chained from it.
     """
-    found: dict[str, tuple[int, int] | SessionStoreError] = {}
+    found: dict[str, tuple[int, int, bytes] | SessionStoreError] = {}
     for session_id in sorted({session_id for session_id, _ in appends}):
         try:
-            pk = find_session(conn, session_id, lock=True)[0]
-        except SessionNotFoundError as exc:
+            pk, _, digest = find_session(conn, session_id, lock=True)
+            found[session_id] = (pk, *chain_end(conn, session_id, pk, digest))
+        except SessionStoreError as exc:  # no such session, or a broken chain
             found[session_id] = exc
-        else:
-            found[session_id] = pk, last_seq(conn, pk)
     batch = []
     for session_id, rows in appends:
         held = found[session_id]
         if isinstance(held, SessionStoreError):
             continue
-        pk, last = held
-        batch += [{**row, "session_pk": pk, "seq": last + n} for n, row in enumerate(rows, 1)]
-        found[session_id] = pk, last + len(rows)
+        pk, seq, digest = held
+        for row in rows:
+            seq += 1
+            digest = entry_digest(digest, row["line"])
+            batch.append({**row, "session_pk": pk, "seq": seq, "digest": digest})
+        found[session_id] = pk, seq, digest
     if batch:
         Q.INSERT_ENTRIES.many(conn, batch)
     return [

@@ -33,6 +33,7 @@ from sessionstore.backends.sql.tables import entries, journal_lines, sessions
 
 __all__ = [
     "ENTRIES_AFTER",
+    "ENTRY_DIGESTS",
     "FIND_SESSION",
     "FIND_SESSION_LOCKED",
     "HEADERS_AFTER",
@@ -42,6 +43,7 @@ __all__ = [
     "JOURNAL_LINES",
     "KEPT_MESSAGES",
     "LAST_COMPACTION",
+    "LAST_ENTRY",
     "LAST_SEQ",
     "LINES",
     "LOCK_JOURNAL",
@@ -50,6 +52,7 @@ __all__ = [
     "PAGE_BYTES",
     "SESSIONS",
     "SESSION_COUNT",
+    "SESSION_DIGESTS",
     "Query",
 ]
 
@@ -132,15 +135,22 @@ _pk = entries.c.session_pk == bindparam("pk")
 _COMPACTION = entries.c.type == literal_column("'compaction'")
 _MESSAGE = entries.c.type == literal_column("'message'")
 
-_find = select(sessions.c.pk, sessions.c.header).where(sessions.c.id == bindparam("id"))
+_find = select(sessions.c.pk, sessions.c.header, sessions.c.digest).where(
+    sessions.c.id == bindparam("id")
+)
 FIND_SESSION = Query(_find)
-"""A session's row by id (``id``)."""
+"""A session's ``(pk, header, digest)`` by id (``id``)."""
 
 FIND_SESSION_LOCKED = Query(_find.with_for_update())
 """The same, locking the row until commit (PostgreSQL; SQLite's writer lock suffices)."""
 
 LAST_SEQ = Query(select(func.coalesce(func.max(entries.c.seq), 0)).where(_pk))
 """The last ``seq`` of a session (``pk``), 0 when it has no entry."""
+
+LAST_ENTRY = Query(
+    select(entries.c.seq, entries.c.digest).where(_pk).order_by(entries.c.seq.desc()).limit(1)
+)
+"""The ``(seq, digest)`` of a session's last entry (``pk``), if any."""
 
 INSERT_ENTRIES = Query(insert(entries))
 """Entry rows, all columns (`Query.many`)."""
@@ -246,6 +256,21 @@ HEADERS_AFTER = Query(
 
 SESSIONS = Query(select(sessions.c.id, sessions.c.header).order_by(sessions.c.pk))
 """Every session's id and header line, in creation order."""
+
+SESSION_DIGESTS = Query(
+    select(sessions.c.pk, sessions.c.id, sessions.c.header, sessions.c.digest).order_by(
+        sessions.c.pk
+    )
+)
+"""Every session's ``(pk, id, header, digest)``, in creation order."""
+
+ENTRY_DIGESTS = Query(
+    select(entries.c.seq, entries.c.entry_id, entries.c.line, entries.c.digest)
+    .where(_pk, entries.c.seq > bindparam("after"))
+    .order_by(entries.c.seq)
+    .limit(bindparam("size"))
+)
+"""Up to ``size`` ``(seq, entry_id, line, digest)`` rows of a session (``pk``) after ``after``."""
 
 _journal = journal_lines.c.journal == bindparam("name")
 _last_clear = (

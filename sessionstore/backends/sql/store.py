@@ -49,7 +49,14 @@ from sessionstore.backends.base import (
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import survey
 from sessionstore.backends.sql.contexts import Contexts
-from sessionstore.backends.sql.database import Database, find_session, insert_session, last_seq
+from sessionstore.backends.sql.database import (
+    Database,
+    chain_end,
+    find_session,
+    insert_session,
+    last_seq,
+)
+from sessionstore.backends.sql.digests import entry_digest, header_digest
 from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT
 from sessionstore.backends.sql.group import GroupCommit
 from sessionstore.backends.sql.journal import SqlJournal
@@ -158,7 +165,7 @@ class SqlStore(StoreBase):
         self._check(session_id)
 
         def start(conn: Connection) -> tuple[int, str, int]:
-            pk, header = find_session(conn, session_id)
+            pk, header, _ = find_session(conn, session_id)
             return pk, header, last_seq(conn, pk)
 
         transaction = self._database.transaction
@@ -195,16 +202,17 @@ class SqlStore(StoreBase):
         async with self._database.steps(meta.id) as step:
             if after is None:
                 pk = await step(partial(insert_session, meta=meta, header=header))
-                count = 0
+                count, digest = 0, header_digest(header)
             else:
-                pk, count = await step(
+                pk, count, digest = await step(
                     partial(_expect, session_id=meta.id, header=header, count=after)
                 )
             batch: builtins.list[dict[str, Any]] = []
             async for line in lines:
                 count += 1
+                digest = entry_digest(digest, line)
                 row = _row(imported_entry(line), line)
-                batch.append({**row, "session_pk": pk, "seq": count})
+                batch.append({**row, "session_pk": pk, "seq": count, "digest": digest})
                 if len(batch) == _PAGE:
                     await step(partial(Q.INSERT_ENTRIES.many, rows=batch[:]))
                     batch.clear()
@@ -219,7 +227,7 @@ class SqlStore(StoreBase):
         def body(conn: Connection) -> builtins.list[SessionEntry]:
             # Decoded as the rows come, in the thread: the loop stays free,
             # and each row's line is dropped once decoded.
-            pk, _ = find_session(conn, session_id)
+            pk, _, _ = find_session(conn, session_id)
             with contextlib.closing(Q.LINES.each(conn, pk=pk)) as rows:
                 return decode_stored_entries(session_id, rows, path=where)
 
@@ -261,12 +269,15 @@ def _row(entry: SessionEntry, line: str) -> dict[str, Any]:
     }
 
 
-def _expect(conn: Connection, *, session_id: str, header: str, count: int) -> tuple[int, int]:
-    """The session's key, after checking its header line and entry count."""
-    pk, stored = find_session(conn, session_id, lock=True)
+def _expect(
+    conn: Connection, *, session_id: str, header: str, count: int
+) -> tuple[int, int, bytes]:
+    """The session's key, count and digest to chain from, after checking its
+    header line and entry count."""
+    pk, stored, digest = find_session(conn, session_id, lock=True)
     if stored != header:
         raise SessionConflictError(session_id, "the stored header line differs")
-    held = last_seq(conn, pk)
+    held, digest = chain_end(conn, session_id, pk, digest)
     if held != count:
         raise SessionConflictError(session_id, f"holds {held} entries, not {count}")
-    return pk, count
+    return pk, count, digest

@@ -11,11 +11,12 @@ from sqlalchemy import Connection, exists, func, select
 
 from sessionstore.backends.base import decode_stored_meta
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.digests import entry_digest, header_digest
 from sessionstore.backends.sql.tables import entries, sessions
 from sessionstore.errors import CorruptSessionError
 from sessionstore.store import SessionSummary
 
-__all__ = ["faults", "summaries"]
+__all__ = ["broken_chains", "faults", "summaries"]
 
 _inside = entries.c.session_pk == sessions.c.pk
 _SUMMARIES = select(
@@ -53,8 +54,10 @@ def summaries(conn: Connection, *, where: str) -> list[SessionSummary]:
 
 
 def faults(conn: Connection, *, where: str) -> list[str]:
-    """The storage's faults: the database's own checks, gaps in ``seq``, and
-    headers that do not decode or name another row (``where``: the sessions table)."""
+    """The storage's faults: the database's own checks, gaps in ``seq``,
+    headers that do not decode or name another row (``where``: the sessions
+    table), and the first row of each session whose line no longer matches
+    its chain of digests."""
     found = []
     if conn.dialect.name == "sqlite":
         checked = conn.exec_driver_sql("PRAGMA integrity_check").scalars()
@@ -71,4 +74,42 @@ def faults(conn: Connection, *, where: str) -> list[str]:
             decode_stored_meta(session_id, header, path=where, line_no=1)
         except CorruptSessionError as exc:
             found.append(str(exc))
+    found += broken_chains(conn)
     return found
+
+
+_PAGE = 2000  # entry rows read at a time
+
+
+def broken_chains(conn: Connection) -> list[str]:
+    """For each session whose chain of digests breaks, where it first breaks.
+
+    Reads every line once, a page of rows at a time.
+    """
+    found = []
+    for pk, session_id, header, stored in Q.SESSION_DIGESTS.all(conn):
+        digest = header_digest(header)
+        if stored is None or bytes(stored) != digest:
+            found.append(_broken(session_id, "its header", stored))
+            continue
+        done = 0
+        while rows := Q.ENTRY_DIGESTS.all(conn, pk=pk, after=done, size=_PAGE):
+            for seq, entry_id, line, stored in rows:
+                digest = entry_digest(digest, line)
+                if stored is None or bytes(stored) != digest:
+                    found.append(_broken(session_id, f"entry {seq} ({entry_id!r})", stored))
+                    break
+            else:
+                done = rows[-1][0]
+                continue
+            break
+    return found
+
+
+def _broken(session_id: str, what: str, stored: bytes | None) -> str:
+    if stored is None:
+        return f"session {session_id!r}: {what} has no digest"
+    return (
+        f"session {session_id!r}: {what} does not match its digest: "
+        "its line changed after it was written"
+    )

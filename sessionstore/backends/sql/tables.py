@@ -1,15 +1,18 @@
 """The SQL schema, as SQLAlchemy Core tables: the one place it is defined.
 
 Append-only by design, and enforced by the database itself: the migrations
-add triggers that abort every UPDATE and DELETE on these tables, so not even
-a raw SQL statement can rewrite history.
+add triggers that abort every UPDATE and DELETE on these tables, and on
+SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
+``REPLACE INTO``), so not even a raw SQL statement can rewrite history.
 
 * ``sessions``: one row per session, the header line kept verbatim; ``pk``
-  gives the creation order.
+  gives the creation order; ``digest`` starts the session's chain of
+  digests (`sessionstore.backends.sql.digests`).
 * ``entries``: one row per entry, ``seq`` = 1, 2, 3... without gaps within
   a session, the line kept verbatim; ``type``, ``entry_id`` and
   ``first_kept_id`` are derived from it, for the indexes that let
-  `load_context` read only what it returns.
+  `load_context` read only what it returns; ``digest`` chains the line to
+  the rows before it.
 * ``journal_lines``: the crash-recovery journals, one row per line; a row
   whose ``line`` is NULL records a clear.
 """
@@ -53,6 +56,7 @@ sessions = Table(
     Column("parent_session", Text, nullable=True),
     Column("created_at", Text, nullable=False),
     Column("header", Text, nullable=False),
+    Column("digest", LargeBinary, nullable=True),  # NULL only if written without one
 )
 
 entries = Table(
@@ -65,6 +69,7 @@ entries = Table(
     Column("timestamp", Text, nullable=False),
     Column("first_kept_id", Text, nullable=True),
     Column("line", Text, nullable=False),
+    Column("digest", LargeBinary, nullable=True),
     # seq included: the first message with an id is found in the index alone.
     Index("ix_entries_entry_id", "session_pk", "entry_id", "seq"),
     Index(
