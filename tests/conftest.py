@@ -1,14 +1,18 @@
-"""Fixtures shared by the test suite: PostgreSQL schemas, one per use."""
+"""Fixtures shared by the test suite: PostgreSQL schemas, one per use, and fresh
+storage of every backend kind (`tests.kinds`)."""
 
 from __future__ import annotations
 
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 from sqlalchemy.engine import make_url
+
+from tests.kinds import StoreTargets
 
 PG_ENV = "SESSIONSTORE_PG_URL"
 
@@ -67,3 +71,19 @@ def pg_schemas() -> Iterator[Callable[[], str]]:
 def pg_url(pg_schemas: Callable[[], str]) -> str:
     """A store target on PostgreSQL, in a schema of its own."""
     return pg_schemas()
+
+
+@pytest.fixture
+def store_targets(request: pytest.FixtureRequest, tmp_path: Path) -> StoreTargets:
+    """Fresh storage of any kind (`tests.kinds`), each target new and empty.
+
+    Only a PostgreSQL target asks for the server (`pg_schemas`): a test
+    that makes one skips without it, or fails under CI=true; the other
+    kinds never need it.
+    """
+
+    def new_schema() -> str:
+        schemas: Callable[[], str] = request.getfixturevalue("pg_schemas")
+        return schemas()
+
+    return StoreTargets(tmp_path / "stores", new_schema)

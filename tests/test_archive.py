@@ -5,7 +5,7 @@ import shutil
 import signal
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,27 +24,17 @@ from sessionstore import (
 from sessionstore.archive import ArchiveReport, export_archive, import_archive
 from sessionstore.testing.contract import compaction, message
 from sessionstore.testing.journal_contract import header, post
+from tests.kinds import STORE_KINDS, StoreTargets
 
 FIXTURE = Path(__file__).parent / "data" / "archive"
 SERDE_ID = "2b8f0c52-6f7e-4c3a-9d7b-5f0e1a2b3c4d"
-BACKENDS = ["memory", "jsonl", "sqlite", "postgresql"]
 
 
-def target(kind: str, where: Path, request: pytest.FixtureRequest | None = None) -> str:
-    """A fresh store target of a kind; PostgreSQL ones need the test's request."""
-    if kind == "postgresql":
-        assert request is not None
-        new_schema: Callable[[], str] = request.getfixturevalue("pg_schemas")
-        return new_schema()
-    where.mkdir(parents=True, exist_ok=True)
-    return {"memory": "memory://", "jsonl": str(where / "jsonl"), "sqlite": str(where / "s.db")}[
-        kind
-    ]
-
-
-@pytest.fixture(params=BACKENDS)
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
-    async with open_store(target(request.param, tmp_path / "store", request)) as opened:
+@pytest.fixture(params=STORE_KINDS)
+async def store(
+    request: pytest.FixtureRequest, store_targets: StoreTargets
+) -> AsyncIterator[SessionStore]:
+    async with open_store(store_targets.new(request.param)) as opened:
         yield opened
 
 
@@ -73,15 +63,15 @@ async def fill(store: SessionStore) -> None:
 # ---------------------------------------------------------------- round trips
 
 
-@pytest.mark.parametrize("source", BACKENDS)
-@pytest.mark.parametrize("destination", BACKENDS)
+@pytest.mark.parametrize("source", STORE_KINDS)
+@pytest.mark.parametrize("destination", STORE_KINDS)
 async def test_export_import_export_is_byte_identical_across_backends(
-    tmp_path: Path, source: str, destination: str, request: pytest.FixtureRequest
+    tmp_path: Path, source: str, destination: str, store_targets: StoreTargets
 ) -> None:
-    async with open_store(target(source, tmp_path / "a", request)) as first:
+    async with open_store(store_targets.new(source)) as first:
         await fill(first)
         await export_archive(first, tmp_path / "one")
-    async with open_store(target(destination, tmp_path / "b", request)) as second:
+    async with open_store(store_targets.new(destination)) as second:
         await import_archive(second, tmp_path / "one")
         await export_archive(second, tmp_path / "two")
     assert tree(tmp_path / "one") == tree(tmp_path / "two")
@@ -342,15 +332,16 @@ ROUND_TRIP = textwrap.dedent(
 )
 
 
-async def peak_round_trip(kind: str, where: Path, entries: int) -> int:
-    """Import, export, then stream an archive of ``entries`` in a fresh process; its peak RSS."""
+async def peak_round_trip(target: str, where: Path, entries: int) -> int:
+    """Import into ``target``, export, then stream an archive of ``entries`` in a
+    fresh process; its peak RSS."""
     size = write_archive(where / "archive", 1, entries)
     assert size > entries * 150
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         ROUND_TRIP,
-        target(kind, where / "store"),
+        target,
         str(where / "archive"),
         str(where / "again"),
         str(entries),
@@ -364,10 +355,10 @@ async def peak_round_trip(kind: str, where: Path, entries: int) -> int:
 
 @pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
 async def test_memory_stays_flat_over_200000_entries_imported_exported_streamed(
-    tmp_path: Path, kind: str
+    tmp_path: Path, kind: str, store_targets: StoreTargets
 ) -> None:
-    small = await peak_round_trip(kind, tmp_path / "small", 20_000)
-    large = await peak_round_trip(kind, tmp_path / "large", 200_000)
+    small = await peak_round_trip(store_targets.new(kind), tmp_path / "small", 20_000)
+    large = await peak_round_trip(store_targets.new(kind), tmp_path / "large", 200_000)
     # Ten times the archive (over 30 MB more) costs a few megabytes at most.
     assert large - small < 12_000_000, (small, large)
 

@@ -16,7 +16,7 @@ from sessionstore import CommentWrite, Journal, PostWrite, SessionHeader, Sessio
 from sessionstore.store import SessionJournal
 from sessionstore.testing.journal_contract import at
 from tests.conftest import PG_ENV, PostgresSchemas
-from tests.contract.test_journals import JOURNAL_BACKENDS, open_journal_backend
+from tests.kinds import JOURNAL_KINDS, StoreTargets
 
 T = TypeVar("T")
 
@@ -40,14 +40,13 @@ class JournalMachine(RuleBasedStateMachine):
         # PostgreSQL joins when a server is configured (always in CI).
         server = os.environ.get(PG_ENV)
         self.schemas = PostgresSchemas(server) if server else None
-        kinds = [k for k in JOURNAL_BACKENDS if self.schemas or k != "postgresql-store"]
+        self.targets = StoreTargets(self.tmp, self.schemas.new if self.schemas else None)
+        kinds = [k for k in JOURNAL_KINDS if self.schemas or k != "postgresql"]
         self.journals: list[SessionJournal] = [self.run(self.open(kind)) for kind in kinds]
         self.model = b""
 
     async def open(self, kind: str) -> SessionJournal:
-        pg_url = self.schemas.new() if self.schemas and kind == "postgresql-store" else None
-        backend = await open_journal_backend(kind, self.tmp / kind, self.stores, pg_url)
-        (self.tmp / kind).mkdir()
+        backend = await self.targets.journal_backend(kind, self.stores)
         return await backend.open()
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:

@@ -13,6 +13,7 @@ import pytest
 from sessionstore import FileJournal, Journal, StorageError, encode_line, open_store
 from sessionstore.testing.journal_contract import header, post
 from tests.helpers import WORKERS
+from tests.kinds import PERSISTENT_JOURNAL_KINDS, StoreTargets
 
 
 async def test_in_dir_names_the_seed_file(tmp_path: Path) -> None:
@@ -77,14 +78,14 @@ async def test_jsonl_store_keeps_journals_beside_its_sessions(tmp_path: Path) ->
     assert (tmp_path / "journals" / "agent").is_dir()
 
 
-async def kill_while_appending(kind: str, where: str, rounds: int) -> list[int]:
+async def kill_while_appending(worker_kind: str, where: str, rounds: int) -> list[int]:
     """Kill journal writers mid-append; return how many appends each had seen return."""
     returned = []
     for round_ in range(rounds):
         worker = await asyncio.create_subprocess_exec(
             sys.executable,
             str(WORKERS / "journal_appender.py"),
-            kind,
+            worker_kind,
             where,
             "1000000",
             stdout=asyncio.subprocess.PIPE,
@@ -99,13 +100,17 @@ async def kill_while_appending(kind: str, where: str, rounds: int) -> list[int]:
     return returned
 
 
-@pytest.mark.parametrize("kind", ["file", "store"])
-async def test_appends_that_returned_survive_sigkill(tmp_path: Path, kind: str) -> None:
-    where = str(tmp_path / "agent") if kind == "file" else str(tmp_path / "j.db")
-    returned = await kill_while_appending(kind, where, 10)
+@pytest.mark.parametrize("kind", PERSISTENT_JOURNAL_KINDS)
+async def test_appends_that_returned_survive_sigkill(
+    store_targets: StoreTargets, kind: str
+) -> None:
     if kind == "file":
+        where = str(store_targets.directory("agent"))
+        returned = await kill_while_appending("file", where, 10)
         read = await FileJournal.in_dir(where).read()
     else:
+        where = store_targets.new(kind)
+        returned = await kill_while_appending("store", where, 10)
         async with open_store(where) as store:
             read = await store.journal("agent").read()
     # Each round began after a leftover with writes, so every round is kept.

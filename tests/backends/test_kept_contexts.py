@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import (
     CompactionEntry,
-    JsonlStore,
     Message,
     MessageEntry,
     SessionEntry,
     SessionMeta,
-    SessionStore,
-    SqlStore,
+    build_context,
+    open_store,
 )
-from sessionstore.context import build_context
+from tests.kinds import PERSISTENT_KINDS, StoreTargets
 
 IDS = ["a", "b", "c"]
 
@@ -34,23 +31,21 @@ steps = st.lists(
 )
 
 
-async def open_kind(kind: str, where: Path) -> SessionStore:
-    if kind == "sqlite":
-        return await SqlStore.open(str(where.with_suffix(".db")))
-    return JsonlStore(where)
+@pytest.fixture(params=PERSISTENT_KINDS)
+def target(request: pytest.FixtureRequest, store_targets: StoreTargets) -> str:
+    """Storage that two store objects share (each test's session is new)."""
+    return store_targets.new(request.param)
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
 @settings(max_examples=120, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=steps)
 async def test_a_kept_context_equals_build_context_of_the_log(
-    tmp_path: Path, kind: str, steps: list[tuple[str, str]]
+    target: str, steps: list[tuple[str, str]]
 ) -> None:
     # Messages arriving after a compaction, with the id it keeps from or
     # not, new compactions, appends by another store object on the same
     # storage: each context asked for must be build_context of the log.
-    where = tmp_path / f"{len(list(tmp_path.iterdir()))}"
-    async with await open_kind(kind, where) as store, await open_kind(kind, where) as other:
+    async with open_store(target) as store, open_store(target) as other:
         session_id = await store.create(SessionMeta.new())
         log: list[SessionEntry] = []
         for number, (step, value) in enumerate(steps):
@@ -76,14 +71,11 @@ async def test_a_kept_context_equals_build_context_of_the_log(
         assert await other.load_context(session_id) == build_context(log)
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
-async def test_the_first_message_with_the_awaited_id_moves_the_start(
-    tmp_path: Path, kind: str
-) -> None:
+async def test_the_first_message_with_the_awaited_id_moves_the_start(target: str) -> None:
     def message(entry_id: str) -> MessageEntry:
         return MessageEntry(id=entry_id, timestamp="t", message=Message.user(entry_id))
 
-    async with await open_kind(kind, tmp_path / "s") as store:
+    async with open_store(target) as store:
         session_id = await store.create(SessionMeta.new())
         log: list[SessionEntry] = [
             message("a"),

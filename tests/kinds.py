@@ -1,0 +1,101 @@
+"""The backends the tests run on, named once.
+
+Every test that runs on several backends takes its kinds from here, so a new
+backend joins them all by one line. A kind is a name; `StoreTargets` turns it
+into fresh storage (the ``store_targets`` fixture of ``tests/conftest.py``
+gives one per test, PostgreSQL included).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+
+from sessionstore import FileJournal, SessionStore, open_store
+from sessionstore.store import SessionJournal
+from sessionstore.testing import Backend, JournalBackend
+
+STORE_KINDS = ("memory", "jsonl", "sqlite", "postgresql")
+"""Every store backend we ship."""
+
+PERSISTENT_KINDS = tuple(kind for kind in STORE_KINDS if kind != "memory")
+"""The store kinds whose storage outlives a store object: stores opened on one
+target, one after another or side by side (or in another process), share it."""
+
+JOURNAL_KINDS = ("file", *STORE_KINDS)
+"""Every journal backend: a `FileJournal`, or a journal kept in a store of each kind."""
+
+PERSISTENT_JOURNAL_KINDS = tuple(kind for kind in JOURNAL_KINDS if kind != "memory")
+"""The journal kinds that outlive their process: a file, or a persistent store's."""
+
+
+class StoreTargets:
+    """Fresh storage of any kind, as `open_store` targets.
+
+    Args:
+        root: where file-based storage goes.
+        new_schema: makes a PostgreSQL target in a schema of its own (the
+            ``pg_schemas`` fixture); asked only for a PostgreSQL kind.
+    """
+
+    def __init__(self, root: Path, new_schema: Callable[[], str] | None = None) -> None:
+        self._root = root
+        self._new_schema = new_schema
+        self._made = itertools.count(1)
+
+    def directory(self, name: str) -> Path:
+        """A new directory path (not yet made), for storage beside the stores'."""
+        return self._root / f"{name}-{next(self._made)}"
+
+    def new(self, kind: str) -> str:
+        """A target naming new, empty storage of ``kind`` (a store kind)."""
+        if kind == "memory":
+            return "memory://"  # each open makes a new, empty store
+        if kind == "postgresql":
+            if self._new_schema is None:
+                raise ValueError("PostgreSQL targets need new_schema")
+            return self._new_schema()
+        if kind == "jsonl":
+            return str(self.directory("jsonl"))
+        if kind == "sqlite":
+            where = self.directory("sqlite")
+            where.mkdir(parents=True)
+            return f"sqlite:///{where / 'sessions.db'}"
+        raise ValueError(f"unknown store kind {kind!r}; the kinds are {STORE_KINDS}")
+
+    def backend(self, kind: str) -> Backend:
+        """The contract suite's `Backend` on new storage of ``kind``."""
+        target = self.new(kind)
+
+        async def open_target() -> SessionStore:
+            return await open_store(target)
+
+        return Backend(open=open_target, persistent=kind in PERSISTENT_KINDS)
+
+    async def journal_backend(self, kind: str, stores: list[SessionStore]) -> JournalBackend:
+        """The journal contract's `JournalBackend` on a new journal of ``kind``
+        (a journal kind); the stores it opens are added to ``stores``, to close."""
+        if kind == "file":
+            where = self.directory("agent")
+
+            async def open_file() -> SessionJournal:
+                return FileJournal.in_dir(where)
+
+            return JournalBackend(open=open_file)
+        target = self.new(kind)
+        if kind not in PERSISTENT_KINDS:  # every journal object must reach one store
+            only = await open_store(target)
+            stores.append(only)
+
+            async def open_in_only() -> SessionJournal:
+                return only.journal("agent-1")
+
+            return JournalBackend(open=open_in_only)
+
+        async def open_in_new() -> SessionJournal:
+            store = await open_store(target)
+            stores.append(store)
+            return store.journal("agent-1")
+
+        return JournalBackend(open=open_in_new)
