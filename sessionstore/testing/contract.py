@@ -11,27 +11,25 @@ from dataclasses import dataclass
 import pytest
 import pytest_asyncio
 
-from sessionstore.context import build_context
-from sessionstore.errors import (
+from sessionstore import (
+    CompactionEntry,
     DuplicateSessionError,
     InvalidRecordError,
     InvalidSessionIdError,
-    SessionNotFoundError,
-    StorageError,
-    StreamingMessageError,
-)
-from sessionstore.journal import Journal
-from sessionstore.models import (
-    CompactionEntry,
+    Journal,
     Message,
     MessageEntry,
     SessionEntry,
     SessionHeader,
     SessionMeta,
+    SessionNotFoundError,
+    StorageError,
+    StreamingMessageError,
+    Timestamp,
+    build_context,
+    encode,
 )
 from sessionstore.store import SessionStore
-from sessionstore.timestamps import Timestamp
-from sessionstore.wire import encode
 
 INVALID_IDS = ["../x", "a/b", "a\\b", ".hidden", "", "x" * 201, "tab\there", "nul\x00", "del\x7f"]
 UNUSUAL_VALID_IDS = ["tenant:42", "Ünïcode", "x" * 200, "é" * 100, "with space", "a.b"]
