@@ -110,19 +110,6 @@ async def test_huge_lines_travel_intact(store: SessionStore, tmp_path: Path) -> 
     assert tree(tmp_path / "one") == tree(tmp_path / "two")
 
 
-async def test_raw_blocks_are_whole_lines_that_make_the_file(store: SessionStore) -> None:
-    meta = SessionMeta.new()
-    await store.create(meta)
-    small = [MessageEntry.new(Message.user(f"{'x' * 500} {n}")) for n in range(5000)]
-    await store.append_many(meta.id, small[:2500])
-    await store.append(meta.id, MessageEntry.new(Message.user("é" * 1_500_000)))
-    await store.append_many(meta.id, small[2500:])
-    blocks = [block async for block in store.raw_blocks(meta.id)]
-    assert len(blocks) > 2
-    assert all(block.endswith(b"\n") for block in blocks)
-    assert b"".join(blocks) == b"".join(await export_lines(store, meta.id))
-
-
 # ---------------------------------------------------------------- import rules
 
 

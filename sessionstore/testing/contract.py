@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import pytest
@@ -72,6 +72,56 @@ def compaction(entry_id: str, summary: str, first_kept_id: str) -> CompactionEnt
 def lines(entries: list[SessionEntry]) -> list[str]:
     """Entries as their wire lines: equality down to field order and extras."""
     return [encode(entry) for entry in entries]
+
+
+async def stream(texts: Iterable[str]) -> AsyncIterator[str]:
+    """Lines as the async iterable `SessionStore.import_session` takes."""
+    for text in texts:
+        yield text
+
+
+async def raw(store: SessionStore, session_id: str) -> list[str]:
+    """A session's stored lines, as `SessionStore.raw_lines` gives them."""
+    return [line async for line in store.raw_lines(session_id)]
+
+
+def imported_header(session_id: str) -> str:
+    """A header line written elsewhere: spaced, keys out of order, an unknown
+    field, a trailing ``\r``; ``session_id`` is spelled as is."""
+    return (
+        '{ "created_at" : "2026-01-01T00:00:00Z" , "id" : "'
+        + session_id
+        + '" , "future_field" : {"nested": [1, 2.50, "x"]} }\r'
+    )
+
+
+IMPORTED_LINES = [
+    # The id "k" spelled with escapes, keys out of order, unknown fields, a \r.
+    '{"message": {"content": "first k", "role": "user", "extra": null}, "timestamp":'
+    ' "2026-01-01T00:00:01+02:00", "type": "message", "id": "\\u006b", "unknown": [true]}\r',
+    '{"id":"m2","type":"message","timestamp":"t2","message":{"role":"assistant",'
+    '"content":"\\u00e9\\u0041 \u00e9 \\ud83d\\ude00"},"parent_id":null}',
+    '{"type":"message","id":"k","timestamp":"t3","message":{"role":"user",'
+    '"content":[{"type":"text","text":"second k"}],"z":1}}',
+    '{ "type" : "compaction" , "first_kept_id" : "k", "summary":"s", "id":"c1",'
+    ' "timestamp":"t4", "tokens_before":null }',
+    # Written by a client that stored a message still streaming.
+    '{"type":"message","id":"m5","timestamp":"t5","message":{"role":"assistant",'
+    '"content":"par","streaming":true}}',
+]
+"""Entry lines written elsewhere, none in canonical form. Their context starts
+at the first message with id ``k``: the one whose id is spelled with escapes."""
+
+SESSION_OPERATIONS = [
+    "append",
+    "append_many",
+    "load",
+    "load_context",
+    "iter_entries",
+    "raw_lines",
+    "raw_blocks",
+]
+"""The operations on an existing session, by name (see `_call`)."""
 
 
 @pytest.mark.asyncio
@@ -186,9 +236,7 @@ class SessionStoreContract:
         assert await store.list() == [meta]
         assert len(await store.load(meta.id)) == 1
 
-    @pytest.mark.parametrize(
-        "operation", ["append", "append_many", "load", "load_context", "iter_entries"]
-    )
+    @pytest.mark.parametrize("operation", SESSION_OPERATIONS)
     async def test_unknown_session_is_refused(self, store: SessionStore, operation: str) -> None:
         with pytest.raises(SessionNotFoundError) as caught:
             await _call(store, operation, "missing")
@@ -196,9 +244,7 @@ class SessionStoreContract:
         assert await store.list() == []
 
     @pytest.mark.parametrize("bad_id", INVALID_IDS)
-    @pytest.mark.parametrize(
-        "operation", ["create", "append", "append_many", "load", "load_context", "iter_entries"]
-    )
+    @pytest.mark.parametrize("operation", ["create", *SESSION_OPERATIONS])
     async def test_invalid_id_is_refused_before_storage(
         self, store: SessionStore, operation: str, bad_id: str
     ) -> None:
@@ -240,14 +286,7 @@ class SessionStoreContract:
         session_id = await store.create(SessionMeta.new())
         await store.close()
         await store.close()  # twice is fine
-        for operation in (
-            "create",
-            "append",
-            "append_many",
-            "load",
-            "load_context",
-            "iter_entries",
-        ):
+        for operation in ("create", *SESSION_OPERATIONS):
             with pytest.raises(StorageError, match="closed"):
                 await _call(store, operation, session_id)
         with pytest.raises(StorageError, match="closed"):
@@ -428,6 +467,76 @@ class SessionStoreContract:
             for n, entry in enumerate(entries[:-1:2]):  # each turn stays contiguous
                 assert entries[2 * n + 1].id == entry.id[:-1] + "b"
 
+    # ---------------------------------------------------------- raw_lines
+
+    async def test_raw_lines_give_the_header_then_each_entry_in_canonical_form(
+        self, store: SessionStore
+    ) -> None:
+        meta = SessionMeta(id="canon", version=7, parent_session="p", created_at="whenever")
+        entries: list[SessionEntry] = [message("e1", "Ünï \u2028"), compaction("c1", "s", "e1")]
+        await store.create(meta)
+        await store.append_many(meta.id, entries)
+        assert await raw(store, meta.id) == [encode(meta), *lines(entries)]
+
+    async def test_raw_lines_of_a_new_session_are_its_header_alone(
+        self, store: SessionStore
+    ) -> None:
+        meta = SessionMeta.new()
+        await store.create(meta)
+        assert await raw(store, meta.id) == [encode(meta)]
+
+    async def test_raw_lines_give_imported_lines_byte_for_byte(self, store: SessionStore) -> None:
+        header = imported_header("imported")
+        await store.import_session(header, stream(IMPORTED_LINES))
+        assert await raw(store, "imported") == [header, *IMPORTED_LINES]
+
+    async def test_raw_lines_begun_before_an_append_give_a_prefix_of_the_session(
+        self, store: SessionStore, session: str
+    ) -> None:
+        await store.append_many(session, [message("e1", "a"), message("e2", "b")])
+        before = await raw(store, session)
+        reading = store.raw_lines(session)
+        first = await anext(reading)
+        await store.append(session, message("e3", "c"))
+        given = [first, *[line async for line in reading]]
+        assert given[: len(before)] == before  # what was stored when it began
+        assert given == (await raw(store, session))[: len(given)]  # the new entry, or not
+
+    # ---------------------------------------------------------- raw_blocks
+
+    async def test_raw_blocks_joined_are_the_raw_lines_each_ending_in_a_newline(
+        self, store: SessionStore
+    ) -> None:
+        await store.import_session(imported_header("imported"), stream(IMPORTED_LINES))
+        await store.append("imported", message("e6", "appended"))
+        blocks = [block async for block in store.raw_blocks("imported")]
+        assert all(block.endswith(b"\n") for block in blocks)
+        expected = "".join(f"{line}\n" for line in await raw(store, "imported"))
+        assert b"".join(blocks) == expected.encode()
+
+    async def test_raw_blocks_of_a_new_session_are_its_header_line(
+        self, store: SessionStore
+    ) -> None:
+        meta = SessionMeta.new()
+        await store.create(meta)
+        blocks = [block async for block in store.raw_blocks(meta.id)]
+        assert b"".join(blocks) == f"{encode(meta)}\n".encode()
+
+    async def test_raw_blocks_hold_whole_lines_across_many_blocks(
+        self, store: SessionStore, session: str
+    ) -> None:
+        # About 2.4 MB: more than two blocks (a megabyte) of a file or of
+        # lines, more than a page (2000 rows) of the SQL store, and one line
+        # longer than a block.
+        small = [message(f"e{n}", "x" * 420) for n in range(2200)]
+        await store.append_many(session, small[:2100])
+        await store.append(session, message("big", "\u00e9" * 600_000))
+        await store.append_many(session, small[2100:])
+        blocks = [block async for block in store.raw_blocks(session)]
+        assert all(block.endswith(b"\n") for block in blocks)
+        expected = "".join(f"{line}\n" for line in await raw(store, session))
+        assert b"".join(blocks) == expected.encode()
+
 
 def _run_threads(work: Callable[[str], None], names: list[str]) -> None:
     """Run ``work(name)`` in a thread per name, at once; re-raise the first
@@ -462,6 +571,12 @@ async def _call(store: SessionStore, operation: str, session_id: str) -> None:
         await store.load(session_id)
     elif operation == "iter_entries":
         async for _ in store.iter_entries(session_id):
+            pass
+    elif operation == "raw_lines":
+        async for _ in store.raw_lines(session_id):
+            pass
+    elif operation == "raw_blocks":
+        async for _ in store.raw_blocks(session_id):
             pass
     else:
         await store.load_context(session_id)
