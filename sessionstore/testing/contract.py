@@ -19,6 +19,7 @@ from sessionstore import (
     Journal,
     Message,
     MessageEntry,
+    SessionConflictError,
     SessionEntry,
     SessionHeader,
     SessionMeta,
@@ -27,6 +28,8 @@ from sessionstore import (
     StreamingMessageError,
     Timestamp,
     build_context,
+    decode_entry,
+    decode_meta,
     encode,
 )
 from sessionstore.store import SessionStore
@@ -112,6 +115,23 @@ IMPORTED_LINES = [
 """Entry lines written elsewhere, none in canonical form. Their context starts
 at the first message with id ``k``: the one whose id is spelled with escapes."""
 
+BAD_LINES = {
+    "not-json": "not json",
+    "empty": "",
+    "a-header": '{"id":"x","version":1,"created_at":""}',
+    "wrong-type": '{"type":"message","id":1,"timestamp":"t","message":{"role":"u","content":""}}',
+    "two-lines": encode(message("e1", "x")) + "\n" + encode(message("e2", "x")),
+}
+"""Entry lines an import refuses, by what is wrong with them."""
+
+BAD_HEADERS = {
+    "not-json": "not json",
+    "no-id": '{"version":1,"created_at":""}',
+    "newline-ended": '{"id":"s","version":1,"created_at":""}\n',
+    "two-lines": '{"id":"s"}\n{"id":"t"}',
+}
+"""Header lines an import refuses, by what is wrong with them."""
+
 SESSION_OPERATIONS = [
     "append",
     "append_many",
@@ -120,6 +140,7 @@ SESSION_OPERATIONS = [
     "iter_entries",
     "raw_lines",
     "raw_blocks",
+    "import_session",
 ]
 """The operations on an existing session, by name (see `_call`)."""
 
@@ -537,6 +558,169 @@ class SessionStoreContract:
         expected = "".join(f"{line}\n" for line in await raw(store, session))
         assert b"".join(blocks) == expected.encode()
 
+    # ---------------------------------------------------------- import_session
+
+    async def test_import_creates_the_session_and_returns_its_entry_count(
+        self, store: SessionStore
+    ) -> None:
+        header = imported_header("imported")
+        assert await store.import_session(header, stream(IMPORTED_LINES)) == 5
+        assert await store.list() == [decode_meta(header)]
+
+    async def test_import_of_a_header_alone_creates_an_empty_session(
+        self, store: SessionStore
+    ) -> None:
+        assert await store.import_session(imported_header("bare"), stream([])) == 0
+        assert await store.load("bare") == []
+        assert await raw(store, "bare") == [imported_header("bare")]
+
+    async def test_import_of_an_existing_session_is_refused_and_it_is_left_as_it_was(
+        self, store: SessionStore
+    ) -> None:
+        meta = SessionMeta.new()
+        await store.create(meta)
+        await store.append(meta.id, message("e1", "kept"))
+        before = await raw(store, meta.id)
+        again = stream([encode(message("e2", "other"))])
+        with pytest.raises(DuplicateSessionError) as caught:
+            await store.import_session(encode(meta), again)
+        assert caught.value.session_id == meta.id
+        assert await raw(store, meta.id) == before
+        assert await store.list() == [meta]
+
+    async def test_import_after_the_current_count_appends_and_returns_how_many(
+        self, store: SessionStore
+    ) -> None:
+        header = imported_header("grown")
+        await store.import_session(header, stream(IMPORTED_LINES[:2]))
+        assert await store.import_session(header, stream(IMPORTED_LINES[2:]), after=2) == 3
+        assert await raw(store, "grown") == [header, *IMPORTED_LINES]
+
+    async def test_import_after_counts_the_entries_appended_through_the_api(
+        self, store: SessionStore
+    ) -> None:
+        meta = SessionMeta.new()
+        await store.create(meta)
+        await store.append(meta.id, message("e1", "api"))
+        assert await store.import_session(encode(meta), stream(IMPORTED_LINES), after=1) == 5
+        assert await raw(store, meta.id) == [
+            encode(meta),
+            encode(message("e1", "api")),
+            *IMPORTED_LINES,
+        ]
+
+    @pytest.mark.parametrize("after", [0, 2])
+    async def test_import_after_a_wrong_count_is_refused_and_nothing_appended(
+        self, store: SessionStore, after: int
+    ) -> None:
+        header = imported_header("held")
+        await store.import_session(header, stream(IMPORTED_LINES[:1]))
+        with pytest.raises(SessionConflictError) as caught:
+            await store.import_session(header, stream(IMPORTED_LINES[1:]), after=after)
+        assert caught.value.session_id == "held"
+        assert await raw(store, "held") == [header, IMPORTED_LINES[0]]
+
+    @pytest.mark.parametrize(
+        "other",
+        [
+            '{"id":"held","version":1,"created_at":"another"}',
+            '{"id": "held", "version": 1, "created_at": ""}',
+            '{"version":1,"id":"held","created_at":""}',
+            '{"id":"held","version":1,"created_at":""}\r',
+        ],
+        ids=["another-header", "spaced", "key-order", "carriage-return"],
+    )
+    async def test_import_after_under_another_header_line_is_refused(
+        self, store: SessionStore, other: str
+    ) -> None:
+        meta = SessionMeta(id="held")  # stored as {"id":"held","version":1,"created_at":""}
+        await store.create(meta)
+        with pytest.raises(SessionConflictError) as caught:
+            await store.import_session(other, stream(IMPORTED_LINES), after=0)
+        assert caught.value.session_id == "held"
+        assert await raw(store, "held") == [encode(meta)]
+
+    @pytest.mark.parametrize("bad", BAD_LINES.values(), ids=BAD_LINES.keys())
+    async def test_import_of_a_line_that_does_not_decode_is_refused_and_creates_nothing(
+        self, store: SessionStore, bad: str
+    ) -> None:
+        with pytest.raises(InvalidRecordError):
+            await store.import_session(imported_header("refused"), stream([*IMPORTED_LINES, bad]))
+        assert await store.list() == []
+        with pytest.raises(SessionNotFoundError):
+            await store.load("refused")
+
+    @pytest.mark.parametrize("bad", BAD_LINES.values(), ids=BAD_LINES.keys())
+    async def test_import_after_of_a_line_that_does_not_decode_appends_nothing(
+        self, store: SessionStore, bad: str
+    ) -> None:
+        header = imported_header("held")
+        await store.import_session(header, stream(IMPORTED_LINES[:1]))
+        with pytest.raises(InvalidRecordError):
+            await store.import_session(header, stream([*IMPORTED_LINES[1:], bad]), after=1)
+        assert await raw(store, "held") == [header, IMPORTED_LINES[0]]
+
+    @pytest.mark.parametrize("bad", BAD_HEADERS.values(), ids=BAD_HEADERS.keys())
+    async def test_import_under_a_header_line_that_does_not_decode_is_refused(
+        self, store: SessionStore, bad: str
+    ) -> None:
+        with pytest.raises(InvalidRecordError):
+            await store.import_session(bad, stream(IMPORTED_LINES))
+        assert await store.list() == []
+
+    async def test_import_refusal_of_a_line_names_the_session(self, store: SessionStore) -> None:
+        with pytest.raises(InvalidRecordError, match="named-session"):
+            await store.import_session(imported_header("named-session"), stream(["not json"]))
+
+    @pytest.mark.parametrize("after", [None, 1], ids=["new", "after"])
+    async def test_import_refused_past_a_megabyte_of_lines_stores_none_of_them(
+        self, store: SessionStore, after: int | None
+    ) -> None:
+        # The bad line comes after more than one write of every backend (a
+        # megabyte of lines, 2000 rows): what was written by then is undone.
+        header = imported_header("large")
+        if after is not None:
+            await store.import_session(header, stream(IMPORTED_LINES[:1]))
+        many = [encode(message(f"e{n}", "x" * 420)) for n in range(2100)]
+        with pytest.raises(InvalidRecordError):
+            await store.import_session(header, stream([*many, "not json"]), after=after)
+        if after is None:
+            assert await store.list() == []
+        else:
+            assert await raw(store, "large") == [header, IMPORTED_LINES[0]]
+
+    async def test_import_keeps_a_streaming_message_the_api_refuses(
+        self, store: SessionStore
+    ) -> None:
+        await store.import_session(imported_header("history"), stream(IMPORTED_LINES[4:]))
+        [entry] = await store.load("history")
+        assert isinstance(entry, MessageEntry)
+        assert entry.message.streaming
+        with pytest.raises(StreamingMessageError):
+            await store.append("history", entry)
+        assert await raw(store, "history") == [imported_header("history"), IMPORTED_LINES[4]]
+
+    async def test_an_imported_session_loads_and_streams_what_its_lines_decode_to(
+        self, store: SessionStore
+    ) -> None:
+        await store.import_session(imported_header("imported"), stream(IMPORTED_LINES))
+        decoded = [decode_entry(line) for line in IMPORTED_LINES]
+        assert await store.load("imported") == decoded
+        assert [entry async for entry in store.iter_entries("imported")] == decoded
+
+    async def test_the_context_of_an_imported_session_is_built_from_its_lines(
+        self, store: SessionStore
+    ) -> None:
+        await store.import_session(imported_header("imported"), stream(IMPORTED_LINES))
+        context = build_context([decode_entry(line) for line in IMPORTED_LINES])
+        assert [m.text() for m in context][1:] == [
+            "first k",
+            "\u00e9A \u00e9 \U0001f600",
+            "second k",
+            "par",
+        ]
+        assert await store.load_context("imported") == context
+
 
 def _run_threads(work: Callable[[str], None], names: list[str]) -> None:
     """Run ``work(name)`` in a thread per name, at once; re-raise the first
@@ -578,5 +762,7 @@ async def _call(store: SessionStore, operation: str, session_id: str) -> None:
     elif operation == "raw_blocks":
         async for _ in store.raw_blocks(session_id):
             pass
+    elif operation == "import_session":  # with after=0: the session must exist
+        await store.import_session(encode(SessionMeta(id=session_id)), stream([]), after=0)
     else:
         await store.load_context(session_id)
