@@ -32,7 +32,7 @@ from sessionstore import (
     decode_meta,
     encode,
 )
-from sessionstore.store import SessionStore
+from sessionstore.store import SessionStore, SessionSummary
 
 INVALID_IDS = ["../x", "a/b", "a\\b", ".hidden", "", "x" * 201, "tab\there", "nul\x00", "del\x7f"]
 UNUSUAL_VALID_IDS = ["tenant:42", "Ünïcode", "x" * 200, "é" * 100, "with space", "a.b"]
@@ -54,11 +54,9 @@ class Backend:
     persistent: bool = True
 
 
-def message(entry_id: str, text: str) -> MessageEntry:
+def message(entry_id: str, text: str, timestamp: str = "2026-07-19T00:00:00+00:00") -> MessageEntry:
     """A message entry with a fixed id, for readable assertions."""
-    return MessageEntry(
-        id=entry_id, timestamp="2026-07-19T00:00:00+00:00", message=Message.user(text)
-    )
+    return MessageEntry(id=entry_id, timestamp=timestamp, message=Message.user(text))
 
 
 def compaction(entry_id: str, summary: str, first_kept_id: str) -> CompactionEntry:
@@ -312,6 +310,10 @@ class SessionStoreContract:
                 await _call(store, operation, session_id)
         with pytest.raises(StorageError, match="closed"):
             await store.list()
+        with pytest.raises(StorageError, match="closed"):
+            await store.summaries()
+        with pytest.raises(StorageError, match="closed"):
+            await store.integrity()
         with pytest.raises(StorageError, match="closed"):
             await store.journals()
         with pytest.raises(StorageError, match="closed"):
@@ -720,6 +722,79 @@ class SessionStoreContract:
             "par",
         ]
         assert await store.load_context("imported") == context
+
+    # ---------------------------------------------------------- summaries
+
+    async def test_summaries_of_an_empty_store_are_empty(self, store: SessionStore) -> None:
+        assert await store.summaries() == []
+
+    async def test_summaries_give_each_session_its_header_count_last_time_and_compaction(
+        self, store: SessionStore
+    ) -> None:
+        empty, plain, compacted = (SessionMeta(id=name) for name in ("empty", "plain", "compacted"))
+        for meta in (empty, plain, compacted):
+            await store.create(meta)
+        await store.append_many(
+            plain.id,
+            [
+                message("p1", "a", "2026-07-19T00:00:01Z"),
+                message("p2", "b", "2026-07-19T00:00:02Z"),
+            ],
+        )
+        await store.append_many(
+            compacted.id,
+            [
+                message("c1", "a"),
+                compaction("c2", "sum", "c1"),
+                message("c3", "b", "2026-07-19T00:00:03Z"),
+            ],
+        )
+        summaries = sorted(await store.summaries(), key=lambda summary: summary.meta.id)
+        assert summaries == [
+            SessionSummary(
+                meta=compacted, entries=3, last_timestamp="2026-07-19T00:00:03Z", compacted=True
+            ),
+            SessionSummary(meta=empty, entries=0, last_timestamp=None, compacted=False),
+            SessionSummary(
+                meta=plain, entries=2, last_timestamp="2026-07-19T00:00:02Z", compacted=False
+            ),
+        ]
+
+    async def test_summaries_of_an_imported_session_read_its_lines(
+        self, store: SessionStore
+    ) -> None:
+        header = imported_header("imported")
+        await store.import_session(header, stream(IMPORTED_LINES))
+        assert await store.summaries() == [
+            SessionSummary(meta=decode_meta(header), entries=5, last_timestamp="t5", compacted=True)
+        ]
+
+    # ---------------------------------------------------------- integrity
+
+    async def test_integrity_of_an_empty_store_finds_nothing(self, store: SessionStore) -> None:
+        assert await store.integrity() == []
+
+    async def test_integrity_finds_nothing_after_appends_imports_and_refusals(
+        self, store: SessionStore, session: str
+    ) -> None:
+        async def writer(task: int) -> None:
+            for n in range(5):
+                await store.append_many(
+                    session, [message(f"{task}:{n}:{i}", "x") for i in range(2)]
+                )
+
+        await asyncio.gather(*(writer(task) for task in range(5)))
+        header = imported_header("imported")
+        await store.import_session(header, stream(IMPORTED_LINES[:2]))
+        await store.import_session(header, stream(IMPORTED_LINES[2:]), after=2)
+        await store.append("imported", message("e6", "x"))
+        with pytest.raises(InvalidRecordError):
+            await store.import_session(header, stream([*IMPORTED_LINES, "not json"]), after=6)
+        with pytest.raises(SessionConflictError):
+            await store.import_session(header, stream(IMPORTED_LINES), after=2)
+        with pytest.raises(InvalidRecordError):
+            await store.import_session(imported_header("refused"), stream(["not json"]))
+        assert await store.integrity() == []
 
 
 def _run_threads(work: Callable[[str], None], names: list[str]) -> None:
