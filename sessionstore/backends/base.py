@@ -311,9 +311,17 @@ def imported_header(line: str) -> SessionMeta:
     return meta
 
 
-def imported_entry(line: str) -> SessionEntry:
-    """Check an imported entry line: one line that decodes (streaming kept)."""
-    return decode_entry(_one_line(line))
+def imported_entry(session_id: str, number: int, line: str) -> SessionEntry:
+    """Check an imported entry line: one line that decodes (streaming kept).
+
+    Raises:
+        InvalidRecordError: it does not, naming the session and the entry's
+            number (1 for the session's first entry).
+    """
+    try:
+        return decode_entry(_one_line(line))
+    except InvalidRecordError as exc:
+        raise InvalidRecordError(f"session {session_id!r}, entry {number}: {exc}") from None
 
 
 def _one_line(line: str) -> str:

@@ -97,7 +97,10 @@ class MemoryStore(StoreBase):
     ) -> int:
         meta = imported_header(header)
         self._check(meta.id)
-        lines = [line async for line in entries if imported_entry(line)]
+        lines: builtins.list[str] = []
+        async for line in entries:
+            imported_entry(meta.id, (after or 0) + len(lines) + 1, line)
+            lines.append(line)
         # Checked only now, with no await left before the change.
         session = self._sessions.get(meta.id)
         if after is None:

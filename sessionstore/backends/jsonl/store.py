@@ -338,7 +338,7 @@ class JsonlStore(StoreBase):
 
         fd, size = await self._run(session_id, open_checked)
         try:
-            count = await self._write_lines(session_id, fd, None, entries)
+            count = await self._write_lines(session_id, fd, None, entries, after)
             if self._full:
                 await self._run(session_id, lambda: os.fdatasync(fd))
         except BaseException:
@@ -362,13 +362,19 @@ class JsonlStore(StoreBase):
             raise SessionConflictError(session_id, f"holds {lines - 1} entries, not {count}")
 
     async def _write_lines(
-        self, session_id: str, fd: int, header: str | None, entries: AsyncIterable[str]
+        self,
+        session_id: str,
+        fd: int,
+        header: str | None,
+        entries: AsyncIterable[str],
+        after: int = 0,
     ) -> int:
-        """Check and write lines in large writes; return how many entries."""
+        """Check and write lines in large writes (the session holds ``after``
+        entries before them); return how many entries."""
         buffer = [] if header is None else [header + "\n"]
         pending, count = 0, 0
         async for line in entries:
-            imported_entry(line)
+            imported_entry(session_id, after + count + 1, line)
             buffer.append(line + "\n")
             pending += len(line)
             count += 1

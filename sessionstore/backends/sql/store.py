@@ -211,7 +211,7 @@ class SqlStore(StoreBase):
             async for line in lines:
                 count += 1
                 digest = entry_digest(digest, line)
-                row = _row(imported_entry(line), line)
+                row = _row(imported_entry(meta.id, count, line), line)
                 batch.append({**row, "session_pk": pk, "seq": count, "digest": digest})
                 if len(batch) == _PAGE:
                     await step(partial(Q.INSERT_ENTRIES.many, rows=batch[:]))
