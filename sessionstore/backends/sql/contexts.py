@@ -2,7 +2,7 @@
 
 A context is built from the last compaction on: the compaction and the
 messages it keeps are read through indexes, so the cost does not grow
-with the history before the cut. The store keeps the contexts it built
+with the history before the cut. The store caches the contexts it built
 (`sessionstore.backends.contexts`), each with the last ``seq`` it was built
 to: the next call reads the session's last ``seq`` and, when it grew, the
 entries since. ``seq`` has no gaps, so that is exact. That next call, when
@@ -30,7 +30,7 @@ from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionE
 __all__ = ["Contexts"]
 
 QUICK_ROWS = 16
-"""New entries a kept context may read on the event loop (`Runner.run`'s ``quick``)."""
+"""New entries a cached context may read on the event loop (`Runner.run`'s ``quick``)."""
 
 _Built = BuiltContext[int]
 """A context built: its session's ``pk``, and the last ``seq`` it was built to."""

@@ -3,8 +3,8 @@
 The store composes the parts of this package: a `Database` (transactions,
 retries, errors), `GroupCommit` (appends), `Contexts` (`load_context`),
 `Listing` (`list`) and `SqlJournal`. Each transaction is a plain function
-of a SQLAlchemy ``Connection``, run whole in a worker thread on SQLite, on
-the async engine on PostgreSQL.
+of a SQLAlchemy ``Connection``, run whole in a worker thread (see
+`sessionstore.backends.sql.runner`).
 
 Every record is kept as its line, verbatim, in ``sessions.header`` or
 ``entries.line``; `load` decodes them. Entries carry ``seq`` = 1, 2, 3...
