@@ -29,12 +29,18 @@ class SessionSummary:
         entries: how many entries the session holds.
         last_timestamp: the ``timestamp`` of its last entry; None when empty.
         compacted: whether it holds a compaction entry.
+        fault: None when the session read back sound; otherwise why it does
+            not (a `CorruptSessionError`'s message: session, file or table,
+            line). ``entries``, ``last_timestamp`` and ``compacted`` then
+            describe what was read before the fault, and ``meta`` holds only
+            the id when the header itself is what does not decode.
     """
 
     meta: SessionMeta
     entries: int
     last_timestamp: str | None
     compacted: bool
+    fault: str | None = None
 
 
 @runtime_checkable
@@ -217,8 +223,11 @@ class SessionStore(Protocol):
         """Every session at a glance (header, entry count, last entry time,
         whether compacted), in no particular order.
 
-        Raises:
-            CorruptSessionError: a session's data does not decode.
+        One session's data that does not decode fails no listing: that
+        session is summarised with its `SessionSummary.fault` set, and every
+        other one as usual. A backend reads what a summary needs: a JSONL
+        store decodes every line, a SQL store counts its rows and decodes
+        the headers (a damaged entry row is `verify`'s to find).
         """
         ...
 

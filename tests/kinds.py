@@ -9,8 +9,13 @@ gives one per test, PostgreSQL included).
 from __future__ import annotations
 
 import itertools
+import sqlite3
 from collections.abc import Callable
+from contextlib import closing
+from functools import partial
 from pathlib import Path
+
+from sqlalchemy.engine import make_url
 
 from sessionstore import FileJournal, SessionStore, open_store
 from sessionstore.store import SessionJournal
@@ -71,7 +76,8 @@ class StoreTargets:
         async def open_target() -> SessionStore:
             return await open_store(target)
 
-        return Backend(open=open_target, persistent=kind in PERSISTENT_KINDS)
+        damage = None if kind == "memory" else partial(damage_session, kind, target)
+        return Backend(open=open_target, persistent=kind in PERSISTENT_KINDS, damage=damage)
 
     async def journal_backend(self, kind: str, stores: list[SessionStore]) -> JournalBackend:
         """The journal contract's `JournalBackend` on a new journal of ``kind``
@@ -99,3 +105,26 @@ class StoreTargets:
             return store.journal("agent-1")
 
         return JournalBackend(open=open_in_new)
+
+
+async def damage_session(kind: str, target: str, session_id: str) -> None:
+    """Make a stored session undecodable behind the store's back, as only a
+    test may: a garbage line in a JSONL file, a header row changed behind
+    the append-only triggers on SQL."""
+    if kind == "jsonl":
+        with (Path(target) / f"{session_id}.jsonl").open("ab") as file:
+            file.write(b"not json\n")
+        return
+    if kind == "sqlite":
+        database = make_url(target).database
+        assert database is not None
+        with closing(sqlite3.connect(database, isolation_level=None)) as connection:
+            connection.execute("DROP TRIGGER IF EXISTS sessions_no_update")
+            connection.execute("UPDATE sessions SET header = 'not json' WHERE id = ?", [session_id])
+        return
+    import psycopg
+
+    conninfo = make_url(target).set(drivername="postgresql")
+    with psycopg.connect(conninfo.render_as_string(hide_password=False)) as connection:
+        connection.execute("ALTER TABLE sessions DISABLE TRIGGER sessions_no_update")
+        connection.execute("UPDATE sessions SET header = 'not json' WHERE id = %s", [session_id])

@@ -143,16 +143,33 @@ class StoreBase(abc.ABC):
         """Every session at a glance; see `SessionStore.summaries`."""
         result = []
         for meta in await self.list():
-            entries = await self.load(meta.id)
+            try:
+                entries, fault = await self.load(meta.id), None
+            except CorruptSessionError as exc:
+                entries, fault = await self._entries_before_fault(meta.id), str(exc)
             result.append(
                 SessionSummary(
                     meta=meta,
                     entries=len(entries),
                     last_timestamp=entries[-1].timestamp if entries else None,
                     compacted=any(isinstance(e, CompactionEntry) for e in entries),
+                    fault=fault,
                 )
             )
         return result
+
+    async def _entries_before_fault(self, session_id: str) -> builtins.list[SessionEntry]:
+        """The entries of a session up to the first that does not decode."""
+        read: builtins.list[SessionEntry] = []
+        stream = self.iter_entries(session_id)
+        try:
+            async for entry in stream:
+                read.append(entry)
+        except CorruptSessionError:
+            pass
+        finally:
+            await stream.aclose()
+        return read
 
     async def integrity(self) -> builtins.list[str]:
         """Storage faults; none can exist beyond what `load` decodes here."""

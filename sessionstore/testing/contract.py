@@ -48,10 +48,16 @@ class Backend:
         persistent: whether a store opened later sees what an earlier,
             closed one stored (False for in-memory backends, whose storage
             is the object itself: ``open`` may then return one object).
+        damage: damages a session's stored data behind the store's back,
+            where `SessionStore.summaries` reads it (a line of its file, its
+            header row), so that it no longer decodes; None for a backend
+            that cannot hold such data (in memory, nothing undecodable is
+            ever kept).
     """
 
     open: Callable[[], Awaitable[SessionStore]]
     persistent: bool = True
+    damage: Callable[[str], Awaitable[None]] | None = None
 
 
 def message(entry_id: str, text: str, timestamp: str = "2026-07-19T00:00:00+00:00") -> MessageEntry:
@@ -420,6 +426,25 @@ class SessionStoreContract:
         context = await store.load_context(session)
         assert context == build_context(await store.load(session))
         assert context == build_context(log)
+
+    async def test_summaries_list_a_session_that_does_not_decode_with_its_fault(
+        self, backend: Backend, store: SessionStore
+    ) -> None:
+        if backend.damage is None:
+            pytest.skip("this backend holds nothing that does not decode")
+        good, bad = SessionMeta(id="good", created_at="c"), SessionMeta(id="bad")
+        for meta in (good, bad):
+            await store.create(meta)
+            await store.append_many(meta.id, [message("e1", "a"), compaction("c1", "s", "e1")])
+        await backend.damage(bad.id)
+        store.drop_caches()
+        summaries = {summary.meta.id: summary for summary in await store.summaries()}
+        assert summaries.keys() == {"good", "bad"}
+        timestamp = "2026-07-19T00:00:00+00:00"
+        assert summaries["good"] == SessionSummary(good, 2, timestamp, True, fault=None)
+        assert summaries["bad"].fault is not None
+        assert "session 'bad'" in summaries["bad"].fault
+        assert summaries["bad"].entries <= 2
 
     async def test_iter_entries_streams_what_load_returns(
         self, store: SessionStore, session: str

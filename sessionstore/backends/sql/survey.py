@@ -14,6 +14,7 @@ from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.digests import entry_digest, header_digest
 from sessionstore.backends.sql.tables import entries, sessions
 from sessionstore.errors import CorruptSessionError
+from sessionstore.models import SessionMeta
 from sessionstore.store import SessionSummary
 
 __all__ = ["broken_chains", "faults", "summaries"]
@@ -41,16 +42,19 @@ _GAPS = (
 
 
 def summaries(conn: Connection, *, where: str) -> list[SessionSummary]:
-    """Every session at a glance, in creation order (``where``: the sessions table)."""
-    return [
-        SessionSummary(
-            meta=decode_stored_meta(session_id, header, path=where, line_no=1),
-            entries=count,
-            last_timestamp=last,
-            compacted=bool(compacted),
-        )
-        for session_id, header, count, last, compacted in conn.execute(_SUMMARIES)
-    ]
+    """Every session at a glance, in creation order (``where``: the sessions table).
+
+    Entries are counted, not decoded; a header that does not decode is the
+    summary's ``fault``, its ``meta`` holding only the row's id.
+    """
+    found = []
+    for session_id, header, count, last, compacted in conn.execute(_SUMMARIES):
+        try:
+            meta, fault = decode_stored_meta(session_id, header, path=where, line_no=1), None
+        except CorruptSessionError as exc:
+            meta, fault = SessionMeta(id=session_id), str(exc)
+        found.append(SessionSummary(meta, count, last, bool(compacted), fault))
+    return found
 
 
 def faults(conn: Connection, *, where: str) -> list[str]:
