@@ -5,13 +5,16 @@ Two ways in:
 * From code (`sessionstore.migrate`): the caller passes an open connection,
   already in a write transaction, through ``config.attributes``.
 * From alembic's command line in the repository root: the database comes
-  from ``-x url=...`` or the ``SESSIONSTORE_URL`` environment variable, and
-  is opened with a blocking engine (no event loop is started here).
+  from ``-x url=...`` or the ``SESSIONSTORE_DB`` environment variable (the
+  one the ``sessionstore`` command reads; ``SESSIONSTORE_URL``, its former
+  name here, is still read, with a warning), and is opened with a blocking
+  engine (no event loop is started here).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from logging.config import fileConfig
 
 from alembic import context
@@ -41,13 +44,14 @@ def run_from_command_line() -> None:
     # logging is left alone when migrations run from code.
     if config.config_file_name is not None:
         fileConfig(config.config_file_name, disable_existing_loggers=False)
-    url = context.get_x_argument(as_dictionary=True).get("url") or os.environ.get(
-        "SESSIONSTORE_URL"
-    )
+    url = context.get_x_argument(as_dictionary=True).get("url") or os.environ.get("SESSIONSTORE_DB")
+    if not url and os.environ.get("SESSIONSTORE_URL"):
+        url = os.environ["SESSIONSTORE_URL"]
+        print("SESSIONSTORE_URL is deprecated: set SESSIONSTORE_DB", file=sys.stderr)
     if not url:
         raise SystemExit(
             "no database given: use `alembic -x url=sqlite:///sessions.db ...` "
-            "or set SESSIONSTORE_URL"
+            "or set SESSIONSTORE_DB"
         )
     engine = open_sync_engine(url)
     try:
