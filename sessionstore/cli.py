@@ -3,52 +3,145 @@
 Every command opens the store named by ``--db`` (or ``SESSIONSTORE_DB``;
 default ``./sessions.db``, SQLite), does one thing, and prints it: tables
 and progress bars on a terminal, plain tab-separated text when piped.
-Errors become one line on stderr and a non-zero exit, never a traceback.
+
+What the store holds is shown as it is, never read as markup, with control
+characters escaped. Commands that only read (``ls``, ``show``, ``verify``,
+``export``, ``journal``, ``migrate --status``) refuse a store that does not
+exist rather than create an empty one. Errors become one line on stderr and
+a non-zero exit, never a traceback; Ctrl-C stops at once with status 130,
+and a closed pipe (``| head``) ends the output quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import concurrent.futures
+import logging
 import os
+import queue
+import re
+import signal
 import sys
-from collections.abc import Callable, Coroutine, Iterator, Sequence
-from contextlib import contextmanager
+import threading
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
 from sessionstore import __version__
-from sessionstore.archive import export_archive, import_archive
+from sessionstore.archive import ArchiveReport, export_archive, import_archive
+from sessionstore.archive.report import JOURNALS, SESSIONS
 from sessionstore.backends import open_store
+from sessionstore.backends.targets import is_sql_target
 from sessionstore.demo import play_demo
-from sessionstore.errors import SessionStoreError
-from sessionstore.models import MessageEntry
+from sessionstore.errors import ArchiveError, SessionStoreError
+from sessionstore.models import MessageEntry, SessionEntry
+from sessionstore.store import SessionStore, SessionSummary
 from sessionstore.verify import verify_store
 
-__all__ = ["main"]
+__all__ = ["DB_ENV", "DEFAULT_DB", "build_parser", "main"]
 
 DEFAULT_DB = "./sessions.db"
-_out = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
+DB_ENV = "SESSIONSTORE_DB"
+"""The environment variable naming the store (alembic's ``env.py`` reads it too)."""
+
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a writer whose reader left
+
+_out = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+_err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 Command = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
 
-def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    """A table on a terminal; tab-separated lines, header first, when piped."""
-    if _out.is_terminal:
-        table = Table(title=title)
-        for column in columns:
-            table.add_column(column)
-        for row in rows:
-            table.add_row(*(str(cell) for cell in row))
-        _out.print(table)
-    else:
+class _Refused(Exception):
+    """The command line refuses what it was asked: one line on stderr, status 1."""
+
+
+# ---------------------------------------------------------------- output
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_LITERAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _cell(text: str) -> str:
+    """Stored text on one line, safe for a terminal and a tab-separated line:
+    runs of whitespace become one space, other control characters are
+    written as ``\\xNN`` (an escape sequence in a message is shown, not run)."""
+    flat = " ".join(text.split())
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", flat)
+
+
+def _literal(text: str) -> str:
+    """Stored text as it is, lines kept, other control characters escaped."""
+    return _LITERAL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def _preview(text: str, width: int = 72) -> str:
+    flat = _cell(text)
+    return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
+
+
+def _count(number: int, noun: str, plural: str | None = None) -> str:
+    """``1 session``, ``2 sessions``."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+def _warn(message: str) -> None:
+    _err.print(Text(f"warning: {message}"))
+
+
+def _tsv(row: Iterable[object]) -> None:
+    sys.stdout.write("\t".join(_cell(str(cell)) for cell in row) + "\n")
+
+
+def _table(
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    whole: Sequence[str] = (),
+    right: Sequence[str] = (),
+) -> None:
+    """A table on a terminal; tab-separated lines, header first, when piped.
+
+    Cells are literal text. The ``whole`` columns are never cut nor wrapped
+    (ids, which are copied from here), others fold onto more lines.
+    """
+    if not _out.is_terminal:
         for row in [columns, *rows]:
-            print("\t".join(str(cell) for cell in row))
+            _tsv(row)
+        return
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for at, column in enumerate(columns):
+        longest = max((len(_cell(str(row[at]))) for row in rows), default=0)
+        table.add_column(
+            Text(column),
+            no_wrap=column in whole,
+            overflow="fold",
+            min_width=longest if column in whole else None,
+            justify="right" if column in right else "left",
+        )
+    for row in rows:
+        table.add_row(*(cell if isinstance(cell, Text) else Text(_cell(str(cell))) for cell in row))
+    _out.print(table, soft_wrap=False)
 
 
 @contextmanager
@@ -63,9 +156,63 @@ def _progress(description: str) -> Iterator[Callable[[int, int], None]]:
         yield update
 
 
-def _preview(text: str, width: int = 72) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+# ---------------------------------------------------------------- stores
+
+
+def _store_directory(target: str) -> Path | None:
+    """The directory a JSONL store target names; None for other targets."""
+    if target.startswith("jsonl://"):
+        return Path(target[len("jsonl://") :])
+    if "://" in target or is_sql_target(target):
+        return None  # a SQL database, memory://, or a scheme open_store refuses
+    return Path(target)
+
+
+async def _check_store(target: str, *, read: bool, schema: bool = True) -> None:
+    """Refuse a store that a command would only create by mistake.
+
+    Every command refuses an archive given as a store. A command that only
+    reads (``read``) refuses a store that does not exist, and (``schema``) a
+    SQL database that holds no sessionstore schema, which opening would
+    create: a mistyped ``--db`` is an error, not an empty store.
+    """
+    directory = _store_directory(target)
+    if directory is not None:
+        if (directory / SESSIONS).is_dir():
+            raise _Refused(
+                f"{target} is an archive ({SESSIONS}/ and {JOURNALS}/), not a store; "
+                f"its {SESSIONS}/ reads as one: --db {directory / SESSIONS}"
+            )
+        if read and not directory.exists():
+            raise _Refused(f"no such store: {target} (no such directory)")
+        return
+    if not (read and is_sql_target(target)):
+        return
+    from sessionstore.backends.sql.engine import is_sqlite, parse_target
+
+    url = parse_target(target)
+    if is_sqlite(url) and not _exists(url.database or ""):
+        raise _Refused(f"no such database: {target}")
+    if schema:
+        from sessionstore import migrate  # alembic loads only for a SQL store
+
+        if await migrate.current(target) is None:
+            raise _Refused(
+                f"{target} holds no sessionstore store (no schema): nothing to read; "
+                f"`sessionstore migrate --db {target}` would create one"
+            )
+
+
+def _exists(path: str) -> bool:
+    return Path(path).exists()
+
+
+@asynccontextmanager
+async def _opened(args: argparse.Namespace, *, read: bool) -> AsyncIterator[SessionStore]:
+    """The store of ``--db``, checked as `_check_store` does, closed at the end."""
+    await _check_store(args.db, read=read)
+    async with open_store(args.db) as store:
+        yield store
 
 
 # ---------------------------------------------------------------- commands
@@ -75,93 +222,334 @@ async def _migrate(args: argparse.Namespace) -> int:
     from sessionstore import migrate  # alembic loads only for this command
 
     if args.status:
+        await _check_store(args.db, read=True, schema=False)
         current, head = await migrate.current(args.db), migrate.head()
         state = "up to date" if current == head else "needs `sessionstore migrate`"
         print(f"{args.db}: revision {current or '(none)'}, newest {head}: {state}")
         return 0
+    await _check_store(args.db, read=False)
     await migrate.upgrade(args.db)
     print(f"{args.db}: at revision {migrate.head()}")
     return 0
 
 
 async def _ls(args: argparse.Namespace) -> int:
-    async with open_store(args.db) as store:
+    async with _opened(args, read=True) as store:
         summaries = sorted(await store.summaries(), key=lambda s: (s.meta.created_at, s.meta.id))
-    rows = [
-        (
-            s.meta.id,
-            s.meta.created_at,
-            s.entries,
-            s.last_timestamp or "-",
-            "yes" if s.compacted else "no",
+    faulty = [s for s in summaries if s.fault is not None]
+    for summary in faulty:
+        _warn(f"{summary.fault}")
+    if _out.is_terminal:
+        _sessions_on_terminal(summaries)
+    else:
+        _tsv(("id", "created", "entries", "last entry", "compacted", "fault"))
+        for s in summaries:
+            fault = "-" if s.fault is None else "corrupt"
+            compacted = "yes" if s.compacted else "no"
+            created, last = s.meta.created_at or "-", s.last_timestamp or "-"
+            _tsv((s.meta.id, created, s.entries, last, compacted, fault))
+    if faulty:
+        _warn(
+            f"{_count(len(faulty), 'session')} marked corrupt: its data does not decode "
+            "(`sessionstore verify` lists every fault)"
         )
-        for s in summaries
-    ]
-    _table("sessions", ("id", "created", "entries", "last entry", "compacted"), rows)
+        return 1
     return 0
+
+
+def _sessions_on_terminal(summaries: Sequence[SessionSummary]) -> None:
+    """``ls`` on a terminal: a table when it fits, else two lines a session.
+
+    An id is never cut nor folded by us: it is what one copies into
+    ``show``, and a line longer than the terminal is wrapped by the
+    terminal itself, which copies it back as one line.
+    """
+    # Ids too long for the terminal widen their own line only.
+    fits = [len(s.meta.id) for s in summaries if len(s.meta.id) + 22 <= _out.width]
+    width = max(fits, default=2)
+    stamp = max((len(_cell(s.meta.created_at or "-")) for s in summaries), default=7)
+    last = max((len(_cell(s.last_timestamp or "-")) for s in summaries), default=10)
+    one_line = width + stamp + last + 7 + 9 + 7 * 2 <= _out.width
+
+    def head(id_: str, entries: str, compacted: str, fault: str, style: str = "") -> Text:
+        line = Text(f" {id_:<{width}}  {entries:>7}  {compacted:<9}", style=style)
+        if fault:
+            line.append(f"  {fault}", style=style or "bold red")
+        return line
+
+    _out.print(Text("sessions", style="bold"))
+    if one_line:
+        columns = f"  {'created':<{stamp}}  {'last entry':<{last}}"
+        _out.print(head("id", "entries", "compacted", "", "bold").append(columns, style="bold"))
+    else:
+        _out.print(head("id", "entries", "compacted", "", "bold"))
+        _out.print(Text("   created → last entry", style="bold"))
+    for s in summaries:
+        compacted = "yes" if s.compacted else "no"
+        line = head(s.meta.id, str(s.entries), compacted, "corrupt" if s.fault else "")
+        times = (_cell(s.meta.created_at or "-"), _cell(s.last_timestamp or "-"))
+        if one_line and not s.fault:
+            line.append(f"  {times[0]:<{stamp}}  {times[1]:<{last}}")
+        else:
+            line.append(f"\n   {times[0]} → {times[1]}")
+        _out.print(line)
+    _out.print(Text(_count(len(summaries), "session"), style="dim"))
+
+
+def _entry_text(entry: SessionEntry) -> tuple[str, str]:
+    """An entry's role and text, as ``show`` lists them."""
+    if isinstance(entry, MessageEntry):
+        return entry.message.role, entry.message.text()
+    return "-", f"[keeps from {entry.first_kept_id}] {entry.summary}"
+
+
+async def _numbered(
+    entries: AsyncIterator[SessionEntry], *, limit: int | None, tail: int | None
+) -> AsyncIterator[tuple[int, SessionEntry]]:
+    """Entries numbered from 1, the first ``limit`` or the last ``tail`` of them.
+
+    Streams: an entry is handed on as soon as it is read (``tail`` keeps the
+    last ``tail`` in memory until the end).
+    """
+    if tail is not None:
+        last: collections.deque[tuple[int, SessionEntry]] = collections.deque(maxlen=tail)
+        number = 0
+        async for entry in entries:
+            number += 1
+            last.append((number, entry))
+        for item in last:
+            yield item
+        return
+    number = 0
+    async for entry in entries:
+        if limit is not None and number >= limit:
+            break
+        number += 1
+        yield number, entry
+
+
+class _EntryLines:
+    """``show``'s rows, written as they come: a grid on a terminal, one
+    tab-separated line per entry when piped."""
+
+    COLUMNS = ("#", "type", "role", "timestamp", "text")
+
+    def __init__(self) -> None:
+        self.terminal = _out.is_terminal
+        self.width = _out.width
+        self.rows = 0
+
+    def header(self, session_id: str) -> None:
+        if self.terminal:
+            _out.print(Text(f"session {session_id}", style="bold"))
+            _out.print(self._line("#", "type", "role", "timestamp", "text", bold=True))
+        else:
+            _tsv(("#", "type", "timestamp", "role", "text"))
+
+    def row(self, number: int, entry: SessionEntry) -> None:
+        role, text = _entry_text(entry)
+        if self.terminal:
+            _out.print(self._line(str(number), entry.type, role, entry.timestamp, text))
+        else:
+            _tsv((number, entry.type, entry.timestamp, role, _preview(text)))
+            if self.rows % 1000 == 0:
+                sys.stdout.flush()  # the first line at once, then in large writes
+        self.rows += 1
+
+    def _line(
+        self, number: str, kind: str, role: str, timestamp: str, text: str, *, bold: bool = False
+    ) -> Text:
+        """One entry: on one line when the terminal is wide enough for its text
+        beside the rest, otherwise its text on a second, indented line."""
+        head = f"{number:>7}  {_cell(kind):<10}  {_preview(role, 9):<9}  {_cell(timestamp)}"
+        line = Text(head, style="bold" if bold else "")
+        room = self.width - len(head) - 2
+        if room >= 40:
+            line.append("  " + _preview(text, room))
+        elif not bold:
+            line.append("\n" + " " * 9 + _preview(text, self.width - 9))
+        return line
+
+    def footer(self, total: str) -> None:
+        if self.terminal:
+            _out.print(Text(total, style="dim"))
 
 
 async def _show(args: argparse.Namespace) -> int:
-    async with open_store(args.db) as store:
+    limit, tail = args.limit, args.tail
+    async with _opened(args, read=True) as store:
         if args.json:
-            async for line in store.raw_lines(args.id):
-                sys.stdout.write(line + "\n")
+            lines = store.raw_lines(args.id)
+            try:
+                async for header in lines:
+                    sys.stdout.write(header + "\n")
+                    break
+                async for line in _numbered_lines(lines, limit=limit, tail=tail):
+                    sys.stdout.write(line + "\n")
+            finally:
+                if isinstance(lines, AsyncGenerator):  # close the file or cursor now
+                    await lines.aclose()
             return 0
         if args.context:
-            for message in await store.load_context(args.id):
-                print(f"{message.role}: {message.text()}")
+            messages = await store.load_context(args.id)
+            shown = messages[len(messages) - tail :] if tail is not None else messages[:limit]
+            for message in shown:
+                if _out.is_terminal:
+                    role = Text(f"{_cell(message.role)}: ", style="bold")
+                    _out.print(role.append(_literal(message.text())))
+                else:
+                    print(f"{_cell(message.role)}: {_literal(message.text())}")
             return 0
-        entries = await store.load(args.id)
-    rows = []
-    for number, entry in enumerate(entries, 1):
-        if isinstance(entry, MessageEntry):
-            role, text = entry.message.role, entry.message.text()
-        else:
-            role, text = "-", f"[keeps from {entry.first_kept_id}] {entry.summary}"
-        rows.append((number, entry.type, entry.timestamp, role, _preview(text)))
-    _table(f"session {args.id}", ("#", "type", "timestamp", "role", "text"), rows)
+        out = _EntryLines()
+        stream = store.iter_entries(args.id)
+        try:
+            numbered = _numbered(stream, limit=limit, tail=tail)
+            first = await anext(numbered, None)  # a missing session raises here
+            out.header(args.id)
+            if first is not None:
+                out.row(*first)
+            async for number, entry in numbered:
+                out.row(number, entry)
+        finally:
+            await stream.aclose()
+    out.footer(_count(out.rows, "entry", "entries") + " shown")
     return 0
+
+
+async def _numbered_lines(
+    lines: AsyncIterator[str], *, limit: int | None, tail: int | None
+) -> AsyncIterator[str]:
+    """Stored lines, the first ``limit`` or the last ``tail`` of them."""
+    if tail is not None:
+        last: collections.deque[str] = collections.deque(maxlen=tail)
+        async for line in lines:
+            last.append(line)
+        for line in last:
+            yield line
+        return
+    count = 0
+    async for line in lines:
+        if limit is not None and count >= limit:
+            break
+        count += 1
+        yield line
+
+
+def _refusals(report: ArchiveReport) -> None:
+    for warning in report.warnings:
+        _warn(str(warning))
+    for issue in report.refused:
+        _err.print(Text(f"refused: {issue}"))
+
+
+def _archive_error(error: ArchiveError) -> ArchiveReport:
+    """The report of an export or import that refused files, its refusals printed."""
+    report = error.report
+    if not isinstance(report, ArchiveReport):
+        raise error  # not a run's refusals: the archive itself (printed as an error)
+    _refusals(report)
+    return report
+
+
+def _check_archive(path: str) -> None:
+    if not _exists(path):
+        raise _Refused(f"no such archive: {path} (it does not exist)")
+    if not Path(path).is_dir():
+        raise _Refused(f"{path} is not an archive: not a directory")
 
 
 async def _import(args: argparse.Namespace) -> int:
-    async with open_store(args.db) as store:
+    _check_archive(args.path)
+    refused: ArchiveError | None = None
+    async with _opened(args, read=False) as store:
         with _progress("importing") as progress:
-            report = await import_archive(store, args.path, progress=progress)
-    for warning in report.warnings:
-        _err.print(f"warning: {warning}", markup=False)
+            try:
+                report = await import_archive(store, args.path, progress=progress)
+            except ArchiveError as exc:
+                report, refused = _archive_error(exc), exc
+    if refused is None:
+        _refusals(report)
     print(
-        f"imported {report.sessions} sessions ({report.entries} new entries) "
-        f"and {report.journals} journals from {args.path}"
+        f"imported {_count(report.sessions, 'session')} "
+        f"({_count(report.entries, 'new entry', 'new entries')}) "
+        f"and {_count(report.journals, 'journal')} from {args.path}"
     )
+    if refused is not None:
+        raise _Refused(f"import refused {_count(len(report.refused), 'file')} (listed above)")
     return 0
 
 
+def _check_export_directory(dest: Path) -> None:
+    """Refuse to export into a file, or a directory that holds other things
+    than an archive (into which an archive would be mixed)."""
+    if not dest.exists():
+        return
+    if not dest.is_dir():
+        raise _Refused(f"cannot export to {dest}: not a directory")
+    foreign = sorted(p.name for p in dest.iterdir() if p.name not in (SESSIONS, JOURNALS))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise _Refused(
+            f"cannot export to {dest}: not empty and not an archive (it holds {shown}); "
+            f"an archive holds only {SESSIONS}/ and {JOURNALS}/: choose a new or empty directory"
+        )
+
+
 async def _export(args: argparse.Namespace) -> int:
-    async with open_store(args.db) as store:
+    _check_export_directory(Path(args.dir))
+    refused: ArchiveError | None = None
+    async with _opened(args, read=True) as store:
+        with _progress("checking") as progress:
+            progress(0, 1)
+            faults = [s for s in await store.summaries() if s.fault is not None]
+            progress(1, 1)
+        if args.session:
+            faults = [s for s in faults if s.meta.id in args.session]
         with _progress("exporting") as progress:
-            report = await export_archive(
-                store, args.dir, sessions=args.session or None, progress=progress
-            )
+            try:
+                report = await export_archive(
+                    store, args.dir, sessions=args.session or None, progress=progress
+                )
+            except ArchiveError as exc:
+                report, refused = _archive_error(exc), exc
+    if refused is None:
+        _refusals(report)
+    for summary in faults:
+        _err.print(
+            Text(f"fault: {summary.fault} (exported as stored: `import` will refuse that file)")
+        )
     print(
-        f"exported {report.sessions} sessions ({report.entries} new entries, "
-        f"{report.bytes} bytes written) and {report.journals} journals to {args.dir}"
+        f"exported {_count(report.sessions, 'session')} "
+        f"({_count(report.entries, 'new entry', 'new entries')}, "
+        f"{_count(report.bytes, 'byte')} written) "
+        f"and {_count(report.journals, 'journal')} to {args.dir}"
     )
+    if refused is not None:
+        raise _Refused(f"export refused {_count(len(report.refused), 'file')} (listed above)")
+    if faults:
+        raise _Refused(
+            f"{_count(len(faults), 'session')} exported with data that does not decode "
+            "(listed above); `sessionstore verify` lists every fault"
+        )
     return 0
 
 
 async def _verify(args: argparse.Namespace) -> int:
-    async with open_store(args.db) as store:
+    async with _opened(args, read=True) as store:
         with _progress("verifying") as progress:
             report = await verify_store(store, progress=progress)
     for fault in report.faults:
-        _err.print(f"fault: {fault}", markup=False)
-    verdict = "ok" if report.ok else f"{len(report.faults)} fault(s)"
-    print(f"{verdict}: {report.sessions} sessions, {report.entries} entries checked")
+        _err.print(Text(f"fault: {fault}"))
+    verdict = "ok" if report.ok else _count(len(report.faults), "fault")
+    print(
+        f"{verdict}: {_count(report.sessions, 'session')}, "
+        f"{_count(report.entries, 'entry', 'entries')} checked"
+    )
     return 0 if report.ok else 1
 
 
 async def _journal(args: argparse.Namespace) -> int:
-    async with open_store(args.db) as store:
+    async with _opened(args, read=True) as store:
         journal = await store.journal(args.name).read()
     rows = [
         (
@@ -173,37 +561,54 @@ async def _journal(args: argparse.Namespace) -> int:
         )
         for number, s in enumerate(journal.sessions, 1)
     ]
-    _table(f"journal {args.name}", ("#", "started", "model", "writes", "interrupted"), rows)
+    columns = ("#", "started", "model", "writes", "interrupted")
+    _table(f"journal {args.name}", columns, rows, right=("#", "writes"))
     skipped = ", ".join(map(str, journal.skipped)) or "none"
     interrupted = sum(1 for _ in journal.interrupted())
     print(
-        f"{journal.writes()} writes, {interrupted} interrupted sessions, skipped lines: {skipped}"
+        f"{_count(journal.writes(), 'write')}, "
+        f"{_count(interrupted, 'interrupted session')}, skipped lines: {skipped}"
     )
     return 0
 
 
 async def _demo(args: argparse.Namespace) -> int:
-    async with open_store(args.db) as store:
+    async with _opened(args, read=False) as store:
         result = await play_demo(store)
     print(f"Played a {result.entries}-entry conversation into {args.db}")
     print(f"session {result.session_id}: the context sent to the model now is")
     for message in result.context:
-        print(f"  {message.role:>9}: {_preview(message.text())}")
+        print(f"  {_cell(message.role):>9}: {_preview(message.text(), 66)}")
     interrupted = list(result.journal.interrupted())
     print(
-        f"journal 'demo-agent': {len(interrupted)} interrupted sessions, "
-        f"{result.journal.writes()} writes to report at the next start"
+        f"journal 'demo-agent': {_count(len(interrupted), 'interrupted session')}, "
+        f"{_count(result.journal.writes(), 'write')} to report at the next start"
     )
     same = "byte-identical" if result.identical else "DIFFERENT"
     print(
-        f"archive round trip (export, import, export): {result.archive_files} files, "
-        f"{result.archive_bytes} bytes, {same}"
+        f"archive round trip (export, import, export): {_count(result.archive_files, 'file')}, "
+        f"{_count(result.archive_bytes, 'byte')}, {same}"
     )
     print(f"next: sessionstore show {result.session_id} --db {args.db}")
     return 0 if result.identical else 1
 
 
 # ---------------------------------------------------------------- parser
+
+_DB_HELP = (
+    "the store: a .db path or sqlite:///file.db, postgresql://..., a directory "
+    f"(JSONL) or jsonl:///dir (default: ${DB_ENV}, else {DEFAULT_DB})"
+)
+
+
+def _count_argument(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
+    return number
 
 
 def _command(
@@ -212,14 +617,14 @@ def _command(
     name: str,
     run: Command,
     summary: str,
-    example: str,
+    *examples: str,
 ) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = commands.add_parser(
         name,
         parents=[common],
         help=summary,
         description=summary,
-        epilog=f"example:\n  {example}",
+        epilog="example:\n" + "\n".join(f"  {example}" for example in examples),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(run=run)
@@ -236,14 +641,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sessionstore {__version__}")
     parser.add_argument(
-        "--db",
-        default=os.environ.get("SESSIONSTORE_DB") or DEFAULT_DB,
-        help="the store: sqlite:///file.db, a .db path, a directory (JSONL) "
-        "(env SESSIONSTORE_DB; default ./sessions.db)",
+        "--db", metavar="TARGET", default=os.environ.get(DB_ENV) or DEFAULT_DB, help=_DB_HELP
     )
     # --db may also follow the command; SUPPRESS keeps the value given before it.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    common.add_argument("--db", metavar="TARGET", default=argparse.SUPPRESS, help=_DB_HELP)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     migrate_ = _command(
@@ -253,14 +655,18 @@ def build_parser() -> argparse.ArgumentParser:
         _migrate,
         "upgrade a SQL database's schema to the newest revision",
         "sessionstore migrate --db sqlite:///sessions.db",
+        "sessionstore migrate --status --db postgresql://agent@db.internal/sessions",
     )
-    migrate_.add_argument("--status", action="store_true", help="show the revision only")
+    migrate_.add_argument(
+        "--status", action="store_true", help="show the revision only (changes nothing)"
+    )
     _command(
         commands,
         common,
         "ls",
         _ls,
-        "list sessions: id, created, entries, last entry time, compacted",
+        "list sessions: id, created, entries, last entry time, compacted "
+        "(a session whose data does not decode is marked corrupt, and the exit status is 1)",
         "sessionstore ls --db sessions.db",
     )
     show = _command(
@@ -268,19 +674,29 @@ def build_parser() -> argparse.ArgumentParser:
         common,
         "show",
         _show,
-        "show a session's entries",
-        "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --context",
+        "show a session's entries, as they are read (Ctrl-C stops)",
+        "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --tail 20",
+        "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --json > session.jsonl",
     )
-    show.add_argument("id", help="the session id")
+    show.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
     view = show.add_mutually_exclusive_group()
     view.add_argument("--context", action="store_true", help="the context built for the model")
-    view.add_argument("--json", action="store_true", help="the stored lines, verbatim (pipeable)")
+    view.add_argument(
+        "--json", action="store_true", help="the stored lines, verbatim, header first (pipeable)"
+    )
+    some = show.add_mutually_exclusive_group()
+    some.add_argument(
+        "--limit", type=_count_argument, metavar="N", help="only the first N entries (or messages)"
+    )
+    some.add_argument(
+        "--tail", type=_count_argument, metavar="N", help="only the last N entries (or messages)"
+    )
     imported = _command(
         commands,
         common,
         "import",
         _import,
-        "import a JSONL archive (sessions/ and journals/)",
+        "import a JSONL archive (sessions/ and journals/); importing twice adds nothing",
         "sessionstore import ./archive --db sessions.db",
     )
     imported.add_argument("path", help="the archive directory")
@@ -292,7 +708,7 @@ def build_parser() -> argparse.ArgumentParser:
         "export sessions and journals as a JSONL archive (incremental)",
         "sessionstore export ./archive --session 3f2b9c1e-0000-4000-8000-000000000000",
     )
-    exported.add_argument("dir", help="the archive directory")
+    exported.add_argument("dir", help="the archive directory: new, empty, or an archive to extend")
     exported.add_argument(
         "--session", action="append", metavar="ID", help="export only this session (repeatable)"
     )
@@ -324,6 +740,109 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# ---------------------------------------------------------------- running
+
+
+class _DaemonThreads(concurrent.futures.ThreadPoolExecutor):
+    """The event loop's executor (``asyncio.to_thread``): daemon threads.
+
+    A Ctrl-C must not wait for a blocking call in flight (a long session's
+    load) to finish: asyncio's own executor is joined when the loop closes
+    and again when Python exits. These threads are left to die with the
+    process; every call they run is awaited before a command succeeds.
+    """
+
+    def __init__(self, threads: int = 4) -> None:
+        super().__init__(max_workers=threads)
+        self._calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._started = 0
+        self._size = threads
+        self._start_lock = threading.Lock()
+
+    def submit(
+        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def call() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        self._calls.put(call)
+        with self._start_lock:
+            if self._started < self._size:
+                self._started += 1
+                threading.Thread(target=self._work, name="sessionstore-io", daemon=True).start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            self._calls.get()()
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing to wait for: see the class."""
+
+
+async def _guarded(run: Command, args: argparse.Namespace) -> int:
+    asyncio.get_running_loop().set_default_executor(_DaemonThreads())
+    try:
+        return await run(args)
+    except KeyboardInterrupt:  # raised in the command's own code: end it here
+        return INTERRUPTED
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt wherever the command is (a blocked
+    write, a long render), not only once the event loop gets control again;
+    a second Ctrl-C, during the clean-up, ends the process at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = 0
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        nonlocal pressed
+        pressed += 1
+        if pressed > 1:  # die of the signal, as Unix tools do (the shell says 130)
+            os.write(2, b"sessionstore: interrupted\n")
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _silence_stdout() -> None:
+    """Drop what is left to write to stdout: its reader left, or we were
+    interrupted, and a final flush must neither fail nor wait."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file (a test's capture): nothing is flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+class _Warnings(logging.Handler):
+    """The library's logged warnings (a session file skipped...), as
+    ``warning: ...`` lines on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _warn(record.getMessage())
+
+
 def _one_line(error: BaseException) -> str:
     return "; ".join(part.strip() for part in str(error).splitlines() if part.strip())
 
@@ -332,15 +851,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     args = build_parser().parse_args(argv)
     run: Command = args.run
+    library = logging.getLogger("sessionstore")
+    handler = _Warnings(logging.WARNING)
+    library.addHandler(handler)
     try:
-        return asyncio.run(run(args))
-    except SessionStoreError as exc:
-        _err.print(f"sessionstore: error: {_one_line(exc)}", markup=False)
-    except OSError as exc:
-        _err.print(f"sessionstore: error: {exc}", markup=False)
+        with _interruptible():
+            status = asyncio.run(_guarded(run, args))
+        if status == INTERRUPTED:
+            raise KeyboardInterrupt
+        return status
     except KeyboardInterrupt:
-        _err.print("sessionstore: interrupted", markup=False)
-        return 130
+        _silence_stdout()
+        _err.print("sessionstore: interrupted")
+        return INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()  # like any Unix tool whose reader left (`| head`): quietly
+        return BROKEN_PIPE
+    except (_Refused, SessionStoreError) as exc:
+        _err.print(Text(f"sessionstore: error: {_one_line(exc)}"))
+    except OSError as exc:
+        _err.print(Text(f"sessionstore: error: {exc}"))
+    finally:
+        library.removeHandler(handler)
     return 1
 
 

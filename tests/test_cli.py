@@ -4,6 +4,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,8 @@ def test_every_command_has_help_with_an_example_and_is_in_the_readme(
     assert "example:" in out
     assert f"sessionstore {command}" in out
     assert f"sessionstore {command}" in README
+    assert "--db TARGET" in out  # every command tells where its store comes from
+    assert "SESSIONSTORE_DB" in out
 
 
 def test_demo_plays_a_conversation_and_round_trips_it(
@@ -65,9 +68,9 @@ def test_demo_plays_a_conversation_and_round_trips_it(
     assert len(session_ids(capsys, db)) == 1
     status, out, _ = run(capsys, "--db", db, "ls")
     header, row = out.splitlines()
-    assert header.split("\t") == ["id", "created", "entries", "last entry", "compacted"]
+    assert header.split("\t") == ["id", "created", "entries", "last entry", "compacted", "fault"]
     assert row.split("\t")[2:3] == ["10"]
-    assert row.endswith("\tyes")
+    assert row.endswith("\tyes\t-")
 
 
 def test_show_entries_context_and_stored_lines(capsys: pytest.CaptureFixture[str], db: str) -> None:
@@ -91,7 +94,7 @@ def test_import_export_and_verify(
 ) -> None:
     status, out, err = run(capsys, "--db", db, "import", str(FIXTURE))
     assert status == 0, err
-    assert "imported 2 sessions (9 new entries) and 1 journals" in out
+    assert "imported 2 sessions (9 new entries) and 1 journal from" in out
     status, out, _ = run(capsys, "--db", db, "export", str(tmp_path / "out"))
     assert status == 0
     assert (tmp_path / "out" / "sessions" / "hand-written.jsonl").read_bytes() == (
@@ -112,7 +115,7 @@ def test_journal_shows_sessions_writes_and_skipped_lines(
     run(capsys, "--db", db, "import", str(FIXTURE))
     status, out, _ = run(capsys, "--db", db, "journal", "agent-1")
     assert status == 0
-    assert "2 writes, 1 interrupted sessions, skipped lines: 3, 5, 7" in out
+    assert "2 writes, 1 interrupted session, skipped lines: 3, 5, 7" in out
     assert "claude-test" in out
 
 
@@ -127,7 +130,7 @@ def test_verify_finds_faults_and_exits_non_zero(
     connection.execute("DELETE FROM entries WHERE seq = 5")
     status, out, err = run(capsys, "--db", db, "verify")
     assert status == 1
-    assert "fault(s)" in out
+    assert out.startswith("2 faults: 1 session, ")
     assert "invalid JSON" in err
 
 
@@ -144,6 +147,7 @@ def test_verify_finds_faults_and_exits_non_zero(
 def test_errors_are_one_line_on_stderr_with_a_non_zero_exit(
     capsys: pytest.CaptureFixture[str], db: str, args: list[str], message: str
 ) -> None:
+    run(capsys, "--db", db, "migrate")
     status, _, err = run(capsys, "--db", db, *args)
     assert status == 1
     assert err.count("\n") == 1
@@ -158,10 +162,15 @@ def test_a_corrupt_archive_is_refused_naming_file_and_line(
     sessions = tmp_path / "archive" / "sessions"
     sessions.mkdir(parents=True)
     (sessions / "broken.jsonl").write_bytes(b'{"id":"broken"}\nnot json\n')
-    status, _, err = run(capsys, "--db", db, "import", str(tmp_path / "archive"))
+    status, out, err = run(capsys, "--db", db, "import", str(tmp_path / "archive"))
     assert status == 1
-    assert "broken.jsonl line 2" in err
-    assert err.count("\n") == 1
+    refused, error = err.splitlines()
+    assert refused.startswith("refused: ")
+    assert refused.endswith(
+        "broken.jsonl line 2: invalid JSON at line 1, column 1: Expecting value"
+    )
+    assert error == "sessionstore: error: import refused 1 file (listed above)"
+    assert "imported 0 sessions (0 new entries) and 0 journals" in out
 
 
 def test_a_newer_schema_is_refused(capsys: pytest.CaptureFixture[str], db: str) -> None:
@@ -174,6 +183,7 @@ def test_a_newer_schema_is_refused(capsys: pytest.CaptureFixture[str], db: str) 
 
 
 def test_migrate_and_its_status(capsys: pytest.CaptureFixture[str], db: str) -> None:
+    sqlite3.connect(db).close()  # a database, empty
     status, out, _ = run(capsys, "--db", db, "migrate", "--status")
     assert "revision (none)" in out
     status, out, _ = run(capsys, "migrate", "--db", f"sqlite:///{db}")
@@ -193,6 +203,7 @@ def test_the_database_comes_from_the_environment(
 
 
 def test_python_dash_m_and_the_script_run_in_a_real_process(tmp_path: Path) -> None:
+    assert main(["--db", str(tmp_path / "x.db"), "migrate"]) == 0
     for command in (
         [sys.executable, "-m", "sessionstore"],
         [str(Path(sys.executable).parent / "sessionstore")],
@@ -205,3 +216,222 @@ def test_python_dash_m_and_the_script_run_in_a_real_process(tmp_path: Path) -> N
         )
         assert done.returncode == 1
         assert done.stderr == "sessionstore: error: session not found: 'missing'\n"
+
+
+# ------------------------------------------------------------ a store that is not there
+
+READ_COMMANDS = [
+    ["ls"],
+    ["show", "some-session"],
+    ["verify"],
+    ["export", "out"],
+    ["journal", "agent-1"],
+    ["migrate", "--status"],
+]
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS, ids=lambda c: " ".join(c))
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("typo.db", "no such database: {}"),
+        ("sqlite:///{dir}/typo.db", "no such database: {}"),
+        ("{dir}/typo", "no such store: {} (no such directory)"),
+    ],
+    ids=["path", "url", "directory"],
+)
+def test_a_read_command_refuses_a_missing_store_and_creates_nothing(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+    target: str,
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    target = target.format(dir=tmp_path)
+    status, out, err = run(capsys, *command, "--db", target)
+    assert (status, out) == (1, "")
+    assert err == f"sessionstore: error: {message.format(target)}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS[:-1], ids=lambda c: " ".join(c))
+def test_a_read_command_refuses_a_database_without_a_store_and_leaves_it_as_it_was(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str]
+) -> None:
+    other = tmp_path / "other.db"
+    with closing(sqlite3.connect(other)) as connection:
+        connection.execute("CREATE TABLE notes (text)")
+    status, _, err = run(capsys, *command, "--db", str(other))
+    assert status == 1
+    assert "holds no sessionstore store (no schema)" in err
+    with closing(sqlite3.connect(other)) as connection:
+        tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        assert tables.fetchall() == [("notes",)]
+    assert not (tmp_path / "out").exists()
+
+
+def test_write_commands_still_create_their_store(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert run(capsys, "--db", str(tmp_path / "new"), "import", str(FIXTURE))[0] == 0
+    assert len(list((tmp_path / "new").glob("*.jsonl"))) == 2
+    assert run(capsys, "--db", str(tmp_path / "new.db"), "migrate")[0] == 0
+    assert run(capsys, "--db", str(tmp_path / "new.db"), "ls")[0] == 0
+
+
+@pytest.mark.parametrize("command", [["verify"], ["ls"], ["import", str(FIXTURE)]])
+def test_an_archive_given_as_a_store_is_named_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, db: str, command: list[str]
+) -> None:
+    run(capsys, "--db", db, "import", str(FIXTURE))
+    run(capsys, "--db", db, "export", str(tmp_path / "archive"))
+    status, out, err = run(capsys, "--db", str(tmp_path / "archive"), *command)
+    assert (status, out) == (1, "")
+    assert err == (
+        f"sessionstore: error: {tmp_path / 'archive'} is an archive (sessions/ and journals/), "
+        f"not a store; its sessions/ reads as one: --db {tmp_path / 'archive' / 'sessions'}\n"
+    )
+    status, out, _ = run(capsys, "--db", str(tmp_path / "archive" / "sessions"), "verify")
+    assert (status, out) == (0, "ok: 2 sessions, 9 entries checked\n")
+
+
+# ------------------------------------------------------------ a corrupt session
+
+
+@pytest.fixture
+def damaged(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> str:
+    """A JSONL store of the fixture's two sessions and a third whose line 3 is not JSON."""
+    store = tmp_path / "store"
+    run(capsys, "--db", str(store), "import", str(FIXTURE))
+    bad = (FIXTURE / "sessions" / "hand-written.jsonl").read_text().splitlines()
+    bad[0] = bad[0].replace("hand-written", "damaged")
+    bad[2] = "not json"
+    (store / "damaged.jsonl").write_text("\n".join(bad) + "\n")
+    return str(store)
+
+
+def test_ls_lists_every_session_and_marks_the_one_that_does_not_decode(
+    capsys: pytest.CaptureFixture[str], damaged: str
+) -> None:
+    status, out, err = run(capsys, "--db", damaged, "ls")
+    assert status == 1
+    rows = {row.split("\t")[0]: row.split("\t") for row in out.splitlines()[1:]}
+    assert rows.keys() == {"2b8f0c52-6f7e-4c3a-9d7b-5f0e1a2b3c4d", "hand-written", "damaged"}
+    assert rows["damaged"][2] == "1"  # the entry read before the bad line
+    assert rows["damaged"][-1] == "corrupt"
+    assert rows["hand-written"][-1] == "-"
+    warning, summary = err.splitlines()
+    assert warning.startswith("warning: session 'damaged', ")
+    assert warning.endswith(
+        "damaged.jsonl line 3: invalid JSON at line 1, column 1: Expecting value"
+    )
+    assert summary.startswith("warning: 1 session marked corrupt")
+
+
+def test_export_of_a_corrupt_session_says_so_and_exits_non_zero(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, damaged: str
+) -> None:
+    status, out, err = run(capsys, "--db", damaged, "export", str(tmp_path / "archive"))
+    assert status == 1
+    assert out.startswith("exported 3 sessions (")
+    fault, error = err.splitlines()
+    assert fault.startswith("fault: session 'damaged', ")
+    assert "line 3: invalid JSON" in fault
+    assert fault.endswith("(exported as stored: `import` will refuse that file)")
+    assert error.startswith("sessionstore: error: 1 session exported with data that does not")
+    # What import then says of it: the same line, refused.
+    status, _, err = run(
+        capsys, "--db", str(tmp_path / "copy"), "import", str(tmp_path / "archive")
+    )
+    assert status == 1
+    assert "damaged.jsonl line 3: invalid JSON" in err
+    # Exporting only sound sessions succeeds.
+    only = ["--session", "hand-written"]
+    status, out, _ = run(capsys, "--db", damaged, "export", str(tmp_path / "sound"), *only)
+    assert status == 0
+
+
+# ------------------------------------------------------------ show: literal text, tail, limit
+
+
+def test_show_limit_and_tail_number_entries_by_their_place(
+    capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    run(capsys, "--db", db, "demo")
+    (session_id,) = session_ids(capsys, db)
+    _, out, _ = run(capsys, "--db", db, "show", session_id, "--limit", "2")
+    assert [line.split("\t")[0] for line in out.splitlines()] == ["#", "1", "2"]
+    _, out, _ = run(capsys, "--db", db, "show", session_id, "--tail", "3")
+    assert [line.split("\t")[0] for line in out.splitlines()] == ["#", "8", "9", "10"]
+    assert out.splitlines()[1].split("\t")[1] == "compaction"
+    _, out, _ = run(capsys, "--db", db, "show", session_id, "--json", "--tail", "1")
+    assert [decode_entry(line).type for line in out.splitlines()[1:]] == ["message"]
+    assert decode_meta(out.splitlines()[0]).id == session_id
+    _, out, _ = run(capsys, "--db", db, "show", session_id, "--context", "--limit", "1")
+    assert out.startswith("user: [Conversation summary]")
+    assert out.count(": ") == 1
+    with pytest.raises(SystemExit) as exited:
+        main(["--db", db, "show", session_id, "--tail", "1", "--limit", "1"])
+    assert exited.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_piped_rows_stay_one_line_whatever_the_text(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    header = '{"id":"odd","version":1,"created_at":"2026\\t01"}'
+    line = (
+        '{"type":"message","id":"m","timestamp":"t","message":'
+        '{"role":"user","content":"a\\tb\\nc \\u001b[31mred"}}'
+    )
+    store.mkdir()
+    (store / "odd.jsonl").write_text(header + "\n" + line + "\n")
+    _, out, _ = run(capsys, "--db", str(store), "show", "odd")
+    assert out.splitlines()[1] == "1\tmessage\tt\tuser\ta b c \\x1b[31mred"
+    _, out, _ = run(capsys, "--db", str(store), "ls")
+    assert out.splitlines()[1].split("\t")[:2] == ["odd", "2026 01"]
+
+
+# ------------------------------------------------------------ wording
+
+
+def test_counts_are_singular_or_plural(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, db: str
+) -> None:
+    run(capsys, "--db", db, "import", str(FIXTURE))
+    _, out, _ = run(
+        capsys, "--db", db, "export", str(tmp_path / "one"), "--session", "hand-written"
+    )
+    assert out.startswith("exported 1 session (3 new entries, ")
+    assert " and 0 journals to " in out
+
+
+def test_import_of_a_path_that_does_not_exist_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, db: str
+) -> None:
+    status, _, err = run(capsys, "--db", db, "import", str(tmp_path / "nonexistent"))
+    assert status == 1
+    missing = tmp_path / "nonexistent"
+    assert err == f"sessionstore: error: no such archive: {missing} (it does not exist)\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_refuses_a_directory_that_holds_something_else(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, db: str
+) -> None:
+    run(capsys, "--db", db, "import", str(FIXTURE))
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    (photos / "cat.jpg").write_bytes(b"meow")
+    status, out, err = run(capsys, "--db", db, "export", str(photos))
+    assert (status, out) == (1, "")
+    assert err.startswith(f"sessionstore: error: cannot export to {photos}: not empty and not")
+    assert "(it holds cat.jpg)" in err
+    assert [p.name for p in photos.iterdir()] == ["cat.jpg"]
+    # An archive, an empty directory and a new one are fine.
+    (tmp_path / "empty").mkdir()
+    for dest in ("empty", "new", "new"):
+        assert run(capsys, "--db", db, "export", str(tmp_path / dest))[0] == 0

@@ -1,0 +1,187 @@
+"""The command line in a real process: on a terminal (rich forced to one, 80
+columns), under Ctrl-C, and with its reader gone (``| head``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from sessionstore import CompactionEntry, Message, MessageEntry, SessionMeta, encode
+
+COMMAND = [sys.executable, "-m", "sessionstore"]
+ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def environment(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.pop("SESSIONSTORE_DB", None)
+    env.update(extra)
+    return env
+
+
+def on_terminal(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the command as if on an 80-column terminal; its output without colours."""
+    done = subprocess.run(
+        [*COMMAND, *args],
+        capture_output=True,
+        text=True,
+        env=environment(FORCE_COLOR="1", COLUMNS="80", LINES="40"),
+        timeout=60,
+        check=False,
+    )
+    done.stdout, done.stderr = ANSI.sub("", done.stdout), ANSI.sub("", done.stderr)
+    return done
+
+
+def write_session(store: Path, meta: SessionMeta, entries: list[str], repeat: int = 1) -> None:
+    """A JSONL session file, written as the store writes it (``repeat`` times the entries)."""
+    store.mkdir(exist_ok=True)
+    with (store / f"{meta.id}.jsonl").open("w") as file:
+        file.write(encode(meta) + "\n")
+        block = "".join(line + "\n" for line in entries)
+        for _ in range(repeat):
+            file.write(block)
+
+
+def entry(text: str, entry_id: str = "e") -> str:
+    return encode(MessageEntry(id=entry_id, timestamp="t", message=Message.user(text)))
+
+
+TRICKY = ["[/bold]", "arr[i] = arr[j]", "[bold]loud[/bold]", ":smile: [red]x[/]", "\x1b[31mred"]
+
+
+def test_show_on_a_terminal_prints_stored_text_literally(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    lines = [entry(text, f"e{n}") for n, text in enumerate(TRICKY)]
+    kept = CompactionEntry(id="c", timestamp="t", summary="[i]sum[/i]", first_kept_id="e1")
+    write_session(store, SessionMeta(id="tricky"), [*lines, encode(kept)])
+    done = on_terminal("--db", str(store), "show", "tricky")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    for text in TRICKY[:-1]:
+        assert text in done.stdout
+    assert "\\x1b[31mred" in done.stdout  # an escape sequence is shown, never run
+    assert "[keeps from e1] [i]sum[/i]" in done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80
+    done = on_terminal("--db", str(store), "show", "tricky", "--context")
+    assert "user: arr[i] = arr[j]" in done.stdout
+    assert "user: [/bold]\n" not in done.stdout  # the context starts after the compaction
+    assert "user: \\x1b[31mred" in done.stdout
+
+
+def test_ls_on_an_80_column_terminal_shows_every_id_whole(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    ids = [str(uuid.uuid4()) for _ in range(3)] + ["tenant:42:" + "x" * 60, "y" * 120]
+    for number, session_id in enumerate(ids):
+        meta = SessionMeta(id=session_id, created_at=f"2026-11-30T17:26:19.56308161{number}+00:00")
+        write_session(store, meta, [entry("hi")])
+    done = on_terminal("--db", str(store), "ls")
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout
+    lines = done.stdout.splitlines()
+    for session_id in ids:
+        # On one line of ours (a terminal wraps a longer one, and copies it whole).
+        assert any(line.split()[:1] == [session_id] for line in lines), session_id
+    for line in lines:
+        if not any(line.startswith(f" {session_id}") for session_id in ids[3:]):
+            assert len(line) <= 80, line
+
+
+def test_ls_on_a_terminal_marks_a_corrupt_session_and_lists_the_others(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    write_session(store, SessionMeta(id="sound"), [entry("hi")])
+    write_session(store, SessionMeta(id="broken"), [entry("hi"), "not json"])
+    done = on_terminal("--db", str(store), "ls")
+    assert done.returncode == 1
+    rows = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith(" ")}
+    assert rows["broken"].split()[-1] == "corrupt"
+    assert "corrupt" not in rows["sound"]
+    assert "warning: session 'broken'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.fixture
+def long_session(tmp_path: Path) -> tuple[Path, str]:
+    """A JSONL store holding one session of 300,000 entries."""
+    store = tmp_path / "store"
+    meta = SessionMeta.new()
+    write_session(store, meta, [entry("a message of a long session")], repeat=300_000)
+    return store, meta.id
+
+
+def test_show_streams_and_ctrl_c_stops_it_at_once(long_session: tuple[Path, str]) -> None:
+    store, session_id = long_session
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [*COMMAND, "--db", str(store), "show", session_id],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(),
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == b"#\ttype\ttimestamp\trole\ttext\n"
+    assert process.stdout.readline().startswith(b"1\tmessage\t")
+    first_line = time.monotonic() - started
+    assert process.poll() is None  # streaming: the rest is still to come
+    interrupted = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    stopped = time.monotonic() - interrupted
+    assert process.returncode == 130
+    assert err == b"sessionstore: interrupted\n"
+    assert stopped < 2, f"stopped {stopped:.2f}s after Ctrl-C"
+    assert first_line < 10, f"first line after {first_line:.2f}s"
+
+
+def test_show_into_a_pipe_that_closes_ends_quietly(long_session: tuple[Path, str]) -> None:
+    store, session_id = long_session
+    command = " ".join([*COMMAND, "--db", str(store), "show", session_id, "--json"])
+    done = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {command} | head -n 2"],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=60,
+        check=False,
+    )
+    assert done.stderr == ""
+    assert len(done.stdout.splitlines()) == 2
+    assert done.returncode == 141  # as a shell reports any writer whose reader left
+
+
+def test_alembic_reads_the_store_from_sessionstore_db(tmp_path: Path) -> None:
+    db = tmp_path / "env.db"
+    for variable in ("SESSIONSTORE_DB", "SESSIONSTORE_URL"):
+        env = environment(**{variable: f"sqlite:///{db}"})
+        env.pop("SESSIONSTORE_URL" if variable == "SESSIONSTORE_DB" else "SESSIONSTORE_DB", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "alembic", "upgrade", "head"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        deprecated = "SESSIONSTORE_URL is deprecated: set SESSIONSTORE_DB" in done.stderr
+        assert deprecated == (variable == "SESSIONSTORE_URL")
+    done = subprocess.run(
+        [*COMMAND, "--db", str(db), "migrate", "--status"],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=60,
+        check=False,
+    )
+    assert "up to date" in done.stdout
