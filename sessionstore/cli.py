@@ -665,8 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
         common,
         "ls",
         _ls,
-        "list sessions: id, created, entries, last entry time, compacted "
-        "(a session whose data does not decode is marked corrupt, and the exit status is 1)",
+        "list sessions: id, created, entries, last entry, compacted; marks corrupt ones",
         "sessionstore ls --db sessions.db",
     )
     show = _command(
