@@ -576,13 +576,13 @@ async def _demo(args: argparse.Namespace) -> int:
     async with _opened(args, read=False) as store:
         result = await play_demo(store)
     print(f"Played a {result.entries}-entry conversation into {args.db}")
-    print(f"session {result.session_id}: the context sent to the model now is")
+    print(f"session {result.session_id}, the context sent to the model:")
     for message in result.context:
         print(f"  {_cell(message.role):>9}: {_preview(message.text(), 66)}")
     interrupted = list(result.journal.interrupted())
     print(
         f"journal 'demo-agent': {_count(len(interrupted), 'interrupted session')}, "
-        f"{_count(result.journal.writes(), 'write')} to report at the next start"
+        f"{_count(result.journal.writes(), 'write')} to report"
     )
     same = "byte-identical" if result.identical else "DIFFERENT"
     print(
