@@ -130,8 +130,10 @@ def test_verify_finds_faults_and_exits_non_zero(
     connection.execute("DELETE FROM entries WHERE seq = 5")
     status, out, err = run(capsys, "--db", db, "verify")
     assert status == 1
-    assert out.startswith("2 faults: 1 session, ")
+    assert out.startswith("3 faults: 1 session, ")  # the line, the gap, the broken digest
     assert "invalid JSON" in err
+    assert "entry 2 ('" in err
+    assert "does not match its digest" in err
 
 
 @pytest.mark.parametrize(
@@ -167,7 +169,8 @@ def test_a_corrupt_archive_is_refused_naming_file_and_line(
     refused, error = err.splitlines()
     assert refused.startswith("refused: ")
     assert refused.endswith(
-        "broken.jsonl line 2: invalid JSON at line 1, column 1: Expecting value"
+        "broken.jsonl line 2: session 'broken', entry 1: "
+        "invalid JSON at line 1, column 1: Expecting value"
     )
     assert error == "sessionstore: error: import refused 1 file (listed above)"
     assert "imported 0 sessions (0 new entries) and 0 journals" in out
@@ -346,7 +349,7 @@ def test_export_of_a_corrupt_session_says_so_and_exits_non_zero(
         capsys, "--db", str(tmp_path / "copy"), "import", str(tmp_path / "archive")
     )
     assert status == 1
-    assert "damaged.jsonl line 3: invalid JSON" in err
+    assert "damaged.jsonl line 3: session 'damaged', entry 2: invalid JSON" in err
     # Exporting only sound sessions succeeds.
     only = ["--session", "hand-written"]
     status, out, _ = run(capsys, "--db", damaged, "export", str(tmp_path / "sound"), *only)
