@@ -328,7 +328,7 @@ async def check(opts: dict) -> dict:
             if [h for _, h in stored.get(sid, [])][: len(hashes)] != hashes:
                 found["lost"].append(f"{sid}: history before the trial changed")
 
-        names = {SHARED_JOURNAL, "agent-w0", "agent-w1"}
+        names = {SHARED_JOURNAL} | {e["journal"] for ev in writers for e in ev if "journal" in e}
         outcome, value = await attempt(
             asyncio.gather(*(store.journal(n).read() for n in sorted(names))), 60
         )
