@@ -5,6 +5,7 @@ Each test fails until its finding is fixed: it states what the docs promise.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -16,10 +17,16 @@ import pytest
 from sessionstore import (
     CompactionEntry,
     CorruptSessionError,
+    Journal,
     Message,
     MessageEntry,
+    SessionHeader,
     SessionMeta,
+    SessionStoreError,
+    Timestamp,
     build_context,
+    export_archive,
+    import_archive,
     open_store,
 )
 from sessionstore.verify import verify_store
@@ -131,3 +138,53 @@ def test_file_journal_append_raw_is_all_or_none_when_the_disk_fills(tmp_path: Pa
     )
     assert done.stdout.strip() == "refused", done.stderr
     assert path.read_bytes() == before, "a refused append_raw left part of its lines"
+
+
+@pytest.mark.parametrize("name", ["a\x00b.db", "a\x00b"])
+async def test_a_target_holding_nul_is_a_clean_error(tmp_path: Path, name: str) -> None:
+    """hostile.py, targets: a path with a NUL raised ValueError ("embedded null
+    byte") from inside the SQL engine, outside the error tree."""
+    with pytest.raises(SessionStoreError):
+        async with open_store(f"{tmp_path}/{name}") as store:
+            await store.list()
+
+
+async def test_a_jsonl_target_whose_name_is_too_long_is_a_clean_error(tmp_path: Path) -> None:
+    """hostile.py, targets: a directory name of 300 bytes raised OSError
+    (ENAMETOOLONG) from JsonlStore's constructor, outside the error tree."""
+    with pytest.raises(SessionStoreError):
+        async with open_store(str(tmp_path / ("y" * 300))) as store:
+            await store.list()
+
+
+async def test_import_does_not_read_through_a_symlink_out_of_the_archive(tmp_path: Path) -> None:
+    """hostile.py, import: a session file (or sessions/ itself) that is a
+    symlink to a file outside the archive was imported: an archive from
+    elsewhere can make import read any session file the user can read."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.jsonl").write_text(
+        '{"version":1,"id":"secret","created_at":"2026-01-01T00:00:00Z"}\n'
+    )
+    (tmp_path / "archive" / "sessions").mkdir(parents=True)
+    (tmp_path / "archive" / "sessions" / "secret.jsonl").symlink_to(outside / "secret.jsonl")
+    async with open_store("memory://") as store:
+        with contextlib.suppress(SessionStoreError):  # a refusal is fine
+            await import_archive(store, tmp_path / "archive")
+        assert [meta.id for meta in await store.list()] == []
+
+
+async def test_export_does_not_write_through_a_symlink_out_of_the_archive(tmp_path: Path) -> None:
+    """hostile.py, export: a journal's directory (or sessions/) in the
+    destination that is a symlink out of it made export write its file
+    there, outside the archive."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "dest" / "journals").mkdir(parents=True)
+    (tmp_path / "dest" / "journals" / "j1").symlink_to(outside)
+    async with open_store("memory://") as store:
+        journal = store.journal("j1")
+        await journal.begin(SessionHeader(started_at=Timestamp.now(), model="m"), Journal())
+        with contextlib.suppress(SessionStoreError):  # a refusal is fine
+            await export_archive(store, tmp_path / "dest")
+    assert list(outside.iterdir()) == []
