@@ -188,3 +188,17 @@ async def test_export_does_not_write_through_a_symlink_out_of_the_archive(tmp_pa
         with contextlib.suppress(SessionStoreError):  # a refusal is fine
             await export_archive(store, tmp_path / "dest")
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("target", ["", "   "])
+async def test_a_blank_target_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    """hostile.py, targets: "" opened the current directory as a JSONL store
+    (and "   " a directory named three spaces there): sessions landed in
+    whatever directory the process stood in."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SessionStoreError):
+        async with open_store(target) as store:
+            await store.create(SessionMeta(id="s", created_at=STAMP))
+    assert list(tmp_path.iterdir()) == []

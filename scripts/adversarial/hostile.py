@@ -477,7 +477,8 @@ def main() -> int:
                 )
             else:
                 payload = {**payload, **extra, "inner": str(sandbox.inner)}
-                ran = run_case(SCRIPT, payload, timeout=opts.timeout + 5)
+                # In the sandbox: a target such as "" writes where the child stands.
+                ran = run_case(SCRIPT, payload, timeout=opts.timeout + 5, cwd=sandbox.inner)
             judge(tally, group, name, ran, sandbox, cli=argv is not None)
         finally:
             cleanup(sandbox.case)
