@@ -6,7 +6,7 @@
   INSERT trigger on each table now aborts any insert that meets an existing
   row.
 * ``sessions.digest`` and ``entries.digest``: each session's chain of
-  digests (`sessionstore.backends.sql.digests`), computed here for every
+  digests over its rows (`sessionstore.backends.sql.digests`), computed here for every
   row already stored, in place, with the no-update triggers lifted inside
   this transaction only.
 
@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from alembic import op
 
 # The chain must be the one the store writes: the same function computes it.
-from sessionstore.backends.sql.digests import entry_digest, header_digest
+from sessionstore.backends.sql.digests import ENTRY_COLUMNS, entry_digest, header_digest
 
 revision: str = "0002"
 down_revision: str | None = "0001"
@@ -81,8 +81,8 @@ def _fill_digests(bind: sa.Connection) -> None:
     set_session = sa.text("UPDATE sessions SET digest = :digest WHERE pk = :pk")
     set_entry = sa.text("UPDATE entries SET digest = :digest WHERE session_pk = :pk AND seq = :seq")
     page = sa.text(
-        "SELECT seq, line FROM entries WHERE session_pk = :pk AND seq > :after "
-        "ORDER BY seq LIMIT :size"
+        f"SELECT seq, {', '.join(ENTRY_COLUMNS)} FROM entries "
+        "WHERE session_pk = :pk AND seq > :after ORDER BY seq LIMIT :size"
     )
     for pk, header in sessions:
         digest = header_digest(header)
@@ -90,8 +90,8 @@ def _fill_digests(bind: sa.Connection) -> None:
         done = 0
         while rows := bind.execute(page, {"pk": pk, "after": done, "size": _PAGE}).all():
             updates = []
-            for seq, line in rows:
-                digest = entry_digest(digest, line)
+            for seq, *columns in rows:
+                digest = entry_digest(digest, dict(zip(ENTRY_COLUMNS, columns, strict=True)))
                 updates.append({"digest": digest, "pk": pk, "seq": seq})
             bind.execute(set_entry, updates)
             done = rows[-1][0]

@@ -31,10 +31,17 @@ def is_sql_target(target: str) -> bool:
 
 
 async def _make_store(target: str | os.PathLike[str], options: dict[str, Any]) -> SessionStore:
+    text = os.fspath(target)
+    if not text.strip():
+        raise ConfigurationError(
+            f"{text!r} names no store: give a directory, a database or memory://"
+        )
+    if "\x00" in text:
+        raise ConfigurationError(f"{text!r}: a store target cannot hold a NUL character")
     try:
-        return await _backend_for(os.fspath(target), options)
+        return await _backend_for(text, options)
     except TypeError as exc:  # an option the backend does not take
-        raise ConfigurationError(f"{os.fspath(target)!r}: {exc}") from None
+        raise ConfigurationError(f"{text!r}: {exc}") from None
 
 
 async def _backend_for(text: str, options: dict[str, Any]) -> SessionStore:

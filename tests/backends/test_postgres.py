@@ -73,7 +73,7 @@ async def test_integrity_finds_a_gap_in_seq(store: SqlStore, pg_url: str) -> Non
         f"session {meta.id!r}: 2 entries but seq runs 1..3",
         # The chain of digests skips the missing row: it breaks at the next.
         f"session {meta.id!r}: entry 3 ('e2') does not match its digest: "
-        "its line changed after it was written",
+        "its row changed after it was written",
     ]
 
 

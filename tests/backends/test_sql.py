@@ -177,7 +177,7 @@ async def test_a_header_naming_another_session_is_an_integrity_fault(
     assert f"header names session {first.id!r}" in faults[0]
     assert faults[1] == (
         f"session {second.id!r}: its header does not match its digest: "
-        "its line changed after it was written"
+        "its row changed after it was written"
     )
 
 

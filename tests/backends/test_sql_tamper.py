@@ -117,7 +117,7 @@ async def test_a_flipped_byte_in_the_database_file_is_named_by_integrity(
     async with await SqlStore.open(str(db)) as reopened:
         assert await reopened.integrity() == [
             "session 's': entry 4 ('e3') does not match its digest: "
-            "its line changed after it was written"
+            "its row changed after it was written"
         ]
 
 
@@ -132,7 +132,7 @@ async def test_only_the_first_changed_entry_of_a_session_is_named(
     faults = await store.integrity()
     assert faults == [
         "session 's': entry 2 ('e1') does not match its digest: "
-        "its line changed after it was written"
+        "its row changed after it was written"
     ]
 
 

@@ -87,7 +87,11 @@ class JsonlStore(StoreBase):
     def __init__(self, directory: str | os.PathLike[str], *, durability: Durability = "normal"):
         check_durability(durability)
         self._dir = Path(directory)
-        if self._dir.is_file():
+        try:
+            is_file = self._dir.is_file()
+        except (OSError, ValueError) as exc:  # a name too long, a NUL in it
+            raise ConfigurationError(f"{str(self._dir)!r} cannot be a directory: {exc}") from None
+        if is_file:
             raise ConfigurationError(f"{str(self._dir)!r} is a file, not a session directory")
         self._full = durability == "full"
         self._contexts: ContextCache[tuple[int, int]] = ContextCache()

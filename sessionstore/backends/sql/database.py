@@ -209,7 +209,7 @@ class Database:
                 if is_busy(exc) and attempt <= _BUSY_RETRIES:
                     await asyncio.sleep(0.05 * 2**attempt)
                     continue
-                raise self._storage_error(exc, session_id) from exc
+                raise self._translated(exc, session_id) from exc
 
     @asynccontextmanager
     async def steps(self, session_id: str | None) -> AsyncIterator[Step[Any]]:
@@ -226,10 +226,17 @@ class Database:
         except SessionStoreError:
             raise
         except self._errors as exc:
-            raise self._storage_error(exc, session_id) from exc
+            raise self._translated(exc, session_id) from exc
 
-    def _storage_error(self, exc: BaseException, session_id: str | None) -> StorageError:
+    def _translated(self, exc: BaseException, session_id: str | None) -> SessionStoreError:
+        """Ours, for a driver or OS error: a stored text that is not UTF-8 is
+        corrupt data (named without quoting it), anything else a `StorageError`."""
         reason = getattr(exc, "orig", None) or exc
+        if "could not decode to utf-8" in str(reason).lower():
+            what = "a stored text is not valid UTF-8 (`sessionstore verify` names the row)"
+            if session_id is not None:
+                return CorruptSessionError(session_id, what, path=self.where)
+            return StorageError(f"{self.where}: {what}")
         return StorageError(f"{self.where}: {reason}", session_id=session_id)
 
     @property

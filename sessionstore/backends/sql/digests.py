@@ -2,9 +2,10 @@
 
 A session's row holds the digest of its header line; each entry's row holds
 the digest of the previous one (the header's, for the first entry) followed
-by its own line. Any byte of a line changed after it was written, however
-it got there (a flipped bit on disk, an edit behind the triggers' back),
-breaks the chain at that entry, and ``integrity()`` (``sessionstore
+by its own columns: the line, and the id, type, timestamp and kept id the
+queries read beside it. Any byte of them changed after it was written,
+however it got there (a flipped bit on disk, an edit behind the triggers'
+back), breaks the chain at that entry, and ``integrity()`` (``sessionstore
 verify``) names the first one of each session.
 
 This is evidence of corruption and of naive tampering, not a signature: the
@@ -15,20 +16,34 @@ digests too.
 from __future__ import annotations
 
 import hashlib
+import struct
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["DIGEST_SIZE", "entry_digest", "header_digest"]
+__all__ = ["DIGEST_SIZE", "ENTRY_COLUMNS", "entry_digest", "header_digest"]
+
+ENTRY_COLUMNS = ("entry_id", "type", "timestamp", "first_kept_id", "line")
+"""An entry row's columns its digest covers, in this order."""
 
 DIGEST_SIZE = 16
 """Bytes of each digest (BLAKE2b-128)."""
 
 
-def header_digest(header: str) -> bytes:
+def _bytes(value: str | bytes | None) -> bytes:
+    return value.encode() if isinstance(value, str) else value or b""
+
+
+def header_digest(header: str | bytes) -> bytes:
     """The digest a session's chain starts from: its header line's."""
-    return hashlib.blake2b(header.encode(), digest_size=DIGEST_SIZE).digest()
+    return hashlib.blake2b(_bytes(header), digest_size=DIGEST_SIZE).digest()
 
 
-def entry_digest(previous: bytes, line: str) -> bytes:
-    """An entry's digest: the previous row's digest, then its own line."""
+def entry_digest(previous: bytes, row: Mapping[str, Any]) -> bytes:
+    """An entry's digest: the previous row's digest, then each of its
+    `ENTRY_COLUMNS` (text or its UTF-8 bytes), each after its length."""
     digest = hashlib.blake2b(previous, digest_size=DIGEST_SIZE)
-    digest.update(line.encode())
+    for column in ENTRY_COLUMNS:
+        value = _bytes(row[column])
+        digest.update(struct.pack("<Q", len(value)))
+        digest.update(value)
     return digest.digest()

@@ -64,7 +64,7 @@ def write_appends(appends: Sequence[Append], conn: Connection) -> list[SessionSt
         pk, seq, digest = held
         for row in rows:
             seq += 1
-            digest = entry_digest(digest, row["line"])
+            digest = entry_digest(digest, row)
             batch.append({**row, "session_pk": pk, "seq": seq, "digest": digest})
         found[session_id] = pk, seq, digest
     if batch:

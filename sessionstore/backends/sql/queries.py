@@ -29,6 +29,7 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
+from sessionstore.backends.sql.digests import ENTRY_COLUMNS
 from sessionstore.backends.sql.tables import entries, journal_lines, sessions
 
 __all__ = [
@@ -128,6 +129,24 @@ class Query:
         cursor.close()
 
 
+class Utf8Bytes(FunctionElement[bytes]):
+    """The UTF-8 bytes of a text column, as the database holds them."""
+
+    type = LargeBinary()
+    inherit_cache = True
+
+
+@compiles(Utf8Bytes, "sqlite")
+def _utf8_sqlite(element: Utf8Bytes, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"CAST({compiler.process(element.clauses, **kw)} AS BLOB)"
+
+
+@compiles(Utf8Bytes, "postgresql")
+def _utf8_postgresql(element: Utf8Bytes, compiler: SQLCompiler, **kw: Any) -> str:
+    # Not CAST AS bytea, which would read backslashes as escapes.
+    return f"convert_to({compiler.process(element.clauses, **kw)}, 'UTF8')"
+
+
 _pk = entries.c.session_pk == bindparam("pk")
 # Entry types written as literals, not bound: SQLite can then tell at
 # prepare time that the partial index of compactions applies, instead of
@@ -155,26 +174,9 @@ LAST_ENTRY = Query(
 INSERT_ENTRIES = Query(insert(entries))
 """Entry rows, all columns (`Query.many`)."""
 
-LINES = Query(select(entries.c.seq, entries.c.line).where(_pk).order_by(entries.c.seq))
-"""Every entry line of a session (``pk``), in order."""
-
-
-class Utf8Bytes(FunctionElement[bytes]):
-    """The UTF-8 bytes of a text column, as the database holds them."""
-
-    type = LargeBinary()
-    inherit_cache = True
-
-
-@compiles(Utf8Bytes, "sqlite")
-def _utf8_sqlite(element: Utf8Bytes, compiler: SQLCompiler, **kw: Any) -> str:
-    return f"CAST({compiler.process(element.clauses, **kw)} AS BLOB)"
-
-
-@compiles(Utf8Bytes, "postgresql")
-def _utf8_postgresql(element: Utf8Bytes, compiler: SQLCompiler, **kw: Any) -> str:
-    # Not CAST AS bytea, which would read backslashes as escapes.
-    return f"convert_to({compiler.process(element.clauses, **kw)}, 'UTF8')"
+LINES = Query(select(entries.c.seq, Utf8Bytes(entries.c.line)).where(_pk).order_by(entries.c.seq))
+"""Every entry line of a session (``pk``), in order, as stored bytes: a line
+that is not UTF-8 is then named by the decoder, line and all."""
 
 
 _page = (
@@ -258,19 +260,24 @@ SESSIONS = Query(select(sessions.c.id, sessions.c.header).order_by(sessions.c.pk
 """Every session's id and header line, in creation order."""
 
 SESSION_DIGESTS = Query(
-    select(sessions.c.pk, sessions.c.id, sessions.c.header, sessions.c.digest).order_by(
+    select(sessions.c.pk, sessions.c.id, Utf8Bytes(sessions.c.header), sessions.c.digest).order_by(
         sessions.c.pk
     )
 )
-"""Every session's ``(pk, id, header, digest)``, in creation order."""
+"""Every session's ``(pk, id, header bytes, digest)``, in creation order."""
 
 ENTRY_DIGESTS = Query(
-    select(entries.c.seq, entries.c.entry_id, entries.c.line, entries.c.digest)
+    select(
+        entries.c.seq,
+        entries.c.digest,
+        *(Utf8Bytes(entries.c[column]) for column in ENTRY_COLUMNS),
+    )
     .where(_pk, entries.c.seq > bindparam("after"))
     .order_by(entries.c.seq)
     .limit(bindparam("size"))
 )
-"""Up to ``size`` ``(seq, entry_id, line, digest)`` rows of a session (``pk``) after ``after``."""
+"""Up to ``size`` rows of a session (``pk``) after ``after``: ``seq``,
+``digest``, then the `ENTRY_COLUMNS` as stored bytes (whatever they hold)."""
 
 _journal = journal_lines.c.journal == bindparam("name")
 _last_clear = (

@@ -210,8 +210,8 @@ class SqlStore(StoreBase):
             batch: builtins.list[dict[str, Any]] = []
             async for line in lines:
                 count += 1
-                digest = entry_digest(digest, line)
                 row = _row(imported_entry(meta.id, count, line), line)
+                digest = entry_digest(digest, row)
                 batch.append({**row, "session_pk": pk, "seq": count, "digest": digest})
                 if len(batch) == _PAGE:
                     await step(partial(Q.INSERT_ENTRIES.many, rows=batch[:]))

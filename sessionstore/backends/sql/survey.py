@@ -11,7 +11,7 @@ from sqlalchemy import Connection, exists, func, select
 
 from sessionstore.backends.base import decode_stored_meta
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql.digests import entry_digest, header_digest
+from sessionstore.backends.sql.digests import ENTRY_COLUMNS, entry_digest, header_digest
 from sessionstore.backends.sql.tables import entries, sessions
 from sessionstore.errors import CorruptSessionError
 from sessionstore.models import SessionMeta
@@ -98,9 +98,10 @@ def broken_chains(conn: Connection) -> list[str]:
             continue
         done = 0
         while rows := Q.ENTRY_DIGESTS.all(conn, pk=pk, after=done, size=_PAGE):
-            for seq, entry_id, line, stored in rows:
-                digest = entry_digest(digest, line)
+            for seq, stored, *columns in rows:
+                digest = entry_digest(digest, dict(zip(ENTRY_COLUMNS, columns, strict=True)))
                 if stored is None or bytes(stored) != digest:
+                    entry_id = bytes(columns[0]).decode(errors="replace")
                     found.append(_broken(session_id, f"entry {seq} ({entry_id!r})", stored))
                     break
             else:
@@ -115,5 +116,5 @@ def _broken(session_id: str, what: str, stored: bytes | None) -> str:
         return f"session {session_id!r}: {what} has no digest"
     return (
         f"session {session_id!r}: {what} does not match its digest: "
-        "its line changed after it was written"
+        "its row changed after it was written"
     )
