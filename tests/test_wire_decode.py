@@ -1,6 +1,7 @@
 """Strict decoding: what serde accepts, and nothing it refuses (SPEC section 1)."""
 
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 
@@ -11,12 +12,14 @@ from sessionstore import (
     MessageEntry,
     PostWrite,
     SessionHeader,
+    Timestamp,
     decode_entry,
     decode_journal_line,
     decode_message,
     decode_meta,
     encode,
 )
+from sessionstore.wire import encode_string
 
 ENTRY = '{"type":"message","id":"e1","timestamp":"t","message":{"role":"user","content":"hi"}}'
 POST_ID = "3425d7c5-0000-4000-8000-000000000000"
@@ -277,8 +280,12 @@ def test_session_timestamps_are_plain_strings_never_parsed() -> None:
 # ---------------------------------------------------------------- journal lines
 
 
+def post_at(at: str) -> str:
+    return '{"line":"post","at":' + encode_string(at) + ',"id":"' + POST_ID + '"}'
+
+
 def journal_at(at: str) -> str:
-    line = decode_journal_line('{"line":"post","at":"' + at + '","id":"' + POST_ID + '"}')
+    line = decode_journal_line(post_at(at))
     assert isinstance(line, PostWrite)
     return str(line.at)
 
@@ -300,7 +307,6 @@ def journal_at(at: str) -> str:
         ("2026-10-13T11:00:00.000Z", "2026-10-13T11:00:00Z"),
         ("2026-10-13T11:00:00.000001Z", "2026-10-13T11:00:00.000001Z"),
         ("2026-10-13T11:00:00z", "2026-10-13T11:00:00Z"),
-        ("2026-10-13t11:00:00Z", "2026-10-13T11:00:00Z"),
         ("2026-10-13 11:00:00Z", "2026-10-13T11:00:00Z"),
         ("2026-10-13T13:30:00+02:30", "2026-10-13T11:00:00Z"),
         ("2026-10-13T06:00:00-05:00", "2026-10-13T11:00:00Z"),
@@ -318,6 +324,56 @@ def test_journal_timestamps_are_written_in_utc_with_0_3_6_or_9_digits(
 
 
 @pytest.mark.parametrize(
+    ("given", "written"),
+    [
+        # A leap second, at any minute and offset, stays one in UTC.
+        ("2016-12-31T23:59:60Z", "2016-12-31T23:59:60Z"),
+        ("2026-10-13T12:34:60.5+02:00", "2026-10-13T10:34:60.500Z"),
+        ("2026-10-13T00:00:60-00:30", "2026-10-13T00:30:60Z"),
+        # Year 0000, and offsets that move the instant out of 0001-9999.
+        ("0000-01-01T00:00:00Z", "0000-01-01T00:00:00Z"),
+        ("0001-01-01T00:00:00+00:01", "0000-12-31T23:59:00Z"),
+        ("0000-01-01T00:00:00+00:01", "-0001-12-31T23:59:00Z"),
+        ("9999-12-31T23:59:00-00:01", "+10000-01-01T00:00:00Z"),
+        ("-0001-06-01T00:00:00Z", "-0001-06-01T00:00:00Z"),
+        ("+12345-06-01T00:00:00Z", "+12345-06-01T00:00:00Z"),
+        ("+0099-01-01T00:00:00Z", "0099-01-01T00:00:00Z"),
+        ("0000-02-29T00:00:00Z", "0000-02-29T00:00:00Z"),
+        # chrono's looser spellings of RFC 3339.
+        ("26-1-5T1:2:3Z", "0026-01-05T01:02:03Z"),
+        (" 2026 - 10 -13T 11 : 00 : 00 Z ", "2026-10-13T11:00:00Z"),
+        ("2026-10-13   11:00:00Z", "2026-10-13T11:00:00Z"),
+        ("2026-10-13T13:00:00+0200", "2026-10-13T11:00:00Z"),
+        ("2026-10-13T13:00:00+02::: 00", "2026-10-13T11:00:00Z"),
+        ("2026-10-13T11:00:00UTC", "2026-10-13T11:00:00Z"),
+        ("2026-10-13T11:00:00 uTc", "2026-10-13T11:00:00Z"),
+        ("2026-10-14T10:59:00+23:59", "2026-10-13T11:00:00Z"),
+        ("2026-10-13T\u300011:00:00\xa0Z", "2026-10-13T11:00:00Z"),  # Unicode spaces
+    ],
+)
+def test_journal_timestamps_are_read_as_chrono_reads_them(given: str, written: str) -> None:
+    assert journal_at(given) == written
+
+
+def test_a_leap_second_sorts_between_its_neighbours_and_reads_as_their_datetime() -> None:
+    before, leap, after = (
+        Timestamp.parse(at)
+        for at in ("2016-12-31T23:59:59.999Z", "2016-12-31T23:59:60.5Z", "2017-01-01T00:00:00Z")
+    )
+    assert before < leap < after
+    assert leap.is_leap_second
+    assert leap.nanosecond == 1_500_000_000
+    assert leap.to_datetime() == datetime(2016, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)
+
+
+def test_an_instant_outside_datetime_years_is_kept_but_has_no_datetime() -> None:
+    year_zero = Timestamp.parse("0001-01-01T00:00:00+00:01")
+    assert str(year_zero) == "0000-12-31T23:59:00Z"
+    with pytest.raises(ValueError, match="outside the years"):
+        year_zero.to_datetime()
+
+
+@pytest.mark.parametrize(
     "at",
     [
         "2026-10-13T11:00:00",
@@ -327,20 +383,28 @@ def test_journal_timestamps_are_written_in_utc_with_0_3_6_or_9_digits(
         "2026-13-13T11:00:00Z",
         "2026-02-30T11:00:00Z",
         "2026-10-13T24:00:00Z",
-        "2026-10-13T11:00:00+0200",
+        "2026-10-13T11:60:00Z",
+        "2026-10-13T11:00:61Z",
         "2026-10-13T11:00:00+02:60",
+        "2026-10-13T11:00:00+24:00",
+        "2026-10-13T11:00:00+2:00",
         "2026-10-13T11:00:00.Z",
+        "2026-10-13T11:00:00 .5Z",
         "2026-10-13X11:00:00Z",
+        "2026-10-13t11:00:00Z",  # chrono takes a lowercase t only from 0.4.27 on
+        "2026-10-13 t11:00:00Z",
+        "2026-10-13T11:00:00UT",
+        "2026-10-13T11:00:00Z x",
+        "02026-10-13T11:00:00Z",
+        "2026-010-13T11:00:00Z",
+        "+262144-01-01T00:00:00Z",
+        "-262144-01-01T00:00:00+00:01",
         "\uff12\uff10\uff12\uff16-10-13T11:00:00Z",  # fullwidth digits
-        " 2026-10-13T11:00:00Z",
+        "\x1c2026-10-13T11:00:00Z",  # not whitespace to Rust
     ],
 )
 def test_journal_timestamps_without_offset_or_malformed_are_refused(at: str) -> None:
-    refused(
-        decode_journal_line,
-        '{"line":"post","at":"' + at + '","id":"' + POST_ID + '"}',
-        "at",
-    )
+    refused(decode_journal_line, post_at(at), "at")
 
 
 @pytest.mark.parametrize(
