@@ -39,12 +39,12 @@ def refused(decode: object, data: str | bytes, match: str) -> None:
         ('{"id":"s","version":NaN}', "NaN is not a JSON number"),
         ('{"id":"s","version":Infinity}', "Infinity"),
         ('{"id":"s","version":-Infinity}', "Infinity"),
-        ('{"id":"s","x":1e400}', "out of range"),
-        ('{"id":"s","x":-1e400}', "out of range"),
-        ('{"id":"s","x":' + "9" * 400 + "}", "out of range"),
+        ('{"id":1e400}', "out of range"),
+        ('{"id":"s","version":-1e400}', "out of range"),
+        ('{"id":"s","version":' + "9" * 400 + "}", "out of range"),
         ('{"id":"s\\ud800"}', "lone surrogate"),
-        ('{"id":"s","x":"\\udc00"}', "lone surrogate"),
-        ('{"id":"s","x":{"\\ud800":1}}', "lone surrogate"),
+        ('{"id":"s","created_at":"\\udc00"}', "lone surrogate"),
+        ('{"id":"s","\\ud800":1}', "lone surrogate"),
         ('{"id":"s\x01"}', "invalid JSON at line 1, column 9: Invalid control"),
         ('{"id":"s\n"}', "invalid JSON"),
         ("\ufeff" + '{"id":"s"}', "byte-order mark"),
@@ -66,6 +66,40 @@ def refused(decode: object, data: str | bytes, match: str) -> None:
 )
 def test_invalid_json_is_refused_with_what_and_where(data: str, match: str) -> None:
     refused(decode_meta, data, match)
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ("1e400", "out of range"),
+        ("-1e400", "out of range"),
+        ("9" * 400, "out of range"),
+        ("NaN", "NaN"),
+        ('"\\udc00"', "lone surrogate"),
+        ('"\\ud800x"', "lone surrogate"),
+        ('"\\ud800\\u0041"', "lone surrogate"),
+        ('"\\ud800\\ud800\\udc00"', "lone surrogate"),
+        ('{"\\ud800":1}', "lone surrogate"),
+        ('["\\\\", "\\udfff"]', "lone surrogate"),
+    ],
+)
+def test_invalid_json_anywhere_in_a_message_is_refused(value: str, match: str) -> None:
+    # A message keeps its content and extra fields, an entry reads even
+    # the fields it ignores: serde reads every value of them as JSON.
+    refused(decode_message, '{"role":"r","content":' + value + "}", match)
+    refused(decode_message, '{"role":"r","content":1,"name":' + value + "}", match)
+    refused(decode_entry, ENTRY[:-1] + ',"future":' + value + "}", match)
+    refused(decode_journal_line, '{"line":"post","future":' + value + "}", match)
+
+
+def test_a_repeated_key_does_not_hide_an_invalid_value_it_replaces() -> None:
+    # serde reads each value before the last one wins.
+    why = "surrogate|out of range|nested deeper"
+    for earlier in ['"\\ud800"', '["\\udc00"]', "1e400", "[" * 127 + "]" * 127]:
+        refused(decode_message, '{"role":"","content":0,"x":' + earlier + ',"x":0}', why)
+        refused(decode_message, '{"role":"","content":{"x":' + earlier + ',"x":0}}', why)
+        refused(decode_entry, ENTRY[:-1] + ',"x":' + earlier + ',"x":0}', why)
+    assert decode_message('{"role":"","content":0,"x":"\\ud83d\\ude00","x":0}').extra == {"x": 0}
 
 
 def test_raw_lone_surrogate_in_str_input_is_refused() -> None:

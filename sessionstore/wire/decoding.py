@@ -19,6 +19,7 @@ from sessionstore.models import (
     SessionHeader,
     SessionMeta,
 )
+from sessionstore.wire.jsontext import lone_surrogate_escape, nesting
 from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, SURROGATE, U64_MAX
 
 __all__ = ["decode_entry", "decode_journal_line", "decode_message", "decode_meta"]
@@ -58,8 +59,8 @@ def _refuse_constant(text: str) -> Any:
 _Repeats = dict[int, tuple[dict[str, Any], list[str]]]
 
 
-def _parse_json(data: str | bytes | bytearray | memoryview) -> tuple[Any, _Repeats]:
-    """Parse JSON text strictly; also report which objects repeated keys."""
+def _text_of(data: str | bytes | bytearray | memoryview) -> str:
+    """The record's text: valid UTF-8 (for bytes), no surrogate, no byte-order mark."""
     if isinstance(data, str):
         text = data
         bad = SURROGATE.search(text)
@@ -72,7 +73,31 @@ def _parse_json(data: str | bytes | bytearray | memoryview) -> tuple[Any, _Repea
             raise InvalidRecordError(f"invalid UTF-8 at byte {exc.start}") from None
     if text.startswith(_BOM):
         raise InvalidRecordError("byte-order mark at the start of the record")
+    return text
 
+
+def _refuse_text(text: str) -> None:
+    """Refuse what serde refuses anywhere in a value, even one a repeated key replaces.
+
+    Both checks read the text, not a parsed value, so they see every value
+    and hold at any depth: deeper than serde's limit is refused before
+    Python's parser (which would recurse) is given the text.
+    """
+    if text.count("[") + text.count("{") > MAX_DEPTH and nesting(text) > MAX_DEPTH:
+        raise InvalidRecordError(f"nested deeper than {MAX_DEPTH} levels")
+    if _SURROGATE_ESCAPE.search(text):
+        at = lone_surrogate_escape(text)
+        if at is not None:
+            raise InvalidRecordError(f"lone surrogate escape at character {at}")
+
+
+def _json_error(exc: json.JSONDecodeError) -> InvalidRecordError:
+    return InvalidRecordError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
+
+
+def _parse_json(text: str) -> tuple[Any, _Repeats]:
+    """Parse JSON text strictly; also report which objects repeated keys."""
+    _refuse_text(text)
     repeats: _Repeats = {}
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -92,39 +117,12 @@ def _parse_json(data: str | bytes | bytearray | memoryview) -> tuple[Any, _Repea
     try:
         value = decoder.decode(text)
     except json.JSONDecodeError as exc:
-        raise InvalidRecordError(
-            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
+        raise _json_error(exc) from None
     except _NumberError as exc:
         raise InvalidRecordError(str(exc)) from None
-    except RecursionError:
+    except RecursionError:  # not reached: _refuse_text bounds the depth; a deep caller, then
         raise InvalidRecordError(f"nested deeper than {MAX_DEPTH} levels") from None
-    if _SURROGATE_ESCAPE.search(text):
-        _refuse_lone_surrogates(value, "")
-    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
-        raise InvalidRecordError(f"nested deeper than {MAX_DEPTH} levels")
     return value, repeats
-
-
-def _refuse_lone_surrogates(value: Any, path: str) -> None:
-    if isinstance(value, str):
-        if SURROGATE.search(value):
-            raise InvalidRecordError(f"{path or 'value'}: lone surrogate escape")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _refuse_lone_surrogates(item, f"{path}[{index}]")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _refuse_lone_surrogates(key, path)
-            _refuse_lone_surrogates(item, f"{path}.{key}" if path else key)
-
-
-def _depth(value: Any) -> int:
-    if isinstance(value, dict):
-        return 1 + max(map(_depth, value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max(map(_depth, value), default=0)
-    return 0
 
 
 def _refuse_repeats(obj: dict[str, Any], repeats: _Repeats, known: Any, path: str) -> None:
@@ -147,10 +145,8 @@ def _validate(model: type[_M], obj: dict[str, Any], what: str) -> _M:
         raise InvalidRecordError(f"invalid {what}: {problems}") from None
 
 
-def _load_object(
-    data: str | bytes | bytearray | memoryview, what: str
-) -> tuple[dict[str, Any], _Repeats]:
-    value, repeats = _parse_json(data)
+def _load_object(text: str, what: str) -> tuple[dict[str, Any], _Repeats]:
+    value, repeats = _parse_json(text)
     if not isinstance(value, dict):
         raise InvalidRecordError(f"invalid {what}: expected a JSON object, got {_json_kind(value)}")
     return value, repeats
@@ -187,6 +183,12 @@ def _variant(
     return model
 
 
+def _known(obj: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """The fields of ``obj`` the model has: serde ignores the others."""
+    fields = model.model_fields
+    return {key: value for key, value in obj.items() if key in fields}
+
+
 _ENTRIES: dict[str, type[MessageEntry | CompactionEntry]] = {
     "message": MessageEntry,
     "compaction": CompactionEntry,
@@ -204,9 +206,9 @@ def decode_meta(data: str | bytes | bytearray | memoryview) -> SessionMeta:
     Raises:
         InvalidRecordError: not a valid header; the message says why and where.
     """
-    obj, repeats = _load_object(data, "session header")
+    obj, repeats = _load_object(_text_of(data), "session header")
     _refuse_repeats(obj, repeats, SessionMeta.model_fields, "")
-    return _validate(SessionMeta, obj, "session header")
+    return _validate(SessionMeta, _known(obj, SessionMeta), "session header")
 
 
 def decode_entry(data: str | bytes | bytearray | memoryview) -> MessageEntry | CompactionEntry:
@@ -215,12 +217,12 @@ def decode_entry(data: str | bytes | bytearray | memoryview) -> MessageEntry | C
     Raises:
         InvalidRecordError: not a valid entry; the message says why and where.
     """
-    obj, repeats = _load_object(data, "session entry")
+    obj, repeats = _load_object(_text_of(data), "session entry")
     model = _variant(obj, repeats, "type", _ENTRIES, "session entry")
     nested = obj.get("message")
     if model is MessageEntry and isinstance(nested, dict):
         _refuse_repeats(nested, repeats, Message.model_fields, "message.")
-    return _validate(model, obj, "session entry")
+    return _validate(model, _known(obj, model), "session entry")
 
 
 def decode_message(data: str | bytes | bytearray | memoryview) -> Message:
@@ -229,7 +231,7 @@ def decode_message(data: str | bytes | bytearray | memoryview) -> Message:
     Raises:
         InvalidRecordError: not a valid message; the message says why and where.
     """
-    obj, repeats = _load_object(data, "message")
+    obj, repeats = _load_object(_text_of(data), "message")
     _refuse_repeats(obj, repeats, Message.model_fields, "")
     return _validate(Message, obj, "message")
 
@@ -242,6 +244,6 @@ def decode_journal_line(
     Raises:
         InvalidRecordError: not a valid journal line; the message says why.
     """
-    obj, repeats = _load_object(data, "journal line")
+    obj, repeats = _load_object(_text_of(data), "journal line")
     model = _variant(obj, repeats, "line", _JOURNAL_LINES, "journal line")
-    return _validate(model, obj, "journal line")
+    return _validate(model, _known(obj, model), "journal line")
