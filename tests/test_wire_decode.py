@@ -102,6 +102,49 @@ def test_a_repeated_key_does_not_hide_an_invalid_value_it_replaces() -> None:
     assert decode_message('{"role":"","content":0,"x":"\\ud83d\\ude00","x":0}').extra == {"x": 0}
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "1e400",
+        "-1e400",
+        "9" * 400,
+        '"\\ud800"',
+        '["\\udc00"]',
+        '{"\\ud800":1e999}',
+        "[" * 200 + "]" * 200,
+    ],
+)
+def test_a_header_skips_its_unknown_fields_unread_as_serde_does(value: str) -> None:
+    # serde_json's ignore_value checks only JSON's grammar there (SPEC section 1).
+    meta = decode_meta('{"id":"a","x":' + value + ',"version":2}')
+    assert (meta.id, meta.version) == ("a", 2)
+    assert decode_meta('{"id":"a","x":' + value + ',"x":0}').id == "a"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"id":"a","x":NaN}',
+        '{"id":"a","x":[1,]}',
+        '{"id":"a","x":{"k" 1}}',
+        '{"id":"a","x":"\x01"}',
+        '{"id":"a","x":"\\x"}',
+        '{"id":"a","x":01}',
+        '{"id":"a","x":[1e400}',
+        '{"id":"a","\\ud800":1}',
+        '{"id":"a","x":1,}',
+        '{"id":"a","x":1} x',
+        '{"id":"a","id":"b","x":1e400}',
+        '{"id":[1],"x":1e400}',
+        '{"id":"\\udc00","x":1e400}',
+        '{"id":"a","version":1e400,"x":1e400}',
+    ],
+)
+def test_a_header_unknown_field_must_still_be_json(line: str) -> None:
+    with pytest.raises(InvalidRecordError):
+        decode_meta(line)
+
+
 def test_raw_lone_surrogate_in_str_input_is_refused() -> None:
     refused(decode_meta, '{"id":"\ud800"}', "lone surrogate at character 7")
 

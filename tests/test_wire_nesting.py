@@ -24,7 +24,7 @@ from sessionstore import (
 )
 from sessionstore.backends.base import decode_stored_entry
 from sessionstore.testing.journal_contract import post
-from sessionstore.wire.stored import read_stored_entry, trusted_entry
+from sessionstore.wire.stored import read_stored_entry, read_stored_meta, trusted_entry
 
 DEPTHS = [128, 600, 1_000, 10_000, 100_000]
 
@@ -76,6 +76,14 @@ def test_journal_parse_skips_a_deep_line_like_any_other(depth: int) -> None:
     journal = Journal.parse(deep + b"\n" + encode_line(p) + b"[" * depth + b"\n")
     assert journal.skipped == [1, 3]
     assert journal.writes() == 1
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_a_header_skips_its_unknown_fields_at_any_depth_as_serde_does(depth: int) -> None:
+    line = '{"id":"s","x":' + arrays(depth) + ',"created_at":"c"}'
+    for data in (line, line.encode()):
+        assert decode_meta(data).created_at == "c"
+        assert read_stored_meta(data).created_at == "c"
 
 
 @pytest.mark.parametrize("depth", DEPTHS)

@@ -19,7 +19,7 @@ from sessionstore.models import (
     SessionHeader,
     SessionMeta,
 )
-from sessionstore.wire.jsontext import lone_surrogate_escape, nesting
+from sessionstore.wire.jsontext import SPACE, SkipError, lone_surrogate_escape, nesting, skip_value
 from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, SURROGATE, U64_MAX
 
 __all__ = ["decode_entry", "decode_journal_line", "decode_message", "decode_meta"]
@@ -125,6 +125,66 @@ def _parse_json(text: str) -> tuple[Any, _Repeats]:
     return value, repeats
 
 
+_SCALAR = json.JSONDecoder(
+    parse_int=_parse_int, parse_float=_parse_float, parse_constant=_refuse_constant
+)
+
+
+def _lenient_header(text: str) -> dict[str, Any]:
+    """A header's known fields, read as serde reads the header.
+
+    serde_json reads the known fields strictly but only skips the others
+    (``ignore_value``): their values are checked for JSON's grammar, at any
+    depth, with any number and any escape. Keys are strings it reads, so a
+    lone surrogate in a key is refused.
+
+    Raises:
+        InvalidRecordError: serde refuses the header.
+    """
+    known = SessionMeta.model_fields
+    fields: dict[str, Any] = {}
+
+    def space(at: int) -> int:
+        return SPACE.match(text, at).end()  # type: ignore[union-attr]
+
+    def expect(char: str, at: int) -> int:
+        if text[at : at + 1] != char:
+            raise InvalidRecordError(f"invalid JSON at character {at}: expected {char!r}")
+        return space(at + 1)
+
+    try:
+        at = expect("{", space(0))
+        more = text[at : at + 1] != "}"
+        while more:
+            if text[at : at + 1] != '"':
+                raise InvalidRecordError(f"invalid JSON at character {at}: expected a key")
+            key, at = _SCALAR.raw_decode(text, at)
+            if SURROGATE.search(key):
+                raise InvalidRecordError(f"{key!r}: lone surrogate escape")
+            at = expect(":", space(at))
+            if key not in known:
+                at = skip_value(text, at)
+            elif key in fields:
+                raise InvalidRecordError(f"{key}: repeated field")
+            elif text[at : at + 1] in ("[", "{"):
+                raise InvalidRecordError(f"{key}: expected a scalar")  # as serde: a type error
+            else:
+                value, at = _SCALAR.raw_decode(text, at)
+                if isinstance(value, str) and SURROGATE.search(value):
+                    raise InvalidRecordError(f"{key}: lone surrogate escape")
+                fields[key] = value
+            at = space(at)
+            more = text[at : at + 1] == ","
+            if more:
+                at = space(at + 1)
+        at = expect("}", at)
+    except (json.JSONDecodeError, SkipError, _NumberError) as exc:
+        raise InvalidRecordError(str(exc)) from None
+    if at != len(text):
+        raise InvalidRecordError(f"invalid JSON at character {at}: trailing characters")
+    return fields
+
+
 def _refuse_repeats(obj: dict[str, Any], repeats: _Repeats, known: Any, path: str) -> None:
     found = repeats.get(id(obj))
     if found is None:
@@ -206,8 +266,17 @@ def decode_meta(data: str | bytes | bytearray | memoryview) -> SessionMeta:
     Raises:
         InvalidRecordError: not a valid header; the message says why and where.
     """
-    obj, repeats = _load_object(_text_of(data), "session header")
-    _refuse_repeats(obj, repeats, SessionMeta.model_fields, "")
+    text = _text_of(data)
+    try:
+        obj, repeats = _load_object(text, "session header")
+        _refuse_repeats(obj, repeats, SessionMeta.model_fields, "")
+    except InvalidRecordError as strict:
+        # serde skips a header's unknown fields without reading them as
+        # values: deeper than its limit, 1e400 and \ud800 pass there.
+        try:
+            obj = _lenient_header(text)
+        except InvalidRecordError:
+            raise strict from None
     return _validate(SessionMeta, _known(obj, SessionMeta), "session header")
 
 
