@@ -58,7 +58,7 @@ def test_deep_content_extra_or_unknown_field_is_refused_by_every_strict_decoder(
     refuses(decode_journal_line, '{"line":"post","future":' + arrays(depth) + "}")
 
 
-@pytest.mark.parametrize("depth", DEPTHS[1:])
+@pytest.mark.parametrize("depth", DEPTHS)
 def test_the_stored_line_readers_refuse_deep_lines(depth: int) -> None:
     line = entry_with(arrays(depth))
     for data in (line, line.encode()):

@@ -25,7 +25,7 @@ from sessionstore import (
     encode,
 )
 from sessionstore.backends.base import decode_stored_entry
-from sessionstore.wire import Record
+from sessionstore.wire import Record, encode_string
 from sessionstore.wire.stored import read_stored_meta
 
 KNOWN_MESSAGE_FIELDS = {"role", "content", "streaming"}
@@ -155,7 +155,11 @@ def test_stored_lines_read_back_as_the_strict_decoder_reads_them(
         assert decode_stored_entry("s", line, path=None, line_no=2) == strict
 
 
-def both_readers(line: str) -> tuple[str, str]:
+ENTRY_LINE = '{"type":"message","id":"e","timestamp":"t","message":{"role":"r","content":"x"}}'
+COMPACTION_LINE = '{"type":"compaction","id":"c","timestamp":"t","summary":"s","first_kept_id":"e"}'
+
+
+def both_readers(line: str | bytes) -> tuple[str, str]:
     """What the stored-line reader and the strict decoder make of a line, or
     their refusals, as ``repr`` (which tells 0 from -0.0 and an int from a
     float, where == does not)."""
@@ -242,3 +246,166 @@ def test_stored_headers_read_as_the_strict_reader_reads_them(line: str) -> None:
     except InvalidRecordError as exc:
         strict = str(exc)
     assert repr(fast) == repr(strict)
+
+
+# ------------------------------------------------ lines the fast reader must not trust
+
+HOSTILE = [
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "1e400",
+    "-1e400",
+    "1e-400",
+    "-0",
+    "18446744073709551616",
+    '"\\ud800"',
+    '"\\u0022\\u0022"',
+    '"\\u0022\\u0022\\u0022\\u0022"',
+    '"a\\\\"',
+    "[" * 126 + "]" * 126,
+    "[" * 128 + "]" * 128,
+    "[" * 160 + "]" * 160,
+    "[" * 200 + "]" * 200,
+    '{"a":1,"a":NaN}',
+    '{"a":1e400,"a":1}',
+]
+ENTRY_KEYS = ["type", "id", "parent_id", "timestamp", "message", "summary", "first_kept_id"]
+ENTRY_KEYS += ["tokens_before", "future"]
+MESSAGE_KEYS = ["role", "content", "streaming", "name", "future"]
+member_values = st.sampled_from(HOSTILE) | json_values.map(
+    lambda value: json.dumps(value, ensure_ascii=False)
+)
+
+
+def insert_member(line: str, after: str, key: str, value: str) -> str:
+    """``line`` with ``"key":value`` as the first member of the object opened by ``after``."""
+    at = line.index(after) + len(after)
+    rest = line[at:]
+    comma = "" if rest.startswith("}") else ","
+    return line[:at] + encode_string(key) + ":" + value + comma + rest
+
+
+@st.composite
+def mutated_entry_lines(draw: st.DrawFn) -> str:
+    """A valid entry line with members added: repeated, unknown, hostile."""
+    line = encode(draw(message_entries | compaction_entries))
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        if '"message":{' in line and draw(st.booleans()):
+            key = draw(st.sampled_from(MESSAGE_KEYS))
+            line = insert_member(line, '"message":{', key, draw(member_values))
+        else:
+            line = insert_member(line, "{", draw(st.sampled_from(ENTRY_KEYS)), draw(member_values))
+    if draw(st.booleans()):  # hide quotes of the content as escapes
+        line = line.replace('\\"', "\\u0022")
+    return line
+
+
+@settings(max_examples=400)
+@given(mutated_entry_lines(), st.booleans())
+def test_both_readers_agree_on_repeated_unknown_and_hostile_members(
+    line: str, as_bytes: bool
+) -> None:
+    fast, strict = both_readers(line.encode() if as_bytes else line)
+    assert fast == strict
+
+
+@settings(max_examples=200)
+@given(message_entries, member_values)
+def test_both_readers_agree_on_any_content(entry: MessageEntry, content: str) -> None:
+    # The first "content":null of the line is the message's own content.
+    message = entry.message
+    blank = MessageEntry(
+        id=entry.id,
+        parent_id=entry.parent_id,
+        timestamp=entry.timestamp,
+        message=Message(
+            role=message.role, content=None, streaming=message.streaming, **message.extra
+        ),
+    )
+    line = encode(blank).replace('"content":null', '"content":' + content, 1)
+    fast, strict = both_readers(line)
+    assert fast == strict
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        ENTRY_LINE.replace('"content":"x"', '"content":NaN'),
+        ENTRY_LINE.replace('"content":"x"', '"content":[Infinity]'),
+        ENTRY_LINE.replace('"content":"x"', '"content":{"n":1e400}'),
+        ENTRY_LINE.replace('"content":"x"', '"content":"x","name":-Infinity'),
+        ENTRY_LINE.replace('"id":"e"', '"id":"e","id":"f"'),
+        ENTRY_LINE.replace('"type":"message"', '"type":"message","type":"message"'),
+        ENTRY_LINE.replace('"role":"r"', '"role":"r","role":"s"'),
+        ENTRY_LINE.replace('"content":"x"', '"content":"x","content":"y"'),
+        ENTRY_LINE.replace('"content":"x"', '"content":"\\u0022\\u0022"').replace(
+            '"id":"e"', '"id":"e","id":"f"'
+        ),
+        ENTRY_LINE[:-1] + ',"future":NaN}',
+        ENTRY_LINE[:-1] + ',"future":1e400}',
+        ENTRY_LINE[:-1] + ',"future":' + "[" * 150 + "]" * 150 + "}",
+        ENTRY_LINE.replace('"content":"x"', '"content":' + "[" * 125 + "]" * 125),
+        ENTRY_LINE.replace('"content":"x"', '"content":' + "[" * 126 + "]" * 126),
+        ENTRY_LINE.replace('"content":"x"', '"content":' + "[" * 199 + "]" * 199),
+        ENTRY_LINE.replace('"content":"x"', '"content":"x","n":' + "[" * 125 + "]" * 125),
+        ENTRY_LINE.replace('"content":"x"', '"content":"x","n":' + "[" * 126 + "]" * 126),
+        COMPACTION_LINE.replace('"id":"c"', '"id":"c","id":"d"'),
+        COMPACTION_LINE[:-1] + ',"tokens_before":1,"tokens_before":2}',
+        COMPACTION_LINE[:-1] + ',"x":NaN}',
+    ],
+)
+def test_lines_the_fast_parser_reads_more_kindly_go_to_the_strict_reader(line: str) -> None:
+    fast, strict = both_readers(line)
+    assert fast == strict
+
+
+HEADER_LINE = '{"id":"s","version":1,"created_at":"c"}'
+
+
+def both_header_readers(line: str | bytes) -> tuple[str, str]:
+    try:
+        fast: object = read_stored_meta(line)
+    except InvalidRecordError as exc:
+        fast = str(exc)
+    try:
+        strict: object = decode_meta(line)
+    except InvalidRecordError as exc:
+        strict = str(exc)
+    return repr(fast), repr(strict)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        HEADER_LINE.replace('"id":"s"', '"id":"s","id":"t"'),
+        HEADER_LINE.replace('"version":1', '"version":1,"version":2'),
+        HEADER_LINE[:-1] + ',"created_at":"d"}',
+        HEADER_LINE[:-1] + ',"x":NaN}',
+        HEADER_LINE[:-1] + ',"x":1e400}',
+        HEADER_LINE[:-1] + ',"x":"\\ud800"}',
+        HEADER_LINE[:-1] + ',"x":' + "[" * 150 + "]" * 150 + "}",
+    ],
+)
+def test_stored_headers_with_repeated_or_unknown_fields_read_as_the_strict_reader(
+    line: str,
+) -> None:
+    fast, strict = both_header_readers(line)
+    assert fast == strict
+
+
+@settings(max_examples=200)
+@given(
+    metas,
+    st.lists(
+        st.tuples(st.sampled_from(["id", "version", "x"]), member_values), min_size=1, max_size=3
+    ),
+)
+def test_both_header_readers_agree_on_added_members(
+    meta: SessionMeta, members: list[tuple[str, str]]
+) -> None:
+    line = encode(meta)
+    for key, value in members:
+        line = insert_member(line, "{", key, value)
+    fast, strict = both_header_readers(line)
+    assert fast == strict

@@ -1,24 +1,43 @@
 """The fast reader of stored lines: what the strict decoder would read, quicker.
 
-A stored line was checked by the strict decoder when it was written (or
-imported), so it is read back with pydantic's own JSON parser, in one pass
-and several times faster. That parser reads two things differently from
-serde_json, and only numbers: ``-0`` (an integer 0 to pydantic, a float to
-serde) and integers beyond i64..u64 (exact to pydantic, floats to serde).
-Where a line could hold such a number, or the fast parser refuses it, the
-strict decoder (`sessionstore.wire.decoding`) decides; the answer is always
-the strict decoder's.
+A stored line is read with pydantic's own JSON parser, in one pass and
+several times faster than the strict decoder; its answer is taken only where
+the strict decoder's would be the same, and the strict decoder
+(`sessionstore.wire.decoding`) decides every other line. So a store holding
+a line the wire rules refuse (written there by hand, or by a bug) fails to
+load, to verify and to export, instead of exporting what import refuses.
+
+pydantic's parser reads more than serde_json: ``NaN``, ``Infinity``,
+``1e400`` (as infinity), nesting up to about 200 levels, a repeated key (the
+last one wins), and it ignores unknown fields without a look at their
+values. It also reads two numbers otherwise: ``-0`` (an integer 0 to it, a
+float to serde) and integers beyond i64..u64 (exact to it, floats to serde).
+Its answer is trusted when:
+
+* the line holds no string the record lacks: every key and string value
+  has two quotes and every ``\\"`` in it one more, so counting the quotes of
+  the line (one C-speed pass) and of the record tells that there is no
+  unknown field and no repeated key anywhere, hence no value the parse
+  dropped unseen (a ``\\u0022`` escape, which hides a quote, sends the line to
+  the strict decoder);
+* every value it kept is one serde reads alike: the free-form JSON of a
+  message (content that is not a string, extra fields) is walked for
+  numbers out of range, non-finite floats, a possible ``-0`` and depth.
+
+A line of plain-text content, the common case, needs only the quote count.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry, SessionMeta
 from sessionstore.wire.decoding import decode_entry, decode_meta
-from sessionstore.wire.limits import I64_MIN, U64_MAX
+from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, U64_MAX
 
 __all__ = ["read_stored_entry", "read_stored_meta", "trusted_entry"]
 
@@ -30,6 +49,10 @@ _NEGATIVE_ZERO = r"-0[,\]}\s]"
 _NEGATIVE_ZERO_TEXT = re.compile(_NEGATIVE_ZERO)
 _NEGATIVE_ZERO_BYTES = re.compile(_NEGATIVE_ZERO.encode())
 
+# Containers a message's content or extra value may nest: the entry and the
+# message are the first two of serde's 127 levels.
+_FREE_DEPTH = MAX_DEPTH - 2
+
 
 def _no_negative_zero(line: str | bytes) -> bool:
     if isinstance(line, bytes):
@@ -37,19 +60,53 @@ def _no_negative_zero(line: str | bytes) -> bool:
     return _NEGATIVE_ZERO_TEXT.search(line) is None
 
 
-def _same_numbers(value: object) -> bool:
-    """Whether every integer in a decoded JSON value is one serde reads as an integer.
+def _quotes(line: str | bytes, hidden: bool) -> int:
+    """The quotes of a line; -1 where ``hidden`` ones may be, as ``\\u0022`` escapes.
 
-    Only the free-form JSON of a message (its content and extra fields) can
-    hold another: the typed fields refuse it in both readers.
+    Only a string whose own quotes are counted can hide one that way, so
+    the search for the escape is needed only where such a string has some.
     """
-    if type(value) is int:  # not bool
-        return I64_MIN <= value <= U64_MAX
-    if isinstance(value, list):
-        return all(map(_same_numbers, value))
-    if isinstance(value, dict):
-        return all(map(_same_numbers, value.values()))
-    return True
+    if isinstance(line, bytes):
+        return -1 if hidden and b"\\u0022" in line else line.count(b'"')
+    return -1 if hidden and "\\u0022" in line else line.count('"')
+
+
+def _tally(values: list[Any]) -> tuple[int, int, bool] | None:
+    """Strings, their inner quotes, and whether an integer 0 is among free-form JSON values.
+
+    None where serde would read a value otherwise or refuse it: an integer
+    beyond i64..u64, a float that is not finite, nesting past serde's limit.
+    Walked level by level, without recursion, so any depth pydantic's
+    parser returns is safe.
+    """
+    strings: list[str] = []
+    zero = False
+    level = values
+    for room in range(_FREE_DEPTH, -1, -1):
+        below: list[Any] = []
+        for value in level:
+            kind = type(value)
+            if kind is str:
+                strings.append(value)
+            elif kind is dict:
+                if not room:
+                    return None
+                strings.extend(value)
+                below.extend(value.values())
+            elif kind is list:
+                if not room:
+                    return None
+                below.extend(value)
+            elif kind is int:
+                if not I64_MIN <= value <= U64_MAX:
+                    return None
+                zero = zero or value == 0
+            elif kind is float and not math.isfinite(value):
+                return None
+        if not below:
+            break
+        level = below
+    return len(strings), "".join(strings).count('"'), zero
 
 
 def read_stored_meta(line: str | bytes) -> SessionMeta:
@@ -62,6 +119,11 @@ def read_stored_meta(line: str | bytes) -> SessionMeta:
         meta = SessionMeta.model_validate_json(line)
     except ValidationError:
         return decode_meta(line)  # which says what is wrong
+    # Keys id, version and created_at, and the strings id and created_at (and
+    # parent_session's key and value): any other quote is another field.
+    strings = 5 if meta.parent_session is None else 7
+    if _quotes(line, hidden=False) != 2 * strings:
+        return decode_meta(line)
     # Its one number, ``version``, is 0 to pydantic when written ``-0``,
     # a float serde refuses: only then is the line searched.
     return meta if meta.version != 0 or _no_negative_zero(line) else decode_meta(line)
@@ -70,26 +132,44 @@ def read_stored_meta(line: str | bytes) -> SessionMeta:
 def trusted_entry(line: str | bytes) -> MessageEntry | CompactionEntry | None:
     """The entry pydantic's parser reads, when the strict decoder would read the same.
 
-    Only a number can be read differently, and only where the entry holds
-    one: a message's free-form JSON (content that is not a string, extra
-    fields) or a compaction's ``tokens_before``. Other lines skip the search
-    for ``-0``. None: ask the strict decoder.
+    See the module docstring for when that is. None: ask the strict decoder.
+    Never raises.
     """
     try:
         entry = _ENTRY.validate_json(line)
     except ValidationError:
         return None
     if isinstance(entry, CompactionEntry):
+        # type, id, timestamp, summary, first_kept_id: five keys, five strings.
+        strings = 10 + 2 * (entry.parent_id is not None) + (entry.tokens_before is not None)
+        quotes = entry.summary.count('"')
+        if _quotes(line, hidden=quotes > 0) != 2 * strings + quotes:
+            return None
         return None if entry.tokens_before == 0 and not _no_negative_zero(line) else entry
     message = entry.message
     extra = message.__pydantic_extra__
-    if type(message.content) is str and not extra:
+    content = message.content
+    # type, id, timestamp, message, role, content: six keys; the strings
+    # "message", id, timestamp and role; parent_id and streaming when there.
+    strings = 10 + 2 * (entry.parent_id is not None) + message.streaming
+    if type(content) is str and not extra:  # the common case, kept short
+        quotes = content.count('"')
+        if isinstance(line, bytes):
+            if line.count(b'"') != 2 * (strings + 1) + quotes or (quotes and b"\\u0022" in line):
+                return None
+        elif _quotes(line, hidden=quotes > 0) != 2 * (strings + 1) + quotes:
+            return None
         return entry
-    if not _no_negative_zero(line) or not _same_numbers(message.content):
+    tally = _tally([content, *extra.values()] if extra else [content])
+    if tally is None:
         return None
-    if extra and not _same_numbers(extra):
+    free_strings, quotes, zero = tally
+    if extra:
+        free_strings += len(extra)
+        quotes += "".join(extra).count('"')
+    if _quotes(line, hidden=quotes > 0) != 2 * (strings + free_strings) + quotes:
         return None
-    return entry
+    return None if zero and not _no_negative_zero(line) else entry
 
 
 def read_stored_entry(line: str | bytes) -> MessageEntry | CompactionEntry:
