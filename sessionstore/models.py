@@ -10,6 +10,13 @@ are refused), and ``null`` only where a field is optional. Ids are any
 string here, as in serde; the session-id rule belongs to the stores. Models
 are frozen: a record, once made, is history.
 
+A record takes only its own fields: constructing one with another
+(``SessionMeta(id="s1", title="Trip")``) is a `pydantic.ValidationError`
+naming it, where silently dropping it would lose what the caller meant to
+store. Decoding stays as tolerant as serde: `sessionstore.wire` ignores a
+line's unknown fields. A `Message` is the exception: its further fields are
+part of the format and are kept.
+
 Use `sessionstore.wire` to turn records into bytes and back; the models
 never do their own JSON.
 """
@@ -74,7 +81,7 @@ Uuid = Annotated[uuid.UUID, PlainValidator(parse_uuid)]
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(strict=True, frozen=True, extra="ignore")
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
 
 
 class SessionMeta(_Record):

@@ -2,19 +2,28 @@
 
 import json
 import uuid
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from sessionstore import (
+    CommentWrite,
     CompactionEntry,
     InvalidRecordError,
     Message,
     MessageEntry,
+    PostWrite,
+    SessionHeader,
     SessionMeta,
+    Timestamp,
     decode_entry,
+    decode_journal_line,
     decode_meta,
     encode,
 )
+
+AT = Timestamp.parse("2026-10-13T11:00:00Z")
 
 
 def message_entry(entry_id: str, text: str) -> MessageEntry:
@@ -122,6 +131,37 @@ def test_constructors_validate_strictly() -> None:
         SessionMeta(id="s", version=1.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="valid string"):
         Message(role=5, content="x")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("record", "fields"),
+    [
+        (SessionMeta, {"id": "s1"}),
+        (MessageEntry, {"id": "e", "timestamp": "t", "message": Message.user("x")}),
+        (CompactionEntry, {"id": "c", "timestamp": "t", "summary": "s", "first_kept_id": "e"}),
+        (SessionHeader, {"started_at": AT, "model": "m"}),
+        (PostWrite, {"at": AT, "id": uuid.UUID(int=1)}),
+        (CommentWrite, {"at": AT, "id": uuid.UUID(int=1)}),
+    ],
+)
+def test_constructing_a_record_with_an_unknown_field_is_an_error_naming_it(
+    record: type[BaseModel], fields: dict[str, Any]
+) -> None:
+    # Dropping it silently would lose what the caller meant to store.
+    record(**fields)
+    with pytest.raises(ValueError, match=r"\ntitle\n  Extra inputs are not permitted") as error:
+        record(**fields, title="Trip")
+    assert f"for {record.__name__}" in str(error.value)
+
+
+def test_decoding_still_ignores_unknown_fields_as_serde_does() -> None:
+    assert decode_meta('{"id":"s1","title":"Trip"}') == SessionMeta(id="s1")
+    line = '{"line":"post","at":"2026-10-13T11:00:00Z","id":"' + str(uuid.UUID(int=1)) + '","x":1}'
+    assert decode_journal_line(line) == PostWrite(at=AT, id=uuid.UUID(int=1))
+
+
+def test_a_message_keeps_unknown_fields_as_its_extra_fields() -> None:
+    assert Message(role="user", content="x", title="Trip").extra == {"title": "Trip"}
 
 
 def test_models_accept_any_string_as_id() -> None:
