@@ -350,6 +350,8 @@ def test_both_readers_agree_on_any_content(entry: MessageEntry, content: str) ->
         ENTRY_LINE.replace('"content":"x"', '"content":' + "[" * 199 + "]" * 199),
         ENTRY_LINE.replace('"content":"x"', '"content":"x","n":' + "[" * 125 + "]" * 125),
         ENTRY_LINE.replace('"content":"x"', '"content":"x","n":' + "[" * 126 + "]" * 126),
+        ENTRY_LINE.replace('"id":"e"', '"id":0,"id":"e","parent_id":null'),
+        ENTRY_LINE.replace('"content":"x"', '"content":"x","streaming":false,"role":0'),
         COMPACTION_LINE.replace('"id":"c"', '"id":"c","id":"d"'),
         COMPACTION_LINE[:-1] + ',"tokens_before":1,"tokens_before":2}',
         COMPACTION_LINE[:-1] + ',"x":NaN}',
@@ -385,6 +387,10 @@ def both_header_readers(line: str | bytes) -> tuple[str, str]:
         HEADER_LINE[:-1] + ',"x":1e400}',
         HEADER_LINE[:-1] + ',"x":"\\ud800"}',
         HEADER_LINE[:-1] + ',"x":' + "[" * 150 + "]" * 150 + "}",
+        # A default hides a missing key, which must not hide a repeated one.
+        '{"id":0,"id":"","created_at":""}',
+        '{"id":"s","id":"t","version":0}',
+        '{"id":"s","parent_session":null,"parent_session":"p","version":1}',
     ],
 )
 def test_stored_headers_with_repeated_or_unknown_fields_read_as_the_strict_reader(
@@ -409,3 +415,10 @@ def test_both_header_readers_agree_on_added_members(
         line = insert_member(line, "{", key, value)
     fast, strict = both_header_readers(line)
     assert fast == strict
+    for default in [
+        '"version":' + str(meta.version) + ",",
+        ',"created_at":' + encode_string(meta.created_at),
+    ]:
+        line = line.replace(default, "", 1)  # a field left to its default
+        fast, strict = both_header_readers(line)
+        assert fast == strict

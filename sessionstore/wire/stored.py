@@ -16,10 +16,11 @@ Its answer is trusted when:
 
 * the line holds no string the record lacks: every key and string value
   has two quotes and every ``\\"`` in it one more, so counting the quotes of
-  the line (one C-speed pass) and of the record tells that there is no
-  unknown field and no repeated key anywhere, hence no value the parse
-  dropped unseen (a ``\\u0022`` escape, which hides a quote, sends the line to
-  the strict decoder);
+  the line (one C-speed pass) and of the record (its string values, and
+  the keys the line gave, which pydantic records where its defaults would
+  hide them) tells that there is no unknown field and no repeated key
+  anywhere, hence no value the parse dropped unseen (a ``\\u0022`` escape,
+  which hides a quote, sends the line to the strict decoder);
 * every value it kept is one serde reads alike: the free-form JSON of a
   message (content that is not a string, extra fields) is walked for
   numbers out of range, non-finite floats, a possible ``-0`` and depth.
@@ -119,9 +120,10 @@ def read_stored_meta(line: str | bytes) -> SessionMeta:
         meta = SessionMeta.model_validate_json(line)
     except ValidationError:
         return decode_meta(line)  # which says what is wrong
-    # Keys id, version and created_at, and the strings id and created_at (and
-    # parent_session's key and value): any other quote is another field.
-    strings = 5 if meta.parent_session is None else 7
+    # The keys the line gave (pydantic's defaults hide which), and the
+    # strings id, created_at and parent_session: any other quote is another field.
+    given = meta.__pydantic_fields_set__
+    strings = len(given) + 1 + ("created_at" in given) + (meta.parent_session is not None)
     if _quotes(line, hidden=False) != 2 * strings:
         return decode_meta(line)
     # Its one number, ``version``, is 0 to pydantic when written ``-0``,
@@ -139,9 +141,12 @@ def trusted_entry(line: str | bytes) -> MessageEntry | CompactionEntry | None:
         entry = _ENTRY.validate_json(line)
     except ValidationError:
         return None
+    # Strings: the keys the line gave (pydantic's defaults hide which), and
+    # the string values of the record.
+    given = len(entry.__pydantic_fields_set__) + (entry.parent_id is not None)
     if isinstance(entry, CompactionEntry):
-        # type, id, timestamp, summary, first_kept_id: five keys, five strings.
-        strings = 10 + 2 * (entry.parent_id is not None) + (entry.tokens_before is not None)
+        # "compaction", id, timestamp, summary, first_kept_id
+        strings = given + 5
         quotes = entry.summary.count('"')
         if _quotes(line, hidden=quotes > 0) != 2 * strings + quotes:
             return None
@@ -149,9 +154,8 @@ def trusted_entry(line: str | bytes) -> MessageEntry | CompactionEntry | None:
     message = entry.message
     extra = message.__pydantic_extra__
     content = message.content
-    # type, id, timestamp, message, role, content: six keys; the strings
-    # "message", id, timestamp and role; parent_id and streaming when there.
-    strings = 10 + 2 * (entry.parent_id is not None) + message.streaming
+    # "message", id, timestamp and role; the message's keys, extra ones too.
+    strings = given + 4 + len(message.__pydantic_fields_set__)
     if type(content) is str and not extra:  # the common case, kept short
         quotes = content.count('"')
         if isinstance(line, bytes):
@@ -164,8 +168,7 @@ def trusted_entry(line: str | bytes) -> MessageEntry | CompactionEntry | None:
     if tally is None:
         return None
     free_strings, quotes, zero = tally
-    if extra:
-        free_strings += len(extra)
+    if extra:  # their keys are counted above, but not their quotes
         quotes += "".join(extra).count('"')
     if _quotes(line, hidden=quotes > 0) != 2 * (strings + free_strings) + quotes:
         return None
