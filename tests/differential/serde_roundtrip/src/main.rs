@@ -1,0 +1,137 @@
+//! serde_json's answer for each line on stdin: `ok <re-encoding>` or
+//! `err <message>`, one answer line per input line.
+//!
+//! Usage: `serde_roundtrip meta|entry|message|journal`
+//!
+//! The types are this project's SPEC section 1 written with serde's
+//! attributes, as the Rust implementation declares them: the header and the
+//! entries are read from `&str` (the Rust store reads whole files as
+//! strings), journal lines from bytes (the Rust journal parses byte pieces).
+
+use std::io::{self, BufRead, BufWriter, Write};
+
+use chrono::{DateTime, Utc};
+use serde_derive::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+fn version_one() -> u32 {
+    1
+}
+
+fn is_false(flag: &bool) -> bool {
+    !*flag
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    id: String,
+    #[serde(default = "version_one")]
+    version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent_session: Option<String>,
+    #[serde(default)]
+    created_at: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ChatMessage {
+    role: String,
+    content: Value,
+    #[serde(default, skip_serializing_if = "is_false")]
+    streaming: bool,
+    #[serde(flatten)]
+    more: Map<String, Value>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Entry {
+    Message {
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_id: Option<String>,
+        timestamp: String,
+        message: ChatMessage,
+    },
+    Compaction {
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_id: Option<String>,
+        timestamp: String,
+        summary: String,
+        first_kept_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens_before: Option<u64>,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct Opened {
+    started_at: DateTime<Utc>,
+    model: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Posted {
+    at: DateTime<Utc>,
+    id: Uuid,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Commented {
+    at: DateTime<Utc>,
+    id: Uuid,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    on: Option<Uuid>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "line", rename_all = "snake_case")]
+enum Journal {
+    Session(Opened),
+    Post(Posted),
+    Comment(Commented),
+}
+
+fn from_text<T>(line: &[u8]) -> Result<String, String>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
+    let text = std::str::from_utf8(line).map_err(|e| format!("invalid UTF-8: {e}"))?;
+    let value: T = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    serde_json::to_string(&value).map_err(|e| e.to_string())
+}
+
+fn from_bytes<T>(line: &[u8]) -> Result<String, String>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
+    let value: T = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+    serde_json::to_string(&value).map_err(|e| e.to_string())
+}
+
+fn main() {
+    let kind = std::env::args().nth(1).unwrap_or_default();
+    let answer: fn(&[u8]) -> Result<String, String> = match kind.as_str() {
+        "meta" => from_text::<Header>,
+        "entry" => from_text::<Entry>,
+        "message" => from_text::<ChatMessage>,
+        "journal" => from_bytes::<Journal>,
+        _ => {
+            eprintln!("usage: serde_roundtrip meta|entry|message|journal");
+            std::process::exit(2);
+        }
+    };
+    let stdin = io::stdin();
+    let mut out = BufWriter::new(io::stdout().lock());
+    for line in stdin.lock().split(b'\n') {
+        let line = line.expect("stdin");
+        let reply = match answer(&line) {
+            Ok(text) => format!("ok {text}"),
+            Err(message) => format!("err {}", message.replace('\n', " ")),
+        };
+        writeln!(out, "{reply}").expect("stdout");
+    }
+    out.flush().expect("stdout");
+}
