@@ -141,7 +141,7 @@ def _lenient_header(text: str) -> dict[str, Any]:
     Raises:
         InvalidRecordError: serde refuses the header.
     """
-    known = SessionMeta.model_fields
+    known = _FIELDS[SessionMeta]
     fields: dict[str, Any] = {}
 
     def space(at: int) -> int:
@@ -239,15 +239,32 @@ def _variant(
         raise InvalidRecordError(
             f"invalid {what}: unknown {tag} {value!r}, expected one of {expected}"
         )
-    _refuse_repeats(obj, repeats, model.model_fields, "")
+    _refuse_repeats(obj, repeats, _FIELDS[model], "")
     return model
 
 
 def _known(obj: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
     """The fields of ``obj`` the model has: serde ignores the others."""
-    fields = model.model_fields
+    fields = _FIELDS[model]
+    if obj.keys() <= fields:
+        return obj
     return {key: value for key, value in obj.items() if key in fields}
 
+
+# Each model's field names, read once: pydantic's model_fields is a slow
+# class property.
+_FIELDS: dict[type[BaseModel], frozenset[str]] = {
+    model: frozenset(model.model_fields)
+    for model in (
+        SessionMeta,
+        Message,
+        MessageEntry,
+        CompactionEntry,
+        SessionHeader,
+        PostWrite,
+        CommentWrite,
+    )
+}
 
 _ENTRIES: dict[str, type[MessageEntry | CompactionEntry]] = {
     "message": MessageEntry,
@@ -269,7 +286,7 @@ def decode_meta(data: str | bytes | bytearray | memoryview) -> SessionMeta:
     text = _text_of(data)
     try:
         obj, repeats = _load_object(text, "session header")
-        _refuse_repeats(obj, repeats, SessionMeta.model_fields, "")
+        _refuse_repeats(obj, repeats, _FIELDS[SessionMeta], "")
     except InvalidRecordError as strict:
         # serde skips a header's unknown fields without reading them as
         # values: deeper than its limit, 1e400 and \ud800 pass there.
@@ -290,7 +307,7 @@ def decode_entry(data: str | bytes | bytearray | memoryview) -> MessageEntry | C
     model = _variant(obj, repeats, "type", _ENTRIES, "session entry")
     nested = obj.get("message")
     if model is MessageEntry and isinstance(nested, dict):
-        _refuse_repeats(nested, repeats, Message.model_fields, "message.")
+        _refuse_repeats(nested, repeats, _FIELDS[Message], "message.")
     return _validate(model, _known(obj, model), "session entry")
 
 
@@ -301,7 +318,7 @@ def decode_message(data: str | bytes | bytearray | memoryview) -> Message:
         InvalidRecordError: not a valid message; the message says why and where.
     """
     obj, repeats = _load_object(_text_of(data), "message")
-    _refuse_repeats(obj, repeats, Message.model_fields, "")
+    _refuse_repeats(obj, repeats, _FIELDS[Message], "")
     return _validate(Message, obj, "message")
 
 
