@@ -19,13 +19,19 @@ JSON object in valid UTF-8, with nothing after it but whitespace. Refused:
 ``NaN``/``Infinity``, numbers beyond the float range (``1e400``), lone
 surrogates, raw control characters in strings, a byte-order mark, invalid
 UTF-8, arrays and other non-objects, nesting deeper than serde_json's limit
-(127 containers), and a repeated known field or tag. Unknown fields are
-ignored, the tag may stand anywhere, and among a message's extra fields (and
-inside any JSON value) a repeated key keeps its first position with its last
-value. As in serde_json, ``-0`` and integers outside i64..u64 read as floats.
+(127 containers), and a repeated known field or tag. Every value is checked,
+even one a repeated key replaces. Unknown fields are ignored after that
+check, except a session header's, which serde skips unread (JSON's grammar
+only, at any depth, any number, any escape). The tag may stand anywhere,
+and among a message's extra fields (and inside any JSON value) a repeated
+key keeps its first position with its last value. As in serde_json, ``-0``
+and integers outside i64..u64 read as floats. Journal timestamps are read
+as chrono 0.4 reads them (`sessionstore.timestamps`).
 
 Every refusal is an `InvalidRecordError` whose message says what is wrong
-and where (the field path, or the line and column of the text).
+and where (the field path, or the line and column of the text), at any
+depth of nesting: never a `RecursionError`. The few differences from
+serde_json that are made on purpose are listed in docs/wire-format.md.
 """
 
 from __future__ import annotations
