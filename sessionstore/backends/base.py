@@ -403,8 +403,13 @@ def decode_stored_entry(
     """Decode a stored entry (`sessionstore.wire.stored`); a fault is a
     `CorruptSessionError` naming ``path`` and ``line_no``."""
     entry = trusted_entry(line)
-    if entry is not None:
-        return entry
+    return entry if entry is not None else _strict_entry(session_id, line, path, line_no)
+
+
+def _strict_entry(
+    session_id: str, line: str | bytes, path: str | None, line_no: int
+) -> SessionEntry:
+    """What the strict decoder reads, its refusal a `CorruptSessionError`."""
     try:
         return decode_entry(line)
     except InvalidRecordError as exc:
@@ -424,7 +429,7 @@ def decode_stored_entries(
         for seq, line in rows:
             entry = trusted_entry(line)
             if entry is None:
-                entry = decode_stored_entry(session_id, line, path=path, line_no=seq + 1)
+                entry = _strict_entry(session_id, line, path, seq + 1)
             decoded.append(entry)
     return decoded
 
