@@ -1,21 +1,23 @@
-"""One JSONL session file: its complete length, crash repair, parsing, header.
+"""One JSONL session file: opening it, its complete length, crash repair, parsing, header.
 
 What the JSONL store does to a single file, apart from where files live. The
 bytes before the last newline are complete lines and never change (appends
 only add after them, a repair only cuts after them); what follows the last
 newline is the remnant of a crash, cut under the file's exclusive lock.
+
+Only a regular file is a session file (`open_regular`): a FIFO, a link or a
+directory named like a session is refused by name, never read.
 """
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import logging
 import os
 from pathlib import Path
 
 from sessionstore.backends.base import decode_stored_entries, decode_stored_meta
-from sessionstore.backends.files import complete_length
+from sessionstore.backends.files import complete_length, open_regular
 from sessionstore.errors import (
     CorruptSessionError,
     SessionNotFoundError,
@@ -24,16 +26,39 @@ from sessionstore.errors import (
 )
 from sessionstore.models import SessionEntry, SessionMeta
 
-__all__ = ["complete_size", "parse", "read_header", "repair"]
+__all__ = ["complete_size", "header_or_fault", "open_session", "parse", "read_header", "repair"]
 
 logger = logging.getLogger(__name__)
 
+EMPTY = "empty session file (missing header line)"
 
-def repair(session_id: str, path: Path, fd: int, *, full: bool) -> None:
-    """Cut a crash-torn tail; the caller holds the exclusive lock."""
+
+def open_session(session_id: str, path: Path, flags: int) -> int:
+    """Open a session's file, a regular file and nothing else.
+
+    Raises:
+        SessionNotFoundError: there is no such file.
+        NotRegularFileError: something else has the name (a FIFO, a link).
+    """
+    try:
+        return open_regular(path, flags)
+    except FileNotFoundError:
+        raise SessionNotFoundError(session_id) from None
+
+
+def repair(session_id: str, path: Path, fd: int, *, full: bool) -> int:
+    """Cut a crash-torn tail; the caller holds the exclusive lock.
+
+    Returns:
+        The file's size after the repair: the length of its complete lines.
+
+    Raises:
+        CorruptSessionError: the file holds no complete line, not even its
+            header (left empty).
+    """
     size = os.fstat(fd).st_size
     if size and os.pread(fd, 1, size - 1) == b"\n":
-        return
+        return size
     keep = complete_length(fd, size)
     if keep < size:
         logger.warning(
@@ -46,32 +71,27 @@ def repair(session_id: str, path: Path, fd: int, *, full: bool) -> None:
         if full:
             os.fsync(fd)
     if keep == 0:
-        raise CorruptSessionError(
-            session_id, "empty session file (missing header line)", path=str(path)
-        )
+        raise CorruptSessionError(session_id, EMPTY, path=str(path))
+    return keep
 
 
-def complete_size(session_id: str, path: Path, *, full: bool) -> int:
+def complete_size(session_id: str, path: Path, fd: int, *, full: bool) -> int:
     """The length of the session file's complete lines, after any repair.
 
     Bytes before that length never change (appends only add after it,
-    repairs only cut after it), so they can be read without a lock.
+    repairs only cut after it), so they can be read without a lock: the
+    lock taken here is released before returning.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise SessionNotFoundError(session_id) from None
     try:
         # Shared: no append is halfway through its write while we look.
         fcntl.flock(fd, fcntl.LOCK_SH)
         size = os.fstat(fd).st_size
         if size == 0 or os.pread(fd, 1, size - 1) != b"\n":
             fcntl.flock(fd, fcntl.LOCK_EX)
-            repair(session_id, path, fd, full=full)
-            size = os.fstat(fd).st_size
+            size = repair(session_id, path, fd, full=full)
         return size
     finally:
-        os.close(fd)
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def parse(session_id: str, path: Path, data: bytes) -> list[SessionEntry]:
@@ -79,35 +99,42 @@ def parse(session_id: str, path: Path, data: bytes) -> list[SessionEntry]:
     lines = data.split(b"\n")
     lines.pop()  # what follows the last newline: nothing
     if not lines:
-        raise CorruptSessionError(
-            session_id, "empty session file (missing header line)", path=str(path)
-        )
+        raise CorruptSessionError(session_id, EMPTY, path=str(path))
     where = str(path)
     decode_stored_meta(session_id, lines[0].removesuffix(b"\r"), path=where, line_no=1)
     rows = ((seq, line.removesuffix(b"\r")) for seq, line in enumerate(lines[1:], 1))
     return decode_stored_entries(session_id, rows, path=where)
 
 
-def read_header(path: Path, session_id: str) -> SessionMeta | None:
-    """The header of one file, or None (with a warning) when it has none."""
-    try:
-        validate_session_id(session_id)
-        with path.open("rb") as file:
-            line = file.readline()
-        if not line:
-            logger.warning("skipping empty session file %s", path)
-            return None
-        if not line.endswith(b"\n"):
-            logger.warning("skipping session file with a torn header: %s", path)
-            return None
-        return decode_stored_meta(
-            session_id, line[:-1].removesuffix(b"\r"), path=str(path), line_no=1
+def read_header(path: Path, session_id: str) -> SessionMeta:
+    """The header of one session file, read from its first line alone.
+
+    Raises:
+        InvalidSessionIdError: the file's name is no session id.
+        CorruptSessionError: the file is empty, or its header torn or invalid.
+        OSError: the file cannot be read, or is no regular file
+            (`NotRegularFileError`).
+    """
+    validate_session_id(session_id)
+    with open(open_regular(path, os.O_RDONLY), "rb") as file:
+        line = file.readline()
+    if not line:
+        raise CorruptSessionError(session_id, EMPTY, path=str(path))
+    if not line.endswith(b"\n"):
+        raise CorruptSessionError(
+            session_id, "torn header line (no newline after it)", path=str(path), line=1
         )
+    return decode_stored_meta(session_id, line[:-1].removesuffix(b"\r"), path=str(path), line_no=1)
+
+
+def header_or_fault(path: Path, session_id: str) -> SessionMeta | str:
+    """The header of a file named like a session, or why it has none,
+    naming the file: what makes a store unable to list it."""
+    try:
+        return read_header(path, session_id)
+    except CorruptSessionError as exc:
+        return f"{exc}: not listed"
+    except SessionStoreError as exc:  # the name
+        return f"{path}: not a session file: {exc}"
     except OSError as exc:
-        reason = exc.strerror or exc
-        if exc.errno == errno.EISDIR:
-            reason = "a directory"
-        logger.warning("skipping unreadable session file %s: %s", path, reason)
-    except SessionStoreError as exc:
-        logger.warning("skipping session file with an invalid header: %s", exc)
-    return None
+        return f"{path}: {exc.strerror or exc}: not listed"

@@ -28,6 +28,7 @@ import struct
 import tempfile
 from pathlib import Path
 
+from sessionstore.backends.files import open_regular
 from sessionstore.backends.jsonl.context import first_kept_in
 
 __all__ = ["HINTS", "HINT_FROM", "first_kept"]
@@ -80,9 +81,17 @@ def _digest(file: tuple[int, int], fd: int, kept: str, end: int) -> bytes:
 def _read(path: Path, digest: bytes) -> int | None:
     """The offset the hint at ``path`` holds for ``digest`` (-1: none), or None."""
     try:
-        data = path.read_bytes()
+        # A regular file only (a FIFO there must not block the load), and no
+        # more of it than a hint holds.
+        fd = open_regular(path, os.O_RDONLY)
     except OSError:
         return None  # no hint yet, or none readable: search
+    try:
+        data = os.read(fd, len(_MAGIC) + _HINT.size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if len(data) != len(_MAGIC) + _HINT.size or not data.startswith(_MAGIC):
         return None
     stored, found = _HINT.unpack_from(data, len(_MAGIC))

@@ -18,9 +18,22 @@ Crash safety:
   ``durability="full"``: it is also ``fsync``ed (and a new file's directory
   entry too), so it survives a power loss.
 
-A batch is all-or-nothing against refused entries and process crashes. A
-power loss in the middle of a large batch's single ``write`` can leave its
-first lines on disk; the torn last one is dropped at the next load.
+A batch is all-or-nothing against refused entries, process crashes and a
+full disk: a ``write`` that fails part way is cut back off the file before
+the `StorageError`, so a retry stores the batch once. A power loss in the
+middle of a large batch's single ``write`` can leave its first lines on
+disk; the torn last one is dropped at the next load.
+
+Only regular files are session files: a FIFO, a symbolic link or a
+directory named ``<id>.jsonl`` is never opened to read (a FIFO would block
+the reader, a link could lead anywhere); using it is a `StorageError`
+naming it, `list` skips it with a warning, and `integrity` reports it, as
+it does every file named like a session that `list` cannot read (an empty
+file, a torn or invalid header).
+
+The directory, its ``journals/`` and each journal's directory are created
+private to their owner (mode 0700), like the files (0600): their names are
+session ids and agent names.
 
 Journals (`journal`) are `FileJournal` files in
 ``<dir>/journals/<name>/session_journal.jsonl``.
@@ -33,7 +46,9 @@ from __future__ import annotations
 
 import builtins
 import fcntl
+import logging
 import os
+import stat
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
@@ -50,9 +65,24 @@ from sessionstore.backends.base import (
     imported_header,
 )
 from sessionstore.backends.contexts import BuiltContext, ContextCache
-from sessionstore.backends.files import FILE_MODE, fsync_directory, in_thread, write_all
+from sessionstore.backends.files import (
+    FILE_MODE,
+    NotRegularFileError,
+    fsync_directory,
+    in_thread,
+    make_directory,
+    open_regular,
+    truncate_back,
+    write_all,
+)
 from sessionstore.backends.jsonl.context import entries_between, line_number, read_context
-from sessionstore.backends.jsonl.file import complete_size, parse, read_header, repair
+from sessionstore.backends.jsonl.file import (
+    complete_size,
+    header_or_fault,
+    open_session,
+    parse,
+    repair,
+)
 from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
 from sessionstore.errors import (
@@ -60,7 +90,6 @@ from sessionstore.errors import (
     CorruptSessionError,
     DuplicateSessionError,
     SessionConflictError,
-    SessionNotFoundError,
     validate_session_id,
 )
 from sessionstore.models import Message, SessionEntry, SessionMeta
@@ -70,6 +99,7 @@ __all__ = ["JOURNALS", "READ", "SUFFIX", "JsonlStore"]
 SUFFIX = ".jsonl"
 JOURNALS = "journals"  # <dir>/journals/<name>/session_journal.jsonl
 _T = TypeVar("_T")
+logger = logging.getLogger(__name__)
 READ = 1 << 20
 """Bytes per read or write when streaming a session file."""
 
@@ -118,22 +148,36 @@ class JsonlStore(StoreBase):
     async def journals(self) -> builtins.list[str]:
         self._check_open()
 
-        def names() -> builtins.list[str]:
-            try:
-                found = sorted(os.listdir(self._dir / JOURNALS))
-            except FileNotFoundError:
-                return []
-            return [n for n in found if (self._dir / JOURNALS / n / JOURNAL_FILE).is_file()]
+        return await self._run(None, lambda: self._journals()[0])
 
-        return await self._run(None, names)
+    def _journals(self) -> tuple[builtins.list[str], builtins.list[str]]:
+        """The journals' names, and the faults of what is named like one."""
+        try:
+            found = sorted(os.listdir(self._dir / JOURNALS))
+        except FileNotFoundError:
+            return [], []
+        names, faults = [], []
+        for name in found:
+            path = self._dir / JOURNALS / name / JOURNAL_FILE
+            try:
+                mode = os.lstat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            if stat.S_ISREG(mode):
+                names.append(name)
+            else:
+                faults.append(f"{path}: {NotRegularFileError(path, mode).strerror}: not listed")
+        return names, faults
 
     def path(self, session_id: str) -> Path:
         """The file of a session (after checking the id)."""
         return self._dir / f"{validate_session_id(session_id)}{SUFFIX}"
 
     async def _run(self, session_id: str | None, call: Callable[[], _T]) -> _T:
-        """Run blocking file work off the event loop; OS errors become `StorageError`."""
-        return await in_thread(call, where=self._dir, session_id=session_id)
+        """Run blocking file work off the event loop; OS errors become a
+        `StorageError` naming the file (the session's, when the OS names none)."""
+        where = self._dir if session_id is None else self.path(session_id)
+        return await in_thread(call, where=where, session_id=session_id)
 
     # ------------------------------------------------------------ create
 
@@ -144,12 +188,14 @@ class JsonlStore(StoreBase):
         return meta.id
 
     def _create(self, session_id: str, line: bytes) -> None:
-        new_dir = not self._dir.is_dir()
-        self._dir.mkdir(parents=True, exist_ok=True)
+        new_dir = make_directory(self._dir)
         path = self.path(session_id)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+            fd = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         except FileExistsError:
+            mode = os.lstat(path).st_mode
+            if not stat.S_ISREG(mode):
+                raise NotRegularFileError(path, mode) from None
             raise DuplicateSessionError(session_id) from None
         try:
             write_all(fd, line)
@@ -174,17 +220,18 @@ class JsonlStore(StoreBase):
 
     def _append(self, session_id: str, data: bytes) -> None:
         path = self.path(session_id)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
-        except FileNotFoundError:
-            raise SessionNotFoundError(session_id) from None
+        fd = open_session(session_id, path, os.O_RDWR | os.O_APPEND)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            repair(session_id, path, fd, full=self._full)
+            size = repair(session_id, path, fd, full=self._full)
             if data:
-                write_all(fd, data)
-                if self._full:
-                    os.fdatasync(fd)
+                try:
+                    write_all(fd, data)
+                    if self._full:
+                        os.fdatasync(fd)
+                except OSError as exc:  # a full disk took part of it: all or nothing
+                    truncate_back(fd, size, exc)
+                    raise
         finally:
             os.close(fd)  # releases the lock
 
@@ -196,8 +243,8 @@ class JsonlStore(StoreBase):
 
     def _load(self, session_id: str) -> builtins.list[SessionEntry]:
         path = self.path(session_id)
-        size = complete_size(session_id, path, full=self._full)
-        with path.open("rb") as file:
+        with open(open_session(session_id, path, os.O_RDONLY), "rb") as file:
+            size = complete_size(session_id, path, file.fileno(), full=self._full)
             data = file.read(size)
         return parse(session_id, path, data)
 
@@ -213,9 +260,9 @@ class JsonlStore(StoreBase):
 
     def _context(self, session_id: str) -> builtins.list[Message]:
         path = self.path(session_id)
-        size = complete_size(session_id, path, full=self._full)
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = open_session(session_id, path, os.O_RDONLY)
         try:
+            size = complete_size(session_id, path, fd, full=self._full)
             status = os.fstat(fd)
             file = (status.st_dev, status.st_ino)
             built = self._contexts.get(session_id)
@@ -247,9 +294,11 @@ class JsonlStore(StoreBase):
         """The file's complete lines as they are, in reads of about a megabyte."""
         self._check(session_id)
         path = self.path(session_id)
-        size = await self._run(session_id, lambda: complete_size(session_id, path, full=self._full))
-        fd = await self._run(session_id, lambda: os.open(path, os.O_RDONLY | os.O_CLOEXEC))
+        fd = await self._run(session_id, lambda: open_session(session_id, path, os.O_RDONLY))
         try:
+            size = await self._run(
+                session_id, lambda: complete_size(session_id, path, fd, full=self._full)
+            )
             offset, rest = 0, b""
             while offset < size:
                 read = partial(os.pread, fd, min(READ, size - offset), offset)
@@ -300,9 +349,8 @@ class JsonlStore(StoreBase):
         temporary = self._dir / f".{session_id}{SUFFIX}.import-{uuid.uuid4().hex}"
 
         def open_temporary() -> int:
-            self._dir.mkdir(parents=True, exist_ok=True)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-            return os.open(temporary, flags, FILE_MODE)
+            make_directory(self._dir)
+            return open_regular(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
 
         def publish() -> None:
             if self._full:
@@ -327,10 +375,7 @@ class JsonlStore(StoreBase):
         self, session_id: str, path: Path, header: str, entries: AsyncIterable[str], after: int
     ) -> int:
         def open_checked() -> tuple[int, int]:
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
-            except FileNotFoundError:
-                raise SessionNotFoundError(session_id) from None
+            fd = open_session(session_id, path, os.O_RDWR | os.O_APPEND)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)  # held until the file is closed
                 repair(session_id, path, fd, full=self._full)
@@ -397,14 +442,40 @@ class JsonlStore(StoreBase):
         return await self._run(None, self._list)
 
     def _list(self) -> builtins.list[SessionMeta]:
+        metas, faults = self._survey()
+        for fault in faults:
+            logger.warning("skipping %s", fault)
+        return metas
+
+    def _survey(self) -> tuple[builtins.list[SessionMeta], builtins.list[str]]:
+        """The headers of the sessions, and a fault for each file named like
+        a session (``*.jsonl``) that is none: a file without a sound header,
+        something other than a regular file, a name that is no session id."""
         try:
             names = sorted(os.listdir(self._dir))
         except FileNotFoundError:
-            return []
-        metas = []
+            return [], []
+        metas, faults = [], []
         for name in names:
             if name.endswith(SUFFIX):
-                meta = read_header(self._dir / name, name[: -len(SUFFIX)])
-                if meta is not None:
-                    metas.append(meta)
-        return metas
+                found = header_or_fault(self._dir / name, name[: -len(SUFFIX)])
+                if isinstance(found, str):
+                    faults.append(found)
+                else:
+                    metas.append(found)
+        return metas, faults
+
+    async def integrity(self) -> builtins.list[str]:
+        """What `list` cannot list, each naming its file: a session file that
+        is empty or whose header is torn or invalid, anything but a regular
+        file named like a session or a journal, a name that is no session id.
+
+        Such a session is not lost, but `list` (and so an export of
+        everything) leaves it out: these faults say so.
+        """
+        self._check_open()
+
+        def faults() -> builtins.list[str]:
+            return self._survey()[1] + self._journals()[1]
+
+        return await self._run(None, faults)
