@@ -9,21 +9,96 @@ Reading never fails. A line that does not parse (torn by a crash, invalid
 UTF-8, written by a newer format) is skipped and its 1-based number kept in
 `Journal.skipped`; the journal is a courtesy to the agent and must not stop
 it from running.
+
+Reading streams: `Journal.parse` takes the bytes, a binary file, or any
+iterable of byte chunks, and holds one line at a time besides what it
+returns. A line longer than `MAX_LINE` (no journal line comes near it) is
+skipped without being held whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from sessionstore.errors import InvalidRecordError
 from sessionstore.models import CommentWrite, PostWrite, SessionHeader, Written
 from sessionstore.wire import decode_journal_line
 
-__all__ = ["Journal", "JournalSession"]
+__all__ = ["MAX_LINE", "Journal", "JournalSession"]
 
 # The bytes Rust's u8::is_ascii_whitespace accepts; \x0b is not among them.
 _BLANK = b" \t\n\x0c\r"
+
+MAX_LINE = 1 << 20
+"""Bytes of the longest journal line read; a longer one is skipped unread.
+
+A journal line (a session header, a write) is about a hundred bytes."""
+
+READ = 1 << 20
+"""Bytes per read when parsing a file."""
+
+
+@runtime_checkable
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+Source = bytes | bytearray | memoryview | _Readable | Iterable[bytes]
+"""What `Journal.parse` reads: the journal's bytes, a binary file, or chunks."""
+
+
+def _chunks(data: Source) -> Iterator[bytes | bytearray]:
+    """The data as chunks that can be searched (bytes or bytearray)."""
+    if isinstance(data, bytes | bytearray):
+        yield data
+    elif isinstance(data, memoryview):
+        yield data.tobytes()
+    elif isinstance(data, _Readable):
+        while chunk := data.read(READ):
+            yield chunk
+    else:
+        for chunk in data:
+            yield chunk if isinstance(chunk, bytes | bytearray) else bytes(chunk)
+
+
+def _pieces(data: Source) -> Iterator[bytes | None]:
+    """The pieces between newlines, one at a time, as ``bytes.split`` would
+    give them; None for a piece longer than `MAX_LINE` (and not blank),
+    whose bytes are dropped as they come rather than held."""
+    pending = bytearray()  # the current piece so far, while it fits
+    over = False  # the current piece outgrew MAX_LINE: its bytes are dropped
+    blank = True  # and all it dropped was blank
+    for chunk in _chunks(data):
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            stop = len(chunk) if end < 0 else end
+            if not over and len(pending) + stop - start > MAX_LINE:
+                over, blank = True, not pending.strip(_BLANK)
+                pending.clear()
+            if over:
+                blank = blank and not chunk[start:stop].strip(_BLANK)
+            elif end >= 0 and not pending:
+                yield bytes(chunk[start:end])  # the common case: a line within a chunk
+                start = end + 1
+                continue
+            else:
+                pending += chunk[start:stop]
+            if end < 0:
+                break
+            yield _piece(pending, over, blank)
+            pending.clear()
+            over, blank = False, True
+            start = end + 1
+    yield _piece(pending, over, blank)
+
+
+def _piece(pending: bytearray, over: bool, blank: bool) -> bytes | None:
+    if over:
+        return b"" if blank else None
+    return bytes(pending)
 
 
 @dataclass
@@ -53,17 +128,27 @@ class Journal:
     skipped: list[int] = field(default_factory=list)
 
     @classmethod
-    def parse(cls, data: bytes | bytearray | memoryview) -> Journal:
-        """Read a journal from its bytes; never raises.
+    def parse(cls, data: Source) -> Journal:
+        """Read a journal; never raises on its content.
+
+        Args:
+            data: the journal's bytes; or a binary file, read in chunks
+                from where it stands; or an iterable of byte chunks (a
+                file's lines, blocks of any size), read as their
+                concatenation. Memory holds one line at a time.
 
         The data is split on ``\\n``. A piece made only of space, ``\\t``,
         ``\\n``, ``\\x0c`` and ``\\r`` is ignored; any other piece that is not a
-        journal line is skipped and its number recorded. A ``session`` line
-        opens a session; a write belongs to the session opened last, or to a
-        header-less session when none was opened yet.
+        journal line (or is longer than `MAX_LINE`) is skipped and its number
+        recorded. A ``session`` line opens a session; a write belongs to the
+        session opened last, or to a header-less session when none was
+        opened yet.
         """
         journal = cls()
-        for number, piece in enumerate(bytes(data).split(b"\n"), start=1):
+        for number, piece in enumerate(_pieces(data), start=1):
+            if piece is None:
+                journal.skipped.append(number)
+                continue
             if not piece.strip(_BLANK):
                 continue
             try:
