@@ -270,6 +270,11 @@ class JournalBase(abc.ABC):
         """The journal as it stands; see `SessionJournal.read`."""
         return Journal.parse(await self.read_bytes())
 
+    async def read_blocks(self) -> AsyncIterator[bytes]:
+        """`read_bytes` in pieces whose concatenation it is: one piece here;
+        a backend that can stream overrides it (the archive exports with it)."""
+        yield await self.read_bytes()
+
     async def begin(self, header: SessionHeader, leftover: Journal) -> None:
         """Start a session; see `SessionJournal.begin`."""
         if not isinstance(header, SessionHeader):

@@ -5,12 +5,19 @@ file the Rust implementation writes:
 
 * every append is ``fsync``ed before it returns (and the directory too when
   the file is new), so it survives a power loss;
+* an append is whole or absent: a write that fails part way (a full disk)
+  is cut back off the file before the error is raised;
 * an appended line always starts on a line of its own: when the file does
   not end in a newline (a line torn by a crash), one is written first, so a
   torn line costs only itself and never eats the next;
 * `clear` removes the file and ``fsync``s the directory;
 * reading never fails on content: what does not parse is skipped and its
-  line number kept.
+  line number kept; it streams, holding one line at a time besides the
+  `Journal` it returns;
+* only a regular file is a journal: a FIFO, a symbolic link or a directory
+  at its name is a `StorageError` naming it, never opened to read or write;
+* the agent's directory, when the first append creates it, is private to
+  its owner (mode 0700), like the file (0600).
 
 Appends hold an exclusive ``flock`` on the file, so two processes sharing a
 journal do not interleave their lines.
@@ -20,12 +27,22 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
 from sessionstore.backends.base import JournalBase, raw_journal_lines
-from sessionstore.backends.files import FILE_MODE, fsync_directory, in_thread, write_all
+from sessionstore.backends.files import (
+    FILE_MODE,
+    fsync_directory,
+    in_thread,
+    make_directory,
+    open_regular,
+    truncate_back,
+    write_all,
+)
+from sessionstore.journal import READ, Journal
 
 __all__ = ["JOURNAL_FILE", "FileJournal"]
 
@@ -62,14 +79,38 @@ class FileJournal(JournalBase):
     async def _run(self, call: Callable[[], _T]) -> _T:
         return await in_thread(call, where=self._path, label="journal ")
 
-    async def read_bytes(self) -> bytes:
-        return await self._run(self._read)
-
-    def _read(self) -> bytes:
+    def _open(self) -> int | None:
+        """The journal file open to read, or None when there is none."""
         try:
-            return self._path.read_bytes()
+            return open_regular(self._path, os.O_RDONLY)
         except FileNotFoundError:
-            return b""
+            return None
+
+    async def read(self) -> Journal:
+        """The journal as it stands, parsed as the file is read."""
+        return await self._run(self._parse)
+
+    def _parse(self) -> Journal:
+        fd = self._open()
+        if fd is None:
+            return Journal()
+        with open(fd, "rb") as file:
+            return Journal.parse(file)
+
+    async def read_bytes(self) -> bytes:
+        """The file's bytes, whole; `read` and `read_blocks` stream instead."""
+        return b"".join([block async for block in self.read_blocks()])
+
+    async def read_blocks(self) -> AsyncIterator[bytes]:
+        """The file's bytes in reads of `READ` bytes, from one open file."""
+        fd = await self._run(self._open)
+        if fd is None:
+            return
+        try:
+            while block := await self._run(partial(os.read, fd, READ)):
+                yield block
+        finally:
+            os.close(fd)
 
     async def append_raw(self, *lines: bytes) -> None:
         data = b"\n".join(raw_journal_lines(lines))
@@ -78,17 +119,20 @@ class FileJournal(JournalBase):
 
     def _append(self, line: bytes) -> None:
         directory = self._path.parent
-        if not directory.is_dir():
-            directory.mkdir(parents=True, exist_ok=True)
+        if make_directory(directory):
             fsync_directory(directory.parent)
-        fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        fd = open_regular(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line  # never glue onto a torn line
-            write_all(fd, line + b"\n")
-            os.fdatasync(fd)
+            try:
+                write_all(fd, line + b"\n")
+                os.fdatasync(fd)
+            except OSError as exc:  # a full disk took part of it: all or nothing
+                truncate_back(fd, size, exc)
+                raise
         finally:
             os.close(fd)
         if size == 0:
