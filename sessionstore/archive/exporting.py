@@ -1,15 +1,21 @@
 """`export_archive`: sessions and journals out of a store, into an archive.
 
 See `sessionstore.archive` for what an archive holds and promises.
+
+Only regular files are read or replaced in the archive: a FIFO, a directory
+or a symbolic link at a file's name, or a directory that leads out of the
+archive, refuses that file and is left as it is. Directories are created
+private to their owner (0700), like the files (0600).
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from functools import partial
 from pathlib import Path
+from typing import BinaryIO
 
 from sessionstore.archive.report import (
     CHUNK,
@@ -22,11 +28,20 @@ from sessionstore.archive.report import (
     each_file,
     finish,
     io,
+    outside,
 )
-from sessionstore.backends.files import FILE_MODE, fsync_directory, write_all
+from sessionstore.backends.base import JournalBase
+from sessionstore.backends.files import (
+    FILE_MODE,
+    NotRegularFileError,
+    fsync_directory,
+    make_directory,
+    open_regular,
+    write_all,
+)
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
-from sessionstore.errors import validate_session_id
-from sessionstore.store import SessionStore
+from sessionstore.errors import CorruptSessionError, validate_session_id
+from sessionstore.store import SessionJournal, SessionStore
 
 __all__ = ["export_archive"]
 
@@ -47,17 +62,19 @@ async def export_archive(
             holds an earlier export.
         sessions: the session ids to export.
         journals: the journal names to export. When neither ``sessions``
-            nor ``journals`` is given, everything is exported; otherwise
-            exactly what they list.
+            nor ``journals`` is given, everything is exported, and the
+            store's `integrity` faults (sessions it holds but cannot list)
+            go to ``report.faults``; otherwise exactly what they list.
         progress: called as ``progress(done, total)`` after each file.
 
     Returns:
-        The report; its ``refused`` is empty.
+        The report; its ``refused`` and ``faults`` are empty.
 
     Raises:
         ArchiveError: some files were refused (an archive file that is not a
-            prefix of its session); the others were exported. Its ``report``
-            lists them.
+            prefix of its session, or not a regular file), or the store
+            holds what it could not export (``faults``); the others were
+            exported. Its ``report`` lists them.
         SessionNotFoundError: a session named in ``sessions`` does not exist.
         StorageError: the archive or the store could not be written or read.
     """
@@ -66,19 +83,40 @@ async def export_archive(
     everything = sessions is None and journals is None
     ids = [s.id for s in await store.list()] if everything else list(sessions or [])
     names = await store.journals() if everything else list(journals or [])
+    if everything:
+        report.faults += await store.integrity()
     for name in (*ids, *names):
         validate_session_id(name)
     directory = root / SESSIONS
-    await io(lambda: directory.mkdir(parents=True, exist_ok=True), directory)
+    await io(partial(make_directory, directory), directory)
     steps = []
     for session_id in ids:
         path = directory / f"{session_id}{SUFFIX}"
-        steps.append((path, partial(_export_session, store, session_id, path, report)))
+        steps.append((path, partial(_export_session, store, root, session_id, path, report)))
     for name in names:
         path = root / JOURNALS / name / JOURNAL_FILE
-        steps.append((path, partial(_export_journal, store, name, path, report)))
+        steps.append((path, partial(_export_journal, store, root, name, path, report)))
     await each_file(steps, report, progress)
     return finish(report, "export")
+
+
+def _existing(root: Path, path: Path) -> BinaryIO | None:
+    """The archive's file at ``path`` open to read, or None when there is none.
+
+    Raises:
+        Refused: something else than a regular file has the name, or its
+            directory leads out of the archive.
+    """
+    real = outside(root, path.parent)
+    if real is not None:
+        raise Refused(None, f"its directory leads out of the archive (to {real}); not written")
+    try:
+        fd = open_regular(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    except NotRegularFileError as exc:
+        raise Refused(None, f"{exc.strerror}; not overwritten") from None
+    return os.fdopen(fd, "rb")
 
 
 class _AtomicFile:
@@ -89,13 +127,16 @@ class _AtomicFile:
         self.temporary = final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex}")
         self.fd = -1
 
-    def open(self, copy_of: Path | None = None) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-        self.fd = os.open(self.temporary, flags, FILE_MODE)
+    def open(self, copy_of: BinaryIO | None = None) -> None:
+        """Create the temporary file (and its directory); with ``copy_of``,
+        start it as a copy of that."""
+        make_directory(self.final.parent)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        self.fd = open_regular(self.temporary, flags, FILE_MODE)
         if copy_of is not None:
-            with copy_of.open("rb") as source:
-                while chunk := source.read(CHUNK):
-                    self.write(chunk)
+            copy_of.seek(0)
+            while chunk := copy_of.read(CHUNK):
+                self.write(chunk)
 
     def write(self, data: bytes) -> None:
         write_all(self.fd, data)
@@ -123,9 +164,9 @@ def _first_difference(old: bytes, new: bytes) -> int:
 
 
 async def _export_session(
-    store: SessionStore, session_id: str, path: Path, report: ArchiveReport
+    store: SessionStore, root: Path, session_id: str, path: Path, report: ArchiveReport
 ) -> None:
-    existing = await io(lambda: path.open("rb") if path.exists() else None, path)
+    existing = await io(partial(_existing, root, path), path)
     out: _AtomicFile | None = None
     matched = 0  # lines of the existing file found equal to the session's
     written = 0  # lines this run writes
@@ -142,10 +183,10 @@ async def _export_session(
                     raise Refused(line, "differs from the stored session; not overwritten")
                 # The file ends inside this chunk, on a line boundary: the rest is new.
                 matched += old.count(b"\n")
+                out = _AtomicFile(path)
+                await io(partial(out.open, copy_of=existing), path)
                 existing.close()
                 existing = None
-                out = _AtomicFile(path)
-                await io(partial(out.open, copy_of=path), path)
                 chunk = chunk[len(old) :]
             elif out is None:
                 out = _AtomicFile(path)
@@ -160,6 +201,8 @@ async def _export_session(
             out = None
         report.entries += written - (1 if written and not matched else 0)  # not the header
         report.sessions += 1
+    except CorruptSessionError as exc:  # what the store holds does not read back
+        raise Refused(exc.line, f"not exported: {exc}") from None
     finally:
         if existing is not None:
             existing.close()
@@ -167,26 +210,44 @@ async def _export_session(
             await io(out.discard, path)
 
 
+async def _journal_blocks(journal: SessionJournal) -> AsyncIterator[bytes]:
+    if isinstance(journal, JournalBase):
+        async for block in journal.read_blocks():
+            yield block
+    else:
+        yield await journal.read_bytes()
+
+
 async def _export_journal(
-    store: SessionStore, name: str, path: Path, report: ArchiveReport
+    store: SessionStore, root: Path, name: str, path: Path, report: ArchiveReport
 ) -> None:
-    data = await store.journal(name).read_bytes()
-
-    def write() -> bool:
-        if path.exists() and path.read_bytes() == data:
-            return False
-        if not data and not path.exists():
-            return False  # a cleared journal: nothing to keep
-        path.parent.mkdir(parents=True, exist_ok=True)
-        out = _AtomicFile(path)
-        try:
-            out.open()
-            out.write(data)
-            out.publish()
-        finally:
-            out.discard()
-        return True
-
-    if await io(write, path):
-        report.bytes += len(data)
+    """Replace the archive's journal file with the journal as it stands,
+    streamed; left as it is when they are the same bytes."""
+    existing = await io(partial(_existing, root, path), path)
+    same = existing is not None  # so far, the existing file holds what was read
+    out: _AtomicFile | None = None
+    written = 0
+    try:
+        async for block in _journal_blocks(store.journal(name)):
+            if existing is not None and same:
+                same = await io(partial(existing.read, len(block)), path) == block
+            if out is None:
+                out = _AtomicFile(path)
+                await io(out.open, path)
+            await io(partial(out.write, block), path)
+            written += len(block)
+        if existing is not None and same:
+            same = not await io(partial(existing.read, 1), path)
+        if not same and (out is not None or existing is not None):
+            if out is None:  # the journal was cleared: an empty file replaces it
+                out = _AtomicFile(path)
+                await io(out.open, path)
+            await io(out.publish, path)
+            out = None
+            report.bytes += written
+    finally:
+        if existing is not None:
+            existing.close()
+        if out is not None:
+            await io(out.discard, path)
     report.journals += 1

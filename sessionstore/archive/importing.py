@@ -1,12 +1,17 @@
 """`import_archive`: an archive's sessions and journals into a store.
 
 See `sessionstore.archive` for what an archive holds and promises.
+
+Only regular files are read, each opened so that it cannot block (a FIFO)
+nor lead out of the archive (a symbolic link): what is not read is named in
+the report, as skipped, or as refused when it is a link leading out.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, AsyncIterator
+import stat
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 from functools import partial
 from pathlib import Path
 
@@ -22,7 +27,10 @@ from sessionstore.archive.report import (
     each_file,
     finish,
     io,
+    look,
+    open_inside,
 )
+from sessionstore.backends.base import JournalBase
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
 from sessionstore.errors import (
     ArchiveError,
@@ -31,7 +39,7 @@ from sessionstore.errors import (
     SessionStoreError,
     validate_session_id,
 )
-from sessionstore.store import SessionStore
+from sessionstore.store import SessionJournal, SessionStore
 from sessionstore.wire import decode_meta
 
 __all__ = ["import_archive"]
@@ -57,36 +65,104 @@ async def import_archive(
         StorageError: the archive or the store could not be read or written.
     """
     root = Path(src)
+    report = ArchiveReport()
 
     def find() -> tuple[list[Path], list[Path]]:
         if not (root / SESSIONS).is_dir() and not (root / JOURNALS).is_dir():
             raise ArchiveError(f"{root} is not an archive: no {SESSIONS}/ or {JOURNALS}/", None)
-        files = sorted(
-            p
-            for p in (root / SESSIONS).glob(f"*{SUFFIX}")
-            if not p.name.startswith(".") and p.is_file()
-        )
-        journals = sorted((root / JOURNALS).glob(f"*/{JOURNAL_FILE}"))
-        return files, journals
+        return _find_sessions(root, report), _find_journals(root, report)
 
     files, journals = await io(find, root)
-    report = ArchiveReport()
-    steps = [(path, partial(_import_session, store, path, report)) for path in files]
-    steps += [(path, partial(_import_journal, store, path, report)) for path in journals]
+    steps = [(path, partial(_import_session, store, root, path, report)) for path in files]
+    steps += [(path, partial(_import_journal, store, root, path, report)) for path in journals]
     await each_file(steps, report, progress)
     return finish(report, "import")
+
+
+def _entries(directory: Path) -> list[Path]:
+    """What a directory of the archive holds, sorted; none when it is missing."""
+    try:
+        return sorted(directory / name for name in os.listdir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _find_sessions(root: Path, report: ArchiveReport) -> list[Path]:
+    """The session files to import; everything else in ``sessions/`` goes
+    to the report, skipped (or refused: a link leading out)."""
+    directory = root / SESSIONS
+    try:
+        look(root, directory)
+    except Refused as refused:
+        report.refused.append(ArchiveIssue(str(directory), None, refused.reason))
+        return []
+    files = []
+    for path in _entries(directory):
+        if path.name.startswith("."):
+            _skip(report, path, "a dot-named file (an unfinished export's temporary?)")
+            continue
+        if not path.name.endswith(SUFFIX):
+            _skip(report, path, f"not named *{SUFFIX}")
+            continue
+        try:
+            mode, what = look(root, path)
+        except Refused as refused:
+            report.refused.append(ArchiveIssue(str(path), None, refused.reason))
+            continue
+        if mode is not None and stat.S_ISREG(mode):
+            files.append(path)
+        else:
+            _skip(report, path, f"{what}, not a session file")
+    return files
+
+
+def _find_journals(root: Path, report: ArchiveReport) -> list[Path]:
+    """The journal files to import (``journals/<name>/session_journal.jsonl``);
+    what stands in the way of one goes to the report."""
+    directory = root / JOURNALS
+    found = []
+    for path in (directory, *_entries(directory)):
+        try:
+            mode, what = look(root, path)
+        except Refused as refused:
+            report.refused.append(ArchiveIssue(str(path), None, refused.reason))
+            if path == directory:
+                return []
+            continue
+        if path == directory:
+            continue
+        if mode is None or not stat.S_ISDIR(mode):
+            _skip(report, path, f"{what}, not a journal's directory")
+            continue
+        file = path / JOURNAL_FILE
+        try:
+            mode, what = look(root, file)
+        except Refused as refused:
+            report.refused.append(ArchiveIssue(str(file), None, refused.reason))
+            continue
+        if mode is not None and stat.S_ISREG(mode):
+            found.append(file)
+        elif what != "missing":
+            _skip(report, file, f"{what}, not a journal file")
+    return found
+
+
+def _skip(report: ArchiveReport, path: Path, reason: str) -> None:
+    report.skipped.append(ArchiveIssue(str(path), None, reason))
 
 
 class _FileLines:
     """A session file's complete lines, read in chunks, numbered from 1."""
 
-    def __init__(self, path: Path, report: ArchiveReport) -> None:
+    def __init__(self, root: Path, path: Path, report: ArchiveReport) -> None:
+        self.root = root
         self.path = path
         self.report = report
         self.number = 0  # the line last given out
 
     async def __aiter__(self) -> AsyncGenerator[str, None]:
-        file = await io(lambda: self.path.open("rb"), self.path)
+        fd = await io(partial(open_inside, self.root, self.path), self.path)
+        file = os.fdopen(fd, "rb")  # closed below, also when the generator is
         try:
             rest = b""
             while chunk := await io(partial(file.read, CHUNK), self.path):
@@ -107,9 +183,11 @@ class _FileLines:
             file.close()
 
 
-async def _import_session(store: SessionStore, path: Path, report: ArchiveReport) -> None:
+async def _import_session(
+    store: SessionStore, root: Path, path: Path, report: ArchiveReport
+) -> None:
     session_id = path.name[: -len(SUFFIX)]
-    source = _FileLines(path, report)
+    source = _FileLines(root, path, report)
     lines = source.__aiter__()
     try:
         header = await anext(lines, None)
@@ -165,29 +243,83 @@ async def _shared_part(
     return held
 
 
-async def _import_journal(store: SessionStore, path: Path, report: ArchiveReport) -> None:
+async def _import_journal(
+    store: SessionStore, root: Path, path: Path, report: ArchiveReport
+) -> None:
+    """Add to the store's journal the lines the archive's has beyond it, once
+    the lines they share are checked equal; both are streamed."""
     name = path.parent.name
     try:
         validate_session_id(name)
     except SessionStoreError as exc:
         raise Refused(None, f"journal name: {exc}") from None
-    data = await io(path.read_bytes, path)
-    report.bytes += len(data)
-    lines = _journal_lines(data)
     journal = store.journal(name)
-    held = _journal_lines(await journal.read_bytes())
-    if lines[: len(held)] == held:
-        if len(lines) > len(held):
-            await journal.append_raw(*lines[len(held) :])
-    elif held[: len(lines)] != lines:
-        differ = next(i for i, (a, b) in enumerate(zip(lines, held, strict=False)) if a != b)
-        raise Refused(differ + 1, "differs from the stored journal")
+    fd = await io(partial(open_inside, root, path), path)
+    try:
+        mine = _lines(_file_blocks(fd, path, report))
+        held = _lines(_journal_blocks(journal))
+        try:
+            number = 0
+            async for line in mine:
+                number += 1
+                stored = await anext(held, None)
+                if stored is None:  # the store's journal is a prefix: add the rest
+                    await held.aclose()
+                    await _append_lines(journal, line, mine)
+                    break
+                if stored != line:
+                    raise Refused(number, "differs from the stored journal")
+        finally:
+            await held.aclose()
+            await mine.aclose()
+    finally:
+        os.close(fd)
     report.journals += 1
 
 
-def _journal_lines(data: bytes) -> list[bytes]:
+_BATCH = 1 << 20
+"""Bytes of journal lines appended at once: a journal is imported in
+batches, each whole or absent; importing again completes an interrupted one."""
+
+
+async def _append_lines(journal: SessionJournal, first: bytes, rest: AsyncIterator[bytes]) -> None:
+    batch, size = [first], len(first)
+    async for line in rest:
+        if size >= _BATCH:
+            await journal.append_raw(*batch)
+            batch, size = [], 0
+        batch.append(line)
+        size += len(line)
+    await journal.append_raw(*batch)
+
+
+async def _file_blocks(fd: int, path: Path, report: ArchiveReport) -> AsyncIterator[bytes]:
+    while block := await io(partial(os.read, fd, CHUNK), path):
+        report.bytes += len(block)
+        yield block
+
+
+async def _journal_blocks(journal: SessionJournal) -> AsyncIterator[bytes]:
+    if isinstance(journal, JournalBase):
+        async for block in journal.read_blocks():
+            yield block
+    else:
+        yield await journal.read_bytes()
+
+
+async def _lines(blocks: AsyncIterable[bytes]) -> AsyncGenerator[bytes, None]:
     """A journal's lines; a torn last one is kept (it reads as skipped either way)."""
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-    return lines
+    rest = bytearray()  # a line begun in an earlier block
+    async for block in blocks:
+        start = 0
+        while (end := block.find(b"\n", start)) >= 0:
+            if rest:
+                rest += block[start:end]
+                yield bytes(rest)
+                rest.clear()
+            else:
+                yield block[start:end]
+            start = end + 1
+        rest += block[start:]
+    if rest:
+        yield bytes(rest)

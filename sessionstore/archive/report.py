@@ -1,13 +1,16 @@
-"""What the archive's two directions share: its layout, the report, refusals."""
+"""What the archive's two directions share: its layout, the report, refusals,
+and how archive files are reached (regular files, links kept inside)."""
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from sessionstore.backends.files import in_thread
+from sessionstore.backends.files import NotRegularFileError, describe, in_thread, open_regular
 from sessionstore.errors import ArchiveError
 
 __all__ = [
@@ -22,6 +25,9 @@ __all__ = [
     "each_file",
     "finish",
     "io",
+    "look",
+    "open_inside",
+    "outside",
 ]
 
 SESSIONS = "sessions"  # <archive>/sessions/<id>.jsonl
@@ -67,6 +73,13 @@ class ArchiveReport:
         bytes: bytes written to the archive (export) or read from it (import).
         refused: files refused, with line and reason.
         warnings: what was skipped but did not stop a file (a torn last line).
+        skipped: what an import found in the archive and did not read, and
+            why: a dot-named file (an export's temporary), a file not named
+            ``*.jsonl``, a FIFO, a directory, a link to one.
+        faults: what the store holds but could not give to an export of
+            everything (`SessionStore.integrity`): a session file whose
+            header is torn or invalid, anything but a regular file named
+            like a session. Such sessions are not in the archive.
     """
 
     sessions: int = 0
@@ -75,11 +88,13 @@ class ArchiveReport:
     bytes: int = 0
     refused: list[ArchiveIssue] = field(default_factory=list)
     warnings: list[ArchiveIssue] = field(default_factory=list)
+    skipped: list[ArchiveIssue] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """Whether nothing was refused."""
-        return not self.refused
+        """Whether nothing was refused and the store showed no fault."""
+        return not self.refused and not self.faults
 
 
 class Refused(Exception):
@@ -97,11 +112,67 @@ async def io(call: Callable[[], _T], what: Path) -> _T:
 
 
 def finish(report: ArchiveReport, verb: str) -> ArchiveReport:
-    """The report, or the `ArchiveError` listing every refusal when there was one."""
+    """The report, or the `ArchiveError` listing every refusal and fault when
+    there was one."""
+    parts = []
     if report.refused:
-        listed = "\n".join(f"  {issue}" for issue in report.refused)
-        raise ArchiveError(f"{verb} refused {len(report.refused)} file(s):\n{listed}", report)
+        listed = "".join(f"\n  {issue}" for issue in report.refused)
+        parts.append(f"{verb} refused {len(report.refused)} file(s):{listed}")
+    if report.faults:
+        listed = "".join(f"\n  {fault}" for fault in report.faults)
+        parts.append(f"{verb} could not read {len(report.faults)} stored file(s):{listed}")
+    if parts:
+        raise ArchiveError("\n".join(parts), report)
     return report
+
+
+def outside(root: Path, path: Path) -> str | None:
+    """Where ``path`` really leads when that is out of the archive ``root``
+    (through a symbolic link on the way), else None."""
+    top = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+        return None
+    return real
+
+
+def look(root: Path, path: Path) -> tuple[int | None, str]:
+    """What is at ``path`` in the archive: the mode of what it leads to (None
+    when nothing is there, or it cannot be followed) and how to name it.
+
+    Raises:
+        Refused: a symbolic link leading out of the archive (not followed).
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None, "missing"
+    if not stat.S_ISLNK(mode):
+        return mode, describe(mode)
+    real = outside(root, path)
+    if real is not None:
+        raise Refused(None, f"a symbolic link leading out of the archive (to {real}); not followed")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None, "a broken symbolic link"
+    return mode, f"a symbolic link to {describe(mode)}"
+
+
+def open_inside(root: Path, path: Path) -> int:
+    """Open an archive file to read: a regular file, reached through no link
+    that leads out of the archive.
+
+    Raises:
+        Refused: a link leading out, or not a regular file (a FIFO).
+    """
+    real = outside(root, path)
+    if real is not None:
+        raise Refused(None, f"a symbolic link leading out of the archive (to {real}); not followed")
+    try:
+        return open_regular(os.path.realpath(path), os.O_RDONLY)
+    except NotRegularFileError as exc:
+        raise Refused(None, f"{exc.strerror}; not read") from None
 
 
 async def each_file(
