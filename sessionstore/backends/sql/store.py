@@ -62,7 +62,7 @@ from sessionstore.backends.sql.group import GroupCommit
 from sessionstore.backends.sql.journal import SqlJournal
 from sessionstore.backends.sql.listing import Listing
 from sessionstore.backends.sql.tables import journal_lines
-from sessionstore.errors import SessionConflictError, validate_session_id
+from sessionstore.errors import CorruptSessionError, SessionConflictError, validate_session_id
 from sessionstore.models import CompactionEntry, Message, SessionEntry, SessionMeta
 from sessionstore.store import SessionSummary
 
@@ -177,6 +177,10 @@ class SqlStore(StoreBase):
             # seq order makes them one consistent prefix of the session.
             read = partial(page.all, pk=pk, after=done, end=end, size=_PAGE)
             rows = await transaction(session_id, read, lean=True)
+            if not rows:  # seq said more rows exist: a corrupt database
+                reason = f"entry seq {done + 1} is missing (the last seq is {end})"
+                where = self._database.entries_at
+                raise CorruptSessionError(session_id, reason, path=where)
             done = rows[-1][0]
             yield builtins.list(map(itemgetter(1), rows))
 
