@@ -27,6 +27,12 @@ checked byte for byte. A torn last line (a crash of whoever wrote the
 file) is skipped with a warning. A file that cannot be imported is refused
 with its file and line and leaves the store as it was; the other files
 still import, and the run ends in an `ArchiveError` listing every refusal.
+
+Only regular files are read or written, and no symbolic link is followed
+out of the archive (refused). What an import does not read (a FIFO, a
+dot-named file, a directory) is named in the report's ``skipped``; what a
+store holds but cannot give to an export of everything is named in its
+``faults`` (`SessionStore.integrity`), and ends the run in an `ArchiveError`.
 """
 
 from __future__ import annotations
