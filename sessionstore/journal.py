@@ -45,7 +45,7 @@ class _Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
-Source = bytes | bytearray | memoryview | _Readable | Iterable[bytes]
+Source = bytes | bytearray | memoryview | _Readable | Iterable[bytes | bytearray | memoryview]
 """What `Journal.parse` reads: the journal's bytes, a binary file, or chunks."""
 
 
@@ -59,8 +59,8 @@ def _chunks(data: Source) -> Iterator[bytes | bytearray]:
         while chunk := data.read(READ):
             yield chunk
     else:
-        for chunk in data:
-            yield chunk if isinstance(chunk, bytes | bytearray) else bytes(chunk)
+        for piece in data:
+            yield piece if isinstance(piece, bytes | bytearray) else bytes(piece)
 
 
 def _pieces(data: Source) -> Iterator[bytes | None]:
@@ -68,17 +68,18 @@ def _pieces(data: Source) -> Iterator[bytes | None]:
     give them; None for a piece longer than `MAX_LINE` (and not blank),
     whose bytes are dropped as they come rather than held."""
     pending = bytearray()  # the current piece so far, while it fits
-    over = False  # the current piece outgrew MAX_LINE: its bytes are dropped
-    blank = True  # and all it dropped was blank
+    # None while the current piece fits; once it outgrew MAX_LINE (its bytes
+    # are then dropped), whether all it dropped was blank.
+    blank: bool | None = None
     for chunk in _chunks(data):
         start = 0
         while True:
             end = chunk.find(b"\n", start)
             stop = len(chunk) if end < 0 else end
-            if not over and len(pending) + stop - start > MAX_LINE:
-                over, blank = True, not pending.strip(_BLANK)
+            if blank is None and len(pending) + stop - start > MAX_LINE:
+                blank = not pending.strip(_BLANK)
                 pending.clear()
-            if over:
+            if blank is not None:
                 blank = blank and not chunk[start:stop].strip(_BLANK)
             elif end >= 0 and not pending:
                 yield bytes(chunk[start:end])  # the common case: a line within a chunk
@@ -88,17 +89,17 @@ def _pieces(data: Source) -> Iterator[bytes | None]:
                 pending += chunk[start:stop]
             if end < 0:
                 break
-            yield _piece(pending, over, blank)
+            yield _piece(pending, blank)
             pending.clear()
-            over, blank = False, True
+            blank = None
             start = end + 1
-    yield _piece(pending, over, blank)
+    yield _piece(pending, blank)
 
 
-def _piece(pending: bytearray, over: bool, blank: bool) -> bytes | None:
-    if over:
-        return b"" if blank else None
-    return bytes(pending)
+def _piece(pending: bytearray, blank: bool | None) -> bytes | None:
+    if blank is None:
+        return bytes(pending)
+    return b"" if blank else None
 
 
 @dataclass

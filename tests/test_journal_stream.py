@@ -108,3 +108,26 @@ def test_a_long_piece_that_is_blank_only_at_first_is_skipped() -> None:
 def test_numbers_count_every_piece_across_chunks() -> None:
     data = b"\n\nbad\n" + encode_line(post(1)) + b"bad"
     assert Journal.parse(chunked(data, [1, 2, 4, 9])).skipped == [3, 5]
+
+
+def test_chunks_of_any_bytes_like_type_are_read() -> None:
+    data = encode_line(header(0)) + b"bad\n" + encode_line(post(1))
+    cuts = [5, 40, len(data) - 3]
+    whole = Journal.parse(data)
+    assert Journal.parse(memoryview(c) for c in chunked(data, cuts)) == whole
+    assert Journal.parse(bytearray(c) for c in chunked(data, cuts)) == whole
+
+
+def test_a_vertical_tab_is_not_blank_in_a_long_piece_either() -> None:
+    # \x0b is ASCII whitespace to bytes.strip(), but no blank to a journal.
+    tabs = b"\x0b" * (MAX_LINE + 1)
+    assert Journal.parse(tabs + b"\n").skipped == [1]
+    # ... whether it came before the piece grew too long, or after.
+    assert Journal.parse([b"\x0b" * 10, b" " * MAX_LINE + b"\n"]).skipped == [1]
+    assert Journal.parse([b" " * 10, b" " * MAX_LINE + b"\n"]).skipped == []
+
+
+def test_a_long_last_piece_without_a_newline_is_judged_the_same() -> None:
+    assert Journal.parse(b"\n" + b" " * (MAX_LINE + 1)).skipped == []
+    assert Journal.parse(b"\n" + b"x" * (MAX_LINE + 1)).skipped == [2]
+    assert Journal.parse([b"\n", b" " * MAX_LINE, b"  "]).skipped == []
