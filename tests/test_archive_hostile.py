@@ -39,7 +39,8 @@ def session_bytes(session_id: str, *entry_ids: str) -> bytes:
     return meta + b"".join(encode_line(message(e, "x")) for e in entry_ids)
 
 
-def refusals(report: ArchiveReport) -> dict[str, str]:
+def refusals(report: object) -> dict[str, str]:
+    assert isinstance(report, ArchiveReport)
     return {issue.file: issue.reason for issue in report.refused}
 
 
@@ -177,9 +178,7 @@ async def test_a_fifo_opened_after_the_survey_is_refused_not_waited_on(
     monkeypatch.setattr(importing, "_find_sessions", then_swapped)
     with pytest.raises(ArchiveError) as caught:
         await bounded(import_archive(store, archive), path)
-    assert refusals(caught.value.report) == {  # type: ignore[attr-defined]
-        str(path): "not a regular file (a FIFO); not read"
-    }
+    assert refusals(caught.value.report) == {str(path): "not a regular file (a FIFO); not read"}
 
 
 # ---------------------------------------------------------------- export
@@ -200,7 +199,7 @@ async def test_export_refuses_a_fifo_or_link_at_a_destination_and_leaves_it(
 
     with pytest.raises(ArchiveError) as caught:
         await bounded(export_archive(store, archive), session_fifo, journal_fifo)
-    assert refusals(caught.value.report) == {  # type: ignore[attr-defined]
+    assert refusals(caught.value.report) == {
         str(session_fifo): "not a regular file (a FIFO); not overwritten",
         str(journal_fifo): "not a regular file (a FIFO); not overwritten",
         str(archive / "sessions" / "link.jsonl"): (

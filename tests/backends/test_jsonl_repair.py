@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from sessionstore import (
     StorageError,
     encode_line,
 )
+from sessionstore.backends.files import complete_length, open_regular
 from sessionstore.backends.jsonl import file as session_file
 from sessionstore.testing.contract import message
 
@@ -52,8 +54,9 @@ async def test_a_torn_tail_of_any_length_is_cut_at_the_last_newline(
     with caplog.at_level(logging.WARNING, logger="sessionstore"):
         assert await JsonlStore(tmp_path).load("s") == [message("e1", "a")]
     assert path.read_bytes() == intact
-    assert f"dropping {len(tail)} bytes of a crash-truncated last line" in caplog.text
-    assert str(path) in caplog.text
+    assert [record.getMessage() for record in caplog.records] == [
+        f"session 's': dropping {len(tail)} bytes of a crash-truncated last line in {path}"
+    ]
 
 
 async def test_complete_size_is_the_size_after_the_repair(tmp_path: Path) -> None:
@@ -176,13 +179,13 @@ def test_open_session_names_a_missing_session(tmp_path: Path) -> None:
 def fsynced(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files ``fsync``ed from now on, by the crash-repair module's ``os``."""
     synced: list[str] = []
-    real = session_file.os.fsync
+    real = os.fsync  # the module's os reference is this module
 
     def fsync(fd: int) -> None:
         synced.append(os.readlink(f"/proc/self/fd/{fd}"))
         real(fd)
 
-    monkeypatch.setattr(session_file.os, "fsync", fsync)
+    monkeypatch.setattr(os, "fsync", fsync)
     return synced
 
 
@@ -247,7 +250,7 @@ async def test_complete_size_waits_for_an_append_under_way(tmp_path: Path) -> No
         fd = open_fd(path)
         try:
             size = returns_only_after(
-                finish, lambda fd=fd: session_file.complete_size("s", path, fd, full=False)
+                finish, partial(session_file.complete_size, "s", path, fd, full=False)
             )
         finally:
             os.close(fd)
@@ -417,14 +420,14 @@ def test_a_name_that_is_no_session_id_is_a_fault(tmp_path: Path) -> None:
 def unreadable(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
     """Make files unreadable (as root, permissions do not stop a read)."""
     refused: set[str] = set()
-    real = session_file.open_regular
+    real = open_regular
 
-    def open_regular(path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
+    def refusing(path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
         if os.fspath(path) in refused:
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
         return real(path, flags, mode)
 
-    monkeypatch.setattr(session_file, "open_regular", open_regular)
+    monkeypatch.setattr(session_file, "open_regular", refusing)
     return lambda path: refused.add(str(path))
 
 
@@ -451,3 +454,58 @@ async def test_a_directory_named_like_a_session_is_a_fault_saying_so(tmp_path: P
     assert await store.integrity() == [
         f"{tmp_path / 'dir.jsonl'}: not a regular file (a directory): not listed"
     ]
+
+
+def test_parse_names_session_and_file_when_there_is_no_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with pytest.raises(CorruptSessionError) as caught:
+        session_file.parse("s", path, b"")
+    error = caught.value
+    assert (error.session_id, error.reason, error.path, error.line) == (
+        "s",
+        "empty session file (missing header line)",
+        str(path),
+        None,
+    )
+
+
+async def test_an_invalid_header_names_its_file_and_line(tmp_path: Path) -> None:
+    path = await new_session(tmp_path, message("e1", "a"))
+    path.write_bytes(b'{"id":5}\n' + path.read_bytes().split(b"\n", 1)[1])
+    with pytest.raises(CorruptSessionError) as caught:
+        await JsonlStore(tmp_path).load("s")
+    assert (caught.value.path, caught.value.line) == (str(path), 1)
+
+
+async def test_an_intact_file_is_neither_scanned_nor_locked_exclusively(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last byte tells an intact file: no scan for its last newline, and
+    no exclusive lock, so readers never wait for one another."""
+    path = await new_session(tmp_path, message("e1", "a"))
+    scans: list[int] = []
+    real = complete_length
+
+    def counted(fd: int, size: int) -> int:
+        scans.append(size)
+        return real(fd, size)
+
+    monkeypatch.setattr(session_file, "complete_length", counted)
+    _, release = hold(path, fcntl.LOCK_SH)  # another reader
+    fd = open_fd(path, os.O_RDWR)
+    try:
+        done = threading.Event()
+
+        def read() -> None:
+            session_file.complete_size("s", path, fd, full=False)
+            done.set()
+
+        thread = threading.Thread(target=read)
+        thread.start()
+        assert done.wait(5), "waited for another reader"
+        assert session_file.repair("s", path, fd, full=False) == path.stat().st_size
+    finally:
+        release()
+        thread.join(10)
+        os.close(fd)
+    assert scans == []
