@@ -104,8 +104,14 @@ def _count(number: int, noun: str, plural: str | None = None) -> str:
     return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
+def _escaped(text: str) -> str:
+    """A message on one line: control characters (a newline in a file name
+    or an id) written as ``\\xNN``, so each message stays one line."""
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
 def _warn(message: str) -> None:
-    _err.print(Text(f"warning: {message}"))
+    _err.print(Text(f"warning: {_escaped(message)}"))
 
 
 def _tsv(row: Iterable[object]) -> None:
@@ -439,7 +445,7 @@ def _refusals(report: ArchiveReport) -> None:
     for warning in report.warnings:
         _warn(str(warning))
     for issue in report.refused:
-        _err.print(Text(f"refused: {issue}"))
+        _err.print(Text(f"refused: {_escaped(str(issue))}"))
 
 
 def _archive_error(error: ArchiveError) -> ArchiveReport:

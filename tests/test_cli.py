@@ -158,6 +158,20 @@ def test_errors_are_one_line_on_stderr_with_a_non_zero_exit(
     assert "Traceback" not in err
 
 
+def test_a_file_name_holding_a_newline_is_refused_on_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, db: str
+) -> None:
+    sessions = tmp_path / "archive" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / "a\nb.jsonl").write_bytes(b'{"id":"a\\nb"}\n')
+    status, _, err = run(capsys, "--db", db, "import", str(tmp_path / "archive"))
+    assert status == 1
+    refused, error = err.splitlines()  # one line each, the newline escaped
+    assert refused.startswith("refused: ")
+    assert "a\\x0ab.jsonl" in refused
+    assert error.startswith("sessionstore: error: ")
+
+
 def test_a_corrupt_archive_is_refused_naming_file_and_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, db: str
 ) -> None:

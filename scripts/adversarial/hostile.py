@@ -13,7 +13,8 @@ The sandbox is listed before and after: a file created or changed anywhere
 but the store and ``dest`` (or beside ``inner``, or at an absolute path a
 hostile id names) is ``lost``. A call must end in the right answer (``ok``)
 or a `SessionStoreError` (``clean``); anything else is a ``crash``, and the
-command line must print one ``sessionstore: error:`` line, never a
+command line must print one ``sessionstore: error:`` line (after one
+``refused:`` line per file an import or export would not take), never a
 traceback.
 
 Groups:
@@ -431,7 +432,13 @@ def judge(tally: Tally, group: str, name: str, ran, sandbox: Sandbox, cli: bool 
             outcome = "ok"
         else:
             lines = [line for line in ran.stderr.splitlines() if line.strip()]
-            one = len(lines) == 1 and lines[0].startswith("sessionstore: error:")
+            # One error line, after the command line's report: a "refused:"
+            # line per file import or export would not take, "warning:" lines.
+            one = (
+                bool(lines)
+                and lines[-1].startswith("sessionstore: error:")
+                and all(line.startswith(("refused: ", "warning: ")) for line in lines[:-1])
+            )
             outcome = "clean" if one or ran.returncode == 2 else "crash"
             detail += f": exit {ran.returncode}: {' | '.join(lines)[:300]}"
     else:
