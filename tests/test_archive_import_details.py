@@ -144,6 +144,8 @@ async def test_a_refused_or_skipped_entry_stops_no_later_one(tmp_path: Path) -> 
     (root / "sessions" / "a.jsonl").symlink_to(outside / "x.jsonl")  # refused, sorted first
     (root / "sessions" / "c.jsonl").mkdir()  # skipped, between
     (root / "journals" / "a").symlink_to(outside)  # refused, sorted first
+    (root / "journals" / "aa").mkdir()
+    (root / "journals" / "aa" / "session_journal.jsonl").symlink_to(outside / "x.jsonl")
     (root / "journals" / "c").write_bytes(b"")  # skipped, between
     (root / "journals" / "e").mkdir()  # a journal's directory without its file: nothing
     store = MemoryStore()
@@ -151,7 +153,11 @@ async def test_a_refused_or_skipped_entry_stops_no_later_one(tmp_path: Path) -> 
         await import_archive(store, root)
     report = caught.value.report
     assert isinstance(report, ArchiveReport)
-    assert [Path(i.file).name for i in report.refused] == ["a.jsonl", "a"]
+    assert [Path(i.file).relative_to(root).as_posix() for i in report.refused] == [
+        "sessions/a.jsonl",
+        "journals/a",
+        "journals/aa/session_journal.jsonl",
+    ]
     assert [Path(i.file).name for i in report.skipped] == ["c.jsonl", "c"]
     assert sorted(meta.id for meta in await store.list()) == ["b", "d"]
     assert await store.journals() == ["b", "d"]
