@@ -509,3 +509,28 @@ async def test_an_intact_file_is_neither_scanned_nor_locked_exclusively(
         thread.join(10)
         os.close(fd)
     assert scans == []
+
+
+# ------------------------------------------------ a batch whose writer died
+
+
+async def test_a_batch_whose_writer_died_mid_write_is_cut_back_whole(tmp_path: Path) -> None:
+    path = await new_session(tmp_path, message("e1", "kept"))
+    before = path.read_bytes()
+    # What a writer killed inside its write leaves: its note, and the first
+    # lines of its batch, each whole.
+    session_file.batch_started(path, len(before))
+    with path.open("ab") as file:
+        file.write(encode_line(message("b1", "half")) + encode_line(message("b2", "a batch")))
+    store = JsonlStore(tmp_path)
+    assert await store.load("s") == [message("e1", "kept")]
+    assert path.read_bytes() == before
+    assert not (tmp_path / session_file.BATCHES / path.name).exists()
+    await store.append_many("s", [message("e2", "next"), message("e3", "turn")])
+    assert [entry.id for entry in await store.load("s")] == ["e1", "e2", "e3"]
+
+
+async def test_a_batch_written_whole_leaves_no_note(tmp_path: Path) -> None:
+    path = await new_session(tmp_path, message("e1", "a"), message("e2", "b"))
+    assert not (tmp_path / session_file.BATCHES / path.name).exists()
+    assert [entry.id for entry in await JsonlStore(tmp_path).load("s")] == ["e1", "e2"]

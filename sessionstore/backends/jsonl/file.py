@@ -7,6 +7,15 @@ newline is the remnant of a crash, cut under the file's exclusive lock.
 
 Only a regular file is a session file (`open_regular`): a FIFO, a link or a
 directory named like a session is refused by name, never read.
+
+A batch of several lines goes out in one ``write``, but a process killed
+in the middle of it can leave its first lines whole. So before such a
+write the store notes the file's length in ``<dir>/.batch/<file>``
+(`batch_started`) and removes the note once the write is done
+(`batch_ended`); a note still there means its writer died mid-batch, and
+the next repair cuts the file back to that length: the batch is stored
+whole or not at all. The note is not fsynced: after a power loss a batch
+can still keep its first lines, as the docs say.
 """
 
 from __future__ import annotations
@@ -26,11 +35,65 @@ from sessionstore.errors import (
 )
 from sessionstore.models import SessionEntry, SessionMeta
 
-__all__ = ["complete_size", "header_or_fault", "open_session", "parse", "read_header", "repair"]
+__all__ = [
+    "BATCHES",
+    "batch_ended",
+    "batch_started",
+    "complete_size",
+    "header_or_fault",
+    "open_session",
+    "parse",
+    "read_header",
+    "repair",
+]
 
 logger = logging.getLogger(__name__)
 
 EMPTY = "empty session file (missing header line)"
+
+BATCHES = ".batch"
+"""``<dir>/.batch/<file>``: the length of a file before an unfinished batch."""
+
+
+def _note(path: Path) -> Path:
+    return path.parent / BATCHES / path.name
+
+
+def batch_started(path: Path, size: int) -> None:
+    """Note that a batch is about to be written after ``size`` bytes of ``path``
+    (under the file's exclusive lock)."""
+    note = _note(path)
+    try:
+        note.write_text(str(size))
+    except FileNotFoundError:
+        note.parent.mkdir(mode=0o700, exist_ok=True)
+        note.write_text(str(size))
+
+
+def batch_ended(path: Path) -> None:
+    """The batch is written (or cut back): forget its note."""
+    _note(path).unlink(missing_ok=True)
+
+
+def _unfinished_batch(session_id: str, path: Path, fd: int, *, full: bool) -> None:
+    """Cut back a batch whose writer died before it ended (exclusive lock held)."""
+    note = _note(path)
+    try:
+        text = note.read_text()
+    except FileNotFoundError:
+        return
+    size = os.fstat(fd).st_size
+    if text.isdigit() and int(text) < size:
+        logger.warning(
+            "session %r: dropping %d bytes of a batch whose writer died in %s",
+            session_id,
+            size - int(text),
+            path,
+        )
+        os.truncate(path, int(text))
+        if full:
+            os.fsync(fd)
+    note.unlink(missing_ok=True)
 
 
 def open_session(session_id: str, path: Path, flags: int) -> int:
@@ -56,6 +119,7 @@ def repair(session_id: str, path: Path, fd: int, *, full: bool) -> int:
         CorruptSessionError: the file holds no complete line, not even its
             header (left empty).
     """
+    _unfinished_batch(session_id, path, fd, full=full)
     size = os.fstat(fd).st_size
     if size and os.pread(fd, 1, size - 1) == b"\n":
         return size
@@ -86,7 +150,9 @@ def complete_size(session_id: str, path: Path, fd: int, *, full: bool) -> int:
         # Shared: no append is halfway through its write while we look.
         fcntl.flock(fd, fcntl.LOCK_SH)
         size = os.fstat(fd).st_size
-        if size == 0 or os.pread(fd, 1, size - 1) != b"\n":
+        torn = size == 0 or os.pread(fd, 1, size - 1) != b"\n"
+        # A note of a batch, seen under the shared lock: its writer died.
+        if torn or _note(path).exists():
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = repair(session_id, path, fd, full=full)
         return size

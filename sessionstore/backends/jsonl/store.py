@@ -77,6 +77,8 @@ from sessionstore.backends.files import (
 )
 from sessionstore.backends.jsonl.context import entries_between, line_number, read_context
 from sessionstore.backends.jsonl.file import (
+    batch_ended,
+    batch_started,
     complete_size,
     header_or_fault,
     open_session,
@@ -225,6 +227,9 @@ class JsonlStore(StoreBase):
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = repair(session_id, path, fd, full=self._full)
             if data:
+                batch = data.count(b"\n") > 1  # one line is whole or torn, never half
+                if batch:
+                    batch_started(path, size)
                 try:
                     write_all(fd, data)
                     if self._full:
@@ -232,6 +237,8 @@ class JsonlStore(StoreBase):
                 except OSError as exc:  # a full disk took part of it: all or nothing
                     truncate_back(fd, size, exc)
                     raise
+                if batch:  # on a failure the note stays: the next repair cuts back
+                    batch_ended(path)
         finally:
             os.close(fd)  # releases the lock
 
