@@ -444,8 +444,12 @@ async def _numbered_lines(
 def _refusals(report: ArchiveReport) -> None:
     for warning in report.warnings:
         _warn(str(warning))
+    for issue in report.skipped:
+        _warn(f"skipped {issue}")
     for issue in report.refused:
         _err.print(Text(f"refused: {_escaped(str(issue))}"))
+    for fault in report.faults:
+        _err.print(Text(f"fault: {_escaped(fault)}"))
 
 
 def _archive_error(error: ArchiveError) -> ArchiveReport:
@@ -531,7 +535,12 @@ async def _export(args: argparse.Namespace) -> int:
         f"and {_count(report.journals, 'journal')} to {args.dir}"
     )
     if refused is not None:
-        raise _Refused(f"export refused {_count(len(report.refused), 'file')} (listed above)")
+        what = _count(len(report.refused), "file") + (
+            f" and could not read {_count(len(report.faults), 'stored file')}"
+            if report.faults
+            else ""
+        )
+        raise _Refused(f"export refused {what} (listed above)")
     if faults:
         raise _Refused(
             f"{_count(len(faults), 'session')} exported with data that does not decode "

@@ -234,9 +234,12 @@ class SessionStore(Protocol):
     async def integrity(self) -> builtins.list[str]:
         """Faults of the storage itself, beyond what `load` decodes.
 
-        On SQL: the database's own integrity and foreign-key checks, and
-        gaps in ``seq``. Empty when sound, and always for backends whose
-        layout cannot hold such faults.
+        On SQL: the database's own integrity and foreign-key checks, gaps in
+        ``seq``, and the first row of each session that no longer matches
+        its chain of digests. On JSONL: every file `list` cannot list (an
+        empty file, a torn or invalid header, something not a regular file
+        under a session's name). Empty when sound, and always for backends
+        whose layout cannot hold such faults.
         """
         ...
 

@@ -158,6 +158,21 @@ def test_errors_are_one_line_on_stderr_with_a_non_zero_exit(
     assert "Traceback" not in err
 
 
+def test_import_names_what_it_skipped_in_the_archive(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, db: str
+) -> None:
+    sessions = tmp_path / "archive" / "sessions"
+    sessions.mkdir(parents=True)
+    (sessions / ".hidden.jsonl").write_bytes(b'{"id":".hidden"}\n')
+    (sessions / "s1.jsonl").write_bytes(b'{"id":"s1"}\n')
+    status, out, err = run(capsys, "--db", db, "import", str(tmp_path / "archive"))
+    assert status == 0
+    assert out.startswith("imported 1 session ")
+    (warning,) = err.splitlines()
+    assert warning.startswith("warning: skipped ")
+    assert ".hidden.jsonl" in warning
+
+
 def test_a_file_name_holding_a_newline_is_refused_on_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, db: str
 ) -> None:
