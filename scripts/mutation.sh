@@ -4,6 +4,8 @@
 # journal readers. Slow (tens of minutes on two cores), so not part of CI.
 #
 #   scripts/mutation.sh [MODULE...]        default: the four modules below
+#   scripts/mutation.sh sessionstore/backends/sql/group.py sessionstore/backends/sql/database.py
+#                                          the SQL store's group commit and transactions
 #
 # Runs mutmut (pip install mutmut) on a copy of the work tree, so nothing
 # in it changes; the copy stays in $MUTATION_WORK (default: a new temporary
@@ -28,6 +30,25 @@ if [ ${#modules[@]} -eq 0 ]; then
     )
 fi
 
+# The tests of the modules chosen; the slowest (memory over 200,000
+# entries, kills of whole processes) add nothing a faster one does not check.
+if [[ "${modules[0]}" == sessionstore/backends/sql/* ]]; then
+    selection=(tests/backends/test_writer_lock.py tests/backends/test_sql.py
+        tests/backends/test_sql_tamper.py tests/backends/test_sql_workers.py
+        tests/backends/test_sql_contexts.py tests/backends/test_sql_database.py
+        tests/test_migrations.py tests/test_open_store.py tests/test_adversarial_findings.py
+        tests/contract/test_stores.py)
+    filter="not memory and not jsonl and not postgresql and not installed_wheel"
+else
+    selection=(tests/backends/test_jsonl.py tests/backends/test_jsonl_repair.py
+        tests/backends/test_jsonl_hostile.py tests/backends/test_jsonl_context.py
+        tests/test_archive.py tests/test_archive_hostile.py
+        tests/test_journal_parse.py tests/test_journal_stream.py tests/test_journal_model.py
+        tests/backends/test_file_journal.py tests/backends/test_file_journal_hostile.py
+        tests/contract/test_journals.py)
+    filter="not memory_stays_flat and not kill_during and not sigkill and not two_processes"
+fi
+
 echo "mutation work tree: $work"
 mkdir -p "$work"
 # The tracked and new files of the work tree, as they stand.
@@ -45,19 +66,14 @@ cp -r "$work/migrations" "$work/sessionstore/migrations"
     # The tests of these modules; the slowest (memory over 200,000 entries,
     # kills of whole processes) add nothing a faster one does not check.
     echo "pytest_add_cli_args_test_selection ="
-    for tests in tests/backends/test_jsonl.py tests/backends/test_jsonl_repair.py \
-        tests/backends/test_jsonl_hostile.py tests/backends/test_jsonl_context.py \
-        tests/test_archive.py tests/test_archive_hostile.py tests/test_archive_import_details.py \
-        tests/test_journal_parse.py tests/test_journal_stream.py tests/test_journal_model.py \
-        tests/backends/test_file_journal.py tests/backends/test_file_journal_hostile.py \
-        tests/contract/test_journals.py; do
-        echo "    $tests"
-    done
+    for tests in "${selection[@]}"; do echo "    $tests"; done
     echo "pytest_add_cli_args ="
     echo "    -p"
     echo "    no:cacheprovider"
+    echo "    -n"
+    echo "    0"
     echo "    -k"
-    echo "    not memory_stays_flat and not kill_during and not sigkill and not two_processes"
+    echo "    $filter"
 } >"$work/setup.cfg"
 
 cd "$work"
