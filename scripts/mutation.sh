@@ -38,7 +38,7 @@ if [[ "${modules[0]}" == sessionstore/backends/sql/* ]]; then
         tests/backends/test_sql_contexts.py tests/backends/test_sql_database.py
         tests/test_migrations.py tests/test_open_store.py tests/test_adversarial_findings.py
         tests/contract/test_stores.py)
-    filter="not memory and not jsonl and not postgresql and not installed_wheel"
+    filter="not memory and not jsonl and not postgresql and not installed_wheel and not alembic and not populated"
 else
     selection=(tests/backends/test_jsonl.py tests/backends/test_jsonl_repair.py
         tests/backends/test_jsonl_hostile.py tests/backends/test_jsonl_context.py
