@@ -6,13 +6,15 @@ import asyncio
 import sqlite3
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
 
-from sessionstore import CorruptSessionError, StorageError
+from sessionstore import CorruptSessionError, SqlStore, StorageError
 from sessionstore.backends.sql.database import Database, WriterLock
 
 
@@ -169,3 +171,40 @@ async def test_a_waiter_whose_loop_closed_is_passed_over() -> None:
 async def _hold(lock: WriterLock) -> None:
     async with lock.held():
         pass
+
+
+async def test_a_driver_error_is_named_by_the_driver_alone(tmp_path: Path) -> None:
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        db = store.database
+
+        def broken(conn: Connection) -> None:
+            conn.exec_driver_sql("SELECT * FROM no_such_table")
+
+        with pytest.raises(StorageError) as caught:
+            await db.transaction(None, broken)
+    assert str(caught.value) == f"{db.where}: no such table: no_such_table"  # no SQL, no links
+
+
+async def test_a_waiter_cancelled_after_its_turn_was_handed_over_passes_the_lock_once() -> None:
+    lock = WriterLock()
+    inside = asyncio.Event()
+    leave = asyncio.Event()
+
+    async def third_writer() -> None:
+        async with lock.held():
+            inside.set()
+            await leave.wait()
+
+    async with lock.held():
+        second = asyncio.create_task(_hold(lock))
+        third = asyncio.create_task(third_writer())
+        await asyncio.sleep(0)  # both queue
+    second.cancel()  # the lock is on its way to it: it must pass it on, once
+    await asyncio.wait_for(inside.wait(), 2)
+    fourth = asyncio.create_task(_hold(lock))
+    await asyncio.sleep(0.01)
+    assert not fourth.done()  # the third holds the lock: nobody else may
+    leave.set()
+    await asyncio.wait_for(asyncio.gather(third, fourth), 2)
+    with pytest.raises(asyncio.CancelledError):
+        await second

@@ -1,0 +1,66 @@
+"""Group commit: appends gathered while a transaction runs, and their failures."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessionstore import SessionMeta, SqlStore, StorageError
+from sessionstore.backends.sql import group
+from sessionstore.testing.contract import message
+from tests.helpers import traced
+
+
+async def test_gathered_appends_commit_as_writes_on_the_writer_thread(tmp_path: Path) -> None:
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        session_id = await store.create(SessionMeta(id="s"))
+        threads: list[str] = []
+        statements = traced(store, threads)
+        await asyncio.gather(*(store.append(session_id, message(f"e{n}", "x")) for n in range(20)))
+        ran = list(zip(statements, threads, strict=True))
+        begins = [sql for sql, _ in ran if sql.startswith("BEGIN")]
+        assert 1 < len(begins) < 20  # gathered: fewer transactions than appends
+        assert set(begins) == {"BEGIN IMMEDIATE"}  # each a writer's, lock taken up front
+        inserts = [thread for sql, thread in ran if sql.startswith("INSERT INTO entries")]
+        assert inserts
+        assert all(thread.startswith("sessionstore-sql-writer") for thread in inserts)
+        assert [e.id for e in await store.load(session_id)] == [f"e{n}" for n in range(20)]
+
+
+async def test_a_failed_gathered_transaction_fails_its_callers_and_the_next_one_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started, proceed = threading.Event(), threading.Event()
+    write_appends = group.write_appends
+
+    def fail_the_first_gathering(appends: Sequence[group.Append], conn: Any) -> Any:
+        if len(appends) > 1 and not started.is_set():
+            started.set()
+            proceed.wait(5)  # meanwhile more appends gather
+            raise sqlite3.OperationalError("disk I/O error")
+        return write_appends(appends, conn)
+
+    monkeypatch.setattr(group, "write_appends", fail_the_first_gathering)
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        session_id = await store.create(SessionMeta(id="s"))
+        first = [
+            asyncio.create_task(store.append(session_id, message(f"a{n}", "x"))) for n in range(3)
+        ]
+        await asyncio.to_thread(started.wait, 5)  # a0 committed alone; a1, a2 are failing
+        later = [
+            asyncio.create_task(store.append(session_id, message(f"b{n}", "y"))) for n in range(2)
+        ]
+        await asyncio.sleep(0.01)  # they gather behind the failing transaction
+        proceed.set()
+        results = await asyncio.wait_for(asyncio.gather(*first, *later, return_exceptions=True), 5)
+        assert results[0] is None
+        assert all(isinstance(r, StorageError) and "disk I/O error" in str(r) for r in results[1:3])
+        assert results[3:] == [None, None]  # the next gathering committed
+        await asyncio.wait_for(store.append(session_id, message("c", "z")), 5)  # not stuck
+        assert [e.id for e in await store.load(session_id)] == ["a0", "b0", "b1", "c"]
