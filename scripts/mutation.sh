@@ -36,6 +36,7 @@ if [[ "${modules[0]}" == sessionstore/backends/sql/* ]]; then
     selection=(tests/backends/test_writer_lock.py tests/backends/test_sql.py
         tests/backends/test_sql_tamper.py tests/backends/test_sql_workers.py
         tests/backends/test_sql_contexts.py tests/backends/test_sql_database.py
+        tests/backends/test_sql_group.py
         tests/test_migrations.py tests/test_open_store.py tests/test_adversarial_findings.py
         tests/contract/test_stores.py)
     filter="not memory and not jsonl and not postgresql and not installed_wheel and not alembic and not populated"

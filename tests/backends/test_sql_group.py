@@ -64,3 +64,29 @@ async def test_a_failed_gathered_transaction_fails_its_callers_and_the_next_one_
         assert results[3:] == [None, None]  # the next gathering committed
         await asyncio.wait_for(store.append(session_id, message("c", "z")), 5)  # not stuck
         assert [e.id for e in await store.load(session_id)] == ["a0", "b0", "b1", "c"]
+
+
+async def test_a_caller_that_gives_up_waiting_leaves_the_others_to_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started, proceed = threading.Event(), threading.Event()
+    write_appends = group.write_appends
+
+    def slow_gathering(appends: Sequence[group.Append], conn: Any) -> Any:
+        if len(appends) > 1 and not started.is_set():
+            started.set()
+            proceed.wait(5)
+        return write_appends(appends, conn)
+
+    monkeypatch.setattr(group, "write_appends", slow_gathering)
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        session_id = await store.create(SessionMeta(id="s"))
+        append = store.append
+        tasks = [asyncio.create_task(append(session_id, message(f"a{n}", "x"))) for n in range(4)]
+        await asyncio.to_thread(started.wait, 5)  # a1..a3 are committing together
+        tasks[1].cancel()  # a1's caller gives up; its append still stands
+        proceed.set()
+        results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 5)
+        assert isinstance(results[1], asyncio.CancelledError)
+        assert [results[0], *results[2:]] == [None, None, None]
+        assert [e.id for e in await store.load(session_id)] == ["a0", "a1", "a2", "a3"]

@@ -143,7 +143,21 @@ async def test_a_row_inserted_without_a_digest_is_a_fault_and_refuses_appends(
     connection = sqlite3.connect(db, isolation_level=None)
     connection.execute(f"INSERT INTO entries {ENTRY} VALUES (?, ?, ?, ?, ?, ?)", forged(3))
     assert await store.integrity() == ["session 's': entry 3 ('e3') has no digest"]
-    with pytest.raises(CorruptSessionError, match="has no digest to chain from"):
+    with pytest.raises(CorruptSessionError) as caught:
         await store.append(session_id, message("e4", "more"))
+    assert str(caught.value) == "session 's': entry 3 has no digest to chain from"
     other = await store.create(SessionMeta(id="other"))
     await store.append(other, message("o1", "unaffected"))  # others still append
+
+
+async def test_a_session_row_without_a_digest_refuses_its_first_append(
+    store: SqlStore, db: Path
+) -> None:
+    connection = sqlite3.connect(db, isolation_level=None)
+    connection.execute(
+        "INSERT INTO sessions (id, version, created_at, header) VALUES ('bare', 1, '', ?)",
+        (encode(SessionMeta(id="bare")),),
+    )
+    with pytest.raises(CorruptSessionError) as caught:
+        await store.append("bare", message("e1", "first"))
+    assert str(caught.value) == "session 'bare': its header has no digest to chain from"
