@@ -37,7 +37,7 @@ from collections.abc import (
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from rich import box
 from rich.console import Console
@@ -77,21 +77,31 @@ class _Refused(Exception):
 
 # ---------------------------------------------------------------- output
 
+_T = TypeVar("_T")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _LITERAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _hex(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+def _escaped(text: str) -> str:
+    """A message on one line: control characters (a newline in a file name
+    or an id) written as ``\\xNN``, so each message stays one line."""
+    return _CONTROL.sub(_hex, text)
 
 
 def _cell(text: str) -> str:
     """Stored text on one line, safe for a terminal and a tab-separated line:
     runs of whitespace become one space, other control characters are
     written as ``\\xNN`` (an escape sequence in a message is shown, not run)."""
-    flat = " ".join(text.split())
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", flat)
+    return _escaped(" ".join(text.split()))
 
 
 def _literal(text: str) -> str:
     """Stored text as it is, lines kept, other control characters escaped."""
-    return _LITERAL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return _LITERAL.sub(_hex, text)
 
 
 def _preview(text: str, width: int = 72) -> str:
@@ -102,12 +112,6 @@ def _preview(text: str, width: int = 72) -> str:
 def _count(number: int, noun: str, plural: str | None = None) -> str:
     """``1 session``, ``2 sessions``."""
     return f"{number} {noun if number == 1 else plural or noun + 's'}"
-
-
-def _escaped(text: str) -> str:
-    """A message on one line: control characters (a newline in a file name
-    or an id) written as ``\\xNN``, so each message stays one line."""
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
 
 
 def _warn(message: str) -> None:
@@ -310,28 +314,28 @@ def _entry_text(entry: SessionEntry) -> tuple[str, str]:
 
 
 async def _numbered(
-    entries: AsyncIterator[SessionEntry], *, limit: int | None, tail: int | None
-) -> AsyncIterator[tuple[int, SessionEntry]]:
-    """Entries numbered from 1, the first ``limit`` or the last ``tail`` of them.
+    items: AsyncIterator[_T], *, limit: int | None, tail: int | None
+) -> AsyncIterator[tuple[int, _T]]:
+    """Items numbered from 1, the first ``limit`` or the last ``tail`` of them.
 
-    Streams: an entry is handed on as soon as it is read (``tail`` keeps the
+    Streams: an item is handed on as soon as it is read (``tail`` keeps the
     last ``tail`` in memory until the end).
     """
     if tail is not None:
-        last: collections.deque[tuple[int, SessionEntry]] = collections.deque(maxlen=tail)
+        last: collections.deque[tuple[int, _T]] = collections.deque(maxlen=tail)
         number = 0
-        async for entry in entries:
+        async for item in items:
             number += 1
-            last.append((number, entry))
-        for item in last:
-            yield item
+            last.append((number, item))
+        for numbered in last:
+            yield numbered
         return
     number = 0
-    async for entry in entries:
+    async for item in items:
         if limit is not None and number >= limit:
             break
         number += 1
-        yield number, entry
+        yield number, item
 
 
 class _EntryLines:
@@ -390,7 +394,7 @@ async def _show(args: argparse.Namespace) -> int:
                 async for header in lines:
                     sys.stdout.write(header + "\n")
                     break
-                async for line in _numbered_lines(lines, limit=limit, tail=tail):
+                async for _, line in _numbered(lines, limit=limit, tail=tail):
                     sys.stdout.write(line + "\n")
             finally:
                 if isinstance(lines, AsyncGenerator):  # close the file or cursor now
@@ -420,25 +424,6 @@ async def _show(args: argparse.Namespace) -> int:
             await stream.aclose()
     out.footer(_count(out.rows, "entry", "entries") + " shown")
     return 0
-
-
-async def _numbered_lines(
-    lines: AsyncIterator[str], *, limit: int | None, tail: int | None
-) -> AsyncIterator[str]:
-    """Stored lines, the first ``limit`` or the last ``tail`` of them."""
-    if tail is not None:
-        last: collections.deque[str] = collections.deque(maxlen=tail)
-        async for line in lines:
-            last.append(line)
-        for line in last:
-            yield line
-        return
-    count = 0
-    async for line in lines:
-        if limit is not None and count >= limit:
-            break
-        count += 1
-        yield line
 
 
 def _refusals(report: ArchiveReport) -> None:
