@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 
 from sessionstore.backends.base import decode_stored_entries, decode_stored_meta
-from sessionstore.backends.files import complete_length, open_regular
+from sessionstore.backends.files import complete_length, make_directory, open_regular
 from sessionstore.errors import (
     CorruptSessionError,
     SessionNotFoundError,
@@ -66,7 +66,7 @@ def batch_started(path: Path, size: int) -> None:
     try:
         note.write_text(str(size))
     except FileNotFoundError:
-        note.parent.mkdir(mode=0o700, exist_ok=True)
+        make_directory(note.parent)
         note.write_text(str(size))
 
 

@@ -28,7 +28,7 @@ import struct
 import tempfile
 from pathlib import Path
 
-from sessionstore.backends.files import open_regular
+from sessionstore.backends.files import make_directory, open_regular
 from sessionstore.backends.jsonl.context import first_kept_in
 
 __all__ = ["HINTS", "HINT_FROM", "first_kept"]
@@ -101,7 +101,7 @@ def _read(path: Path, digest: bytes) -> int | None:
 def _write(path: Path, digest: bytes, found: int) -> None:
     """Write a hint whole (under a temporary name, then renamed), or not at all."""
     try:
-        path.parent.mkdir(mode=0o700, exist_ok=True)
+        make_directory(path.parent)
         fd, temporary = tempfile.mkstemp(prefix=".", dir=path.parent)
     except OSError:
         return  # a read-only directory: the search runs again next time
