@@ -19,6 +19,7 @@ from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
+    EntryNotFoundError,
     InvalidRecordError,
     InvalidSessionIdError,
     SchemaError,
@@ -35,6 +36,7 @@ from sessionstore.journal import Journal, JournalSession
 from sessionstore.models import (
     CommentWrite,
     CompactionEntry,
+    HeadMove,
     JournalLine,
     Message,
     MessageEntry,
@@ -48,6 +50,7 @@ from sessionstore.store import SessionJournal, SessionStore, SessionSummary
 from sessionstore.timestamps import Timestamp
 from sessionstore.wire import (
     decode_entry,
+    decode_head_move,
     decode_journal_line,
     decode_message,
     decode_meta,
@@ -69,7 +72,9 @@ __all__ = [
     "ConfigurationError",
     "CorruptSessionError",
     "DuplicateSessionError",
+    "EntryNotFoundError",
     "FileJournal",
+    "HeadMove",
     "InvalidRecordError",
     "InvalidSessionIdError",
     "Journal",
@@ -100,6 +105,7 @@ __all__ = [
     "__version__",
     "build_context",
     "decode_entry",
+    "decode_head_move",
     "decode_journal_line",
     "decode_message",
     "decode_meta",

@@ -9,6 +9,7 @@ Leaves also derive from the builtin a caller would reach for first, so
      ├── InvalidSessionIdError     (also ValueError)   an id breaks the session-id rule
      ├── StreamingMessageError     (also ValueError)   a streaming message was appended
      ├── SessionNotFoundError      (also LookupError)  no session with that id
+     ├── EntryNotFoundError        (also LookupError)  no entry with that id in the session
      ├── DuplicateSessionError                         a session with that id exists
      ├── SessionConflictError                          a session is not as an import expects
      ├── CorruptSessionError                           stored data does not decode
@@ -33,6 +34,7 @@ __all__ = [
     "ConfigurationError",
     "CorruptSessionError",
     "DuplicateSessionError",
+    "EntryNotFoundError",
     "InvalidRecordError",
     "InvalidSessionIdError",
     "SchemaError",
@@ -98,6 +100,18 @@ class SessionNotFoundError(SessionStoreError, LookupError):
 
     def __str__(self) -> str:
         # LookupError's str() would quote the whole message again.
+        return str(self.args[0])
+
+
+class EntryNotFoundError(SessionStoreError, LookupError):
+    """A session holds no entry with this id (a fork ``at`` it, say)."""
+
+    def __init__(self, session_id: str, entry_id: str) -> None:
+        super().__init__(f"session {session_id!r} has no entry {entry_id!r}")
+        self.session_id = session_id
+        self.entry_id = entry_id
+
+    def __str__(self) -> str:
         return str(self.args[0])
 
 

@@ -34,6 +34,7 @@ from sessionstore.timestamps import Timestamp, now_rfc3339
 __all__ = [
     "CommentWrite",
     "CompactionEntry",
+    "HeadMove",
     "JournalLine",
     "Message",
     "MessageEntry",
@@ -203,6 +204,26 @@ class CompactionEntry(_Record):
 
 SessionEntry = Annotated[MessageEntry | CompactionEntry, Field(discriminator="type")]
 """One record of a session's log, tagged by ``type``."""
+
+
+class HeadMove(_Record):
+    """One position of a named head: the session it named from ``at`` on.
+
+    A head ("the current session of conversation X") is never overwritten:
+    each move is a new `HeadMove`, and the last one is where it stands.
+
+    Attributes:
+        session_id: the session the head named.
+        at: RFC 3339 time of the move, a plain string never parsed.
+    """
+
+    session_id: str
+    at: str
+
+    @classmethod
+    def new(cls, session_id: str) -> Self:
+        """A move to ``session_id``, stamped now."""
+        return cls(session_id=session_id, at=now_rfc3339())
 
 
 class SessionHeader(_Record):

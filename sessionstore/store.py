@@ -15,7 +15,14 @@ from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
 from sessionstore.journal import Journal
-from sessionstore.models import JournalLine, Message, SessionEntry, SessionHeader, SessionMeta
+from sessionstore.models import (
+    HeadMove,
+    JournalLine,
+    Message,
+    SessionEntry,
+    SessionHeader,
+    SessionMeta,
+)
 
 __all__ = ["SessionJournal", "SessionStore", "SessionSummary"]
 
@@ -217,6 +224,74 @@ class SessionStore(Protocol):
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load`.
         """
+        ...
+
+    # -------------------------------------------------- branches
+
+    async def fork(
+        self, source_id: str, *, at: str | None = None, meta: SessionMeta | None = None
+    ) -> SessionMeta:
+        """Branch a session: a new one holding the source's history up to an entry.
+
+        The new session's history is the source's entries up to and
+        including the first entry whose id is ``at`` (all of them when
+        ``at`` is None), then whatever is appended to it. Its header's
+        ``parent_session`` is the source. The source is never written, and
+        each side's later appends stay its own: an edit-and-continue, a
+        retried turn or a sub-agent starting from its parent's context.
+        Forking a fork works to any depth.
+
+        A backend shares the prefix where its storage can (SQL: the fork
+        stores only its header and where it branched, in time and space
+        independent of the source's length) and copies it byte for byte
+        where each session must stand alone (JSONL: a file the Rust
+        implementation loads). Either way every read gives the same.
+
+        Args:
+            source_id: the session to branch from.
+            at: the id of the last entry to keep; None keeps them all.
+            meta: the new session's header; a fresh `SessionMeta.new` by
+                default. Its ``parent_session`` is set to ``source_id``
+                when left None.
+
+        Returns:
+            The new session's header, as stored.
+
+        Raises:
+            SessionNotFoundError: no session ``source_id``.
+            EntryNotFoundError: the source holds no entry ``at``; nothing is
+                created.
+            DuplicateSessionError: ``meta.id`` exists.
+            InvalidRecordError: ``meta.parent_session`` names another session.
+        """
+        ...
+
+    async def set_head(self, name: str, session_id: str) -> HeadMove:
+        """Point the head ``name`` at a session: "the current session of X".
+
+        Heads are append-only: a move records a new position, stamped now,
+        and every earlier one stays in `head_history`. Moves from many
+        tasks at once are each kept, one after another.
+
+        Returns:
+            The move recorded.
+
+        Raises:
+            InvalidSessionIdError: ``name`` breaks the session-id rule.
+            SessionNotFoundError: no session ``session_id``; nothing recorded.
+        """
+        ...
+
+    async def head(self, name: str) -> str | None:
+        """The session the head ``name`` names now; None if it was never set."""
+        ...
+
+    async def head_history(self, name: str) -> builtins.list[HeadMove]:
+        """Every position the head ``name`` had, oldest first (empty if never set)."""
+        ...
+
+    async def heads(self) -> builtins.list[str]:
+        """The names of every head ever set, in no particular order."""
         ...
 
     async def summaries(self) -> builtins.list[SessionSummary]:

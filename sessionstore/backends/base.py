@@ -2,7 +2,8 @@
 
 A store backend subclasses `StoreBase` and implements its abstract methods
 (`create`, `append_many`, `load`, `list`, `raw_lines`, `import_session`,
-`journal`, `journals`, and `close` when it holds resources). Everything
+`_fork`, `_set_head`, `_head_history`, `heads`, `journal`, `journals`, and
+`close` when it holds resources). Everything
 else in the `SessionStore` protocol comes from here, built on those, so the
 contract's rules are applied the same way everywhere; a backend overrides
 a derived method where its storage can do better. A journal backend
@@ -37,6 +38,7 @@ from sessionstore.context import build_context
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
+    EntryNotFoundError,
     InvalidRecordError,
     StorageError,
     StreamingMessageError,
@@ -46,6 +48,7 @@ from sessionstore.journal import Journal
 from sessionstore.models import (
     CommentWrite,
     CompactionEntry,
+    HeadMove,
     JournalLine,
     Message,
     MessageEntry,
@@ -68,6 +71,7 @@ __all__ = [
     "decode_stored_entry",
     "decode_stored_meta",
     "entry_lines",
+    "fork_point",
     "gc_paused",
     "header_line",
     "imported_entry",
@@ -126,6 +130,25 @@ class StoreBase(abc.ABC):
         """Store lines verbatim, all or none; see `SessionStore.import_session`."""
 
     @abc.abstractmethod
+    async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
+        """Create the fork ``meta`` (its stored line ``header``, checked) of
+        ``source_id`` up to the first entry ``at`` (None: all), all or nothing;
+        see `SessionStore.fork`."""
+
+    @abc.abstractmethod
+    async def _set_head(self, name: str, move: HeadMove) -> None:
+        """Record ``move`` as the head's newest position, if its session exists
+        (checked and recorded at once); see `SessionStore.set_head`."""
+
+    @abc.abstractmethod
+    async def _head_history(self, name: str) -> builtins.list[HeadMove]:
+        """Every position of the head ``name`` (checked), oldest first."""
+
+    @abc.abstractmethod
+    async def heads(self) -> builtins.list[str]:
+        """Every head's name; see `SessionStore.heads`."""
+
+    @abc.abstractmethod
     def journal(self, name: str) -> SessionJournal:
         """A journal kept in this store; see `SessionStore.journal`."""
 
@@ -138,6 +161,45 @@ class StoreBase(abc.ABC):
     async def append(self, session_id: str, entry: SessionEntry) -> None:
         """Append one entry; see `SessionStore.append`."""
         await self.append_many(session_id, (entry,))
+
+    async def fork(
+        self, source_id: str, *, at: str | None = None, meta: SessionMeta | None = None
+    ) -> SessionMeta:
+        """Branch a session; see `SessionStore.fork`."""
+        self._check(source_id)
+        if meta is None:
+            meta = SessionMeta.new(parent_session=source_id)
+        elif not isinstance(meta, SessionMeta):
+            raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
+        elif meta.parent_session is None:
+            meta = meta.model_copy(update={"parent_session": source_id})
+        elif meta.parent_session != source_id:
+            raise InvalidRecordError(
+                f"a fork of {source_id!r} cannot name {meta.parent_session!r} as its parent"
+            )
+        if at is not None and not isinstance(at, str):
+            raise InvalidRecordError(f"at must be an entry id (a string), not {at!r}")
+        await self._fork(source_id, at, meta, header_line(meta))
+        return meta
+
+    async def set_head(self, name: str, session_id: str) -> HeadMove:
+        """Move a named head; see `SessionStore.set_head`."""
+        validate_session_id(name)
+        self._check(session_id)
+        move = HeadMove.new(session_id)
+        await self._set_head(name, move)
+        return move
+
+    async def head(self, name: str) -> str | None:
+        """Where a head stands; see `SessionStore.head`."""
+        history = await self.head_history(name)
+        return history[-1].session_id if history else None
+
+    async def head_history(self, name: str) -> builtins.list[HeadMove]:
+        """Every position of a head; see `SessionStore.head_history`."""
+        validate_session_id(name)
+        self._check_open(name)
+        return await self._head_history(name)
 
     async def summaries(self) -> builtins.list[SessionSummary]:
         """Every session at a glance; see `SessionStore.summaries`."""
@@ -324,6 +386,25 @@ def entry_lines(session_id: str, entries: Sequence[SessionEntry]) -> builtins.li
         except InvalidRecordError as exc:
             raise InvalidRecordError(f"session {session_id!r}, entry {entry.id!r}: {exc}") from None
     return lines
+
+
+def fork_point(source_id: str, at: str | None, entry_ids: Iterable[str]) -> int:
+    """How many of the source's entries a fork keeps: all of them when ``at``
+    is None, else up to and including the first whose id is ``at``.
+
+    Args:
+        entry_ids: the source's entry ids, in order (read no further than needed).
+
+    Raises:
+        EntryNotFoundError: no entry of the source has the id ``at``.
+    """
+    count = 0
+    for count, entry_id in enumerate(entry_ids, 1):
+        if entry_id == at:
+            return count
+    if at is None:
+        return count
+    raise EntryNotFoundError(source_id, at)
 
 
 def imported_header(line: str) -> SessionMeta:

@@ -21,6 +21,7 @@ from sessionstore.backends.base import (
     decode_stored_entries,
     decode_stored_meta,
     entry_lines,
+    fork_point,
     header_line,
     imported_entry,
     imported_header,
@@ -34,7 +35,8 @@ from sessionstore.errors import (
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.models import SessionEntry, SessionMeta
+from sessionstore.models import HeadMove, SessionEntry, SessionMeta
+from sessionstore.wire.stored import read_stored_entry
 
 __all__ = ["MemoryStore"]
 
@@ -52,6 +54,7 @@ class MemoryStore(StoreBase):
         self._sessions: dict[str, _Session] = {}
         # Each journal's history: its lines, and None where it was cleared.
         self._journals: dict[str, builtins.list[bytes | None]] = {}
+        self._heads: dict[str, builtins.list[HeadMove]] = {}
 
     def __repr__(self) -> str:
         return f"MemoryStore(sessions={len(self._sessions)})"
@@ -116,6 +119,25 @@ class MemoryStore(StoreBase):
             raise SessionConflictError(meta.id, f"holds {len(session.lines)} entries, not {after}")
         session.lines.extend(lines)
         return len(lines)
+
+    async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
+        source = self._session(source_id)
+        ids = (read_stored_entry(line).id for line in source.lines)
+        count = fork_point(source_id, at, ids) if at is not None else len(source.lines)
+        if meta.id in self._sessions:
+            raise DuplicateSessionError(meta.id)
+        self._sessions[meta.id] = _Session(header, source.lines[:count])
+
+    async def _set_head(self, name: str, move: HeadMove) -> None:
+        self._session(move.session_id)
+        self._heads.setdefault(name, []).append(move)
+
+    async def _head_history(self, name: str) -> builtins.list[HeadMove]:
+        return builtins.list(self._heads.get(name, ()))
+
+    async def heads(self) -> builtins.list[str]:
+        self._check_open()
+        return builtins.list(self._heads)
 
     def journal(self, name: str) -> _MemoryJournal:
         validate_session_id(name)

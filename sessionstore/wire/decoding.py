@@ -13,6 +13,7 @@ from sessionstore.errors import InvalidRecordError
 from sessionstore.models import (
     CommentWrite,
     CompactionEntry,
+    HeadMove,
     Message,
     MessageEntry,
     PostWrite,
@@ -263,6 +264,7 @@ _FIELDS: dict[type[BaseModel], frozenset[str]] = {
         SessionHeader,
         PostWrite,
         CommentWrite,
+        HeadMove,
     )
 }
 
@@ -333,3 +335,14 @@ def decode_journal_line(
     obj, repeats = _load_object(_text_of(data), "journal line")
     model = _variant(obj, repeats, "line", _JOURNAL_LINES, "journal line")
     return _validate(model, _known(obj, model), "journal line")
+
+
+def decode_head_move(data: str | bytes | bytearray | memoryview) -> HeadMove:
+    """Decode one position of a named head (a line of a JSONL store's head file).
+
+    Raises:
+        InvalidRecordError: not a valid head move; the message says why.
+    """
+    obj, repeats = _load_object(_text_of(data), "head move")
+    _refuse_repeats(obj, repeats, _FIELDS[HeadMove], "")
+    return _validate(HeadMove, _known(obj, HeadMove), "head move")

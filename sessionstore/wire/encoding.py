@@ -11,6 +11,7 @@ from sessionstore.errors import InvalidRecordError
 from sessionstore.models import (
     CommentWrite,
     CompactionEntry,
+    HeadMove,
     Message,
     MessageEntry,
     PostWrite,
@@ -29,6 +30,7 @@ Record = (
     | SessionHeader
     | PostWrite
     | CommentWrite
+    | HeadMove
 )
 
 _escape: Callable[[str], str] = json.encoder.encode_basestring
@@ -180,6 +182,10 @@ def _encode_record(record: Record, out: list[str]) -> None:
     elif isinstance(record, CommentWrite):
         on = "" if record.on is None else f',"on":"{record.on}"'
         out.append(f'{{"line":"comment","at":"{record.at}","id":"{record.id}"{on}}}')
+    elif isinstance(record, HeadMove):
+        out.append(
+            '{"session_id":' + _escape(record.session_id) + ',"at":' + _escape(record.at) + "}"
+        )
     else:
         raise InvalidRecordError(f"{type(record).__name__} is not a wire record")
 
