@@ -23,6 +23,7 @@ from sessionstore import (
     open_store,
 )
 from sessionstore.backends.sql import schema
+from sessionstore.backends.sql.digests import entry_digest, header_digest
 from sessionstore.testing.contract import message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,9 +184,9 @@ def test_an_installed_wheel_migrates_a_new_database(tmp_path: Path) -> None:
 # -------------------------------------------------- a populated database upgraded
 
 
-def populate_at_0001(db: Path) -> dict[str, list[str]]:
-    """Sessions, entries and a journal written at revision 0001, row by row as
-    that revision's store wrote them; the lines of each session."""
+def populate(db: Path, revision: str) -> dict[str, list[str]]:
+    """Sessions, entries and a journal written at ``revision`` (0001 or 0002),
+    row by row as that revision's store wrote them; the lines of each session."""
     compaction = CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id="e2")
     sessions: dict[str, list[SessionEntry]] = {
         "plain": [message("e1", "hello"), message("e2", "héllo\r")],
@@ -196,19 +197,36 @@ def populate_at_0001(db: Path) -> dict[str, list[str]]:
     connection = sqlite3.connect(db, isolation_level=None)
     for pk, (session_id, entries) in enumerate(sessions.items(), 1):
         header = encode(SessionMeta(id=session_id, created_at="2026-01-01T00:00:00Z"))
+        digest = header_digest(header) if revision == "0002" else None
         connection.execute(
             "INSERT INTO sessions (pk, id, version, parent_session, created_at, header) "
             "VALUES (?, ?, 1, NULL, '2026-01-01T00:00:00Z', ?)",
             (pk, session_id, header),
         )
+        if digest is not None:  # an insert with the column would fail at 0001
+            connection.execute("DROP TRIGGER sessions_no_update")
+            connection.execute("UPDATE sessions SET digest = ? WHERE pk = ?", (digest, pk))
+            connection.execute(
+                "CREATE TRIGGER sessions_no_update BEFORE UPDATE ON sessions "
+                "BEGIN SELECT RAISE(ABORT, 'sessionstore: sessions is append-only'); END"
+            )
         lines = [encode(entry) for entry in entries]
         for seq, (entry, line) in enumerate(zip(entries, lines, strict=True), 1):
             kept = entry.first_kept_id if isinstance(entry, CompactionEntry) else None
-            connection.execute(
-                "INSERT INTO entries (session_pk, seq, entry_id, type, timestamp, "
-                "first_kept_id, line) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (pk, seq, entry.id, entry.type, entry.timestamp, kept, line),
-            )
+            row = {
+                "entry_id": entry.id,
+                "type": entry.type,
+                "timestamp": entry.timestamp,
+                "first_kept_id": kept,
+                "line": line,
+            }
+            columns = "session_pk, seq, entry_id, type, timestamp, first_kept_id, line"
+            values: tuple[object, ...] = (pk, seq, *row.values())
+            if digest is not None:
+                digest = entry_digest(digest, row)
+                columns, values = columns + ", digest", (*values, digest)
+            marks = ", ".join("?" * len(values))
+            connection.execute(f"INSERT INTO entries ({columns}) VALUES ({marks})", values)
         written[session_id] = [header, *lines]
     for seq, journal_line in enumerate([b"one", None, b"two"], 1):  # None: a clear
         connection.execute("INSERT INTO journal_lines VALUES ('agent', ?, ?)", (seq, journal_line))
@@ -217,21 +235,34 @@ def populate_at_0001(db: Path) -> dict[str, list[str]]:
 
 
 async def assert_kept_and_chained(target: str, written: dict[str, list[str]]) -> None:
-    """Every byte kept, every chain of digests whole, and appends continue it."""
+    """Every byte kept, every chain of digests whole, appends continue it,
+    and the sessions stored before branch like any other."""
     async with open_store(target) as store:
         for session_id, lines in written.items():
             assert [line async for line in store.raw_lines(session_id)] == lines
         assert await store.journal("agent").read_bytes() == b"two\n"
         assert await store.integrity() == []
         await store.append("plain", message("e3", "after the upgrade"))
+        fork = await store.fork("compacted", at="e2")
+        await store.append(fork.id, message("f1", "on the fork"))
+        assert [line async for line in store.raw_lines(fork.id)] == [
+            encode(fork),
+            *written["compacted"][1:3],
+            encode(message("f1", "on the fork")),
+        ]
+        await store.set_head("conversation", fork.id)
+        assert await store.head("conversation") == fork.id
         assert await store.integrity() == []
 
 
 @pytest.mark.parametrize("how", ["code", "alembic", "cli"])
-async def test_a_populated_database_at_0001_is_upgraded_in_place(tmp_path: Path, how: str) -> None:
+@pytest.mark.parametrize("revision", ["0001", "0002"])
+async def test_a_populated_database_is_upgraded_in_place(
+    tmp_path: Path, how: str, revision: str
+) -> None:
     db = tmp_path / "old.db"
-    await migrate.upgrade(str(db), "0001")
-    written = populate_at_0001(db)
+    await migrate.upgrade(str(db), revision)
+    written = populate(db, revision)
     if how == "code":
         await migrate.upgrade(str(db))
     elif how == "alembic":

@@ -28,7 +28,7 @@ async def store(pg_url: str) -> AsyncIterator[SqlStore]:
     await opened.close()
 
 
-@pytest.mark.parametrize("table", ["sessions", "entries", "journal_lines"])
+@pytest.mark.parametrize("table", ["sessions", "entries", "journal_lines", "heads"])
 @pytest.mark.parametrize(
     "statement", ["UPDATE {table} SET seq = seq", "DELETE FROM {table}", "TRUNCATE {table} CASCADE"]
 )
@@ -39,6 +39,7 @@ async def test_raw_update_delete_and_truncate_fail_on_every_table(
     await store.create(meta)
     await store.append(meta.id, message("e1", "x"))
     await store.journal("agent").append_raw(b"line")
+    await store.set_head("chat", meta.id)
     if table == "sessions":
         statement = statement.replace("seq = seq", "pk = pk")
     with connect(pg_url) as connection:
@@ -128,21 +129,29 @@ async def test_a_populated_database_at_0001_is_upgraded_in_place_on_postgresql(
     header = encode(SessionMeta(id="s", created_at="2026-01-01T00:00:00Z"))
     lines = [encode(message(f"e{n}", f"text {n}")) for n in range(3)]
     with connect(pg_url) as connection:
-        connection.execute(
-            "INSERT INTO sessions (pk, id, version, created_at, header) VALUES (1, 's', 1, '', %s)",
+        (pk,) = connection.execute(
+            "INSERT INTO sessions (id, version, created_at, header) VALUES ('s', 1, '', %s) "
+            "RETURNING pk",
             (header,),
-        )
+        ).fetchone()
         for seq, line in enumerate(lines, 1):
             connection.execute(
                 "INSERT INTO entries (session_pk, seq, entry_id, type, timestamp, line) "
-                "VALUES (1, %s, %s, 'message', '2026-07-19T00:00:00+00:00', %s)",
-                (seq, f"e{seq - 1}", line),
+                "VALUES (%s, %s, %s, 'message', '2026-07-19T00:00:00+00:00', %s)",
+                (pk, seq, f"e{seq - 1}", line),
             )
     await migrate.upgrade(pg_url)
     async with open_store(pg_url) as store:
         assert [line async for line in store.raw_lines("s")] == [header, *lines]
         assert await store.integrity() == []
         await store.append("s", message("e3", "after the upgrade"))
+        fork = await store.fork("s", at="e1")
+        await store.append(fork.id, message("f", "on the fork"))
+        assert [line async for line in store.raw_lines(fork.id)] == [
+            encode(fork),
+            *lines[:2],
+            encode(message("f", "on the fork")),
+        ]
         assert await store.integrity() == []
     connection = connect(pg_url)
     with pytest.raises(psycopg.errors.RaiseException, match="append-only"):

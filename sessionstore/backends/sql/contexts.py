@@ -22,7 +22,8 @@ from sqlalchemy import Connection
 from sessionstore.backends.base import decode_stored_entries
 from sessionstore.backends.contexts import BuiltContext, ContextCache, leaves_cut
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql.database import Database, find_session, last_seq
+from sessionstore.backends.sql.database import Database, find_session
+from sessionstore.backends.sql.lineage import Lineage, lineage
 from sessionstore.context import summary_message
 from sessionstore.errors import CorruptSessionError
 from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionEntry
@@ -32,15 +33,15 @@ __all__ = ["Contexts"]
 QUICK_ROWS = 16
 """New entries a cached context may read on the event loop (`Runner.run`'s ``quick``)."""
 
-_Built = BuiltContext[int]
-"""A context built: its session's ``pk``, and the last ``seq`` it was built to."""
+_Built = BuiltContext[Lineage]
+"""A context built: its session's spans, and the last ``seq`` it was built to."""
 
 
 @dataclass(frozen=True)
 class _Read:
     """What one transaction read: all that is needed, or what is new."""
 
-    pk: int
+    spans: Lineage
     last: int
     new_rows: list[Any] | None = None  # (seq, entry_id, line, type) after the built context
     marker: Any = None  # the last compaction's (seq, line, first_kept_id)
@@ -56,7 +57,7 @@ class Contexts:
 
     def __init__(self, database: Database) -> None:
         self._database = database
-        self.cache: ContextCache[int] = ContextCache()
+        self.cache: ContextCache[Lineage] = ContextCache()
 
     async def load(self, session_id: str) -> list[Message]:
         built = self.cache.get(session_id)
@@ -90,29 +91,41 @@ class Contexts:
     ) -> _Read | None:
         """What `load` needs, read in one transaction; with ``most``, no more
         than that many new entries (None when the context needs more)."""
-        pk = find_session(conn, session_id)[0] if built is None else built.stamp
-        last = last_seq(conn, pk)
+        if built is None:
+            spans = lineage(conn, session_id, find_session(conn, session_id))
+        else:
+            spans = built.stamp
+        # A fork's own rows start past what it shares, so its last seq is theirs.
+        last = int(Q.LAST_SEQ.scalar(conn, pk=spans.pk)) or spans.shared
         if built is not None and last == built.extent:
-            return _Read(pk, last, new_rows=[])
+            return _Read(spans, last, new_rows=[])
         if built is not None and built.extent < last <= built.extent + (most or last):
-            new = Q.ENTRIES_AFTER.all(conn, pk=pk, after=built.extent, end=last)
+            new = _each(conn, Q.ENTRIES_AFTER, spans, built.extent, last)
             if all(leaves_cut(kind, id_, built.waiting_for) for _, id_, _, kind in new):
-                return _Read(pk, last, new_rows=new)
+                return _Read(spans, last, new_rows=new)
         if most is not None:
             return None
-        marker = Q.LAST_COMPACTION.first(conn, pk=pk, end=last)
+        marker = next(
+            filter(None, (Q.LAST_COMPACTION.first(conn, **s) for s in _spans(spans, 0, last, -1))),
+            None,
+        )
         if marker is None:
-            return _Read(pk, last, rows=Q.MESSAGES.all(conn, pk=pk, end=last))
+            return _Read(spans, last, rows=_each(conn, Q.MESSAGES, spans, 0, last))
         seq, _, kept = marker
-        rows = Q.KEPT_MESSAGES.all(conn, pk=pk, kept=kept, after=seq + 1, end=last)
-        return _Read(pk, last, marker=marker, rows=rows)
+        if len(spans.spans) == 1:
+            rows = Q.KEPT_MESSAGES.all(conn, pk=spans.pk, kept=kept, after=seq + 1, end=last)
+            return _Read(spans, last, marker=marker, rows=rows)
+        found = (Q.FIRST_MESSAGE_WITH_ID.scalar(conn, id=kept, **s) for s in _spans(spans, 0, last))
+        start = next((first for first in found if first is not None), seq + 1)
+        rows = _each(conn, Q.MESSAGES, spans, start - 1, last)
+        return _Read(spans, last, marker=marker, rows=rows)
 
     def _build(self, session_id: str, read: _Read) -> _Built:
         assert read.rows is not None
         entries = self._entries(session_id, read.rows)
         messages = tuple(e.message for e in entries if isinstance(e, MessageEntry))
         if read.marker is None:
-            return _Built(read.pk, read.last, messages, None)
+            return _Built(read.spans, read.last, messages, None)
         seq, line, kept = read.marker
         compaction = decode_stored_entries(session_id, [(seq, line)], path=self._where)[0]
         if not isinstance(compaction, CompactionEntry):
@@ -124,7 +137,7 @@ class Contexts:
             )
         found = bool(read.rows) and read.rows[0][1] == kept
         return _Built(
-            read.pk, read.last, (summary_message(compaction), *messages), None if found else kept
+            read.spans, read.last, (summary_message(compaction), *messages), None if found else kept
         )
 
     def _entries(self, session_id: str, rows: Sequence[Any]) -> list[SessionEntry]:
@@ -136,3 +149,16 @@ class Contexts:
     @property
     def _where(self) -> str:
         return self._database.entries_at
+
+
+def _spans(spans: Lineage, after: int, end: int, step: int = 1) -> list[dict[str, int]]:
+    """The bounds of each span of ``after < seq <= end``, as query parameters,
+    oldest first (``step=-1``: newest first)."""
+    return [{"pk": pk, "after": low, "end": high} for pk, low, high in spans.within(after, end)][
+        ::step
+    ]
+
+
+def _each(conn: Connection, query: Q.Query, spans: Lineage, after: int, end: int) -> list[Any]:
+    """``query``'s rows over every span of ``after < seq <= end``, in order."""
+    return [row for bounds in _spans(spans, after, end) for row in query.all(conn, **bounds)]

@@ -17,18 +17,17 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
-from sqlalchemy import Connection, insert
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
 from sessionstore.backends.base import Durability
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql.digests import header_digest
+from sessionstore.backends.sql.digests import fork_digest, header_digest
 from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT, describe, is_busy
 from sessionstore.backends.sql.runner import Runner, Step, open_runner
 from sessionstore.backends.sql.schema import ensure_schema
-from sessionstore.backends.sql.tables import sessions
 from sessionstore.errors import (
     CorruptSessionError,
     DuplicateSessionError,
@@ -38,7 +37,15 @@ from sessionstore.errors import (
 )
 from sessionstore.models import SessionMeta
 
-__all__ = ["Database", "WriterLock", "chain_end", "find_session", "insert_session", "last_seq"]
+__all__ = [
+    "Database",
+    "SessionRow",
+    "WriterLock",
+    "chain_end",
+    "find_session",
+    "insert_session",
+    "last_seq",
+]
 
 _T = TypeVar("_T")
 _BUSY_RETRIES = 5
@@ -248,8 +255,19 @@ class Database:
 # ---------------------------------------------------------------- row lookups
 
 
-def find_session(conn: Connection, session_id: str, *, lock: bool = False) -> Any:
-    """The session's ``(pk, header, digest)``; ``lock`` holds its row until commit.
+class SessionRow(NamedTuple):
+    """What a session's row says: its key, header line, digest, and for a
+    fork its base and how many entries it shares (`lineage`)."""
+
+    pk: int
+    header: str
+    digest: bytes | None
+    base_pk: int | None
+    base_seq: int | None
+
+
+def find_session(conn: Connection, session_id: str, *, lock: bool = False) -> SessionRow:
+    """The session's row; ``lock`` holds it until commit (PostgreSQL).
 
     Raises:
         SessionNotFoundError: no such session.
@@ -258,47 +276,61 @@ def find_session(conn: Connection, session_id: str, *, lock: bool = False) -> An
     found = query.first(conn, id=session_id)
     if found is None:
         raise SessionNotFoundError(session_id)
-    return found
+    return SessionRow._make(found)
 
 
-def last_seq(conn: Connection, pk: int) -> int:
-    """The last ``seq`` of a session (its key), 0 when it has no entry."""
-    return int(Q.LAST_SEQ.scalar(conn, pk=pk))
+def last_seq(conn: Connection, row: SessionRow) -> int:
+    """The last ``seq`` of a session's history: of its own rows, or of what
+    it shares when it has none; 0 when it has no entry."""
+    return int(Q.LAST_SEQ.scalar(conn, pk=row.pk)) or (row.base_seq or 0)
 
 
-def chain_end(
-    conn: Connection, session_id: str, pk: int, header_digest: bytes | None
-) -> tuple[int, bytes]:
+def chain_end(conn: Connection, session_id: str, row: SessionRow) -> tuple[int, bytes]:
     """A session's last ``seq`` and the digest its next entry chains from.
 
     Raises:
         CorruptSessionError: that digest is missing (a row written behind
             the store's back).
     """
-    last = Q.LAST_ENTRY.first(conn, pk=pk)
-    seq, digest = (0, header_digest) if last is None else last
+    last = Q.LAST_ENTRY.first(conn, pk=row.pk)
+    seq, digest = (row.base_seq or 0, row.digest) if last is None else last
     if digest is None:
-        what = "its header" if seq == 0 else f"entry {seq}"
+        what = "its header" if last is None else f"entry {seq}"
         raise CorruptSessionError(session_id, f"{what} has no digest to chain from")
     return seq, bytes(digest)
 
 
-def insert_session(conn: Connection, meta: SessionMeta, header: str) -> int:
+def insert_session(
+    conn: Connection,
+    meta: SessionMeta,
+    header: str,
+    *,
+    base: tuple[int, int, bytes] | None = None,
+) -> int:
     """Insert a session's row; its key.
+
+    Args:
+        base: for a fork sharing entries, its base's key, how many entries
+            it shares, and the digest of the last of them.
 
     Raises:
         DuplicateSessionError: a session with that id exists.
     """
+    base_pk, base_seq, digest = (None, None, header_digest(header))
+    if base is not None:
+        base_pk, base_seq = base[0], base[1]
+        digest = fork_digest(header, base_seq, base[2])
     row = {
         "id": meta.id,
         "version": meta.version,
         "parent_session": meta.parent_session,
         "created_at": meta.created_at,
         "header": header,
-        "digest": header_digest(header),
+        "digest": digest,
+        "base_pk": base_pk,
+        "base_seq": base_seq,
     }
     try:
-        inserted = conn.execute(insert(sessions).values(row).returning(sessions.c.pk))
-    except IntegrityError:
+        return int(Q.INSERT_SESSION.scalar(conn, **row))
+    except conn.dialect.loaded_dbapi.IntegrityError:
         raise DuplicateSessionError(meta.id) from None
-    return int(inserted.scalar_one())

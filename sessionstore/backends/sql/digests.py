@@ -1,6 +1,7 @@
 """Tamper evidence: a digest chained through each session's rows.
 
-A session's row holds the digest of its header line; each entry's row holds
+A session's row holds the digest of its header line (a fork's, of its
+header line and of where it branched: see `fork_digest`); each entry's row holds
 the digest of the previous one (the header's, for the first entry) followed
 by its own columns: the line, and the id, type, timestamp and kept id the
 queries read beside it. Any byte of them changed after it was written,
@@ -20,7 +21,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["DIGEST_SIZE", "ENTRY_COLUMNS", "entry_digest", "header_digest"]
+__all__ = ["DIGEST_SIZE", "ENTRY_COLUMNS", "entry_digest", "fork_digest", "header_digest"]
 
 ENTRY_COLUMNS = ("entry_id", "type", "timestamp", "first_kept_id", "line")
 """An entry row's columns its digest covers, in this order."""
@@ -46,4 +47,15 @@ def entry_digest(previous: bytes, row: Mapping[str, Any]) -> bytes:
         value = _bytes(row[column])
         digest.update(struct.pack("<Q", len(value)))
         digest.update(value)
+    return digest.digest()
+
+
+def fork_digest(header: str | bytes, base_seq: int, base: bytes) -> bytes:
+    """The digest a fork's chain starts from: its header line's, then the
+    number of entries it shares and the digest of the last of them (its
+    base's entry ``base_seq``). A shared row changed, or the fork pointed
+    at another place, breaks the fork's chain too."""
+    digest = hashlib.blake2b(header_digest(header), digest_size=DIGEST_SIZE)
+    digest.update(struct.pack("<Q", base_seq))
+    digest.update(base)
     return digest.digest()

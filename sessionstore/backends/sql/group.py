@@ -52,8 +52,8 @@ def write_appends(appends: Sequence[Append], conn: Connection) -> list[SessionSt
     found: dict[str, tuple[int, int, bytes] | SessionStoreError] = {}
     for session_id in sorted({session_id for session_id, _ in appends}):
         try:
-            pk, _, digest = find_session(conn, session_id, lock=True)
-            found[session_id] = (pk, *chain_end(conn, session_id, pk, digest))
+            session = find_session(conn, session_id, lock=True)
+            found[session_id] = (session.pk, *chain_end(conn, session_id, session))
         except SessionStoreError as exc:  # no such session, or a broken chain
             found[session_id] = exc
     batch = []

@@ -30,16 +30,25 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from sessionstore.backends.sql.digests import ENTRY_COLUMNS
-from sessionstore.backends.sql.tables import entries, journal_lines, sessions
+from sessionstore.backends.sql.tables import entries, heads, journal_lines, sessions
 
 __all__ = [
+    "ANCESTRY",
     "ENTRIES_AFTER",
+    "ENTRY_DIGEST",
     "ENTRY_DIGESTS",
     "FIND_SESSION",
     "FIND_SESSION_LOCKED",
+    "FIRST_ENTRY_WITH_ID",
+    "FIRST_MESSAGE_WITH_ID",
     "HEADERS_AFTER",
+    "HEAD_HISTORY",
+    "HEAD_LAST",
+    "HEAD_NAMES",
     "INSERT_ENTRIES",
+    "INSERT_HEAD",
     "INSERT_JOURNAL_LINES",
+    "INSERT_SESSION",
     "JOURNAL_LAST_ROW",
     "JOURNAL_LINES",
     "KEPT_MESSAGES",
@@ -47,6 +56,7 @@ __all__ = [
     "LAST_ENTRY",
     "LAST_SEQ",
     "LINES",
+    "LOCK_HEAD",
     "LOCK_JOURNAL",
     "MESSAGES",
     "PAGE",
@@ -154,14 +164,39 @@ _pk = entries.c.session_pk == bindparam("pk")
 _COMPACTION = entries.c.type == literal_column("'compaction'")
 _MESSAGE = entries.c.type == literal_column("'message'")
 
-_find = select(sessions.c.pk, sessions.c.header, sessions.c.digest).where(
-    sessions.c.id == bindparam("id")
-)
+_find = select(
+    sessions.c.pk, sessions.c.header, sessions.c.digest, sessions.c.base_pk, sessions.c.base_seq
+).where(sessions.c.id == bindparam("id"))
 FIND_SESSION = Query(_find)
-"""A session's ``(pk, header, digest)`` by id (``id``)."""
+"""A session's ``(pk, header, digest, base_pk, base_seq)`` by id (``id``)."""
 
-FIND_SESSION_LOCKED = Query(_find.with_for_update())
-"""The same, locking the row until commit (PostgreSQL; SQLite's writer lock suffices)."""
+FIND_SESSION_LOCKED = Query(_find.with_for_update(key_share=True))
+"""The same, locking the row until commit (PostgreSQL; SQLite's writer lock
+suffices). ``FOR NO KEY UPDATE``: a fork of the session, whose foreign key
+takes a key-share lock on it, need not wait for the appends."""
+
+_up = (
+    select(sessions.c.pk, sessions.c.base_pk, sessions.c.base_seq)
+    .where(sessions.c.pk == bindparam("pk"))
+    .cte("up", recursive=True)
+)
+_base = sessions.alias("base")
+_up = _up.union_all(
+    # A base was stored before its fork: the smaller key also ends any loop
+    # a row written behind the store's back could make.
+    select(_base.c.pk, _base.c.base_pk, _base.c.base_seq).where(
+        _base.c.pk == _up.c.base_pk, _base.c.pk < _up.c.pk
+    )
+)
+ANCESTRY = Query(select(_up.c.pk, _up.c.base_pk, _up.c.base_seq))
+"""``(pk, base_pk, base_seq)`` of a session (``pk``) and of each base up its chain."""
+
+INSERT_SESSION = Query(
+    insert(sessions)
+    .values({column.name: bindparam(column.name) for column in sessions.c if column.name != "pk"})
+    .returning(sessions.c.pk)
+)
+"""A session's row, all columns but ``pk``; returns its ``pk``."""
 
 LAST_SEQ = Query(select(func.coalesce(func.max(entries.c.seq), 0)).where(_pk))
 """The last ``seq`` of a session (``pk``), 0 when it has no entry."""
@@ -174,16 +209,17 @@ LAST_ENTRY = Query(
 INSERT_ENTRIES = Query(insert(entries))
 """Entry rows, all columns (`Query.many`)."""
 
-LINES = Query(select(entries.c.seq, Utf8Bytes(entries.c.line)).where(_pk).order_by(entries.c.seq))
-"""Every entry line of a session (``pk``), in order, as stored bytes: a line
-that is not UTF-8 is then named by the decoder, line and all."""
-
-
 _page = (
     entries.c.session_pk == bindparam("pk"),
     entries.c.seq > bindparam("after"),
     entries.c.seq <= bindparam("end"),
 )
+
+LINES = Query(
+    select(entries.c.seq, Utf8Bytes(entries.c.line)).where(*_page).order_by(entries.c.seq)
+)
+"""The entry lines of a session (``pk``) with ``after < seq <= end``, in order,
+as stored bytes: a line that is not UTF-8 is then named by the decoder."""
 
 PAGE = Query(
     select(entries.c.seq, entries.c.line)
@@ -203,23 +239,43 @@ PAGE_BYTES = Query(
 
 # The context's statements read up to a given ``end`` seq: on PostgreSQL
 # each statement sees its own snapshot, and the bound keeps them to one
-# prefix of the log.
+# prefix of the log. They run once per span of a fork's history
+# (`lineage`), bounded by ``after`` too.
 _upto = entries.c.seq <= bindparam("end")
 
 LAST_COMPACTION = Query(
     select(entries.c.seq, entries.c.line, entries.c.first_kept_id)
-    .where(_pk, _COMPACTION, _upto)
+    .where(*_page, _COMPACTION)
     .order_by(entries.c.seq.desc())
     .limit(1)
 )
-"""The last compaction of a session (``pk``) up to ``end``, through its partial index."""
+"""The last compaction of a session (``pk``) in ``after < seq <= end``, through
+its partial index."""
 
 MESSAGES = Query(
     select(entries.c.seq, entries.c.entry_id, entries.c.line)
-    .where(_pk, _MESSAGE, _upto)
+    .where(*_page, _MESSAGE)
     .order_by(entries.c.seq)
 )
-"""Every message of a session (``pk``) up to ``end``."""
+"""The messages of a session (``pk``) in ``after < seq <= end``."""
+
+FIRST_MESSAGE_WITH_ID = Query(
+    select(func.min(entries.c.seq)).where(*_page, entries.c.entry_id == bindparam("id"), _MESSAGE)
+)
+"""The ``seq`` of the first message of a session (``pk``) in ``after < seq <=
+end`` whose id is ``id``; NULL when none is."""
+
+FIRST_ENTRY_WITH_ID = Query(
+    select(func.min(entries.c.seq)).where(*_page, entries.c.entry_id == bindparam("id"))
+)
+"""The same for any entry, message or compaction."""
+
+ENTRY_DIGEST = Query(
+    select(entries.c.digest).where(
+        entries.c.session_pk == bindparam("pk"), entries.c.seq == bindparam("seq")
+    )
+)
+"""The digest of one entry row (``pk``, ``seq``)."""
 
 _first_kept = (
     select(func.min(entries.c.seq))
@@ -237,7 +293,8 @@ KEPT_MESSAGES = Query(
     .order_by(entries.c.seq)
 )
 """The messages a compaction keeps, up to ``end``: from the first message
-whose id is ``kept`` on, or, when none has it, from ``seq`` ``after`` on."""
+whose id is ``kept`` on, or, when none has it, from ``seq`` ``after`` on
+(a session of one span; a fork's spans use `FIRST_MESSAGE_WITH_ID`)."""
 
 ENTRIES_AFTER = Query(
     select(entries.c.seq, entries.c.entry_id, entries.c.line, entries.c.type)
@@ -260,11 +317,17 @@ SESSIONS = Query(select(sessions.c.id, sessions.c.header).order_by(sessions.c.pk
 """Every session's id and header line, in creation order."""
 
 SESSION_DIGESTS = Query(
-    select(sessions.c.pk, sessions.c.id, Utf8Bytes(sessions.c.header), sessions.c.digest).order_by(
-        sessions.c.pk
-    )
+    select(
+        sessions.c.pk,
+        sessions.c.id,
+        Utf8Bytes(sessions.c.header),
+        sessions.c.digest,
+        sessions.c.base_pk,
+        sessions.c.base_seq,
+    ).order_by(sessions.c.pk)
 )
-"""Every session's ``(pk, id, header bytes, digest)``, in creation order."""
+"""Every session's ``(pk, id, header bytes, digest, base_pk, base_seq)``, in
+creation order."""
 
 ENTRY_DIGESTS = Query(
     select(
@@ -307,3 +370,23 @@ LOCK_JOURNAL = Query(
     select(func.pg_advisory_xact_lock(func.hashtextextended(bindparam("name"), 0)))
 )
 """PostgreSQL: queue behind the other writers of a journal (``name``) until commit."""
+
+_head = heads.c.name == bindparam("name")
+
+HEAD_HISTORY = Query(select(heads.c.session_id, heads.c.at).where(_head).order_by(heads.c.seq))
+"""Every position of a head (``name``), oldest first."""
+
+HEAD_LAST = Query(
+    select(heads.c.seq, heads.c.session_id).where(_head).order_by(heads.c.seq.desc()).limit(1)
+)
+"""A head's last ``(seq, session_id)`` (``name``), if it was ever set."""
+
+HEAD_NAMES = Query(select(heads.c.name).distinct().order_by(heads.c.name))
+"""The name of every head ever set."""
+
+INSERT_HEAD = Query(insert(heads))
+"""A head's row, all columns."""
+
+LOCK_HEAD = Query(select(func.pg_advisory_xact_lock(func.hashtextextended(bindparam("name"), 1))))
+"""PostgreSQL: queue behind the other movers of a head (``name``) until commit
+(seeded apart from `LOCK_JOURNAL`)."""

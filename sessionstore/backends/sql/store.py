@@ -29,7 +29,7 @@ survive a power loss too. On PostgreSQL every commit is durable.
 from __future__ import annotations
 
 import builtins
-import contextlib
+import itertools
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from functools import partial
 from operator import itemgetter
@@ -46,8 +46,8 @@ from sessionstore.backends.base import (
     imported_entry,
     imported_header,
 )
+from sessionstore.backends.sql import heads, survey
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql import survey
 from sessionstore.backends.sql.contexts import Contexts
 from sessionstore.backends.sql.database import (
     Database,
@@ -60,10 +60,11 @@ from sessionstore.backends.sql.digests import entry_digest, header_digest
 from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT
 from sessionstore.backends.sql.group import GroupCommit
 from sessionstore.backends.sql.journal import SqlJournal
+from sessionstore.backends.sql.lineage import END, Lineage, branch, lineage
 from sessionstore.backends.sql.listing import Listing
 from sessionstore.backends.sql.tables import journal_lines
 from sessionstore.errors import CorruptSessionError, SessionConflictError, validate_session_id
-from sessionstore.models import CompactionEntry, Message, SessionEntry, SessionMeta
+from sessionstore.models import CompactionEntry, HeadMove, Message, SessionEntry, SessionMeta
 from sessionstore.store import SessionSummary
 
 __all__ = ["SqlStore"]
@@ -164,25 +165,25 @@ class SqlStore(StoreBase):
         """The header line, then the entry lines in pages of `_PAGE` (``page``'s rows)."""
         self._check(session_id)
 
-        def start(conn: Connection) -> tuple[int, str, int]:
-            pk, header, _ = find_session(conn, session_id)
-            return pk, header, last_seq(conn, pk)
+        def start(conn: Connection) -> tuple[str, Lineage, int]:
+            row = find_session(conn, session_id)
+            return row.header, lineage(conn, session_id, row), last_seq(conn, row)
 
         transaction = self._database.transaction
-        pk, header, end = await transaction(session_id, start, lean=True)
+        header, spans, end = await transaction(session_id, start, lean=True)
         yield [header]
-        done = 0
-        while done < end:
-            # Pages in their own short transactions: the log only grows, so
-            # seq order makes them one consistent prefix of the session.
-            read = partial(page.all, pk=pk, after=done, end=end, size=_PAGE)
-            rows = await transaction(session_id, read, lean=True)
-            if not rows:  # seq said more rows exist: a corrupt database
-                reason = f"entry seq {done + 1} is missing (the last seq is {end})"
-                where = self._database.entries_at
-                raise CorruptSessionError(session_id, reason, path=where)
-            done = rows[-1][0]
-            yield builtins.list(map(itemgetter(1), rows))
+        for pk, done, span_end in spans.within(0, end):
+            while done < span_end:
+                # Pages in their own short transactions: the log only grows,
+                # so seq order makes them one consistent prefix of the session.
+                read = partial(page.all, pk=pk, after=done, end=span_end, size=_PAGE)
+                rows = await transaction(session_id, read, lean=True)
+                if not rows:  # seq said more rows exist: a corrupt database
+                    reason = f"entry seq {done + 1} is missing (the last seq is {end})"
+                    where = self._database.entries_at
+                    raise CorruptSessionError(session_id, reason, path=where)
+                done = rows[-1][0]
+                yield builtins.list(map(itemgetter(1), rows))
 
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
         async for lines in self._pages(session_id, Q.PAGE):
@@ -224,6 +225,26 @@ class SqlStore(StoreBase):
                 await step(partial(Q.INSERT_ENTRIES.many, rows=batch))
         return count - (after or 0)
 
+    async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
+        fork = partial(branch, source_id=source_id, at=at, meta=meta, header=header)
+        await self._database.transaction(source_id, fork, write=True)
+
+    async def _set_head(self, name: str, move: HeadMove) -> None:
+        body = partial(heads.move, name=name, to=move)
+        await self._database.transaction(move.session_id, body, write=True)
+
+    async def _head_history(self, name: str) -> builtins.list[HeadMove]:
+        return await self._database.transaction(name, partial(heads.history, name=name))
+
+    async def head(self, name: str) -> str | None:
+        validate_session_id(name)
+        self._check_open(name)
+        return await self._database.transaction(name, partial(heads.head, name=name), quick=True)
+
+    async def heads(self) -> builtins.list[str]:
+        self._check_open()
+        return await self._database.transaction(None, heads.names)
+
     async def load(self, session_id: str) -> builtins.list[SessionEntry]:
         self._check(session_id)
         where = self._database.entries_at
@@ -231,9 +252,14 @@ class SqlStore(StoreBase):
         def body(conn: Connection) -> builtins.list[SessionEntry]:
             # Decoded as the rows come, in the thread: the loop stays free,
             # and each row's line is dropped once decoded.
-            pk, _, _ = find_session(conn, session_id)
-            with contextlib.closing(Q.LINES.each(conn, pk=pk)) as rows:
-                return decode_stored_entries(session_id, rows, path=where)
+            row = find_session(conn, session_id)
+            spans = lineage(conn, session_id, row).within(0, END)
+            rows = [Q.LINES.each(conn, pk=pk, after=after, end=end) for pk, after, end in spans]
+            try:
+                return decode_stored_entries(session_id, itertools.chain(*rows), path=where)
+            finally:
+                for each in rows:
+                    each.close()
 
         return await self._database.transaction(session_id, body, lean=True)
 
@@ -278,10 +304,10 @@ def _expect(
 ) -> tuple[int, int, bytes]:
     """The session's key, count and digest to chain from, after checking its
     header line and entry count."""
-    pk, stored, digest = find_session(conn, session_id, lock=True)
-    if stored != header:
+    row = find_session(conn, session_id, lock=True)
+    if row.header != header:
         raise SessionConflictError(session_id, "the stored header line differs")
-    held, digest = chain_end(conn, session_id, pk, digest)
+    held, digest = chain_end(conn, session_id, row)
     if held != count:
         raise SessionConflictError(session_id, f"holds {held} entries, not {count}")
-    return pk, count, digest
+    return row.pk, count, digest

@@ -7,11 +7,18 @@ they are built in SQL, not out of one query per session.
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, exists, func, select
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, bindparam, func, select
 
 from sessionstore.backends.base import decode_stored_meta
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql.digests import ENTRY_COLUMNS, entry_digest, header_digest
+from sessionstore.backends.sql.digests import (
+    ENTRY_COLUMNS,
+    entry_digest,
+    fork_digest,
+    header_digest,
+)
 from sessionstore.backends.sql.tables import entries, sessions
 from sessionstore.errors import CorruptSessionError
 from sessionstore.models import SessionMeta
@@ -21,39 +28,84 @@ __all__ = ["broken_chains", "faults", "summaries"]
 
 _inside = entries.c.session_pk == sessions.c.pk
 _SUMMARIES = select(
+    sessions.c.pk,
     sessions.c.id,
     sessions.c.header,
-    select(func.coalesce(func.max(entries.c.seq), 0)).where(_inside).scalar_subquery(),
+    sessions.c.base_pk,
+    sessions.c.base_seq,
+    select(func.max(entries.c.seq)).where(_inside).scalar_subquery(),
     select(entries.c.timestamp)
     .where(_inside)
     .order_by(entries.c.seq.desc())
     .limit(1)
     .scalar_subquery(),
-    exists().where(_inside, entries.c.type == "compaction"),
+    select(func.min(entries.c.seq))
+    .where(_inside, entries.c.type == "compaction")
+    .scalar_subquery(),
 ).order_by(sessions.c.pk)
 
+_shared = func.coalesce(sessions.c.base_seq, 0)
 _low, _high = func.min(entries.c.seq), func.max(entries.c.seq)
 _GAPS = (
-    select(sessions.c.id, func.count(), _low, _high)
+    select(sessions.c.id, func.count(), _low, _high, _shared)
     .join(entries, entries.c.session_pk == sessions.c.pk)
-    .group_by(sessions.c.pk, sessions.c.id)
-    .having((func.count() != _high) | (_low != 1))
+    .group_by(sessions.c.pk, sessions.c.id, sessions.c.base_seq)
+    .having((func.count() != _high - _shared) | (_low != _shared + 1))
 )
+
+_TIMESTAMP_AT = select(entries.c.timestamp).where(
+    entries.c.session_pk == bindparam("pk"), entries.c.seq == bindparam("seq")
+)
+
+
+@dataclass(frozen=True)
+class _Own:
+    """One session's row and what its own entry rows say."""
+
+    session_id: str
+    header: str
+    base: tuple[int, int] | None  # its base's key and the entries it shares
+    last: int | None  # its own last seq
+    last_timestamp: str | None
+    first_compaction: int | None  # the seq of its own first compaction
 
 
 def summaries(conn: Connection, *, where: str) -> list[SessionSummary]:
     """Every session at a glance, in creation order (``where``: the sessions table).
 
     Entries are counted, not decoded; a header that does not decode is the
-    summary's ``fault``, its ``meta`` holding only the row's id.
+    summary's ``fault``, its ``meta`` holding only the row's id. A fork's
+    count, last timestamp and compaction take in what it shares.
     """
+    own = {
+        pk: _Own(session_id, header, None if base_pk is None else (base_pk, base_seq), *rest)
+        for pk, session_id, header, base_pk, base_seq, *rest in conn.execute(_SUMMARIES)
+    }
+
+    def compacted(pk: int, upto: int) -> bool:
+        """Whether session ``pk`` holds a compaction among its first ``upto`` entries."""
+        while True:
+            first, base = own[pk].first_compaction, own[pk].base
+            if first is not None and first <= upto:
+                return True
+            if base is None:
+                return False
+            pk, upto = base[0], min(upto, base[1])
+
     found = []
-    for session_id, header, count, last, compacted in conn.execute(_SUMMARIES):
+    for pk, row in own.items():
+        count, last = row.last or 0, row.last_timestamp
+        if row.base is not None and row.last is None:
+            count = row.base[1]
+            last = conn.execute(_TIMESTAMP_AT, {"pk": row.base[0], "seq": count}).scalar()
         try:
-            meta, fault = decode_stored_meta(session_id, header, path=where, line_no=1), None
+            meta, fault = (
+                decode_stored_meta(row.session_id, row.header, path=where, line_no=1),
+                None,
+            )
         except CorruptSessionError as exc:
-            meta, fault = SessionMeta(id=session_id), str(exc)
-        found.append(SessionSummary(meta, count, last, bool(compacted), fault))
+            meta, fault = SessionMeta(id=row.session_id), str(exc)
+        found.append(SessionSummary(meta, count, last, compacted(pk, count), fault))
     return found
 
 
@@ -70,7 +122,8 @@ def faults(conn: Connection, *, where: str) -> list[str]:
         found += [f"foreign_key_check: {tuple(row)}" for row in keys]
     found += [
         f"session {session_id!r}: {count} entries but seq runs {low}..{high}"
-        for session_id, count, low, high in conn.execute(_GAPS)
+        + (f" (it shares {shared})" if shared else "")
+        for session_id, count, low, high, shared in conn.execute(_GAPS)
     ]
     # list() reads headers alone; here each must also name its row.
     for session_id, header in Q.SESSIONS.all(conn):
@@ -91,8 +144,14 @@ def broken_chains(conn: Connection) -> list[str]:
     Reads every line once, a page of rows at a time.
     """
     found = []
-    for pk, session_id, header, stored in Q.SESSION_DIGESTS.all(conn):
+    for pk, session_id, header, stored, base_pk, base_seq in Q.SESSION_DIGESTS.all(conn):
         digest = header_digest(header)
+        if base_pk is not None:
+            base = Q.ENTRY_DIGEST.first(conn, pk=base_pk, seq=base_seq)
+            if base is None or base[0] is None:
+                found.append(f"session {session_id!r}: its base has no entry {base_seq} to share")
+                continue
+            digest = fork_digest(header, base_seq, bytes(base[0]))
         if stored is None or bytes(stored) != digest:
             found.append(_broken(session_id, "its header", stored))
             continue

@@ -7,7 +7,9 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
 
 * ``sessions``: one row per session, the header line kept verbatim; ``pk``
   gives the creation order; ``digest`` starts the session's chain of
-  digests (`sessionstore.backends.sql.digests`).
+  digests (`sessionstore.backends.sql.digests`). A fork made by ``fork``
+  shares its first ``base_seq`` entries with the session ``base_pk``
+  (`sessionstore.backends.sql.lineage`); both are NULL otherwise.
 * ``entries``: one row per entry, ``seq`` = 1, 2, 3... without gaps within
   a session, the line kept verbatim; ``type``, ``entry_id`` and
   ``first_kept_id`` are derived from it, for the indexes that let
@@ -15,6 +17,8 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
   the rows before it.
 * ``journal_lines``: the crash-recovery journals, one row per line; a row
   whose ``line`` is NULL records a clear.
+* ``heads``: every position of each named head, ``seq`` = 1, 2, 3... per
+  name; the last is where it stands.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from sqlalchemy import (
     text,
 )
 
-__all__ = ["APPEND_ONLY_TABLES", "entries", "journal_lines", "metadata", "sessions"]
+__all__ = ["APPEND_ONLY_TABLES", "entries", "heads", "journal_lines", "metadata", "sessions"]
 
 metadata = MetaData(
     naming_convention={
@@ -57,6 +61,15 @@ sessions = Table(
     Column("created_at", Text, nullable=False),
     Column("header", Text, nullable=False),
     Column("digest", LargeBinary, nullable=True),  # NULL only if written without one
+    # A fork's shared history: its seq 1..base_seq are base_pk's (see lineage).
+    Column("base_pk", _Key, ForeignKey("sessions.pk"), nullable=True),
+    Column("base_seq", BigInteger, nullable=True),
+    Index(
+        "ix_sessions_base_pk",
+        "base_pk",
+        sqlite_where=text("base_pk IS NOT NULL"),
+        postgresql_where=text("base_pk IS NOT NULL"),
+    ),
 )
 
 entries = Table(
@@ -96,4 +109,13 @@ journal_lines = Table(
     ),
 )
 
-APPEND_ONLY_TABLES = ("sessions", "entries", "journal_lines")
+heads = Table(
+    "heads",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("session_id", Text, nullable=False),
+    Column("at", Text, nullable=False),
+)
+
+APPEND_ONLY_TABLES = ("sessions", "entries", "journal_lines", "heads")

@@ -1,0 +1,51 @@
+"""Named heads on SQL: every position a head had, one row each, in ``heads``.
+
+Transaction bodies (plain functions of a `Connection`) for `SqlStore`. A
+move takes the next ``seq`` of its head inside the write transaction: on
+SQLite the writer lock lets one mover in at a time, on PostgreSQL an
+advisory lock on the head's name queues its movers, so no move is lost or
+reordered against its commit.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection
+
+from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.database import find_session
+from sessionstore.models import HeadMove
+
+__all__ = ["head", "history", "move", "names"]
+
+
+def move(conn: Connection, *, name: str, to: HeadMove) -> None:
+    """Record ``to`` as the newest position of ``name``, if its session exists.
+
+    Raises:
+        SessionNotFoundError: no session ``to.session_id``.
+    """
+    find_session(conn, to.session_id)
+    if conn.dialect.name == "postgresql":
+        Q.LOCK_HEAD.first(conn, name=name)
+    last = Q.HEAD_LAST.first(conn, name=name)
+    row = {"name": name, "seq": 1 if last is None else last[0] + 1, **to.model_dump()}
+    Q.INSERT_HEAD.many(conn, [row])
+
+
+def history(conn: Connection, *, name: str) -> list[HeadMove]:
+    """Every position of ``name``, oldest first."""
+    return [
+        HeadMove(session_id=session_id, at=at)
+        for session_id, at in Q.HEAD_HISTORY.all(conn, name=name)
+    ]
+
+
+def head(conn: Connection, *, name: str) -> str | None:
+    """The session ``name`` names now; None if it was never set."""
+    last = Q.HEAD_LAST.first(conn, name=name)
+    return None if last is None else str(last[1])
+
+
+def names(conn: Connection) -> list[str]:
+    """The name of every head ever set."""
+    return [name for (name,) in Q.HEAD_NAMES.all(conn)]
