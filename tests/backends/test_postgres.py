@@ -129,11 +129,13 @@ async def test_a_populated_database_at_0001_is_upgraded_in_place_on_postgresql(
     header = encode(SessionMeta(id="s", created_at="2026-01-01T00:00:00Z"))
     lines = [encode(message(f"e{n}", f"text {n}")) for n in range(3)]
     with connect(pg_url) as connection:
-        (pk,) = connection.execute(
+        inserted = connection.execute(
             "INSERT INTO sessions (id, version, created_at, header) VALUES ('s', 1, '', %s) "
             "RETURNING pk",
             (header,),
         ).fetchone()
+        assert inserted is not None
+        (pk,) = inserted
         for seq, line in enumerate(lines, 1):
             connection.execute(
                 "INSERT INTO entries (session_pk, seq, entry_id, type, timestamp, line) "

@@ -9,6 +9,7 @@ import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,7 @@ async def store(db: Path) -> AsyncIterator[SqlStore]:
         yield store
 
 
-def rows(db: Path, query: str, *args: object) -> list[tuple[object, ...]]:
+def rows(db: Path, query: str, *args: object) -> list[Any]:
     with sqlite_connection(db) as connection:
         return connection.execute(query, args).fetchall()
 
@@ -131,9 +132,11 @@ async def test_a_changed_shared_row_is_named_in_its_holder(store: SqlStore, db: 
 async def test_heads_are_append_only(store: SqlStore, db: Path, statement: str) -> None:
     session = await store.create(SessionMeta(id="s"))
     await store.set_head("chat", session)
-    with sqlite_connection(db) as connection:
-        with pytest.raises(sqlite3.DatabaseError, match="heads is append-only"):
-            connection.execute(statement)
+    with (
+        sqlite_connection(db) as connection,
+        pytest.raises(sqlite3.DatabaseError, match="heads is append-only"),
+    ):
+        connection.execute(statement)
     assert await store.head("chat") == "s"
 
 
