@@ -52,7 +52,7 @@ from sessionstore.backends import open_store
 from sessionstore.backends.targets import is_sql_target
 from sessionstore.demo import play_demo
 from sessionstore.errors import ArchiveError, SessionStoreError
-from sessionstore.models import MessageEntry, SessionEntry
+from sessionstore.models import MessageEntry, SessionEntry, SessionMeta
 from sessionstore.store import SessionStore, SessionSummary
 from sessionstore.verify import verify_store
 
@@ -246,18 +246,23 @@ async def _migrate(args: argparse.Namespace) -> int:
 async def _ls(args: argparse.Namespace) -> int:
     async with _opened(args, read=True) as store:
         summaries = sorted(await store.summaries(), key=lambda s: (s.meta.created_at, s.meta.id))
+        heads = await _heads_by_session(store) if args.tree else {}
     faulty = [s for s in summaries if s.fault is not None]
     for summary in faulty:
         _warn(f"{summary.fault}")
-    if _out.is_terminal:
+    if args.tree:
+        for line in _tree(summaries, heads):
+            _out.print(line) if _out.is_terminal else print(line.plain)
+    elif _out.is_terminal:
         _sessions_on_terminal(summaries)
     else:
-        _tsv(("id", "created", "entries", "last entry", "compacted", "fault"))
+        _tsv(("id", "created", "entries", "last entry", "compacted", "fault", "parent"))
         for s in summaries:
             fault = "-" if s.fault is None else "corrupt"
             compacted = "yes" if s.compacted else "no"
             created, last = s.meta.created_at or "-", s.last_timestamp or "-"
-            _tsv((s.meta.id, created, s.entries, last, compacted, fault))
+            parent = s.meta.parent_session or "-"
+            _tsv((s.meta.id, created, s.entries, last, compacted, fault, parent))
     if faulty:
         _warn(
             f"{_count(len(faulty), 'session')} marked corrupt: its data does not decode "
@@ -265,6 +270,65 @@ async def _ls(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+async def _heads_by_session(store: SessionStore) -> dict[str, list[str]]:
+    """The names of the heads standing on each session."""
+    standing: dict[str, list[str]] = collections.defaultdict(list)
+    for name in sorted(await store.heads()):
+        session_id = await store.head(name)
+        if session_id is not None:
+            standing[session_id].append(name)
+    return standing
+
+
+def _tree(summaries: Sequence[SessionSummary], heads: dict[str, list[str]]) -> list[Text]:
+    """Sessions as a forest of forks: each under its parent, oldest first.
+
+    A session whose parent is not in the store starts a tree of its own,
+    saying so; sessions caught in a loop of parents (only data written by
+    hand can make one) are drawn as trees of their own after the rest.
+    """
+    known = {s.meta.id for s in summaries}
+    children: dict[str, list[SessionSummary]] = collections.defaultdict(list)
+    roots = []
+    for s in summaries:
+        parent = s.meta.parent_session
+        if parent in known and parent != s.meta.id:
+            children[parent].append(s)
+        else:
+            roots.append(s)
+    lines: list[Text] = []
+    drawn: set[str] = set()
+    # Depth first without recursion: a chain of forks can be thousands deep.
+    stack = [(root, "", "", True) for root in reversed(roots)]
+    leftovers = iter(summaries)
+    while stack or len(drawn) < len(summaries):
+        if not stack:  # only a loop of parents is left
+            s = next(s for s in leftovers if s.meta.id not in drawn)
+            stack.append((s, "", "", True))
+        s, lead, branch, top = stack.pop()
+        if s.meta.id in drawn:
+            continue
+        drawn.add(s.meta.id)
+        line = Text(lead + branch)
+        line.append(_cell(s.meta.id), style="bold" if top else "")
+        line.append(f"  {_count(s.entries, 'entry', 'entries')}", style="dim")
+        if s.compacted:
+            line.append(", compacted", style="dim")
+        parent = s.meta.parent_session
+        if top and parent is not None:
+            line.append(f"  (fork of {_cell(parent)}, not in this store)", style="dim")
+        for name in heads.get(s.meta.id, ()):
+            line.append(f"  <- {_cell(name)}", style="bold green")
+        if s.fault:
+            line.append("  corrupt", style="bold red")
+        lines.append(line)
+        below = children.get(s.meta.id, [])
+        inner = lead + ("" if top else ("   " if branch == "└─ " else "│  "))
+        for at, child in reversed(list(enumerate(below))):
+            stack.append((child, inner, "└─ " if at == len(below) - 1 else "├─ ", False))
+    return lines
 
 
 def _sessions_on_terminal(summaries: Sequence[SessionSummary]) -> None:
@@ -342,7 +406,6 @@ class _EntryLines:
     """``show``'s rows, written as they come: a grid on a terminal, one
     tab-separated line per entry when piped."""
 
-    COLUMNS = ("#", "type", "role", "timestamp", "text")
 
     def __init__(self) -> None:
         self.terminal = _out.is_terminal
@@ -352,25 +415,34 @@ class _EntryLines:
     def header(self, session_id: str) -> None:
         if self.terminal:
             _out.print(Text(f"session {session_id}", style="bold"))
-            _out.print(self._line("#", "type", "role", "timestamp", "text", bold=True))
+            _out.print(self._line("#", "id", "type", "role", "timestamp", "text", bold=True))
         else:
-            _tsv(("#", "type", "timestamp", "role", "text"))
+            _tsv(("#", "type", "timestamp", "role", "text", "id"))
 
     def row(self, number: int, entry: SessionEntry) -> None:
         role, text = _entry_text(entry)
         if self.terminal:
-            _out.print(self._line(str(number), entry.type, role, entry.timestamp, text))
+            _out.print(self._line(str(number), entry.id, entry.type, role, entry.timestamp, text))
         else:
-            _tsv((number, entry.type, entry.timestamp, role, _preview(text)))
+            _tsv((number, entry.type, entry.timestamp, role, _preview(text), entry.id))
             if self.rows % 1000 == 0:
                 sys.stdout.flush()  # the first line at once, then in large writes
         self.rows += 1
 
     def _line(
-        self, number: str, kind: str, role: str, timestamp: str, text: str, *, bold: bool = False
+        self,
+        number: str,
+        entry_id: str,
+        kind: str,
+        role: str,
+        timestamp: str,
+        text: str,
+        *,
+        bold: bool = False,
     ) -> Text:
         """One entry: on one line when the terminal is wide enough for its text
-        beside the rest, otherwise its text on a second, indented line."""
+        beside the rest, otherwise its text on a second, indented line. The
+        id comes whole (`fork --at` takes it), on a line of its own below."""
         head = f"{number:>7}  {_cell(kind):<10}  {_preview(role, 9):<9}  {_cell(timestamp)}"
         line = Text(head, style="bold" if bold else "")
         room = self.width - len(head) - 2
@@ -378,6 +450,7 @@ class _EntryLines:
             line.append("  " + _preview(text, room))
         elif not bold:
             line.append("\n" + " " * 9 + _preview(text, self.width - 9))
+        line.append("\n" + " " * 9 + _cell(entry_id), style="bold dim" if bold else "dim")
         return line
 
     def footer(self, total: str) -> None:
@@ -423,6 +496,33 @@ async def _show(args: argparse.Namespace) -> int:
         finally:
             await stream.aclose()
     out.footer(_count(out.rows, "entry", "entries") + " shown")
+    return 0
+
+
+async def _fork(args: argparse.Namespace) -> int:
+    meta = None if args.id is None else SessionMeta(id=args.id)
+    async with _opened(args, read=True) as store:
+        made = await store.fork(args.source, at=args.at, meta=meta)
+        if args.head is not None:
+            await store.set_head(args.head, made.id)
+    print(made.id)
+    return 0
+
+
+async def _head(args: argparse.Namespace) -> int:
+    async with _opened(args, read=True) as store:
+        if args.name is None:
+            names = sorted(await store.heads())
+            rows = [(name, await store.head(name) or "-") for name in names]
+            _table("heads", ("head", "session"), rows, whole=("head", "session"))
+            return 0
+        if args.set is not None:
+            await store.set_head(args.name, args.set)
+        history = await store.head_history(args.name)
+    if not history:
+        raise _Refused(f"no head named {args.name!r} (`sessionstore head` lists them)")
+    rows = [(move.at, move.session_id) for move in history]
+    _table(f"head {args.name}", ("moved at", "session"), rows, whole=("session",))
     return 0
 
 
@@ -660,14 +760,43 @@ def build_parser() -> argparse.ArgumentParser:
     migrate_.add_argument(
         "--status", action="store_true", help="show the revision only (changes nothing)"
     )
-    _command(
+    ls = _command(
         commands,
         common,
         "ls",
         _ls,
-        "list sessions: id, created, entries, last entry, compacted; marks corrupt ones",
+        "list sessions: id, created, entries, last entry, compacted, parent; marks corrupt ones",
         "sessionstore ls --db sessions.db",
+        "sessionstore ls --tree",
     )
+    ls.add_argument(
+        "--tree", action="store_true", help="draw the forks under their parents, with the heads"
+    )
+    fork = _command(
+        commands,
+        common,
+        "fork",
+        _fork,
+        "branch a session: a new one holding its history up to an entry; prints the new id",
+        "sessionstore fork 3f2b9c1e-0000-4000-8000-000000000000 --at 9d1c-entry --head chat-42",
+    )
+    fork.add_argument("source", help="the session to branch from")
+    fork.add_argument(
+        "--at", metavar="ENTRY", help="the id of the last entry to keep (default: all)"
+    )
+    fork.add_argument("--id", metavar="ID", help="the new session's id (default: a new UUID)")
+    fork.add_argument("--head", metavar="NAME", help="then point the head NAME at the new session")
+    head = _command(
+        commands,
+        common,
+        "head",
+        _head,
+        "show where a named head stands and every place it stood (or list the heads)",
+        "sessionstore head chat-42",
+        "sessionstore head chat-42 --set 3f2b9c1e-0000-4000-8000-000000000000",
+    )
+    head.add_argument("name", nargs="?", help="the head (default: list every head)")
+    head.add_argument("--set", metavar="ID", help="first move the head to session ID")
     show = _command(
         commands,
         common,

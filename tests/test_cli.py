@@ -15,7 +15,7 @@ from sessionstore.cli import build_parser, main
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 FIXTURE = Path(__file__).parent / "data" / "archive"
-COMMANDS = ["migrate", "ls", "show", "import", "export", "verify", "journal", "demo"]
+COMMANDS = ["migrate", "ls", "show", "fork", "head", "import", "export", "verify", "journal", "demo"]
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -68,7 +68,15 @@ def test_demo_plays_a_conversation_and_round_trips_it(
     assert len(session_ids(capsys, db)) == 1
     status, out, _ = run(capsys, "--db", db, "ls")
     header, row = out.splitlines()
-    assert header.split("\t") == ["id", "created", "entries", "last entry", "compacted", "fault"]
+    assert header.split("\t") == [
+        "id",
+        "created",
+        "entries",
+        "last entry",
+        "compacted",
+        "fault",
+        "parent",
+    ]
     assert row.split("\t")[2:3] == ["10"]
     assert row.endswith("\tyes\t-")
 
@@ -422,7 +430,7 @@ def test_piped_rows_stay_one_line_whatever_the_text(
     store.mkdir()
     (store / "odd.jsonl").write_text(header + "\n" + line + "\n")
     _, out, _ = run(capsys, "--db", str(store), "show", "odd")
-    assert out.splitlines()[1] == "1\tmessage\tt\tuser\ta b c \\x1b[31mred"
+    assert out.splitlines()[1] == "1\tmessage\tt\tuser\ta b c \\x1b[31mred\tm"
     _, out, _ = run(capsys, "--db", str(store), "ls")
     assert out.splitlines()[1].split("\t")[:2] == ["odd", "2026 01"]
 

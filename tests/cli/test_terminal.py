@@ -129,7 +129,7 @@ def test_show_streams_and_ctrl_c_stops_it_at_once(long_session: tuple[Path, str]
         env=environment(),
     )
     assert process.stdout is not None
-    assert process.stdout.readline() == b"#\ttype\ttimestamp\trole\ttext\n"
+    assert process.stdout.readline() == b"#\ttype\ttimestamp\trole\ttext\tid\n"
     assert process.stdout.readline().startswith(b"1\tmessage\t")
     first_line = time.monotonic() - started
     assert process.poll() is None  # streaming: the rest is still to come
