@@ -15,7 +15,18 @@ from sessionstore.cli import build_parser, main
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 FIXTURE = Path(__file__).parent / "data" / "archive"
-COMMANDS = ["migrate", "ls", "show", "fork", "head", "import", "export", "verify", "journal", "demo"]
+COMMANDS = [
+    "migrate",
+    "ls",
+    "show",
+    "fork",
+    "head",
+    "import",
+    "export",
+    "verify",
+    "journal",
+    "demo",
+]
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
