@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import sqlite3
 import sys
 from collections.abc import AsyncIterator
@@ -177,3 +179,34 @@ async def test_processes_forking_and_appending_to_one_source_corrupt_nothing(
             history = await store.head_history(worker)
             assert [move.session_id for move in history] == [f"{worker}-{n}" for n in range(rounds)]
         assert await store.integrity() == []
+
+
+async def test_a_process_killed_while_forking_leaves_whole_forks_or_none(
+    store: SqlStore, db: Path
+) -> None:
+    source = await store.create(SessionMeta(id="source"))
+    await store.append_many(source, [message(f"e{n}", "x" * 200) for n in range(200)])
+    for round_ in range(8):
+        worker = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(WORKERS / "forker.py"),
+            f"sqlite:///{db}",
+            source,
+            f"k{round_}",
+            "100000",
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert worker.stdout is not None
+        for _ in range(3 + round_):  # let it fork a while, then kill it mid-stream
+            await worker.stdout.readline()
+        os.kill(worker.pid, signal.SIGKILL)
+        await worker.wait()
+    whole = await store.load(source)
+    forks = [meta.id for meta in await store.list() if meta.id != source]
+    assert len(forks) >= sum(3 + n for n in range(8))
+    for fork in forks:
+        got = await store.load(fork)
+        shared = got[:-1] if got[-1].id not in {e.id for e in whole} else got
+        assert shared == whole[: len(shared)]
+        assert len(shared) >= 200
+    assert await store.integrity() == []
