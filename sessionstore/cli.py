@@ -406,7 +406,6 @@ class _EntryLines:
     """``show``'s rows, written as they come: a grid on a terminal, one
     tab-separated line per entry when piped."""
 
-
     def __init__(self) -> None:
         self.terminal = _out.is_terminal
         self.width = _out.width

@@ -1,0 +1,267 @@
+"""A blocking facade over any store, for code without an event loop.
+
+A Flask or Django view, a script, a Celery task: ``sessionstore.sync``
+gives them every store and journal method as a plain call that returns when
+the work is done::
+
+    from sessionstore import Message, MessageEntry, SessionMeta
+    from sessionstore.sync import open_store
+
+    with open_store("sessions.db") as store:
+        session_id = store.create(SessionMeta.new())
+        store.append(session_id, MessageEntry.new(Message.user("Hello")))
+        print(store.load_context(session_id))
+
+It is a thin layer, not a second implementation: each `SyncStore` runs one
+event loop in a thread of its own and hands every call to the async store
+on it. Any number of threads may call one `SyncStore` at once (their
+appends then share transactions, as concurrent tasks do); it may also be
+called from code that runs inside an event loop of its own, which it
+blocks for the call's duration. Errors are the async store's, unchanged.
+Streams (`iter_entries`, `raw_lines`, `raw_blocks`) are generators: close
+one you leave unfinished (or let it be collected) to let go of its file or
+cursor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import os
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from sessionstore.backends import open_store as open_async_store
+from sessionstore.errors import StorageError
+from sessionstore.journal import Journal
+from sessionstore.models import (
+    HeadMove,
+    JournalLine,
+    Message,
+    SessionEntry,
+    SessionHeader,
+    SessionMeta,
+)
+from sessionstore.store import SessionJournal, SessionStore, SessionSummary
+
+__all__ = ["SyncJournal", "SyncStore", "open_store"]
+
+_T = TypeVar("_T")
+
+
+class _Loop:
+    """An event loop running in a daemon thread of its own, taking calls from any thread."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="sessionstore-sync", daemon=True
+        )
+        self._thread.start()
+        self.closed = False
+
+    def run(self, call: Coroutine[Any, Any, _T]) -> _T:
+        """Run ``call`` on the loop; block until it is done, and return or raise what it did."""
+        if self.closed:
+            call.close()
+            raise StorageError("the sync store is closed")
+        if threading.current_thread() is self._thread:
+            call.close()
+            raise RuntimeError("a sync store cannot be called from its own loop's thread")
+        return asyncio.run_coroutine_threadsafe(call, self._loop).result()
+
+    def stream(self, items: AsyncIterator[_T]) -> Iterator[_T]:
+        """An async iterator, drawn one item at a time on the loop."""
+        try:
+            while True:
+                try:
+                    item = self.run(_next(items))
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            close = getattr(items, "aclose", None)
+            if close is not None and not self.closed:
+                self.run(close())
+
+    def stop(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._loop.close()
+
+
+async def _next(items: AsyncIterator[_T]) -> _T:
+    return await anext(items)
+
+
+async def _lines(lines: Iterable[str]) -> AsyncIterator[str]:
+    for line in lines:
+        yield line
+
+
+class SyncStore:
+    """A store whose methods block; see `sessionstore.store.SessionStore` for
+    what each one does (same arguments, same results, same errors).
+
+    Open one with `open_store`, or wrap an async store with `SyncStore.wrap`.
+    """
+
+    def __init__(self, store: SessionStore, loop: _Loop) -> None:
+        """Use `open_store` or `wrap`."""
+        self._store = store
+        self._loop = loop
+
+    @classmethod
+    def wrap(cls, opening: Coroutine[Any, Any, SessionStore]) -> SyncStore:
+        """A sync store over the async store ``opening`` makes (a coroutine,
+        such as ``SqlStore.open(...)``), opened on the sync store's own loop."""
+        loop = _Loop()
+        try:
+            return cls(loop.run(opening), loop)
+        except BaseException:
+            loop.stop()
+            raise
+
+    def __repr__(self) -> str:
+        return f"SyncStore({self._store!r})"
+
+    @property
+    def store(self) -> SessionStore:
+        """The async store underneath (to be awaited only on this object's loop)."""
+        return self._store
+
+    # ------------------------------------------------------------ sessions
+
+    def create(self, meta: SessionMeta) -> str:
+        return self._loop.run(self._store.create(meta))
+
+    def append(self, session_id: str, entry: SessionEntry) -> None:
+        self._loop.run(self._store.append(session_id, entry))
+
+    def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
+        self._loop.run(self._store.append_many(session_id, entries))
+
+    def load(self, session_id: str) -> builtins.list[SessionEntry]:
+        return self._loop.run(self._store.load(session_id))
+
+    def iter_entries(self, session_id: str) -> Iterator[SessionEntry]:
+        return self._loop.stream(self._store.iter_entries(session_id))
+
+    def load_context(self, session_id: str) -> builtins.list[Message]:
+        return self._loop.run(self._store.load_context(session_id))
+
+    def list(self) -> builtins.list[SessionMeta]:
+        return self._loop.run(self._store.list())
+
+    def summaries(self) -> builtins.list[SessionSummary]:
+        return self._loop.run(self._store.summaries())
+
+    def integrity(self) -> builtins.list[str]:
+        return self._loop.run(self._store.integrity())
+
+    # ------------------------------------------------------------ branches
+
+    def fork(
+        self, source_id: str, *, at: str | None = None, meta: SessionMeta | None = None
+    ) -> SessionMeta:
+        return self._loop.run(self._store.fork(source_id, at=at, meta=meta))
+
+    def set_head(self, name: str, session_id: str) -> HeadMove:
+        return self._loop.run(self._store.set_head(name, session_id))
+
+    def head(self, name: str) -> str | None:
+        return self._loop.run(self._store.head(name))
+
+    def head_history(self, name: str) -> builtins.list[HeadMove]:
+        return self._loop.run(self._store.head_history(name))
+
+    def heads(self) -> builtins.list[str]:
+        return self._loop.run(self._store.heads())
+
+    # ------------------------------------------------------------ for tools
+
+    def raw_lines(self, session_id: str) -> Iterator[str]:
+        return self._loop.stream(self._store.raw_lines(session_id))
+
+    def raw_blocks(self, session_id: str) -> Iterator[bytes]:
+        return self._loop.stream(self._store.raw_blocks(session_id))
+
+    def import_session(
+        self, header: str, entries: Iterable[str], *, after: int | None = None
+    ) -> int:
+        """`SessionStore.import_session`, reading ``entries`` (any iterable of
+        lines, such as an open file's, newlines stripped) as it stores them."""
+        return self._loop.run(self._store.import_session(header, _lines(entries), after=after))
+
+    def journal(self, name: str) -> SyncJournal:
+        return SyncJournal(self._store.journal(name), self._loop)
+
+    def journals(self) -> builtins.list[str]:
+        return self._loop.run(self._store.journals())
+
+    def drop_caches(self) -> None:
+        self._store.drop_caches()
+
+    def close(self) -> None:
+        """Close the store, then stop its loop; closing twice is fine."""
+        if not self._loop.closed:
+            try:
+                self._loop.run(self._store.close())
+            finally:
+                self._loop.stop()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class SyncJournal:
+    """A journal whose methods block; see `sessionstore.store.SessionJournal`."""
+
+    def __init__(self, journal: SessionJournal, loop: _Loop) -> None:
+        self._journal = journal
+        self._loop = loop
+
+    def read(self) -> Journal:
+        return self._loop.run(self._journal.read())
+
+    def begin(self, header: SessionHeader, leftover: Journal) -> None:
+        self._loop.run(self._journal.begin(header, leftover))
+
+    def append(self, line: JournalLine) -> None:
+        self._loop.run(self._journal.append(line))
+
+    def append_raw(self, *lines: bytes) -> None:
+        self._loop.run(self._journal.append_raw(*lines))
+
+    def read_bytes(self) -> bytes:
+        return self._loop.run(self._journal.read_bytes())
+
+    def clear(self) -> None:
+        self._loop.run(self._journal.clear())
+
+
+def open_store(target: str | os.PathLike[str], **options: Any) -> SyncStore:
+    """Open a store for blocking use: `sessionstore.open_store`'s targets and
+    options, the store's methods as plain calls. Close it, or use it as a
+    context manager (``with open_store(...) as store:``).
+
+    Raises:
+        ConfigurationError, StorageError, SchemaError: as `sessionstore.open_store`.
+    """
+    return SyncStore.wrap(_opened(target, options))
+
+
+async def _opened(target: str | os.PathLike[str], options: dict[str, Any]) -> SessionStore:
+    return await open_async_store(target, **options)

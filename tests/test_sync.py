@@ -1,0 +1,97 @@
+"""The blocking facade beyond the contract: threads, loops, closing, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from sessionstore import (
+    ConfigurationError,
+    SessionMeta,
+    SessionNotFoundError,
+    StorageError,
+    encode,
+)
+from sessionstore.sync import open_store
+from sessionstore.testing.contract import message
+
+
+def sync_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "sessionstore-sync"]
+
+
+def test_a_script_stores_and_reads_without_an_event_loop(tmp_path: Path) -> None:
+    before = len(sync_threads())
+    with open_store(tmp_path / "s.db") as store:
+        session_id = store.create(SessionMeta.new())
+        store.append_many(session_id, [message("e1", "a"), message("e2", "b")])
+        assert [e.id for e in store.iter_entries(session_id)] == ["e1", "e2"]
+        fork = store.fork(session_id, at="e1")
+        store.set_head("chat", fork.id)
+        assert store.load(store.head("chat") or "") == [message("e1", "a")]
+        journal = store.journal("agent")
+        journal.append_raw(b"line")
+        assert journal.read_bytes() == b"line\n"
+    assert len(sync_threads()) == before  # its loop's thread is gone
+    with pytest.raises(StorageError, match="closed"):
+        store.load(session_id)
+    store.close()  # twice is fine
+
+
+def test_many_threads_share_one_sync_store(tmp_path: Path) -> None:
+    with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        session_id = store.create(SessionMeta(id="s"))
+
+        def work(name: str) -> None:
+            for n in range(50):
+                store.append(session_id, message(f"{name}-{n}", name))
+
+        threads = [threading.Thread(target=work, args=(f"t{n}",)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        entries = store.load(session_id)
+        assert len(entries) == 400
+        for name in (f"t{n}" for n in range(8)):
+            assert [e.id for e in entries if e.id.startswith(name + "-")] == [
+                f"{name}-{n}" for n in range(50)
+            ]
+        assert store.integrity() == []
+
+
+def test_it_may_be_called_from_code_inside_an_event_loop(tmp_path: Path) -> None:
+    async def handler() -> list[str]:  # a sync helper called from an async view
+        with open_store(tmp_path / "jsonl") as store:
+            store.create(SessionMeta(id="s"))
+            store.append("s", message("e1", "x"))
+            return [e.id for e in store.load("s")]
+
+    assert asyncio.run(handler()) == ["e1"]
+
+
+def test_errors_are_the_stores_and_a_failed_open_leaves_no_thread(tmp_path: Path) -> None:
+    before = len(sync_threads())
+    with pytest.raises(ConfigurationError):
+        open_store("nosuch://x")
+    assert len(sync_threads()) == before
+    with open_store("memory://") as store, pytest.raises(SessionNotFoundError, match="ghost"):
+        store.load("ghost")
+
+
+def test_a_stream_left_unfinished_lets_go_and_an_import_reads_any_iterable(
+    tmp_path: Path,
+) -> None:
+    lines = [encode(message(f"e{n}", "x")) for n in range(5)]
+    (tmp_path / "lines.jsonl").write_text("".join(line + "\n" for line in lines))
+    with open_store(tmp_path / "s.db") as store:
+        header = encode(SessionMeta(id="imported"))
+        with (tmp_path / "lines.jsonl").open() as file:
+            assert store.import_session(header, (line.rstrip("\n") for line in file)) == 5
+        stream = store.raw_lines("imported")
+        assert next(stream) == header
+        stream.close()  # its cursor is let go; the store goes on
+        assert list(store.raw_lines("imported")) == [header, *lines]
