@@ -29,7 +29,7 @@ import asyncio
 import builtins
 import os
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Generator, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -72,7 +72,7 @@ class _Loop:
             raise RuntimeError("a sync store cannot be called from its own loop's thread")
         return asyncio.run_coroutine_threadsafe(call, self._loop).result()
 
-    def stream(self, items: AsyncIterator[_T]) -> Iterator[_T]:
+    def stream(self, items: AsyncIterator[_T]) -> Generator[_T, None, None]:
         """An async iterator, drawn one item at a time on the loop."""
         try:
             while True:
@@ -148,7 +148,7 @@ class SyncStore:
     def load(self, session_id: str) -> builtins.list[SessionEntry]:
         return self._loop.run(self._store.load(session_id))
 
-    def iter_entries(self, session_id: str) -> Iterator[SessionEntry]:
+    def iter_entries(self, session_id: str) -> Generator[SessionEntry, None, None]:
         return self._loop.stream(self._store.iter_entries(session_id))
 
     def load_context(self, session_id: str) -> builtins.list[Message]:
@@ -184,10 +184,10 @@ class SyncStore:
 
     # ------------------------------------------------------------ for tools
 
-    def raw_lines(self, session_id: str) -> Iterator[str]:
+    def raw_lines(self, session_id: str) -> Generator[str, None, None]:
         return self._loop.stream(self._store.raw_lines(session_id))
 
-    def raw_blocks(self, session_id: str) -> Iterator[bytes]:
+    def raw_blocks(self, session_id: str) -> Generator[bytes, None, None]:
         return self._loop.stream(self._store.raw_blocks(session_id))
 
     def import_session(
