@@ -17,6 +17,12 @@ Crash safety:
   the operating system and survives a crash of the process.
   ``durability="full"``: it is also ``fsync``ed (and a new file's directory
   entry too), so it survives a power loss.
+* A new imported session is written to a temporary and linked into
+  place whole (`sessionstore.backends.jsonl.temporary`): a process killed
+  at any moment leaves none or a complete one. With ``durability="full"``
+  the file and its name are ``fsync``ed before the call returns; with
+  ``"normal"`` a power loss can lose one that returned, or leave it short
+  or empty, as it can a new session.
 
 A batch is all-or-nothing against refused entries, process crashes and a
 full disk: a ``write`` that fails part way is cut back off the file before
@@ -49,7 +55,6 @@ import fcntl
 import logging
 import os
 import stat
-import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -77,6 +82,7 @@ from sessionstore.backends.files import (
 )
 from sessionstore.backends.jsonl.context import entries_between, line_number, read_context
 from sessionstore.backends.jsonl.file import (
+    SUFFIX,
     batch_ended,
     batch_started,
     complete_size,
@@ -87,6 +93,7 @@ from sessionstore.backends.jsonl.file import (
 )
 from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
+from sessionstore.backends.jsonl.temporary import Temporary, leftovers
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
@@ -98,7 +105,6 @@ from sessionstore.models import Message, SessionEntry, SessionMeta
 
 __all__ = ["JOURNALS", "READ", "SUFFIX", "JsonlStore"]
 
-SUFFIX = ".jsonl"
 JOURNALS = "journals"  # <dir>/journals/<name>/session_journal.jsonl
 _T = TypeVar("_T")
 logger = logging.getLogger(__name__)
@@ -353,29 +359,12 @@ class JsonlStore(StoreBase):
     ) -> int:
         # Written aside, then linked into place: the session appears whole or
         # not at all, and never replaces one that exists.
-        temporary = self._dir / f".{session_id}{SUFFIX}.import-{uuid.uuid4().hex}"
-
-        def open_temporary() -> int:
-            make_directory(self._dir)
-            return open_regular(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-
-        def publish() -> None:
-            if self._full:
-                os.fsync(fd)
-            try:
-                os.link(temporary, path)
-            except FileExistsError:
-                raise DuplicateSessionError(session_id) from None
-            if self._full:
-                fsync_directory(self._dir)
-
-        fd = await self._run(session_id, open_temporary)
+        temporary = await self._run(session_id, partial(Temporary.create, path, "import"))
         try:
-            count = await self._write_lines(session_id, fd, header, entries)
-            await self._run(session_id, publish)
+            count = await self._write_lines(session_id, temporary.fd, header, entries)
+            await self._run(session_id, partial(temporary.publish, session_id, full=self._full))
         finally:
-            os.close(fd)
-            temporary.unlink(missing_ok=True)
+            temporary.close()
         return count
 
     async def _import_more(
@@ -475,7 +464,9 @@ class JsonlStore(StoreBase):
     async def integrity(self) -> builtins.list[str]:
         """What `list` cannot list, each naming its file: a session file that
         is empty or whose header is torn or invalid, anything but a regular
-        file named like a session or a journal, a name that is no session id.
+        file named like a session or a journal, a name that is no session
+        id. Also the temporary of an import whose process died before it
+        finished (`sessionstore.backends.jsonl.temporary`: safe to delete).
 
         Such a session is not lost, but `list` (and so an export of
         everything) leaves it out: these faults say so.
@@ -483,6 +474,7 @@ class JsonlStore(StoreBase):
         self._check_open()
 
         def faults() -> builtins.list[str]:
-            return self._survey()[1] + self._journals()[1]
+            found = self._survey()[1] + self._journals()[1]
+            return found + leftovers(self._dir)
 
         return await self._run(None, faults)
