@@ -5,6 +5,7 @@
 * `context`: `load_context` read from the end of a file.
 * `hints`: where a long session's context starts, remembered beside the files.
 * `temporary`: new session files written aside, then published whole.
+* `fork`: a fork's file, its header then a prefix of its source's lines.
 * `journal`: the crash-recovery journal as a file.
 """
 

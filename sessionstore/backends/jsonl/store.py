@@ -17,12 +17,12 @@ Crash safety:
   the operating system and survives a crash of the process.
   ``durability="full"``: it is also ``fsync``ed (and a new file's directory
   entry too), so it survives a power loss.
-* A new imported session is written to a temporary and linked into
-  place whole (`sessionstore.backends.jsonl.temporary`): a process killed
-  at any moment leaves none or a complete one. With ``durability="full"``
-  the file and its name are ``fsync``ed before the call returns; with
-  ``"normal"`` a power loss can lose one that returned, or leave it short
-  or empty, as it can a new session.
+* A fork (`fork`) and a new imported session are written to a temporary
+  and linked into place whole (`sessionstore.backends.jsonl.temporary`):
+  a process killed at any moment leaves none or a complete one. With
+  ``durability="full"`` the file and its name are ``fsync``ed before the
+  call returns; with ``"normal"`` a power loss can lose one that returned,
+  or leave it short or empty, as it can a new session.
 
 A batch is all-or-nothing against refused entries, process crashes and a
 full disk: a ``write`` that fails part way is cut back off the file before
@@ -91,6 +91,7 @@ from sessionstore.backends.jsonl.file import (
     parse,
     repair,
 )
+from sessionstore.backends.jsonl.fork import write_fork
 from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
 from sessionstore.backends.jsonl.temporary import Temporary, leftovers
@@ -431,6 +432,23 @@ class JsonlStore(StoreBase):
             await self._run(session_id, partial(write_all, fd, "".join(buffer).encode()))
         return count
 
+    # ------------------------------------------------------------ branches
+
+    async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
+        """Copy the source's lines into a new file; see `sessionstore.backends.jsonl.fork`."""
+        fork = partial(
+            write_fork,
+            source_id,
+            self.path(source_id),
+            at,
+            meta.id,
+            self.path(meta.id),
+            (header + "\n").encode(),
+            full=self._full,
+            block=READ,
+        )
+        await self._run(meta.id, fork)
+
     # ------------------------------------------------------------ list
 
     async def list(self) -> builtins.list[SessionMeta]:
@@ -465,8 +483,8 @@ class JsonlStore(StoreBase):
         """What `list` cannot list, each naming its file: a session file that
         is empty or whose header is torn or invalid, anything but a regular
         file named like a session or a journal, a name that is no session
-        id. Also the temporary of an import whose process died before it
-        finished (`sessionstore.backends.jsonl.temporary`: safe to delete).
+        id. Also the temporary of a fork or import whose process died before
+        it finished (`sessionstore.backends.jsonl.temporary`: safe to delete).
 
         Such a session is not lost, but `list` (and so an export of
         everything) leaves it out: these faults say so.
