@@ -6,6 +6,7 @@
 * `hints`: where a long session's context starts, remembered beside the files.
 * `temporary`: new session files written aside, then published whole.
 * `fork`: a fork's file, its header then a prefix of its source's lines.
+* `heads`: named heads, a file of moves each.
 * `journal`: the crash-recovery journal as a file.
 """
 

@@ -37,12 +37,13 @@ naming it, `list` skips it with a warning, and `integrity` reports it, as
 it does every file named like a session that `list` cannot read (an empty
 file, a torn or invalid header).
 
-The directory, its ``journals/`` and each journal's directory are created
-private to their owner (mode 0700), like the files (0600): their names are
-session ids and agent names.
+The directory, its ``journals/``, each journal's directory and ``heads/``
+are created private to their owner (mode 0700), like the files (0600):
+their names are session ids, agent names and head names.
 
 Journals (`journal`) are `FileJournal` files in
-``<dir>/journals/<name>/session_journal.jsonl``.
+``<dir>/journals/<name>/session_journal.jsonl``; named heads (`set_head`)
+are files ``<dir>/heads/<name>.jsonl`` (`sessionstore.backends.jsonl.heads`).
 
 Locks are POSIX ``flock`` locks: advisory, honoured by every sessionstore
 process on the machine, not by other programs writing the same files.
@@ -80,6 +81,7 @@ from sessionstore.backends.files import (
     truncate_back,
     write_all,
 )
+from sessionstore.backends.jsonl import heads as head_files
 from sessionstore.backends.jsonl.context import entries_between, line_number, read_context
 from sessionstore.backends.jsonl.file import (
     SUFFIX,
@@ -102,7 +104,7 @@ from sessionstore.errors import (
     SessionConflictError,
     validate_session_id,
 )
-from sessionstore.models import Message, SessionEntry, SessionMeta
+from sessionstore.models import HeadMove, Message, SessionEntry, SessionMeta
 
 __all__ = ["JOURNALS", "READ", "SUFFIX", "JsonlStore"]
 
@@ -449,6 +451,33 @@ class JsonlStore(StoreBase):
         )
         await self._run(meta.id, fork)
 
+    def _head(self, name: str) -> Path:
+        return self._dir / head_files.HEADS / f"{name}{SUFFIX}"
+
+    async def _set_head(self, name: str, move: HeadMove) -> None:
+        """Append the move to the head's file; see `sessionstore.backends.jsonl.heads`."""
+        session_id, path = move.session_id, self._head(name)
+
+        def set_head() -> None:
+            # Sessions are never removed: one there now is there when the move is.
+            os.close(open_session(session_id, self.path(session_id), os.O_RDONLY))
+            head_files.append_move(name, path, move, full=self._full)
+
+        await in_thread(set_head, where=path)
+
+    async def _head_history(self, name: str) -> builtins.list[HeadMove]:
+        path = self._head(name)
+        return await in_thread(partial(head_files.read_moves, name, path), where=path)
+
+    async def heads(self) -> builtins.list[str]:
+        """The head files' names; anything else named like one is skipped with
+        a warning (and reported by `integrity`)."""
+        self._check_open()
+        names, faults = await self._run(None, partial(head_files.names, self._dir))
+        for fault in faults:
+            logger.warning("skipping %s", fault)
+        return names
+
     # ------------------------------------------------------------ list
 
     async def list(self) -> builtins.list[SessionMeta]:
@@ -482,9 +511,10 @@ class JsonlStore(StoreBase):
     async def integrity(self) -> builtins.list[str]:
         """What `list` cannot list, each naming its file: a session file that
         is empty or whose header is torn or invalid, anything but a regular
-        file named like a session or a journal, a name that is no session
-        id. Also the temporary of a fork or import whose process died before
-        it finished (`sessionstore.backends.jsonl.temporary`: safe to delete).
+        file named like a session, a journal or a head, a name that is no
+        session id. Also a head file's line that does not decode, and the
+        temporary of a fork or import whose process died before it finished
+        (`sessionstore.backends.jsonl.temporary`: safe to delete).
 
         Such a session is not lost, but `list` (and so an export of
         everything) leaves it out: these faults say so.
@@ -493,6 +523,6 @@ class JsonlStore(StoreBase):
 
         def faults() -> builtins.list[str]:
             found = self._survey()[1] + self._journals()[1]
-            return found + leftovers(self._dir)
+            return found + head_files.faults(self._dir) + leftovers(self._dir)
 
         return await self._run(None, faults)
