@@ -12,6 +12,7 @@ import random
 import signal
 import stat
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from sessionstore import (
 from sessionstore.backends.jsonl import file as session_file
 from sessionstore.backends.jsonl import hints as jsonl_hints
 from sessionstore.backends.jsonl import store as jsonl_store
+from sessionstore.backends.jsonl.temporary import ABANDONED_AFTER
 from sessionstore.testing.common import (
     IMPORTED_LINES,
     compaction,
@@ -376,32 +378,35 @@ async def test_a_fork_killed_at_any_moment_leaves_no_fork_or_a_whole_one(
                 store.path(meta.id).unlink()
         listed = [m.id for m in await store.list()]
         assert listed == ["src"]
-        # A temporary left behind is reported, never listed; once deleted, all is sound.
-        faults = await store.integrity()
-        assert len(faults) == len(temporaries)
-        assert all("safe to delete" in fault for fault in faults)
+        # A temporary left behind is never listed, and no fault: nothing is lost.
+        assert await store.integrity() == []
         for name in temporaries:
             (store.directory / name).unlink()
-        assert await store.integrity() == []
     assert store.path("src").read_bytes() == source
 
 
-async def test_a_temporary_is_reported_only_once_its_writer_is_gone(store: JsonlStore) -> None:
+async def test_the_next_fork_deletes_a_temporary_only_once_its_writer_is_gone(
+    store: JsonlStore,
+) -> None:
     await store.create(SessionMeta(id="src"))
     temporary = store.directory / f".f1.jsonl.fork-{'0' * 32}"
     temporary.write_bytes(b'{"id":"f1"}\n')
+    old = time.time() - ABANDONED_AFTER - 5
     fd = os.open(temporary, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # a live writer holds it
-        assert await store.integrity() == []
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a live writer holds it, however old
+        os.utime(temporary, (old, old))
+        await store.fork("src")
+        assert temporary.exists()
     finally:
         os.close(fd)
-    (fault,) = await store.integrity()
-    assert fault.startswith(f"{temporary}: the temporary of a fork whose process died")
-    assert [m.id for m in await store.list()] == ["src"]
-
-
-# ------------------------------------------------------------ heads
+    recent = store.directory / f".f2.jsonl.import-{'1' * 32}"
+    recent.write_bytes(b"")  # unlocked, but maybe in the instant before its lock
+    await store.fork("src")
+    assert not temporary.exists()  # abandoned: swept
+    assert recent.exists()
+    assert await store.integrity() == []
+    assert [m.id for m in await store.list() if not m.parent_session] == ["src"]
 
 
 async def test_a_head_file_holds_one_encoded_move_per_line_privately(store: JsonlStore) -> None:

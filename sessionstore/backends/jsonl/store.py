@@ -96,7 +96,7 @@ from sessionstore.backends.jsonl.file import (
 from sessionstore.backends.jsonl.fork import write_fork
 from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
-from sessionstore.backends.jsonl.temporary import Temporary, leftovers
+from sessionstore.backends.jsonl.temporary import Temporary
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
@@ -512,9 +512,9 @@ class JsonlStore(StoreBase):
         """What `list` cannot list, each naming its file: a session file that
         is empty or whose header is torn or invalid, anything but a regular
         file named like a session, a journal or a head, a name that is no
-        session id. Also a head file's line that does not decode, and the
-        temporary of a fork or import whose process died before it finished
-        (`sessionstore.backends.jsonl.temporary`: safe to delete).
+        session id. Also a head file's line that does not decode. (The
+        temporary of a fork or import whose process died is no fault: the
+        next fork or import deletes it, see `sessionstore.backends.jsonl.temporary`.)
 
         Such a session is not lost, but `list` (and so an export of
         everything) leaves it out: these faults say so.
@@ -523,6 +523,6 @@ class JsonlStore(StoreBase):
 
         def faults() -> builtins.list[str]:
             found = self._survey()[1] + self._journals()[1]
-            return found + head_files.faults(self._dir) + leftovers(self._dir)
+            return found + head_files.faults(self._dir)
 
         return await self._run(None, faults)

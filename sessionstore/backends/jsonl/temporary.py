@@ -12,10 +12,10 @@ A temporary's name starts with a dot and does not end in ``.jsonl``: no
 session id names it, and `list` never reads it. Its writer holds an
 exclusive ``flock`` on it from the moment it is created to the moment it is
 unlinked. A temporary left by a process that died (killed, or a power loss)
-holds no lock: `leftovers` finds those, and the store's `integrity` reports
-each by name, as safe to delete. The store never deletes one itself: the
-check is a read, and a temporary seen in the instant between its creation
-and its lock would be deleted under its writer.
+holds no lock. It is no session and no fault (nothing stored is lost): the
+next fork or import in the directory deletes it (`sweep`), once it is
+older than `ABANDONED_AFTER`, so that a temporary seen in the instant
+between its creation and its lock is never taken for an abandoned one.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import fcntl
 import os
 import re
 import stat
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,10 @@ from sessionstore.backends.files import (
 )
 from sessionstore.errors import DuplicateSessionError
 
-__all__ = ["Temporary", "leftovers", "refuse_taken"]
+__all__ = ["ABANDONED_AFTER", "Temporary", "refuse_taken", "sweep"]
+
+ABANDONED_AFTER = 60.0
+"""Seconds after which an unlocked temporary is known to be abandoned."""
 
 _NAME = re.compile(r"\..+\.(fork|import)-[0-9a-f]{32}")
 
@@ -63,6 +67,7 @@ class Temporary:
     def create(cls, final: Path, kind: str) -> Temporary:
         """Create and lock a temporary beside ``final`` (``kind``: what writes it)."""
         new_directory = make_directory(final.parent)
+        sweep(final.parent)
         path = final.parent / f".{final.name}.{kind}-{uuid.uuid4().hex}"
         fd = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
@@ -116,17 +121,16 @@ def refuse_taken(final: Path, session_id: str) -> None:
     raise DuplicateSessionError(session_id)
 
 
-def leftovers(directory: Path) -> list[str]:
-    """The temporaries in ``directory`` whose writer died, each as a fault
-    naming its file."""
+def sweep(directory: Path) -> list[Path]:
+    """Delete the temporaries in ``directory`` whose writer died: unlocked,
+    and last written more than `ABANDONED_AFTER` seconds ago. Returns them."""
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
         return []
-    found = []
+    swept = []
     for name in names:
-        match = _NAME.fullmatch(name)
-        if match is None:
+        if _NAME.fullmatch(name) is None:
             continue
         path = directory / name
         try:
@@ -134,15 +138,14 @@ def leftovers(directory: Path) -> list[str]:
         except OSError:
             continue  # unlinked meanwhile, or nothing a writer of ours made
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if time.time() - os.fstat(fd).st_mtime > ABANDONED_AFTER:
+                path.unlink(missing_ok=True)
+                swept.append(path)
         except OSError as exc:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise
-            continue  # its writer is alive and at work
+            # its writer is alive and at work
         finally:
             os.close(fd)
-        found.append(
-            f"{path}: the temporary of a {match[1]} whose process died before it"
-            " finished: no session, safe to delete"
-        )
-    return found
+    return swept
