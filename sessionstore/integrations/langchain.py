@@ -85,7 +85,7 @@ LANGCHAIN_FIELD = "langchain"
 # The namespace of the UUIDs of first sessions (`_first_session`).
 _FIRST_SESSION = uuid.UUID("4f7c1a52-9d3e-4b8a-a6e1-2c5b0d9e7f31")
 
-Content = str | list[str | dict[str, Any]]
+_Content = str | list[str | dict[str, Any]]
 
 
 class SessionStoreChatMessageHistory(BaseChatMessageHistory):
@@ -298,7 +298,7 @@ def _by_role(message: Message) -> BaseMessage:
     return ChatMessage(role=message.role, content=content, **named)
 
 
-def _content(message: Message) -> Content:
+def _content(message: Message) -> _Content:
     """The content as LangChain takes it: a string, or a list of strings and
     content blocks; anything else as its text."""
     content = message.content
