@@ -540,3 +540,22 @@ def test_what_the_store_protocols_return_is_exported() -> None:
     assert not missing, "returned by the store protocols, not in sessionstore.__all__: " + (
         "; ".join(f"{type_name} (from {', '.join(by)})" for type_name, by in missing.items())
     )
+
+
+# ------------------------------------------------------------ 5. integrations
+
+# What a framework adapter may import of sessionstore: what a user imports.
+PUBLIC_MODULES = {PACKAGE, f"{PACKAGE}.sync"}
+
+
+def test_integrations_use_only_the_public_api() -> None:
+    found = [
+        f"{module.where}:{statement.line}  imports {statement.module}"
+        for module in package_modules().values()
+        if module.name.startswith(f"{PACKAGE}.integrations.")
+        for statement in imports_of(module)
+        if statement.module.partition(".")[0] == PACKAGE and statement.module not in PUBLIC_MODULES
+    ]
+    assert not found, "integrations reach past sessionstore and sessionstore.sync:\n" + "\n".join(
+        found
+    )
