@@ -20,10 +20,8 @@ from sessionstore import SessionStore
 from sessionstore.sync import SyncStore
 from tests.kinds import STORE_KINDS
 
-KINDS = tuple(kind for kind in STORE_KINDS if kind != "jsonl")
-"""The store kinds the adapters are tested on. JSONL joins once its stores
-can fork and keep heads (they cannot yet on this branch); the adapters use
-only the store protocol, which the contract suite proves alike everywhere."""
+KINDS = STORE_KINDS
+"""The store kinds the adapters are tested on: every one."""
 
 
 def require(module: str, extra: str) -> None:
