@@ -65,21 +65,6 @@ async def test_an_exported_fork_holds_its_source_s_lines_then_its_own(
         assert decode_meta(file_lines(out, fork)[0]).parent_session == source
 
 
-@pytest.mark.parametrize("source", STORE_KINDS)
-@pytest.mark.parametrize("destination", STORE_KINDS)
-async def test_forks_export_import_export_byte_identical_across_backends(
-    tmp_path: Path, source: str, destination: str, store_targets: StoreTargets
-) -> None:
-    async with open_store(store_targets.new(source)) as first:
-        await fill_forks(first)
-        await export_archive(first, tmp_path / "one")
-    async with open_store(store_targets.new(destination)) as second:
-        await import_archive(second, tmp_path / "one")
-        await export_archive(second, tmp_path / "two")
-        assert await second.integrity() == []
-    assert tree(tmp_path / "one") == tree(tmp_path / "two")
-
-
 async def test_a_fork_imported_alone_is_a_session_of_its_own(
     store: SessionStore, tmp_path: Path
 ) -> None:
@@ -147,13 +132,13 @@ async def test_forks_past_a_page_of_rows_export_whole(store: SessionStore, tmp_p
     # Past the 2,000 rows a SQL store reads at a time, forked off that
     # boundary and inside an inherited part: every span is read whole.
     await store.create(SessionMeta(id="long"))
-    await store.append_many("long", [message(f"e{n}", "x") for n in range(2_600)])
-    await store.fork("long", at="e2300", meta=SessionMeta(id="fork"))
-    await store.append_many("fork", [message(f"f{n}", "y") for n in range(1_900)])
-    await store.fork("fork", at="f1850", meta=SessionMeta(id="fork-of-fork"))
+    await store.append_many("long", [message(f"e{n}", "x") for n in range(2_100)])
+    await store.fork("long", at="e2049", meta=SessionMeta(id="fork"))
+    await store.append_many("fork", [message(f"f{n}", "y") for n in range(50)])
+    await store.fork("fork", at="f24", meta=SessionMeta(id="fork-of-fork"))
     await store.fork("fork", at="e1999", meta=SessionMeta(id="inside"))
     await export_archive(store, tmp_path / "one")
-    for session_id, count in (("fork", 4_201), ("fork-of-fork", 4_152), ("inside", 2_000)):
+    for session_id, count in (("fork", 2_100), ("fork-of-fork", 2_075), ("inside", 2_000)):
         exported = (tmp_path / "one" / "sessions" / f"{session_id}.jsonl").read_bytes()
         assert exported == await stored_file(store, session_id)
         assert exported.count(b"\n") == count + 1
