@@ -21,6 +21,7 @@ from sessionstore import (
     open_store,
 )
 from sessionstore.archive import ArchiveReport, export_archive, import_archive
+from sessionstore.testing.common import UNUSUAL_VALID_IDS
 from tests.forks import fill_forks
 from tests.kinds import STORE_KINDS, StoreTargets
 from tests.test_archive import tree
@@ -205,3 +206,18 @@ async def test_what_stands_in_heads_and_is_no_head_file_is_named_skipped(
     ]
     assert [(Path(i.file).name, i.line) for i in report.warnings] == [("chat.jsonl", 2)]
     assert await store.head_history("chat") == [HeadMove(session_id="here", at="t")]
+
+
+async def test_heads_and_sessions_with_unusual_names_travel(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    for name in UNUSUAL_VALID_IDS:
+        await store.create(SessionMeta(id=name))
+        await store.set_head(name, name)
+    await export_archive(store, tmp_path / "one")
+    async with open_store("memory://") as other:
+        await import_archive(other, tmp_path / "one")
+        for name in UNUSUAL_VALID_IDS:
+            assert await other.head_history(name) == await store.head_history(name)
+        await export_archive(other, tmp_path / "two")
+    assert tree(tmp_path / "one") == tree(tmp_path / "two")
