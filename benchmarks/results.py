@@ -21,13 +21,17 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Row:
-    """One work: our time, the baseline's, and the spread of the ratio over runs."""
+    """One work: our figure, the baseline's, and the spread of the ratio over runs.
+
+    Figures are seconds, or bytes where ``unit`` is ``"bytes"``.
+    """
 
     work: str
     ours: float
     other: float
     low: float
     high: float
+    unit: str = "seconds"
 
     @property
     def ratio(self) -> float:
@@ -41,9 +45,9 @@ class Table:
         self.title, self.ours, self.other = title, ours, other
         self.rows: list[Row] = []
 
-    def add(self, work: str, ours: list[float], other: list[float]) -> None:
+    def add(self, work: str, ours: list[float], other: list[float], unit: str = "seconds") -> None:
         mine, theirs = statistics.median(ours), statistics.median(other)
-        self.rows.append(Row(work, mine, theirs, mine / theirs, mine / theirs))
+        self.rows.append(Row(work, mine, theirs, mine / theirs, mine / theirs, unit))
 
     @classmethod
     def combine(cls, runs: list[Table]) -> Table:
@@ -54,7 +58,8 @@ class Table:
         for rows in zip(*(run.rows for run in runs), strict=True):
             ratios = [row.ratio for row in rows]
             middle = rows[ratios.index(statistics.median_low(ratios))]
-            table.rows.append(Row(middle.work, middle.ours, middle.other, min(ratios), max(ratios)))
+            low, high = min(ratios), max(ratios)
+            table.rows.append(Row(middle.work, middle.ours, middle.other, low, high, middle.unit))
         return table
 
     def print(self, spread: bool = False) -> None:
@@ -62,7 +67,8 @@ class Table:
         head = f"{'work':52} {self.ours:>14} {self.other:>14} {'ratio':>8}"
         print(head + (f"  {'spread':>16}" if spread else ""))
         for row in self.rows:
-            line = f"{row.work:52} {_time(row.ours):>14} {_time(row.other):>14} {row.ratio:7.2f}x"
+            ours, other = _figure(row.ours, row.unit), _figure(row.other, row.unit)
+            line = f"{row.work:52} {ours:>14} {other:>14} {row.ratio:7.2f}x"
             print(line + (f"  {_spread(row):>16}" if spread else ""))
 
     def markdown(self, runs: int) -> list[str]:
@@ -74,10 +80,14 @@ class Table:
         ]
         for row in self.rows:
             lines.append(
-                f"| {row.work} | {_time(row.ours)} | {_time(row.other)} "
+                f"| {row.work} | {_figure(row.ours, row.unit)} | {_figure(row.other, row.unit)} "
                 f"| {row.ratio:.2f}x | {_spread(row)} |"
             )
         return [*lines, ""]
+
+
+def _figure(value: float, unit: str) -> str:
+    return f"{value:,.0f} B" if unit == "bytes" else _time(value)
 
 
 def _time(seconds: float) -> str:

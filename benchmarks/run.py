@@ -15,7 +15,8 @@ The whole benchmark runs --runs times (3 unless told), each run's tables
 printed as it ends. Then benchmarks/RESULTS.md (or --output) gets, for
 every row, the median ratio of the runs and their spread (lowest and
 highest ratio), with the machine, the date, the commit and the command.
-A --quick run writes no file unless given --output.
+A --quick run, or a run of some parts (--only), writes no file unless
+given --output.
 
 Baselines: the standard library's sqlite3 on the same pragmas (WAL,
 synchronous=NORMAL) doing the same work by hand: one transaction per
@@ -27,6 +28,17 @@ of the same rows with sqlite3, written and fsynced (the floor of any
 export from SQLite). A cold start, ``python -c "import sessionstore"`` in
 a new process, is measured against ``from pydantic import BaseModel``.
 
+Forks: a SQLite fork at an entry of a session of 1,000,000 entries (20,000
+with --quick), timed per fork, against one ``INSERT INTO sessions`` of the
+same row by hand with sqlite3 (what any fork must write), and the bytes
+each adds to the database (its file's growth, the write-ahead log
+checkpointed, over the forks made; the rows it adds are in the row's
+name). The same at 1,000 entries shows both flat as the history grows; a
+JSONL fork, which copies the history by design, is shown beside it once
+the JSONL store implements forks.
+
+``--only PART`` (repeatable) runs some parts alone, e.g. ``--only forks``.
+
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
 appends and loads run on openai-agents' SQLiteSession and LangChain's
 SQLChatMessageHistory (async, on aiosqlite), both on WAL with
@@ -37,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import os
 import shutil
@@ -47,6 +60,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 
@@ -148,6 +162,53 @@ def raw_export(path: Path, target: Path) -> float:
     return elapsed
 
 
+def database_bytes(path: Path) -> int:
+    """The size of a SQLite database once its write-ahead log is checkpointed
+    into the file (no store may have it open)."""
+    with closing(raw_connection(path)) as connection:
+        busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        assert not busy, "a connection still holds the database"
+    return path.stat().st_size
+
+
+def database_rows(path: Path) -> tuple[int, int]:
+    """How many sessions and entries rows a SQLite database holds."""
+    with closing(raw_connection(path)) as connection:
+        query = "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM entries)"
+        sessions, entries = connection.execute(query).fetchone()
+    return sessions, entries
+
+
+def tree_bytes(where: Path) -> int:
+    """The bytes of every file below a directory."""
+    return sum(path.stat().st_size for path in where.rglob("*") if path.is_file())
+
+
+def raw_forks(path: Path, count: int, rounds: int, forks: int) -> tuple[list[float], float]:
+    """Seconds per fork and bytes per fork written by hand with raw sqlite3:
+    one ``sessions`` row as the store's fork writes it (header, digest,
+    base and shared count), one transaction each."""
+    rows = []
+    for _ in range(rounds * forks):
+        meta = SessionMeta.new(parent_session="s")
+        rows.append((meta.id, meta.created_at, encode(meta), os.urandom(32), count // 2))
+    made = iter(rows)
+    insert = (
+        "INSERT INTO sessions (id, version, parent_session, created_at, header, digest, "
+        "base_pk, base_seq) VALUES (?, 1, 's', ?, ?, ?, 1, ?)"
+    )
+
+    def fork(connection: sqlite3.Connection) -> None:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute(insert, next(made))
+        connection.execute("COMMIT")
+
+    before = database_bytes(path)
+    with closing(raw_connection(path)) as connection:
+        times = [per_call(partial(fork, connection), forks) for _ in range(rounds)]
+    return times, (database_bytes(path) - before) / len(rows)
+
+
 async def store_appends(path: Path, tasks: int, each: int) -> float:
     """Seconds per append with ``tasks`` tasks appending ``each`` entries at once."""
     store = await SqlStore.open(str(path))
@@ -186,12 +247,17 @@ class Bench:
         self.rounds = 3 if quick else 5
         self.size = 5_000 if quick else 100_000  # entries of the big session
         self.sessions = 1_000 if quick else 10_000
+        self.long = 20_000 if quick else 1_000_000  # entries of the longest history
         self.files = 0
+        self.histories: dict[tuple[str, int], Path] = {}
         self.raw = Table(
             "against raw sqlite3 (WAL, synchronous=NORMAL)", "sessionstore", "baseline"
         )
         self.flat = Table(
             f"load_context, {KEPT} kept, as the history grows", "long history", "1,000 entries"
+        )
+        self.forked = Table(
+            "fork at an entry, as the history grows", "long history", "1,000 entries"
         )
         self.start = Table(
             'a cold start: python -c in a new process, vs "from pydantic import BaseModel"',
@@ -204,8 +270,19 @@ class Bench:
         self.files += 1
         return self.work / f"{self.files}{suffix}"
 
+    async def history(self, kind: str, count: int) -> Path:
+        """A store of ``kind`` holding session ``s`` of ``count`` entries (see
+        `fill`), made once per run and shared by the parts that read it."""
+        where = self.histories.get((kind, count))
+        if where is None:
+            where = self.fresh() if kind == "sqlite" else self.fresh(".d")
+            async with await open_kind(kind, where) as store:
+                await fill(store, "s", count)
+            self.histories[kind, count] = where
+        return where
+
     def tables(self) -> list[Table]:
-        return [self.raw, self.flat, self.start, *self.peers]
+        return [self.raw, self.flat, self.forked, self.start, *self.peers]
 
     async def appends(self, tasks: int, each: int) -> None:
         lines = [encode(entry(n)) for n in range(tasks * each)]
@@ -329,15 +406,13 @@ class Bench:
         self.raw.add("a turn: append, then load_context (per turn)", ours, base)
 
     async def flatness(self) -> None:
-        long = 20_000 if self.quick else 1_000_000
+        long = self.long
         for kind in ("sqlite", "jsonl"):
             first: dict[int, list[float]] = {}
             again: dict[int, list[float]] = {}
             unhinted: dict[int, list[float]] = {}
             for count in (1_000, long):
-                where = self.fresh() if kind == "sqlite" else self.fresh(".d")
-                async with await open_kind(kind, where) as store:
-                    await fill(store, "s", count)
+                where = await self.history(kind, count)
                 first[count], again[count], unhinted[count] = [], [], []
                 async with await open_kind(kind, where) as store:
                     context = store.load_context
@@ -359,6 +434,84 @@ class Bench:
                     unhinted[long],
                     unhinted[1_000],
                 )
+
+    async def forks(self) -> None:
+        """Forks at the middle entry of a session of 1,000 entries and of the
+        longest history: time and bytes per fork, flat on SQLite, against
+        the one row a fork writes, by hand; JSONL copies, for contrast."""
+        forks = 50 if self.quick else 200  # per round, on SQLite
+        times, size, rows = await self.sqlite_forks(forks)
+        path = await self.history("sqlite", self.long)
+        raw_times, raw_size = raw_forks(path, self.long, self.rounds, forks)
+        long = f"{self.long:,}"
+        self.raw.add(f"fork at an entry of {long} (per fork)", times[self.long], raw_times)
+        sessions, entries = rows
+        self.raw.add(
+            f"bytes per fork ({sessions:g} row, {entries:g} entries), vs the raw row",
+            [size[self.long]],
+            [raw_size],
+            unit="bytes",
+        )
+        self.forked.add(f"sqlite, {long} entries (per fork)", times[self.long], times[1_000])
+        self.forked.add(
+            f"sqlite, {long} entries, bytes added per fork",
+            [size[self.long]],
+            [size[1_000]],
+            unit="bytes",
+        )
+        if inspect.isabstract(JsonlStore):
+            print("\n(jsonl forks skipped: this JsonlStore does not implement forks yet)")
+            return
+        for count in (1_000, self.long):
+            times[count], size[count] = await self.jsonl_forks(count, 2)
+        self.forked.add(
+            f"jsonl, {long} entries (per fork), a copy by design", times[self.long], times[1_000]
+        )
+        self.forked.add(
+            f"jsonl, {long} entries, bytes added per fork",
+            [size[self.long]],
+            [size[1_000]],
+            unit="bytes",
+        )
+
+    async def sqlite_forks(
+        self, forks: int
+    ) -> tuple[dict[int, list[float]], dict[int, float], tuple[float, float]]:
+        """For 1,000 entries and the longest history: seconds per fork of each
+        round and bytes added per fork; and the sessions and entries rows
+        added per fork to the longest. The two sizes take turns, round by
+        round, so that a busy moment of the machine falls on both."""
+        counts = (1_000, self.long)
+        paths = {count: await self.history("sqlite", count) for count in counts}
+        size = {count: float(database_bytes(paths[count])) for count in counts}
+        rows = database_rows(paths[self.long])
+        times: dict[int, list[float]] = {count: [] for count in counts}
+        stores = {count: await SqlStore.open(str(paths[count])) for count in counts}
+        try:
+            for _ in range(self.rounds):
+                for count, store in stores.items():
+                    fork = partial(store.fork, "s", at=f"e{count // 2}")
+                    times[count].append(await aper_call(fork, forks))
+        finally:
+            for store in stores.values():
+                await store.close()
+        made = forks * self.rounds
+        for count in counts:
+            size[count] = (database_bytes(paths[count]) - size[count]) / made
+        sessions, entries = (
+            (after - was) / made
+            for after, was in zip(database_rows(paths[self.long]), rows, strict=True)
+        )
+        return times, size, (sessions, entries)
+
+    async def jsonl_forks(self, count: int, forks: int) -> tuple[list[float], float]:
+        """Seconds per fork of each round, and bytes added per fork."""
+        where = await self.history("jsonl", count)
+        before = tree_bytes(where)
+        async with await open_kind("jsonl", where) as store:
+            fork = partial(store.fork, "s", at=f"e{count // 2}")
+            times = [await aper_call(fork, forks) for _ in range(self.rounds)]
+        return times, (tree_bytes(where) - before) / (forks * self.rounds)
 
     async def peer_runs(self) -> None:
         peers = find_peers()
@@ -409,21 +562,33 @@ def new_process(code: str) -> float:
     return time.perf_counter() - start
 
 
-async def run(quick: bool) -> list[Table]:
-    """The whole benchmark, once: its tables."""
+PARTS = ("cold-start", "appends", "reads", "turns", "flatness", "forks", "peers")
+"""The parts of a run, in order; ``--only`` picks some."""
+
+
+async def run(quick: bool, only: frozenset[str] = frozenset(PARTS)) -> list[Table]:
+    """The benchmark, once (the parts in ``only``): its tables."""
     work = Path(tempfile.mkdtemp(prefix="sessionstore-bench-"))
     bench = Bench(work, quick)
     try:
-        bench.cold_start()
-        await bench.appends(1, 200 if quick else 2000)
-        await bench.appends(50, 4 if quick else 40)
-        await bench.reads()
-        await bench.turns()
-        await bench.flatness()
-        await bench.peer_runs()
+        if "cold-start" in only:
+            bench.cold_start()
+        if "appends" in only:
+            await bench.appends(1, 200 if quick else 2000)
+            await bench.appends(50, 4 if quick else 40)
+        if "reads" in only:
+            await bench.reads()
+        if "turns" in only:
+            await bench.turns()
+        if "flatness" in only:
+            await bench.flatness()
+        if "forks" in only:
+            await bench.forks()
+        if "peers" in only:
+            await bench.peer_runs()
     finally:
         shutil.rmtree(work)
-    return bench.tables()
+    return [table for table in bench.tables() if table.rows]
 
 
 async def main() -> None:
@@ -433,21 +598,27 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--runs", type=int, default=3, help="runs of the whole benchmark")
     parser.add_argument(
+        "--only", action="append", choices=PARTS, help="run this part alone (repeatable)"
+    )
+    parser.add_argument(
         "--output",
         type=Path,
-        help="where to write the report (default: benchmarks/RESULTS.md, none for --quick)",
+        help="where to write the report (default: benchmarks/RESULTS.md, none for --quick "
+        "or --only)",
     )
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
-    output = args.output or (None if args.quick else Path(__file__).with_name("RESULTS.md"))
+    # A partial run would drop the other tables from the report: it writes none unless told.
+    partial_run = args.quick or args.only
+    output = args.output or (None if partial_run else Path(__file__).with_name("RESULTS.md"))
     setting = Setting.read()
     print(f"{setting.machine}\n{setting.cpu}, commit {setting.commit}")
     runs, loads = [], []
     for n in range(1, args.runs + 1):
         loads.append(os.getloadavg()[0])
         print(f"\nrun {n} of {args.runs} (load average {loads[-1]:.2f})", flush=True)
-        tables = await run(args.quick)
+        tables = await run(args.quick, frozenset(args.only or PARTS))
         for table in tables:
             table.print()
         runs.append(tables)

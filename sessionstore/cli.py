@@ -47,7 +47,7 @@ from rich.text import Text
 
 from sessionstore import __version__
 from sessionstore.archive import ArchiveReport, export_archive, import_archive
-from sessionstore.archive.report import JOURNALS, SESSIONS
+from sessionstore.archive.report import HEADS, JOURNALS, SESSIONS
 from sessionstore.backends import open_store
 from sessionstore.backends.targets import is_sql_target
 from sessionstore.demo import play_demo
@@ -565,8 +565,8 @@ async def _import(args: argparse.Namespace) -> int:
         _refusals(report)
     print(
         f"imported {_count(report.sessions, 'session')} "
-        f"({_count(report.entries, 'new entry', 'new entries')}) "
-        f"and {_count(report.journals, 'journal')} from {args.path}"
+        f"({_count(report.entries, 'new entry', 'new entries')}), "
+        f"{_count(report.journals, 'journal')} and {_count(report.heads, 'head')} from {args.path}"
     )
     if refused is not None:
         raise _Refused(f"import refused {_count(len(report.refused), 'file')} (listed above)")
@@ -580,12 +580,14 @@ def _check_export_directory(dest: Path) -> None:
         return
     if not dest.is_dir():
         raise _Refused(f"cannot export to {dest}: not a directory")
-    foreign = sorted(p.name for p in dest.iterdir() if p.name not in (SESSIONS, JOURNALS))
+    parts = (SESSIONS, JOURNALS, HEADS)
+    foreign = sorted(p.name for p in dest.iterdir() if p.name not in parts)
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise _Refused(
             f"cannot export to {dest}: not empty and not an archive (it holds {shown}); "
-            f"an archive holds only {SESSIONS}/ and {JOURNALS}/: choose a new or empty directory"
+            f"an archive holds only {SESSIONS}/, {JOURNALS}/ and {HEADS}/: "
+            "choose a new or empty directory"
         )
 
 
@@ -615,8 +617,8 @@ async def _export(args: argparse.Namespace) -> int:
     print(
         f"exported {_count(report.sessions, 'session')} "
         f"({_count(report.entries, 'new entry', 'new entries')}, "
-        f"{_count(report.bytes, 'byte')} written) "
-        f"and {_count(report.journals, 'journal')} to {args.dir}"
+        f"{_count(report.bytes, 'byte')} written), "
+        f"{_count(report.journals, 'journal')} and {_count(report.heads, 'head')} to {args.dir}"
     )
     if refused is not None:
         what = _count(len(report.refused), "file") + (
@@ -823,7 +825,7 @@ def build_parser() -> argparse.ArgumentParser:
         common,
         "import",
         _import,
-        "import a JSONL archive (sessions/ and journals/); importing twice adds nothing",
+        "import a JSONL archive (sessions/, journals/, heads/); importing twice adds nothing",
         "sessionstore import ./archive --db sessions.db",
     )
     imported.add_argument("path", help="the archive directory")
@@ -832,7 +834,7 @@ def build_parser() -> argparse.ArgumentParser:
         common,
         "export",
         _export,
-        "export sessions and journals as a JSONL archive (incremental)",
+        "export sessions, journals and heads as a JSONL archive (incremental)",
         "sessionstore export ./archive --session 3f2b9c1e-0000-4000-8000-000000000000",
     )
     exported.add_argument("dir", help="the archive directory: new, empty, or an archive to extend")

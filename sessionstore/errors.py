@@ -11,7 +11,7 @@ Leaves also derive from the builtin a caller would reach for first, so
      ├── SessionNotFoundError      (also LookupError)  no session with that id
      ├── EntryNotFoundError        (also LookupError)  no entry with that id in the session
      ├── DuplicateSessionError                         a session with that id exists
-     ├── SessionConflictError                          a session is not as an import expects
+     ├── SessionConflictError                          a session or head is not as an import expects
      ├── CorruptSessionError                           stored data does not decode
      ├── ConfigurationError        (also ValueError)   a target or option is not valid
      ├── SchemaError                                   the database schema does not fit
@@ -125,12 +125,19 @@ class DuplicateSessionError(SessionStoreError):
 
 class SessionConflictError(SessionStoreError):
     """A stored session is not as an import expected (another header, more or
-    fewer entries); nothing was written."""
+    fewer entries), or a head holds more or fewer positions; nothing was written.
 
-    def __init__(self, session_id: str, reason: str) -> None:
-        super().__init__(f"session {session_id!r}: {reason}")
+    Attributes:
+        session_id: the session, or the head's name (``what`` says which).
+        reason: how it differs.
+        what: ``"session"`` or ``"head"``.
+    """
+
+    def __init__(self, session_id: str, reason: str, what: str = "session") -> None:
+        super().__init__(f"{what} {session_id!r}: {reason}")
         self.session_id = session_id
         self.reason = reason
+        self.what = what
 
 
 class CorruptSessionError(SessionStoreError):

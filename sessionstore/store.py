@@ -375,6 +375,32 @@ class SessionStore(Protocol):
         """
         ...
 
+    async def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
+        """Record positions of the head ``name`` as given, all or none: the archive's import.
+
+        Each move is kept verbatim, its ``at`` included (where `set_head`
+        stamps now): history carried over from another store. The moves
+        become the head's newest positions, in their order.
+
+        Args:
+            name: the head.
+            moves: the positions to record, oldest first.
+            after: how many positions the head holds now (0 when it was
+                never set): the moves are recorded after them.
+
+        Returns:
+            The number of positions recorded.
+
+        Raises:
+            InvalidSessionIdError: ``name``, or a move's session id, breaks
+                the session-id rule.
+            InvalidRecordError: a move is not a `HeadMove`.
+            SessionNotFoundError: a move names no session; nothing recorded.
+            SessionConflictError: the head holds another number of positions
+                than ``after``; nothing recorded.
+        """
+        ...
+
     def journal(self, name: str) -> SessionJournal:
         """The journal called ``name`` (one per agent), kept in this store.
 

@@ -182,6 +182,9 @@ class SyncStore:
     def heads(self) -> builtins.list[str]:
         return self._loop.run(self._store.heads())
 
+    def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
+        return self._loop.run(self._store.import_head(name, moves, after=after))
+
     # ------------------------------------------------------------ for tools
 
     def raw_lines(self, session_id: str) -> Generator[str, None, None]:

@@ -24,6 +24,8 @@ from sessionstore import (
 from sessionstore.archive import ArchiveReport, export_archive, import_archive
 from sessionstore.testing.contract import compaction, message
 from sessionstore.testing.journal_contract import header, post
+from tests.forks import SESSIONS as FORK_SESSIONS
+from tests.forks import fill_forks
 from tests.kinds import STORE_KINDS, StoreTargets
 
 FIXTURE = Path(__file__).parent / "data" / "archive"
@@ -48,7 +50,8 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 async def fill(store: SessionStore) -> None:
-    """Sessions made through the API, plus the hand-written fixture archive."""
+    """Sessions made through the API, forks of every shape and two heads moved
+    among them (`tests.forks`), plus the hand-written fixture archive."""
     meta = SessionMeta.new()
     await store.create(meta)
     await store.append_many(
@@ -57,6 +60,10 @@ async def fill(store: SessionStore) -> None:
     await store.create(SessionMeta(id="empty-session"))
     await store.journal("agent-2").begin(header(0), Journal())
     await store.journal("agent-2").append(post(1))
+    await fill_forks(store)
+    for session_id in ("root", "middle", "deep", "middle"):
+        await store.set_head("chat", session_id)
+    await store.set_head("sub-agent", "from-imported")
     await import_archive(store, FIXTURE)
 
 
@@ -74,8 +81,9 @@ async def test_export_import_export_is_byte_identical_across_backends(
     async with open_store(store_targets.new(destination)) as second:
         await import_archive(second, tmp_path / "one")
         await export_archive(second, tmp_path / "two")
+        assert await second.integrity() == []
     assert tree(tmp_path / "one") == tree(tmp_path / "two")
-    assert len(tree(tmp_path / "one")) == 6
+    assert len(tree(tmp_path / "one")) == 6 + len(FORK_SESSIONS) + 2  # and two heads
 
 
 async def test_imported_fixture_exports_back_identical(store: SessionStore, tmp_path: Path) -> None:

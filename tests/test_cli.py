@@ -113,7 +113,7 @@ def test_import_export_and_verify(
 ) -> None:
     status, out, err = run(capsys, "--db", db, "import", str(FIXTURE))
     assert status == 0, err
-    assert "imported 2 sessions (9 new entries) and 1 journal from" in out
+    assert "imported 2 sessions (9 new entries), 1 journal and 0 heads from" in out
     status, out, _ = run(capsys, "--db", db, "export", str(tmp_path / "out"))
     assert status == 0
     assert (tmp_path / "out" / "sessions" / "hand-written.jsonl").read_bytes() == (
@@ -126,6 +126,22 @@ def test_import_export_and_verify(
     assert [p.name for p in (tmp_path / "one" / "sessions").iterdir()] == ["hand-written.jsonl"]
     status, out, _ = run(capsys, "--db", db, "verify")
     assert (status, out.strip()) == (0, "ok: 2 sessions, 9 entries checked")
+
+
+def test_heads_go_through_import_and_into_an_archive_holding_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, db: str
+) -> None:
+    archive = tmp_path / "archive"
+    (archive / "sessions").mkdir(parents=True)
+    (archive / "sessions" / "s1.jsonl").write_bytes(b'{"id":"s1","version":1,"created_at":""}\n')
+    (archive / "heads").mkdir()
+    (archive / "heads" / "chat.jsonl").write_bytes(b'{"session_id":"s1","at":"t"}\n')
+    status, out, err = run(capsys, "--db", db, "import", str(archive))
+    assert status == 0, err
+    assert "imported 1 session (0 new entries), 0 journals and 1 head from" in out
+    status, out, err = run(capsys, "--db", db, "export", str(archive))  # heads/ is no stranger
+    assert status == 0, err
+    assert ", 0 journals and 1 head to " in out
 
 
 def test_journal_shows_sessions_writes_and_skipped_lines(
@@ -221,7 +237,7 @@ def test_a_corrupt_archive_is_refused_naming_file_and_line(
         "invalid JSON at line 1, column 1: Expecting value"
     )
     assert error == "sessionstore: error: import refused 1 file (listed above)"
-    assert "imported 0 sessions (0 new entries) and 0 journals" in out
+    assert "imported 0 sessions (0 new entries), 0 journals and 0 heads" in out
 
 
 def test_a_newer_schema_is_refused(capsys: pytest.CaptureFixture[str], db: str) -> None:
@@ -457,7 +473,7 @@ def test_counts_are_singular_or_plural(
         capsys, "--db", db, "export", str(tmp_path / "one"), "--session", "hand-written"
     )
     assert out.startswith("exported 1 session (3 new entries, ")
-    assert " and 0 journals to " in out
+    assert ", 0 journals and 0 heads to " in out
 
 
 def test_import_of_a_path_that_does_not_exist_says_so(

@@ -4,21 +4,30 @@ An archive is a directory::
 
     <archive>/sessions/<id>.jsonl                      a valid directory store
     <archive>/journals/<name>/session_journal.jsonl    a valid journal file
+    <archive>/heads/<name>.jsonl                       every position of a named head
+
+A fork's file is its whole history (what `SessionStore.raw_lines` gives,
+the part it shares with its source included), so every session file
+stands alone; imported, a fork is a session of its own. A head's file
+holds each `HeadMove` in canonical form, oldest first; import records them
+with `SessionStore.import_head`, keeping their times.
 
 Lines travel byte for byte: what was imported exports back identical
 (unknown fields, key order, spacing, ``\\r``, escapes), so export, import
 into an empty store and export again gives identical trees, and
 ``sessions/`` is a directory the Rust implementation can load.
 
-Both directions stream: memory stays flat however large the archive.
+Both directions stream: memory stays flat however large the archive (but
+for a head's history, read and written as one list).
 
 Export writes each file under a temporary name, ``fsync``s it, renames it
 into place and ``fsync``s the directory, so a crash never leaves a partial
 file under a final name. Exporting into an existing archive is
 incremental: a session file gets only the entries it lacks, once the file
 is checked to be a byte-exact prefix of the session; a file that is not is
-refused and never overwritten. A journal file is replaced by the journal
-as it stands (journals are cleared by design).
+refused and never overwritten; a head file grows the same way. A journal
+file is replaced by the journal as it stands (journals are cleared by
+design).
 
 Import reads, never writes, its source. Each session is all or nothing.
 Importing the same archive again changes nothing; a file that extends an

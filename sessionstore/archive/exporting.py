@@ -1,4 +1,4 @@
-"""`export_archive`: sessions and journals out of a store, into an archive.
+"""`export_archive`: sessions, journals and heads out of a store, into an archive.
 
 See `sessionstore.archive` for what an archive holds and promises.
 
@@ -19,6 +19,7 @@ from typing import BinaryIO
 
 from sessionstore.archive.report import (
     CHUNK,
+    HEADS,
     JOURNALS,
     SESSIONS,
     SUFFIX,
@@ -42,6 +43,7 @@ from sessionstore.backends.files import (
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
 from sessionstore.errors import CorruptSessionError, validate_session_id
 from sessionstore.store import SessionJournal, SessionStore
+from sessionstore.wire import encode_line
 
 __all__ = ["export_archive"]
 
@@ -52,19 +54,22 @@ async def export_archive(
     *,
     sessions: Sequence[str] | None = None,
     journals: Sequence[str] | None = None,
+    heads: Sequence[str] | None = None,
     progress: Progress | None = None,
 ) -> ArchiveReport:
-    """Export sessions and journals into an archive.
+    """Export sessions, journals and named heads into an archive.
 
     Args:
         store: any store.
         dest: the archive directory; created when missing, extended when it
             holds an earlier export.
         sessions: the session ids to export.
-        journals: the journal names to export. When neither ``sessions``
-            nor ``journals`` is given, everything is exported, and the
-            store's `integrity` faults (sessions it holds but cannot list)
-            go to ``report.faults``; otherwise exactly what they list.
+        journals: the journal names to export.
+        heads: the names of the heads to export, each with every position
+            it had. When none of ``sessions``, ``journals`` and ``heads``
+            is given, everything is exported, and the store's `integrity`
+            faults (sessions it holds but cannot list) go to
+            ``report.faults``; otherwise exactly what they list.
         progress: called as ``progress(done, total)`` after each file.
 
     Returns:
@@ -72,7 +77,7 @@ async def export_archive(
 
     Raises:
         ArchiveError: some files were refused (an archive file that is not a
-            prefix of its session, or not a regular file), or the store
+            prefix of its session or head, or not a regular file), or the store
             holds what it could not export (``faults``); the others were
             exported. Its ``report`` lists them.
         SessionNotFoundError: a session named in ``sessions`` does not exist.
@@ -80,12 +85,13 @@ async def export_archive(
     """
     root = Path(dest)
     report = ArchiveReport()
-    everything = sessions is None and journals is None
+    everything = sessions is None and journals is None and heads is None
     ids = [s.id for s in await store.list()] if everything else list(sessions or [])
     names = await store.journals() if everything else list(journals or [])
+    head_names = await store.heads() if everything else list(heads or [])
     if everything:
         report.faults += await store.integrity()
-    for name in (*ids, *names):
+    for name in (*ids, *names, *head_names):
         validate_session_id(name)
     directory = root / SESSIONS
     await io(partial(make_directory, directory), directory)
@@ -96,6 +102,9 @@ async def export_archive(
     for name in names:
         path = root / JOURNALS / name / JOURNAL_FILE
         steps.append((path, partial(_export_journal, store, root, name, path, report)))
+    for name in head_names:
+        path = root / HEADS / f"{name}{SUFFIX}"
+        steps.append((path, partial(_export_head, store, root, name, path, report)))
     await each_file(steps, report, progress)
     return finish(report, "export")
 
@@ -163,15 +172,25 @@ def _first_difference(old: bytes, new: bytes) -> int:
     return min(len(old), len(new))
 
 
-async def _export_session(
-    store: SessionStore, root: Path, session_id: str, path: Path, report: ArchiveReport
-) -> None:
+async def _extend(
+    root: Path, path: Path, blocks: AsyncIterator[bytes], what: str, report: ArchiveReport
+) -> tuple[int, int]:
+    """Make the archive's file at ``path`` hold ``blocks`` (whole lines): written
+    when missing, given only what it lacks when it holds a prefix of them.
+
+    Returns:
+        The lines the file held already, and the lines written.
+
+    Raises:
+        Refused: the file is not a byte-exact prefix of ``blocks`` (``what``
+            names what they are), or not a regular file; it is left as it is.
+    """
     existing = await io(partial(_existing, root, path), path)
     out: _AtomicFile | None = None
-    matched = 0  # lines of the existing file found equal to the session's
+    matched = 0  # lines of the existing file found equal to the blocks'
     written = 0  # lines this run writes
     try:
-        async for chunk in store.raw_blocks(session_id):
+        async for chunk in blocks:
             if existing is not None:
                 old = await io(partial(existing.read, len(chunk)), path)
                 if old == chunk:
@@ -180,7 +199,7 @@ async def _export_session(
                 cut = _first_difference(old, chunk)
                 if cut < len(old) or (old and not old.endswith(b"\n")):
                     line = matched + chunk[:cut].count(b"\n") + 1
-                    raise Refused(line, "differs from the stored session; not overwritten")
+                    raise Refused(line, f"differs from the stored {what}; not overwritten")
                 # The file ends inside this chunk, on a line boundary: the rest is new.
                 matched += old.count(b"\n")
                 out = _AtomicFile(path)
@@ -195,19 +214,45 @@ async def _export_session(
             written += chunk.count(b"\n")
             report.bytes += len(chunk)
         if existing is not None and len(await io(partial(existing.read, 1), path)):
-            raise Refused(matched + 1, "holds more lines than the stored session; not overwritten")
+            reason = f"holds more lines than the stored {what}; not overwritten"
+            raise Refused(matched + 1, reason)
         if out is not None:
             await io(out.publish, path)
             out = None
-        report.entries += written - (1 if written and not matched else 0)  # not the header
-        report.sessions += 1
-    except CorruptSessionError as exc:  # what the store holds does not read back
-        raise Refused(exc.line, f"not exported: {exc}") from None
+        return matched, written
     finally:
         if existing is not None:
             existing.close()
         if out is not None:
             await io(out.discard, path)
+
+
+async def _export_session(
+    store: SessionStore, root: Path, session_id: str, path: Path, report: ArchiveReport
+) -> None:
+    try:
+        matched, written = await _extend(
+            root, path, store.raw_blocks(session_id), "session", report
+        )
+    except CorruptSessionError as exc:  # what the store holds does not read back
+        raise Refused(exc.line, f"not exported: {exc}") from None
+    report.entries += written - (1 if written and not matched else 0)  # not the header
+    report.sessions += 1
+
+
+async def _head_lines(store: SessionStore, name: str) -> AsyncIterator[bytes]:
+    """Every position of the head, a line each, oldest first, in one block."""
+    moves = await store.head_history(name)
+    if moves:
+        yield b"".join(map(encode_line, moves))
+
+
+async def _export_head(
+    store: SessionStore, root: Path, name: str, path: Path, report: ArchiveReport
+) -> None:
+    """Give the archive's head file the positions it lacks: a head only grows."""
+    await _extend(root, path, _head_lines(store, name), "head", report)
+    report.heads += 1
 
 
 async def _journal_blocks(journal: SessionJournal) -> AsyncIterator[bytes]:

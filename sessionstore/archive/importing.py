@@ -1,4 +1,4 @@
-"""`import_archive`: an archive's sessions and journals into a store.
+"""`import_archive`: an archive's sessions, journals and heads into a store.
 
 See `sessionstore.archive` for what an archive holds and promises.
 
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sessionstore.archive.report import (
     CHUNK,
+    HEADS,
     JOURNALS,
     SESSIONS,
     SUFFIX,
@@ -39,8 +40,9 @@ from sessionstore.errors import (
     SessionStoreError,
     validate_session_id,
 )
+from sessionstore.models import HeadMove
 from sessionstore.store import SessionJournal, SessionStore
-from sessionstore.wire import decode_meta
+from sessionstore.wire import decode_head_move, decode_meta, encode
 
 __all__ = ["import_archive"]
 
@@ -52,7 +54,8 @@ async def import_archive(
 
     Args:
         store: any store.
-        src: the archive directory (``sessions/`` and/or ``journals/``).
+        src: the archive directory (``sessions/``, ``journals/``, ``heads/``,
+            any of them).
         progress: called as ``progress(done, total)`` after each file.
 
     Returns:
@@ -67,14 +70,18 @@ async def import_archive(
     root = Path(src)
     report = ArchiveReport()
 
-    def find() -> tuple[list[Path], list[Path]]:
-        if not (root / SESSIONS).is_dir() and not (root / JOURNALS).is_dir():
-            raise ArchiveError(f"{root} is not an archive: no {SESSIONS}/ or {JOURNALS}/", None)
-        return _find_sessions(root, report), _find_journals(root, report)
+    def find() -> tuple[list[Path], list[Path], list[Path]]:
+        if not any((root / part).is_dir() for part in (SESSIONS, JOURNALS, HEADS)):
+            raise ArchiveError(
+                f"{root} is not an archive: no {SESSIONS}/, {JOURNALS}/ or {HEADS}/", None
+            )
+        return _find_sessions(root, report), _find_journals(root, report), _find_heads(root, report)
 
-    files, journals = await io(find, root)
+    files, journals, heads = await io(find, root)
     steps = [(path, partial(_import_session, store, root, path, report)) for path in files]
     steps += [(path, partial(_import_journal, store, root, path, report)) for path in journals]
+    # After the sessions: a head's moves name sessions that must exist.
+    steps += [(path, partial(_import_head, store, root, path, report)) for path in heads]
     await each_file(steps, report, progress)
     return finish(report, "import")
 
@@ -88,9 +95,20 @@ def _entries(directory: Path) -> list[Path]:
 
 
 def _find_sessions(root: Path, report: ArchiveReport) -> list[Path]:
-    """The session files to import; everything else in ``sessions/`` goes
+    """The session files to import (``sessions/*.jsonl``)."""
+    return _find_files(root, SESSIONS, "session", report)
+
+
+def _find_heads(root: Path, report: ArchiveReport) -> list[Path]:
+    """The head files to import (``heads/*.jsonl``)."""
+    return _find_files(root, HEADS, "head", report)
+
+
+def _find_files(root: Path, part: str, what: str, report: ArchiveReport) -> list[Path]:
+    """The ``*.jsonl`` files of a directory of the archive (``sessions/``,
+    ``heads/``) to import, each a ``what`` file; everything else there goes
     to the report, skipped (or refused: a link leading out)."""
-    directory = root / SESSIONS
+    directory = root / part
     try:
         look(root, directory)
     except Refused as refused:
@@ -105,14 +123,14 @@ def _find_sessions(root: Path, report: ArchiveReport) -> list[Path]:
             _skip(report, path, f"not named *{SUFFIX}")
             continue
         try:
-            mode, what = look(root, path)
+            mode, description = look(root, path)
         except Refused as refused:
             report.refused.append(ArchiveIssue(str(path), None, refused.reason))
             continue
         if mode is not None and stat.S_ISREG(mode):
             files.append(path)
         else:
-            _skip(report, path, f"{what}, not a session file")
+            _skip(report, path, f"{description}, not a {what} file")
     return files
 
 
@@ -241,6 +259,53 @@ async def _shared_part(
         if mine != line:
             raise Refused(source.number, "differs from the stored session")
     return held
+
+
+async def _import_head(store: SessionStore, root: Path, path: Path, report: ArchiveReport) -> None:
+    """Add to the store's head the positions the archive's file has beyond
+    it, once the positions they share are checked equal."""
+    name = path.name[: -len(SUFFIX)]
+    try:
+        validate_session_id(name)
+    except SessionStoreError as exc:
+        raise Refused(None, f"head name: {exc}") from None
+    moves = await _head_moves(_FileLines(root, path, report))
+    held = await store.head_history(name)
+    for number, (mine, stored) in enumerate(zip(moves, held, strict=False), 1):
+        if mine != stored:
+            raise Refused(number, "differs from the stored head")
+    new = moves[len(held) :]
+    try:
+        await store.import_head(name, new, after=len(held))
+    except SessionNotFoundError as exc:
+        missing = [move.session_id for move in new].index(exc.session_id)
+        raise Refused(len(held) + missing + 1, str(exc)) from None
+    except SessionStoreError as exc:
+        raise Refused(None, str(exc)) from None
+    report.heads += 1
+
+
+async def _head_moves(source: _FileLines) -> list[HeadMove]:
+    """A head file's moves, each line in the form export writes.
+
+    A store keeps a head's moves, not their lines, and exports them in
+    canonical form: a line in any other form would not export back the same.
+    """
+    moves = []
+    lines = source.__aiter__()
+    try:
+        async for line in lines:
+            try:
+                move = decode_head_move(line)
+            except InvalidRecordError as exc:
+                raise Refused(source.number, str(exc)) from None
+            if encode(move) != line:
+                reason = f"not in canonical form (export writes {encode(move)})"
+                raise Refused(source.number, reason)
+            moves.append(move)
+    finally:
+        await lines.aclose()
+    return moves
 
 
 async def _import_journal(

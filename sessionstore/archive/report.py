@@ -15,6 +15,7 @@ from sessionstore.errors import ArchiveError
 
 __all__ = [
     "CHUNK",
+    "HEADS",
     "JOURNALS",
     "SESSIONS",
     "SUFFIX",
@@ -32,11 +33,12 @@ __all__ = [
 
 SESSIONS = "sessions"  # <archive>/sessions/<id>.jsonl
 JOURNALS = "journals"  # <archive>/journals/<name>/session_journal.jsonl
+HEADS = "heads"  # <archive>/heads/<name>.jsonl
 SUFFIX = ".jsonl"
 CHUNK = 1 << 20  # bytes per read of an archive file
 
 Progress = Callable[[int, int], None]
-"""Called as ``progress(done, total)`` after each file (sessions, then journals)."""
+"""Called as ``progress(done, total)`` after each file (sessions, journals, then heads)."""
 
 _T = TypeVar("_T")
 
@@ -70,6 +72,7 @@ class ArchiveReport:
         entries: entries written by this run (exported lines, or entries
             added to the store).
         journals: journals exported or imported.
+        heads: named heads exported or imported.
         bytes: bytes written to the archive (export) or read from it (import).
         refused: files refused, with line and reason.
         warnings: what was skipped but did not stop a file (a torn last line).
@@ -85,6 +88,7 @@ class ArchiveReport:
     sessions: int = 0
     entries: int = 0
     journals: int = 0
+    heads: int = 0
     bytes: int = 0
     refused: list[ArchiveIssue] = field(default_factory=list)
     warnings: list[ArchiveIssue] = field(default_factory=list)

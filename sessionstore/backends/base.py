@@ -2,8 +2,8 @@
 
 A store backend subclasses `StoreBase` and implements its abstract methods
 (`create`, `append_many`, `load`, `list`, `raw_lines`, `import_session`,
-`_fork`, `_set_head`, `_head_history`, `heads`, `journal`, `journals`, and
-`close` when it holds resources). Everything
+`_fork`, `_set_head`, `_head_history`, `heads`, `_import_head`, `journal`,
+`journals`, and `close` when it holds resources). Everything
 else in the `SessionStore` protocol comes from here, built on those, so the
 contract's rules are applied the same way everywhere; a backend overrides
 a derived method where its storage can do better. A journal backend
@@ -149,6 +149,12 @@ class StoreBase(abc.ABC):
         """Every head's name; see `SessionStore.heads`."""
 
     @abc.abstractmethod
+    async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
+        """Record ``moves`` (checked) after the first ``after`` positions of the
+        head ``name``, once every move's session is found and the head holds
+        ``after`` positions, all or nothing; see `SessionStore.import_head`."""
+
+    @abc.abstractmethod
     def journal(self, name: str) -> SessionJournal:
         """A journal kept in this store; see `SessionStore.journal`."""
 
@@ -189,6 +195,18 @@ class StoreBase(abc.ABC):
         move = HeadMove.new(session_id)
         await self._set_head(name, move)
         return move
+
+    async def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
+        """Record a head's positions verbatim; see `SessionStore.import_head`."""
+        validate_session_id(name)
+        checked = builtins.list(moves)
+        for move in checked:
+            if not isinstance(move, HeadMove):
+                raise InvalidRecordError(f"expected a HeadMove, got {type(move).__name__}")
+            validate_session_id(move.session_id)
+        self._check_open(name)
+        await self._import_head(name, checked, after)
+        return len(checked)
 
     async def head(self, name: str) -> str | None:
         """Where a head stands; see `SessionStore.head`."""

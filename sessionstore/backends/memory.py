@@ -132,6 +132,15 @@ class MemoryStore(StoreBase):
         self._session(move.session_id)
         self._heads.setdefault(name, []).append(move)
 
+    async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
+        for move in moves:
+            self._session(move.session_id)
+        held = len(self._heads.get(name, ()))
+        if held != after:
+            raise SessionConflictError(name, f"holds {held} positions, not {after}", "head")
+        if moves:  # a head is listed once set, never by an empty import
+            self._heads.setdefault(name, []).extend(moves)
+
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
         return builtins.list(self._heads.get(name, ()))
 

@@ -14,9 +14,11 @@ from sessionstore import (
     CompactionEntry,
     DuplicateSessionError,
     EntryNotFoundError,
+    HeadMove,
     InvalidRecordError,
     InvalidSessionIdError,
     MessageEntry,
+    SessionConflictError,
     SessionEntry,
     SessionMeta,
     SessionNotFoundError,
@@ -283,6 +285,68 @@ class BranchContract:
         history = await store.head_history("busy")
         assert sorted(move.session_id for move in history) == sorted(sessions * 3)
         assert await store.head("busy") == history[-1].session_id
+
+    # ---------------------------------------------------------- importing heads
+
+    async def test_an_imported_head_keeps_each_move_as_given(self, store: SessionStore) -> None:
+        one = await store.create(SessionMeta.new())
+        two = await store.create(SessionMeta.new())
+        moves = [
+            HeadMove(session_id=one, at="2026-01-01T00:00:00Z"),
+            HeadMove(session_id=two, at="2026-01-02T00:00:00.123456789+02:00"),
+        ]
+        assert await store.import_head("chat", moves) == 2
+        assert await store.head_history("chat") == moves  # their times, not now
+        assert await store.head("chat") == two
+        assert await store.heads() == ["chat"]
+        later = [HeadMove(session_id=one, at="not even a time")]
+        assert await store.import_head("chat", later, after=2) == 1
+        moved = await store.set_head("chat", two)  # moves on after what was imported
+        assert await store.head_history("chat") == [*moves, *later, moved]
+
+    async def test_head_import_refusals_record_nothing(self, store: SessionStore) -> None:
+        session = await store.create(SessionMeta.new())
+        first = await store.set_head("chat", session)
+        move = HeadMove(session_id=session, at="2026-01-01T00:00:00Z")
+        for held in (0, 2):
+            with pytest.raises(SessionConflictError, match="'chat'") as conflict:
+                await store.import_head("chat", [move], after=held)
+            assert conflict.value.what == "head"
+        ghost = HeadMove(session_id="ghost", at="2026-01-01T00:00:00Z")
+        with pytest.raises(SessionNotFoundError, match="ghost"):
+            await store.import_head("chat", [move, ghost], after=1)
+        with pytest.raises(SessionNotFoundError, match="ghost"):
+            await store.import_head("new", [ghost])
+        for bad in INVALID_IDS:
+            with pytest.raises(InvalidSessionIdError):
+                await store.import_head(bad, [move])
+            with pytest.raises(InvalidSessionIdError):
+                await store.import_head("chat", [move.model_copy(update={"session_id": bad})])
+        with pytest.raises(InvalidRecordError):
+            await store.import_head("chat", [move, "not a move"], after=1)  # type: ignore[list-item]
+        assert await store.head_history("chat") == [first]
+        assert await store.heads() == ["chat"]
+
+    async def test_an_empty_head_import_sets_no_head(self, store: SessionStore) -> None:
+        session = await store.create(SessionMeta.new())
+        assert await store.import_head("never", []) == 0
+        assert await store.heads() == []
+        await store.set_head("chat", session)
+        assert await store.import_head("chat", [], after=1) == 0
+        with pytest.raises(SessionConflictError):
+            await store.import_head("chat", [], after=0)
+        assert await store.heads() == ["chat"]
+
+    async def test_an_imported_head_is_stored_for_good(self, backend: Backend) -> None:
+        if not backend.persistent:
+            pytest.skip("the storage is the store object itself")
+        moves = [HeadMove(session_id="s", at="2026-01-01T00:00:00Z")] * 2
+        async with await backend.open() as store:
+            await store.create(SessionMeta(id="s"))
+            await store.import_head("chat", moves)
+        async with await backend.open() as store:
+            assert await store.head_history("chat") == moves
+            assert await store.integrity() == []
 
     # ---------------------------------------------------------- a model
 

@@ -3,11 +3,13 @@
 The oracle is our small Rust program (``serde_roundtrip/``), built from
 Debian's packaged crates by ``build.sh``; `.ci/run` builds it and names it
 in ``SESSIONSTORE_SERDE_ORACLE``. It reads lines on stdin and answers one
-line each: ``ok <serde_json's re-encoding>`` or ``err <message>``.
+line each: ``ok <serde_json's re-encoding>`` or ``err <message>``. Given
+paths (``session``), it loads each session file as the Rust store does.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable, Sequence
@@ -90,6 +92,13 @@ class Oracle:
         assert replies[-1] == "", "the oracle ends every answer with a newline"
         assert len(replies) - 1 == len(lines), done.stderr.decode(errors="replace")
         return [Answer(reply.startswith("ok "), reply.partition(" ")[2]) for reply in replies[:-1]]
+
+    def load_sessions(self, paths: Sequence[Path]) -> list[list[str] | str]:
+        """How the Rust store's ``load`` reads each session file: the lines it
+        decoded, serde_json's re-encoding of each (the header first), or why
+        it refused the file."""
+        answers = self.answers("session", [os.fsencode(path) for path in paths])
+        return [json.loads(answer.text) if answer.ok else answer.text for answer in answers]
 
 
 def ours(kind: str, line: bytes) -> Answer:

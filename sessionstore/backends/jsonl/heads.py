@@ -41,13 +41,14 @@ from sessionstore.backends.jsonl.file import SUFFIX
 from sessionstore.errors import (
     CorruptSessionError,
     InvalidRecordError,
+    SessionConflictError,
     SessionStoreError,
     validate_session_id,
 )
 from sessionstore.models import HeadMove
 from sessionstore.wire import decode_head_move, encode
 
-__all__ = ["HEADS", "append_move", "faults", "names", "read_moves"]
+__all__ = ["HEADS", "append_move", "append_moves", "faults", "names", "read_moves"]
 
 HEADS = "heads"
 """``<dir>/heads/<name>.jsonl``: the moves of the head ``name``."""
@@ -57,7 +58,22 @@ logger = logging.getLogger(__name__)
 
 def append_move(name: str, path: Path, move: HeadMove, *, full: bool) -> None:
     """Append ``move`` to the head file ``path``, creating it (and ``heads/``)."""
-    line = (encode(move) + "\n").encode()
+    append_moves(name, path, [move], full=full)
+
+
+def append_moves(
+    name: str, path: Path, moves: list[HeadMove], *, full: bool, after: int | None = None
+) -> None:
+    """Append ``moves`` to the head file ``path`` in one write, all or none,
+    creating it (and ``heads/``).
+
+    Args:
+        after: None, or the number of moves the file must hold now.
+
+    Raises:
+        SessionConflictError: it holds another number (nothing written).
+    """
+    line = "".join(encode(move) + "\n" for move in moves).encode()
     if make_directory(path.parent) and full:
         fsync_directory(path.parent.parent)
     fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
@@ -69,6 +85,10 @@ def append_move(name: str, path: Path, move: HeadMove, *, full: bool) -> None:
             _dropping(name, path, size - keep)
             os.ftruncate(fd, keep)
             size = keep
+        if after is not None:
+            held = os.pread(fd, size, 0).count(b"\n") if size else 0
+            if held != after:
+                raise SessionConflictError(name, f"holds {held} positions, not {after}", "head")
         try:
             write_all(fd, line)
             if full:

@@ -465,6 +465,21 @@ class JsonlStore(StoreBase):
 
         await in_thread(set_head, where=path)
 
+    async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
+        path = self._head(name)
+
+        def import_head() -> None:
+            for session_id in {move.session_id for move in moves}:
+                os.close(open_session(session_id, self.path(session_id), os.O_RDONLY))
+            if not moves:  # a head is listed once set, never by an empty import
+                held = len(head_files.read_moves(name, path))
+                if held != after:
+                    raise SessionConflictError(name, f"holds {held} positions, not {after}", "head")
+                return
+            head_files.append_moves(name, path, moves, full=self._full, after=after)
+
+        await in_thread(import_head, where=path)
+
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
         path = self._head(name)
         return await in_thread(partial(head_files.read_moves, name, path), where=path)

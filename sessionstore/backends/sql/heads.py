@@ -13,9 +13,10 @@ from sqlalchemy import Connection
 
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import find_session
+from sessionstore.errors import SessionConflictError
 from sessionstore.models import HeadMove
 
-__all__ = ["head", "history", "move", "names"]
+__all__ = ["extend", "head", "history", "move", "names"]
 
 
 def move(conn: Connection, *, name: str, to: HeadMove) -> None:
@@ -30,6 +31,28 @@ def move(conn: Connection, *, name: str, to: HeadMove) -> None:
     last = Q.HEAD_LAST.first(conn, name=name)
     row = {"name": name, "seq": 1 if last is None else last[0] + 1, **to.model_dump()}
     Q.INSERT_HEAD.many(conn, [row])
+
+
+def extend(conn: Connection, *, name: str, moves: list[HeadMove], after: int) -> None:
+    """Record ``moves`` as they are after the first ``after`` positions of ``name``.
+
+    Raises:
+        SessionNotFoundError: a move names no session.
+        SessionConflictError: ``name`` holds another number of positions.
+    """
+    for session_id in dict.fromkeys(move.session_id for move in moves):
+        find_session(conn, session_id)
+    if conn.dialect.name == "postgresql":
+        Q.LOCK_HEAD.first(conn, name=name)
+    last = Q.HEAD_LAST.first(conn, name=name)
+    held = 0 if last is None else int(last[0])
+    if held != after:
+        raise SessionConflictError(name, f"holds {held} positions, not {after}", "head")
+    rows = [
+        {"name": name, "seq": after + n, **move.model_dump()} for n, move in enumerate(moves, 1)
+    ]
+    if rows:
+        Q.INSERT_HEAD.many(conn, rows)
 
 
 def history(conn: Connection, *, name: str) -> list[HeadMove]:

@@ -233,6 +233,10 @@ class SqlStore(StoreBase):
         body = partial(heads.move, name=name, to=move)
         await self._database.transaction(move.session_id, body, write=True)
 
+    async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
+        body = partial(heads.extend, name=name, moves=moves, after=after)
+        await self._database.transaction(name, body, write=True)
+
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
         return await self._database.transaction(name, partial(heads.history, name=name))
 

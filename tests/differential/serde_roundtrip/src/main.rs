@@ -1,12 +1,17 @@
 //! serde_json's answer for each line on stdin: `ok <re-encoding>` or
 //! `err <message>`, one answer line per input line.
 //!
-//! Usage: `serde_roundtrip meta|entry|message|journal`
+//! Usage: `serde_roundtrip meta|entry|message|journal|session`
 //!
 //! The types are this project's SPEC section 1 written with serde's
 //! attributes, as the Rust implementation declares them: the header and the
 //! entries are read from `&str` (the Rust store reads whole files as
 //! strings), journal lines from bytes (the Rust journal parses byte pieces).
+//!
+//! `session` reads a path on each line and loads that session file as the
+//! Rust store's `JsonlSessionStore::load` does; its `ok` answer is a JSON
+//! array of strings: the header, then each entry, as serde_json re-encodes
+//! them.
 
 use std::io::{self, BufRead, BufWriter, Write};
 
@@ -94,13 +99,48 @@ enum Journal {
     Comment(Commented),
 }
 
+fn reencoded<T>(text: &str) -> Result<String, String>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
+    let value: T = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    serde_json::to_string(&value).map_err(|e| e.to_string())
+}
+
 fn from_text<T>(line: &[u8]) -> Result<String, String>
 where
     T: serde::de::DeserializeOwned + serde::Serialize,
 {
     let text = std::str::from_utf8(line).map_err(|e| format!("invalid UTF-8: {e}"))?;
-    let value: T = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    serde_json::to_string(&value).map_err(|e| e.to_string())
+    reencoded::<T>(text)
+}
+
+/// The session file at `path`, loaded as `JsonlSessionStore::load` loads it:
+/// read whole as UTF-8; what follows the last '\n' is a crash-truncated tail,
+/// dropped (the store also truncates the file; the oracle never writes);
+/// split by `str::lines` (a '\r' before a '\n' goes); the header on line 1,
+/// which must parse; every further line an entry, which must parse.
+fn load_session(path: &[u8]) -> Result<String, String> {
+    let path = std::str::from_utf8(path).map_err(|e| format!("invalid UTF-8 path: {e}"))?;
+    let content =
+        std::fs::read_to_string(path).map_err(|e| format!("Failed to read session file: {e}"))?;
+    let complete_len = if content.ends_with('\n') {
+        content.len()
+    } else {
+        content.rfind('\n').map(|i| i + 1).unwrap_or(0)
+    };
+    let mut lines = content[..complete_len].lines();
+    let Some(header) = lines.next() else {
+        return Err("Session file is empty (missing header line)".to_string());
+    };
+    let mut decoded =
+        vec![reencoded::<Header>(header).map_err(|e| format!("Invalid session header: {e}"))?];
+    for (i, line) in lines.enumerate() {
+        let entry = reencoded::<Entry>(line)
+            .map_err(|e| format!("Invalid entry at line {} of the session: {e}", i + 2))?;
+        decoded.push(entry);
+    }
+    serde_json::to_string(&decoded).map_err(|e| e.to_string())
 }
 
 fn from_bytes<T>(line: &[u8]) -> Result<String, String>
@@ -118,8 +158,9 @@ fn main() {
         "entry" => from_text::<Entry>,
         "message" => from_text::<ChatMessage>,
         "journal" => from_bytes::<Journal>,
+        "session" => load_session,
         _ => {
-            eprintln!("usage: serde_roundtrip meta|entry|message|journal");
+            eprintln!("usage: serde_roundtrip meta|entry|message|journal|session");
             std::process::exit(2);
         }
     };

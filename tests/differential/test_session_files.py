@@ -1,0 +1,95 @@
+"""Exported session files, forks included, loaded by the Rust store's own rules.
+
+SPEC section 7: a fork's exported file is self-contained, its whole history
+as `load` gives it, readable by the Rust store. The oracle loads each file
+as the seed's ``JsonlSessionStore::load`` does (the header on line 1, every
+further line an entry, a torn tail dropped, any other bad line refusing the
+file) and answers what it decoded: serde_json's re-encoding of each line,
+which must be ours.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sessionstore import (
+    ArchiveError,
+    MemoryStore,
+    SessionStore,
+    decode_meta,
+    encode,
+    encode_line,
+    open_store,
+)
+from sessionstore.archive import ArchiveReport, export_archive, import_archive
+from sessionstore.testing.common import message
+from tests.differential.oracle import Oracle, oracle_or_skip
+from tests.forks import FORKS, SESSIONS, fill_forks
+from tests.kinds import STORE_KINDS, StoreTargets
+
+
+@pytest.fixture(scope="module")
+def oracle() -> Oracle:
+    return Oracle(oracle_or_skip())
+
+
+async def ours(store: SessionStore, session_id: str) -> list[str]:
+    """The session as we read it, each record re-encoded: the header first."""
+    (meta,) = [meta for meta in await store.list() if meta.id == session_id]
+    return [encode(meta), *(encode(entry) for entry in await store.load(session_id))]
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+async def test_the_rust_store_loads_every_exported_fork_as_we_read_it(
+    oracle: Oracle, kind: str, store_targets: StoreTargets, tmp_path: Path
+) -> None:
+    async with open_store(store_targets.new(kind)) as store:
+        await fill_forks(store)
+        await export_archive(store, tmp_path)
+        files = [tmp_path / "sessions" / f"{session_id}.jsonl" for session_id in SESSIONS]
+        for session_id, loaded in zip(SESSIONS, oracle.load_sessions(files), strict=True):
+            assert isinstance(loaded, list), f"the Rust store refuses {session_id}: {loaded}"
+            assert loaded == await ours(store, session_id), session_id
+            assert decode_meta(loaded[0]).parent_session == FORKS.get(session_id)
+
+
+HEADER = b'{"id":"%s","version":1,"created_at":""}'
+LINE = encode_line(message("e1", "x"))
+
+HAND_FILES = {
+    "crlf": HEADER.replace(b"%s", b"crlf") + b"\r\n" + LINE[:-1] + b"\r\n",
+    "torn-tail": HEADER.replace(b"%s", b"torn-tail") + b"\n" + LINE + b'{"type":"mess',
+    "empty": b"",
+    "blank-line": HEADER.replace(b"%s", b"blank-line") + b"\n\n" + LINE,
+    "bad-entry": HEADER.replace(b"%s", b"bad-entry") + b"\n" + LINE + b"not json\n",
+    "bad-header": b'{"version":1}\n' + LINE,
+}
+"""Files the seed's tests and SPEC section 3 name, by what the Rust store does
+with them: ``crlf`` and ``torn-tail`` load (a torn tail is dropped), the
+others are refused."""
+
+
+async def test_the_rust_store_refuses_what_our_import_refuses_and_reads_the_rest_alike(
+    oracle: Oracle, tmp_path: Path
+) -> None:
+    directory = tmp_path / "sessions"
+    directory.mkdir()
+    for name, data in HAND_FILES.items():
+        (directory / f"{name}.jsonl").write_bytes(data)
+    answers = oracle.load_sessions([directory / f"{name}.jsonl" for name in HAND_FILES])
+    theirs = dict(zip(HAND_FILES, answers, strict=True))
+    assert sorted(name for name, loaded in theirs.items() if isinstance(loaded, list)) == [
+        "crlf",
+        "torn-tail",
+    ]
+    store = MemoryStore()
+    with pytest.raises(ArchiveError) as caught:
+        await import_archive(store, tmp_path)
+    report = caught.value.report
+    assert isinstance(report, ArchiveReport)
+    refused = sorted(Path(issue.file).stem for issue in report.refused)
+    assert refused == sorted(name for name, loaded in theirs.items() if isinstance(loaded, str))
+    for name in ("crlf", "torn-tail"):
+        assert theirs[name] == await ours(store, name)
