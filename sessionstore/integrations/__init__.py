@@ -1,7 +1,10 @@
-"""Sessions of agent frameworks kept in any store: one module per framework.
+"""Adapters between sessionstore and agent frameworks, one module per framework.
 
-Each module imports its framework and is installed with an extra of its
-own (``pip install 'sessionstore[openai-agents]'``); importing
-`sessionstore` imports none of them. They use only the public API of
-`sessionstore`, so they work on every backend. See docs/integrations.md.
+Each module imports its framework, an optional extra of its own
+(``pip install 'sessionstore[langchain]'``, ``'sessionstore[openai-agents]'``,
+``'sessionstore[pydantic-ai]'``), and raises an `ImportError` naming that
+extra when it is missing. Importing `sessionstore` (or this package)
+imports no framework. The modules use only the public API of `sessionstore`
+and `sessionstore.sync`; docs/integrations.md tells how each one maps the
+framework's messages.
 """

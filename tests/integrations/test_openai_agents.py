@@ -1,7 +1,7 @@
 """StoreSession against the real openai-agents: the Runner on a scripted model,
 items round-tripping exactly, pops and clears as branches, and races.
 
-Without openai-agents these tests skip (fail under CI=true).
+Without openai-agents these tests skip (fail under CI=true): `require`.
 """
 
 from __future__ import annotations
@@ -9,13 +9,25 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+
+from tests.integrations import require
+
+require("agents", extra="openai-agents")
+
+from agents import Agent, RunConfig, Runner, TResponseInputItem, Usage, function_tool
+from agents.items import ModelResponse, TResponseOutputItem, TResponseStreamEvent
+from agents.memory import Session, SessionSettings
+from agents.models.interface import Model
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 from sessionstore import (
     CompactionEntry,
@@ -31,41 +43,22 @@ from sessionstore import (
     encode,
     open_store,
 )
+from sessionstore.integrations.openai_agents import (
+    MARKER,
+    StoreSession,
+    item_from_message,
+    message_from_item,
+)
 from sessionstore.verify import verify_store
-from tests.integrations.frameworks import framework_missing
-from tests.kinds import STORE_KINDS, StoreTargets
 
-try:
-    from agents import Agent, RunConfig, Runner, TResponseInputItem, Usage, function_tool
-    from agents.items import ModelResponse, TResponseOutputItem, TResponseStreamEvent
-    from agents.memory import Session, SessionSettings
-    from agents.models.interface import Model
-    from openai.types.responses import (
-        ResponseFunctionToolCall,
-        ResponseOutputMessage,
-        ResponseOutputText,
-    )
-
-    from sessionstore.integrations.openai_agents import (
-        MARKER,
-        StoreSession,
-        item_from_message,
-        message_from_item,
-    )
-except ImportError as error:
-    framework_missing("openai-agents", error)
-
-ROOT = Path(__file__).parents[2]
 CHAT = "chat-42"
 NO_TRACING = RunConfig(tracing_disabled=True)
 
 
-@pytest.fixture(params=STORE_KINDS)
-async def store(
-    request: pytest.FixtureRequest, store_targets: StoreTargets
-) -> AsyncIterator[SessionStore]:
-    async with open_store(store_targets.new(request.param)) as opened:
-        yield opened
+@pytest.fixture
+def store(async_store: SessionStore) -> SessionStore:
+    """A new, empty store of each kind the adapters are tested on."""
+    return async_store
 
 
 def items(*dicts: dict[str, Any]) -> list[TResponseInputItem]:
@@ -698,22 +691,3 @@ async def test_open_owns_its_store_and_a_given_store_stays_open(tmp_path: Path) 
         async with StoreSession(store, CHAT) as borrowed:
             assert await borrowed.get_items() == [user("hi")]
         assert await store.head(CHAT) == CHAT  # still open
-
-
-def run_python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-def test_without_openai_agents_the_import_says_what_to_install() -> None:
-    done = run_python(
-        "import sys; sys.modules['agents'] = None\nimport sessionstore.integrations.openai_agents"
-    )
-    assert done.returncode != 0
-    assert "pip install 'sessionstore[openai-agents]'" in done.stderr

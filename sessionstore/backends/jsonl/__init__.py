@@ -4,6 +4,9 @@
 * `file`: one session file: its complete length, crash repair, parsing.
 * `context`: `load_context` read from the end of a file.
 * `hints`: where a long session's context starts, remembered beside the files.
+* `temporary`: new session files written aside, then published whole.
+* `fork`: a fork's file, its header then a prefix of its source's lines.
+* `heads`: named heads, a file of moves each.
 * `journal`: the crash-recovery journal as a file.
 """
 

@@ -37,6 +37,7 @@ from sessionstore.models import SessionEntry, SessionMeta
 
 __all__ = [
     "BATCHES",
+    "SUFFIX",
     "batch_ended",
     "batch_started",
     "complete_size",
@@ -50,6 +51,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 EMPTY = "empty session file (missing header line)"
+
+SUFFIX = ".jsonl"
+"""What follows the session id in the name of its file."""
 
 BATCHES = ".batch"
 """``<dir>/.batch/<file>``: the length of a file before an unfinished batch."""

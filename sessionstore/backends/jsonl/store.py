@@ -17,6 +17,12 @@ Crash safety:
   the operating system and survives a crash of the process.
   ``durability="full"``: it is also ``fsync``ed (and a new file's directory
   entry too), so it survives a power loss.
+* A fork (`fork`) and a new imported session are written to a temporary
+  and linked into place whole (`sessionstore.backends.jsonl.temporary`):
+  a process killed at any moment leaves none or a complete one. With
+  ``durability="full"`` the file and its name are ``fsync``ed before the
+  call returns; with ``"normal"`` a power loss can lose one that returned,
+  or leave it short or empty, as it can a new session.
 
 A batch is all-or-nothing against refused entries, process crashes and a
 full disk: a ``write`` that fails part way is cut back off the file before
@@ -31,12 +37,13 @@ naming it, `list` skips it with a warning, and `integrity` reports it, as
 it does every file named like a session that `list` cannot read (an empty
 file, a torn or invalid header).
 
-The directory, its ``journals/`` and each journal's directory are created
-private to their owner (mode 0700), like the files (0600): their names are
-session ids and agent names.
+The directory, its ``journals/``, each journal's directory and ``heads/``
+are created private to their owner (mode 0700), like the files (0600):
+their names are session ids, agent names and head names.
 
 Journals (`journal`) are `FileJournal` files in
-``<dir>/journals/<name>/session_journal.jsonl``.
+``<dir>/journals/<name>/session_journal.jsonl``; named heads (`set_head`)
+are files ``<dir>/heads/<name>.jsonl`` (`sessionstore.backends.jsonl.heads`).
 
 Locks are POSIX ``flock`` locks: advisory, honoured by every sessionstore
 process on the machine, not by other programs writing the same files.
@@ -49,7 +56,6 @@ import fcntl
 import logging
 import os
 import stat
-import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -75,8 +81,10 @@ from sessionstore.backends.files import (
     truncate_back,
     write_all,
 )
+from sessionstore.backends.jsonl import heads as head_files
 from sessionstore.backends.jsonl.context import entries_between, line_number, read_context
 from sessionstore.backends.jsonl.file import (
+    SUFFIX,
     batch_ended,
     batch_started,
     complete_size,
@@ -85,8 +93,10 @@ from sessionstore.backends.jsonl.file import (
     parse,
     repair,
 )
+from sessionstore.backends.jsonl.fork import write_fork
 from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
+from sessionstore.backends.jsonl.temporary import Temporary
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
@@ -94,11 +104,10 @@ from sessionstore.errors import (
     SessionConflictError,
     validate_session_id,
 )
-from sessionstore.models import Message, SessionEntry, SessionMeta
+from sessionstore.models import HeadMove, Message, SessionEntry, SessionMeta
 
 __all__ = ["JOURNALS", "READ", "SUFFIX", "JsonlStore"]
 
-SUFFIX = ".jsonl"
 JOURNALS = "journals"  # <dir>/journals/<name>/session_journal.jsonl
 _T = TypeVar("_T")
 logger = logging.getLogger(__name__)
@@ -353,29 +362,12 @@ class JsonlStore(StoreBase):
     ) -> int:
         # Written aside, then linked into place: the session appears whole or
         # not at all, and never replaces one that exists.
-        temporary = self._dir / f".{session_id}{SUFFIX}.import-{uuid.uuid4().hex}"
-
-        def open_temporary() -> int:
-            make_directory(self._dir)
-            return open_regular(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-
-        def publish() -> None:
-            if self._full:
-                os.fsync(fd)
-            try:
-                os.link(temporary, path)
-            except FileExistsError:
-                raise DuplicateSessionError(session_id) from None
-            if self._full:
-                fsync_directory(self._dir)
-
-        fd = await self._run(session_id, open_temporary)
+        temporary = await self._run(session_id, partial(Temporary.create, path, "import"))
         try:
-            count = await self._write_lines(session_id, fd, header, entries)
-            await self._run(session_id, publish)
+            count = await self._write_lines(session_id, temporary.fd, header, entries)
+            await self._run(session_id, partial(temporary.publish, session_id, full=self._full))
         finally:
-            os.close(fd)
-            temporary.unlink(missing_ok=True)
+            temporary.close()
         return count
 
     async def _import_more(
@@ -442,6 +434,50 @@ class JsonlStore(StoreBase):
             await self._run(session_id, partial(write_all, fd, "".join(buffer).encode()))
         return count
 
+    # ------------------------------------------------------------ branches
+
+    async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
+        """Copy the source's lines into a new file; see `sessionstore.backends.jsonl.fork`."""
+        fork = partial(
+            write_fork,
+            source_id,
+            self.path(source_id),
+            at,
+            meta.id,
+            self.path(meta.id),
+            (header + "\n").encode(),
+            full=self._full,
+            block=READ,
+        )
+        await self._run(meta.id, fork)
+
+    def _head(self, name: str) -> Path:
+        return self._dir / head_files.HEADS / f"{name}{SUFFIX}"
+
+    async def _set_head(self, name: str, move: HeadMove) -> None:
+        """Append the move to the head's file; see `sessionstore.backends.jsonl.heads`."""
+        session_id, path = move.session_id, self._head(name)
+
+        def set_head() -> None:
+            # Sessions are never removed: one there now is there when the move is.
+            os.close(open_session(session_id, self.path(session_id), os.O_RDONLY))
+            head_files.append_move(name, path, move, full=self._full)
+
+        await in_thread(set_head, where=path)
+
+    async def _head_history(self, name: str) -> builtins.list[HeadMove]:
+        path = self._head(name)
+        return await in_thread(partial(head_files.read_moves, name, path), where=path)
+
+    async def heads(self) -> builtins.list[str]:
+        """The head files' names; anything else named like one is skipped with
+        a warning (and reported by `integrity`)."""
+        self._check_open()
+        names, faults = await self._run(None, partial(head_files.names, self._dir))
+        for fault in faults:
+            logger.warning("skipping %s", fault)
+        return names
+
     # ------------------------------------------------------------ list
 
     async def list(self) -> builtins.list[SessionMeta]:
@@ -475,7 +511,10 @@ class JsonlStore(StoreBase):
     async def integrity(self) -> builtins.list[str]:
         """What `list` cannot list, each naming its file: a session file that
         is empty or whose header is torn or invalid, anything but a regular
-        file named like a session or a journal, a name that is no session id.
+        file named like a session, a journal or a head, a name that is no
+        session id. Also a head file's line that does not decode. (The
+        temporary of a fork or import whose process died is no fault: the
+        next fork or import deletes it, see `sessionstore.backends.jsonl.temporary`.)
 
         Such a session is not lost, but `list` (and so an export of
         everything) leaves it out: these faults say so.
@@ -483,6 +522,7 @@ class JsonlStore(StoreBase):
         self._check_open()
 
         def faults() -> builtins.list[str]:
-            return self._survey()[1] + self._journals()[1]
+            found = self._survey()[1] + self._journals()[1]
+            return found + head_files.faults(self._dir)
 
         return await self._run(None, faults)

@@ -276,7 +276,7 @@ def find_session(conn: Connection, session_id: str, *, lock: bool = False) -> Se
     found = query.first(conn, id=session_id)
     if found is None:
         raise SessionNotFoundError(session_id)
-    return SessionRow._make(found)
+    return SessionRow(*found)
 
 
 def last_seq(conn: Connection, row: SessionRow) -> int:

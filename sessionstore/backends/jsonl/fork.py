@@ -1,0 +1,173 @@
+"""A JSONL fork: a new session file, its own header then a prefix of its source's lines.
+
+Each session file stands alone (the Rust implementation loads it by
+itself), so a fork copies its source's entry lines byte for byte (an
+imported line keeps its exact bytes, ``\\r`` and all), up to and including
+the first entry whose id is ``at``, or all of them.
+
+* The source is read as a load reads it (`complete_size`): under its
+  shared lock, after the repair of a torn tail or of a batch whose writer
+  died. The bytes before that length never change, so a line an append is
+  still writing is never copied, and neither is a torn tail. The source is
+  never written but by that repair, which a load would make too.
+* The entry ``at`` is found by decoding the source's lines from the start,
+  in blocks, up to the first with that id: a line that does not decode is
+  a `CorruptSessionError` naming the source's file and line, as in a load.
+  Without ``at`` nothing is decoded: the lines are copied as they are.
+* The copy is one sweep of ``copy_file_range`` (in the kernel, or a
+  reflink where the file system shares blocks), or, where there is none or
+  the file system refuses it, of reads and writes of ``block`` bytes.
+* It is written to a `Temporary` and published whole under the fork's
+  name (see `sessionstore.backends.jsonl.temporary`): a fork killed at any
+  moment leaves no fork or a complete one.
+
+A fork writes no context hint (`sessionstore.backends.jsonl.hints`): a
+hint belongs to one file, and the fork's first `load_context` finds its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from sessionstore.backends.base import decode_stored_entry, decode_stored_meta
+from sessionstore.backends.files import write_all
+from sessionstore.backends.jsonl.context import first_line
+from sessionstore.backends.jsonl.file import complete_size, open_session
+from sessionstore.backends.jsonl.temporary import Temporary, refuse_taken
+from sessionstore.errors import CorruptSessionError, EntryNotFoundError
+
+__all__ = ["copy_range", "entry_end", "write_fork"]
+
+_NO_COPY_RANGE = frozenset(
+    {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP}
+)
+"""What ``copy_file_range`` answers where it cannot copy: read and write instead."""
+
+_CHANGED = "the file changed while read"
+
+
+def write_fork(
+    source_id: str,
+    source: Path,
+    at: str | None,
+    fork_id: str,
+    final: Path,
+    header: bytes,
+    *,
+    full: bool,
+    block: int,
+) -> None:
+    """Write the fork ``fork_id`` of ``source_id`` at ``final``, whole or not at all.
+
+    Args:
+        source: the source's file.
+        at: the id of the last entry to keep; None keeps every complete line.
+        header: the fork's header line, newline included.
+        full: ``fsync`` the fork and its directory entry before returning.
+        block: bytes per read (and write, without ``copy_file_range``).
+
+    Raises:
+        SessionNotFoundError: the source has no file.
+        CorruptSessionError: the source's header, or one of its lines up to
+            ``at``, does not decode (naming the line).
+        EntryNotFoundError: no entry of the source has the id ``at``.
+        DuplicateSessionError: a session ``fork_id`` exists.
+        OSError: as the file system; one about the source names its file.
+    """
+    fd = open_session(source_id, source, os.O_RDONLY)
+    try:
+        with _naming(source):
+            size = complete_size(source_id, source, fd, full=full)
+            line = first_line(fd, size)
+            decode_stored_meta(source_id, line.removesuffix(b"\r"), path=str(source), line_no=1)
+            start = len(line) + 1
+            end = size if at is None else entry_end(source_id, source, fd, start, size, at, block)
+        refuse_taken(final, fork_id)  # before a copy that could be long
+        temporary = Temporary.create(final, "fork")
+        try:
+            write_all(temporary.fd, header)
+            if copy_range(fd, temporary.fd, start, end, block) != end - start:
+                raise CorruptSessionError(source_id, _CHANGED, path=str(source))
+            temporary.publish(fork_id, full=full)
+        finally:
+            temporary.close()
+    finally:
+        os.close(fd)
+
+
+def entry_end(
+    session_id: str, path: Path, fd: int, start: int, size: int, at: str, block: int
+) -> int:
+    """Where the first entry line whose id is ``at`` ends (after its newline).
+
+    The lines from ``start`` (the first entry's, line 2) to ``size`` (just
+    after a newline) are read ``block`` bytes at a time, and decoded in
+    order up to that line.
+
+    Raises:
+        CorruptSessionError: a line before it does not decode (naming it).
+        EntryNotFoundError: none has the id ``at``.
+    """
+    where = str(path)
+    number, offset, position, rest = 2, start, start, b""
+    while position < size:
+        chunk = os.pread(fd, min(block, size - position), position)
+        if not chunk:
+            raise CorruptSessionError(session_id, _CHANGED, path=where)
+        position += len(chunk)
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()  # the start of a line that ends in a later block
+        for line in lines:
+            entry = decode_stored_entry(
+                session_id, line.removesuffix(b"\r"), path=where, line_no=number
+            )
+            offset += len(line) + 1
+            if entry.id == at:
+                return offset
+            number += 1
+    raise EntryNotFoundError(session_id, at)
+
+
+def copy_range(source: int, target: int, start: int, end: int, block: int) -> int:
+    """Copy the bytes ``start`` to ``end`` of ``source`` to ``target``, at its
+    position; return how many (fewer only when ``source`` ends sooner).
+
+    ``os.copy_file_range`` copies them without bringing them into the
+    process; where it is missing or refused (another file system, one that
+    does not offer it), the rest goes through reads and writes of ``block``
+    bytes.
+    """
+    offset = start
+    copy = getattr(os, "copy_file_range", None)  # Linux only
+    if copy is not None:
+        try:
+            while offset < end:
+                copied = copy(source, target, end - offset, offset)
+                if copied == 0:
+                    break  # the source ends, or this file system copies nothing
+                offset += copied
+        except OSError as exc:
+            if exc.errno not in _NO_COPY_RANGE:
+                raise
+    while offset < end:
+        data = os.pread(source, min(block, end - offset), offset)
+        if not data:
+            break
+        write_all(target, data)
+        offset += len(data)
+    return offset - start
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OS error that names no file is about ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise

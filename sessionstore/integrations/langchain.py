@@ -1,0 +1,338 @@
+"""LangChain chat history kept in a session store.
+
+`SessionStoreChatMessageHistory` is a LangChain ``BaseChatMessageHistory``
+(what ``RunnableWithMessageHistory`` reads and writes) over a store::
+
+    from sessionstore.integrations.langchain import SessionStoreChatMessageHistory
+    from sessionstore.sync import open_store
+
+    store = open_store("sessions.db")
+    history = SessionStoreChatMessageHistory(store, "chat-42")
+
+The conversation ``"chat-42"`` is a named head (`SessionStore.set_head`): the
+session it names now holds the conversation. Messages go in with
+``append_many``, one batch per call; what LangChain reads back is the
+store's context (`SessionStore.load_context`), so a compaction appended to
+the session shows as its summary, a `HumanMessage`, then the messages it
+kept. ``clear`` deletes nothing: it starts an empty session whose
+``parent_session`` is the old one and moves the head there.
+
+Sync or async: built on a `sessionstore.sync.SyncStore`, every method works
+(the async ones run the blocking calls in a worker thread), so one history
+serves a chain's ``invoke`` and ``ainvoke``. Built on an async
+`SessionStore`, the async methods (``aget_messages``, ``aadd_messages``,
+``aclear``: a chain's ``ainvoke``) await it on the caller's loop, and the
+sync ones raise `ConfigurationError`: an async store lives on its event
+loop and cannot be waited for from plain sync code.
+
+Each message is stored as a `Message` a reader without LangChain
+understands (role ``user``, ``assistant``, ``system``, ``tool``,
+``function`` or a `ChatMessage`'s own; the content as LangChain holds it;
+``tool_calls`` in the OpenAI shape, ``tool_call_id``, ``name``), plus the
+field ``langchain``: LangChain's own serialization of the message (its
+``type`` and ``data``, the content left out since it is stored once), from
+which it comes back equal. Messages without that field (stored by other
+code, or a compaction's summary) are mapped by role.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        ChatMessage,
+        FunctionMessage,
+        HumanMessage,
+        InvalidToolCall,
+        SystemMessage,
+        ToolCall,
+        ToolMessage,
+        message_to_dict,
+        messages_from_dict,
+    )
+    from langchain_core.messages.tool import invalid_tool_call, tool_call
+except ImportError as exc:
+    raise ImportError(
+        f"sessionstore.integrations.langchain needs langchain-core ({exc}): "
+        "pip install 'sessionstore[langchain]'"
+    ) from exc
+
+from sessionstore import (
+    ConfigurationError,
+    DuplicateSessionError,
+    Message,
+    MessageEntry,
+    SessionMeta,
+    SessionStore,
+    validate_session_id,
+)
+from sessionstore.sync import SyncStore
+
+__all__ = ["LANGCHAIN_FIELD", "SessionStoreChatMessageHistory", "from_context", "to_message"]
+
+LANGCHAIN_FIELD = "langchain"
+"""The `Message` field holding LangChain's serialization of the message."""
+
+# The namespace of the UUIDs of first sessions (`_first_session`).
+_FIRST_SESSION = uuid.UUID("4f7c1a52-9d3e-4b8a-a6e1-2c5b0d9e7f31")
+
+_Content = str | list[str | dict[str, Any]]
+
+
+class SessionStoreChatMessageHistory(BaseChatMessageHistory):
+    """The messages of one conversation, kept in a session store.
+
+    Args:
+        store: a `sessionstore.sync.SyncStore` (every method works) or an
+            async `SessionStore` (only the async methods work).
+        name: the conversation: the name of the head that names its
+            current session (the session-id rule applies). For
+            ``RunnableWithMessageHistory``, its ``session_id``.
+
+    Raises:
+        InvalidSessionIdError: ``name`` breaks the session-id rule.
+    """
+
+    def __init__(self, store: SessionStore | SyncStore, name: str) -> None:
+        super().__init__()
+        self.store = store
+        self.name = validate_session_id(name)
+
+    def __repr__(self) -> str:
+        return f"SessionStoreChatMessageHistory({self.store!r}, {self.name!r})"
+
+    # ------------------------------------------------------------ sync
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The conversation's context, compactions applied; empty before the first message."""
+        store = self._sync_store("messages")
+        session = store.head(self.name)
+        return [] if session is None else from_context(store.load_context(session))
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Store messages at the end of the conversation, all or none.
+
+        The first call of a conversation creates its session and head.
+        """
+        store = self._sync_store("add_messages")
+        entries = [MessageEntry.new(to_message(message)) for message in messages]
+        if not entries:
+            return
+        session = store.head(self.name)
+        if session is None:
+            first = _first_session(self.name)
+            with contextlib.suppress(DuplicateSessionError):  # another history made it first
+                store.create(first)
+            store.set_head(self.name, session := first.id)
+        store.append_many(session, entries)
+
+    def clear(self) -> None:
+        """Start the conversation over in a new, empty session.
+
+        Nothing is deleted: the new session's ``parent_session`` is the old
+        one, and the head moves to it (`SessionStore.head_history` keeps
+        every earlier position). Nothing to do before the first message.
+        """
+        store = self._sync_store("clear")
+        session = store.head(self.name)
+        if session is not None:
+            branch = store.create(SessionMeta.new(parent_session=session))
+            store.set_head(self.name, branch)
+
+    # ------------------------------------------------------------ async
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """`messages`, awaited."""
+        store = self.store
+        if isinstance(store, SyncStore):
+            return await asyncio.to_thread(lambda: self.messages)
+        session = await store.head(self.name)
+        return [] if session is None else from_context(await store.load_context(session))
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """`add_messages`, awaited."""
+        store = self.store
+        if isinstance(store, SyncStore):
+            await asyncio.to_thread(self.add_messages, messages)
+            return
+        entries = [MessageEntry.new(to_message(message)) for message in messages]
+        if not entries:
+            return
+        session = await store.head(self.name)
+        if session is None:
+            first = _first_session(self.name)
+            with contextlib.suppress(DuplicateSessionError):  # another history made it first
+                await store.create(first)
+            await store.set_head(self.name, session := first.id)
+        await store.append_many(session, entries)
+
+    async def aclear(self) -> None:
+        """`clear`, awaited."""
+        store = self.store
+        if isinstance(store, SyncStore):
+            await asyncio.to_thread(self.clear)
+            return
+        session = await store.head(self.name)
+        if session is not None:
+            branch = await store.create(SessionMeta.new(parent_session=session))
+            await store.set_head(self.name, branch)
+
+    def _sync_store(self, method: str) -> SyncStore:
+        if isinstance(self.store, SyncStore):
+            return self.store
+        raise ConfigurationError(
+            f"{method} is a blocking call, and this history is built on an async store: "
+            "await its async methods (aget_messages, aadd_messages, aclear; a chain's "
+            "ainvoke), or build it on a sessionstore.sync store"
+        )
+
+
+def _first_session(name: str) -> SessionMeta:
+    """The header of a conversation's first session: its id is derived from
+    the name, so that histories starting one conversation at once share it."""
+    first_id = str(uuid.uuid5(_FIRST_SESSION, name))
+    return SessionMeta(id=first_id, created_at=SessionMeta.new().created_at)
+
+
+# ---------------------------------------------------------------- messages
+
+
+def to_message(message: BaseMessage) -> Message:
+    """A LangChain message as the store keeps it; `from_context` gives it back equal.
+
+    What is kept is LangChain's own serialization (``message_to_dict``), so
+    a value JSON cannot carry (a NaN, a tuple, an object) is refused when
+    the message is appended, never silently changed.
+    """
+    serialized = message_to_dict(message)
+    data = {key: value for key, value in serialized["data"].items() if key != "content"}
+    content = serialized["data"]["content"]
+    fields: dict[str, Any] = {}
+    if isinstance(message, AIMessage) and message.tool_calls:
+        fields["tool_calls"] = [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": json.dumps(call["args"], ensure_ascii=False),
+                },
+            }
+            for call in message.tool_calls
+        ]
+    if isinstance(message, ToolMessage):
+        fields["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        fields["name"] = message.name
+    fields[LANGCHAIN_FIELD] = {"type": serialized["type"], "data": data}
+    return Message(role=_role(message), content=content, **fields)
+
+
+def from_context(messages: Sequence[Message]) -> list[BaseMessage]:
+    """LangChain messages from stored ones (`SessionStore.load_context` gives them).
+
+    A message `to_message` made comes back equal to the one it was made
+    from. Any other is mapped by role: ``user`` to a `HumanMessage` (a
+    compaction's summary among them), ``assistant`` to an `AIMessage` (its
+    OpenAI-shaped ``tool_calls`` as tool calls), ``system`` to a
+    `SystemMessage`, ``tool`` to a `ToolMessage` (with its
+    ``tool_call_id``), any other role to a `ChatMessage` of that role.
+    """
+    return [_from_message(message) for message in messages]
+
+
+def _role(message: BaseMessage) -> str:
+    # Chunks subclass their message classes, so they map alike.
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, SystemMessage):
+        return "system"
+    if isinstance(message, ToolMessage):
+        return "tool"
+    if isinstance(message, FunctionMessage):
+        return "function"
+    if isinstance(message, ChatMessage):
+        return message.role
+    return message.type
+
+
+def _from_message(message: Message) -> BaseMessage:
+    stored = message.extra.get(LANGCHAIN_FIELD)
+    if (
+        isinstance(stored, dict)
+        and isinstance(stored.get("type"), str)
+        and isinstance(stored.get("data"), dict)
+    ):
+        data = {**stored["data"], "content": message.content}
+        return messages_from_dict([{"type": stored["type"], "data": data}])[0]
+    return _by_role(message)
+
+
+def _by_role(message: Message) -> BaseMessage:
+    """A message stored without LangChain's form of it, mapped by its role."""
+    content = _content(message)
+    name = message.extra.get("name")
+    named: dict[str, Any] = {"name": name} if isinstance(name, str) else {}
+    if message.role == "user":
+        return HumanMessage(content=content, **named)
+    if message.role == "system":
+        return SystemMessage(content=content, **named)
+    if message.role == "assistant":
+        calls, invalid = _tool_calls(message.extra.get("tool_calls"))
+        return AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid, **named)
+    if message.role == "tool":
+        call_id = message.extra.get("tool_call_id")
+        return ToolMessage(content=content, tool_call_id=str(call_id or ""), **named)
+    return ChatMessage(role=message.role, content=content, **named)
+
+
+def _content(message: Message) -> _Content:
+    """The content as LangChain takes it: a string, or a list of strings and
+    content blocks; anything else as its text."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(part, str | dict) for part in content):
+        return content
+    return message.text()
+
+
+def _tool_calls(calls: Any) -> tuple[list[ToolCall], list[InvalidToolCall]]:
+    """OpenAI-shaped tool calls as LangChain's: valid ones, and those whose
+    arguments are not a JSON object."""
+    valid: list[ToolCall] = []
+    invalid: list[InvalidToolCall] = []
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        name, arguments = function.get("name"), function.get("arguments")
+        call_id = call.get("id") if isinstance(call.get("id"), str) else None
+        try:
+            args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except ValueError as exc:
+            args, error = None, f"arguments are not JSON: {exc}"
+        else:
+            error = "arguments are not a JSON object" if isinstance(name, str) else "no name"
+        if isinstance(args, dict) and isinstance(name, str):
+            valid.append(tool_call(name=name, args=args, id=call_id))
+            continue
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        invalid.append(
+            invalid_tool_call(
+                name=name if isinstance(name, str) else None, args=text, id=call_id, error=error
+            )
+        )
+    return valid, invalid

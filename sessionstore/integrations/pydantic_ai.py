@@ -1,0 +1,250 @@
+"""pydantic-ai message history kept in a session store.
+
+A run's new messages go in as one batch; the next run's history comes out
+of the store's context::
+
+    history = await load_history(store, session_id)
+    result = await agent.run("And tomorrow?", message_history=history)
+    await save_messages(store, session_id, result.new_messages())
+
+`load_history_sync` and `save_messages_sync` do the same on a
+`sessionstore.sync.SyncStore`, beside ``agent.run_sync``.
+
+Each pydantic-ai message is one entry: a `Message` a reader without
+pydantic-ai understands, plus the field ``pydantic_ai``, the message as
+pydantic-ai serializes it (``ModelMessagesTypeAdapter``'s JSON form), from
+which it comes back as pydantic-ai's own JSON round trip gives it. A
+`ModelResponse` is an ``assistant`` message: its text, and its tool calls
+as ``tool_calls`` in the OpenAI shape. A `ModelRequest` is a ``user``
+message when it holds a user prompt or feedback on the model's output
+(their text), else ``tool`` when it returns tool results or a tool's retry
+(their text), else ``system`` (the system prompts).
+
+The history is built from `SessionStore.load_context`, so a compaction
+appended to the session shows as its summary, a `ModelRequest` holding one
+`UserPromptPart` (``"[Conversation summary]\\n..."``), followed by the
+messages it kept. pydantic-ai sends an agent's ``system_prompt`` only when
+the history is empty, so once a compaction has cut the first request away
+the model no longer sees it: an agent whose sessions are compacted should
+give its standing orders as ``instructions``, sent with every request.
+Messages stored without the ``pydantic_ai`` field (by other code) are
+mapped by role; see `from_context`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ModelRequestPart,
+        ModelResponse,
+        ModelResponsePart,
+        RetryPromptPart,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+except ImportError as exc:
+    raise ImportError(
+        f"sessionstore.integrations.pydantic_ai needs pydantic-ai ({exc}): "
+        "pip install 'sessionstore[pydantic-ai]'"
+    ) from exc
+
+from sessionstore import Message, MessageEntry, SessionStore
+from sessionstore.sync import SyncStore
+
+__all__ = [
+    "PYDANTIC_AI_FIELD",
+    "from_context",
+    "load_history",
+    "load_history_sync",
+    "save_messages",
+    "save_messages_sync",
+    "to_entries",
+    "to_message",
+]
+
+PYDANTIC_AI_FIELD = "pydantic_ai"
+"""The `Message` field holding pydantic-ai's serialization of the message."""
+
+
+async def load_history(store: SessionStore, session_id: str) -> list[ModelMessage]:
+    """A session's context as pydantic-ai's ``message_history``.
+
+    Raises:
+        SessionNotFoundError, CorruptSessionError: as `SessionStore.load_context`.
+    """
+    return from_context(await store.load_context(session_id))
+
+
+async def save_messages(
+    store: SessionStore, session_id: str, messages: Sequence[ModelMessage]
+) -> None:
+    """Append pydantic-ai messages (a run's ``new_messages()``) to a session,
+    all or none, one entry each.
+
+    Raises:
+        SessionNotFoundError: no such session; nothing is stored.
+        InvalidRecordError: a message holds what the wire format cannot
+            carry; nothing is stored.
+    """
+    await store.append_many(session_id, to_entries(messages))
+
+
+def load_history_sync(store: SyncStore, session_id: str) -> list[ModelMessage]:
+    """`load_history` on a blocking store."""
+    return from_context(store.load_context(session_id))
+
+
+def save_messages_sync(store: SyncStore, session_id: str, messages: Sequence[ModelMessage]) -> None:
+    """`save_messages` on a blocking store."""
+    store.append_many(session_id, to_entries(messages))
+
+
+# ---------------------------------------------------------------- messages
+
+
+def to_entries(messages: Sequence[ModelMessage]) -> list[MessageEntry]:
+    """New entries holding ``messages``, one each, in order."""
+    payloads = json.loads(ModelMessagesTypeAdapter.dump_json(list(messages)))
+    return [
+        MessageEntry.new(_stored(message, payload))
+        for message, payload in zip(messages, payloads, strict=True)
+    ]
+
+
+def to_message(message: ModelMessage) -> Message:
+    """A pydantic-ai message as the store keeps it; `from_context` gives it back equal."""
+    return _stored(message, json.loads(ModelMessagesTypeAdapter.dump_json([message]))[0])
+
+
+def from_context(messages: Sequence[Message]) -> list[ModelMessage]:
+    """pydantic-ai messages from stored ones (`SessionStore.load_context` gives them).
+
+    A message `to_message` or `to_entries` made comes back as pydantic-ai's
+    own JSON round trip gives it: equal, for the parts a run makes from
+    text and JSON values. What that JSON changes stays changed: a tool's
+    return value comes back as its JSON (an object as a dict, a NaN as
+    None), bytes as pydantic-ai's own reader gives them back.
+
+    Any other message is mapped by role: ``assistant`` to a `ModelResponse`
+    with a `TextPart` and a `ToolCallPart` for each OpenAI-shaped tool
+    call; ``system`` to a request with a `SystemPromptPart`; ``tool`` to a
+    request with a `ToolReturnPart` (its ``tool_call_id``; the tool's name
+    from the call it answers); ``user``, a compaction's summary among them,
+    and any other role to a request with a `UserPromptPart`.
+    """
+    history: list[ModelMessage] = []
+    for message in messages:
+        payload = message.extra.get(PYDANTIC_AI_FIELD)
+        if isinstance(payload, dict):  # pydantic-ai's own reader, on its JSON
+            history.extend(ModelMessagesTypeAdapter.validate_json(json.dumps([payload])))
+        else:
+            history.append(_by_role(message, history))
+    return history
+
+
+def _stored(message: ModelMessage, payload: Any) -> Message:
+    fields: dict[str, Any] = {}
+    if isinstance(message, ModelResponse):
+        role = "assistant"
+        text = _joined(part.content for part in message.parts if isinstance(part, TextPart))
+        calls = [_openai_call(part) for part in message.parts if isinstance(part, ToolCallPart)]
+        if calls:
+            fields["tool_calls"] = calls
+    else:
+        role, text = _request_role_and_text(message.parts)
+    fields[PYDANTIC_AI_FIELD] = payload
+    return Message(role=role, content=text, **fields)
+
+
+def _request_role_and_text(parts: Sequence[ModelRequestPart]) -> tuple[str, str]:
+    """A request's role, and the text of the parts it is named after: its
+    user prompts, else its tool results, else its system prompts."""
+    prompts: list[str] = []
+    results: list[str] = []
+    systems: list[str] = []
+    for part in parts:
+        feedback = getattr(part, "model_response", None)
+        if isinstance(part, UserPromptPart):
+            prompts.append(_prompt_text(part.content))
+        elif isinstance(part, ToolReturnPart):  # a retried tool call too, from pydantic-ai 2
+            results.append(part.model_response_str())
+        elif isinstance(part, RetryPromptPart) and part.tool_name is not None:
+            results.append(part.model_response())
+        elif isinstance(part, SystemPromptPart):
+            systems.append(part.content)
+        elif callable(feedback):  # a retry no tool asked for: RetryPromptPart, RetryFeedbackPart
+            prompts.append(str(feedback()))
+    for role, texts in (("user", prompts), ("tool", results), ("system", systems)):
+        if texts:
+            return role, _joined(texts)
+    return "user", ""
+
+
+def _prompt_text(content: Any) -> str:
+    """The text of a user prompt: itself, or its text items (images and files left out)."""
+    if isinstance(content, str):
+        return content
+    return _joined(item for item in content if isinstance(item, str))
+
+
+def _joined(texts: Any) -> str:
+    return "\n\n".join(text for text in texts if text)
+
+
+def _openai_call(part: ToolCallPart) -> dict[str, Any]:
+    return {
+        "id": part.tool_call_id,
+        "type": "function",
+        "function": {"name": part.tool_name, "arguments": part.args_as_json_str()},
+    }
+
+
+def _by_role(message: Message, before: Sequence[ModelMessage]) -> ModelMessage:
+    """A message stored without pydantic-ai's form of it, mapped by its role."""
+    text = message.text()
+    if message.role == "assistant":
+        parts: list[ModelResponsePart] = [TextPart(content=text)] if text else []
+        for call in message.extra.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
+                arguments = function.get("arguments")
+                parts.append(
+                    ToolCallPart(
+                        tool_name=function["name"],
+                        args=arguments if isinstance(arguments, str | dict) else None,
+                        tool_call_id=str(call.get("id") or ""),
+                    )
+                )
+        return ModelResponse(parts=parts)
+    if message.role == "system":
+        return ModelRequest(parts=[SystemPromptPart(content=text)])
+    if message.role == "tool":
+        call_id = str(message.extra.get("tool_call_id") or "")
+        return ModelRequest(
+            parts=[
+                ToolReturnPart(
+                    tool_name=_tool_name(call_id, before), content=text, tool_call_id=call_id
+                )
+            ]
+        )
+    return ModelRequest(parts=[UserPromptPart(content=text)])
+
+
+def _tool_name(call_id: str, before: Sequence[ModelMessage]) -> str:
+    """The name of the tool the last call with ``call_id`` called; empty when unknown."""
+    for message in reversed(before):
+        if isinstance(message, ModelResponse):
+            for part in message.parts:
+                if isinstance(part, ToolCallPart) and part.tool_call_id == call_id:
+                    return part.tool_name
+    return ""
