@@ -4,6 +4,7 @@
 * No module reaches a private name of a module outside that module's subpackage.
 * ``import sessionstore`` in a fresh interpreter loads neither SQLAlchemy nor alembic.
 * Every ``__all__`` is sorted and resolves; the top-level one lists exactly the public names.
+* Integrations import only the public API (``sessionstore``, ``sessionstore.sync``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,468 @@
+"""An openai-agents ``Session`` kept in any sessionstore store.
+
+``Runner.run(agent, "hi", session=StoreSession(store, "chat-42"))``: the
+conversation ``chat-42`` lives in ``store`` (memory, JSONL, SQLite or
+PostgreSQL), and nothing the framework does to it deletes anything.
+
+Where things are:
+
+* The conversation's name is the framework's ``session_id`` and the name of
+  a head (`SessionStore.set_head`): the head names the conversation's
+  current session. The first session has the conversation's name as its id
+  (a session of that name that exists already is continued); later ones,
+  made by `StoreSession.pop_item` and `StoreSession.clear_session`, have
+  fresh ids and name the session they came from as their parent.
+* Each item is one finalized `Message` entry. ``add_items`` appends the
+  items of one call with one `SessionStore.append_many`: all or none.
+* ``pop_item`` forks the current session just before the last item and
+  moves the head there; ``clear_session`` starts a new empty session and
+  moves the head there. Every earlier session stays, whole, and every
+  position of the head stays in `SessionStore.head_history`.
+
+An item becomes a message (`message_from_item`, reversed by
+`item_from_message`; ``get_items`` gives back dicts equal to the ones
+``add_items`` took):
+
+* An item with a string ``role`` and a ``content`` (a user, assistant,
+  system or developer message): the message has that role and content,
+  and the item's other fields as its further fields, in their order, with
+  ``"openai_agents": "message"``. `Message.text` and ``load_context``
+  read such a message as any other.
+* Any other item (``function_call``, ``function_call_output``,
+  ``reasoning``, a type newer than this code...), and an item holding a
+  ``streaming`` or ``openai_agents`` field of its own: the message's
+  content is the whole item, its role the item's ``type`` (its ``role``
+  when that is a string; ``"item"`` when it has neither), with
+  ``"openai_agents": "item"``.
+
+Messages written without the adapter (no ``openai_agents`` field) read as
+``{"role": ..., "content": ..., **further fields}``, and compaction
+entries are not items: a session begun with the store API can be
+continued by an agent.
+
+Values go through the wire format: JSON values only, and an integer beyond
+64 bits comes back as a float.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import os
+from collections import deque
+from collections.abc import Generator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, cast
+
+try:
+    from agents import TResponseInputItem
+    from agents.memory import SessionSettings
+except ImportError as exc:
+    raise ImportError(
+        "sessionstore.integrations.openai_agents needs openai-agents 0.8 or newer: "
+        "pip install 'sessionstore[openai-agents]'"
+    ) from exc
+
+from sessionstore import (
+    CorruptSessionError,
+    DuplicateSessionError,
+    InvalidRecordError,
+    Message,
+    MessageEntry,
+    SessionEntry,
+    SessionMeta,
+    SessionNotFoundError,
+    SessionStore,
+    open_store,
+    validate_session_id,
+)
+
+__all__ = ["MARKER", "StoreSession", "item_from_message", "message_from_item"]
+
+MARKER = "openai_agents"
+"""The field that marks a message written by the adapter; its value names the layout."""
+
+_MESSAGE = "message"  # role and content are the item's own; its other fields follow
+_ITEM = "item"  # the content is the whole item
+_RESERVED = frozenset({"role", "content", "streaming", MARKER})
+
+
+def message_from_item(item: Mapping[str, Any]) -> Message:
+    """The message that stores an openai-agents input item (module docstring).
+
+    Raises:
+        InvalidRecordError: ``item`` is not a mapping.
+    """
+    if not isinstance(item, Mapping):
+        raise InvalidRecordError(
+            f"an openai-agents item is a JSON object (a dict), not {type(item).__name__}"
+        )
+    fields = dict(item)
+    role, kind = fields.get("role"), fields.get("type")
+    keys_fit = all(isinstance(key, str) for key in fields) and not (
+        fields.keys() & {"streaming", MARKER}
+    )
+    if isinstance(role, str) and "content" in fields and keys_fit:
+        rest = {key: value for key, value in fields.items() if key not in _RESERVED}
+        return Message.model_validate(
+            {"role": role, "content": fields["content"], **rest, MARKER: _MESSAGE}
+        )
+    label = role if isinstance(role, str) else kind if isinstance(kind, str) else "item"
+    return Message.model_validate({"role": label, "content": fields, MARKER: _ITEM})
+
+
+def item_from_message(message: Message) -> dict[str, Any]:
+    """The openai-agents input item a stored message stands for (module docstring).
+
+    Raises:
+        InvalidRecordError: the message names a layout this version does
+            not know (written by a newer one), or is not what it claims.
+    """
+    extra = message.extra
+    layout = extra.pop(MARKER, None)
+    if layout == _ITEM and isinstance(message.content, dict):
+        return dict(message.content)
+    if layout is None or layout == _MESSAGE:
+        return {"role": message.role, "content": message.content, **extra}
+    raise InvalidRecordError(
+        f"{MARKER}={layout!r} with content of type {type(message.content).__name__}: "
+        "not a layout this version of sessionstore reads"
+    )
+
+
+class StoreSession:
+    """An openai-agents ``Session`` whose conversation lives in a store.
+
+    Every method first makes sure of the conversation's current session (the
+    head named ``session_id``); `add_items` creates it on first use. Reads
+    never write. The operations of one object run one after another (a lock
+    per object), so tasks sharing it see each other's changes in order.
+
+    Concurrency across objects and processes: each `add_items` lands whole
+    on the conversation's current session. It appends to the session the
+    head names, then reads the head again; if a `pop_item` or
+    `clear_session` moved it meanwhile without having read these items,
+    they are appended to the new session too (nothing is ever removed, so
+    the old one keeps them as well). Two pops or clears racing from two
+    objects both move the head, the later move winning; the other branch
+    stays, in `SessionStore.head_history`. Use one object per conversation
+    in a process to keep those in order.
+
+    Args:
+        store: any store; the caller keeps it open (and closes it) unless the
+            session was made by `open`.
+        session_id: the conversation's name: the framework's
+            ``session_id``, the head's name and the first session's id.
+        session_settings: openai-agents' settings; its ``limit`` is the
+            default of `get_items`.
+
+    Raises:
+        InvalidSessionIdError: ``session_id`` breaks the session-id rule.
+    """
+
+    session_id: str
+    session_settings: SessionSettings | None
+
+    def __init__(
+        self,
+        store: SessionStore,
+        session_id: str,
+        *,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        validate_session_id(session_id)
+        self.session_id = session_id
+        self.session_settings = session_settings
+        self._store = store
+        self._owns_store = False
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    def open(
+        cls,
+        target: str | os.PathLike[str],
+        session_id: str,
+        *,
+        session_settings: SessionSettings | None = None,
+        **options: Any,
+    ) -> _Opening:
+        """A session on the store a target names (`open_store`), which it closes.
+
+        Await it, or use it with ``async with`` to close the store at the end::
+
+            async with StoreSession.open("sessions.db", "chat-42") as session:
+                await Runner.run(agent, "Hello", session=session)
+
+        Raises:
+            ConfigurationError: as for `open_store`.
+            InvalidSessionIdError: ``session_id`` breaks the session-id rule.
+        """
+        validate_session_id(session_id)
+        return _Opening(cls, target, session_id, session_settings, options)
+
+    def __repr__(self) -> str:
+        return f"StoreSession({self._store!r}, {self.session_id!r})"
+
+    @property
+    def store(self) -> SessionStore:
+        """The store the conversation lives in."""
+        return self._store
+
+    async def current_session(self) -> str | None:
+        """The id of the conversation's current session; None before first use."""
+        return await self._read_current()
+
+    # ------------------------------------------------ the Session protocol
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The current session's items, oldest first.
+
+        Args:
+            limit: at most this many, the latest; None takes
+                ``session_settings.limit``, and when that is None too, every
+                item. Zero or less gives none.
+
+        Raises:
+            CorruptSessionError: a stored entry does not decode, or holds an
+                item this version cannot read.
+        """
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        current = await self._read_current()
+        if current is None or (limit is not None and limit <= 0):
+            return []
+        messages: Sequence[MessageEntry]
+        if limit is None:
+            messages = _messages(await self._store.load(current))
+        else:
+            messages = deque(maxlen=limit)
+            async with contextlib.aclosing(self._store.iter_entries(current)) as entries:
+                async for entry in entries:
+                    if isinstance(entry, MessageEntry):
+                        messages.append(entry)
+        return [_item(current, entry) for entry in messages]
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append items to the current session: all of them, together, or none.
+
+        The first call creates the conversation's first session.
+
+        Raises:
+            InvalidRecordError: an item is not a JSON object, or holds what
+                the wire format cannot carry (a NaN...); nothing is stored.
+        """
+        entries = [MessageEntry.new(message_from_item(item)) for item in items]
+        if not entries:
+            return
+        async with self._lock:
+            target = await self._current(create=True)
+            assert target is not None
+            while True:
+                await self._store.append_many(target, entries)
+                head = await self._store.head(self.session_id)
+                if head is None or head == target or await self._taken(target, entries[0].id):
+                    return
+                # The head moved by a pop or clear that did not read these
+                # items: they go on its session too (the class docstring).
+                target = head
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Take the last item off the conversation, losing nothing.
+
+        The current session is forked just before its last item (with a
+        single item, a new empty session takes its place) and the head
+        moves to the fork; the session it left keeps the item.
+
+        Returns:
+            The item, as `add_items` took it; None when there is none.
+
+        Raises:
+            CorruptSessionError: as for `get_items`.
+        """
+        async with self._lock:
+            current = await self._current(create=False)
+            if current is None:
+                return None
+            entries = await self._store.load(current)
+            last = next(
+                (i for i in range(len(entries) - 1, -1, -1) if _is_message(entries[i])), None
+            )
+            if last is None:
+                return None
+            item = _item(current, cast(MessageEntry, entries[last]))
+            await self._move(await self._branch(current, entries[:last]))
+            return item
+
+    async def clear_session(self) -> None:
+        """Start the conversation over, losing nothing.
+
+        A new empty session whose parent is the current one becomes current;
+        the old one keeps every item. Clearing a conversation that holds no
+        entry changes nothing.
+        """
+        async with self._lock:
+            current = await self._current(create=False)
+            if current is None or await self._is_empty(current):
+                return
+            await self._move(await self._store.create(SessionMeta.new(parent_session=current)))
+
+    # ------------------------------------------------ owning the store
+
+    async def close(self) -> None:
+        """Close the store if this session opened it (`open`); otherwise nothing."""
+        if self._owns_store:
+            await self._store.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # ------------------------------------------------ the current session
+
+    async def _read_current(self) -> str | None:
+        """The head's session, or before any head the session of the
+        conversation's name if it exists: without writing."""
+        head = await self._store.head(self.session_id)
+        if head is not None:
+            return head
+        return None if await self._is_empty(self.session_id) is None else self.session_id
+
+    async def _current(self, *, create: bool) -> str | None:
+        """The head's session; before any head, the session of the
+        conversation's name (created when ``create``), which the head is
+        then set to. None when there is none and ``create`` is false."""
+        head = await self._store.head(self.session_id)
+        if head is not None:
+            return head
+        if create:
+            first = SessionMeta.new().model_copy(update={"id": self.session_id})
+            with contextlib.suppress(DuplicateSessionError):  # another writer made it
+                await self._store.create(first)
+        elif await self._is_empty(self.session_id) is None:
+            return None
+        head = await self._store.head(self.session_id)  # another writer may have set it
+        if head is None:
+            await self._store.set_head(self.session_id, self.session_id)
+            head = self.session_id
+        return head
+
+    async def _is_empty(self, session_id: str) -> bool | None:
+        """Whether a session holds no entry; None when it does not exist."""
+        try:
+            async with contextlib.aclosing(self._store.iter_entries(session_id)) as entries:
+                async for _ in entries:
+                    return False
+        except SessionNotFoundError:
+            return None
+        return True
+
+    async def _branch(self, current: str, kept: builtins.list[SessionEntry]) -> str:
+        """A new session holding ``kept`` (a prefix of ``current``), parent ``current``."""
+        if not kept:
+            return await self._store.create(SessionMeta.new(parent_session=current))
+        at = kept[-1].id
+        if all(entry.id != at for entry in kept[:-1]):
+            return (await self._store.fork(current, at=at)).id
+        # A fork ends at the first entry of that id: an imported session
+        # can repeat ids, so the prefix is copied instead.
+        copy = await self._store.create(SessionMeta.new(parent_session=current))
+        await self._store.append_many(copy, kept)
+        return copy
+
+    async def _move(self, session_id: str) -> None:
+        await self._store.set_head(self.session_id, session_id)
+
+    async def _taken(self, target: str, first_id: str) -> bool:
+        """Whether the move that replaced ``target`` read the items appended
+        there from ``first_id`` on.
+
+        That move's session kept every entry of ``target`` before those
+        items if it read them (a pop of them or of a later item keeps at
+        least that much; a clear keeps nothing, and may be taken either
+        way when nothing came before them); a move that did not read them
+        kept less.
+        """
+        moves = await self._store.head_history(self.session_id)
+        positions = [i for i, move in enumerate(moves) if move.session_id == target]
+        after = positions[-1] + 1 if positions else len(moves)
+        successor = moves[min(after, len(moves) - 1)].session_id
+        before: builtins.list[str] = []
+        async with contextlib.aclosing(self._store.iter_entries(target)) as entries:
+            async for entry in entries:
+                if entry.id == first_id:
+                    break
+                before.append(entry.id)
+        if not before:
+            return True
+        kept = 0
+        async with contextlib.aclosing(self._store.iter_entries(successor)) as entries:
+            async for entry in entries:
+                if kept == len(before) or entry.id != before[kept]:
+                    break
+                kept += 1
+        return kept == len(before)
+
+
+class _Opening:
+    """What `StoreSession.open` returns: await it, or use it with ``async with``."""
+
+    def __init__(
+        self,
+        cls: type[StoreSession],
+        target: str | os.PathLike[str],
+        session_id: str,
+        session_settings: SessionSettings | None,
+        options: dict[str, Any],
+    ) -> None:
+        self._cls = cls
+        self._target = target
+        self._session_id = session_id
+        self._session_settings = session_settings
+        self._options = options
+        self._session: StoreSession | None = None
+
+    async def _open(self) -> StoreSession:
+        store = await open_store(self._target, **self._options)
+        session = self._cls(store, self._session_id, session_settings=self._session_settings)
+        session._owns_store = True
+        return session
+
+    def __await__(self) -> Generator[Any, None, StoreSession]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> StoreSession:
+        self._session = await self._open()
+        return self._session
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+def _is_message(entry: SessionEntry) -> bool:
+    return isinstance(entry, MessageEntry)
+
+
+def _messages(entries: builtins.list[SessionEntry]) -> builtins.list[MessageEntry]:
+    return [entry for entry in entries if isinstance(entry, MessageEntry)]
+
+
+def _item(session_id: str, entry: MessageEntry) -> TResponseInputItem:
+    try:
+        item = item_from_message(entry.message)
+    except InvalidRecordError as exc:
+        raise CorruptSessionError(session_id, f"entry {entry.id!r}: {exc}") from exc
+    return cast(TResponseInputItem, item)
