@@ -19,6 +19,7 @@ from sessionstore.context import (
     build_context,
     check_pairing,
     repair_pairing,
+    safe_cut,
 )
 from sessionstore.errors import (
     ArchiveError,
@@ -124,6 +125,7 @@ __all__ = [
     "import_archive",
     "open_store",
     "repair_pairing",
+    "safe_cut",
     "validate_session_id",
 ]
 

@@ -1,9 +1,9 @@
-"""check_pairing and repair_pairing: tool calls and their results.
+"""check_pairing, repair_pairing and safe_cut: tool calls and their results.
 
 Hand-written cases pin what each dialect's check names; property tests run
 random agent histories (parallel calls, text between, crashes mid-turn,
 duplicated, dropped and moved results, compaction cuts at every message)
-through the repair.
+through the repair and the cut.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from sessionstore import (
     check_pairing,
     encode,
     repair_pairing,
+    safe_cut,
 )
 from sessionstore.context import INTERRUPTED_RESULT, PairingDialect
 
@@ -245,6 +246,13 @@ def test_an_orphan_says_which_message_which_call_and_what_is_wrong() -> None:
 def test_an_unknown_dialect_is_a_configuration_error(call: Any) -> None:
     with pytest.raises(ConfigurationError, match=r"'gemini'.*'openai'"):
         call([user("q")], dialect="gemini")
+
+
+def test_safe_cut_refuses_an_unknown_dialect_and_a_negative_keep_last() -> None:
+    with pytest.raises(ConfigurationError, match="unknown tool-call dialect"):
+        safe_cut([("m1", user("q"))], 1, dialect="gemini")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="keep_last"):
+        safe_cut([("m1", user("q"))], -1, dialect="openai")
 
 
 # ------------------------------------------------------ repairs, by hand
@@ -523,3 +531,63 @@ def test_a_compaction_cut_at_any_message_repairs_to_a_clean_context(
         assert check_pairing(repaired, dialect=dialect) == []
         assert repair_pairing(repaired, dialect=dialect) == repaired
         assert repaired[0] == context[0]  # the summary stays first
+
+
+@given(clean_histories())
+@settings(max_examples=150)
+def test_safe_cut_keeps_enough_and_cuts_no_exchange_in_two(
+    case: tuple[PairingDialect, list[Message]],
+) -> None:
+    dialect, messages = case
+    with_ids = [(f"m{i}", m) for i, m in enumerate(messages)]
+    for keep_last in range(len(messages) + 2):
+        first_kept = safe_cut(with_ids, keep_last, dialect=dialect)
+        start = None if first_kept is None else int(first_kept[1:])
+        context = cut_at(messages, start)
+        assert check_pairing(context, dialect=dialect) == []
+        assert len(context) - 1 >= min(keep_last, len(messages))
+        if keep_last == 0 or not messages:
+            assert start is None
+            continue
+        # The latest cut that keeps enough and leaves a clean context.
+        clean = [
+            k
+            for k in range(len(messages) - keep_last + 1)
+            if not check_pairing(cut_at(messages, k), dialect=dialect)
+        ]
+        assert start == max(clean, default=0)
+
+
+@given(messy_histories(), st.integers(1, 12))
+@settings(max_examples=150)
+def test_safe_cut_never_starts_the_kept_messages_with_a_result(
+    case: tuple[PairingDialect, list[Message]], keep_last: int
+) -> None:
+    dialect, messages = case
+    first_kept = safe_cut(
+        [(f"m{i}", m) for i, m in enumerate(messages)], keep_last, dialect=dialect
+    )
+    if first_kept is None:
+        assert messages == []
+        return
+    start = int(first_kept[1:])
+    assert len(messages) - start >= min(keep_last, len(messages))
+    orphans = check_pairing(cut_at(messages, start), dialect=dialect)
+    if start > 0:
+        assert not [o for o in orphans if o.index == 1 and o.problem != "missing_result"]
+
+
+def test_safe_cut_moves_back_to_the_assistant_message_that_made_the_calls() -> None:
+    history = [
+        user("q"),
+        openai_calls("a", "b"),
+        openai_result("a"),
+        openai_result("b"),
+        said("ok"),
+    ]
+    with_ids = [(f"m{i}", m) for i, m in enumerate(history)]
+    assert safe_cut(with_ids, 1, dialect="openai") == "m4"
+    assert safe_cut(with_ids, 2, dialect="openai") == "m1"
+    assert safe_cut(with_ids, 0, dialect="openai") is None
+    assert safe_cut(with_ids, 9, dialect="openai") == "m0"
+    assert safe_cut([], 3, dialect="openai") is None
