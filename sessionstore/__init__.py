@@ -13,7 +13,14 @@ import typing
 
 from sessionstore.archive import ArchiveIssue, ArchiveReport, export_archive, import_archive
 from sessionstore.backends import FileJournal, JsonlStore, MemoryStore, open_store
-from sessionstore.context import build_context
+from sessionstore.context import (
+    SYNTHETIC_FIELD,
+    Orphan,
+    build_context,
+    check_pairing,
+    repair_pairing,
+    safe_cut,
+)
 from sessionstore.errors import (
     ArchiveError,
     ConfigurationError,
@@ -64,6 +71,7 @@ if typing.TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "SYNTHETIC_FIELD",
     "ArchiveError",
     "ArchiveIssue",
     "ArchiveReport",
@@ -84,6 +92,7 @@ __all__ = [
     "MemoryStore",
     "Message",
     "MessageEntry",
+    "Orphan",
     "PostWrite",
     "SchemaError",
     "SchemaOutdatedError",
@@ -104,6 +113,7 @@ __all__ = [
     "Written",
     "__version__",
     "build_context",
+    "check_pairing",
     "decode_entry",
     "decode_head_move",
     "decode_journal_line",
@@ -114,6 +124,8 @@ __all__ = [
     "export_archive",
     "import_archive",
     "open_store",
+    "repair_pairing",
+    "safe_cut",
     "validate_session_id",
 ]
 
