@@ -1,5 +1,7 @@
 """open_store: from a target string to a backend, awaited or as a context."""
 
+import asyncio
+import warnings
 from pathlib import Path
 
 import pytest
@@ -64,3 +66,17 @@ async def test_a_file_is_not_a_session_directory(tmp_path: Path) -> None:
     path.write_text("x")
     with pytest.raises(ConfigurationError, match="is a file"):
         await open_store(path)
+
+
+@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite"])
+def test_open_store_is_a_coroutine_asyncio_run_takes(tmp_path: Path, kind: str) -> None:
+    target = {"memory": "memory://", "jsonl": str(tmp_path / "j"), "sqlite": str(tmp_path / "s.db")}
+    store = asyncio.run(open_store(target[kind]))  # a script's one-liner
+    try:
+        session_id = asyncio.run(store.create(SessionMeta.new()))
+        assert asyncio.run(store.load(session_id)) == []
+    finally:
+        asyncio.run(store.close())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an opening never run warns of nothing
+        open_store("memory://")

@@ -6,7 +6,7 @@ Nothing here loads SQLAlchemy: a JSONL or memory store never pays for it.
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
+from collections.abc import Coroutine, Generator
 from types import TracebackType
 from typing import Any
 
@@ -69,19 +69,37 @@ async def _backend_for(text: str, options: dict[str, Any]) -> SessionStore:
     return JsonlStore(text, **options)
 
 
-class _Opening:
-    """What `open_store` returns: await it, or use it with ``async with``."""
+class _Opening(Coroutine[Any, Any, SessionStore]):
+    """What `open_store` returns: await it, use it with ``async with``, or
+    hand it to anything that runs a coroutine (``asyncio.run``,
+    ``asyncio.create_task``): it is one, opening the store when first run."""
 
     def __init__(self, target: str | os.PathLike[str], options: dict[str, Any]) -> None:
         self._target = target
         self._options = options
         self._store: SessionStore | None = None
+        self._running: Coroutine[Any, Any, SessionStore] | None = None
 
     async def _open(self) -> SessionStore:
         return await _make_store(self._target, self._options)
 
     def __await__(self) -> Generator[Any, None, SessionStore]:
         return self._open().__await__()
+
+    def _coroutine(self) -> Coroutine[Any, Any, SessionStore]:
+        if self._running is None:
+            self._running = self._open()
+        return self._running
+
+    def send(self, value: Any) -> Any:
+        return self._coroutine().send(value)
+
+    def throw(self, *args: Any) -> Any:
+        return self._coroutine().throw(*args)
+
+    def close(self) -> None:
+        if self._running is not None:
+            self._running.close()
 
     async def __aenter__(self) -> SessionStore:
         self._store = await self._open()
