@@ -499,7 +499,8 @@ async def _show(args: argparse.Namespace) -> int:
 
 
 async def _fork(args: argparse.Namespace) -> int:
-    meta = None if args.id is None else SessionMeta(id=args.id)
+    # A chosen id gets what a new session has: a creation time, now.
+    meta = None if args.id is None else SessionMeta.new().model_copy(update={"id": args.id})
     async with _opened(args, read=True) as store:
         made = await store.fork(args.source, at=args.at, meta=meta)
         if args.head is not None:

@@ -42,6 +42,7 @@ def test_fork_prints_the_new_id_and_keeps_up_to_the_entry(
     status, out, _ = run(capsys, "--db", db, "fork", new_id, "--id", "retry", "--head", "chat")
     assert (status, out) == (0, "retry\n")
     assert lines_of(db, "retry")[1:] == lines_of(db, new_id)[1:]
+    assert '"created_at":"20' in lines_of(db, "retry")[0]  # stamped now, like any new session
     status, out, _ = run(capsys, "--db", db, "head", "chat")
     assert status == 0
     assert out.splitlines()[0] == "moved at\tsession"
@@ -103,12 +104,12 @@ def test_ls_names_each_parent_and_draws_the_tree_with_heads(
     assert parents == {"root": "-", "a": "root", "b": "root", "a1": "a", "a2": "a", "z": "gone"}
     status, out, _ = run(capsys, "--db", db, "ls", "--tree")
     assert status == 0
-    # Siblings oldest first: forks made in one second sort by id.
+    # Siblings oldest first.
     assert out.splitlines() == [
         "root  5 entries",
-        "├─ a  5 entries",
-        "│  ├─ a1  5 entries  <- chat",
-        "│  └─ a2  5 entries  <- other",
-        "└─ b  2 entries",
+        "├─ b  2 entries",
+        "└─ a  5 entries",
+        "   ├─ a1  5 entries  <- chat",
+        "   └─ a2  5 entries  <- other",
         "z  0 entries  (fork of gone, not in this store)",
     ]
