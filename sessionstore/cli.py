@@ -50,6 +50,7 @@ from sessionstore.archive import ArchiveReport, export_archive, import_archive
 from sessionstore.archive.report import HEADS, JOURNALS, SESSIONS
 from sessionstore.backends import open_store
 from sessionstore.backends.targets import is_sql_target
+from sessionstore.context import check_pairing
 from sessionstore.demo import play_demo
 from sessionstore.errors import ArchiveError, SessionStoreError
 from sessionstore.models import MessageEntry, SessionEntry, SessionMeta
@@ -472,8 +473,11 @@ async def _show(args: argparse.Namespace) -> int:
                 if isinstance(lines, AsyncGenerator):  # close the file or cursor now
                     await lines.aclose()
             return 0
+        if args.check is not None and not args.context:
+            raise _Refused("--check looks at the context: give --context too")
         if args.context:
             messages = await store.load_context(args.id)
+            orphans = [] if args.check is None else check_pairing(messages, dialect=args.check)
             shown = messages[len(messages) - tail :] if tail is not None else messages[:limit]
             for message in shown:
                 if _out.is_terminal:
@@ -481,6 +485,14 @@ async def _show(args: argparse.Namespace) -> int:
                     _out.print(role.append(_literal(message.text())))
                 else:
                     print(f"{_cell(message.role)}: {_literal(message.text())}")
+            for orphan in orphans:
+                _err.print(Text(f"orphan: {_escaped(str(orphan))}"))
+            if orphans:
+                raise _Refused(
+                    f"the context of {args.id} has {_count(len(orphans), 'orphan')} "
+                    f"a model API would refuse ({args.check}); `load_context(..., repair=...)` "
+                    "gives one it takes"
+                )
             return 0
         out = _EntryLines()
         stream = store.iter_entries(args.id)
@@ -640,12 +652,15 @@ async def _verify(args: argparse.Namespace) -> int:
     async with _opened(args, read=True) as store:
         with _progress("verifying") as progress:
             report = await verify_store(store, progress=progress)
+    for note in report.notes:
+        _err.print(Text(f"note: {_escaped(note)}"))
     for fault in report.faults:
-        _err.print(Text(f"fault: {fault}"))
+        _err.print(Text(f"fault: {_escaped(fault)}"))
     verdict = "ok" if report.ok else _count(len(report.faults), "fault")
+    noted = f" ({_count(len(report.notes), 'note')})" if report.notes else ""
     print(
         f"{verdict}: {_count(report.sessions, 'session')}, "
-        f"{_count(report.entries, 'entry', 'entries')} checked"
+        f"{_count(report.entries, 'entry', 'entries')} checked{noted}"
     )
     return 0 if report.ok else 1
 
@@ -807,10 +822,16 @@ def build_parser() -> argparse.ArgumentParser:
         "show a session's entries, as they are read (Ctrl-C stops)",
         "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --tail 20",
         "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --json > session.jsonl",
+        "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --context --check openai",
     )
     show.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
     view = show.add_mutually_exclusive_group()
     view.add_argument("--context", action="store_true", help="the context built for the model")
+    show.add_argument(
+        "--check",
+        choices=["openai", "anthropic", "openai-agents"],
+        help="with --context: name each tool call or result that lost its pair (exit 1)",
+    )
     view.add_argument(
         "--json", action="store_true", help="the stored lines, verbatim, header first (pipeable)"
     )
