@@ -16,6 +16,7 @@ from typing import Protocol, Self, runtime_checkable
 
 from sessionstore.journal import Journal
 from sessionstore.models import (
+    CompactionEntry,
     HeadMove,
     JournalLine,
     Message,
@@ -23,6 +24,7 @@ from sessionstore.models import (
     SessionHeader,
     SessionMeta,
 )
+from sessionstore.pairing import PairingDialect
 
 __all__ = ["SessionJournal", "SessionStore", "SessionSummary"]
 
@@ -215,14 +217,93 @@ class SessionStore(Protocol):
         """
         ...
 
-    async def load_context(self, session_id: str) -> builtins.list[Message]:
+    async def load_context(
+        self, session_id: str, *, repair: PairingDialect | None = None
+    ) -> builtins.list[Message]:
         """The messages to send to a model: ``build_context(load(session_id))``.
 
         Backends may compute it without reading the history before the last
         compaction; the result is the same.
 
+        Args:
+            session_id: the session.
+            repair: None for the context as built; a dialect to pass it
+                through `repair_pairing` too, so that the model API takes
+                it whatever came apart (a crash mid-turn, a cut made by
+                hand). The log is never touched: the repair exists only in
+                the list returned.
+
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load`.
+            ConfigurationError: ``repair`` names no dialect; nothing is read.
+        """
+        ...
+
+    async def load_context_with_ids(self, session_id: str) -> builtins.list[tuple[str, Message]]:
+        """`load_context`, each message with the id of the entry it came from.
+
+        The messages are those `load_context` gives, in order; the summary
+        of the last compaction comes with that compaction's id. For an
+        application to cite a message, fork at it (`fork`'s ``at``), or
+        choose a cut of its own, without loading the whole session: it
+        reads what `load_context` reads, at the same cost. No ``repair``
+        here: a repaired list holds messages that no entry holds.
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as for `load`.
+        """
+        ...
+
+    async def compact(
+        self,
+        session_id: str,
+        summary: str,
+        *,
+        keep_last: int,
+        tokens_before: int | None = None,
+        dialect: PairingDialect | None = None,
+    ) -> CompactionEntry:
+        """Append a compaction keeping the last messages, with no tool exchange cut.
+
+        The next context is ``summary`` (as `build_context` words it), then
+        at least the last ``keep_last`` messages of the current context,
+        moved back as far as needed for the kept part not to start inside
+        a tool exchange, nor on a result whose call is gone (`safe_cut`).
+        ``summary`` stands for everything before, the previous compaction's
+        summary included: a summary is never kept as a message. With
+        ``keep_last=0`` only the summary remains: the compaction's
+        ``first_kept_id`` is then its own id, naming no message, and its
+        context keeps what comes after it. A session whose messages have no
+        orphan gets a context with none.
+
+        It reads what `load_context` reads (from the last compaction on),
+        then appends. An entry another task appends in between lands before
+        the compaction: with ``keep_last`` of 1 or more it lies after the
+        cut and is kept; with 0 it is in neither the summary nor the
+        context. Compact between an agent's own turns, as it does anyway.
+        The cut assumes entry ids are unique (as `MessageEntry.new` makes
+        them): a ``first_kept_id`` that an earlier message also carries
+        starts the context at that one (SPEC section 4).
+
+        Args:
+            session_id: the session.
+            summary: what stands for the history cut off.
+            keep_last: how many of the last messages to keep at least.
+            tokens_before: recorded as is in the entry (the context's size
+                before, in the caller's unit).
+            dialect: the shape of the messages' tool exchanges. None (the
+                default) cuts where every dialect finds no exchange split:
+                one session's messages have one shape, whose exchanges the
+                other dialects do not see, so this is the cut of that shape.
+
+        Returns:
+            The compaction entry appended.
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as for `load`.
+            ConfigurationError: ``keep_last`` is negative or not an integer,
+                ``summary`` is no string, ``tokens_before`` is negative, or
+                ``dialect`` is unknown; nothing is read or written.
         """
         ...
 

@@ -37,6 +37,7 @@ from sessionstore.backends import open_store as open_async_store
 from sessionstore.errors import StorageError
 from sessionstore.journal import Journal
 from sessionstore.models import (
+    CompactionEntry,
     HeadMove,
     JournalLine,
     Message,
@@ -44,6 +45,7 @@ from sessionstore.models import (
     SessionHeader,
     SessionMeta,
 )
+from sessionstore.pairing import PairingDialect
 from sessionstore.store import SessionJournal, SessionStore, SessionSummary
 
 __all__ = ["SyncJournal", "SyncStore", "open_store"]
@@ -151,8 +153,32 @@ class SyncStore:
     def iter_entries(self, session_id: str) -> Generator[SessionEntry, None, None]:
         return self._loop.stream(self._store.iter_entries(session_id))
 
-    def load_context(self, session_id: str) -> builtins.list[Message]:
-        return self._loop.run(self._store.load_context(session_id))
+    def load_context(
+        self, session_id: str, *, repair: PairingDialect | None = None
+    ) -> builtins.list[Message]:
+        return self._loop.run(self._store.load_context(session_id, repair=repair))
+
+    def load_context_with_ids(self, session_id: str) -> builtins.list[tuple[str, Message]]:
+        return self._loop.run(self._store.load_context_with_ids(session_id))
+
+    def compact(
+        self,
+        session_id: str,
+        summary: str,
+        *,
+        keep_last: int,
+        tokens_before: int | None = None,
+        dialect: PairingDialect | None = None,
+    ) -> CompactionEntry:
+        return self._loop.run(
+            self._store.compact(
+                session_id,
+                summary,
+                keep_last=keep_last,
+                tokens_before=tokens_before,
+                dialect=dialect,
+            )
+        )
 
     def list(self) -> builtins.list[SessionMeta]:
         return self._loop.run(self._store.list())

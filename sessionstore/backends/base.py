@@ -6,7 +6,9 @@ A store backend subclasses `StoreBase` and implements its abstract methods
 `journals`, and `close` when it holds resources). Everything
 else in the `SessionStore` protocol comes from here, built on those, so the
 contract's rules are applied the same way everywhere; a backend overrides
-a derived method where its storage can do better. A journal backend
+a derived method where its storage can do better (`_built_context`, the
+one read behind `load_context`, `load_context_with_ids` and `compact`,
+where it can build a context without loading the whole session). A journal backend
 subclasses `JournalBase` likewise.
 
 The helpers check what is about to be stored (`header_line`,
@@ -32,9 +34,11 @@ from collections.abc import (
     Sequence,
 )
 from types import TracebackType
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
-from sessionstore.context import build_context
+from sessionstore.backends.compaction import check_compaction, compaction_of
+from sessionstore.backends.contexts import BuiltContext, built_from
+from sessionstore.context import repair_pairing
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
@@ -57,6 +61,7 @@ from sessionstore.models import (
     SessionHeader,
     SessionMeta,
 )
+from sessionstore.pairing import PairingDialect, rules
 from sessionstore.store import SessionJournal, SessionSummary
 from sessionstore.wire import decode_entry, decode_meta, encode
 from sessionstore.wire.stored import read_stored_meta, trusted_entry
@@ -291,9 +296,43 @@ class StoreBase(abc.ABC):
             if isinstance(lines, AsyncGenerator):  # close the file or cursor now
                 await lines.aclose()
 
-    async def load_context(self, session_id: str) -> builtins.list[Message]:
+    async def load_context(
+        self, session_id: str, *, repair: PairingDialect | None = None
+    ) -> builtins.list[Message]:
         """The built context; see `SessionStore.load_context`."""
-        return build_context(await self.load(session_id))
+        self._check(session_id)
+        if repair is None:
+            return builtins.list((await self._built_context(session_id)).messages)
+        rules(repair)  # an unknown dialect is refused before storage is read
+        messages = (await self._built_context(session_id)).messages
+        return repair_pairing(messages, dialect=repair)
+
+    async def load_context_with_ids(self, session_id: str) -> builtins.list[tuple[str, Message]]:
+        """The built context, each message with its entry's id; see
+        `SessionStore.load_context_with_ids`."""
+        self._check(session_id)
+        built = await self._built_context(session_id)
+        return builtins.list(zip(built.ids, built.messages, strict=True))
+
+    async def compact(
+        self,
+        session_id: str,
+        summary: str,
+        *,
+        keep_last: int,
+        tokens_before: int | None = None,
+        dialect: PairingDialect | None = None,
+    ) -> CompactionEntry:
+        """Append a compaction cut where no tool exchange is split; see
+        `SessionStore.compact` and `sessionstore.backends.compaction`."""
+        self._check(session_id)
+        check_compaction(summary, keep_last, tokens_before, dialect)
+        built = await self._built_context(session_id)
+        entry = compaction_of(
+            built, summary, keep_last=keep_last, tokens_before=tokens_before, dialect=dialect
+        )
+        await self.append(session_id, entry)
+        return entry
 
     def drop_caches(self) -> None:  # noqa: B027 (a backend that caches nothing has nothing to do)
         """Forget what this object keeps between calls; see `SessionStore.drop_caches`."""
@@ -314,6 +353,12 @@ class StoreBase(abc.ABC):
         await self.close()
 
     # ------------------------------------------------ for subclasses
+
+    async def _built_context(self, session_id: str) -> BuiltContext[Any]:
+        """The context of a (checked) session with its entry ids: here from a
+        whole `load`; a backend that can read less overrides this alone, and
+        `load_context`, `load_context_with_ids` and `compact` follow."""
+        return built_from(await self.load(session_id))
 
     def _locations(self, session_id: str) -> tuple[str | None, str | None]:
         """Where a session's header and entries are kept, for error messages."""

@@ -7,6 +7,12 @@ built, its *extent*; the next call reads only what lies past it. A log
 only grows, so that is exact: messages appended since extend the context,
 unless one changes where it starts (see `leaves_cut`), and then it is
 built again. Each store owns one `ContextCache`; `drop_caches` clears it.
+
+Beside each message a context keeps the id of the entry it came from (the
+summary's is its compaction's), for `SessionStore.load_context_with_ids`
+and `SessionStore.compact`: a second tuple, extended with the first, so
+that `load_context` still hands out its messages as they are kept.
+`built_from` is the same from a whole log, for stores that load it.
 """
 
 from __future__ import annotations
@@ -17,9 +23,17 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from sessionstore.models import Message, MessageEntry, SessionEntry
+from sessionstore.context import summary_message
+from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionEntry
 
-__all__ = ["CACHED_MESSAGES", "CACHED_SESSIONS", "BuiltContext", "ContextCache", "leaves_cut"]
+__all__ = [
+    "CACHED_MESSAGES",
+    "CACHED_SESSIONS",
+    "BuiltContext",
+    "ContextCache",
+    "built_from",
+    "leaves_cut",
+]
 
 CACHED_SESSIONS = 256
 CACHED_MESSAGES = 20_000  # a few megabytes of messages at most, besides the callers' own
@@ -43,6 +57,8 @@ class BuiltContext(Generic[_S]):
     stamp: _S  # what the extent is counted in: a SQL session's key, a file's identity
     extent: int  # how far it was built: a last ``seq``, a count of bytes
     messages: tuple[Message, ...]
+    ids: tuple[str, ...]  # each message's entry id; the summary's is its compaction's
+    summarized: bool  # whether ``messages[0]`` is the last compaction's summary
     waiting_for: str | None  # the kept id no message had yet
 
     def extended(self, extent: int, new: Sequence[SessionEntry]) -> BuiltContext[_S] | None:
@@ -50,8 +66,51 @@ class BuiltContext(Generic[_S]):
         when one of them moves its start (build it again)."""
         if not all(leaves_cut(entry.type, entry.id, self.waiting_for) for entry in new):
             return None
-        added = tuple(entry.message for entry in new if isinstance(entry, MessageEntry))
-        return BuiltContext(self.stamp, extent, self.messages + added, self.waiting_for)
+        added = [entry for entry in new if isinstance(entry, MessageEntry)]
+        return BuiltContext(
+            self.stamp,
+            extent,
+            self.messages + tuple(entry.message for entry in added),
+            self.ids + tuple(entry.id for entry in added),
+            self.summarized,
+            self.waiting_for,
+        )
+
+
+def built_from(entries: Sequence[SessionEntry]) -> BuiltContext[None]:
+    """`build_context` of a whole log, each message with its entry id.
+
+    The same rule, step for step: the last compaction's summary (carrying
+    the compaction's id), then the messages from the first whose id is its
+    ``first_kept_id``, or those after it when none is.
+    """
+    last = next(
+        (i for i in range(len(entries) - 1, -1, -1) if isinstance(entries[i], CompactionEntry)),
+        None,
+    )
+    if last is None:
+        kept = [entry for entry in entries if isinstance(entry, MessageEntry)]
+        messages = tuple(entry.message for entry in kept)
+        return BuiltContext(None, len(entries), messages, tuple(e.id for e in kept), False, None)
+    compaction = entries[last]
+    assert isinstance(compaction, CompactionEntry)
+    start = next(
+        (
+            i
+            for i, entry in enumerate(entries)
+            if isinstance(entry, MessageEntry) and entry.id == compaction.first_kept_id
+        ),
+        last + 1,
+    )
+    kept = [entry for entry in entries[start:] if isinstance(entry, MessageEntry)]
+    return BuiltContext(
+        None,
+        len(entries),
+        (summary_message(compaction), *(entry.message for entry in kept)),
+        (compaction.id, *(entry.id for entry in kept)),
+        True,
+        None,
+    )
 
 
 class ContextCache(Generic[_S]):

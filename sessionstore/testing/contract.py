@@ -45,6 +45,7 @@ from sessionstore.testing.common import (
     raw,
     stream,
 )
+from sessionstore.testing.contexts import ContextContract
 
 __all__ = [
     "IMPORTED_LINES",
@@ -91,9 +92,10 @@ SESSION_OPERATIONS = [
 
 
 @pytest.mark.asyncio
-class SessionStoreContract(BranchContract):
+class SessionStoreContract(BranchContract, ContextContract):
     """Every rule of the store contract, as tests over the ``backend`` fixture
-    (branches and heads: `BranchContract`)."""
+    (branches and heads: `BranchContract`; context ids, repairs and
+    compaction: `ContextContract`)."""
 
     @pytest_asyncio.fixture
     async def store(self, backend: Backend) -> AsyncIterator[SessionStore]:

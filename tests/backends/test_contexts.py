@@ -11,7 +11,10 @@ from sessionstore.backends.contexts import BuiltContext, ContextCache
 
 def built(size: int, extent: int = 1) -> BuiltContext[int]:
     messages = tuple(Message.user(f"m{n}") for n in range(size))
-    return BuiltContext(stamp=1, extent=extent, messages=messages, waiting_for=None)
+    ids = tuple(f"e{n}" for n in range(size))
+    return BuiltContext(
+        stamp=1, extent=extent, messages=messages, ids=ids, summarized=False, waiting_for=None
+    )
 
 
 def test_the_cache_keeps_the_latest_contexts_within_both_bounds(

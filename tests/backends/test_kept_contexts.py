@@ -88,3 +88,28 @@ async def test_the_first_message_with_the_awaited_id_moves_the_start(target: str
             log.append(message(entry_id))
             assert await store.load_context(session_id) == build_context(log)
         assert [m.text() for m in build_context(log)] == ["[Conversation summary]\ns", "k", "d"]
+
+
+async def test_compact_and_context_ids_read_no_more_than_the_context(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`compact` and `load_context_with_ids` read what `load_context` reads:
+    a store whose whole-session reads fail still answers them."""
+    async with await open_store(target) as store:
+        session_id = await store.create(SessionMeta.new())
+        history = [MessageEntry.new(Message.user(f"m{n}")) for n in range(6)]
+        await store.append_many(session_id, history)
+
+        async def no_full_load(*_: object) -> None:
+            raise AssertionError("a full load")
+
+        monkeypatch.setattr(store, "load", no_full_load)
+        monkeypatch.setattr(store, "iter_entries", no_full_load)
+        store.drop_caches()  # built from the storage, not the cache
+        entry = await store.compact(session_id, "s", keep_last=2)
+        assert entry.first_kept_id == history[4].id
+        store.drop_caches()
+        pairs = await store.load_context_with_ids(session_id)
+        assert [i for i, _ in pairs] == [entry.id, history[4].id, history[5].id]
+        monkeypatch.undo()
+        assert [m for _, m in pairs] == build_context(await store.load(session_id))

@@ -23,9 +23,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from sessionstore.backends.base import decode_stored_entry, decode_stored_meta
+from sessionstore.backends.contexts import BuiltContext
 from sessionstore.context import summary_message
 from sessionstore.errors import CorruptSessionError
-from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionEntry
+from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry
 from sessionstore.wire import encode_string
 
 __all__ = [
@@ -39,6 +40,9 @@ __all__ = [
 
 CHUNK = 1 << 16
 """Bytes per read, backwards."""
+
+_File = tuple[int, int]
+"""A file's device and inode."""
 
 EarlierKept = Callable[[int, str, int], int | None]
 """``earlier(fd, first_kept_id, end)``: the offset of the first message line
@@ -103,17 +107,19 @@ class _Reader:
 
 
 def read_context(
-    session_id: str, path: str, fd: int, size: int, earlier: EarlierKept
-) -> tuple[list[Message], str | None]:
+    session_id: str, path: str, fd: int, size: int, earlier: EarlierKept, file: _File
+) -> BuiltContext[_File]:
     """`build_context` of the session file's first ``size`` bytes, read from the end.
 
-    Returns:
-        The context, and the id the last compaction keeps from when no
-        message has it (a message arriving with it would move the start).
-
     Args:
+        file: the file's device and inode: the stamp of the context built.
         earlier: finds an earlier message with the kept id (`first_kept_in`,
             or the store's memory of its answers).
+
+    Returns:
+        The context built to ``size``, each message with its entry id, and
+        the id the last compaction keeps from when no message has it (a
+        message arriving with it would move the start).
     """
     reader = _Reader(session_id, path, fd)
     reader.header(first_line(fd, size))
@@ -121,20 +127,22 @@ def read_context(
     after: list[SessionEntry] = []  # from the end back to the last compaction, last first
     for offset, line in lines:
         if offset == 0:  # the header: no compaction, every message
-            return [e.message for e in reversed(after) if isinstance(e, MessageEntry)], None
+            kept = [e for e in reversed(after) if isinstance(e, MessageEntry)]
+            messages = tuple(e.message for e in kept)
+            return BuiltContext(file, size, messages, tuple(e.id for e in kept), False, None)
         entry = reader.entry(offset, line)
         if isinstance(entry, CompactionEntry):
             compaction = entry
             break
         after.append(entry)
-    kept = compaction.first_kept_id
+    kept_id = compaction.first_kept_id
     before: list[SessionEntry] = []  # back from the compaction to the first kept message
     for offset, line in lines:
         if offset == 0:
             break  # no message before the compaction has the id
         before.append(reader.entry(offset, line))
-        if isinstance(before[-1], MessageEntry) and before[-1].id == kept:
-            first = earlier(fd, kept, offset)
+        if isinstance(before[-1], MessageEntry) and before[-1].id == kept_id:
+            first = earlier(fd, kept_id, offset)
             if first is not None:  # an earlier one has it too: the context starts there
                 for offset, line in lines:
                     before.append(reader.entry(offset, line))
@@ -143,14 +151,18 @@ def read_context(
             break
     log = [*reversed(before), compaction, *reversed(after)]
     found = next(
-        (i for i, e in enumerate(log) if isinstance(e, MessageEntry) and e.id == kept), None
+        (i for i, e in enumerate(log) if isinstance(e, MessageEntry) and e.id == kept_id), None
     )
     start = len(before) + 1 if found is None else found  # none has it: after the compaction
-    context = [
-        summary_message(compaction),
-        *(e.message for e in log[start:] if isinstance(e, MessageEntry)),
-    ]
-    return context, kept if found is None else None
+    kept = [e for e in log[start:] if isinstance(e, MessageEntry)]
+    return BuiltContext(
+        file,
+        size,
+        (summary_message(compaction), *(e.message for e in kept)),
+        (compaction.id, *(e.id for e in kept)),
+        True,
+        kept_id if found is None else None,
+    )
 
 
 def entries_between(

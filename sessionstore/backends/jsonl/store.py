@@ -104,7 +104,7 @@ from sessionstore.errors import (
     SessionConflictError,
     validate_session_id,
 )
-from sessionstore.models import HeadMove, Message, SessionEntry, SessionMeta
+from sessionstore.models import HeadMove, SessionEntry, SessionMeta
 
 __all__ = ["JOURNALS", "READ", "SUFFIX", "JsonlStore"]
 
@@ -264,17 +264,16 @@ class JsonlStore(StoreBase):
             data = file.read(size)
         return parse(session_id, path, data)
 
-    async def load_context(self, session_id: str) -> builtins.list[Message]:
+    async def _built_context(self, session_id: str) -> BuiltContext[tuple[int, int]]:
         """The built context, read from the end of the session's file, and cached.
 
         See `sessionstore.backends.jsonl.context`: the cost follows the
         context's length, not the history's. Asked again, only the lines
         appended since are read (`sessionstore.backends.contexts`).
         """
-        self._check(session_id)
         return await self._run(session_id, lambda: self._context(session_id))
 
-    def _context(self, session_id: str) -> builtins.list[Message]:
+    def _context(self, session_id: str) -> BuiltContext[tuple[int, int]]:
         path = self.path(session_id)
         fd = open_session(session_id, path, os.O_RDONLY)
         try:
@@ -293,10 +292,9 @@ class JsonlStore(StoreBase):
                 # Where the context starts, read from a hint beside the files
                 # when the search would be long.
                 earlier = partial(first_kept, self._dir, session_id, file)
-                messages, waiting_for = read_context(session_id, str(path), fd, size, earlier)
-                built = BuiltContext(file, size, tuple(messages), waiting_for)
+                built = read_context(session_id, str(path), fd, size, earlier, file)
             self._contexts.put(session_id, built)
-            return builtins.list(built.messages)
+            return built
         finally:
             os.close(fd)
 

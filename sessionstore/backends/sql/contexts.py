@@ -26,7 +26,7 @@ from sessionstore.backends.sql.database import Database, find_session
 from sessionstore.backends.sql.lineage import Lineage, lineage
 from sessionstore.context import summary_message
 from sessionstore.errors import CorruptSessionError
-from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionEntry
+from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry
 
 __all__ = ["Contexts"]
 
@@ -59,7 +59,8 @@ class Contexts:
         self._database = database
         self.cache: ContextCache[Lineage] = ContextCache()
 
-    async def load(self, session_id: str) -> list[Message]:
+    async def load(self, session_id: str) -> _Built:
+        """The context of ``session_id``, built or extended, and cached."""
         built = self.cache.get(session_id)
         transaction = self._database.transaction
         read = None
@@ -84,7 +85,7 @@ class Contexts:
                 )
             built = extended
         self.cache.put(session_id, built)
-        return list(built.messages)
+        return built
 
     def _read(
         self, conn: Connection, *, session_id: str, built: _Built | None, most: int | None = None
@@ -123,9 +124,11 @@ class Contexts:
     def _build(self, session_id: str, read: _Read) -> _Built:
         assert read.rows is not None
         entries = self._entries(session_id, read.rows)
-        messages = tuple(e.message for e in entries if isinstance(e, MessageEntry))
+        kept = [e for e in entries if isinstance(e, MessageEntry)]
+        messages = tuple(e.message for e in kept)
+        ids = tuple(e.id for e in kept)
         if read.marker is None:
-            return _Built(read.spans, read.last, messages, None)
+            return _Built(read.spans, read.last, messages, ids, False, None)
         seq, line, kept = read.marker
         compaction = decode_stored_entries(session_id, [(seq, line)], path=self._where)[0]
         if not isinstance(compaction, CompactionEntry):
@@ -137,7 +140,12 @@ class Contexts:
             )
         found = bool(read.rows) and read.rows[0][1] == kept
         return _Built(
-            read.spans, read.last, (summary_message(compaction), *messages), None if found else kept
+            read.spans,
+            read.last,
+            (summary_message(compaction), *messages),
+            (compaction.id, *ids),
+            True,
+            None if found else kept,
         )
 
     def _entries(self, session_id: str, rows: Sequence[Any]) -> list[SessionEntry]:

@@ -46,6 +46,7 @@ from sessionstore.backends.base import (
     imported_entry,
     imported_header,
 )
+from sessionstore.backends.contexts import BuiltContext
 from sessionstore.backends.sql import heads, survey
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.contexts import Contexts
@@ -64,7 +65,7 @@ from sessionstore.backends.sql.lineage import END, Lineage, branch, lineage
 from sessionstore.backends.sql.listing import Listing
 from sessionstore.backends.sql.tables import journal_lines
 from sessionstore.errors import CorruptSessionError, SessionConflictError, validate_session_id
-from sessionstore.models import CompactionEntry, HeadMove, Message, SessionEntry, SessionMeta
+from sessionstore.models import CompactionEntry, HeadMove, SessionEntry, SessionMeta
 from sessionstore.store import SessionSummary
 
 __all__ = ["SqlStore"]
@@ -282,13 +283,12 @@ class SqlStore(StoreBase):
         faults = partial(survey.faults, where=self._database.headers_at)
         return await self._database.transaction(None, faults)
 
-    async def load_context(self, session_id: str) -> builtins.list[Message]:
+    async def _built_context(self, session_id: str) -> BuiltContext[Lineage]:
         """The built context, read from the last compaction on, and cached.
 
         See `sessionstore.backends.sql.contexts`: the cost follows what the
         context holds, and, turn after turn, what was appended since.
         """
-        self._check(session_id)
         return await self._contexts.load(session_id)
 
 

@@ -1,0 +1,98 @@
+"""`SessionStore.compact`: where a compaction of a built context may start.
+
+`StoreBase.compact` reads the context with its entry ids (what
+`load_context` reads: from the last compaction on) and appends the
+`CompactionEntry` made here. The cut is `safe_cut`'s, over the context's
+messages without the previous summary (a summary is no message entry: a
+new compaction can only summarize it again, never keep it). With no
+dialect named, the cut is the latest one safe in every dialect at once:
+the messages of one session have one shape, which the other dialects see
+no exchange in, so this costs nothing there and needs no configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, get_args
+
+from sessionstore.backends.contexts import BuiltContext
+from sessionstore.context import safe_cut
+from sessionstore.errors import ConfigurationError
+from sessionstore.models import CompactionEntry, Message
+from sessionstore.pairing import PairingDialect, rules
+
+__all__ = ["check_compaction", "compaction_of", "cut_in_every_dialect"]
+
+_DIALECTS: tuple[PairingDialect, ...] = get_args(PairingDialect)
+
+
+def check_compaction(
+    summary: object, keep_last: object, tokens_before: object, dialect: object
+) -> None:
+    """Refuse the arguments of `compact` before anything is read.
+
+    Raises:
+        ConfigurationError: ``keep_last`` is not an integer of 0 or more,
+            ``summary`` is not a string, ``tokens_before`` is neither None
+            nor an integer of 0 or more, or ``dialect`` is unknown.
+    """
+    if not isinstance(summary, str):
+        raise ConfigurationError(f"summary must be a string, not {type(summary).__name__}")
+    if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
+        raise ConfigurationError(f"keep_last must be an integer, 0 or more, not {keep_last!r}")
+    if tokens_before is not None and (
+        isinstance(tokens_before, bool) or not isinstance(tokens_before, int) or tokens_before < 0
+    ):
+        raise ConfigurationError(f"tokens_before must be None or 0 or more, not {tokens_before!r}")
+    if dialect is not None:
+        rules(dialect)
+
+
+def cut_in_every_dialect(messages: Sequence[Message], keep_last: int) -> int | None:
+    """The index of the latest cut keeping at least ``keep_last`` messages that
+    `safe_cut` finds safe in every dialect; None when nothing is kept.
+
+    Each dialect's `safe_cut` moves the cut back, never forward, so moving
+    it back to the earliest of theirs until all agree ends at the latest cut
+    all of them accept.
+    """
+    numbered = [(str(i), message) for i, message in enumerate(messages)]
+    cut = max(0, len(messages) - keep_last)
+    while True:
+        cuts = {_index(safe_cut(numbered, len(messages) - cut, dialect=d)) for d in _DIALECTS}
+        if None in cuts:
+            return None
+        earliest = min(c for c in cuts if c is not None)
+        if earliest == cut:  # each cut is at or before ``cut``: all agree
+            return cut
+        cut = earliest
+
+
+def compaction_of(
+    built: BuiltContext[Any],
+    summary: str,
+    *,
+    keep_last: int,
+    tokens_before: int | None,
+    dialect: PairingDialect | None,
+) -> CompactionEntry:
+    """The compaction of ``built`` keeping its last ``keep_last`` messages.
+
+    Its ``first_kept_id`` is the id of the first message kept; when none is,
+    its own id, which names no message, so that its context holds only what
+    comes after it (`build_context`'s fallback).
+    """
+    ids, messages = built.ids, built.messages
+    if built.summarized:  # the previous summary is summarized again, never kept
+        ids, messages = ids[1:], messages[1:]
+    if dialect is None:
+        index = cut_in_every_dialect(messages, keep_last)
+        first = None if index is None else ids[index]
+    else:
+        first = safe_cut(list(zip(ids, messages, strict=True)), keep_last, dialect=dialect)
+    entry = CompactionEntry.new(summary, "", tokens_before)
+    return entry.model_copy(update={"first_kept_id": entry.id if first is None else first})
+
+
+def _index(cut: str | None) -> int | None:
+    return None if cut is None else int(cut)
