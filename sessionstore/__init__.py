@@ -43,6 +43,7 @@ from sessionstore.journal import Journal, JournalSession
 from sessionstore.models import (
     CommentWrite,
     CompactionEntry,
+    Erasure,
     HeadMove,
     JournalLine,
     Message,
@@ -81,6 +82,7 @@ __all__ = [
     "CorruptSessionError",
     "DuplicateSessionError",
     "EntryNotFoundError",
+    "Erasure",
     "FileJournal",
     "HeadMove",
     "InvalidRecordError",

@@ -34,6 +34,7 @@ from sessionstore.timestamps import Timestamp, now_rfc3339
 __all__ = [
     "CommentWrite",
     "CompactionEntry",
+    "Erasure",
     "HeadMove",
     "JournalLine",
     "Message",
@@ -224,6 +225,34 @@ class HeadMove(_Record):
     def new(cls, session_id: str) -> Self:
         """A move to ``session_id``, stamped now."""
         return cls(session_id=session_id, at=now_rfc3339())
+
+
+class Erasure(_Record):
+    """The record an erasure leaves: what was removed, when, why.
+
+    A session (or journal) is removed only whole, and only by `erase`, which
+    writes this record in the same step. The record holds no content of
+    what it removed: only how much there was and a digest of it.
+
+    Attributes:
+        kind: ``"session"`` or ``"journal"``.
+        name: the session's id, or the journal's name.
+        at: RFC 3339 time of the erasure.
+        reason: why, as the caller gave it.
+        lines: how many lines were removed: a session's entries (its
+            header not counted), a journal's lines.
+        digest: BLAKE2b-256, in hex, of the bytes removed as a file holds
+            them: a session's file (header and entries, each line ending in
+            a newline, as `raw_blocks` gives it), a journal's bytes. An
+            archive's copy can be checked against it.
+    """
+
+    kind: Literal["session", "journal"]
+    name: str
+    at: str
+    reason: str
+    lines: U64
+    digest: str
 
 
 class SessionHeader(_Record):

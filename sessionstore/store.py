@@ -17,6 +17,7 @@ from typing import Protocol, Self, runtime_checkable
 from sessionstore.journal import Journal
 from sessionstore.models import (
     CompactionEntry,
+    Erasure,
     HeadMove,
     JournalLine,
     Message,
@@ -116,6 +117,19 @@ class SessionJournal(Protocol):
 
         Nothing to clear is fine. Stores that keep history record the clear
         instead of deleting anything.
+        """
+        ...
+
+    async def erase(self, *, reason: str) -> Erasure | None:
+        """Remove the journal whole, its history included: the bytes go.
+
+        Unlike `clear`, nothing of it is kept but the `Erasure` record
+        (``kind="journal"``), which the store's `erasures` lists. A journal
+        holding nothing is left as it is (None). A `FileJournal` outside a
+        store removes its file and returns the record without keeping it.
+
+        Raises:
+            ConfigurationError: ``reason`` is not a non-empty string.
         """
         ...
 
@@ -397,6 +411,40 @@ class SessionStore(Protocol):
         under a session's name). Empty when sound, and always for backends
         whose layout cannot hold such faults.
         """
+        ...
+
+    # -------------------------------------------------- lifecycle
+
+    async def erase(self, session_id: str, *, reason: str) -> Erasure:
+        """Remove a whole session, and leave a record that it was removed.
+
+        The one way anything leaves a store: the session's header, its
+        entries, its cached context and hints all go, and an `Erasure`
+        (when, why, how many entries, a digest of the bytes removed, no
+        content) is written in the same step, listed by `erasures`. No
+        entry is ever removed alone. Named heads keep their history: a head
+        may still name the erased id, which then reads as not found.
+
+        An append racing an erase lands before it (and is erased with it)
+        or fails with `SessionNotFoundError`: never a half-erased session.
+        Backends say what "the bytes go" means for their storage (SQLite:
+        overwritten and checkpointed out of the WAL; JSONL: the file
+        unlinked; PostgreSQL: see docs/sql.md).
+
+        Forks: where a fork shares the session's stored entries (SQL), the
+        erase is refused while such a fork exists, naming it; erase the
+        forks first. Where each fork holds its own copy (JSONL, memory), the
+        forks are untouched and keep working.
+
+        Raises:
+            SessionNotFoundError: no such session; nothing is recorded.
+            SessionConflictError: forks share its entries (named).
+            ConfigurationError: ``reason`` is not a non-empty string.
+        """
+        ...
+
+    async def erasures(self) -> builtins.list[Erasure]:
+        """Every erasure record, oldest first (sessions and journals)."""
         ...
 
     # -------------------------------------------------- for tools (archive)

@@ -24,6 +24,7 @@ import abc
 import builtins
 import contextlib
 import gc
+import hashlib
 import threading
 from collections.abc import (
     AsyncGenerator,
@@ -52,6 +53,7 @@ from sessionstore.journal import Journal
 from sessionstore.models import (
     CommentWrite,
     CompactionEntry,
+    Erasure,
     HeadMove,
     JournalLine,
     Message,
@@ -63,6 +65,7 @@ from sessionstore.models import (
 )
 from sessionstore.pairing import PairingDialect, rules
 from sessionstore.store import SessionJournal, SessionSummary
+from sessionstore.timestamps import now_rfc3339
 from sessionstore.wire import decode_entry, decode_meta, encode
 from sessionstore.wire.stored import read_stored_meta, trusted_entry
 
@@ -72,10 +75,12 @@ __all__ = [
     "JournalBase",
     "StoreBase",
     "check_durability",
+    "check_reason",
     "decode_stored_entries",
     "decode_stored_entry",
     "decode_stored_meta",
     "entry_lines",
+    "erasure_of",
     "fork_point",
     "gc_paused",
     "header_line",
@@ -160,6 +165,15 @@ class StoreBase(abc.ABC):
         ``after`` positions, all or nothing; see `SessionStore.import_head`."""
 
     @abc.abstractmethod
+    async def _erase(self, session_id: str, reason: str) -> Erasure:
+        """Remove the session (its id and reason checked) and record it, all
+        or nothing; see `SessionStore.erase`."""
+
+    @abc.abstractmethod
+    async def erasures(self) -> builtins.list[Erasure]:
+        """Every erasure record, oldest first; see `SessionStore.erasures`."""
+
+    @abc.abstractmethod
     def journal(self, name: str) -> SessionJournal:
         """A journal kept in this store; see `SessionStore.journal`."""
 
@@ -192,6 +206,12 @@ class StoreBase(abc.ABC):
             raise InvalidRecordError(f"at must be an entry id (a string), not {at!r}")
         await self._fork(source_id, at, meta, header_line(meta))
         return meta
+
+    async def erase(self, session_id: str, *, reason: str) -> Erasure:
+        """Remove a whole session, recorded; see `SessionStore.erase`."""
+        check_reason(reason)
+        self._check(session_id)
+        return await self._erase(session_id, reason)
 
     async def set_head(self, name: str, session_id: str) -> HeadMove:
         """Move a named head; see `SessionStore.set_head`."""
@@ -391,6 +411,16 @@ class JournalBase(abc.ABC):
     async def append_raw(self, *lines: bytes) -> None:
         """Append lines verbatim, all or none; see `SessionJournal.append_raw`."""
 
+    @abc.abstractmethod
+    async def _erase(self, reason: str) -> Erasure | None:
+        """Remove the journal whole and record it (reason checked); see
+        `SessionJournal.erase`."""
+
+    async def erase(self, *, reason: str) -> Erasure | None:
+        """Remove the journal whole; see `SessionJournal.erase`."""
+        check_reason(reason)
+        return await self._erase(reason)
+
     async def read(self) -> Journal:
         """The journal as it stands; see `SessionJournal.read`."""
         return Journal.parse(await self.read_bytes())
@@ -449,6 +479,30 @@ def entry_lines(session_id: str, entries: Sequence[SessionEntry]) -> builtins.li
         except InvalidRecordError as exc:
             raise InvalidRecordError(f"session {session_id!r}, entry {entry.id!r}: {exc}") from None
     return lines
+
+
+def check_reason(reason: object) -> None:
+    """Refuse an erasure reason that is not a non-empty string."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise ConfigurationError(f"an erasure needs a reason (a non-empty string), not {reason!r}")
+
+
+def erasure_of(
+    kind: Literal["session", "journal"], name: str, reason: str, blocks: Iterable[bytes], lines: int
+) -> Erasure:
+    """The record of erasing ``name``, whose bytes (a file's: each line ending
+    in a newline) were ``blocks``, holding ``lines`` entries or journal lines."""
+    digest = hashlib.blake2b(digest_size=32)
+    for block in blocks:
+        digest.update(block)
+    return Erasure(
+        kind=kind,
+        name=name,
+        at=now_rfc3339(),
+        reason=reason,
+        lines=lines,
+        digest=digest.hexdigest(),
+    )
 
 
 def fork_point(source_id: str, at: str | None, entry_ids: Iterable[str]) -> int:

@@ -21,11 +21,13 @@ from sessionstore.backends.base import (
     decode_stored_entries,
     decode_stored_meta,
     entry_lines,
+    erasure_of,
     fork_point,
     header_line,
     imported_entry,
     imported_header,
     journal_bytes,
+    lines_block,
     lines_since_clear,
     raw_journal_lines,
 )
@@ -35,7 +37,7 @@ from sessionstore.errors import (
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.models import HeadMove, SessionEntry, SessionMeta
+from sessionstore.models import Erasure, HeadMove, SessionEntry, SessionMeta
 from sessionstore.wire.stored import read_stored_entry
 
 __all__ = ["MemoryStore"]
@@ -55,6 +57,7 @@ class MemoryStore(StoreBase):
         # Each journal's history: its lines, and None where it was cleared.
         self._journals: dict[str, builtins.list[bytes | None]] = {}
         self._heads: dict[str, builtins.list[HeadMove]] = {}
+        self._erasures: builtins.list[Erasure] = []
 
     def __repr__(self) -> str:
         return f"MemoryStore(sessions={len(self._sessions)})"
@@ -128,6 +131,18 @@ class MemoryStore(StoreBase):
             raise DuplicateSessionError(meta.id)
         self._sessions[meta.id] = _Session(header, source.lines[:count])
 
+    async def _erase(self, session_id: str, reason: str) -> Erasure:
+        session = self._session(session_id)
+        data = lines_block([session.header, *session.lines])
+        record = erasure_of("session", session_id, reason, [data], len(session.lines))
+        del self._sessions[session_id]  # forks hold their own copies of the lines
+        self._erasures.append(record)
+        return record
+
+    async def erasures(self) -> builtins.list[Erasure]:
+        self._check_open()
+        return builtins.list(self._erasures)
+
     async def _set_head(self, name: str, move: HeadMove) -> None:
         self._session(move.session_id)
         self._heads.setdefault(name, []).append(move)
@@ -151,7 +166,7 @@ class MemoryStore(StoreBase):
     def journal(self, name: str) -> _MemoryJournal:
         validate_session_id(name)
         self._check_open(name)
-        return _MemoryJournal(self._journals, name, partial(self._check_open, name))
+        return _MemoryJournal(self._journals, self._erasures, name, partial(self._check_open, name))
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()
@@ -163,6 +178,7 @@ class _MemoryJournal(JournalBase):
 
     Args:
         journals: the store's journals: each one's lines, None where cleared.
+        erasures: the store's erasure records.
         name: this journal's.
         check_open: refuses a closed store.
     """
@@ -170,10 +186,12 @@ class _MemoryJournal(JournalBase):
     def __init__(
         self,
         journals: dict[str, builtins.list[bytes | None]],
+        erasures: builtins.list[Erasure],
         name: str,
         check_open: Callable[[], None],
     ) -> None:
         self._journals = journals
+        self._erasures = erasures
         self._name = name
         self._check_open = check_open
 
@@ -191,3 +209,14 @@ class _MemoryJournal(JournalBase):
         history = self._journals.get(self._name)
         if history and history[-1] is not None:
             history.append(None)
+
+    async def _erase(self, reason: str) -> Erasure | None:
+        self._check_open()
+        history = self._journals.get(self._name)
+        if not history:
+            return None
+        lines = [line for line in history if line is not None]
+        record = erasure_of("journal", self._name, reason, [journal_bytes(lines)], len(lines))
+        del self._journals[self._name]
+        self._erasures.append(record)
+        return record

@@ -46,6 +46,7 @@ from sessionstore.testing.common import (
     stream,
 )
 from sessionstore.testing.contexts import ContextContract
+from sessionstore.testing.lifecycle import LifecycleContract
 
 __all__ = [
     "IMPORTED_LINES",
@@ -92,7 +93,7 @@ SESSION_OPERATIONS = [
 
 
 @pytest.mark.asyncio
-class SessionStoreContract(BranchContract, ContextContract):
+class SessionStoreContract(BranchContract, ContextContract, LifecycleContract):
     """Every rule of the store contract, as tests over the ``backend`` fixture
     (branches and heads: `BranchContract`; context ids, repairs and
     compaction: `ContextContract`)."""

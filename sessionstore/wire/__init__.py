@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from sessionstore.wire.decoding import (
     decode_entry,
+    decode_erasure,
     decode_head_move,
     decode_journal_line,
     decode_message,
@@ -50,6 +51,7 @@ __all__ = [
     "MAX_DEPTH",
     "Record",
     "decode_entry",
+    "decode_erasure",
     "decode_head_move",
     "decode_journal_line",
     "decode_message",

@@ -13,6 +13,7 @@ from sessionstore.errors import InvalidRecordError
 from sessionstore.models import (
     CommentWrite,
     CompactionEntry,
+    Erasure,
     HeadMove,
     Message,
     MessageEntry,
@@ -265,6 +266,7 @@ _FIELDS: dict[type[BaseModel], frozenset[str]] = {
         PostWrite,
         CommentWrite,
         HeadMove,
+        Erasure,
     )
 }
 
@@ -346,3 +348,14 @@ def decode_head_move(data: str | bytes | bytearray | memoryview) -> HeadMove:
     obj, repeats = _load_object(_text_of(data), "head move")
     _refuse_repeats(obj, repeats, _FIELDS[HeadMove], "")
     return _validate(HeadMove, _known(obj, HeadMove), "head move")
+
+
+def decode_erasure(data: str | bytes | bytearray | memoryview) -> Erasure:
+    """Decode an erasure record (a line of a JSONL store's erasure log).
+
+    Raises:
+        InvalidRecordError: not a valid erasure record; the message says why.
+    """
+    obj, repeats = _load_object(_text_of(data), "erasure")
+    _refuse_repeats(obj, repeats, _FIELDS[Erasure], "")
+    return _validate(Erasure, _known(obj, Erasure), "erasure")

@@ -11,6 +11,7 @@ from sessionstore.errors import InvalidRecordError
 from sessionstore.models import (
     CommentWrite,
     CompactionEntry,
+    Erasure,
     HeadMove,
     Message,
     MessageEntry,
@@ -31,6 +32,7 @@ Record = (
     | PostWrite
     | CommentWrite
     | HeadMove
+    | Erasure
 )
 
 _escape: Callable[[str], str] = json.encoder.encode_basestring
@@ -185,6 +187,20 @@ def _encode_record(record: Record, out: list[str]) -> None:
     elif isinstance(record, HeadMove):
         out.append(
             '{"session_id":' + _escape(record.session_id) + ',"at":' + _escape(record.at) + "}"
+        )
+    elif isinstance(record, Erasure):
+        out.append(
+            '{"kind":'
+            + _escape(record.kind)
+            + ',"name":'
+            + _escape(record.name)
+            + ',"at":'
+            + _escape(record.at)
+            + ',"reason":'
+            + _escape(record.reason)
+            + f',"lines":{record.lines},"digest":'
+            + _escape(record.digest)
+            + "}"
         )
     else:
         raise InvalidRecordError(f"{type(record).__name__} is not a wire record")
