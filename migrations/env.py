@@ -22,13 +22,19 @@ from sqlalchemy import Connection
 
 from sessionstore.backends.sql.engine import WRITE, open_sync_engine
 from sessionstore.backends.sql.schema import VERSION_TABLE
-from sessionstore.backends.sql.tables import metadata
+from sessionstore.backends.sql.tables import SQLITE_ONLY, metadata
 
 config = context.config
 
 
 def run_on(connection: Connection) -> None:
+    sqlite = connection.dialect.name == "sqlite"
+
+    def include_object(item: object, name: str | None, type_: str, *_: object) -> bool:
+        return sqlite or not (type_ == "table" and name in SQLITE_ONLY)
+
     context.configure(
+        include_object=include_object,
         connection=connection,
         target_metadata=metadata,
         version_table=VERSION_TABLE,

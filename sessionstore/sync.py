@@ -38,6 +38,7 @@ from sessionstore.errors import StorageError
 from sessionstore.journal import Journal
 from sessionstore.models import (
     CompactionEntry,
+    Erasure,
     HeadMove,
     JournalLine,
     Message,
@@ -196,6 +197,12 @@ class SyncStore:
     ) -> SessionMeta:
         return self._loop.run(self._store.fork(source_id, at=at, meta=meta))
 
+    def erase(self, session_id: str, *, reason: str) -> Erasure:
+        return self._loop.run(self._store.erase(session_id, reason=reason))
+
+    def erasures(self) -> builtins.list[Erasure]:
+        return self._loop.run(self._store.erasures())
+
     def set_head(self, name: str, session_id: str) -> HeadMove:
         return self._loop.run(self._store.set_head(name, session_id))
 
@@ -279,6 +286,9 @@ class SyncJournal:
 
     def clear(self) -> None:
         self._loop.run(self._journal.clear())
+
+    def erase(self, *, reason: str) -> Erasure | None:
+        return self._loop.run(self._journal.erase(reason=reason))
 
 
 def open_store(target: str | os.PathLike[str], **options: Any) -> SyncStore:

@@ -185,7 +185,7 @@ def test_an_installed_wheel_migrates_a_new_database(tmp_path: Path) -> None:
 
 
 def populate(db: Path, revision: str) -> dict[str, list[str]]:
-    """Sessions, entries and a journal written at ``revision`` (0001 or 0002),
+    """Sessions, entries and a journal written at ``revision`` (0001 to 0003),
     row by row as that revision's store wrote them; the lines of each session."""
     compaction = CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id="e2")
     sessions: dict[str, list[SessionEntry]] = {
@@ -197,7 +197,7 @@ def populate(db: Path, revision: str) -> dict[str, list[str]]:
     connection = sqlite3.connect(db, isolation_level=None)
     for pk, (session_id, entries) in enumerate(sessions.items(), 1):
         header = encode(SessionMeta(id=session_id, created_at="2026-01-01T00:00:00Z"))
-        digest = header_digest(header) if revision == "0002" else None
+        digest = header_digest(header) if revision != "0001" else None
         connection.execute(
             "INSERT INTO sessions (pk, id, version, parent_session, created_at, header) "
             "VALUES (?, ?, 1, NULL, '2026-01-01T00:00:00Z', ?)",
@@ -253,10 +253,18 @@ async def assert_kept_and_chained(target: str, written: dict[str, list[str]]) ->
         await store.set_head("conversation", fork.id)
         assert await store.head("conversation") == fork.id
         assert await store.integrity() == []
+        # Sessions and journals stored before the upgrade are erased whole.
+        erased = await store.erase("plain", reason="after the upgrade")
+        assert erased.lines == 3
+        assert (await store.journal("agent").erase(reason="r")) is not None
+        assert await store.erasures() == [erased, *(await store.erasures())[1:]]
+        assert await store.journals() == []
+        await store.journal("agent").append_raw(b"again")  # a journal starts anew
+        assert await store.integrity() == []
 
 
 @pytest.mark.parametrize("how", ["code", "alembic", "cli"])
-@pytest.mark.parametrize("revision", ["0001", "0002"])
+@pytest.mark.parametrize("revision", ["0001", "0002", "0003"])
 async def test_a_populated_database_is_upgraded_in_place(
     tmp_path: Path, how: str, revision: str
 ) -> None:
@@ -278,3 +286,6 @@ async def test_a_populated_database_is_upgraded_in_place(
     connection = sqlite3.connect(db, isolation_level=None)
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
         connection.execute("REPLACE INTO journal_lines VALUES ('agent', 1, x'00')")
+    for statement in ("DELETE FROM entries", "DELETE FROM sessions"):  # only erase deletes
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            connection.execute(statement)

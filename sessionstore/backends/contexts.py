@@ -140,6 +140,13 @@ class ContextCache(Generic[_S]):
             while len(self._held) > CACHED_SESSIONS or self._messages > CACHED_MESSAGES:
                 self._messages -= len(self._held.popitem(last=False)[1].messages)
 
+    def discard(self, session_id: str) -> None:
+        """Forget the context of ``session_id``, if one is cached."""
+        with self._lock:
+            held = self._held.pop(session_id, None)
+            if held is not None:
+                self._messages -= len(held.messages)
+
     def held(self) -> dict[str, BuiltContext[_S]]:
         """What is cached, oldest first."""
         with self._lock:

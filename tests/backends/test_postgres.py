@@ -155,7 +155,34 @@ async def test_a_populated_database_at_0001_is_upgraded_in_place_on_postgresql(
             encode(message("f", "on the fork")),
         ]
         assert await store.integrity() == []
+    async with open_store(pg_url) as store:
+        erased = await store.erase(fork.id, reason="after the upgrade")
+        assert (erased.kind, erased.lines) == ("session", 3)
+        assert await store.erasures() == [erased]
+        assert await store.integrity() == []
     connection = connect(pg_url)
     with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
         connection.execute("UPDATE entries SET digest = NULL")  # the triggers are back
+    with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+        connection.execute("DELETE FROM entries")  # only an erase deletes
     connection.close()
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["DELETE FROM entries", "DELETE FROM sessions", "DELETE FROM erasures", "TRUNCATE erasures"],
+)
+async def test_raw_deletes_fail_even_after_an_erasure_of_that_id(
+    store: SqlStore, pg_url: str, statement: str
+) -> None:
+    await store.create(SessionMeta(id="s"))
+    await store.erase("s", reason="first")  # committed: its xmin is not a later transaction's
+    await store.create(SessionMeta(id="s"))
+    await store.append("s", message("e1", "x"))
+    with (
+        connect(pg_url) as connection,
+        pytest.raises(psycopg.errors.RaiseException, match="append-only"),
+    ):
+        connection.execute(statement)
+    assert len(await store.load("s")) == 1
+    assert len(await store.erasures()) == 1

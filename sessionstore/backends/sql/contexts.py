@@ -8,6 +8,13 @@ to: the next call reads the session's last ``seq`` and, when it grew, the
 entries since. ``seq`` has no gaps, so that is exact. That next call, when
 at most `QUICK_ROWS` entries are new, is a quick read: on SQLite it runs on
 the event loop, sparing the hop to a thread (see `Runner`).
+
+A cached context names its session by key (`Lineage`), which only an
+erasure can take from the id: erased, or erased and created again, maybe
+with the same key (SQLite reuses the greatest). So each context also notes
+the newest erasure (`Stamp`), which the quick read checks in the same
+statement as the last ``seq``: when anything was erased since, by this
+store object or any other, the context is found and built again.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection
 
@@ -25,23 +32,32 @@ from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database, find_session
 from sessionstore.backends.sql.lineage import Lineage, lineage
 from sessionstore.context import summary_message
-from sessionstore.errors import CorruptSessionError
+from sessionstore.errors import CorruptSessionError, SessionNotFoundError
 from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry
 
-__all__ = ["Contexts"]
+__all__ = ["Contexts", "Stamp"]
 
 QUICK_ROWS = 16
 """New entries a cached context may read on the event loop (`Runner.run`'s ``quick``)."""
 
-_Built = BuiltContext[Lineage]
-"""A context built: its session's spans, and the last ``seq`` it was built to."""
+
+class Stamp(NamedTuple):
+    """What a context was built from: its session's spans, and the newest
+    erasure then (`Q.ERASURE_MARK`)."""
+
+    spans: Lineage
+    erased: int
+
+
+_Built = BuiltContext[Stamp]
+"""A context built: its stamp, and the last ``seq`` it was built to."""
 
 
 @dataclass(frozen=True)
 class _Read:
     """What one transaction read: all that is needed, or what is new."""
 
-    spans: Lineage
+    stamp: Stamp
     last: int
     new_rows: list[Any] | None = None  # (seq, entry_id, line, type) after the built context
     marker: Any = None  # the last compaction's (seq, line, first_kept_id)
@@ -57,7 +73,7 @@ class Contexts:
 
     def __init__(self, database: Database) -> None:
         self._database = database
-        self.cache: ContextCache[Lineage] = ContextCache()
+        self.cache: ContextCache[Stamp] = ContextCache()
 
     async def load(self, session_id: str) -> _Built:
         """The context of ``session_id``, built or extended, and cached."""
@@ -68,9 +84,12 @@ class Contexts:
             probe = partial(self._read, session_id=session_id, built=built, most=QUICK_ROWS)
             read = await transaction(session_id, probe, quick=True)
         if read is None:
-            read = await transaction(
-                session_id, partial(self._read, session_id=session_id, built=built), lean=True
-            )
+            full = partial(self._read, session_id=session_id, built=built)
+            try:
+                read = await transaction(session_id, full, lean=True)
+            except SessionNotFoundError:
+                self.cache.discard(session_id)  # erased by another store object
+                raise
             assert read is not None
         if read.new_rows is None:
             built = self._build(session_id, read)
@@ -92,18 +111,24 @@ class Contexts:
     ) -> _Read | None:
         """What `load` needs, read in one transaction; with ``most``, no more
         than that many new entries (None when the context needs more)."""
+        if built is not None:
+            stamp = built.stamp
+            erased, last = Q.CONTEXT_PROBE.first(conn, pk=stamp.spans.pk)
+            if erased != stamp.erased:  # its key may name another session now
+                built = None
         if built is None:
-            spans = lineage(conn, session_id, find_session(conn, session_id))
-        else:
-            spans = built.stamp
+            erased = int(Q.ERASURE_MARK.scalar(conn))  # first: a later erasure shows
+            stamp = Stamp(lineage(conn, session_id, find_session(conn, session_id)), erased)
+            last = Q.LAST_SEQ.scalar(conn, pk=stamp.spans.pk)
+        spans = stamp.spans
         # A fork's own rows start past what it shares, so its last seq is theirs.
-        last = int(Q.LAST_SEQ.scalar(conn, pk=spans.pk)) or spans.shared
+        last = int(last) or spans.shared
         if built is not None and last == built.extent:
-            return _Read(spans, last, new_rows=[])
+            return _Read(stamp, last, new_rows=[])
         if built is not None and built.extent < last <= built.extent + (most or last):
             new = _each(conn, Q.ENTRIES_AFTER, spans, built.extent, last)
             if all(leaves_cut(kind, id_, built.waiting_for) for _, id_, _, kind in new):
-                return _Read(spans, last, new_rows=new)
+                return _Read(stamp, last, new_rows=new)
         if most is not None:
             return None
         marker = next(
@@ -111,15 +136,15 @@ class Contexts:
             None,
         )
         if marker is None:
-            return _Read(spans, last, rows=_each(conn, Q.MESSAGES, spans, 0, last))
+            return _Read(stamp, last, rows=_each(conn, Q.MESSAGES, spans, 0, last))
         seq, _, kept = marker
         if len(spans.spans) == 1:
             rows = Q.KEPT_MESSAGES.all(conn, pk=spans.pk, kept=kept, after=seq + 1, end=last)
-            return _Read(spans, last, marker=marker, rows=rows)
+            return _Read(stamp, last, marker=marker, rows=rows)
         found = (Q.FIRST_MESSAGE_WITH_ID.scalar(conn, id=kept, **s) for s in _spans(spans, 0, last))
         start = next((first for first in found if first is not None), seq + 1)
         rows = _each(conn, Q.MESSAGES, spans, start - 1, last)
-        return _Read(spans, last, marker=marker, rows=rows)
+        return _Read(stamp, last, marker=marker, rows=rows)
 
     def _build(self, session_id: str, read: _Read) -> _Built:
         assert read.rows is not None
@@ -128,7 +153,7 @@ class Contexts:
         messages = tuple(e.message for e in kept)
         ids = tuple(e.id for e in kept)
         if read.marker is None:
-            return _Built(read.spans, read.last, messages, ids, False, None)
+            return _Built(read.stamp, read.last, messages, ids, False, None)
         seq, line, kept = read.marker
         compaction = decode_stored_entries(session_id, [(seq, line)], path=self._where)[0]
         if not isinstance(compaction, CompactionEntry):
@@ -140,7 +165,7 @@ class Contexts:
             )
         found = bool(read.rows) and read.rows[0][1] == kept
         return _Built(
-            read.spans,
+            read.stamp,
             read.last,
             (summary_message(compaction), *messages),
             (compaction.id, *ids),

@@ -218,6 +218,24 @@ class Database:
                     continue
                 raise self._translated(exc, session_id) from exc
 
+    async def erase(self, session_id: str | None, body: Callable[[Connection], _T]) -> _T:
+        """Run an erasing ``body`` in a durable write transaction, then, on
+        SQLite, checkpoint the WAL away: the deleted bytes (zeroed in place
+        by ``secure_delete``) are then nowhere in the database file or its
+        WAL. A checkpoint kept from completing by another process's reader
+        is left to the next checkpoint.
+
+        Raises:
+            SessionStoreError: as `transaction`.
+        """
+        result = await self.transaction(session_id, body, write=True, durable=True)
+        try:
+            async with self._writer.held():
+                await self._runner.checkpoint()
+        except self._errors as exc:
+            raise self._translated(exc, session_id) from exc
+        return result
+
     @asynccontextmanager
     async def steps(self, session_id: str | None) -> AsyncIterator[Step[Any]]:
         """A write transaction run in several steps, for a body that awaits

@@ -143,6 +143,9 @@ def _install_events(engine: Engine, durability: Durability, busy_timeout: float)
     pragmas = [
         "PRAGMA journal_mode=WAL",
         "PRAGMA foreign_keys=ON",
+        # Deleted content is overwritten with zeros: the rows an erase
+        # deletes (nothing else is ever deleted) leave no bytes behind.
+        "PRAGMA secure_delete=ON",
         f"PRAGMA busy_timeout={round(busy_timeout * 1000)}",
     ]
 

@@ -11,11 +11,15 @@ that returned survives a power loss.
 
 from __future__ import annotations
 
+from functools import partial
+
 from sqlalchemy import Connection
 
 from sessionstore.backends.base import JournalBase, journal_bytes, raw_journal_lines
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
+from sessionstore.backends.sql.erase import erase_journal
+from sessionstore.models import Erasure
 
 __all__ = ["SqlJournal"]
 
@@ -66,3 +70,9 @@ class SqlJournal(JournalBase):
 
     async def clear(self) -> None:
         await self._add([None])
+
+    async def _erase(self, reason: str) -> Erasure | None:
+        """Every row goes, its clears too; see `sessionstore.backends.sql.erase`."""
+        self._database.check_open(self._name)
+        body = partial(erase_journal, name=self._name, reason=reason)
+        return await self._database.erase(self._name, body)

@@ -1,13 +1,19 @@
 """The SQL store's `list`: every session's header, kept between calls.
 
-Sessions are only ever added: the schema refuses UPDATE and DELETE, so a
-session listed once is still there, its header unchanged, and how many
+Between erasures sessions are only added: the schema refuses UPDATE, and
+DELETE but in an erasure, so a session listed once is still there, its
+header unchanged, and how many
 sessions the database holds tells whether any was created since. Asked
 again, `list` reads that count and, when it grew, the headers of the
 sessions whose ``pk`` comes after the last one it holds. On PostgreSQL a
 session can commit after another with a greater ``pk``; when the headers
 read then fall short of the count, every header is read again. On SQLite
 the count and the headers are read in one transaction, one snapshot.
+
+A session leaves only by an erasure, which changes the newest erasure's
+``seq`` (`Q.ERASURE_MARK`): read first, in the same transaction, it tells
+that the headers held may name a session gone, and every header is then
+read again.
 
 Up to `HEADERS_CACHED` sessions are cached (a few hundred bytes each); a
 database holding more is read whole on every call. `Listing.clear`
@@ -35,10 +41,17 @@ HEADERS_CACHED = 1 << 15
 """Decoded headers a `Listing` holds at most."""
 
 
-def _read(conn: Connection, *, held: int, after: int) -> tuple[int, list[Any] | None]:
-    """The session count, and the ``(pk, header)`` rows after ``after`` if it grew."""
+def _read(
+    conn: Connection, *, held: int, after: int, erased: int
+) -> tuple[int, int, list[Any] | None]:
+    """The newest erasure, the session count, and the ``(pk, header)`` rows
+    after ``after`` if the count grew; every row when the erasure is not
+    ``erased``."""
+    now = int(Q.ERASURE_MARK.scalar(conn))
     count = int(Q.SESSION_COUNT.scalar(conn))
-    return count, None if count == held else Q.HEADERS_AFTER.all(conn, after=after)
+    if now != erased:
+        return now, count, Q.HEADERS_AFTER.all(conn, after=0)
+    return now, count, None if count == held else Q.HEADERS_AFTER.all(conn, after=after)
 
 
 class Listing:
@@ -48,21 +61,27 @@ class Listing:
         self._database = database
         self._metas: tuple[SessionMeta, ...] = ()
         self._last = 0  # the greatest pk among them
+        self._erased = 0  # the newest erasure when they were read
 
     async def list(self) -> builtins.list[SessionMeta]:
-        held, last = self._metas, self._last
+        held, last, erased = self._metas, self._last, self._erased
         transaction = self._database.transaction
-        read = partial(_read, held=len(held), after=last)
-        count, rows = await transaction(None, read, lean=True)
+        read = partial(_read, held=len(held), after=last, erased=erased)
+        erased_now, count, rows = await transaction(None, read, lean=True)
+        if erased_now != erased:  # some session may be gone: `_read` read them all
+            held, last = (), 0
         if rows is None:
             return builtins.list(held)
         if len(held) + len(rows) != count:  # one committed late: read them all
             read_all = partial(Q.HEADERS_AFTER.all, after=0)
             held, rows = (), await transaction(None, read_all, lean=True)
         metas = held + tuple(await self._decode(rows))
-        # Sessions only grow in number: of two calls, keep what the later saw.
-        if len(self._metas) <= len(metas) <= HEADERS_CACHED:
+        # Between erasures sessions only grow in number: of two calls, keep
+        # what the later saw.
+        later = (erased_now, len(metas)) >= (self._erased, len(self._metas))
+        if later and len(metas) <= HEADERS_CACHED:
             self._metas, self._last = metas, rows[-1][0] if rows else last
+            self._erased = erased_now
         return builtins.list(metas)
 
     async def _decode(self, rows: builtins.list[Any]) -> builtins.list[SessionMeta]:
@@ -78,4 +97,4 @@ class Listing:
 
     def clear(self) -> None:
         """Drop the cached headers (the next call reads every one)."""
-        self._metas, self._last = (), 0
+        self._metas, self._last, self._erased = (), 0, 0

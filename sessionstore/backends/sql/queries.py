@@ -18,6 +18,7 @@ from sqlalchemy import (
     Connection,
     LargeBinary,
     bindparam,
+    delete,
     func,
     insert,
     literal_column,
@@ -30,25 +31,44 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from sessionstore.backends.sql.digests import ENTRY_COLUMNS
-from sessionstore.backends.sql.tables import entries, heads, journal_lines, sessions
+from sessionstore.backends.sql.tables import (
+    entries,
+    erasing,
+    erasures,
+    heads,
+    journal_lines,
+    sessions,
+)
 
 __all__ = [
     "ANCESTRY",
+    "CLEAR_ERASING",
+    "CONTEXT_PROBE",
+    "DELETE_ENTRIES",
+    "DELETE_JOURNAL",
+    "DELETE_SESSION",
     "ENTRIES_AFTER",
     "ENTRY_DIGEST",
     "ENTRY_DIGESTS",
+    "ERASURES",
+    "ERASURE_MARK",
     "FIND_SESSION",
+    "FIND_SESSION_ERASED",
     "FIND_SESSION_LOCKED",
     "FIRST_ENTRY_WITH_ID",
     "FIRST_MESSAGE_WITH_ID",
+    "FORKS_OF",
     "HEADERS_AFTER",
     "HEAD_HISTORY",
     "HEAD_LAST",
     "HEAD_NAMES",
     "INSERT_ENTRIES",
+    "INSERT_ERASING",
+    "INSERT_ERASURE",
     "INSERT_HEAD",
     "INSERT_JOURNAL_LINES",
     "INSERT_SESSION",
+    "JOURNAL_HISTORY",
     "JOURNAL_LAST_ROW",
     "JOURNAL_LINES",
     "KEPT_MESSAGES",
@@ -390,3 +410,67 @@ INSERT_HEAD = Query(insert(heads))
 LOCK_HEAD = Query(select(func.pg_advisory_xact_lock(func.hashtextextended(bindparam("name"), 1))))
 """PostgreSQL: queue behind the other movers of a head (``name``) until commit
 (seeded apart from `LOCK_JOURNAL`)."""
+
+# ---------------------------------------------------------------- erasures
+
+FIND_SESSION_ERASED = Query(_find.with_for_update())
+"""A session's row by id (``id``), locked against appends and forks alike
+until commit (PostgreSQL ``FOR UPDATE``; SQLite's writer lock suffices)."""
+
+FORKS_OF = Query(
+    select(sessions.c.id).where(sessions.c.base_pk == bindparam("pk")).order_by(sessions.c.pk)
+)
+"""The ids of the forks sharing a session's own rows (``pk``), through its index."""
+
+ERASURE_MARK = Query(select(func.coalesce(func.max(erasures.c.seq), 0)))
+"""The ``seq`` of the newest erasure, 0 when none: it changes only when
+something was erased, so a cache noting it knows when to look again."""
+
+CONTEXT_PROBE = Query(
+    select(
+        select(func.coalesce(func.max(erasures.c.seq), 0)).scalar_subquery(),
+        select(func.coalesce(func.max(entries.c.seq), 0)).where(_pk).scalar_subquery(),
+    )
+)
+"""`ERASURE_MARK` and `LAST_SEQ` (``pk``) in one statement, one snapshot."""
+
+INSERT_ERASURE = Query(
+    insert(erasures)
+    .values({c.name: bindparam(c.name) for c in erasures.c if c.name != "seq"})
+    .returning(erasures.c.seq)
+)
+"""An erasure's row, all columns but ``seq``; returns its ``seq``."""
+
+ERASURES = Query(
+    select(
+        erasures.c.kind,
+        erasures.c.name,
+        erasures.c.at,
+        erasures.c.reason,
+        erasures.c.lines,
+        erasures.c.digest,
+    ).order_by(erasures.c.seq)
+)
+"""Every erasure's columns but ``seq``, oldest first."""
+
+INSERT_ERASING = Query(insert(erasing))
+"""SQLite: name the erasure under way (``erasure``) for the DELETE triggers."""
+
+CLEAR_ERASING = Query(delete(erasing))
+"""SQLite: no erasure under way any more."""
+
+DELETE_ENTRIES = Query(delete(entries).where(_pk))
+"""A session's own entry rows (``pk``)."""
+
+DELETE_SESSION = Query(delete(sessions).where(sessions.c.pk == bindparam("pk")))
+"""A session's row (``pk``)."""
+
+DELETE_JOURNAL = Query(delete(journal_lines).where(_journal))
+"""Every row of a journal (``name``), its clears too."""
+
+JOURNAL_HISTORY = Query(
+    select(journal_lines.c.line)
+    .where(_journal, journal_lines.c.line.is_not(None))
+    .order_by(journal_lines.c.seq)
+)
+"""Every line a journal ever held (``name``), before its clears too."""

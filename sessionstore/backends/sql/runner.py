@@ -216,6 +216,26 @@ class Runner:
         driver.execute("PRAGMA busy_timeout=0")
         return conn
 
+    async def checkpoint(self) -> bool:
+        """SQLite: copy the WAL into the database file and truncate it to
+        nothing (``wal_checkpoint(TRUNCATE)``, waiting up to the busy
+        timeout for other connections' readers); whether it completed.
+        PostgreSQL: nothing to do (True)."""
+        if not self._sqlite:
+            return True
+
+        def run() -> bool:
+            driver = self._connection(write=True, durable=False).connection.dbapi_connection
+            assert driver is not None
+            cursor = driver.cursor()
+            try:
+                busy, _, _ = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            finally:
+                cursor.close()
+            return not busy
+
+        return await self._writer.call(run)
+
     @asynccontextmanager
     async def steps(self, *, write: bool) -> AsyncIterator[Step[Any]]:
         call = (self._writer if write else self._readers).call

@@ -47,9 +47,9 @@ from sessionstore.backends.base import (
     imported_header,
 )
 from sessionstore.backends.contexts import BuiltContext
-from sessionstore.backends.sql import heads, survey
+from sessionstore.backends.sql import erase, heads, survey
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql.contexts import Contexts
+from sessionstore.backends.sql.contexts import Contexts, Stamp
 from sessionstore.backends.sql.database import (
     Database,
     chain_end,
@@ -65,7 +65,7 @@ from sessionstore.backends.sql.lineage import END, Lineage, branch, lineage
 from sessionstore.backends.sql.listing import Listing
 from sessionstore.backends.sql.tables import journal_lines
 from sessionstore.errors import CorruptSessionError, SessionConflictError, validate_session_id
-from sessionstore.models import CompactionEntry, HeadMove, SessionEntry, SessionMeta
+from sessionstore.models import CompactionEntry, Erasure, HeadMove, SessionEntry, SessionMeta
 from sessionstore.store import SessionSummary
 
 __all__ = ["SqlStore"]
@@ -230,6 +230,19 @@ class SqlStore(StoreBase):
         fork = partial(branch, source_id=source_id, at=at, meta=meta, header=header)
         await self._database.transaction(source_id, fork, write=True)
 
+    async def _erase(self, session_id: str, reason: str) -> Erasure:
+        """See `sessionstore.backends.sql.erase`; the bytes' fate is in docs/sql.md."""
+        body = partial(erase.erase_session, session_id=session_id, reason=reason)
+        try:
+            return await self._database.erase(session_id, body)
+        finally:  # even when the checkpoint after the commit failed
+            self._contexts.cache.discard(session_id)
+            self._listing.clear()
+
+    async def erasures(self) -> builtins.list[Erasure]:
+        self._check_open()
+        return await self._database.transaction(None, erase.erasures)
+
     async def _set_head(self, name: str, move: HeadMove) -> None:
         body = partial(heads.move, name=name, to=move)
         await self._database.transaction(move.session_id, body, write=True)
@@ -283,7 +296,7 @@ class SqlStore(StoreBase):
         faults = partial(survey.faults, where=self._database.headers_at)
         return await self._database.transaction(None, faults)
 
-    async def _built_context(self, session_id: str) -> BuiltContext[Lineage]:
+    async def _built_context(self, session_id: str) -> BuiltContext[Stamp]:
         """The built context, read from the last compaction on, and cached.
 
         See `sessionstore.backends.sql.contexts`: the cost follows what the

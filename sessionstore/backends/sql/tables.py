@@ -19,6 +19,11 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
   whose ``line`` is NULL records a clear.
 * ``heads``: every position of each named head, ``seq`` = 1, 2, 3... per
   name; the last is where it stands.
+* ``erasures``: the record each erasure leaves (`Erasure`), ``seq`` giving
+  their order. Rows of ``sessions``, ``entries`` and ``journal_lines``
+  leave only with one of these, written in the same transaction (0004).
+* ``erasing`` (SQLite only): while an erase runs, the ``seq`` of its
+  erasure, which the DELETE triggers look for; empty outside an erase.
 """
 
 from __future__ import annotations
@@ -36,7 +41,17 @@ from sqlalchemy import (
     text,
 )
 
-__all__ = ["APPEND_ONLY_TABLES", "entries", "heads", "journal_lines", "metadata", "sessions"]
+__all__ = [
+    "APPEND_ONLY_TABLES",
+    "SQLITE_ONLY",
+    "entries",
+    "erasing",
+    "erasures",
+    "heads",
+    "journal_lines",
+    "metadata",
+    "sessions",
+]
 
 metadata = MetaData(
     naming_convention={
@@ -118,4 +133,27 @@ heads = Table(
     Column("at", Text, nullable=False),
 )
 
-APPEND_ONLY_TABLES = ("sessions", "entries", "journal_lines", "heads")
+erasures = Table(
+    "erasures",
+    metadata,
+    Column("seq", _Key, primary_key=True, autoincrement=True),
+    Column("kind", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("at", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("lines", BigInteger, nullable=False),
+    Column("digest", Text, nullable=False),
+    # The DELETE triggers look an erasure up by what it erases.
+    Index("ix_erasures_kind_name", "kind", "name"),
+)
+
+erasing = Table(
+    "erasing",
+    metadata,
+    Column("erasure", _Key, ForeignKey("erasures.seq"), primary_key=True, autoincrement=False),
+)
+
+APPEND_ONLY_TABLES = ("sessions", "entries", "journal_lines", "heads", "erasures")
+
+SQLITE_ONLY = frozenset({"erasing"})
+"""Tables only a SQLite database holds (PostgreSQL's triggers need none)."""

@@ -1,0 +1,110 @@
+"""Erasing a session or journal: transaction bodies, and the record kept.
+
+An erase is one write transaction: the session's row is locked (on
+PostgreSQL ``FOR UPDATE``, which appends and forks wait for; SQLite has one
+writer at a time), refused while forks share its rows, the digest of its
+bytes computed as `raw_blocks` gives them (the rows streamed, never held
+together), the `Erasure` inserted, then its entries and its row deleted.
+The DELETE triggers let those rows go only because the erasure was
+written in the same transaction (migration 0004): on SQLite the erase
+names it in the table ``erasing`` meanwhile, and empties it before commit.
+
+An append waiting on the lock then finds no session: it lands before the
+erase, and is erased with it, or fails with `SessionNotFoundError`.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator
+
+from sqlalchemy import Connection
+
+from sessionstore.backends.base import erasure_of
+from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.database import SessionRow, last_seq
+from sessionstore.backends.sql.lineage import END, lineage
+from sessionstore.errors import SessionConflictError, SessionNotFoundError
+from sessionstore.models import Erasure
+
+__all__ = ["erase_journal", "erase_session", "erasures"]
+
+
+def erase_session(conn: Connection, *, session_id: str, reason: str) -> Erasure:
+    """Erase ``session_id`` whole and record it (a write transaction's body).
+
+    Raises:
+        SessionNotFoundError: no such session.
+        SessionConflictError: forks share its rows (named).
+    """
+    row = _locked(conn, session_id)
+    forks = [fork for (fork,) in Q.FORKS_OF.all(conn, pk=row.pk)]
+    if forks:
+        raise SessionConflictError(
+            session_id, f"forks share its entries: {', '.join(forks)}; erase them first"
+        )
+    blocks = _session_bytes(conn, session_id, row)
+    record = erasure_of("session", session_id, reason, blocks, last_seq(conn, row))
+    _record(conn, record)
+    Q.DELETE_ENTRIES.many(conn, [{"pk": row.pk}])
+    Q.DELETE_SESSION.many(conn, [{"pk": row.pk}])
+    _done(conn)
+    return record
+
+
+def erase_journal(conn: Connection, *, name: str, reason: str) -> Erasure | None:
+    """Erase the journal ``name`` whole, its history included, and record it;
+    None when it holds no row at all (a write transaction's body)."""
+    if conn.dialect.name == "postgresql":
+        Q.LOCK_JOURNAL.first(conn, name=name)
+    if Q.JOURNAL_LAST_ROW.first(conn, name=name) is None:
+        return None
+    count = 0
+
+    def blocks() -> Iterator[bytes]:
+        nonlocal count
+        for (line,) in Q.JOURNAL_HISTORY.each(conn, name=name):
+            count += 1
+            yield bytes(line) + b"\n"
+
+    digested = erasure_of("journal", name, reason, blocks(), 0)
+    record = digested.model_copy(update={"lines": count})
+    _record(conn, record)
+    Q.DELETE_JOURNAL.many(conn, [{"name": name}])
+    _done(conn)
+    return record
+
+
+def erasures(conn: Connection) -> builtins.list[Erasure]:
+    """Every erasure record, oldest first."""
+    fields = ("kind", "name", "at", "reason", "lines", "digest")
+    return [Erasure(**dict(zip(fields, row, strict=True))) for row in Q.ERASURES.all(conn)]
+
+
+def _locked(conn: Connection, session_id: str) -> SessionRow:
+    found = Q.FIND_SESSION_ERASED.first(conn, id=session_id)
+    if found is None:
+        raise SessionNotFoundError(session_id)
+    return SessionRow(*found)
+
+
+def _session_bytes(conn: Connection, session_id: str, row: SessionRow) -> Iterator[bytes]:
+    """The session's file as `raw_blocks` gives it, a line at a time: its
+    header, then every entry of its history, those a base holds included."""
+    yield row.header.encode() + b"\n"
+    for pk, after, end in lineage(conn, session_id, row).within(0, END):
+        for _, line in Q.LINES.each(conn, pk=pk, after=after, end=end):
+            yield bytes(line) + b"\n"
+
+
+def _record(conn: Connection, record: Erasure) -> None:
+    """Insert the record; on SQLite, name it as the erasure under way."""
+    seq = Q.INSERT_ERASURE.scalar(conn, **record.model_dump())
+    if conn.dialect.name == "sqlite":
+        Q.INSERT_ERASING.many(conn, [{"erasure": seq}])
+
+
+def _done(conn: Connection) -> None:
+    """SQLite: no erasure is under way once this transaction commits."""
+    if conn.dialect.name == "sqlite":
+        Q.CLEAR_ERASING.many(conn, [{}])
