@@ -18,6 +18,14 @@ from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
+from sessionstore.archive.choosing import (
+    children_first,
+    idle_since,
+    instant,
+    named,
+    verdict,
+    without_kept_forks,
+)
 from sessionstore.archive.exporting import export_archive
 from sessionstore.archive.report import (
     SESSIONS,
@@ -35,7 +43,6 @@ from sessionstore.errors import (
     CorruptSessionError,
     SessionConflictError,
     SessionNotFoundError,
-    validate_session_id,
 )
 from sessionstore.store import SessionStore, SessionSummary
 from sessionstore.timestamps import Timestamp
@@ -160,10 +167,10 @@ async def retire(
         StorageError: the archive or the store could not be read or written;
             every session is still in the store, the archive, or both.
     """
-    cutoff = _instant(before) if before is not None else None
-    idle_since = _idle_since(idle_for) if idle_for is not None else None
-    named = _named(sessions)
-    if cutoff is None and idle_since is None and named is None:
+    cutoff = instant(before) if before is not None else None
+    idle_from = idle_since(idle_for) if idle_for is not None else None
+    listed = named(sessions)
+    if cutoff is None and idle_from is None and listed is None:
         raise ConfigurationError(
             "retire needs before=, idle_for= or sessions=: it never retires everything"
         )
@@ -180,17 +187,21 @@ async def retire(
         if parent is not None and parent in in_store:
             children.setdefault(parent, []).append(summary.meta.id)
 
-    if named is not None:
-        await _absent(store, named, in_store, reason, report)
+    if listed is not None:
+        await _absent(store, listed, in_store, reason, report)
     chosen: set[str] = set()
     for summary in summaries:
-        verdict = _verdict(summary, cutoff, idle_since, named)
-        if verdict is True:
+        choice = verdict(summary, cutoff, idle_from, listed)
+        if choice is True:
             chosen.add(summary.meta.id)
-        elif verdict is not False:
-            report.skipped.append(RetireIssue(summary.meta.id, verdict, summary.fault is not None))
-    retiring = _without_kept_forks(chosen, children, in_store, report)
-    order = _children_first(retiring, children)
+        elif choice is not False:
+            report.skipped.append(RetireIssue(summary.meta.id, choice, summary.fault is not None))
+    parents = {session_id: s.meta.parent_session for session_id, s in in_store.items()}
+    retiring, left = without_kept_forks(chosen, children, parents)
+    for session_id, kept in left.items():
+        why = f"its fork(s) {', '.join(kept)} stay in the store (choose them too); left"
+        report.skipped.append(RetireIssue(session_id, why, False))
+    order = children_first(retiring, children)
     if not order:
         return report
 
@@ -226,84 +237,7 @@ async def retire(
     return report
 
 
-# ------------------------------------------------------------------ choosing
-
-
-def _instant(value: object) -> Timestamp:
-    """``before`` as an instant."""
-    if isinstance(value, Timestamp):
-        return value
-    if isinstance(value, datetime):
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ConfigurationError(f"before= needs an aware datetime (with an offset): {value}")
-        return Timestamp.from_datetime(value)
-    if isinstance(value, str):
-        try:
-            return Timestamp.parse(value)
-        except ValueError as exc:
-            raise ConfigurationError(f"before= is not an RFC 3339 time: {exc}") from None
-    raise ConfigurationError(f"before= takes a datetime or an RFC 3339 string, not {value!r}")
-
-
-def _idle_since(idle_for: object) -> Timestamp:
-    """The instant before which a session's last activity makes it idle enough."""
-    if not isinstance(idle_for, timedelta) or idle_for < timedelta(0):
-        raise ConfigurationError(f"idle_for= takes a timedelta of 0 or more, not {idle_for!r}")
-    now = Timestamp.now().to_datetime()
-    return Timestamp.from_datetime(now - idle_for)
-
-
-def _named(sessions: Sequence[str] | None) -> list[str] | None:
-    if sessions is None:
-        return None
-    if isinstance(sessions, str):  # a str is a sequence of one-letter ids
-        raise ConfigurationError(f"sessions= takes a list of ids, not the string {sessions!r}")
-    named = list(dict.fromkeys(sessions))
-    for session_id in named:
-        validate_session_id(session_id)
-    return named
-
-
-def _age(text: str | None, what: str) -> Timestamp | str:
-    """The instant a stored time string names, or why it names none."""
-    if not text:
-        return f"its {what} is empty: its age cannot be told; left"
-    try:
-        return Timestamp.parse(text)
-    except ValueError:
-        return f"its {what} {text!r} is not an RFC 3339 time: its age cannot be told; left"
-
-
-def _verdict(
-    summary: SessionSummary,
-    cutoff: Timestamp | None,
-    idle_since: Timestamp | None,
-    named: list[str] | None,
-) -> bool | str:
-    """True when every filter chooses the session, False when one does not,
-    else why it cannot be told (or, for a session that does not read back,
-    why it is not retired)."""
-    if named is not None and summary.meta.id not in named:
-        return False
-    unknown: list[str] = []
-    if cutoff is not None:
-        created = _age(summary.meta.created_at, "created_at")
-        if isinstance(created, str):
-            unknown.append(created)
-        elif not created < cutoff:
-            return False
-    if idle_since is not None:
-        last, what = summary.last_timestamp, "last entry's timestamp"
-        if summary.entries == 0 and summary.fault is None:
-            last, what = summary.meta.created_at, "created_at (it has no entry)"
-        active = _age(last, what)
-        if isinstance(active, str):
-            unknown.append(active)
-        elif idle_since < active:
-            return False
-    if summary.fault is not None:
-        return f"its stored data does not read back ({summary.fault}); not retired"
-    return unknown[0] if unknown else True
+# ------------------------------------------------------------------ checking
 
 
 async def _absent(
@@ -324,55 +258,6 @@ async def _absent(
         else:
             issue = RetireIssue(session_id, "no such session in the store", True)
         report.skipped.append(issue)
-
-
-def _without_kept_forks(
-    chosen: set[str],
-    children: dict[str, list[str]],
-    in_store: dict[str, SessionSummary],
-    report: RetireReport,
-) -> set[str]:
-    """The chosen sessions none of whose forks stays in the store; the others
-    are reported. Leaving a fork leaves its parent, up the family."""
-    retiring = set(chosen)
-    waiting = [s for s in chosen if any(c not in chosen for c in children.get(s, []))]
-    while waiting:
-        session_id = waiting.pop()
-        if session_id not in retiring:
-            continue
-        retiring.discard(session_id)
-        kept = sorted(c for c in children.get(session_id, []) if c not in retiring)
-        why = f"its fork(s) {', '.join(kept)} stay in the store (choose them too); left"
-        report.skipped.append(RetireIssue(session_id, why, False))
-        parent = in_store[session_id].meta.parent_session
-        if parent is not None and parent in retiring:
-            waiting.append(parent)
-    return retiring
-
-
-def _children_first(retiring: set[str], children: dict[str, list[str]]) -> list[str]:
-    """The sessions in an order where every fork comes before its parent."""
-    order: list[str] = []
-    seen: set[str] = set()
-    for start in sorted(retiring):
-        if start in seen:
-            continue
-        seen.add(start)
-        stack = [(start, iter(sorted(c for c in children.get(start, []) if c in retiring)))]
-        while stack:
-            node, below = stack[-1]
-            child = next((c for c in below if c not in seen), None)
-            if child is None:
-                stack.pop()
-                order.append(node)
-            else:
-                seen.add(child)
-                grand = sorted(c for c in children.get(child, []) if c in retiring)
-                stack.append((child, iter(grand)))
-    return order
-
-
-# ------------------------------------------------------------------ checking
 
 
 def _open_synced(root: Path, path: Path) -> BinaryIO | None:
