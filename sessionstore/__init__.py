@@ -11,7 +11,15 @@ for it.
 
 import typing
 
-from sessionstore.archive import ArchiveIssue, ArchiveReport, export_archive, import_archive
+from sessionstore.archive import (
+    ArchiveIssue,
+    ArchiveReport,
+    RetireIssue,
+    RetireReport,
+    export_archive,
+    import_archive,
+    retire,
+)
 from sessionstore.backends import FileJournal, JsonlStore, MemoryStore, open_store
 from sessionstore.context import (
     SYNTHETIC_FIELD,
@@ -96,6 +104,8 @@ __all__ = [
     "MessageEntry",
     "Orphan",
     "PostWrite",
+    "RetireIssue",
+    "RetireReport",
     "SchemaError",
     "SchemaOutdatedError",
     "SchemaTooNewError",
@@ -127,6 +137,7 @@ __all__ = [
     "import_archive",
     "open_store",
     "repair_pairing",
+    "retire",
     "safe_cut",
     "validate_session_id",
 ]

@@ -35,6 +35,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager, contextmanager
+from datetime import timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
@@ -46,7 +47,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sessionstore import __version__
-from sessionstore.archive import ArchiveReport, export_archive, import_archive
+from sessionstore.archive import ArchiveReport, export_archive, import_archive, retire
 from sessionstore.archive.report import HEADS, JOURNALS, SESSIONS
 from sessionstore.backends import open_store
 from sessionstore.backends.targets import is_sql_target
@@ -648,6 +649,38 @@ async def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _retire(args: argparse.Namespace) -> int:
+    if args.before is None and args.idle is None and not args.session:
+        raise _Refused("retire needs --before, --idle or --session: it never retires everything")
+    _check_export_directory(Path(args.to))
+    async with _opened(args, read=True) as store:
+        with _progress("retiring") as progress:
+            report = await retire(
+                store,
+                args.to,
+                before=args.before,
+                idle_for=args.idle,
+                sessions=args.session,
+                progress=progress,
+            )
+    for session_id in report.retired:
+        print(f"retired {_escaped(session_id)}")
+    for issue in report.skipped:
+        label = "fault: skipped" if issue.fault else "skipped"
+        _err.print(Text(f"{label} {_escaped(str(issue))}"))
+    for issue in report.mismatched:
+        _err.print(Text(f"fault: {_escaped(str(issue))}"))
+    print(
+        f"retired {_count(len(report.retired), 'session')} "
+        f"({_count(report.bytes, 'byte')}) to {report.archive}; "
+        f"skipped {len(report.skipped)}"
+    )
+    faults = sum(issue.fault for issue in report.skipped) + len(report.mismatched)
+    if faults:
+        raise _Refused(f"{_count(faults, 'session')} with a fault (listed above)")
+    return 0
+
+
 async def _verify(args: argparse.Namespace) -> int:
     async with _opened(args, read=True) as store:
         with _progress("verifying") as progress:
@@ -726,6 +759,22 @@ def _count_argument(text: str) -> int:
     if number < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
     return number
+
+
+def _date_argument(text: str) -> str:
+    """``--before``: an RFC 3339 time, or a bare date meaning its midnight, UTC."""
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        return f"{text}T00:00:00Z"
+    return text
+
+
+def _idle_argument(text: str) -> timedelta:
+    """``--idle``: ``90d`` or ``12h``."""
+    match = re.fullmatch(r"(\d+)([dh])", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a number of days or hours (90d, 12h): {text!r}")
+    number = int(match[1])
+    return timedelta(days=number) if match[2] == "d" else timedelta(hours=number)
 
 
 def _command(
@@ -862,6 +911,33 @@ def build_parser() -> argparse.ArgumentParser:
     exported.add_argument("dir", help="the archive directory: new, empty, or an archive to extend")
     exported.add_argument(
         "--session", action="append", metavar="ID", help="export only this session (repeatable)"
+    )
+    retired = _command(
+        commands,
+        common,
+        "retire",
+        _retire,
+        "move old sessions into an archive, checked byte for byte, then erase them from the store",
+        "sessionstore retire --to ./archive --idle 90d",
+        "sessionstore retire --to ./archive --before 2026-01-01 --db sessions.db",
+    )
+    retired.add_argument(
+        "--to", required=True, metavar="DIR", help="the archive: new, empty, or one to extend"
+    )
+    retired.add_argument(
+        "--before",
+        type=_date_argument,
+        metavar="DATE",
+        help="only sessions created before DATE (RFC 3339, or YYYY-MM-DD: midnight UTC)",
+    )
+    retired.add_argument(
+        "--idle",
+        type=_idle_argument,
+        metavar="AGE",
+        help="only sessions with no entry for AGE: Nd days or Nh hours (90d)",
+    )
+    retired.add_argument(
+        "--session", action="append", metavar="ID", help="only this session (repeatable)"
     )
     _command(
         commands,

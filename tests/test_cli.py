@@ -23,6 +23,7 @@ COMMANDS = [
     "head",
     "import",
     "export",
+    "retire",
     "verify",
     "journal",
     "demo",

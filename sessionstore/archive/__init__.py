@@ -1,4 +1,5 @@
-"""The archive: lossless JSONL export and import over any store (SPEC section 6).
+"""The archive: lossless JSONL export and import over any store (SPEC section 6),
+and `retire`, which moves old sessions out of a store into one, checked.
 
 An archive is a directory::
 
@@ -49,5 +50,15 @@ from __future__ import annotations
 from sessionstore.archive.exporting import export_archive
 from sessionstore.archive.importing import import_archive
 from sessionstore.archive.report import ArchiveIssue, ArchiveReport, Progress
+from sessionstore.archive.retiring import RetireIssue, RetireReport, retire
 
-__all__ = ["ArchiveIssue", "ArchiveReport", "Progress", "export_archive", "import_archive"]
+__all__ = [
+    "ArchiveIssue",
+    "ArchiveReport",
+    "Progress",
+    "RetireIssue",
+    "RetireReport",
+    "export_archive",
+    "import_archive",
+    "retire",
+]

@@ -1,0 +1,345 @@
+"""`retire`: old sessions out of a store, into an archive, never lost on the way.
+
+See `retire` for what it chooses and `docs/archive.md` for what it promises
+across crashes. A session leaves the store only through `SessionStore.erase`,
+and only once the archive's copy of it has been synced and read back equal,
+byte for byte, to what the store holds; the erasure's digest is then checked
+against that copy too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import partial
+from pathlib import Path
+from typing import BinaryIO
+
+from sessionstore.archive.choosing import (
+    children_first,
+    idle_since,
+    instant,
+    named,
+    verdict,
+    without_kept_forks,
+)
+from sessionstore.archive.exporting import export_archive
+from sessionstore.archive.report import (
+    SESSIONS,
+    SUFFIX,
+    ArchiveReport,
+    Progress,
+    Refused,
+    io,
+    open_inside,
+)
+from sessionstore.backends.files import fsync_directory
+from sessionstore.errors import (
+    ArchiveError,
+    ConfigurationError,
+    CorruptSessionError,
+    SessionConflictError,
+    SessionNotFoundError,
+)
+from sessionstore.store import SessionStore, SessionSummary
+from sessionstore.timestamps import Timestamp
+
+__all__ = ["RetireIssue", "RetireReport", "retire"]
+
+REASON = "retired to {archive}"
+"""The reason each erasure records; ``{archive}`` is the archive's absolute path."""
+
+
+@dataclass(frozen=True)
+class RetireIssue:
+    """A session `retire` did not retire (or retired with a problem), and why.
+
+    Attributes:
+        session_id: the session.
+        reason: what stopped it, in a sentence.
+        fault: True when something is wrong (the archive's copy differs, the
+            store's data does not read back, the store refused the erase);
+            False when the session was left by rule (forks that stay, an
+            age that cannot be told, already retired).
+    """
+
+    session_id: str
+    reason: str
+    fault: bool
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.reason}"
+
+
+@dataclass
+class RetireReport:
+    """What a `retire` run did.
+
+    Attributes:
+        archive: the archive's absolute path, as the erasures' reason names it.
+        retired: the sessions erased from the store by this run, each after
+            its archive copy was checked; children before their parents.
+        skipped: the sessions chosen (or named) but left in the store, and why.
+        mismatched: sessions erased whose `Erasure` digest is not the digest
+            of the archive's copy: entries were appended between the check
+            and the erase, and those are in neither place. Retire only
+            sessions nobody writes to (``idle_for`` is for that).
+        bytes: the size of the retired sessions' files: what now lives only
+            in the archive.
+        exported: the report of the export this run made (None when it
+            chose nothing).
+    """
+
+    archive: str
+    retired: list[str] = field(default_factory=list)
+    skipped: list[RetireIssue] = field(default_factory=list)
+    mismatched: list[RetireIssue] = field(default_factory=list)
+    bytes: int = 0
+    exported: ArchiveReport | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether nothing was skipped for a fault and every digest matched."""
+        return not self.mismatched and not any(issue.fault for issue in self.skipped)
+
+
+async def retire(
+    store: SessionStore,
+    dest: str | os.PathLike[str],
+    *,
+    before: datetime | str | Timestamp | None = None,
+    idle_for: timedelta | None = None,
+    sessions: Sequence[str] | None = None,
+    progress: Progress | None = None,
+) -> RetireReport:
+    """Move sessions out of the store into the archive at ``dest``, checked.
+
+    Chooses the sessions that pass every filter given (they combine as AND;
+    giving none is an error, so nothing is retired by accident), exports them
+    with `export_archive` (incrementally: a file a previous run wrote is
+    only checked), then, forks before the sessions they were forked from
+    (``parent_session``), for each: syncs the archive's file, reads it back
+    and compares it byte for byte with the store's `raw_blocks`; only when
+    equal erases the session with the reason ``"retired to <archive>"``, and
+    checks that the erasure's digest is that of the archive's copy.
+
+    A session is left in the store, named in ``skipped``:
+
+    * when a fork of it stays in the store (not chosen, or itself left): a
+      fork is a live branch, never retired because its parent was, and on
+      SQL a parent whose rows a fork shares cannot be erased anyway;
+    * when its age cannot be told (a ``created_at`` or entry timestamp that
+      is not an RFC 3339 time) for ``before`` or ``idle_for``;
+    * as a fault, when its archive file differs from it (never trusted, never
+      overwritten), its stored data does not read back, or the store
+      refuses the erase.
+
+    Running it again after a crash finishes the job: what the last run
+    archived is found equal and erased. `import_archive` brings retired
+    sessions back byte for byte. Named heads and journals are left alone.
+
+    Args:
+        store: any store.
+        dest: the archive directory; created when missing.
+        before: only sessions whose ``created_at`` is strictly earlier: an
+            aware `datetime`, a `Timestamp` or an RFC 3339 string (instants
+            are compared, offsets and leap seconds included).
+        idle_for: only sessions whose last entry (their creation, when they
+            have none) is at least this old.
+        sessions: only these session ids. A named session that is not in the
+            store is skipped: not a fault when an erasure records it retired
+            to this archive, a fault otherwise.
+        progress: called as ``progress(done, total)`` after each session
+            exported and after each one checked: ``total`` is twice the
+            sessions chosen.
+
+    Returns:
+        The report; check `RetireReport.ok`.
+
+    Raises:
+        ConfigurationError: no filter given, a naive datetime, a ``before``
+            that is not a time, a negative ``idle_for``, or ``sessions``
+            given as one string.
+        InvalidSessionIdError: a session id breaks the session-id rule.
+        StorageError: the archive or the store could not be read or written;
+            every session is still in the store, the archive, or both.
+    """
+    cutoff = instant(before) if before is not None else None
+    idle_from = idle_since(idle_for) if idle_for is not None else None
+    listed = named(sessions)
+    if cutoff is None and idle_from is None and listed is None:
+        raise ConfigurationError(
+            "retire needs before=, idle_for= or sessions=: it never retires everything"
+        )
+    root = Path(dest)
+    archive = str(await io(root.absolute, root))
+    report = RetireReport(archive=archive)
+    reason = REASON.format(archive=archive)
+
+    summaries = await store.summaries()
+    in_store = {summary.meta.id: summary for summary in summaries}
+    children: dict[str, list[str]] = {}
+    for summary in summaries:
+        parent = summary.meta.parent_session
+        if parent is not None and parent in in_store:
+            children.setdefault(parent, []).append(summary.meta.id)
+
+    if listed is not None:
+        await _absent(store, listed, in_store, reason, report)
+    chosen: set[str] = set()
+    for summary in summaries:
+        choice = verdict(summary, cutoff, idle_from, listed)
+        if choice is True:
+            chosen.add(summary.meta.id)
+        elif choice is not False:
+            report.skipped.append(RetireIssue(summary.meta.id, choice, summary.fault is not None))
+    parents = {session_id: s.meta.parent_session for session_id, s in in_store.items()}
+    retiring, left = without_kept_forks(chosen, children, parents)
+    for session_id, kept in left.items():
+        why = f"its fork(s) {', '.join(kept)} stay in the store (choose them too); left"
+        report.skipped.append(RetireIssue(session_id, why, False))
+    order = children_first(retiring, children)
+    if not order:
+        return report
+
+    total = 2 * len(order)
+
+    def exported(done: int, _files: int) -> None:
+        if progress is not None:
+            progress(done, total)
+
+    try:
+        report.exported = await export_archive(store, root, sessions=order, progress=exported)
+    except ArchiveError as exc:
+        if not isinstance(exc.report, ArchiveReport):
+            raise
+        report.exported = exc.report
+    refused = {issue.file: issue for issue in report.exported.refused}
+
+    erased: set[str] = set()
+    for done, session_id in enumerate(order, len(order) + 1):
+        path = root / SESSIONS / f"{session_id}{SUFFIX}"
+        issue = refused.get(str(path))
+        if issue is not None:
+            why = f"the archive's copy was not written ({issue}); not erased"
+            report.skipped.append(RetireIssue(session_id, why, True))
+        elif kept := [c for c in children.get(session_id, []) if c not in erased]:
+            why = f"its fork(s) {', '.join(sorted(kept))} stay in the store; not erased"
+            report.skipped.append(RetireIssue(session_id, why, False))
+        else:
+            if await _retire_one(store, root, path, session_id, reason, report):
+                erased.add(session_id)
+        if progress is not None:
+            progress(done, total)
+    return report
+
+
+# ------------------------------------------------------------------ checking
+
+
+async def _absent(
+    store: SessionStore,
+    named: list[str],
+    in_store: dict[str, SessionSummary],
+    reason: str,
+    report: RetireReport,
+) -> None:
+    """Report the named sessions that are not in the store."""
+    missing = [session_id for session_id in named if session_id not in in_store]
+    if not missing:
+        return
+    retired = {e.name for e in await store.erasures() if e.kind == "session" and e.reason == reason}
+    for session_id in missing:
+        if session_id in retired:
+            issue = RetireIssue(session_id, "already retired to this archive", False)
+        else:
+            issue = RetireIssue(session_id, "no such session in the store", True)
+        report.skipped.append(issue)
+
+
+def _open_synced(root: Path, path: Path) -> BinaryIO | None:
+    """The archive's file, synced to the disk (and its directory), open to
+    read; None when there is none."""
+    try:
+        fd = open_inside(root, path)
+    except FileNotFoundError:
+        return None
+    file = os.fdopen(fd, "rb")
+    try:
+        os.fsync(fd)
+        fsync_directory(path.parent)
+    except BaseException:
+        file.close()
+        raise
+    return file
+
+
+async def _same_as_stored(
+    store: SessionStore, root: Path, path: Path, session_id: str
+) -> tuple[str, int] | str:
+    """The BLAKE2b-256 digest and size of the archive's copy when it is, byte
+    for byte, the session's file as the store gives it; else why not."""
+    try:
+        file = await io(partial(_open_synced, root, path), path)
+    except Refused as refused:
+        return f"the archive's copy {path}: {refused.reason}"
+    if file is None:
+        return f"the archive holds no copy ({path} is missing)"
+    digest = hashlib.blake2b(digest_size=32)
+    size = lines = 0
+    try:
+        async for block in store.raw_blocks(session_id):
+            copy = await io(partial(file.read, len(block)), path)
+            if copy != block:
+                pairs = enumerate(zip(copy, block, strict=False))
+                at = next((i for i, (a, b) in pairs if a != b), len(copy))
+                line = lines + block[:at].count(b"\n") + 1
+                return f"the archive's copy {path} differs from the store at line {line}"
+            digest.update(block)
+            size += len(block)
+            lines += block.count(b"\n")
+        if await io(partial(file.read, 1), path):
+            return f"the archive's copy {path} holds more than the store"
+    finally:
+        file.close()
+    return digest.hexdigest(), size
+
+
+async def _retire_one(
+    store: SessionStore, root: Path, path: Path, session_id: str, reason: str, report: RetireReport
+) -> bool:
+    """Check the archive's copy of one session, then erase it from the store;
+    whether it was erased."""
+    try:
+        checked = await _same_as_stored(store, root, path, session_id)
+    except SessionNotFoundError:
+        report.skipped.append(RetireIssue(session_id, "erased meanwhile, by another", False))
+        return False
+    except CorruptSessionError as exc:
+        why = f"its stored data does not read back ({exc}); not erased"
+        report.skipped.append(RetireIssue(session_id, why, True))
+        return False
+    if isinstance(checked, str):
+        report.skipped.append(RetireIssue(session_id, f"{checked}; not trusted, not erased", True))
+        return False
+    digest, size = checked
+    try:
+        erasure = await store.erase(session_id, reason=reason)
+    except SessionNotFoundError:
+        report.skipped.append(RetireIssue(session_id, "erased meanwhile, by another", False))
+        return False
+    except SessionConflictError as exc:
+        report.skipped.append(RetireIssue(session_id, f"the store kept it: {exc}", True))
+        return False
+    report.retired.append(session_id)
+    report.bytes += size
+    if erasure.digest != digest:
+        why = (
+            f"erased {erasure.lines} entries whose digest is not the archive copy's: "
+            "entries appended during the retire are not in the archive"
+        )
+        report.mismatched.append(RetireIssue(session_id, why, True))
+    return True
