@@ -668,14 +668,12 @@ async def _retire(args: argparse.Namespace) -> int:
     for issue in report.skipped:
         label = "fault: skipped" if issue.fault else "skipped"
         _err.print(Text(f"{label} {_escaped(str(issue))}"))
-    for issue in report.mismatched:
-        _err.print(Text(f"fault: {_escaped(str(issue))}"))
     print(
         f"retired {_count(len(report.retired), 'session')} "
         f"({_count(report.bytes, 'byte')}) to {report.archive}; "
         f"skipped {len(report.skipped)}"
     )
-    faults = sum(issue.fault for issue in report.skipped) + len(report.mismatched)
+    faults = sum(issue.fault for issue in report.skipped)
     if faults:
         raise _Refused(f"{_count(faults, 'session')} with a fault (listed above)")
     return 0

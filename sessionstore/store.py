@@ -415,7 +415,7 @@ class SessionStore(Protocol):
 
     # -------------------------------------------------- lifecycle
 
-    async def erase(self, session_id: str, *, reason: str) -> Erasure:
+    async def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
         """Remove a whole session, and leave a record that it was removed.
 
         The one way anything leaves a store: the session's header, its
@@ -436,9 +436,15 @@ class SessionStore(Protocol):
         forks first. Where each fork holds its own copy (JSONL, memory), the
         forks are untouched and keep working.
 
+        ``digest`` makes the erase conditional: given the digest of the
+        session's bytes as last seen (`Erasure.digest`'s form, as an archive
+        copy gives it), the session is erased only if it still has exactly
+        those bytes, so an entry appended since is never lost unseen.
+
         Raises:
             SessionNotFoundError: no such session; nothing is recorded.
-            SessionConflictError: forks share its entries (named).
+            SessionConflictError: forks share its entries (named), or its
+                bytes no longer have ``digest``; nothing is changed.
             ConfigurationError: ``reason`` is not a non-empty string.
         """
         ...

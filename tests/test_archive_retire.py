@@ -270,20 +270,24 @@ async def test_a_session_that_does_not_read_back_is_not_retired(
         assert "broken" in {summary.meta.id for summary in await store.summaries()}
 
 
-async def test_an_append_racing_the_erase_is_reported_as_mismatched(
+async def test_an_append_racing_the_erase_keeps_the_session(
     store: SessionStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await make(store, "s1")
     real_erase = store.erase
 
-    async def append_then_erase(session_id: str, *, reason: str) -> Erasure:
+    async def append_then_erase(session_id: str, *, reason: str, digest: str | None) -> Erasure:
         await store.append(session_id, message("late", "appended after the check"))
-        return await real_erase(session_id, reason=reason)
+        return await real_erase(session_id, reason=reason, digest=digest)
 
     monkeypatch.setattr(store, "erase", append_then_erase)
     report = await retire(store, tmp_path / "archive", sessions=["s1"])
-    assert [issue.session_id for issue in report.mismatched] == ["s1"]
+    assert report.retired == []
+    assert [(i.session_id, i.fault) for i in report.skipped] == [("s1", True)]
+    assert "changed" in report.skipped[0].reason
     assert not report.ok
+    assert (await store.load("s1"))[-1] == message("late", "appended after the check")
+    assert await store.erasures() == []
 
 
 async def test_progress_counts_each_session_exported_then_checked(
@@ -305,12 +309,12 @@ def failing_once(store: SessionStore, after: int) -> Callable[..., Any]:
     real_erase = store.erase
     calls = 0
 
-    async def erase(session_id: str, *, reason: str) -> Erasure:
+    async def erase(session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
         nonlocal calls
         calls += 1
         if calls == after:
             raise StorageError("injected: the process died here")
-        return await real_erase(session_id, reason=reason)
+        return await real_erase(session_id, reason=reason, digest=digest)
 
     return erase
 

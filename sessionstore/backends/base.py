@@ -45,6 +45,7 @@ from sessionstore.errors import (
     CorruptSessionError,
     EntryNotFoundError,
     InvalidRecordError,
+    SessionConflictError,
     StorageError,
     StreamingMessageError,
     validate_session_id,
@@ -76,6 +77,7 @@ __all__ = [
     "StoreBase",
     "check_durability",
     "check_reason",
+    "check_unchanged",
     "decode_stored_entries",
     "decode_stored_entry",
     "decode_stored_meta",
@@ -165,9 +167,10 @@ class StoreBase(abc.ABC):
         ``after`` positions, all or nothing; see `SessionStore.import_head`."""
 
     @abc.abstractmethod
-    async def _erase(self, session_id: str, reason: str) -> Erasure:
+    async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
         """Remove the session (its id and reason checked) and record it, all
-        or nothing; see `SessionStore.erase`."""
+        or nothing, if its bytes still have ``digest`` (when given: compare
+        with `check_unchanged`); see `SessionStore.erase`."""
 
     @abc.abstractmethod
     async def erasures(self) -> builtins.list[Erasure]:
@@ -207,11 +210,13 @@ class StoreBase(abc.ABC):
         await self._fork(source_id, at, meta, header_line(meta))
         return meta
 
-    async def erase(self, session_id: str, *, reason: str) -> Erasure:
+    async def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
         """Remove a whole session, recorded; see `SessionStore.erase`."""
         check_reason(reason)
+        if digest is not None and not isinstance(digest, str):
+            raise ConfigurationError(f"digest must be a hex string or None, not {digest!r}")
         self._check(session_id)
-        return await self._erase(session_id, reason)
+        return await self._erase(session_id, reason, digest)
 
     async def set_head(self, name: str, session_id: str) -> HeadMove:
         """Move a named head; see `SessionStore.set_head`."""
@@ -485,6 +490,18 @@ def check_reason(reason: object) -> None:
     """Refuse an erasure reason that is not a non-empty string."""
     if not isinstance(reason, str) or not reason.strip():
         raise ConfigurationError(f"an erasure needs a reason (a non-empty string), not {reason!r}")
+
+
+def check_unchanged(record: Erasure, digest: str | None) -> None:
+    """Refuse an erase whose session changed since its bytes had ``digest``.
+
+    Raises:
+        SessionConflictError: ``digest`` is given and is not the record's.
+    """
+    if digest is not None and digest.lower() != record.digest:
+        raise SessionConflictError(
+            record.name, "its bytes changed since they had the digest given: not erased"
+        )
 
 
 def erasure_of(

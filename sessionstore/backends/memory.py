@@ -18,6 +18,7 @@ from functools import partial
 from sessionstore.backends.base import (
     JournalBase,
     StoreBase,
+    check_unchanged,
     decode_stored_entries,
     decode_stored_meta,
     entry_lines,
@@ -131,10 +132,11 @@ class MemoryStore(StoreBase):
             raise DuplicateSessionError(meta.id)
         self._sessions[meta.id] = _Session(header, source.lines[:count])
 
-    async def _erase(self, session_id: str, reason: str) -> Erasure:
+    async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
         session = self._session(session_id)
         data = lines_block([session.header, *session.lines])
         record = erasure_of("session", session_id, reason, [data], len(session.lines))
+        check_unchanged(record, digest)
         del self._sessions[session_id]  # forks hold their own copies of the lines
         self._erasures.append(record)
         return record

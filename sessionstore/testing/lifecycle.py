@@ -65,6 +65,21 @@ class LifecycleContract:
         assert await store.load(kept) == [message("k1", "stays")]
         assert await store.integrity() == []
 
+    async def test_an_erase_given_a_digest_refuses_a_changed_session(
+        self, store: SessionStore
+    ) -> None:
+        session = await store.create(SessionMeta(id="s"))
+        await store.append(session, message("e1", "archived"))
+        seen = hashlib.blake2b(await _file_bytes(store, session), digest_size=32).hexdigest()
+        await store.append(session, message("e2", "appended since"))
+        with pytest.raises(SessionConflictError, match="changed"):
+            await store.erase(session, reason="retired", digest=seen)
+        assert len(await store.load(session)) == 2
+        assert await store.erasures() == []
+        now = hashlib.blake2b(await _file_bytes(store, session), digest_size=32).hexdigest()
+        record = await store.erase(session, reason="retired", digest=now.upper())
+        assert record.digest == now
+
     async def test_refused_erasures_record_nothing(self, store: SessionStore) -> None:
         session = await store.create(SessionMeta(id="s"))
         with pytest.raises(SessionNotFoundError, match="ghost"):

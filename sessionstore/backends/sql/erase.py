@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 from sqlalchemy import Connection
 
-from sessionstore.backends.base import erasure_of
+from sessionstore.backends.base import check_unchanged, erasure_of
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import SessionRow, last_seq
 from sessionstore.backends.sql.lineage import END, lineage
@@ -30,7 +30,9 @@ from sessionstore.models import Erasure
 __all__ = ["erase_journal", "erase_session", "erasures"]
 
 
-def erase_session(conn: Connection, *, session_id: str, reason: str) -> Erasure:
+def erase_session(
+    conn: Connection, *, session_id: str, reason: str, digest: str | None = None
+) -> Erasure:
     """Erase ``session_id`` whole and record it (a write transaction's body).
 
     Raises:
@@ -45,6 +47,7 @@ def erase_session(conn: Connection, *, session_id: str, reason: str) -> Erasure:
         )
     blocks = _session_bytes(conn, session_id, row)
     record = erasure_of("session", session_id, reason, blocks, last_seq(conn, row))
+    check_unchanged(record, digest)
     _record(conn, record)
     Q.DELETE_ENTRIES.many(conn, [{"pk": row.pk}])
     Q.DELETE_SESSION.many(conn, [{"pk": row.pk}])

@@ -230,9 +230,9 @@ class SqlStore(StoreBase):
         fork = partial(branch, source_id=source_id, at=at, meta=meta, header=header)
         await self._database.transaction(source_id, fork, write=True)
 
-    async def _erase(self, session_id: str, reason: str) -> Erasure:
+    async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
         """See `sessionstore.backends.sql.erase`; the bytes' fate is in docs/sql.md."""
-        body = partial(erase.erase_session, session_id=session_id, reason=reason)
+        body = partial(erase.erase_session, session_id=session_id, reason=reason, digest=digest)
         try:
             return await self._database.erase(session_id, body)
         finally:  # even when the checkpoint after the commit failed
