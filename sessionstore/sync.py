@@ -38,6 +38,7 @@ from sessionstore.errors import StorageError
 from sessionstore.journal import Journal
 from sessionstore.models import (
     CompactionEntry,
+    Erasure,
     HeadMove,
     JournalLine,
     Message,
@@ -211,6 +212,14 @@ class SyncStore:
     def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
         return self._loop.run(self._store.import_head(name, moves, after=after))
 
+    # ------------------------------------------------------------ lifecycle
+
+    def erase(self, session_id: str, *, reason: str) -> Erasure:
+        return self._loop.run(self._store.erase(session_id, reason=reason))
+
+    def erasures(self) -> builtins.list[Erasure]:
+        return self._loop.run(self._store.erasures())
+
     # ------------------------------------------------------------ for tools
 
     def raw_lines(self, session_id: str) -> Generator[str, None, None]:
@@ -279,6 +288,9 @@ class SyncJournal:
 
     def clear(self) -> None:
         self._loop.run(self._journal.clear())
+
+    def erase(self, *, reason: str) -> Erasure | None:
+        return self._loop.run(self._journal.erase(reason=reason))
 
 
 def open_store(target: str | os.PathLike[str], **options: Any) -> SyncStore:
