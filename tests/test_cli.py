@@ -25,6 +25,8 @@ COMMANDS = [
     "export",
     "verify",
     "journal",
+    "erase",
+    "erasures",
     "demo",
 ]
 
