@@ -6,10 +6,10 @@ and progress bars on a terminal, plain tab-separated text when piped.
 
 What the store holds is shown as it is, never read as markup, with control
 characters escaped. Commands that only read (``ls``, ``show``, ``verify``,
-``export``, ``journal``, ``migrate --status``) refuse a store that does not
-exist rather than create an empty one. Errors become one line on stderr and
-a non-zero exit, never a traceback; Ctrl-C stops at once with status 130,
-and a closed pipe (``| head``) ends the output quietly.
+``export``, ``journal``, ``erasures``, ``migrate --status``), and ``erase``,
+refuse a store that does not exist rather than create an empty one. Errors
+become one line on stderr and a non-zero exit, never a traceback; Ctrl-C
+stops at once with status 130, and a closed pipe (``| head``) ends the output quietly.
 """
 
 from __future__ import annotations
@@ -539,6 +539,39 @@ async def _head(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _erase(args: argparse.Namespace) -> int:
+    if not args.reason.strip():
+        raise _Refused("--reason must say why (it is kept in the erasure record)")
+    if not args.yes and not sys.stdin.isatty():
+        raise _Refused(
+            "erase asks for confirmation on a terminal; pass --yes to erase from a script"
+        )
+    async with _opened(args, read=True) as store:
+        if not args.yes:
+            lines = 0
+            async for _ in store.raw_lines(args.id):  # not found: refused before asking
+                lines += 1
+            entries = _count(max(lines - 1, 0), "entry", "entries")
+            question = f"erase session {args.id!r} ({entries}) for good? [y/N] "
+            _err.print(Text(_escaped(question)), end="")
+            answer = await asyncio.to_thread(sys.stdin.readline)  # Ctrl-C stops it
+            if answer.strip().lower() not in ("y", "yes"):
+                raise _Refused(f"not confirmed: session {args.id!r} is left as it is")
+        record = await store.erase(args.id, reason=args.reason)
+    entries = _count(record.lines, "entry", "entries")
+    print(f"erased {_escaped(record.name)}: {entries}, blake2b-256 {record.digest}")
+    return 0
+
+
+async def _erasures(args: argparse.Namespace) -> int:
+    async with _opened(args, read=True) as store:
+        records = await store.erasures()
+    rows = [(r.kind, r.name, r.at, r.reason, r.lines, r.digest) for r in records]
+    columns = ("kind", "name", "at", "reason", "lines", "digest")
+    _table("erasures", columns, rows, whole=("name", "digest"), right=("lines",))
+    return 0
+
+
 def _refusals(report: ArchiveReport) -> None:
     for warning in report.warnings:
         _warn(str(warning))
@@ -944,6 +977,28 @@ def build_parser() -> argparse.ArgumentParser:
         _verify,
         "check every line decodes, seq has no gap, compaction targets exist, integrity",
         "sessionstore verify --db sessions.db",
+    )
+    erase = _command(
+        commands,
+        common,
+        "erase",
+        _erase,
+        "remove a whole session for good, leaving a record (when, why, a digest; no content)",
+        "sessionstore erase 3f2b9c1e-0000-4000-8000-000000000000 --reason 'user request #812'",
+        "sessionstore erase chat-7 --reason 'retention: 90 days' --yes",
+    )
+    erase.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
+    erase.add_argument("--reason", required=True, metavar="TEXT", help="why: kept in the record")
+    erase.add_argument(
+        "--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)"
+    )
+    _command(
+        commands,
+        common,
+        "erasures",
+        _erasures,
+        "list the records of erased sessions and journals: kind, name, at, reason, lines, digest",
+        "sessionstore erasures --db ./sessions",
     )
     journal = _command(
         commands,

@@ -218,6 +218,14 @@ class SyncStore:
     def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
         return self._loop.run(self._store.import_head(name, moves, after=after))
 
+    # ------------------------------------------------------------ lifecycle
+
+    def erase(self, session_id: str, *, reason: str) -> Erasure:
+        return self._loop.run(self._store.erase(session_id, reason=reason))
+
+    def erasures(self) -> builtins.list[Erasure]:
+        return self._loop.run(self._store.erasures())
+
     # ------------------------------------------------------------ for tools
 
     def raw_lines(self, session_id: str) -> Generator[str, None, None]:

@@ -26,6 +26,8 @@ COMMANDS = [
     "retire",
     "verify",
     "journal",
+    "erase",
+    "erasures",
     "demo",
 ]
 

@@ -158,6 +158,13 @@ class ContextCache(Generic[_S]):
         with self._lock:
             return self._messages
 
+    def forget(self, session_id: str) -> None:
+        """Drop the context of one session (erased), if cached."""
+        with self._lock:
+            held = self._held.pop(session_id, None)
+            if held is not None:
+                self._messages -= len(held.messages)
+
     def clear(self) -> None:
         with self._lock:
             self._held.clear()

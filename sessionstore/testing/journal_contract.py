@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -196,3 +197,18 @@ class SessionJournalContract:
         with pytest.raises(InvalidRecordError, match="newline"):
             await journal.append_raw(b'{"line":"post"}\n{"line":"post"}')
         assert await journal.read() == Journal()
+
+    async def test_erase_removes_the_journal_for_every_object_and_returns_its_record(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        journal = await journal_backend.open()
+        assert await journal.erase(reason="nothing there") is None
+        await journal.append_raw(b"one", b"two")
+        data = await journal.read_bytes()
+        record = await journal.erase(reason="the user asked")
+        assert record is not None
+        assert (record.kind, record.lines, record.reason) == ("journal", 2, "the user asked")
+        assert record.digest == hashlib.blake2b(data, digest_size=32).hexdigest()
+        assert await (await journal_backend.open()).read_bytes() == b""
+        await journal.begin(header(40), Journal())  # a journal may start again
+        assert len((await journal.read()).sessions) == 1

@@ -175,7 +175,6 @@ class LifecycleContract:
         journal = store.journal("agent")
         assert await journal.erase(reason="nothing there") is None
         await journal.append_raw(b"one", b"two")
-        await journal.clear()
         await journal.append_raw(b"three")
         record = await journal.erase(reason="the user asked")
         assert record is not None
@@ -188,3 +187,19 @@ class LifecycleContract:
             await journal.erase(reason="")
         await journal.append_raw(b"new")  # a journal may start again
         assert await journal.read_bytes() == b"new\n"
+
+    async def test_a_cleared_journal_is_erased_with_what_it_keeps(
+        self, store: SessionStore
+    ) -> None:
+        journal = store.journal("agent")
+        await journal.append_raw(b"one", b"two")
+        await journal.clear()
+        await journal.append_raw(b"three")
+        record = await journal.erase(reason="r")
+        assert record is not None
+        # A store that keeps a journal's history (memory, SQL) erases the
+        # cleared lines too; one whose clear deletes them (JSONL) had only the rest.
+        kept = {3: b"one\ntwo\nthree\n", 1: b"three\n"}[record.lines]
+        assert record.digest == hashlib.blake2b(kept, digest_size=32).hexdigest()
+        assert await journal.read_bytes() == b""
+        assert await store.erasures() == [record]

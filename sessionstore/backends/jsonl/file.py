@@ -41,7 +41,10 @@ __all__ = [
     "batch_ended",
     "batch_started",
     "complete_size",
+    "file_id",
     "header_or_fault",
+    "named_file",
+    "open_locked",
     "open_session",
     "parse",
     "read_header",
@@ -111,6 +114,46 @@ def open_session(session_id: str, path: Path, flags: int) -> int:
         return open_regular(path, flags)
     except FileNotFoundError:
         raise SessionNotFoundError(session_id) from None
+
+
+def open_locked(session_id: str, path: Path, flags: int) -> int:
+    """Open a session's file and take its exclusive lock, the file still
+    being the session's once locked.
+
+    An erase unlinks the file under this lock, so a writer that opened it
+    before and locks it after would write into a file no name leads to: it
+    finds the name gone and refuses, or (the id used again meanwhile) opens
+    the new file. Writers take their lock here and nowhere else.
+
+    Raises:
+        SessionNotFoundError: there is no such file (any more).
+        NotRegularFileError: something else has the name (a FIFO, a link).
+    """
+    while True:
+        fd = open_session(session_id, path, flags)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if file_id(fd) == named_file(path):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # erased while we waited: look at the name again
+
+
+def file_id(fd: int) -> tuple[int, int]:
+    """The device and inode of an open file."""
+    status = os.fstat(fd)
+    return status.st_dev, status.st_ino
+
+
+def named_file(path: Path) -> tuple[int, int] | None:
+    """The device and inode ``path`` names now (not following a link), or None."""
+    try:
+        status = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return status.st_dev, status.st_ino
 
 
 def repair(session_id: str, path: Path, fd: int, *, full: bool) -> int:

@@ -31,7 +31,7 @@ from pathlib import Path
 from sessionstore.backends.files import make_directory, open_regular
 from sessionstore.backends.jsonl.context import first_kept_in
 
-__all__ = ["HINTS", "HINT_FROM", "first_kept"]
+__all__ = ["HINTS", "HINT_FROM", "first_kept", "forget"]
 
 HINTS = ".kept"  # <dir>/.kept/<id>: no session id starts with a dot
 HINT_FROM = 1 << 20  # bytes searched (about 1 ms) from which a hint is worth a file
@@ -67,6 +67,11 @@ def first_kept(
     answer = first_kept_in(fd, kept, end)
     _write(path, digest, -1 if answer is None else answer)
     return answer
+
+
+def forget(directory: Path, session_id: str) -> None:
+    """Remove the session's hint (the session is erased)."""
+    (directory / HINTS / session_id).unlink(missing_ok=True)
 
 
 def _digest(file: tuple[int, int], fd: int, kept: str, end: int) -> bytes:

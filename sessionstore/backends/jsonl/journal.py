@@ -21,10 +21,20 @@ file the Rust implementation writes:
 
 Appends hold an exclusive ``flock`` on the file, so two processes sharing a
 journal do not interleave their lines.
+
+`erase` takes that lock, digests the file's bytes, records the `Erasure` in
+the store's erasure log (a journal kept in a `JsonlStore`; a journal on its
+own returns the record and keeps it nowhere), then unlinks the file, removes
+the journal's directory when that leaves it empty (a store's journal only:
+an agent's directory is the agent's) and ``fsync``s the directory. An append
+that opened the file before the unlink and locks it after finds the name
+gone or naming another file, and opens the journal afresh: it starts the
+journal again rather than writing into the removed file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from collections.abc import AsyncIterator, Callable
@@ -42,7 +52,10 @@ from sessionstore.backends.files import (
     truncate_back,
     write_all,
 )
+from sessionstore.backends.jsonl.erasures import ErasureLog, digest_file
+from sessionstore.backends.jsonl.file import file_id, named_file
 from sessionstore.journal import READ, Journal
+from sessionstore.models import Erasure
 
 __all__ = ["JOURNAL_FILE", "FileJournal"]
 
@@ -58,10 +71,13 @@ class FileJournal(JournalBase):
     Args:
         path: the journal file. Its directory is created by the first
             append when missing.
+        erasures: the erasure log of the store keeping the journal, where
+            `erase` records it; None for a journal on its own.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, erasures: ErasureLog | None = None) -> None:
         self._path = Path(path)
+        self._erasures = erasures
 
     @classmethod
     def in_dir(cls, agent_dir: str | os.PathLike[str]) -> FileJournal:
@@ -118,12 +134,8 @@ class FileJournal(JournalBase):
             await self._run(lambda: self._append(data))
 
     def _append(self, line: bytes) -> None:
-        directory = self._path.parent
-        if make_directory(directory):
-            fsync_directory(directory.parent)
-        fd = open_regular(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        fd = self._open_locked()
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line  # never glue onto a torn line
@@ -138,6 +150,26 @@ class FileJournal(JournalBase):
         if size == 0:
             fsync_directory(self._path.parent)  # make the new name durable too
 
+    def _open_locked(self) -> int:
+        """The journal file (created when missing) open to append, under its
+        exclusive lock, and still the file at its name once locked."""
+        while True:
+            directory = self._path.parent
+            if make_directory(directory):
+                fsync_directory(directory.parent)
+            try:
+                fd = open_regular(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
+            except FileNotFoundError:  # its directory removed by an erase meanwhile
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                if file_id(fd) == named_file(self._path):
+                    return fd
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)  # erased while we waited: start the journal again
+
     async def clear(self) -> None:
         await self._run(self._clear)
 
@@ -147,3 +179,36 @@ class FileJournal(JournalBase):
         except FileNotFoundError:
             return
         fsync_directory(self._path.parent)
+
+    async def _erase(self, reason: str) -> Erasure | None:
+        return await self._run(partial(self._erase_file, reason))
+
+    def _erase_file(self, reason: str) -> Erasure | None:
+        name = self._path.parent.name
+        try:
+            fd = open_regular(self._path, os.O_RDWR)
+        except FileNotFoundError:
+            if self._erasures is not None:
+                self._erasures.done("journal", name)  # a finished erase's note
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if file_id(fd) != named_file(self._path):
+                return None  # erased while we waited for the lock
+            size = os.fstat(fd).st_size
+            if size == 0:
+                return None  # holding nothing: left as it is
+            record = digest_file("journal", name, reason, fd, size, block=READ)
+            if self._erasures is not None:
+                # Recorded before the file goes: see `sessionstore.backends.jsonl.erasures`.
+                record = self._erasures.record(record, file_id(fd))
+            self._path.unlink()  # under the lock: a waiting append opens afresh
+        finally:
+            os.close(fd)
+        fsync_directory(self._path.parent)
+        if self._erasures is not None:
+            with contextlib.suppress(OSError):  # not empty: someone's files, kept
+                self._path.parent.rmdir()
+                fsync_directory(self._path.parent.parent)
+            self._erasures.done("journal", name)
+        return record

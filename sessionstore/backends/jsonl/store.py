@@ -52,7 +52,6 @@ process on the machine, not by other programs writing the same files.
 from __future__ import annotations
 
 import builtins
-import fcntl
 import logging
 import os
 import stat
@@ -65,6 +64,7 @@ from sessionstore.backends.base import (
     Durability,
     StoreBase,
     check_durability,
+    check_unchanged,
     entry_lines,
     header_line,
     imported_entry,
@@ -82,13 +82,18 @@ from sessionstore.backends.files import (
     write_all,
 )
 from sessionstore.backends.jsonl import heads as head_files
+from sessionstore.backends.jsonl import hints
 from sessionstore.backends.jsonl.context import entries_between, line_number, read_context
+from sessionstore.backends.jsonl.erasures import ErasureLog, FileId, digest_file
 from sessionstore.backends.jsonl.file import (
     SUFFIX,
     batch_ended,
     batch_started,
     complete_size,
+    file_id,
     header_or_fault,
+    named_file,
+    open_locked,
     open_session,
     parse,
     repair,
@@ -102,9 +107,10 @@ from sessionstore.errors import (
     CorruptSessionError,
     DuplicateSessionError,
     SessionConflictError,
+    SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.models import HeadMove, SessionEntry, SessionMeta
+from sessionstore.models import Erasure, HeadMove, SessionEntry, SessionMeta
 
 __all__ = ["JOURNALS", "READ", "SUFFIX", "JsonlStore"]
 
@@ -136,6 +142,7 @@ class JsonlStore(StoreBase):
             raise ConfigurationError(f"{str(self._dir)!r} is a file, not a session directory")
         self._full = durability == "full"
         self._contexts: ContextCache[tuple[int, int]] = ContextCache()
+        self._erasures = ErasureLog(self._dir, full=self._full)
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._dir)!r})"
@@ -154,7 +161,7 @@ class JsonlStore(StoreBase):
         """The journal file ``<dir>/journals/<name>/session_journal.jsonl``."""
         validate_session_id(name)
         self._check_open(name)
-        return FileJournal(self._dir / JOURNALS / name / JOURNAL_FILE)
+        return FileJournal(self._dir / JOURNALS / name / JOURNAL_FILE, erasures=self._erasures)
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()
@@ -231,9 +238,8 @@ class JsonlStore(StoreBase):
 
     def _append(self, session_id: str, data: bytes) -> None:
         path = self.path(session_id)
-        fd = open_session(session_id, path, os.O_RDWR | os.O_APPEND)
+        fd = open_locked(session_id, path, os.O_RDWR | os.O_APPEND)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
             size = repair(session_id, path, fd, full=self._full)
             if data:
                 batch = data.count(b"\n") > 1  # one line is whole or torn, never half
@@ -372,9 +378,8 @@ class JsonlStore(StoreBase):
         self, session_id: str, path: Path, header: str, entries: AsyncIterable[str], after: int
     ) -> int:
         def open_checked() -> tuple[int, int]:
-            fd = open_session(session_id, path, os.O_RDWR | os.O_APPEND)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)  # held until the file is closed
+            fd = open_locked(session_id, path, os.O_RDWR | os.O_APPEND)
+            try:  # the lock is held until the file is closed
                 repair(session_id, path, fd, full=self._full)
                 self._expect(session_id, fd, header, after)
             except BaseException:
@@ -457,7 +462,8 @@ class JsonlStore(StoreBase):
         session_id, path = move.session_id, self._head(name)
 
         def set_head() -> None:
-            # Sessions are never removed: one there now is there when the move is.
+            # A session erased after this check leaves the head naming it,
+            # as an erase after the move would: heads keep their history.
             os.close(open_session(session_id, self.path(session_id), os.O_RDONLY))
             head_files.append_move(name, path, move, full=self._full)
 
@@ -490,6 +496,46 @@ class JsonlStore(StoreBase):
         for fault in faults:
             logger.warning("skipping %s", fault)
         return names
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
+        """Record, then unlink the session's file under its exclusive lock."""
+        erase = partial(self._erase_file, session_id, reason, digest)
+        return await self._run(session_id, erase)
+
+    def _erase_file(self, session_id: str, reason: str, digest: str | None) -> Erasure:
+        path = self.path(session_id)
+        try:
+            fd = open_locked(session_id, path, os.O_RDWR)
+        except SessionNotFoundError:
+            self._erasures.done("session", session_id)  # a finished erase's note
+            raise
+        try:
+            size = repair(session_id, path, fd, full=self._full)
+            fresh = digest_file("session", session_id, reason, fd, size, block=READ)
+            check_unchanged(fresh, digest)
+            # Recorded before the file goes: a crash in between leaves both,
+            # and erasing again finishes without a second record.
+            record = self._erasures.record(fresh, file_id(fd))
+            path.unlink()  # under the lock: a writer waiting for it finds no file
+        finally:
+            os.close(fd)
+        self._contexts.forget(session_id)
+        hints.forget(self._dir, session_id)
+        fsync_directory(self._dir)  # the name's removal survives a power loss
+        self._erasures.done("session", session_id)
+        return record
+
+    async def erasures(self) -> builtins.list[Erasure]:
+        """The records of ``<dir>/erasures/log.jsonl``, oldest first."""
+        self._check_open()
+        return await self._run(None, self._erasures.read)
+
+    def _file_of(self, kind: str, name: str) -> FileId | None:
+        if kind == "session":
+            return named_file(self.path(name))
+        return named_file(self._dir / JOURNALS / name / JOURNAL_FILE)
 
     # ------------------------------------------------------------ list
 
@@ -536,6 +582,7 @@ class JsonlStore(StoreBase):
 
         def faults() -> builtins.list[str]:
             found = self._survey()[1] + self._journals()[1]
-            return found + head_files.faults(self._dir)
+            found += head_files.faults(self._dir)
+            return found + self._erasures.pending(self._file_of)
 
         return await self._run(None, faults)

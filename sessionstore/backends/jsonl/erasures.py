@@ -1,0 +1,269 @@
+"""The JSONL store's erasure log: ``<dir>/erasures/log.jsonl``, one record per line.
+
+Each `Erasure` is a line in the wire form (`sessionstore.wire.encode`),
+appended in one ``write`` (``O_APPEND``) under an exclusive ``flock``, so
+records from many tasks and processes are each kept; a read holds the
+shared lock. As in head files, what follows the last newline is the remnant
+of a crash: reads drop it (with a warning), the next append cuts it first.
+With ``durability="full"`` each record is ``fsync``ed (and a new file's
+directory entry); otherwise it survives a crash of the process.
+
+The log lives in a directory of its own, not beside the sessions as
+``erasures.jsonl``: that name is a session's (``erasures``).
+
+An erase writes its record *before* removing the file, so a crash between
+the two leaves the record and the file. To tell that case from an erased
+id used again for the same bytes (an archive imported back), the erase
+first writes the record and the file's identity (device, inode) to a note,
+``<dir>/.erasing/<kind>/<name>``, and removes the note once the file is
+gone. A second erase that finds the note, its record in the log, the same
+file and the same bytes (digest and lines) returns that record and only
+finishes the removal: one record per removal. Bytes that changed meanwhile
+(an append after the crash) are a new removal, recorded anew. `pending`
+lists the notes whose file is still there: `JsonlStore.integrity` reports them.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Literal
+
+from sessionstore.backends.base import erasure_of
+from sessionstore.backends.files import (
+    FILE_MODE,
+    complete_length,
+    fsync_directory,
+    make_directory,
+    open_regular,
+    truncate_back,
+    write_all,
+)
+from sessionstore.errors import CorruptSessionError, InvalidRecordError
+from sessionstore.models import Erasure
+from sessionstore.wire import decode_erasure, encode
+
+__all__ = ["ERASING", "ERASURES", "ErasureLog", "FileId", "digest_file"]
+
+ERASURES = "erasures"
+"""``<dir>/erasures/log.jsonl``: every erasure record, oldest first."""
+
+ERASING = ".erasing"
+"""``<dir>/.erasing/<kind>/<name>``: the record of an erase not yet finished."""
+
+FileId = tuple[int, int]
+"""A file's device and inode."""
+
+_LOG = "log.jsonl"
+_KINDS: tuple[Literal["session", "journal"], ...] = ("session", "journal")
+
+logger = logging.getLogger(__name__)
+
+
+def digest_file(
+    kind: Literal["session", "journal"],
+    name: str,
+    reason: str,
+    fd: int,
+    size: int,
+    *,
+    block: int,
+) -> Erasure:
+    """The record of erasing the first ``size`` bytes of the file ``fd``,
+    read in blocks of ``block`` bytes (never whole). A session's header line
+    is not counted among its lines; a journal's last line counts even
+    without its newline."""
+    counted = _Counted(_blocks(fd, size, block))
+    record = erasure_of(kind, name, reason, counted, 0)
+    lines = counted.newlines
+    if kind == "session":
+        lines -= 1
+    elif counted.last not in (b"", b"\n"):
+        lines += 1  # a torn last line is a line too
+    return record.model_copy(update={"lines": max(lines, 0)})
+
+
+def _blocks(fd: int, size: int, block: int) -> Iterator[bytes]:
+    offset = 0
+    while offset < size:
+        chunk = os.pread(fd, min(block, size - offset), offset)
+        if not chunk:
+            return
+        offset += len(chunk)
+        yield chunk
+
+
+class _Counted:
+    """Blocks passed through, their newlines counted."""
+
+    def __init__(self, blocks: Iterable[bytes]) -> None:
+        self._blocks = blocks
+        self.newlines = 0
+        self.last = b""
+
+    def __iter__(self) -> Iterator[bytes]:
+        for block in self._blocks:
+            self.newlines += block.count(b"\n")
+            self.last = block[-1:]
+            yield block
+
+
+class ErasureLog:
+    """The erasure log of the store in ``directory``.
+
+    Args:
+        directory: the store's directory.
+        full: ``fsync`` each record (``durability="full"``).
+    """
+
+    def __init__(self, directory: Path, *, full: bool) -> None:
+        self._dir = directory
+        self._full = full
+
+    @property
+    def path(self) -> Path:
+        """The log file."""
+        return self._dir / ERASURES / _LOG
+
+    def _note(self, kind: str, name: str) -> Path:
+        return self._dir / ERASING / kind / name
+
+    def record(self, fresh: Erasure, file: FileId) -> Erasure:
+        """Keep ``fresh``, the record of removing ``file`` (its device and
+        inode), about to happen, unless an erase of the same file and bytes
+        recorded it and died before removing them: then that record. Call
+        `done` once the file is gone."""
+        noted = self._noted(fresh.kind, fresh.name)
+        if noted is not None:
+            earlier, where = noted
+            same = (earlier.digest, earlier.lines) == (fresh.digest, fresh.lines)
+            if same and where == file and earlier in self.read():
+                return earlier
+        note = self._note(fresh.kind, fresh.name)
+        created = make_directory(note.parent)
+        fd = open_regular(note, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        try:
+            write_all(fd, f"{encode(fresh)}\n{file[0]} {file[1]}\n".encode())
+            if self._full:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if self._full:
+            fsync_directory(note.parent)
+            if created:
+                fsync_directory(note.parent.parent)
+        self._append(fresh)
+        return fresh
+
+    def done(self, kind: str, name: str) -> None:
+        """The bytes recorded are gone: forget the note of the erase."""
+        self._note(kind, name).unlink(missing_ok=True)
+
+    def _noted(self, kind: str, name: str) -> tuple[Erasure, FileId] | None:
+        """The record and file identity in the note of an erase of ``name``."""
+        try:
+            fd = open_regular(self._note(kind, name), os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            data = os.read(fd, 1 << 16)
+        finally:
+            os.close(fd)
+        line, _, where = data.partition(b"\n")
+        device, _, inode = where.strip().partition(b" ")
+        if not (device.isdigit() and inode.isdigit()):
+            return None  # torn by a crash before its record was written
+        try:
+            return decode_erasure(line), (int(device), int(inode))
+        except InvalidRecordError:
+            return None
+
+    def _append(self, record: Erasure) -> None:
+        line = (encode(record) + "\n").encode()
+        path = self.path
+        if make_directory(path.parent) and self._full:
+            fsync_directory(path.parent.parent)
+        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                keep = complete_length(fd, size)
+                self._dropping(size - keep)
+                os.ftruncate(fd, keep)
+                size = keep
+            try:
+                write_all(fd, line)
+                if self._full:
+                    os.fdatasync(fd)
+            except OSError as exc:  # a full disk took part of it: whole or absent
+                truncate_back(fd, size, exc)
+                raise
+        finally:
+            os.close(fd)  # releases the lock
+        if self._full and size == 0:
+            fsync_directory(path.parent)
+
+    def read(self) -> list[Erasure]:
+        """Every record, oldest first (none without a log).
+
+        Raises:
+            CorruptSessionError: a complete line does not decode (naming it).
+        """
+        try:
+            fd = open_regular(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return []
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)  # no record is halfway through its write
+            with open(fd, "rb", closefd=False) as file:
+                data = file.read()
+        finally:
+            os.close(fd)
+        lines = data.split(b"\n")
+        torn = lines.pop()
+        if torn:
+            self._dropping(len(torn))
+        records = []
+        for number, line in enumerate(lines, 1):
+            try:
+                records.append(decode_erasure(line))
+            except InvalidRecordError as exc:
+                raise CorruptSessionError(
+                    ERASURES, str(exc), path=str(self.path), line=number
+                ) from None
+        return records
+
+    def pending(self, file_of: Callable[[str, str], FileId | None]) -> list[str]:
+        """A fault for each erase that recorded its removal and died before it.
+
+        Args:
+            file_of: the identity of the file of a session or journal, by
+                kind and name; None when there is none. A note whose file is
+                gone (the erase died just after removing it) is no fault.
+        """
+        found = []
+        for kind in _KINDS:
+            try:
+                names = sorted(os.listdir(self._dir / ERASING / kind))
+            except FileNotFoundError:
+                continue
+            for name in names:
+                noted = self._noted(kind, name)
+                if noted is None or file_of(kind, name) != noted[1]:
+                    continue
+                found.append(
+                    f"{self._note(kind, name)}: the erase of {kind} {name!r} did not finish:"
+                    " erase it again to finish (its record is kept once)"
+                )
+        return found
+
+    def _dropping(self, count: int) -> None:
+        logger.warning(
+            "erasure log: dropping %d bytes of a crash-truncated last line in %s",
+            count,
+            self.path,
+        )

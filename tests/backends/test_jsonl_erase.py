@@ -1,0 +1,212 @@
+"""Erasing from a JsonlStore beyond the contract: bytes gone, crashes, processes."""
+
+import asyncio
+import hashlib
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from sessionstore import (
+    FileJournal,
+    JsonlStore,
+    SessionMeta,
+    SessionNotFoundError,
+    StorageError,
+)
+from sessionstore.backends.jsonl import erasures as erasure_log
+from sessionstore.testing.contract import message
+from tests.helpers import spawn_appender
+
+MARKER = "marker-5f0c1e7a-do-not-keep"
+
+
+def files_holding(directory: Path, marker: bytes) -> list[Path]:
+    """Every file under ``directory`` (hidden ones too) whose bytes hold ``marker``."""
+    found = []
+    for root, _, names in os.walk(directory):
+        for name in names:
+            path = Path(root) / name
+            if marker in path.read_bytes():
+                found.append(path)
+    return found
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> JsonlStore:
+    return JsonlStore(tmp_path / "store")
+
+
+async def test_no_byte_of_an_erased_session_or_journal_stays_under_the_directory(
+    store: JsonlStore,
+) -> None:
+    # A long session, so its context hint is written beside it, and a batch.
+    await store.create(SessionMeta(id="s"))
+    padding = "p" * 4000
+    await store.append_many("s", [message(f"e{n}", padding) for n in range(300)])
+    await store.append_many("s", [message("secret", MARKER), message("after", "x")])
+    await store.compact("s", "sum", keep_last=2)  # kept from the marker's message
+    await store.load_context("s")
+    assert (store.directory / ".kept" / "s").exists()
+    journal = store.journal("agent")
+    await journal.append_raw(MARKER.encode())
+    before = files_holding(store.directory, MARKER.encode())
+    assert store.path("s") in before
+    assert journal.path in before
+    await store.erase("s", reason="the user asked")
+    await journal.erase(reason="the user asked")
+    assert files_holding(store.directory, MARKER.encode()) == []
+    assert not journal.path.parent.exists()  # the journal's own directory went too
+    assert [record.kind for record in await store.erasures()] == ["session", "journal"]
+
+
+async def test_the_record_is_in_the_log_and_holds_no_content(store: JsonlStore) -> None:
+    await store.create(SessionMeta(id="s"))
+    await store.append("s", message("e1", MARKER))
+    record = await store.erase("s", reason="r")
+    log = store.directory / erasure_log.ERASURES / "log.jsonl"
+    assert MARKER.encode() not in log.read_bytes()
+    assert log.read_bytes().count(b"\n") == 1
+    assert await JsonlStore(store.directory).erasures() == [record]
+
+
+async def test_a_torn_last_record_is_dropped(store: JsonlStore) -> None:
+    await store.create(SessionMeta(id="s"))
+    record = await store.erase("s", reason="r")
+    log = store.directory / erasure_log.ERASURES / "log.jsonl"
+    with log.open("ab") as file:  # what a crash in the middle of a write leaves
+        file.write(b'{"kind":"sess')
+    assert await store.erasures() == [record]
+    await store.create(SessionMeta(id="t"))
+    second = await store.erase("t", reason="r")  # never fused onto the torn bytes
+    assert await store.erasures() == [record, second]
+
+
+async def test_an_erase_that_died_before_the_unlink_is_finished_by_erasing_again(
+    store: JsonlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.create(SessionMeta(id="s"))
+    await store.append("s", message("e1", "a"))
+    path = store.path("s")
+    unlink = Path.unlink
+
+    def crash(self: Path, missing_ok: bool = False) -> None:
+        if self == path:
+            raise OSError(5, "simulated crash", str(self))
+        unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", crash)
+    with pytest.raises(StorageError):
+        await store.erase("s", reason="first try")
+    monkeypatch.undo()
+    # The record and the file are both there; integrity says what to do.
+    [record] = await store.erasures()
+    assert path.exists()
+    [fault] = await store.integrity()
+    assert "did not finish" in fault
+    assert "'s'" in fault
+    assert await store.erase("s", reason="second try") == record  # one record
+    assert await store.erasures() == [record]
+    assert not path.exists()
+    assert await store.integrity() == []
+
+
+async def test_bytes_appended_after_a_died_erase_are_recorded_anew(
+    store: JsonlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.create(SessionMeta(id="s"))
+    path = store.path("s")
+    unlink = Path.unlink
+
+    def crash(self: Path, missing_ok: bool = False) -> None:
+        if self == path:
+            raise OSError(5, "simulated crash", str(self))
+        unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", crash)
+    with pytest.raises(StorageError):
+        await store.erase("s", reason="r")
+    monkeypatch.undo()
+    await store.append("s", message("late", "x"))
+    second = await store.erase("s", reason="r")
+    first = (await store.erasures())[0]
+    assert (first.lines, second.lines) == (0, 1)
+    assert await store.erasures() == [first, second]
+
+
+async def test_an_erased_id_imported_back_is_erased_and_recorded_again(
+    store: JsonlStore,
+) -> None:
+    await store.create(SessionMeta(id="s"))
+    await store.append("s", message("e1", "a"))
+    lines = [line async for line in store.raw_lines("s")]
+    first = await store.erase("s", reason="r")
+    await store.import_session(lines[0], _lines(lines[1:]))  # the same bytes again
+    second = await store.erase("s", reason="r")
+    assert first.digest == second.digest
+    assert await store.erasures() == [first, second]
+
+
+async def _lines(lines: list[str]) -> AsyncIterator[str]:
+    for line in lines:
+        yield line
+
+
+async def test_a_journal_on_its_own_is_removed_and_its_record_returned(
+    tmp_path: Path,
+) -> None:
+    journal = FileJournal.in_dir(tmp_path / "agent")
+    await journal.append_raw(b"one", b"two")
+    record = await journal.erase(reason="r")
+    assert record is not None
+    assert (record.kind, record.name, record.lines) == ("journal", "agent", 2)
+    assert record.digest == hashlib.blake2b(b"one\ntwo\n", digest_size=32).hexdigest()
+    assert not journal.path.exists()
+    assert (tmp_path / "agent").is_dir()  # the agent's directory is the agent's
+    assert sorted(os.listdir(tmp_path)) == ["agent"]  # nothing kept anywhere
+
+
+async def test_a_journal_with_a_torn_last_line_counts_it(tmp_path: Path) -> None:
+    journal = FileJournal.in_dir(tmp_path)
+    journal.path.write_bytes(b"one\ntw")
+    record = await journal.erase(reason="r")
+    assert record is not None
+    assert record.lines == 2
+    assert record.digest == hashlib.blake2b(b"one\ntw", digest_size=32).hexdigest()
+
+
+async def test_a_session_erased_while_a_process_appends_stays_gone(
+    store: JsonlStore,
+) -> None:
+    await store.create(SessionMeta(id="s"))
+    target = str(store.directory)
+    appender = await spawn_appender(target, "s", "w", 100_000, 2000)
+    assert appender.stdout is not None
+    for _ in range(20):  # let it get going
+        await appender.stdout.readline()
+    record = await store.erase("s", reason="r")
+    stdout, _ = await asyncio.wait_for(appender.communicate(), timeout=60)
+    assert appender.returncode != 0  # its next append found no session
+    returned = 20 + len(stdout.split())
+    assert record.lines == returned  # every append that returned went with it
+    assert not store.path("s").exists()  # a late append recreated nothing
+    with pytest.raises(SessionNotFoundError):
+        await store.load("s")
+    batches = store.directory / ".batch"
+    assert not batches.exists() or os.listdir(batches) == []  # no batch half-written
+    assert await store.integrity() == []
+
+
+async def test_a_journal_append_waiting_on_an_erase_starts_the_journal_again(
+    store: JsonlStore,
+) -> None:
+    journal = store.journal("agent")
+    await journal.append_raw(b"old")
+    appends = [asyncio.create_task(journal.append_raw(f"n{n}".encode())) for n in range(20)]
+    record = await journal.erase(reason="r")
+    await asyncio.gather(*appends)
+    assert record is not None
+    kept = (await journal.read_bytes()).split()
+    assert b"old" not in kept
+    assert record.lines + len(kept) == 21  # each line erased or kept, none lost
