@@ -197,12 +197,6 @@ class SyncStore:
     ) -> SessionMeta:
         return self._loop.run(self._store.fork(source_id, at=at, meta=meta))
 
-    def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
-        return self._loop.run(self._store.erase(session_id, reason=reason, digest=digest))
-
-    def erasures(self) -> builtins.list[Erasure]:
-        return self._loop.run(self._store.erasures())
-
     def set_head(self, name: str, session_id: str) -> HeadMove:
         return self._loop.run(self._store.set_head(name, session_id))
 
@@ -220,8 +214,8 @@ class SyncStore:
 
     # ------------------------------------------------------------ lifecycle
 
-    def erase(self, session_id: str, *, reason: str) -> Erasure:
-        return self._loop.run(self._store.erase(session_id, reason=reason))
+    def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
+        return self._loop.run(self._store.erase(session_id, reason=reason, digest=digest))
 
     def erasures(self) -> builtins.list[Erasure]:
         return self._loop.run(self._store.erasures())
