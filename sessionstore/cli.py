@@ -566,9 +566,21 @@ async def _erase(args: argparse.Namespace) -> int:
 async def _erasures(args: argparse.Namespace) -> int:
     async with _opened(args, read=True) as store:
         records = await store.erasures()
-    rows = [(r.kind, r.name, r.at, r.reason, r.lines, r.digest) for r in records]
-    columns = ("kind", "name", "at", "reason", "lines", "digest")
-    _table("erasures", columns, rows, whole=("name", "digest"), right=("lines",))
+    if not _out.is_terminal:  # whole digests, for scripts to compare
+        rows = [(r.kind, r.name, r.at, r.reason, r.lines, r.digest) for r in records]
+        _table("erasures", ("kind", "name", "at", "reason", "lines", "digest"), rows)
+        return 0
+    # On a terminal, a few lines per record, readable at any width (the
+    # digest cut to 16 digits; piped, it comes whole).
+    _out.print(Text("erasures", style="bold"))
+    for r in records:
+        lines = (
+            _count(r.lines, "entry", "entries") if r.kind == "session" else _count(r.lines, "line")
+        )
+        head = Text(f" {r.kind} ").append(_cell(r.name), style="bold")
+        _out.print(head.append(f"  erased {_cell(r.at)}", style="dim"))
+        _out.print(Text(f"   {lines}, blake2b-256 {r.digest[:16]}…  reason: {_cell(r.reason)}"))
+    _out.print(Text(_count(len(records), "erasure"), style="dim"))
     return 0
 
 
