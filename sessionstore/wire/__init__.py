@@ -44,7 +44,14 @@ from sessionstore.wire.decoding import (
     decode_message,
     decode_meta,
 )
-from sessionstore.wire.encoding import Record, encode, encode_line, encode_string, format_float
+from sessionstore.wire.encoding import (
+    Record,
+    encode,
+    encode_line,
+    encode_string,
+    encode_value,
+    format_float,
+)
 from sessionstore.wire.limits import MAX_DEPTH
 
 __all__ = [
@@ -59,5 +66,6 @@ __all__ = [
     "encode",
     "encode_line",
     "encode_string",
+    "encode_value",
     "format_float",
 ]

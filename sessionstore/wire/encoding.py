@@ -21,7 +21,7 @@ from sessionstore.models import (
 )
 from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, SURROGATE, U64_MAX
 
-__all__ = ["Record", "encode", "encode_line", "encode_string", "format_float"]
+__all__ = ["Record", "encode", "encode_line", "encode_string", "encode_value", "format_float"]
 
 Record = (
     SessionMeta
@@ -225,6 +225,22 @@ def encode(record: Record) -> str:
 def encode_string(text: str) -> str:
     """The canonical JSON spelling of a string, quotes included."""
     return _escape(text)
+
+
+def encode_value(value: Any) -> str:
+    """The canonical JSON of any JSON value (a message's content part, an
+    extra field's value), as `encode` would spell it inside a record.
+
+    Raises:
+        InvalidRecordError: as for `encode`.
+    """
+    out: list[str] = []
+    _encode_value(value, out, 1, "")
+    text = "".join(out)
+    found = None if text.isascii() else SURROGATE.search(text)
+    if found is not None:
+        raise InvalidRecordError(f"lone surrogate {found.group()!r} cannot be written as UTF-8")
+    return text
 
 
 def encode_line(record: Record) -> bytes:

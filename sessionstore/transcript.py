@@ -1,0 +1,476 @@
+"""HTML transcripts: a session as one self-contained page, written as it is read.
+
+`render_html` yields the page in chunks, one entry at a time, from
+`SessionStore.iter_entries`, so a session of any length renders in memory
+bounded by one entry plus the ids of its current context (what
+`load_context_with_ids` gives: what the model saw, which a model's window
+bounds). `write_html` writes those chunks to a text file; `export_html`
+writes ``<id>.html`` for many sessions into a directory, whose pages link
+a fork to its parent's page.
+
+The page needs nothing but itself: inline CSS, no script, no font, image or
+other fetch (a Content-Security-Policy in the page forbids them all, should
+a stored text ever get past the escaping). It reads the same with
+JavaScript off.
+
+Everything stored is text here, never markup: ids, roles, timestamps,
+contents and the header are HTML-escaped (quotes too, in attributes);
+control characters, bidirectional overrides and lone surrogates are shown
+as visible ``\\xNN`` / ``\\uNNNN`` escapes, so that a stored text can
+neither hide itself nor reorder what is shown around it.
+
+A page of 100,000 entries stays cheap for a browser: every entry's block has
+``content-visibility: auto``, so only the blocks on screen are laid out and
+painted, and the others keep an estimated height for the scroll bar. The
+page stays one file (find-in-page and one link per session still work);
+splitting it into pages was not needed for that.
+
+Tool exchanges, in any of the three shapes `sessionstore.pairing` knows
+(OpenAI ``tool_calls`` and ``tool`` messages; Anthropic ``tool_use`` /
+``tool_result`` content blocks; openai-agents ``function_call`` /
+``function_call_output`` items), are folded in ``<details>``; a result
+names its call and links to it when an earlier call had its id.
+
+This is a tool over the public store API; it reads no backend's internals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import re
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import quote
+
+from sessionstore.errors import (
+    InvalidRecordError,
+    SessionNotFoundError,
+    SessionStoreError,
+    StorageError,
+)
+from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
+from sessionstore.store import SessionStore
+from sessionstore.wire import encode_value
+
+__all__ = ["export_html", "page_name", "render_html", "write_html"]
+
+_ROLES = frozenset({"user", "assistant", "system", "tool"})
+# C0 and C1 controls but newline and tab, bidirectional marks, embeddings,
+# overrides and isolates, and lone surrogates: shown as escapes, never as is.
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+# Should a stored text ever get past the escaping: no script, no fetch.
+_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+
+_CSS = """
+:root{color-scheme:light dark;--fg:#1d1d1f;--bg:#fff;--dim:#6e6e73;--line:#d2d2d7;
+--user:#e8f0fe;--assistant:#f3f3f5;--system:#fff4e0;--tool:#eaf7ee;--other:#f5f0ff;
+--ctx:#2f6fde;--compaction:#fdf1c7}
+@media (prefers-color-scheme:dark){:root{--fg:#e8e8ed;--bg:#161618;--dim:#9a9aa0;
+--line:#3a3a3e;--user:#1d2a44;--assistant:#242428;--system:#3a2f1a;--tool:#1c3324;
+--other:#2c2440;--compaction:#3d3514}}
+body{margin:0 auto;max-width:60rem;padding:1rem;font:15px/1.5 system-ui,sans-serif;
+color:var(--fg);background:var(--bg)}
+header{border-bottom:1px solid var(--line);margin-bottom:1rem}
+h1{font-size:1.2rem;margin:.2rem 0;overflow-wrap:anywhere}
+.meta,.entry-meta{color:var(--dim);font-size:.8rem;overflow-wrap:anywhere}
+.legend{font-size:.85rem}
+.legend .mark{display:inline-block;width:.3rem;height:1em;background:var(--ctx);
+vertical-align:middle;margin-right:.3rem}
+.entry{content-visibility:auto;contain-intrinsic-size:auto 6rem;margin:.6rem 0;
+padding:.5rem .8rem;border-radius:.4rem;border-left:.3rem solid transparent}
+.entry.in-context{border-left-color:var(--ctx)}
+.role-user{background:var(--user)}
+.role-assistant{background:var(--assistant)}
+.role-system{background:var(--system)}
+.role-tool{background:var(--tool)}
+.role-other{background:var(--other)}
+.compaction{background:var(--compaction)}
+.role{font-weight:600;font-size:.85rem;text-transform:uppercase;letter-spacing:.04em}
+.text,pre{white-space:pre-wrap;overflow-wrap:anywhere;unicode-bidi:isolate;margin:.3rem 0}
+pre{font:13px/1.4 ui-monospace,monospace}
+details{margin:.3rem 0;border:1px solid var(--line);border-radius:.3rem;padding:.2rem .5rem}
+summary{cursor:pointer;font-size:.9rem}
+.hidden-char{color:#c0392b;font:12px ui-monospace,monospace}
+.ctx-note{color:var(--ctx);font-size:.75rem}
+"""
+
+
+def page_name(session_id: str) -> str:
+    """The file name of a session's page, ``<id>.html``, as `export_html` writes it."""
+    return f"{session_id}.html"
+
+
+def _text(value: str) -> str:
+    """Stored text as HTML text (or an attribute value): escaped, its hidden
+    characters made visible."""
+    escaped = html.escape(value, quote=True)
+    return _HIDDEN.sub(_visible, escaped)
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    shown = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return f'<span class="hidden-char">{shown}</span>'
+
+
+def _attribute(value: str) -> str:
+    """Stored text as an attribute value: escaped, hidden characters as escapes."""
+    escaped = html.escape(value, quote=True)
+    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", escaped)
+
+
+def _anchor(entry_id: str) -> str:
+    """The fragment naming an entry's block (its ``id`` attribute, and the link's)."""
+    return "entry-" + quote(entry_id, safe="")
+
+
+def _json(value: Any) -> str:
+    try:
+        shown = encode_value(value)
+    except InvalidRecordError:
+        shown = repr(value)  # not JSON (a memory store's odd value): shown anyway
+    return f'<pre class="json">{_text(shown)}</pre>'
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class _Renderer:
+    """The page's pieces, with the tool calls seen so far (to pair results)."""
+
+    def __init__(self, in_context: set[str]) -> None:
+        self.in_context = in_context
+        self.calls: dict[str, tuple[str, str]] = {}  # call id -> (anchor, name)
+        self.count = 0
+        self.made_calls = 0
+
+    # ------------------------------------------------------------ page
+
+    def head(self, meta: SessionMeta, messages_in_context: int) -> str:
+        title = _text(meta.id)
+        parent = ""
+        if meta.parent_session is not None:
+            href = _attribute(quote(page_name(meta.parent_session)))
+            parent = (
+                f'<div class="meta parent">forked from <a rel="up" href="{href}">'
+                f"{_text(meta.parent_session)}</a></div>"
+            )
+        return (
+            "<!DOCTYPE html>\n"
+            '<html lang="en"><head><meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}">\n'
+            '<meta name="viewport" content="width=device-width,initial-scale=1">\n'
+            '<meta name="referrer" content="no-referrer">\n'
+            f"<title>session {title}</title>\n<style>{_CSS}</style></head>\n<body>\n"
+            f'<header><h1>session <span class="session-id">{title}</span></h1>\n'
+            f'<div class="meta">created <time class="created">{_text(meta.created_at)}</time>'
+            f" &middot; format version {meta.version}</div>\n{parent}\n"
+            '<p class="legend"><span class="mark"></span>marked entries are '
+            f"<strong>in the model's context</strong> ({messages_in_context} "
+            "messages; a compaction's summary stands for what it cut)</p></header>\n<main>\n"
+        )
+
+    def foot(self) -> str:
+        return f'</main>\n<footer class="meta">{self.count} entries</footer>\n</body></html>\n'
+
+    # ------------------------------------------------------------ entries
+
+    def entry(self, entry: MessageEntry | CompactionEntry) -> str:
+        self.count += 1
+        marked = entry.id in self.in_context
+        classes = ["entry"]
+        if isinstance(entry, MessageEntry):
+            role = entry.message.role
+            classes += ["message", f"role-{role}" if role in _ROLES else "role-other"]
+        else:
+            classes.append("compaction")
+        if marked:
+            classes.append("in-context")
+        note = '<span class="ctx-note">in the model\'s context</span> ' if marked else ""
+        meta = (
+            f'<div class="entry-meta">{note}#{self.count} &middot; '
+            f'<span class="entry-id">{_text(entry.id)}</span> &middot; '
+            f'<time class="timestamp">{_text(entry.timestamp)}</time></div>'
+        )
+        if isinstance(entry, MessageEntry):
+            body = self._message(entry.message)
+            who = f'<div class="role">{_text(entry.message.role)}</div>'
+        else:
+            body = self._compaction(entry)
+            who = '<div class="role">compaction</div>'
+        return (
+            f'<article class="{" ".join(classes)}" id="{_attribute(_anchor(entry.id))}">'
+            f"{who}{meta}{body}</article>\n"
+        )
+
+    def _compaction(self, entry: CompactionEntry) -> str:
+        before = "" if entry.tokens_before is None else f", {entry.tokens_before} tokens before"
+        href = _attribute("#" + _anchor(entry.first_kept_id))
+        return (
+            '<div class="meta">the history before '
+            f'<a href="{href}">{_text(entry.first_kept_id)}</a> '
+            f"is summarized for the model{before}; it stays stored</div>"
+            f'<div class="text summary">{_text(entry.summary)}</div>'
+        )
+
+    def _message(self, message: Message) -> str:
+        extra = message.extra
+        parts: list[str] = []
+        handled = {"tool_calls", "tool_call_id"}
+        if extra.get("type") in ("function_call", "function_call_output"):
+            # openai-agents: the message's own fields are the item.
+            parts.append(self._item(extra))
+            handled |= set(extra)
+            if message.content not in ("", None, []):
+                parts.append(self._content(message.content))
+        elif isinstance(_string(extra.get("tool_call_id")), str):
+            call_id = extra["tool_call_id"]
+            parts.append(self._result(call_id, self._content(message.content)))
+        else:
+            parts.append(self._content(message.content))
+        calls = extra.get("tool_calls")
+        if isinstance(calls, list):
+            for call in calls:
+                parts.append(self._openai_call(call))
+        elif calls is not None:
+            handled.discard("tool_calls")
+        if message.streaming:
+            parts.append('<div class="meta">streaming: true</div>')
+        rest = {key: value for key, value in extra.items() if key not in handled}
+        if rest:
+            parts.append(
+                f'<details class="fields"><summary>other fields ({len(rest)})</summary>'
+                f"{_json(rest)}</details>"
+            )
+        return "".join(parts)
+
+    def _content(self, content: Any) -> str:
+        if isinstance(content, str):
+            return f'<div class="text">{_text(content)}</div>' if content else ""
+        if isinstance(content, dict):
+            return self._part(content)
+        if isinstance(content, list):
+            return "".join(self._part(part) for part in content)
+        return _json(content)
+
+    def _part(self, part: Any) -> str:
+        if not isinstance(part, dict):
+            return _json(part)
+        kind = part.get("type")
+        if kind == "text" and isinstance(part.get("text"), str) and len(part) == 2:
+            return f'<div class="text">{_text(part["text"])}</div>'
+        if kind == "tool_use" and isinstance(part.get("id"), str):
+            return self._call(part["id"], _string(part.get("name")), _json(part.get("input")))
+        if kind == "tool_result" and isinstance(part.get("tool_use_id"), str):
+            inner = part.get("content")
+            body = self._content(inner) if inner is not None else ""
+            if part.get("is_error") is True:
+                body = '<div class="meta error">is_error: true</div>' + body
+            return self._result(part["tool_use_id"], body)
+        if kind in ("function_call", "function_call_output"):
+            return self._item(part)
+        return _json(part)
+
+    # ------------------------------------------------------------ tools
+
+    def _openai_call(self, call: Any) -> str:
+        if not isinstance(call, dict) or not isinstance(call.get("id"), str):
+            return _json(call)
+        function = call.get("function")
+        name = _string(function.get("name")) if isinstance(function, dict) else None
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        shown = (
+            f'<pre class="arguments">{_text(arguments)}</pre>'
+            if isinstance(arguments, str)
+            else _json(call)
+        )
+        return self._call(call["id"], name, shown)
+
+    def _item(self, item: dict[str, Any]) -> str:
+        call_id = _string(item.get("call_id"))
+        if call_id is None:
+            return _json(item)
+        if item.get("type") == "function_call":
+            arguments = item.get("arguments")
+            shown = (
+                f'<pre class="arguments">{_text(arguments)}</pre>'
+                if isinstance(arguments, str)
+                else _json(arguments)
+            )
+            return self._call(call_id, _string(item.get("name")), shown)
+        output = item.get("output")
+        shown = f'<div class="text">{_text(output)}</div>' if isinstance(output, str) else ""
+        return self._result(call_id, shown or _json(output))
+
+    def _call(self, call_id: str, name: str | None, body: str) -> str:
+        self.made_calls += 1
+        anchor = f"call-{self.made_calls}"
+        shown_name = name if name is not None else "(unnamed)"
+        self.calls[call_id] = (anchor, shown_name)
+        return (
+            f'<details class="tool-call" id="{anchor}" data-call-id="{_attribute(call_id)}">'
+            f'<summary>tool call <code class="tool-name">{_text(shown_name)}</code> '
+            f'<span class="meta">{_text(call_id)}</span></summary>{body}</details>'
+        )
+
+    def _result(self, call_id: str, body: str) -> str:
+        found = self.calls.pop(call_id, None)
+        if found is None:
+            summary = f'result of an unknown call <span class="meta">{_text(call_id)}</span>'
+            classes = "tool-result unpaired"
+        else:
+            anchor, name = found
+            summary = (
+                f'result of <a class="pair" href="#{anchor}"><code class="tool-name">'
+                f'{_text(name)}</code></a> <span class="meta">{_text(call_id)}</span>'
+            )
+            classes = "tool-result paired"
+        return (
+            f'<details class="{classes}" data-call-id="{_attribute(call_id)}">'
+            f"<summary>{summary}</summary>{body}</details>"
+        )
+
+
+async def _meta_of(store: SessionStore, session_id: str) -> SessionMeta:
+    for meta in await store.list():
+        if meta.id == session_id:
+            return meta
+    raise SessionNotFoundError(session_id)
+
+
+async def render_html(
+    store: SessionStore, session_id: str, *, meta: SessionMeta | None = None
+) -> AsyncIterator[str]:
+    """A session as a self-contained HTML page, in chunks, as it is read.
+
+    Args:
+        store: any store.
+        session_id: the session.
+        meta: its header, when the caller has it (spares a `list`).
+
+    Yields:
+        The page's text, in order: the head, then one chunk per entry, then
+        the end. Nothing is yielded for a session that cannot be read.
+
+    Raises:
+        SessionNotFoundError, CorruptSessionError: as `load` does; a line
+            that does not decode raises when the page reaches it.
+    """
+    context = await store.load_context_with_ids(session_id)
+    in_context = {entry_id for entry_id, _ in context}
+    shown = len(context)
+    del context  # keep the ids only: the messages are read again as entries
+    if meta is None:
+        meta = await _meta_of(store, session_id)
+    renderer = _Renderer(in_context)
+    stream = store.iter_entries(session_id)
+    try:
+        first = await anext(stream, None)  # a session that went meanwhile raises here
+        yield renderer.head(meta, shown)
+        if first is not None:
+            yield renderer.entry(first)
+        async for entry in stream:
+            yield renderer.entry(entry)
+    finally:
+        await stream.aclose()
+    yield renderer.foot()
+
+
+async def write_html(
+    store: SessionStore, session_id: str, out: TextIO, *, meta: SessionMeta | None = None
+) -> int:
+    """Write a session's page (`render_html`) to a text file, chunk by chunk.
+
+    Returns:
+        The number of characters written.
+
+    Raises:
+        As `render_html`.
+    """
+    written = 0
+    async for chunk in render_html(store, session_id, meta=meta):
+        out.write(chunk)
+        written += len(chunk)
+    return written
+
+
+async def export_html(
+    store: SessionStore,
+    directory: str | os.PathLike[str],
+    *,
+    sessions: Sequence[str] | None = None,
+) -> list[tuple[str, str]]:
+    """Write ``<id>.html`` (`page_name`) into ``directory`` for sessions of a store.
+
+    Each page is written to a temporary file and renamed into place, so a
+    page is whole or left as it was. A fork's page links its parent's page
+    by that name, relatively: the directory's pages link up.
+
+    Args:
+        store: any store.
+        directory: where the pages go; created (private to its owner) when missing.
+        sessions: the session ids; None for every session.
+
+    Returns:
+        The sessions whose page could not be written, each with why (a
+        session that does not read back, or went meanwhile); the others
+        were written.
+
+    Raises:
+        StorageError: the directory is not one, or could not be written.
+    """
+    root = Path(directory)
+    metas = {meta.id: meta for meta in await store.list()}
+    ids = sorted(metas) if sessions is None else list(sessions)
+    _make_directory(root)
+    failed: list[tuple[str, str]] = []
+    for session_id in ids:
+        meta = metas.get(session_id)
+        if meta is None:
+            failed.append((session_id, str(SessionNotFoundError(session_id))))
+            continue
+        try:
+            await _write_page(store, root, meta)
+        except SessionStoreError as exc:
+            failed.append((session_id, str(exc)))
+    return failed
+
+
+def _make_directory(root: Path) -> None:
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot make {root}: {exc}") from exc
+    if root.is_symlink() or not root.is_dir():
+        raise StorageError(f"cannot write pages into {root}: not a directory")
+
+
+async def _write_page(store: SessionStore, root: Path, meta: SessionMeta) -> None:
+    target = root / page_name(meta.id)
+    try:
+        fd, temporary = tempfile.mkstemp(dir=root, prefix=".", suffix=".html.tmp")
+    except OSError as exc:
+        raise StorageError(f"cannot write {target}: {exc}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as out:
+            await write_html(store, meta.id, out, meta=meta)
+        os.replace(temporary, target)
+    except OSError as exc:
+        _discard(temporary)
+        raise StorageError(f"cannot write {target}: {exc}") from exc
+    except BaseException:
+        _discard(temporary)
+        raise
+
+
+def _discard(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
