@@ -43,7 +43,7 @@ import re
 import tempfile
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from sessionstore.errors import (
@@ -56,7 +56,7 @@ from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionM
 from sessionstore.store import SessionStore
 from sessionstore.wire import encode_value
 
-__all__ = ["export_html", "page_name", "render_html", "write_html"]
+__all__ = ["TextSink", "export_html", "page_name", "render_html", "write_html"]
 
 _ROLES = frozenset({"user", "assistant", "system", "tool"})
 # C0 and C1 controls but newline and tab, bidirectional marks, embeddings,
@@ -100,6 +100,12 @@ summary{cursor:pointer;font-size:.9rem}
 .hidden-char{color:#c0392b;font:12px ui-monospace,monospace}
 .ctx-note{color:var(--ctx);font-size:.75rem}
 """
+
+
+class TextSink(Protocol):
+    """Where `write_html` writes: any text file (``sys.stdout``, an open file)."""
+
+    def write(self, text: str, /) -> object: ...
 
 
 def page_name(session_id: str) -> str:
@@ -385,7 +391,7 @@ async def render_html(
 
 
 async def write_html(
-    store: SessionStore, session_id: str, out: TextIO, *, meta: SessionMeta | None = None
+    store: SessionStore, session_id: str, out: TextSink, *, meta: SessionMeta | None = None
 ) -> int:
     """Write a session's page (`render_html`) to a text file, chunk by chunk.
 
