@@ -56,6 +56,7 @@ from sessionstore.demo import play_demo
 from sessionstore.errors import ArchiveError, SessionStoreError
 from sessionstore.models import MessageEntry, SessionEntry, SessionMeta
 from sessionstore.store import SessionStore, SessionSummary
+from sessionstore.transcript import export_html, render_html, write_html
 from sessionstore.verify import verify_store
 
 __all__ = ["DB_ENV", "DEFAULT_DB", "build_parser", "main"]
@@ -64,6 +65,7 @@ DEFAULT_DB = "./sessions.db"
 DB_ENV = "SESSIONSTORE_DB"
 """The environment variable naming the store (alembic's ``env.py`` reads it too)."""
 
+HTML = "html"  # <archive>/html/<id>.html: export --html's pages, which import ignores
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a writer whose reader left
 
@@ -639,13 +641,13 @@ def _check_export_directory(dest: Path) -> None:
         return
     if not dest.is_dir():
         raise _Refused(f"cannot export to {dest}: not a directory")
-    parts = (SESSIONS, JOURNALS, HEADS)
+    parts = (SESSIONS, JOURNALS, HEADS, HTML)
     foreign = sorted(p.name for p in dest.iterdir() if p.name not in parts)
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise _Refused(
             f"cannot export to {dest}: not empty and not an archive (it holds {shown}); "
-            f"an archive holds only {SESSIONS}/, {JOURNALS}/ and {HEADS}/: "
+            f"an archive holds only {SESSIONS}/, {JOURNALS}/, {HEADS}/ (and {HTML}/): "
             "choose a new or empty directory"
         )
 
@@ -667,8 +669,16 @@ async def _export(args: argparse.Namespace) -> int:
                 )
             except ArchiveError as exc:
                 report, refused = _archive_error(exc), exc
+        unpaged: list[tuple[str, str]] = []
+        if args.html:
+            with _progress("pages") as progress:
+                progress(0, 1)
+                unpaged = await export_html(store, Path(args.dir) / HTML, sessions=args.session)
+                progress(1, 1)
     if refused is None:
         _refusals(report)
+    for session_id, why in unpaged:
+        _err.print(Text(f"fault: no page for {_escaped(session_id)}: {_escaped(why)}"))
     for summary in faults:
         _err.print(
             Text(f"fault: {summary.fault} (exported as stored: `import` will refuse that file)")
@@ -686,11 +696,30 @@ async def _export(args: argparse.Namespace) -> int:
             else ""
         )
         raise _Refused(f"export refused {what} (listed above)")
+    if unpaged:
+        raise _Refused(f"{_count(len(unpaged), 'page')} could not be written (listed above)")
     if faults:
         raise _Refused(
             f"{_count(len(faults), 'session')} exported with data that does not decode "
             "(listed above); `sessionstore verify` lists every fault"
         )
+    return 0
+
+
+async def _html(args: argparse.Namespace) -> int:
+    async with _opened(args, read=True) as store:
+        if args.out is None:
+            await write_html(store, args.id, sys.stdout)
+            return 0
+        # The page is rendered before the file is made: a missing session
+        # leaves no empty file behind.
+        chunks = render_html(store, args.id)
+        first = await anext(chunks)
+        out = await asyncio.to_thread(open, args.out, "w", encoding="utf-8", newline="\n")
+        with out:
+            out.write(first)
+            async for chunk in chunks:
+                out.write(chunk)
     return 0
 
 
@@ -950,11 +979,27 @@ def build_parser() -> argparse.ArgumentParser:
         _export,
         "export sessions, journals and heads as a JSONL archive (incremental)",
         "sessionstore export ./archive --session 3f2b9c1e-0000-4000-8000-000000000000",
+        "sessionstore export ./archive --html   # and archive/html/<id>.html to read",
     )
     exported.add_argument("dir", help="the archive directory: new, empty, or an archive to extend")
     exported.add_argument(
         "--session", action="append", metavar="ID", help="export only this session (repeatable)"
     )
+    exported.add_argument(
+        "--html",
+        action="store_true",
+        help=f"also write DIR/{HTML}/<id>.html, a readable page per session (import ignores it)",
+    )
+    page = _command(
+        commands,
+        common,
+        "html",
+        _html,
+        "write a session as one self-contained HTML page (no script, no fetch)",
+        "sessionstore html 3f2b9c1e-0000-4000-8000-000000000000 --out session.html",
+    )
+    page.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
+    page.add_argument("--out", metavar="FILE", help="write the page to FILE (default: stdout)")
     retired = _command(
         commands,
         common,

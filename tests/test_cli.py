@@ -19,6 +19,7 @@ COMMANDS = [
     "migrate",
     "ls",
     "show",
+    "html",
     "fork",
     "head",
     "import",
