@@ -6,7 +6,7 @@ and progress bars on a terminal, plain tab-separated text when piped.
 
 What the store holds is shown as it is, never read as markup, with control
 characters escaped. Commands that only read (``ls``, ``show``, ``verify``,
-``export``, ``journal``, ``erasures``, ``migrate --status``), and ``erase``,
+``export``, ``html``, ``journal``, ``erasures``, ``migrate --status``), and ``erase``,
 refuse a store that does not exist rather than create an empty one. Errors
 become one line on stderr and a non-zero exit, never a traceback; Ctrl-C
 stops at once with status 130, and a closed pipe (``| head``) ends the output quietly.
