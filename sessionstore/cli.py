@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import collections
 import concurrent.futures
+import hashlib
 import logging
 import os
 import queue
@@ -53,7 +54,7 @@ from sessionstore.backends import open_store
 from sessionstore.backends.targets import is_sql_target
 from sessionstore.context import check_pairing
 from sessionstore.demo import play_demo
-from sessionstore.errors import ArchiveError, SessionStoreError
+from sessionstore.errors import ArchiveError, SessionStoreError, validate_session_id
 from sessionstore.models import MessageEntry, SessionEntry, SessionMeta
 from sessionstore.store import SessionStore, SessionSummary
 from sessionstore.transcript import export_html, render_html, write_html
@@ -463,6 +464,8 @@ class _EntryLines:
 
 async def _show(args: argparse.Namespace) -> int:
     limit, tail = args.limit, args.tail
+    if args.check is not None and not args.context:
+        raise _Refused("--check looks at the context: give --context too")
     async with _opened(args, read=True) as store:
         if args.json:
             lines = store.raw_lines(args.id)
@@ -476,8 +479,6 @@ async def _show(args: argparse.Namespace) -> int:
                 if isinstance(lines, AsyncGenerator):  # close the file or cursor now
                     await lines.aclose()
             return 0
-        if args.check is not None and not args.context:
-            raise _Refused("--check looks at the context: give --context too")
         if args.context:
             messages = await store.load_context(args.id)
             orphans = [] if args.check is None else check_pairing(messages, dialect=args.check)
@@ -514,6 +515,8 @@ async def _show(args: argparse.Namespace) -> int:
 
 
 async def _fork(args: argparse.Namespace) -> int:
+    if args.head is not None:
+        validate_session_id(args.head)  # before anything is made
     # A chosen id gets what a new session has: a creation time, now.
     meta = None if args.id is None else SessionMeta.new().model_copy(update={"id": args.id})
     async with _opened(args, read=True) as store:
@@ -549,17 +552,20 @@ async def _erase(args: argparse.Namespace) -> int:
             "erase asks for confirmation on a terminal; pass --yes to erase from a script"
         )
     async with _opened(args, read=True) as store:
+        digest = None
         if not args.yes:
-            lines = 0
-            async for _ in store.raw_lines(args.id):  # not found: refused before asking
-                lines += 1
+            seen, lines = hashlib.blake2b(digest_size=32), 0
+            async for block in store.raw_blocks(args.id):  # not found: refused before asking
+                seen.update(block)
+                lines += block.count(b"\n")
             entries = _count(max(lines - 1, 0), "entry", "entries")
             question = f"erase session {args.id!r} ({entries}) for good? [y/N] "
             _err.print(Text(_escaped(question)), end="")
             answer = await asyncio.to_thread(sys.stdin.readline)  # Ctrl-C stops it
-            if answer.strip().lower() not in ("y", "yes"):
+            if answer.strip().lower() != "y":
                 raise _Refused(f"not confirmed: session {args.id!r} is left as it is")
-        record = await store.erase(args.id, reason=args.reason)
+            digest = seen.hexdigest()  # only what was shown: an append since refuses it
+        record = await store.erase(args.id, reason=args.reason, digest=digest)
     entries = _count(record.lines, "entry", "entries")
     print(f"erased {_escaped(record.name)}: {entries}, blake2b-256 {record.digest}")
     return 0

@@ -23,6 +23,7 @@ from sessionstore.archive.report import (
     JOURNALS,
     SESSIONS,
     SUFFIX,
+    ArchiveIssue,
     ArchiveReport,
     Progress,
     Refused,
@@ -41,7 +42,7 @@ from sessionstore.backends.files import (
     write_all,
 )
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
-from sessionstore.errors import CorruptSessionError, validate_session_id
+from sessionstore.errors import CorruptSessionError, SessionNotFoundError, validate_session_id
 from sessionstore.store import SessionJournal, SessionStore
 from sessionstore.wire import encode_line
 
@@ -98,7 +99,8 @@ async def export_archive(
     steps = []
     for session_id in ids:
         path = directory / f"{session_id}{SUFFIX}"
-        steps.append((path, partial(_export_session, store, root, session_id, path, report)))
+        export = partial(_export_session, store, root, session_id, path, report, everything)
+        steps.append((path, export))
     for name in names:
         path = root / JOURNALS / name / JOURNAL_FILE
         steps.append((path, partial(_export_journal, store, root, name, path, report)))
@@ -228,14 +230,26 @@ async def _extend(
 
 
 async def _export_session(
-    store: SessionStore, root: Path, session_id: str, path: Path, report: ArchiveReport
+    store: SessionStore,
+    root: Path,
+    session_id: str,
+    path: Path,
+    report: ArchiveReport,
+    listed: bool,
 ) -> None:
+    """Export one session; one ``listed`` (not named) and erased since the
+    listing is left out with a warning, as if it had never been."""
     try:
         matched, written = await _extend(
             root, path, store.raw_blocks(session_id), "session", report
         )
     except CorruptSessionError as exc:  # what the store holds does not read back
         raise Refused(exc.line, f"not exported: {exc}") from None
+    except SessionNotFoundError:
+        if not listed:
+            raise
+        report.warnings.append(ArchiveIssue(str(path), None, "erased while exporting: left out"))
+        return
     report.entries += written - (1 if written and not matched else 0)  # not the header
     report.sessions += 1
 

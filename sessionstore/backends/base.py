@@ -25,6 +25,7 @@ import builtins
 import contextlib
 import gc
 import hashlib
+import re
 import threading
 from collections.abc import (
     AsyncGenerator,
@@ -46,6 +47,7 @@ from sessionstore.errors import (
     EntryNotFoundError,
     InvalidRecordError,
     SessionConflictError,
+    SessionNotFoundError,
     StorageError,
     StreamingMessageError,
     validate_session_id,
@@ -213,8 +215,12 @@ class StoreBase(abc.ABC):
     async def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
         """Remove a whole session, recorded; see `SessionStore.erase`."""
         check_reason(reason)
-        if digest is not None and not isinstance(digest, str):
-            raise ConfigurationError(f"digest must be a hex string or None, not {digest!r}")
+        if digest is not None and (
+            not isinstance(digest, str) or re.fullmatch(r"[0-9a-fA-F]{64}", digest) is None
+        ):
+            raise ConfigurationError(
+                f"digest must be a BLAKE2b-256 in hex (64 digits) or None, not {digest!r}"
+            )
         self._check(session_id)
         return await self._erase(session_id, reason, digest)
 
@@ -257,6 +263,8 @@ class StoreBase(abc.ABC):
                 entries, fault = await self.load(meta.id), None
             except CorruptSessionError as exc:
                 entries, fault = await self._entries_before_fault(meta.id), str(exc)
+            except SessionNotFoundError:  # erased since it was listed
+                continue
             result.append(
                 SessionSummary(
                     meta=meta,

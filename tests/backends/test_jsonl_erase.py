@@ -210,3 +210,19 @@ async def test_a_journal_append_waiting_on_an_erase_starts_the_journal_again(
     kept = (await journal.read_bytes()).split()
     assert b"old" not in kept
     assert record.lines + len(kept) == 21  # each line erased or kept, none lost
+
+
+async def test_another_store_objects_cached_context_never_serves_erased_text(
+    tmp_path: Path,
+) -> None:
+    # An id erased and created again often gets the erased file's inode back.
+    for _ in range(10):
+        directory = tmp_path / f"store-{_}"
+        async with JsonlStore(directory) as agent, JsonlStore(directory) as admin:
+            await admin.create(SessionMeta(id="chat"))
+            await admin.append("chat", message("e1", "my card is 4111"))
+            await agent.load_context("chat")
+            await admin.erase("chat", reason="asked")
+            await admin.create(SessionMeta(id="chat"))
+            await admin.append_many("chat", [message("n1", "hello there 123"), message("n2", "b")])
+            assert [m.text() for m in await agent.load_context("chat")] == ["hello there 123", "b"]

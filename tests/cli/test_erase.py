@@ -100,3 +100,43 @@ def test_a_missing_store_is_refused_not_created(
         assert status == 1
         assert "no such store" in err
     assert not missing.exists()
+
+
+class _AppendingTerminal(_Terminal):
+    """A terminal where another writer appends while the question is open."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__("y\n")
+        self.target = target
+
+    def readline(self, size: int = -1) -> str:
+        from sessionstore.sync import open_store as open_sync
+
+        with open_sync(self.target) as other:
+            other.append("chat", message("late", "appended while asked"))
+        return super().readline(size)
+
+
+def test_an_append_while_asking_keeps_the_session(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, db: str
+) -> None:
+    monkeypatch.setattr("sys.stdin", _AppendingTerminal(db))
+    status, _, err = run(capsys, "--db", db, "erase", "chat", "--reason", "asked")
+    assert status == 1
+    assert "changed" in err  # only what was shown and confirmed may go
+    assert run(capsys, "--db", db, "show", "chat", "--limit", "9")[1].count("\n") == 5
+
+
+def test_fork_with_a_bad_head_name_makes_nothing(
+    capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    status, _, err = run(capsys, "--db", db, "fork", "chat", "--head", ".bad")
+    assert status == 1
+    assert "invalid session id '.bad'" in err
+    assert run(capsys, "--db", db, "ls")[1].count("\n") == 2  # the header and chat
+
+
+def test_check_with_json_is_refused(capsys: pytest.CaptureFixture[str], db: str) -> None:
+    status, out, err = run(capsys, "--db", db, "show", "chat", "--json", "--check", "openai")
+    assert (status, out) == (1, "")
+    assert "give --context too" in err

@@ -143,6 +143,7 @@ class JsonlStore(StoreBase):
         self._full = durability == "full"
         self._contexts: ContextCache[tuple[int, int]] = ContextCache()
         self._erasures = ErasureLog(self._dir, full=self._full)
+        self._erasure_mark = 0  # the erasure log's size when the contexts were cached
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._dir)!r})"
@@ -281,6 +282,7 @@ class JsonlStore(StoreBase):
 
     def _context(self, session_id: str) -> BuiltContext[tuple[int, int]]:
         path = self.path(session_id)
+        self._forget_if_erased()
         fd = open_session(session_id, path, os.O_RDONLY)
         try:
             size = complete_size(session_id, path, fd, full=self._full)
@@ -526,6 +528,18 @@ class JsonlStore(StoreBase):
         fsync_directory(self._dir)  # the name's removal survives a power loss
         self._erasures.done("session", session_id)
         return record
+
+    def _forget_if_erased(self) -> None:
+        """Forget every cached context once the erasure log grew (an erase by
+        any process): a session erased and created again may get the erased
+        file's inode, which alone would pass for the same file."""
+        try:
+            mark = os.stat(self._erasures.path).st_size
+        except FileNotFoundError:
+            mark = 0
+        if mark != self._erasure_mark:
+            self._contexts.clear()
+            self._erasure_mark = mark
 
     async def erasures(self) -> builtins.list[Erasure]:
         """The records of ``<dir>/erasures/log.jsonl``, oldest first."""

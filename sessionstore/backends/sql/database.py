@@ -350,5 +350,7 @@ def insert_session(
     }
     try:
         return int(Q.INSERT_SESSION.scalar(conn, **row))
-    except conn.dialect.loaded_dbapi.IntegrityError:
+    except conn.dialect.loaded_dbapi.IntegrityError as exc:
+        if "unique" not in str(exc).lower():
+            raise  # not the id taken (a base gone): the error boundary's to name
         raise DuplicateSessionError(meta.id) from None

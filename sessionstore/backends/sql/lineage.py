@@ -113,7 +113,9 @@ def branch(
         EntryNotFoundError: it holds no entry ``at``.
         DuplicateSessionError: ``meta.id`` exists.
     """
-    row = find_session(conn, source_id)
+    # Locked: an erase of the source waits for the fork, or the fork for the
+    # erase and then finds no source (PostgreSQL; SQLite has one writer).
+    row = find_session(conn, source_id, lock=True)
     spans = lineage(conn, source_id, row)
     point = last_seq(conn, row)
     if at is not None:

@@ -179,7 +179,9 @@ class SqlStore(StoreBase):
                 # so seq order makes them one consistent prefix of the session.
                 read = partial(page.all, pk=pk, after=done, end=span_end, size=_PAGE)
                 rows = await transaction(session_id, read, lean=True)
-                if not rows:  # seq said more rows exist: a corrupt database
+                if not rows:  # seq said more rows exist: erased meanwhile, or corrupt
+                    # An erase since the first page: not found, as it is now.
+                    await transaction(session_id, partial(find_session, session_id=session_id))
                     reason = f"entry seq {done + 1} is missing (the last seq is {end})"
                     where = self._database.entries_at
                     raise CorruptSessionError(session_id, reason, path=where)
