@@ -109,7 +109,7 @@ class _AppendingTerminal(_Terminal):
         super().__init__("y\n")
         self.target = target
 
-    def readline(self, size: int = -1) -> str:
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
         from sessionstore.sync import open_store as open_sync
 
         with open_sync(self.target) as other:
