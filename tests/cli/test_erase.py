@@ -114,7 +114,7 @@ class _AppendingTerminal(_Terminal):
 
         with open_sync(self.target) as other:
             other.append("chat", message("late", "appended while asked"))
-        return super().readline(size)
+        return super().readline(-1 if size is None else size)
 
 
 def test_an_append_while_asking_keeps_the_session(
