@@ -515,7 +515,9 @@ class SessionStore(Protocol):
 
         Each move is kept verbatim, its ``at`` included (where `set_head`
         stamps now): history carried over from another store. The moves
-        become the head's newest positions, in their order.
+        become the head's newest positions, in their order. A move may name
+        a session this store does not hold (one erased or retired since):
+        it is kept as the head had it.
 
         Args:
             name: the head.
@@ -530,7 +532,6 @@ class SessionStore(Protocol):
             InvalidSessionIdError: ``name``, or a move's session id, breaks
                 the session-id rule.
             InvalidRecordError: a move is not a `HeadMove`.
-            SessionNotFoundError: a move names no session; nothing recorded.
             SessionConflictError: the head holds another number of positions
                 than ``after``; nothing recorded.
         """

@@ -119,18 +119,20 @@ async def test_a_head_that_differs_from_the_stored_one_is_refused_and_left(
     assert await store.head("sub-agent") == "root"  # the other head went on
 
 
-async def test_a_head_naming_a_session_the_store_lacks_is_refused_whole(
+async def test_a_head_that_named_an_erased_session_travels_whole(
     store: SessionStore, tmp_path: Path
 ) -> None:
+    # A head moved to a session later erased (or retired) keeps that move.
     await store.create(SessionMeta(id="here"))
-    lines = [HeadMove(session_id="here", at="t1"), HeadMove(session_id="gone", at="t2")]
-    head_file(tmp_path, "chat").parent.mkdir()
-    head_file(tmp_path, "chat").write_bytes(b"".join(map(encode_line, lines)))
-    with pytest.raises(ArchiveError) as caught:
-        await import_archive(store, tmp_path)
-    line, reason = refusals(caught.value.report)["chat.jsonl"]
-    assert (line, "'gone'" in reason) == (2, True)
-    assert await store.heads() == []
+    gone = await store.create(SessionMeta(id="gone"))
+    await store.set_head("chat", "here")
+    await store.set_head("chat", gone)
+    await store.erase(gone, reason="asked")
+    history = await store.head_history("chat")
+    await export_archive(store, tmp_path / "archive")
+    target = await open_store("memory://")
+    await import_archive(target, tmp_path / "archive")
+    assert await target.head_history("chat") == history
 
 
 @pytest.mark.parametrize(

@@ -150,8 +150,6 @@ class MemoryStore(StoreBase):
         self._heads.setdefault(name, []).append(move)
 
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
-        for move in moves:
-            self._session(move.session_id)
         held = len(self._heads.get(name, ()))
         if held != after:
             raise SessionConflictError(name, f"holds {held} positions, not {after}", "head")

@@ -475,8 +475,6 @@ class JsonlStore(StoreBase):
         path = self._head(name)
 
         def import_head() -> None:
-            for session_id in {move.session_id for move in moves}:
-                os.close(open_session(session_id, self.path(session_id), os.O_RDONLY))
             if not moves:  # a head is listed once set, never by an empty import
                 held = len(head_files.read_moves(name, path))
                 if held != after:

@@ -351,6 +351,9 @@ def insert_session(
     try:
         return int(Q.INSERT_SESSION.scalar(conn, **row))
     except conn.dialect.loaded_dbapi.IntegrityError as exc:
-        if "unique" not in str(exc).lower():
-            raise  # not the id taken (a base gone): the error boundary's to name
+        # The id taken: a unique violation, or on SQLite the trigger refusing
+        # an insert that meets a row. Anything else (a base gone) is the
+        # error boundary's to name.
+        if not any(sign in str(exc).lower() for sign in ("unique", "append-only")):
+            raise
         raise DuplicateSessionError(meta.id) from None

@@ -36,12 +36,12 @@ def move(conn: Connection, *, name: str, to: HeadMove) -> None:
 def extend(conn: Connection, *, name: str, moves: list[HeadMove], after: int) -> None:
     """Record ``moves`` as they are after the first ``after`` positions of ``name``.
 
+    A move may name a session the store no longer holds (erased, retired):
+    it is history, as the head had it.
+
     Raises:
-        SessionNotFoundError: a move names no session.
         SessionConflictError: ``name`` holds another number of positions.
     """
-    for session_id in dict.fromkeys(move.session_id for move in moves):
-        find_session(conn, session_id)
     if conn.dialect.name == "postgresql":
         Q.LOCK_HEAD.first(conn, name=name)
     last = Q.HEAD_LAST.first(conn, name=name)
