@@ -532,7 +532,7 @@ async def _head(args: argparse.Namespace) -> int:
         if args.name is None:
             names = sorted(await store.heads())
             rows = [(name, await store.head(name) or "-") for name in names]
-            _table("heads", ("head", "session"), rows, whole=("head", "session"))
+            _pairs("heads", ("head", "session"), rows, " -> ")
             return 0
         if args.set is not None:
             await store.set_head(args.name, args.set)
@@ -540,8 +540,19 @@ async def _head(args: argparse.Namespace) -> int:
     if not history:
         raise _Refused(f"no head named {args.name!r} (`sessionstore head` lists them)")
     rows = [(move.at, move.session_id) for move in history]
-    _table(f"head {args.name}", ("moved at", "session"), rows, whole=("session",))
+    _pairs(f"head {args.name}", ("moved at", "session"), rows, "  ")
     return 0
+
+
+def _pairs(title: str, columns: tuple[str, str], rows: Sequence[tuple[str, str]], sep: str) -> None:
+    """Two columns of ids and times, never cut: one line per row on a terminal
+    (a table would fold or drop them when narrow), tab-separated when piped."""
+    if not _out.is_terminal:
+        _table(title, columns, rows)
+        return
+    _out.print(Text(title, style="bold"))
+    for left, right in rows:
+        _out.print(Text(f" {_cell(left)}{sep}").append(_cell(right), style="bold"))
 
 
 async def _erase(args: argparse.Namespace) -> int:

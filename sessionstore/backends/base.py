@@ -44,6 +44,7 @@ from sessionstore.context import repair_pairing
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
+    DuplicateSessionError,
     EntryNotFoundError,
     InvalidRecordError,
     SessionConflictError,
@@ -209,6 +210,8 @@ class StoreBase(abc.ABC):
             )
         if at is not None and not isinstance(at, str):
             raise InvalidRecordError(f"at must be an entry id (a string), not {at!r}")
+        if meta.id == source_id:  # the source's own id is taken, by the source
+            raise DuplicateSessionError(meta.id)
         await self._fork(source_id, at, meta, header_line(meta))
         return meta
 
@@ -469,6 +472,8 @@ def header_line(meta: SessionMeta) -> str:
     if not isinstance(meta, SessionMeta):
         raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
     validate_session_id(meta.id)
+    if meta.parent_session == meta.id:
+        raise InvalidRecordError(f"session {meta.id!r} cannot be its own parent_session")
     return encode(meta)
 
 

@@ -195,6 +195,11 @@ class BranchContract:
         assert sorted(m.id for m in await store.list()) == sorted(m.id for m in before)
         assert await store.load(source) == [message("e1", "x")]
 
+    async def test_a_session_cannot_be_its_own_parent(self, store: SessionStore) -> None:
+        with pytest.raises(InvalidRecordError, match="own parent"):
+            await store.create(SessionMeta(id="s", parent_session="s"))
+        assert await store.list() == []
+
     async def test_a_fork_is_stored_for_good(self, backend: Backend) -> None:
         if not backend.persistent:
             pytest.skip("the storage is the store object itself")
