@@ -25,8 +25,6 @@ lists the notes whose file is still there: `JsonlStore.integrity` reports them.
 
 from __future__ import annotations
 
-import fcntl
-import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -35,13 +33,12 @@ from typing import Literal
 from sessionstore.backends.base import erasure_of
 from sessionstore.backends.files import (
     FILE_MODE,
-    complete_length,
     fsync_directory,
     make_directory,
     open_regular,
-    truncate_back,
     write_all,
 )
+from sessionstore.backends.jsonl.records import append_lines, read_lines
 from sessionstore.errors import CorruptSessionError, InvalidRecordError
 from sessionstore.models import Erasure
 from sessionstore.wire import decode_erasure, encode
@@ -59,8 +56,6 @@ FileId = tuple[int, int]
 
 _LOG = "log.jsonl"
 _KINDS: tuple[Literal["session", "journal"], ...] = ("session", "journal")
-
-logger = logging.getLogger(__name__)
 
 
 def digest_file(
@@ -182,30 +177,8 @@ class ErasureLog:
             return None
 
     def _append(self, record: Erasure) -> None:
-        line = (encode(record) + "\n").encode()
-        path = self.path
-        if make_directory(path.parent) and self._full:
-            fsync_directory(path.parent.parent)
-        fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                keep = complete_length(fd, size)
-                self._dropping(size - keep)
-                os.ftruncate(fd, keep)
-                size = keep
-            try:
-                write_all(fd, line)
-                if self._full:
-                    os.fdatasync(fd)
-            except OSError as exc:  # a full disk took part of it: whole or absent
-                truncate_back(fd, size, exc)
-                raise
-        finally:
-            os.close(fd)  # releases the lock
-        if self._full and size == 0:
-            fsync_directory(path.parent)
+        data = (encode(record) + "\n").encode()
+        append_lines(self.path, data, full=self._full, what="erasure log")
 
     def read(self) -> list[Erasure]:
         """Every record, oldest first (none without a log).
@@ -213,20 +186,7 @@ class ErasureLog:
         Raises:
             CorruptSessionError: a complete line does not decode (naming it).
         """
-        try:
-            fd = open_regular(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return []
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH)  # no record is halfway through its write
-            with open(fd, "rb", closefd=False) as file:
-                data = file.read()
-        finally:
-            os.close(fd)
-        lines = data.split(b"\n")
-        torn = lines.pop()
-        if torn:
-            self._dropping(len(torn))
+        lines = read_lines(self.path, what="erasure log")
         records = []
         for number, line in enumerate(lines, 1):
             try:
@@ -260,10 +220,3 @@ class ErasureLog:
                     " erase it again to finish (its record is kept once)"
                 )
         return found
-
-    def _dropping(self, count: int) -> None:
-        logger.warning(
-            "erasure log: dropping %d bytes of a crash-truncated last line in %s",
-            count,
-            self.path,
-        )

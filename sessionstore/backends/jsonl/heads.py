@@ -21,23 +21,15 @@ to its owner, like ``journals/``.
 
 from __future__ import annotations
 
-import fcntl
-import logging
 import os
 import stat
 from pathlib import Path
 
 from sessionstore.backends.files import (
-    FILE_MODE,
     NotRegularFileError,
-    complete_length,
-    fsync_directory,
-    make_directory,
-    open_regular,
-    truncate_back,
-    write_all,
 )
 from sessionstore.backends.jsonl.file import SUFFIX
+from sessionstore.backends.jsonl.records import append_lines, read_lines
 from sessionstore.errors import (
     CorruptSessionError,
     InvalidRecordError,
@@ -52,8 +44,6 @@ __all__ = ["HEADS", "append_move", "append_moves", "faults", "names", "read_move
 
 HEADS = "heads"
 """``<dir>/heads/<name>.jsonl``: the moves of the head ``name``."""
-
-logger = logging.getLogger(__name__)
 
 
 def append_move(name: str, path: Path, move: HeadMove, *, full: bool) -> None:
@@ -73,33 +63,13 @@ def append_moves(
     Raises:
         SessionConflictError: it holds another number (nothing written).
     """
-    line = "".join(encode(move) + "\n" for move in moves).encode()
-    if make_directory(path.parent) and full:
-        fsync_directory(path.parent.parent)
-    fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            keep = complete_length(fd, size)
-            _dropping(name, path, size - keep)
-            os.ftruncate(fd, keep)
-            size = keep
-        if after is not None:
-            held = os.pread(fd, size, 0).count(b"\n") if size else 0
-            if held != after:
-                raise SessionConflictError(name, f"holds {held} positions, not {after}", "head")
-        try:
-            write_all(fd, line)
-            if full:
-                os.fdatasync(fd)
-        except OSError as exc:  # a full disk took part of it: whole or absent
-            truncate_back(fd, size, exc)
-            raise
-    finally:
-        os.close(fd)  # releases the lock
-    if full and size == 0:
-        fsync_directory(path.parent)  # the new file's name
+    data = "".join(encode(move) + "\n" for move in moves).encode()
+
+    def check(held: int) -> None:
+        if after is not None and held != after:
+            raise SessionConflictError(name, f"holds {held} positions, not {after}", "head")
+
+    append_lines(path, data, full=full, what=f"head {name!r}", check=check)
 
 
 def read_moves(name: str, path: Path) -> list[HeadMove]:
@@ -108,20 +78,7 @@ def read_moves(name: str, path: Path) -> list[HeadMove]:
     Raises:
         CorruptSessionError: a complete line does not decode (naming it).
     """
-    try:
-        fd = open_regular(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return []
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)  # no move is halfway through its write
-        with open(fd, "rb", closefd=False) as file:
-            data = file.read()
-    finally:
-        os.close(fd)
-    lines = data.split(b"\n")
-    torn = lines.pop()
-    if torn:
-        _dropping(name, path, len(torn))
+    lines = read_lines(path, what=f"head {name!r}")
     moves = []
     for number, line in enumerate(lines, 1):
         try:
@@ -172,9 +129,3 @@ def faults(directory: Path) -> list[str]:
         except OSError as exc:
             found.append(f"{path}: {exc.strerror or exc}")
     return found
-
-
-def _dropping(name: str, path: Path, count: int) -> None:
-    logger.warning(
-        "head %r: dropping %d bytes of a crash-truncated last line in %s", name, count, path
-    )
