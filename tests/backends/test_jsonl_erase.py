@@ -83,11 +83,11 @@ async def test_a_torn_last_record_is_dropped(store: JsonlStore) -> None:
     assert await store.erasures() == [record, second]
 
 
-async def test_an_erase_that_died_before_the_unlink_is_finished_by_erasing_again(
-    store: JsonlStore, monkeypatch: pytest.MonkeyPatch
+async def erase_dying_before_the_unlink(
+    store: JsonlStore, monkeypatch: pytest.MonkeyPatch, *, reason: str
 ) -> None:
-    await store.create(SessionMeta(id="s"))
-    await store.append("s", message("e1", "a"))
+    """Erase session ``s`` as a process that dies after its record, before its
+    file goes: the unlink of the session's file fails, then all is as before."""
     path = store.path("s")
     unlink = Path.unlink
 
@@ -98,8 +98,17 @@ async def test_an_erase_that_died_before_the_unlink_is_finished_by_erasing_again
 
     monkeypatch.setattr(Path, "unlink", crash)
     with pytest.raises(StorageError):
-        await store.erase("s", reason="first try")
+        await store.erase("s", reason=reason)
     monkeypatch.undo()
+
+
+async def test_an_erase_that_died_before_the_unlink_is_finished_by_erasing_again(
+    store: JsonlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.create(SessionMeta(id="s"))
+    await store.append("s", message("e1", "a"))
+    path = store.path("s")
+    await erase_dying_before_the_unlink(store, monkeypatch, reason="first try")
     # The record and the file are both there; integrity says what to do.
     [record] = await store.erasures()
     assert path.exists()
@@ -116,18 +125,7 @@ async def test_bytes_appended_after_a_died_erase_are_recorded_anew(
     store: JsonlStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await store.create(SessionMeta(id="s"))
-    path = store.path("s")
-    unlink = Path.unlink
-
-    def crash(self: Path, missing_ok: bool = False) -> None:
-        if self == path:
-            raise OSError(5, "simulated crash", str(self))
-        unlink(self, missing_ok=missing_ok)
-
-    monkeypatch.setattr(Path, "unlink", crash)
-    with pytest.raises(StorageError):
-        await store.erase("s", reason="r")
-    monkeypatch.undo()
+    await erase_dying_before_the_unlink(store, monkeypatch, reason="r")
     await store.append("s", message("late", "x"))
     second = await store.erase("s", reason="r")
     first = (await store.erasures())[0]
