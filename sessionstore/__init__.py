@@ -35,6 +35,7 @@ from sessionstore.errors import (
     CorruptSessionError,
     DuplicateSessionError,
     EntryNotFoundError,
+    InvalidCursorError,
     InvalidRecordError,
     InvalidSessionIdError,
     SchemaError,
@@ -60,9 +61,10 @@ from sessionstore.models import (
     SessionEntry,
     SessionHeader,
     SessionMeta,
+    TitleChange,
     Written,
 )
-from sessionstore.store import SessionJournal, SessionStore, SessionSummary
+from sessionstore.store import SearchHit, SessionJournal, SessionStore, SessionSummary
 from sessionstore.timestamps import Timestamp
 from sessionstore.wire import (
     decode_entry,
@@ -70,6 +72,7 @@ from sessionstore.wire import (
     decode_journal_line,
     decode_message,
     decode_meta,
+    decode_title_change,
     encode,
     encode_line,
 )
@@ -93,6 +96,7 @@ __all__ = [
     "Erasure",
     "FileJournal",
     "HeadMove",
+    "InvalidCursorError",
     "InvalidRecordError",
     "InvalidSessionIdError",
     "Journal",
@@ -109,6 +113,7 @@ __all__ = [
     "SchemaError",
     "SchemaOutdatedError",
     "SchemaTooNewError",
+    "SearchHit",
     "SessionConflictError",
     "SessionEntry",
     "SessionHeader",
@@ -122,6 +127,7 @@ __all__ = [
     "StorageError",
     "StreamingMessageError",
     "Timestamp",
+    "TitleChange",
     "Written",
     "__version__",
     "build_context",
@@ -131,6 +137,7 @@ __all__ = [
     "decode_journal_line",
     "decode_message",
     "decode_meta",
+    "decode_title_change",
     "encode",
     "encode_line",
     "export_archive",

@@ -35,6 +35,7 @@ __all__ = [
     "CorruptSessionError",
     "DuplicateSessionError",
     "EntryNotFoundError",
+    "InvalidCursorError",
     "InvalidRecordError",
     "InvalidSessionIdError",
     "SchemaError",
@@ -168,6 +169,11 @@ class CorruptSessionError(SessionStoreError):
         self.reason = reason
         self.path = path
         self.line = line
+
+
+class InvalidCursorError(SessionStoreError, ValueError):
+    """A paging cursor (``after=``) is not one this listing or search gave,
+    or continues a listing the store no longer holds: start again."""
 
 
 class ConfigurationError(SessionStoreError, ValueError):

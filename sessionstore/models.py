@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator
 
 from sessionstore.timestamps import Timestamp, now_rfc3339
 
@@ -43,6 +44,7 @@ __all__ = [
     "SessionEntry",
     "SessionHeader",
     "SessionMeta",
+    "TitleChange",
     "Written",
 ]
 
@@ -86,25 +88,63 @@ class _Record(BaseModel):
     model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
 
 
+def _tuple_of_strings(value: object) -> object:
+    """``tags`` given as a list (as JSON has it) is kept as a tuple."""
+    return tuple(value) if isinstance(value, list) else value
+
+
 class SessionMeta(_Record):
     """The header of a session: line 1 of its file.
+
+    The first four fields are the reference implementation's; the others
+    are this project's, written after them and each left out when unset.
+    The reference skips them when it reads the file (SPEC section 1: a
+    header's unknown fields are ignored), so a file carrying them still
+    loads there, and their line is kept verbatim everywhere.
 
     Attributes:
         id: the session id (a UUID v4 for sessions made by `new`).
         version: schema version of the session file; 1.
-        parent_session: reserved for forking; left out when None.
+        parent_session: the session this one was forked from; left out when None.
         created_at: RFC 3339 creation time, a plain string never parsed.
+        title: what to call the session in a listing. A title chosen later
+            is set with `SessionStore.set_title`, beside the log.
+        owner: who the session belongs to (a user id, a tenant...): the key
+            `SessionStore.summaries` and `search` filter on.
+        tags: labels, in the order given.
+        metadata: any further JSON object the application keeps with the
+            session, written as given.
     """
 
     id: str
     version: U32 = 1
     parent_session: str | None = None
     created_at: str = ""
+    title: str | None = None
+    owner: str | None = None
+    tags: Annotated[tuple[str, ...], BeforeValidator(_tuple_of_strings)] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
-    def new(cls, parent_session: str | None = None) -> Self:
+    def new(
+        cls,
+        parent_session: str | None = None,
+        *,
+        title: str | None = None,
+        owner: str | None = None,
+        tags: Sequence[str] = (),
+        metadata: dict[str, Any] | None = None,
+    ) -> Self:
         """A header with a fresh UUID v4 id, created now."""
-        return cls(id=str(uuid.uuid4()), parent_session=parent_session, created_at=now_rfc3339())
+        return cls(
+            id=str(uuid.uuid4()),
+            parent_session=parent_session,
+            created_at=now_rfc3339(),
+            title=title,
+            owner=owner,
+            tags=tuple(tags),
+            metadata=metadata or {},
+        )
 
 
 class Message(BaseModel):
@@ -225,6 +265,29 @@ class HeadMove(_Record):
     def new(cls, session_id: str) -> Self:
         """A move to ``session_id``, stamped now."""
         return cls(session_id=session_id, at=now_rfc3339())
+
+
+class TitleChange(_Record):
+    """A title given to a session after it was created.
+
+    A header never changes, so a later title is kept beside the log, one
+    `TitleChange` per change; the last one is the session's title (None:
+    back to the header's). The reference implementation never reads them.
+
+    Attributes:
+        session_id: the session retitled.
+        title: its title from ``at`` on; left out when None.
+        at: RFC 3339 time of the change, a plain string never parsed.
+    """
+
+    session_id: str
+    title: str | None = None
+    at: str
+
+    @classmethod
+    def new(cls, session_id: str, title: str | None) -> Self:
+        """A change of ``session_id``'s title, stamped now."""
+        return cls(session_id=session_id, title=title, at=now_rfc3339())
 
 
 class Erasure(_Record):

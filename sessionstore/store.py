@@ -12,7 +12,7 @@ import builtins
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Literal, Protocol, Self, runtime_checkable
 
 from sessionstore.journal import Journal
 from sessionstore.models import (
@@ -24,10 +24,15 @@ from sessionstore.models import (
     SessionEntry,
     SessionHeader,
     SessionMeta,
+    TitleChange,
 )
 from sessionstore.pairing import PairingDialect
 
-__all__ = ["SessionJournal", "SessionStore", "SessionSummary"]
+__all__ = ["Order", "SearchHit", "SessionJournal", "SessionStore", "SessionSummary"]
+
+
+Order = Literal["last_activity", "created"]
+"""How `SessionStore.summaries` orders sessions, newest first."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,8 @@ class SessionSummary:
     """A session at a glance, for listings.
 
     Attributes:
-        meta: the header.
+        meta: the header (``meta.id``, ``meta.owner``, ``meta.parent_session``,
+            ``meta.created_at``...).
         entries: how many entries the session holds.
         last_timestamp: the ``timestamp`` of its last entry; None when empty.
         compacted: whether it holds a compaction entry.
@@ -44,6 +50,11 @@ class SessionSummary:
             line). ``entries``, ``last_timestamp`` and ``compacted`` then
             describe what was read before the fault, and ``meta`` holds only
             the id when the header itself is what does not decode.
+        title: the session's title now: the last `set_title`, else the
+            header's ``title``; None when it has none.
+        last_activity: RFC 3339 time (UTC) of the store's last write to the
+            session: its creation (fork, import) or its latest append.
+        cursor: pass it as ``after=`` to get the sessions listed after this one.
     """
 
     meta: SessionMeta
@@ -51,6 +62,45 @@ class SessionSummary:
     last_timestamp: str | None
     compacted: bool
     fault: str | None = None
+    title: str | None = None
+    last_activity: str = ""
+    cursor: str = ""
+
+    @property
+    def id(self) -> str:
+        """The session id, ``meta.id``."""
+        return self.meta.id
+
+    @property
+    def owner(self) -> str | None:
+        """The session's owner, ``meta.owner``."""
+        return self.meta.owner
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One message that matched a `SessionStore.search`.
+
+    Attributes:
+        session_id: the session holding the message. A message a fork
+            shares with its source is found in each session that holds it.
+        entry_id: the message entry's id.
+        seq: the entry's position in the session, 1 for the first entry.
+        role: the message's role.
+        snippet: the message text around the match, literal text (never
+            markup), at most about 200 characters, ``…`` where it was cut.
+        highlights: ``(start, end)`` offsets in ``snippet`` of each word
+            that matched, in order.
+        cursor: pass it as ``after=`` to get the hits after this one.
+    """
+
+    session_id: str
+    entry_id: str
+    seq: int
+    role: str
+    snippet: str
+    highlights: tuple[tuple[int, int], ...]
+    cursor: str
 
 
 @runtime_checkable
@@ -389,15 +439,116 @@ class SessionStore(Protocol):
         """The names of every head ever set, in no particular order."""
         ...
 
-    async def summaries(self) -> builtins.list[SessionSummary]:
-        """Every session at a glance (header, entry count, last entry time,
-        whether compacted), in no particular order.
+    async def summaries(
+        self,
+        *,
+        owner: str | None = None,
+        order: Order = "last_activity",
+        limit: int | None = 50,
+        after: str | None = None,
+    ) -> builtins.list[SessionSummary]:
+        """A page of sessions at a glance, newest first.
+
+        ``order="last_activity"`` puts the session the store last wrote to
+        (created, forked, imported or appended to) first;
+        ``order="created"`` sorts by the header's ``created_at`` string,
+        then id (for the timestamps this library writes, the time of
+        creation). Pass the last summary's ``cursor`` as ``after`` for the
+        next page; a page shorter than ``limit`` is the last.
+
+        Paging is exact while sessions are created and appended to: each
+        session that existed when the first page was read is listed once
+        and only once, in the order as it stood then (a session appended
+        to meanwhile is not moved ahead of the cursor and lost, nor listed
+        twice). A session created after the first page is not listed
+        (start again to see it); one erased meanwhile is left out.
 
         One session's data that does not decode fails no listing: that
-        session is summarised with its `SessionSummary.fault` set, and every
-        other one as usual. A backend reads what a summary needs: a JSONL
-        store decodes every line, a SQL store counts its rows and decodes
-        the headers (a damaged entry row is `verify`'s to find).
+        session is summarised with its `SessionSummary.fault` set. SQL
+        backends answer a page from indexes, in time independent of how
+        many sessions there are; JSONL and memory read every header.
+
+        Args:
+            owner: only the sessions whose header names this owner.
+            order: ``"last_activity"`` or ``"created"``.
+            limit: how many at most (1 or more); None for every one.
+            after: a `SessionSummary.cursor` from the same ``owner`` and
+                ``order``.
+
+        Raises:
+            InvalidCursorError: ``after`` is not a cursor of this listing,
+                or continues a listing this store no longer holds.
+            ConfigurationError: another ``order``, a ``limit`` below 1, an
+                ``owner`` that is not a string.
+        """
+        ...
+
+    async def set_title(self, session_id: str, title: str | None) -> TitleChange:
+        """Give a session a title now (None: back to its header's title).
+
+        The header never changes: the title is recorded beside the log, a
+        new `TitleChange` each time (the archive carries them; the
+        reference implementation never reads them), and the last one is
+        the session's title in `summaries`. Erasing the session erases them.
+
+        Raises:
+            SessionNotFoundError: no such session; nothing recorded.
+            InvalidRecordError: ``title`` is neither a string nor None.
+        """
+        ...
+
+    async def titles(self, session_id: str) -> builtins.list[TitleChange]:
+        """Every title the session was given after its creation, oldest first.
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        ...
+
+    async def import_titles(
+        self, session_id: str, changes: Sequence[TitleChange], *, after: int = 0
+    ) -> int:
+        """Record title changes verbatim (time included): for the archive.
+
+        ``after`` is how many of the session's changes the caller knows are
+        stored already (an archive's import counts them); only when the
+        store holds exactly that many are ``changes`` appended, so an
+        import run twice records them once.
+
+        Returns:
+            How many were recorded (0 when the store already had more).
+
+        Raises:
+            SessionNotFoundError: no such session.
+            InvalidRecordError: a change names another session.
+        """
+        ...
+
+    async def search(
+        self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
+    ) -> builtins.list[SearchHit]:
+        """Find the messages that say every word of ``text``, best match first.
+
+        Words are runs of letters and digits, matched whole and ignoring
+        case (``"Fix the BUG"`` finds "the bug was fixed", not "debugging");
+        a message's text is `Message.text()`. Text without a word finds
+        nothing. A message a fork shares with its source is a hit in each
+        session holding it. SQL backends answer from a full-text index
+        kept in step with every append (SQLite FTS5, PostgreSQL ``tsvector``
+        with a GIN index); JSONL and memory read every message.
+
+        Ranking differs between backends; which messages match does not.
+
+        Args:
+            text: the words to find.
+            owner: only in the sessions whose header names this owner.
+            limit: how many hits at most (1 or more).
+            after: a `SearchHit.cursor` from the same ``text`` and ``owner``.
+
+        Raises:
+            InvalidCursorError: ``after`` is not a cursor of this search.
+            ConfigurationError: ``text`` or ``owner`` is not a string, or a
+                ``limit`` below 1.
         """
         ...
 

@@ -45,9 +45,10 @@ from sessionstore.models import (
     SessionEntry,
     SessionHeader,
     SessionMeta,
+    TitleChange,
 )
 from sessionstore.pairing import PairingDialect
-from sessionstore.store import SessionJournal, SessionStore, SessionSummary
+from sessionstore.store import Order, SearchHit, SessionJournal, SessionStore, SessionSummary
 
 __all__ = ["SyncJournal", "SyncStore", "open_store"]
 
@@ -184,8 +185,33 @@ class SyncStore:
     def list(self) -> builtins.list[SessionMeta]:
         return self._loop.run(self._store.list())
 
-    def summaries(self) -> builtins.list[SessionSummary]:
-        return self._loop.run(self._store.summaries())
+    def summaries(
+        self,
+        *,
+        owner: str | None = None,
+        order: Order = "last_activity",
+        limit: int | None = 50,
+        after: str | None = None,
+    ) -> builtins.list[SessionSummary]:
+        return self._loop.run(
+            self._store.summaries(owner=owner, order=order, limit=limit, after=after)
+        )
+
+    def search(
+        self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
+    ) -> builtins.list[SearchHit]:
+        return self._loop.run(self._store.search(text, owner=owner, limit=limit, after=after))
+
+    def set_title(self, session_id: str, title: str | None) -> TitleChange:
+        return self._loop.run(self._store.set_title(session_id, title))
+
+    def titles(self, session_id: str) -> builtins.list[TitleChange]:
+        return self._loop.run(self._store.titles(session_id))
+
+    def import_titles(
+        self, session_id: str, changes: Sequence[TitleChange], *, after: int = 0
+    ) -> int:
+        return self._loop.run(self._store.import_titles(session_id, changes, after=after))
 
     def integrity(self) -> builtins.list[str]:
         return self._loop.run(self._store.integrity())

@@ -25,6 +25,7 @@ import builtins
 import contextlib
 import gc
 import hashlib
+import heapq
 import re
 import threading
 from collections.abc import (
@@ -40,12 +41,15 @@ from typing import Any, Literal, Self
 
 from sessionstore.backends.compaction import check_compaction, compaction_of
 from sessionstore.backends.contexts import BuiltContext, built_from
+from sessionstore.backends.cursors import Cursor, listing_kind
+from sessionstore.backends.words import matches, score, snippet, words
 from sessionstore.context import repair_pairing
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
     EntryNotFoundError,
+    InvalidCursorError,
     InvalidRecordError,
     SessionConflictError,
     SessionNotFoundError,
@@ -66,9 +70,10 @@ from sessionstore.models import (
     SessionEntry,
     SessionHeader,
     SessionMeta,
+    TitleChange,
 )
 from sessionstore.pairing import PairingDialect, rules
-from sessionstore.store import SessionJournal, SessionSummary
+from sessionstore.store import Order, SearchHit, SessionJournal, SessionSummary
 from sessionstore.timestamps import now_rfc3339
 from sessionstore.wire import decode_entry, decode_meta, encode
 from sessionstore.wire.stored import read_stored_meta, trusted_entry
@@ -79,7 +84,10 @@ __all__ = [
     "JournalBase",
     "StoreBase",
     "check_durability",
+    "check_limit",
+    "check_owner",
     "check_reason",
+    "current_title",
     "check_unchanged",
     "decode_stored_entries",
     "decode_stored_entry",
@@ -180,6 +188,29 @@ class StoreBase(abc.ABC):
         """Every erasure record, oldest first; see `SessionStore.erasures`."""
 
     @abc.abstractmethod
+    async def _summaries(
+        self, owner: str | None, order: Order, limit: int | None, after: str | None, kind: str
+    ) -> builtins.list[SessionSummary]:
+        """A page of summaries (arguments checked; ``kind`` the `listing_kind`
+        an ``after`` cursor must carry); see `SessionStore.summaries`."""
+
+    @abc.abstractmethod
+    async def _set_title(self, session_id: str, change: TitleChange) -> None:
+        """Record ``change`` if the session exists (checked and recorded at
+        once); see `SessionStore.set_title`."""
+
+    @abc.abstractmethod
+    async def _titles(self, session_id: str) -> builtins.list[TitleChange]:
+        """Every title change of an existing session, oldest first."""
+
+    @abc.abstractmethod
+    async def _import_titles(
+        self, session_id: str, changes: builtins.list[TitleChange], after: int
+    ) -> int:
+        """Append ``changes`` (checked) when the session holds exactly
+        ``after`` changes; see `SessionStore.import_titles`."""
+
+    @abc.abstractmethod
     def journal(self, name: str) -> SessionJournal:
         """A journal kept in this store; see `SessionStore.journal`."""
 
@@ -199,7 +230,14 @@ class StoreBase(abc.ABC):
         """Branch a session; see `SessionStore.fork`."""
         self._check(source_id)
         if meta is None:
-            meta = SessionMeta.new(parent_session=source_id)
+            source = await self._meta(source_id)
+            meta = SessionMeta.new(
+                parent_session=source_id,
+                title=current_title(source, await self._titles(source_id)),
+                owner=source.owner,
+                tags=source.tags,
+                metadata=source.metadata,
+            )
         elif not isinstance(meta, SessionMeta):
             raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
         elif meta.parent_session is None:
@@ -258,26 +296,160 @@ class StoreBase(abc.ABC):
         self._check_open(name)
         return await self._head_history(name)
 
-    async def summaries(self) -> builtins.list[SessionSummary]:
-        """Every session at a glance; see `SessionStore.summaries`."""
-        result = []
-        for meta in await self.list():
-            try:
-                entries, fault = await self.load(meta.id), None
-            except CorruptSessionError as exc:
-                entries, fault = await self._entries_before_fault(meta.id), str(exc)
-            except SessionNotFoundError:  # erased since it was listed
-                continue
-            result.append(
-                SessionSummary(
-                    meta=meta,
-                    entries=len(entries),
-                    last_timestamp=entries[-1].timestamp if entries else None,
-                    compacted=any(isinstance(e, CompactionEntry) for e in entries),
-                    fault=fault,
+    async def summaries(
+        self,
+        *,
+        owner: str | None = None,
+        order: Order = "last_activity",
+        limit: int | None = 50,
+        after: str | None = None,
+    ) -> builtins.list[SessionSummary]:
+        """A page of sessions at a glance; see `SessionStore.summaries`."""
+        if order not in ("last_activity", "created"):
+            raise ConfigurationError(f"order must be 'last_activity' or 'created', not {order!r}")
+        check_limit(limit, allow_none=True)
+        check_owner(owner)
+        if after is not None and not isinstance(after, str):
+            raise InvalidCursorError(f"not a cursor: {after!r}")
+        self._check_open()
+        kind = listing_kind("summaries", order, owner)
+        return await self._summaries(owner, order, limit, after, kind)
+
+    async def _summary(
+        self, meta: SessionMeta, *, title: str | None, last_activity: str, cursor: str
+    ) -> SessionSummary | None:
+        """The summary of a session a scan found, its entries read whole; None
+        when it was erased since."""
+        try:
+            entries, fault = await self.load(meta.id), None
+        except CorruptSessionError as exc:
+            entries, fault = await self._entries_before_fault(meta.id), str(exc)
+        except SessionNotFoundError:
+            return None
+        return SessionSummary(
+            meta=meta,
+            entries=len(entries),
+            last_timestamp=entries[-1].timestamp if entries else None,
+            compacted=any(isinstance(e, CompactionEntry) for e in entries),
+            fault=fault,
+            title=title,
+            last_activity=last_activity,
+            cursor=cursor,
+        )
+
+    async def _meta(self, session_id: str) -> SessionMeta:
+        """A session's header (its first stored line)."""
+        lines = self.raw_lines(session_id)
+        try:
+            async for header in lines:
+                return decode_stored_meta(session_id, header, path=None, line_no=1)
+        finally:
+            if isinstance(lines, AsyncGenerator):
+                await lines.aclose()
+        raise SessionNotFoundError(session_id)  # pragma: no cover (a header is always there)
+
+    async def set_title(self, session_id: str, title: str | None) -> TitleChange:
+        """Retitle a session; see `SessionStore.set_title`."""
+        self._check(session_id)
+        if title is not None and not isinstance(title, str):
+            raise InvalidRecordError(f"a title is a string or None, not {title!r}")
+        change = TitleChange.new(session_id, title)
+        encode(change)  # refuses what a line cannot carry (a lone surrogate)
+        await self._set_title(session_id, change)
+        return change
+
+    async def titles(self, session_id: str) -> builtins.list[TitleChange]:
+        """Every later title; see `SessionStore.titles`."""
+        self._check(session_id)
+        return await self._titles(session_id)
+
+    async def import_titles(
+        self, session_id: str, changes: Sequence[TitleChange], *, after: int = 0
+    ) -> int:
+        """Record title changes verbatim; see `SessionStore.import_titles`."""
+        self._check(session_id)
+        if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+            raise ConfigurationError(f"after must be a count (0 or more), not {after!r}")
+        checked = builtins.list(changes)
+        for change in checked:
+            if not isinstance(change, TitleChange):
+                raise InvalidRecordError(f"expected a TitleChange, got {type(change).__name__}")
+            if change.session_id != session_id:
+                raise InvalidRecordError(
+                    f"a title change of {change.session_id!r} given for {session_id!r}"
                 )
+            encode(change)
+        return await self._import_titles(session_id, checked, after)
+
+    async def search(
+        self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
+    ) -> builtins.list[SearchHit]:
+        """Find messages by their words; see `SessionStore.search`."""
+        if not isinstance(text, str):
+            raise ConfigurationError(f"search text must be a string, not {text!r}")
+        check_owner(owner)
+        check_limit(limit, allow_none=False)
+        if after is not None and not isinstance(after, str):
+            raise InvalidCursorError(f"not a cursor: {after!r}")
+        self._check_open()
+        wanted = builtins.list(dict.fromkeys(words(text)))
+        kind = listing_kind("search", " ".join(wanted), owner)
+        if after is not None:
+            Cursor.decode(after, kind, length=3)  # refused before any work
+        if not wanted:
+            return []
+        return await self._search(wanted, owner, limit, after, kind)
+
+    async def _search(
+        self,
+        wanted: builtins.list[str],
+        owner: str | None,
+        limit: int,
+        after: str | None,
+        kind: str,
+    ) -> builtins.list[SearchHit]:
+        """Search by reading every message (JSONL, memory); SQL uses its index.
+
+        Hits are ordered by `score`, then session id and seq; the cursor
+        holds that key. A session that does not decode is searched up to
+        its fault; one erased meanwhile is skipped.
+        """
+        start: tuple[float, str, int] | None = None
+        if after is not None:
+            key = Cursor.decode(after, kind, length=3).key
+            start = (-_cursor_float(key[0], after), key[1], _cursor_int(key[2], after))
+        found: builtins.list[tuple[float, str, int, MessageEntry]] = []
+        for meta in await self.list():
+            if owner is not None and meta.owner != owner:
+                continue
+            hits = (
+                (-score(text_words, wanted), meta.id, seq, entry)
+                async for seq, entry, text_words in self._messages_matching(meta.id, wanted)
             )
-        return result
+            async for hit in hits:
+                if start is None or hit[:3] > start:
+                    found.append(hit)
+            found = heapq.nsmallest(limit, found, key=lambda hit: hit[:3])
+        return [_hit(hit, wanted, kind) for hit in found]
+
+    async def _messages_matching(
+        self, session_id: str, wanted: builtins.list[str]
+    ) -> AsyncIterator[tuple[int, MessageEntry, builtins.list[str]]]:
+        """``(seq, entry, its words)`` of each message of a session holding
+        every wanted word, read up to a fault."""
+        stream = self.iter_entries(session_id)
+        try:
+            seq = 0
+            async for entry in stream:
+                seq += 1
+                if isinstance(entry, MessageEntry):
+                    found = words(entry.message.text())
+                    if matches(found, wanted):
+                        yield seq, entry, found
+        except (CorruptSessionError, SessionNotFoundError):
+            return
+        finally:
+            await stream.aclose()
 
     async def _entries_before_fault(self, session_id: str) -> builtins.list[SessionEntry]:
         """The entries of a session up to the first that does not decode."""
@@ -465,6 +637,59 @@ class JournalBase(abc.ABC):
 def lines_block(lines: Sequence[str]) -> bytes:
     """Lines as file bytes: UTF-8, each ending in a newline."""
     return ("\n".join(lines) + "\n").encode()
+
+
+def current_title(meta: SessionMeta, changes: Sequence[TitleChange]) -> str | None:
+    """A session's title now: the last change's, or the header's when there is
+    none or the last change gave None."""
+    last = changes[-1].title if changes else None
+    return meta.title if last is None else last
+
+
+def check_limit(limit: object, *, allow_none: bool) -> None:
+    """Refuse a page size that is not a count of 1 or more (or None, where allowed)."""
+    if limit is None and allow_none:
+        return
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        more = " or None" if allow_none else ""
+        raise ConfigurationError(f"limit must be 1 or more{more}, not {limit!r}")
+
+
+def check_owner(owner: object) -> None:
+    """Refuse an owner filter that is not a string (or None)."""
+    if owner is not None and not isinstance(owner, str):
+        raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
+
+
+def _cursor_float(text: str, cursor: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise InvalidCursorError(f"not a cursor: {cursor!r}") from None
+
+
+def _cursor_int(text: str, cursor: str) -> int:
+    if not text.isdigit():
+        raise InvalidCursorError(f"not a cursor: {cursor!r}")
+    return int(text)
+
+
+def _hit(
+    found: tuple[float, str, int, MessageEntry], wanted: Sequence[str], kind: str
+) -> SearchHit:
+    """The `SearchHit` of a scanned match ``(-score, session id, seq, entry)``."""
+    negated, session_id, seq, entry = found
+    shown = snippet(entry.message.text(), wanted)
+    key = (repr(-negated), session_id, str(seq))
+    return SearchHit(
+        session_id=session_id,
+        entry_id=entry.id,
+        seq=seq,
+        role=entry.message.role,
+        snippet=shown.text,
+        highlights=shown.highlights,
+        cursor=Cursor(kind, "", key).encode(),
+    )
 
 
 def header_line(meta: SessionMeta) -> str:

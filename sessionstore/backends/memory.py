@@ -10,15 +10,18 @@ Nothing survives the process; there is no global state, and two
 
 from __future__ import annotations
 
+import bisect
 import builtins
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 from sessionstore.backends.base import (
     JournalBase,
     StoreBase,
     check_unchanged,
+    current_title,
     decode_stored_entries,
     decode_stored_meta,
     entry_lines,
@@ -32,13 +35,17 @@ from sessionstore.backends.base import (
     lines_since_clear,
     raw_journal_lines,
 )
+from sessionstore.backends.cursors import Cursor
 from sessionstore.errors import (
     DuplicateSessionError,
+    InvalidCursorError,
     SessionConflictError,
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.models import Erasure, HeadMove, SessionEntry, SessionMeta
+from sessionstore.models import Erasure, HeadMove, SessionEntry, SessionMeta, TitleChange
+from sessionstore.store import Order, SessionSummary
+from sessionstore.timestamps import now_rfc3339
 from sessionstore.wire.stored import read_stored_entry
 
 __all__ = ["MemoryStore"]
@@ -48,6 +55,9 @@ __all__ = ["MemoryStore"]
 class _Session:
     header: str
     lines: builtins.list[str] = field(default_factory=builtins.list)
+    ticks: builtins.list[int] = field(default_factory=builtins.list)  # of each write
+    active_at: str = ""  # the time of the last write
+    titles: builtins.list[TitleChange] = field(default_factory=builtins.list)
 
 
 class MemoryStore(StoreBase):
@@ -59,6 +69,13 @@ class MemoryStore(StoreBase):
         self._journals: dict[str, builtins.list[bytes | None]] = {}
         self._heads: dict[str, builtins.list[HeadMove]] = {}
         self._erasures: builtins.list[Erasure] = []
+        self._tick = 0  # counts writes to sessions: the order of last activity
+
+    def _touch(self, session: _Session) -> None:
+        """Record a write to ``session`` (see `summaries`)."""
+        self._tick += 1
+        session.ticks.append(self._tick)
+        session.active_at = now_rfc3339()
 
     def __repr__(self) -> str:
         return f"MemoryStore(sessions={len(self._sessions)})"
@@ -75,12 +92,16 @@ class MemoryStore(StoreBase):
         self._check_open(meta.id)
         if meta.id in self._sessions:
             raise DuplicateSessionError(meta.id)
-        self._sessions[meta.id] = _Session(line)
+        self._sessions[meta.id] = session = _Session(line)
+        self._touch(session)
         return meta.id
 
     async def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
         session = self._session(session_id)
-        session.lines.extend(entry_lines(session_id, entries))
+        lines = entry_lines(session_id, entries)
+        if lines:
+            session.lines.extend(lines)
+            self._touch(session)
 
     async def load(self, session_id: str) -> builtins.list[SessionEntry]:
         session = self._session(session_id)
@@ -113,7 +134,8 @@ class MemoryStore(StoreBase):
         if after is None:
             if session is not None:
                 raise DuplicateSessionError(meta.id)
-            self._sessions[meta.id] = _Session(header, lines)
+            self._sessions[meta.id] = session = _Session(header, lines)
+            self._touch(session)
             return len(lines)
         if session is None:
             raise SessionNotFoundError(meta.id)
@@ -121,7 +143,9 @@ class MemoryStore(StoreBase):
             raise SessionConflictError(meta.id, "the stored header line differs")
         if len(session.lines) != after:
             raise SessionConflictError(meta.id, f"holds {len(session.lines)} entries, not {after}")
-        session.lines.extend(lines)
+        if lines:
+            session.lines.extend(lines)
+            self._touch(session)
         return len(lines)
 
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
@@ -130,7 +154,8 @@ class MemoryStore(StoreBase):
         count = fork_point(source_id, at, ids) if at is not None else len(source.lines)
         if meta.id in self._sessions:
             raise DuplicateSessionError(meta.id)
-        self._sessions[meta.id] = _Session(header, source.lines[:count])
+        self._sessions[meta.id] = fork = _Session(header, source.lines[:count])
+        self._touch(fork)
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
         session = self._session(session_id)
@@ -140,6 +165,64 @@ class MemoryStore(StoreBase):
         del self._sessions[session_id]  # forks hold their own copies of the lines
         self._erasures.append(record)
         return record
+
+    async def _summaries(
+        self, owner: str | None, order: Order, limit: int | None, after: str | None, kind: str
+    ) -> builtins.list[SessionSummary]:
+        # Last activity: each write takes the next tick, and a listing stands
+        # on the tick it started at (its mark): a session's key is its last
+        # tick up to the mark, so one written to meanwhile keeps its place.
+        mark = "" if order == "created" else str(self._tick)
+        start: tuple[Any, ...] | None = None
+        if after is not None:
+            cursor = Cursor.decode(after, kind, length=2 if order == "created" else 1)
+            mark, start = cursor.mark, cursor.key
+            if order == "last_activity":
+                if not (mark.isdigit() and cursor.key[0].isdigit()):
+                    raise InvalidCursorError(f"not a cursor: {after!r}")
+                start = (int(cursor.key[0]),)
+        found: builtins.list[tuple[tuple[Any, ...], SessionMeta]] = []
+        for session_id, session in self._sessions.items():
+            meta = decode_stored_meta(session_id, session.header, path=None, line_no=1)
+            if owner is not None and meta.owner != owner:
+                continue
+            if order == "created":
+                key: tuple[Any, ...] = (meta.created_at, session_id)
+            else:
+                tick = _last_at_most(session.ticks, int(mark))
+                if tick is None:  # created after the listing started
+                    continue
+                key = (tick,)
+            if start is None or key < start:
+                found.append((key, meta))
+        found.sort(key=lambda item: item[0], reverse=True)
+        result = []
+        for key, meta in found if limit is None else found[:limit]:
+            session = self._sessions[meta.id]
+            summary = await self._summary(
+                meta,
+                title=current_title(meta, session.titles),
+                last_activity=session.active_at,
+                cursor=Cursor(kind, mark, tuple(str(part) for part in key)).encode(),
+            )
+            if summary is not None:
+                result.append(summary)
+        return result
+
+    async def _set_title(self, session_id: str, change: TitleChange) -> None:
+        self._session(session_id).titles.append(change)
+
+    async def _titles(self, session_id: str) -> builtins.list[TitleChange]:
+        return builtins.list(self._session(session_id).titles)
+
+    async def _import_titles(
+        self, session_id: str, changes: builtins.list[TitleChange], after: int
+    ) -> int:
+        held = self._session(session_id).titles
+        if len(held) != after:
+            return 0
+        held.extend(changes)
+        return len(changes)
 
     async def erasures(self) -> builtins.list[Erasure]:
         self._check_open()
@@ -220,3 +303,9 @@ class _MemoryJournal(JournalBase):
         del self._journals[self._name]
         self._erasures.append(record)
         return record
+
+
+def _last_at_most(ticks: builtins.list[int], mark: int) -> int | None:
+    """The greatest of the (ascending) ``ticks`` not above ``mark``."""
+    at = bisect.bisect_right(ticks, mark)
+    return ticks[at - 1] if at else None

@@ -43,6 +43,7 @@ from sessionstore.wire.decoding import (
     decode_journal_line,
     decode_message,
     decode_meta,
+    decode_title_change,
 )
 from sessionstore.wire.encoding import (
     Record,
@@ -63,6 +64,7 @@ __all__ = [
     "decode_journal_line",
     "decode_message",
     "decode_meta",
+    "decode_title_change",
     "encode",
     "encode_line",
     "encode_string",

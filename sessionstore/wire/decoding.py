@@ -20,6 +20,7 @@ from sessionstore.models import (
     PostWrite,
     SessionHeader,
     SessionMeta,
+    TitleChange,
 )
 from sessionstore.wire.jsontext import SPACE, SkipError, lone_surrogate_escape, nesting, skip_value
 from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, SURROGATE, U64_MAX
@@ -143,7 +144,7 @@ def _lenient_header(text: str) -> dict[str, Any]:
     Raises:
         InvalidRecordError: serde refuses the header.
     """
-    known = _FIELDS[SessionMeta]
+    known = _REFERENCE_HEADER
     fields: dict[str, Any] = {}
 
     def space(at: int) -> int:
@@ -253,6 +254,9 @@ def _known(obj: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
     return {key: value for key, value in obj.items() if key in fields}
 
 
+# The header fields the reference implementation reads.
+_REFERENCE_HEADER = frozenset({"id", "version", "parent_session", "created_at"})
+
 # Each model's field names, read once: pydantic's model_fields is a slow
 # class property.
 _FIELDS: dict[type[BaseModel], frozenset[str]] = {
@@ -266,6 +270,7 @@ _FIELDS: dict[type[BaseModel], frozenset[str]] = {
         PostWrite,
         CommentWrite,
         HeadMove,
+        TitleChange,
         Erasure,
     )
 }
@@ -290,7 +295,7 @@ def decode_meta(data: str | bytes | bytearray | memoryview) -> SessionMeta:
     text = _text_of(data)
     try:
         obj, repeats = _load_object(text, "session header")
-        _refuse_repeats(obj, repeats, _FIELDS[SessionMeta], "")
+        _refuse_repeats(obj, repeats, _REFERENCE_HEADER, "")
     except InvalidRecordError as strict:
         # serde skips a header's unknown fields without reading them as
         # values: deeper than its limit, 1e400 and \ud800 pass there.
@@ -298,7 +303,29 @@ def decode_meta(data: str | bytes | bytearray | memoryview) -> SessionMeta:
             obj = _lenient_header(text)
         except InvalidRecordError:
             raise strict from None
-    return _validate(SessionMeta, _known(obj, SessionMeta), "session header")
+        return _validate(SessionMeta, _known(obj, SessionMeta), "session header")
+    fields = _known(obj, SessionMeta)
+    if fields.keys() <= _REFERENCE_HEADER:
+        return _validate(SessionMeta, fields, "session header")
+    # This project's fields are unknown to the reference, which skips them:
+    # one repeated, or not of its type, is skipped here too (its line is
+    # kept as it is), where refusing it would refuse a file serde reads.
+    found = repeats.get(id(obj))
+    repeated = found[1] if found is not None else ()
+    kept = {key: value for key, value in fields.items() if key in _REFERENCE_HEADER}
+    for key in fields.keys() - _REFERENCE_HEADER:
+        if key not in repeated and _fits(key, fields[key]):
+            kept[key] = fields[key]
+    return _validate(SessionMeta, kept, "session header")
+
+
+def _fits(key: str, value: Any) -> bool:
+    """Whether a header field of this project's holds a value of its type."""
+    try:
+        SessionMeta.model_validate({"id": "", key: value})
+    except ValidationError:
+        return False
+    return True
 
 
 def decode_entry(data: str | bytes | bytearray | memoryview) -> MessageEntry | CompactionEntry:
@@ -359,3 +386,14 @@ def decode_erasure(data: str | bytes | bytearray | memoryview) -> Erasure:
     obj, repeats = _load_object(_text_of(data), "erasure")
     _refuse_repeats(obj, repeats, _FIELDS[Erasure], "")
     return _validate(Erasure, _known(obj, Erasure), "erasure")
+
+
+def decode_title_change(data: str | bytes | bytearray | memoryview) -> TitleChange:
+    """Decode a title change (a line of a JSONL store's title file).
+
+    Raises:
+        InvalidRecordError: not a valid title change; the message says why.
+    """
+    obj, repeats = _load_object(_text_of(data), "title change")
+    _refuse_repeats(obj, repeats, _FIELDS[TitleChange], "")
+    return _validate(TitleChange, _known(obj, TitleChange), "title change")

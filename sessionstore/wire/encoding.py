@@ -18,6 +18,7 @@ from sessionstore.models import (
     PostWrite,
     SessionHeader,
     SessionMeta,
+    TitleChange,
 )
 from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, SURROGATE, U64_MAX
 
@@ -32,6 +33,7 @@ Record = (
     | PostWrite
     | CommentWrite
     | HeadMove
+    | TitleChange
     | Erasure
 )
 
@@ -169,8 +171,16 @@ def _encode_record(record: Record, out: list[str]) -> None:
             + _opt("parent_session", record.parent_session)
             + ',"created_at":'
             + _escape(record.created_at)
-            + "}"
+            + _opt("title", record.title)
+            + _opt("owner", record.owner)
         )
+        if record.tags:
+            out.append(',"tags":')
+            _encode_value(list(record.tags), out, 1, "tags")
+        if record.metadata:
+            out.append(',"metadata":')
+            _encode_value(record.metadata, out, 1, "metadata")
+        out.append("}")
     elif isinstance(record, Message):
         _encode_message(record, out, 1, "")
     elif isinstance(record, SessionHeader):
@@ -187,6 +197,15 @@ def _encode_record(record: Record, out: list[str]) -> None:
     elif isinstance(record, HeadMove):
         out.append(
             '{"session_id":' + _escape(record.session_id) + ',"at":' + _escape(record.at) + "}"
+        )
+    elif isinstance(record, TitleChange):
+        out.append(
+            '{"session_id":'
+            + _escape(record.session_id)
+            + _opt("title", record.title)
+            + ',"at":'
+            + _escape(record.at)
+            + "}"
         )
     elif isinstance(record, Erasure):
         out.append(

@@ -42,6 +42,8 @@ from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, U64_MAX
 
 __all__ = ["read_stored_entry", "read_stored_meta", "trusted_entry"]
 
+_REFERENCE_FIELDS = frozenset({"id", "version", "parent_session", "created_at"})
+
 _ENTRY: TypeAdapter[MessageEntry | CompactionEntry] = TypeAdapter(SessionEntry)
 
 # ``-0`` as a whole number token. A match inside a string (``"x-0, y"``)
@@ -123,6 +125,8 @@ def read_stored_meta(line: str | bytes) -> SessionMeta:
     # The keys the line gave (pydantic's defaults hide which), and the
     # strings id, created_at and parent_session: any other quote is another field.
     given = meta.__pydantic_fields_set__
+    if not given <= _REFERENCE_FIELDS:  # this project's fields: the decoder checks them
+        return decode_meta(line)
     strings = len(given) + 1 + ("created_at" in given) + (meta.parent_session is not None)
     if _quotes(line, hidden=False) != 2 * strings:
         return decode_meta(line)

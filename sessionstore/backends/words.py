@@ -1,0 +1,88 @@
+"""The words of full-text search, and the snippet a hit shows.
+
+One rule for every backend, so that a search matches the same messages
+everywhere: a message's text (`Message.text()`) is put in Unicode NFC form,
+and its words are the maximal runs of letters and digits in it (an
+underscore, a hyphen, an apostrophe or any other character separates them),
+compared in lower case. A message matches when each word of the query is one
+of its words. SQL backends index these words (`words`), never their
+database's own idea of a word, and build the query from them too.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["SNIPPET_WIDTH", "Snippet", "matches", "score", "snippet", "words"]
+
+_WORD = re.compile(r"[^\W_]+")
+_SPACE = re.compile(r"\s")
+SNIPPET_WIDTH = 200
+"""Characters of message text a snippet holds at most, about."""
+_BEFORE = 60  # characters shown before the first match, about
+
+
+def _normal(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``, in order, lower case (repeats kept)."""
+    return [match.group().lower() for match in _WORD.finditer(_normal(text))]
+
+
+def matches(found: Iterable[str], wanted: Iterable[str]) -> bool:
+    """Whether every wanted word is among the words found."""
+    have = set(found)
+    return all(word in have for word in wanted)
+
+
+def score(found: list[str], wanted: Iterable[str]) -> float:
+    """How well a message's words answer the query, for backends that scan:
+    the occurrences of the wanted words, over the square root of the length."""
+    want = set(wanted)
+    hits = sum(1 for word in found if word in want)
+    return hits / math.sqrt(len(found)) if found else 0.0
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A stretch of a message's text around what matched.
+
+    Attributes:
+        text: the stretch, whitespace shown as spaces, ``…`` where cut.
+        highlights: ``(start, end)`` of each matched word in ``text``.
+    """
+
+    text: str
+    highlights: tuple[tuple[int, int], ...]
+
+
+def snippet(text: str, wanted: Iterable[str], width: int = SNIPPET_WIDTH) -> Snippet:
+    """The part of ``text`` to show for a hit: from a little before the first
+    matched word, about ``width`` characters, each matched word highlighted."""
+    text = _normal(text)
+    want = set(wanted)
+    found = [m.span() for m in _WORD.finditer(text) if m.group().lower() in want]
+    first = found[0][0] if found else 0
+    start = 0 if first <= _BEFORE else _start_near(text, first - _BEFORE)
+    end = min(len(text), start + width)
+    if end < len(text):
+        space = text.rfind(" ", start + width // 2, end)
+        end = space if space > 0 else end
+    lead = "…" if start > 0 else ""
+    body = _SPACE.sub(" ", text[start:end])
+    shown = lead + body + ("…" if end < len(text) else "")
+    shift = len(lead) - start
+    spans = tuple((a + shift, min(b, end) + shift) for a, b in found if start <= a < end)
+    return Snippet(text=shown, highlights=spans)
+
+
+def _start_near(text: str, at: int) -> int:
+    """A start at or after ``at`` that does not cut a word."""
+    space = text.find(" ", at, at + 20)
+    return space + 1 if space >= 0 else at
