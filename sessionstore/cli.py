@@ -250,7 +250,9 @@ async def _migrate(args: argparse.Namespace) -> int:
 
 async def _ls(args: argparse.Namespace) -> int:
     async with _opened(args, read=True) as store:
-        summaries = sorted(await store.summaries(), key=lambda s: (s.meta.created_at, s.meta.id))
+        summaries = sorted(
+            await store.summaries(limit=None), key=lambda s: (s.meta.created_at, s.meta.id)
+        )
         heads = await _heads_by_session(store) if args.tree else {}
     faulty = [s for s in summaries if s.fault is not None]
     for summary in faulty:
@@ -675,7 +677,7 @@ async def _export(args: argparse.Namespace) -> int:
     async with _opened(args, read=True) as store:
         with _progress("checking") as progress:
             progress(0, 1)
-            faults = [s for s in await store.summaries() if s.fault is not None]
+            faults = [s for s in await store.summaries(limit=None) if s.fault is not None]
             progress(1, 1)
         if args.session:
             faults = [s for s in faults if s.meta.id in args.session]

@@ -139,7 +139,7 @@ async def questions(store, export_to: Path) -> dict:
         await ask(f"raw {sid}", lines(sid))
     await ask(
         "summaries",
-        store.summaries(),
+        store.summaries(limit=None),
         lambda ss: sorted((encode(s.meta), s.entries, s.last_timestamp, s.compacted) for s in ss),
     )
     for name in JOURNALS:

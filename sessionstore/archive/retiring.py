@@ -174,7 +174,7 @@ async def retire(
     report = RetireReport(archive=archive)
     reason = REASON.format(archive=archive)
 
-    summaries = await store.summaries()
+    summaries = await store.summaries(limit=None)
     in_store = {summary.meta.id: summary for summary in summaries}
     children: dict[str, list[str]] = {}
     for summary in summaries:

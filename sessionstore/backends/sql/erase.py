@@ -4,7 +4,8 @@ An erase is one write transaction: the session's row is locked (on
 PostgreSQL ``FOR UPDATE``, which appends and forks wait for; SQLite has one
 writer at a time), refused while forks share its rows, the digest of its
 bytes computed as `raw_blocks` gives them (the rows streamed, never held
-together), the `Erasure` inserted, then its entries and its row deleted.
+together), the `Erasure` inserted, then its titles, activity and listing
+rows, its entries and its row deleted.
 The DELETE triggers let those rows go only because the erasure was
 written in the same transaction (migration 0004): on SQLite the erase
 names it in the table ``erasing`` meanwhile, and empties it before commit.
@@ -18,16 +19,23 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, bindparam, delete
 
 from sessionstore.backends.base import check_unchanged, erasure_of
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import SessionRow, last_seq
 from sessionstore.backends.sql.lineage import END, lineage
+from sessionstore.backends.sql.tables import activity, listing, titles
 from sessionstore.errors import SessionConflictError, SessionNotFoundError
 from sessionstore.models import Erasure
 
 __all__ = ["erase_journal", "erase_session", "erasures"]
+
+# What is kept beside a session's log (``pk``): its rows go before its own.
+_DELETE_BESIDE = [
+    Q.Query(delete(table).where(table.c.session_pk == bindparam("pk")))
+    for table in (titles, listing, activity)
+]
 
 
 def erase_session(
@@ -49,8 +57,8 @@ def erase_session(
     record = erasure_of("session", session_id, reason, blocks, last_seq(conn, row))
     check_unchanged(record, digest)
     _record(conn, record)
-    Q.DELETE_ENTRIES.many(conn, [{"pk": row.pk}])
-    Q.DELETE_SESSION.many(conn, [{"pk": row.pk}])
+    for rows in (*_DELETE_BESIDE, Q.DELETE_ENTRIES, Q.DELETE_SESSION):
+        rows.many(conn, [{"pk": row.pk}])
     _done(conn)
     return record
 

@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.activity import touched
 from sessionstore.backends.sql.database import Database, chain_end, find_session
 from sessionstore.backends.sql.digests import entry_digest
 from sessionstore.errors import SessionStoreError
@@ -47,7 +48,8 @@ def write_appends(appends: Sequence[Append], conn: Connection) -> list[SessionSt
     Each session is looked up (and locked) once, in id order so that
     writers never wait on each other in a cycle, with its last ``seq`` and
     digest; then every row goes in one batch, each given the ``seq`` after
-    the one before in its session, and its digest chained from it.
+    the one before in its session, and its digest chained from it; then
+    one activity per session written to (`activity.touched`).
     """
     found: dict[str, tuple[int, int, bytes] | SessionStoreError] = {}
     for session_id in sorted({session_id for session_id, _ in appends}):
@@ -57,6 +59,7 @@ def write_appends(appends: Sequence[Append], conn: Connection) -> list[SessionSt
         except SessionStoreError as exc:  # no such session, or a broken chain
             found[session_id] = exc
     batch = []
+    written: dict[int, None] = {}  # the keys of the sessions written to, in order
     for session_id, rows in appends:
         held = found[session_id]
         if isinstance(held, SessionStoreError):
@@ -66,9 +69,11 @@ def write_appends(appends: Sequence[Append], conn: Connection) -> list[SessionSt
             seq += 1
             digest = entry_digest(digest, row)
             batch.append({**row, "session_pk": pk, "seq": seq, "digest": digest})
+            written[pk] = None
         found[session_id] = pk, seq, digest
     if batch:
         Q.INSERT_ENTRIES.many(conn, batch)
+        touched(conn, written)
     return [
         held if isinstance(held := found[session_id], SessionStoreError) else None
         for session_id, _ in appends

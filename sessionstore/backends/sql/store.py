@@ -2,7 +2,7 @@
 
 The store composes the parts of this package: a `Database` (transactions,
 retries, errors), `GroupCommit` (appends), `Contexts` (`load_context`),
-`Listing` (`list`) and `SqlJournal`. Each transaction is a plain function
+`Listing` (`list`), `browse` (`summaries`) and `SqlJournal`. Each transaction is a plain function
 of a SQLAlchemy ``Connection``, run whole in a worker thread (see
 `sessionstore.backends.sql.runner`).
 
@@ -29,6 +29,7 @@ survive a power loss too. On PostgreSQL every commit is durable.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import itertools
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from functools import partial
@@ -47,7 +48,8 @@ from sessionstore.backends.base import (
     imported_header,
 )
 from sessionstore.backends.contexts import BuiltContext
-from sessionstore.backends.sql import erase, heads, survey
+from sessionstore.backends.cursors import Cursor
+from sessionstore.backends.sql import activity, browse, erase, heads, survey, titles
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.contexts import Contexts, Stamp
 from sessionstore.backends.sql.database import (
@@ -58,15 +60,22 @@ from sessionstore.backends.sql.database import (
     last_seq,
 )
 from sessionstore.backends.sql.digests import entry_digest, header_digest
-from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT
+from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT, is_sqlite
 from sessionstore.backends.sql.group import GroupCommit
 from sessionstore.backends.sql.journal import SqlJournal
 from sessionstore.backends.sql.lineage import END, Lineage, branch, lineage
 from sessionstore.backends.sql.listing import Listing
 from sessionstore.backends.sql.tables import journal_lines
 from sessionstore.errors import CorruptSessionError, SessionConflictError, validate_session_id
-from sessionstore.models import CompactionEntry, Erasure, HeadMove, SessionEntry, SessionMeta
-from sessionstore.store import SessionSummary
+from sessionstore.models import (
+    CompactionEntry,
+    Erasure,
+    HeadMove,
+    SessionEntry,
+    SessionMeta,
+    TitleChange,
+)
+from sessionstore.store import Order, SessionSummary
 
 __all__ = ["SqlStore"]
 
@@ -148,7 +157,7 @@ class SqlStore(StoreBase):
     async def create(self, meta: SessionMeta) -> str:
         line = header_line(meta)
         self._check_open(meta.id)
-        insert = partial(insert_session, meta=meta, header=line)
+        insert = partial(_new_session, meta=meta, header=line)
         await self._database.transaction(meta.id, insert, write=True)
         return meta.id
 
@@ -226,10 +235,15 @@ class SqlStore(StoreBase):
                     batch.clear()
             if batch:
                 await step(partial(Q.INSERT_ENTRIES.many, rows=batch))
+            # Last: a listing's first page waits for this write (see `activity.mark`).
+            if after is None:
+                await step(partial(activity.listed, pk=pk, meta=meta))
+            elif count > after:
+                await step(partial(activity.touched, pks=[pk]))
         return count - (after or 0)
 
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
-        fork = partial(branch, source_id=source_id, at=at, meta=meta, header=header)
+        fork = partial(_fork, source_id=source_id, at=at, meta=meta, header=header)
         await self._database.transaction(source_id, fork, write=True)
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
@@ -288,10 +302,42 @@ class SqlStore(StoreBase):
         self._check_open()
         return await self._listing.list()
 
-    async def summaries(self) -> builtins.list[SessionSummary]:
-        self._check_open()
-        summaries = partial(survey.summaries, where=self._database.headers_at)
-        return await self._database.transaction(None, summaries)
+    async def _summaries(
+        self, owner: str | None, order: Order, limit: int | None, after: str | None, kind: str
+    ) -> builtins.list[SessionSummary]:
+        """A page read from the listing's indexes; see `sessionstore.backends.sql.browse`."""
+        transaction = self._database.transaction
+        begun = None if after is None else browse.start(after, kind, order)
+        if begun is None and not is_sqlite(self._database.runner.url):
+            # The mark's lock is held by a transaction of its own, not the page's.
+            begun = await transaction(None, activity.mark), ()
+        body = partial(
+            browse.page,
+            owner=owner,
+            order=order,
+            limit=limit,
+            begun=begun,
+            where=self._database.headers_at,
+        )
+        mark, found = await transaction(None, body)
+        return [
+            dataclasses.replace(summary, cursor=Cursor(kind, str(mark), key).encode())
+            for summary, key in found
+        ]
+
+    async def _set_title(self, session_id: str, change: TitleChange) -> None:
+        body = partial(titles.record, change=change)
+        await self._database.transaction(session_id, body, write=True, lean=True)
+
+    async def _titles(self, session_id: str) -> builtins.list[TitleChange]:
+        body = partial(titles.changes, session_id=session_id)
+        return await self._database.transaction(session_id, body, lean=True)
+
+    async def _import_titles(
+        self, session_id: str, changes: builtins.list[TitleChange], after: int
+    ) -> int:
+        body = partial(titles.extend, session_id=session_id, changes=changes, after=after)
+        return await self._database.transaction(session_id, body, write=True, lean=True)
 
     async def integrity(self) -> builtins.list[str]:
         self._check_open()
@@ -305,6 +351,19 @@ class SqlStore(StoreBase):
         context holds, and, turn after turn, what was appended since.
         """
         return await self._contexts.load(session_id)
+
+
+def _new_session(conn: Connection, *, meta: SessionMeta, header: str) -> None:
+    """Insert a session's row and list it."""
+    activity.listed(conn, pk=insert_session(conn, meta, header), meta=meta)
+
+
+def _fork(
+    conn: Connection, *, source_id: str, at: str | None, meta: SessionMeta, header: str
+) -> None:
+    """Insert a fork (`branch`) and list it."""
+    pk = branch(conn, source_id=source_id, at=at, meta=meta, header=header)
+    activity.listed(conn, pk=pk, meta=meta)
 
 
 def _row(entry: SessionEntry, line: str) -> dict[str, Any]:

@@ -1,25 +1,30 @@
-"""The SQL store's survey of itself: summaries of every session, storage faults.
+"""The SQL store's survey of itself: summaries of sessions, storage faults.
 
-Transaction bodies (plain functions of a `Connection`) for the tools: the
-command line's ``ls`` and ``verify``. They read every session at once, so
-they are built in SQL, not out of one query per session.
+Transaction bodies (plain functions of a `Connection`) and their parts:
+the summaries of a page of sessions (`summaries`, for
+`sessionstore.backends.sql.browse`) and the storage's faults (`faults`,
+for ``integrity`` and the command line's ``verify``). They are built in a
+few statements over many sessions, not out of a query per session.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, bindparam, func, literal_column, select
 
 from sessionstore.backends.base import decode_stored_meta
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.database import SessionRow
 from sessionstore.backends.sql.digests import (
     ENTRY_COLUMNS,
     entry_digest,
     fork_digest,
     header_digest,
 )
-from sessionstore.backends.sql.tables import entries, sessions
+from sessionstore.backends.sql.lineage import lineage
+from sessionstore.backends.sql.queries import Query
+from sessionstore.backends.sql.tables import activity, entries, listing, sessions, titles
 from sessionstore.errors import CorruptSessionError
 from sessionstore.models import SessionMeta
 from sessionstore.store import SessionSummary
@@ -27,22 +32,35 @@ from sessionstore.store import SessionSummary
 __all__ = ["broken_chains", "faults", "summaries"]
 
 _inside = entries.c.session_pk == sessions.c.pk
-_SUMMARIES = select(
-    sessions.c.pk,
-    sessions.c.id,
-    sessions.c.header,
-    sessions.c.base_pk,
-    sessions.c.base_seq,
-    select(func.max(entries.c.seq)).where(_inside).scalar_subquery(),
-    select(entries.c.timestamp)
-    .where(_inside)
-    .order_by(entries.c.seq.desc())
-    .limit(1)
-    .scalar_subquery(),
-    select(func.min(entries.c.seq))
-    .where(_inside, entries.c.type == "compaction")
-    .scalar_subquery(),
-).order_by(sessions.c.pk)
+_SUMMARIES = (
+    select(
+        sessions.c.pk,
+        sessions.c.id,
+        sessions.c.header,
+        sessions.c.digest,
+        sessions.c.base_pk,
+        sessions.c.base_seq,
+        select(func.max(entries.c.seq)).where(_inside).scalar_subquery(),
+        select(entries.c.timestamp)
+        .where(_inside)
+        .order_by(entries.c.seq.desc())
+        .limit(1)
+        .scalar_subquery(),
+        # A literal, so that SQLite takes the partial index of compactions.
+        select(func.min(entries.c.seq))
+        .where(_inside, entries.c.type == literal_column("'compaction'"))
+        .scalar_subquery(),
+        select(titles.c.title)
+        .where(titles.c.session_pk == sessions.c.pk)
+        .order_by(titles.c.seq.desc())
+        .limit(1)
+        .scalar_subquery(),
+        listing.c.at,
+    )
+    .join(listing, listing.c.session_pk == sessions.c.pk)
+    .where(sessions.c.pk.in_(bindparam("pks", expanding=True)))
+)
+_CHUNK = 500  # sessions summarised per statement
 
 _shared = func.coalesce(sessions.c.base_seq, 0)
 _low, _high = func.min(entries.c.seq), func.max(entries.c.seq)
@@ -53,67 +71,98 @@ _GAPS = (
     .having((func.count() != _high - _shared) | (_low != _shared + 1))
 )
 
-_TIMESTAMP_AT = select(entries.c.timestamp).where(
-    entries.c.session_pk == bindparam("pk"), entries.c.seq == bindparam("seq")
+_l, _a = listing.alias("l"), activity.alias("a")
+_UNLISTED = (
+    select(sessions.c.id, _l.c.session_id)
+    .outerjoin(_l, _l.c.session_pk == sessions.c.pk)
+    .where(_l.c.session_pk.is_(None) | (_l.c.session_id != sessions.c.id))
+    .order_by(sessions.c.pk)
+)
+_of_listed = _a.c.session_pk == _l.c.session_pk
+_NOT_AT_LAST_ACTIVITY = (
+    select(_l.c.session_id)
+    .where(
+        ~select(_a.c.tick).where(_of_listed, _a.c.tick == _l.c.tick, _a.c.at == _l.c.at).exists()
+        | select(_a.c.tick).where(_of_listed, _a.c.tick > _l.c.tick).exists()
+    )
+    .order_by(_l.c.session_pk)
+)
+_TIMESTAMP_AT = Query(
+    select(entries.c.timestamp).where(
+        entries.c.session_pk == bindparam("pk"), entries.c.seq == bindparam("seq")
+    )
 )
 
 
-@dataclass(frozen=True)
-class _Own:
-    """One session's row and what its own entry rows say."""
+def summaries(conn: Connection, pks: Sequence[int], *, where: str) -> dict[int, SessionSummary]:
+    """The summaries of the sessions ``pks`` (``where``: the sessions table),
+    by key; a session not found (erased) is left out. No cursor is set.
 
-    session_id: str
-    header: str
-    base: tuple[int, int] | None  # its base's key and the entries it shares
-    last: int | None  # its own last seq
-    last_timestamp: str | None
-    first_compaction: int | None  # the seq of its own first compaction
-
-
-def summaries(conn: Connection, *, where: str) -> list[SessionSummary]:
-    """Every session at a glance, in creation order (``where``: the sessions table).
-
-    Entries are counted, not decoded; a header that does not decode is the
-    summary's ``fault``, its ``meta`` holding only the row's id. A fork's
-    count, last timestamp and compaction take in what it shares.
+    Entries are counted, not decoded; a header that does not decode, or a
+    fork whose chain of bases is broken, is the summary's ``fault``, its
+    ``meta`` holding only the row's id when the header is at fault. A
+    fork's count, last timestamp and compaction take in what it shares.
     """
-    own = {
-        pk: _Own(session_id, header, None if base_pk is None else (base_pk, base_seq), *rest)
-        for pk, session_id, header, base_pk, base_seq, *rest in conn.execute(_SUMMARIES)
-    }
-
-    def compacted(pk: int, upto: int) -> bool:
-        """Whether session ``pk`` holds a compaction among its first ``upto`` entries."""
-        while True:
-            first, base = own[pk].first_compaction, own[pk].base
-            if first is not None and first <= upto:
-                return True
-            if base is None:
-                return False
-            pk, upto = base[0], min(upto, base[1])
-
-    found = []
-    for pk, row in own.items():
-        count, last = row.last or 0, row.last_timestamp
-        if row.base is not None and row.last is None:
-            count = row.base[1]
-            last = conn.execute(_TIMESTAMP_AT, {"pk": row.base[0], "seq": count}).scalar()
-        try:
-            meta, fault = (
-                decode_stored_meta(row.session_id, row.header, path=where, line_no=1),
-                None,
-            )
-        except CorruptSessionError as exc:
-            meta, fault = SessionMeta(id=row.session_id), str(exc)
-        found.append(SessionSummary(meta, count, last, compacted(pk, count), fault))
+    found: dict[int, SessionSummary] = {}
+    for start in range(0, len(pks), _CHUNK):
+        rows = conn.execute(_SUMMARIES, {"pks": list(pks[start : start + _CHUNK])})
+        for row in rows:
+            found[row[0]] = _summary(conn, *row, where=where)
     return found
+
+
+def _summary(
+    conn: Connection,
+    pk: int,
+    session_id: str,
+    header: str,
+    digest: bytes | None,
+    base_pk: int | None,
+    base_seq: int | None,
+    last: int | None,
+    last_timestamp: str | None,
+    first_compaction: int | None,
+    title: str | None,
+    active_at: str,
+    *,
+    where: str,
+) -> SessionSummary:
+    count, compacted, fault = last or base_seq or 0, first_compaction is not None, None
+    try:
+        meta = decode_stored_meta(session_id, header, path=where, line_no=1)
+    except CorruptSessionError as exc:
+        meta, fault = SessionMeta(id=session_id), str(exc)
+    if base_pk is not None and base_seq:
+        row = SessionRow(pk, header, digest, base_pk, base_seq)
+        try:
+            shared = list(lineage(conn, session_id, row).within(0, base_seq))
+        except CorruptSessionError as exc:
+            shared, fault = [], fault or str(exc)
+        if last is None and shared:
+            holder = shared[-1].pk
+            last_timestamp = _TIMESTAMP_AT.scalar(conn, pk=holder, seq=base_seq)
+        compacted = compacted or any(
+            Q.LAST_COMPACTION.first(conn, pk=span.pk, after=span.after, end=span.end)
+            for span in shared
+        )
+    return SessionSummary(
+        meta=meta,
+        entries=count,
+        last_timestamp=last_timestamp,
+        compacted=compacted,
+        fault=fault,
+        # The last change's title, or the header's (`current_title`).
+        title=meta.title if title is None else title,
+        last_activity=active_at,
+    )
 
 
 def faults(conn: Connection, *, where: str) -> list[str]:
     """The storage's faults: the database's own checks, gaps in ``seq``,
     headers that do not decode or name another row (``where``: the sessions
-    table), and the first row of each session whose line no longer matches
-    its chain of digests."""
+    table), sessions missing from the listing or listed at another write
+    than their last, and the first row of each session whose line no
+    longer matches its chain of digests."""
     found = []
     if conn.dialect.name == "sqlite":
         checked = conn.exec_driver_sql("PRAGMA integrity_check").scalars()
@@ -131,6 +180,16 @@ def faults(conn: Connection, *, where: str) -> list[str]:
             decode_stored_meta(session_id, header, path=where, line_no=1)
         except CorruptSessionError as exc:
             found.append(str(exc))
+    found += [
+        f"session {session_id!r}: "
+        + ("not listed" if listed is None else f"listed as {listed!r}")
+        + " (summaries would leave it out)"
+        for session_id, listed in conn.execute(_UNLISTED)
+    ]
+    found += [
+        f"session {session_id!r}: listed at another write than its last activity"
+        for (session_id,) in conn.execute(_NOT_AT_LAST_ACTIVITY)
+    ]
     found += broken_chains(conn)
     return found
 

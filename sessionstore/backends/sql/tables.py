@@ -24,6 +24,19 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
   leave only with one of these, written in the same transaction (0004).
 * ``erasing`` (SQLite only): while an erase runs, the ``seq`` of its
   erasure, which the DELETE triggers look for; empty outside an erase.
+* ``titles``: every title a session was given after its creation
+  (`TitleChange`), ``seq`` = 1, 2, 3... per session; the last is its title.
+* ``activity``: one row per write to a session (its creation, a fork, an
+  import, a transaction of appends that stored lines): ``tick`` counts
+  them across the database and is never given twice (SQLite
+  ``AUTOINCREMENT``, a PostgreSQL sequence), ``at`` is the write's time.
+* ``listing``: one row per session, what a page of `summaries` is read
+  from (`sessionstore.backends.sql.browse`): its id, owner and
+  ``created_at`` (decoded from its header), the ``created_tick`` of its
+  first activity, and the ``tick`` and ``at`` of its last, which a trigger
+  on ``activity`` moves ahead (the one table whose rows change, and only
+  so). Titles, activity and listing rows leave with their session's
+  erasure (0005).
 """
 
 from __future__ import annotations
@@ -44,13 +57,16 @@ from sqlalchemy import (
 __all__ = [
     "APPEND_ONLY_TABLES",
     "SQLITE_ONLY",
+    "activity",
     "entries",
     "erasing",
     "erasures",
     "heads",
     "journal_lines",
+    "listing",
     "metadata",
     "sessions",
+    "titles",
 ]
 
 metadata = MetaData(
@@ -65,6 +81,9 @@ metadata = MetaData(
 
 # SQLite's rowid alias must be spelled INTEGER; elsewhere 64 bits.
 _Key = BigInteger().with_variant(Integer(), "sqlite")
+# Text a listing sorts by: compared as code points, as Python compares
+# strings (SQLite's own text order; PostgreSQL's "C" collation).
+_Sorted = Text().with_variant(Text(collation="C"), "postgresql")
 
 sessions = Table(
     "sessions",
@@ -153,7 +172,53 @@ erasing = Table(
     Column("erasure", _Key, ForeignKey("erasures.seq"), primary_key=True, autoincrement=False),
 )
 
-APPEND_ONLY_TABLES = ("sessions", "entries", "journal_lines", "heads", "erasures")
+titles = Table(
+    "titles",
+    metadata,
+    Column("session_pk", _Key, ForeignKey("sessions.pk"), primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("title", Text, nullable=True),  # None: back to the header's title
+    Column("at", Text, nullable=False),
+)
+
+activity = Table(
+    "activity",
+    metadata,
+    Column("tick", _Key, primary_key=True, autoincrement=True),
+    Column("session_pk", _Key, ForeignKey("sessions.pk"), nullable=False),
+    Column("at", Text, nullable=False),
+    # A session's position as of a listing's mark: its last tick up to it.
+    Index("ix_activity_session_pk_tick", "session_pk", "tick"),
+    # Never a tick given twice, even after the newest row is erased.
+    sqlite_autoincrement=True,
+)
+
+listing = Table(
+    "listing",
+    metadata,
+    Column("session_pk", _Key, ForeignKey("sessions.pk"), primary_key=True, autoincrement=False),
+    Column("session_id", _Sorted, nullable=False),
+    Column("owner", Text, nullable=True),
+    Column("created_at", _Sorted, nullable=False),
+    Column("created_tick", BigInteger, nullable=False),
+    Column("tick", BigInteger, nullable=False),
+    Column("at", Text, nullable=False),
+    Index("ix_listing_tick", "tick"),
+    Index("ix_listing_owner_tick", "owner", "tick"),
+    Index("ix_listing_created_at_session_id", "created_at", "session_id"),
+    Index("ix_listing_owner_created_at_session_id", "owner", "created_at", "session_id"),
+)
+
+APPEND_ONLY_TABLES = (
+    "sessions",
+    "entries",
+    "journal_lines",
+    "heads",
+    "erasures",
+    "titles",
+    "activity",
+)
+"""The tables whose rows never change (``listing`` moves its ticks ahead)."""
 
 SQLITE_ONLY = frozenset({"erasing"})
 """Tables only a SQLite database holds (PostgreSQL's triggers need none)."""
