@@ -185,7 +185,7 @@ def test_an_installed_wheel_migrates_a_new_database(tmp_path: Path) -> None:
 
 
 def populate(db: Path, revision: str) -> dict[str, list[str]]:
-    """Sessions, entries and a journal written at ``revision`` (0001 to 0003),
+    """Sessions, entries and a journal written at ``revision`` (0001 to 0004),
     row by row as that revision's store wrote them; the lines of each session."""
     compaction = CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id="e2")
     sessions: dict[str, list[SessionEntry]] = {
@@ -240,6 +240,7 @@ async def assert_kept_and_chained(target: str, written: dict[str, list[str]]) ->
     async with open_store(target) as store:
         for session_id, lines in written.items():
             assert [line async for line in store.raw_lines(session_id)] == lines
+        assert {s.id for s in await store.summaries(limit=None)} == set(written)
         assert await store.journal("agent").read_bytes() == b"two\n"
         assert await store.integrity() == []
         await store.append("plain", message("e3", "after the upgrade"))
@@ -264,7 +265,7 @@ async def assert_kept_and_chained(target: str, written: dict[str, list[str]]) ->
 
 
 @pytest.mark.parametrize("how", ["code", "alembic", "cli"])
-@pytest.mark.parametrize("revision", ["0001", "0002", "0003"])
+@pytest.mark.parametrize("revision", ["0001", "0002", "0003", "0004"])
 async def test_a_populated_database_is_upgraded_in_place(
     tmp_path: Path, how: str, revision: str
 ) -> None:

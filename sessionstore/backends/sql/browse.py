@@ -41,7 +41,7 @@ from sessionstore.backends.sql.tables import activity, listing
 from sessionstore.errors import InvalidCursorError
 from sessionstore.store import Order, SessionSummary
 
-__all__ = ["Start", "page", "start"]
+__all__ = ["CREATED", "MOVERS", "NEWEST", "Start", "page", "start"]
 
 Start = tuple[int, tuple[str, ...]]
 """Where a page starts: the listing's mark, and the key of the row before."""
@@ -104,11 +104,21 @@ def _created(owned: bool, after: bool) -> Query:
     return Query(_owned(query.limit(bindparam("size")), owned))
 
 
-_NEWEST = {owned: _newest(owned) for owned in (False, True)}
-_MOVERS = {owned: _movers(owned) for owned in (False, True)}
-_CREATED = {
+NEWEST = {owned: _newest(owned) for owned in (False, True)}
+"""By whether an owner is given (``owner``): ``(pk, tick)`` of up to ``size``
+sessions whose tick is below ``before``, newest first."""
+
+MOVERS = {owned: _movers(owned) for owned in (False, True)}
+"""By whether an owner is given: ``(pk, key)`` of the sessions written to
+since ``mark`` that existed then, their key (last tick up to ``mark``) below
+``before``."""
+
+CREATED = {
     (owned, after): _created(owned, after) for owned in (False, True) for after in (False, True)
 }
+"""By whether an owner and a cursor are given: ``(pk, created_at, id)`` of up
+to ``size`` sessions that existed at ``mark``, below the cursor's
+``(created_at, session_id)``, newest first."""
 
 
 def page(
@@ -138,11 +148,11 @@ def page(
     if order == "created":
         if key:
             given.update(created_at=key[0], session_id=key[1])
-        found = _CREATED[owned, bool(key)].all(conn, **given)
+        found = CREATED[owned, bool(key)].all(conn, **given)
         rows = [(pk, (created_at, session_id)) for pk, created_at, session_id in found]
     else:
         given["before"] = int(key[0]) if key else mark + 1
-        ticks = _NEWEST[owned].all(conn, **given) + _MOVERS[owned].all(conn, **given)
+        ticks = NEWEST[owned].all(conn, **given) + MOVERS[owned].all(conn, **given)
         ticks = sorted(ticks, key=lambda row: row[1], reverse=True)[:size]
         rows = [(pk, (str(tick),)) for pk, tick in ticks]
     found_summaries = survey.summaries(conn, [pk for pk, _ in rows], where=where)
