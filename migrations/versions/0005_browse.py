@@ -3,17 +3,22 @@
 * ``titles``: every `TitleChange` of a session, ``seq`` = 1, 2, 3... per
   session; append-only like ``heads``.
 * ``activity``: one row per write to a session (its creation, fork or
-  import, a transaction of appends that stored lines): ``tick`` counts them
-  across the database and is never given twice (SQLite ``AUTOINCREMENT``,
-  a PostgreSQL sequence without a cache, so ticks are drawn in time
-  order); ``at`` is the write's time. Append-only.
+  import, a transaction of appends that stored lines), keyed by session
+  and ``tick``: ticks count writes across the database and are never given
+  twice. On PostgreSQL they come from the sequence ``activity_ticks``
+  (without a cache, so they are drawn in time order); on SQLite, whose
+  writers take turns, a write takes one past the greatest tick in
+  ``listing`` and ``spent_ticks``, a table that keeps the last tick of an
+  erased session when it is the greatest yet. ``at`` is the write's time.
+  Append-only; on SQLite without a rowid, so that an append writes one
+  b-tree of it.
 * ``listing``: one row per session: its id, and the ``owner`` and
   ``created_at`` its header gives (decoded by the wire decoder, which skips
   an ill-typed field, never by SQL's JSON functions), the ``created_tick``
   of its first activity, and the ``tick`` and ``at`` of its last. A trigger
   on ``activity`` moves them ahead in the same statement; a trigger on
   ``listing`` refuses any other UPDATE (another column, or a tick that
-  goes back).
+  goes back). Its owner indexes are partial (``owner IS NOT NULL``).
 
 Rows of all three leave only in their session's erasure, as the rows of
 ``sessions`` and ``entries`` (0004): on PostgreSQL
@@ -57,9 +62,11 @@ _SORTED = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")  # code p
 _TABLES = ("titles", "activity", "listing")  # each keyed by session_pk
 _SAME_ROW = {  # what makes an inserted row meet an existing one (SQLite)
     "titles": "session_pk = NEW.session_pk AND seq = NEW.seq",
-    "activity": "tick = NEW.tick",
+    "activity": "session_pk = NEW.session_pk AND tick = NEW.tick",
     "listing": "session_pk = NEW.session_pk",
+    "spent_ticks": "tick = NEW.tick",
 }
+_OWNED = sa.text("owner IS NOT NULL")
 # The one UPDATE of listing: its last tick and time, to a later tick.
 _FIXED = ("session_pk", "session_id", "owner", "created_at", "created_tick")
 
@@ -159,16 +166,15 @@ def _create_tables() -> None:
     )
     op.create_table(
         "activity",
-        sa.Column("tick", _KEY, primary_key=True, autoincrement=True),
         sa.Column("session_pk", _KEY, nullable=False),
+        sa.Column("tick", sa.BigInteger(), autoincrement=False, nullable=False),
         sa.Column("at", sa.Text(), nullable=False),
         sa.ForeignKeyConstraint(
             ["session_pk"], ["sessions.pk"], name="fk_activity_session_pk_sessions"
         ),
-        sa.PrimaryKeyConstraint("tick", name="pk_activity"),
-        sqlite_autoincrement=True,
+        sa.PrimaryKeyConstraint("session_pk", "tick", name="pk_activity"),
+        sqlite_with_rowid=False,
     )
-    op.create_index("ix_activity_session_pk_tick", "activity", ["session_pk", "tick"])
     op.create_table(
         "listing",
         sa.Column("session_pk", _KEY, autoincrement=False, nullable=False),
@@ -184,11 +190,29 @@ def _create_tables() -> None:
         sa.PrimaryKeyConstraint("session_pk", name="pk_listing"),
     )
     op.create_index("ix_listing_tick", "listing", ["tick"])
-    op.create_index("ix_listing_owner_tick", "listing", ["owner", "tick"])
+    op.create_index(
+        "ix_listing_owner_tick",
+        "listing",
+        ["owner", "tick"],
+        sqlite_where=_OWNED,
+        postgresql_where=_OWNED,
+    )
     op.create_index("ix_listing_created_at_session_id", "listing", ["created_at", "session_id"])
     op.create_index(
-        "ix_listing_owner_created_at_session_id", "listing", ["owner", "created_at", "session_id"]
+        "ix_listing_owner_created_at_session_id",
+        "listing",
+        ["owner", "created_at", "session_id"],
+        sqlite_where=_OWNED,
+        postgresql_where=_OWNED,
     )
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("CREATE SEQUENCE activity_ticks")  # CACHE 1: drawn in time order
+    else:
+        op.create_table(
+            "spent_ticks",
+            sa.Column("tick", _KEY, autoincrement=False, nullable=False),
+            sa.PrimaryKeyConstraint("tick", name="pk_spent_ticks"),
+        )
 
 
 # ---------------------------------------------------------------- the sessions already stored
@@ -223,12 +247,8 @@ def _fill(bind: sa.Connection, postgres: bool) -> None:
     for start in range(0, len(found), _PAGE):
         bind.execute(insert_activity, activity[start : start + _PAGE])
         bind.execute(insert_listing, listing[start : start + _PAGE])
-    if postgres and found:
-        # Ticks given by hand: the sequence goes on after them.
-        bind.execute(
-            sa.text("SELECT setval(pg_get_serial_sequence('activity', 'tick'), :last)"),
-            {"last": len(found)},
-        )
+    if postgres and found:  # ticks given by hand: the sequence goes on after them
+        bind.execute(sa.text("SELECT setval('activity_ticks', :last)"), {"last": len(found)})
 
 
 def _stored(bind: sa.Connection) -> Iterator[tuple[tuple[Any, ...], int, str, str | None, str]]:
@@ -275,6 +295,16 @@ def _instant(text: str | None) -> float | None:
 
 
 def _sqlite_triggers() -> None:
+    for action in ("UPDATE", "DELETE"):
+        op.execute(
+            f"CREATE TRIGGER spent_ticks_no_{action.lower()} BEFORE {action} ON spent_ticks "
+            + _refuse("spent_ticks")
+        )
+    op.execute(
+        "CREATE TRIGGER spent_ticks_no_replace BEFORE INSERT ON spent_ticks "
+        f"WHEN EXISTS (SELECT 1 FROM spent_ticks WHERE {_SAME_ROW['spent_ticks']}) "
+        + _refuse("spent_ticks")
+    )
     of_session = "(SELECT id FROM sessions WHERE pk = OLD.session_pk)"
     for table in _TABLES:
         op.execute(
@@ -334,11 +364,15 @@ def downgrade() -> None:
     if postgres:
         op.execute("DROP FUNCTION sessionstore_touch()")
         op.execute(_PG_ERASED_ONLY_0004)
+        op.execute("DROP SEQUENCE activity_ticks")
+    else:
+        for action in ("update", "delete", "replace"):
+            op.execute(f"DROP TRIGGER IF EXISTS spent_ticks_no_{action}")
+        op.drop_table("spent_ticks")
     op.drop_index("ix_listing_owner_created_at_session_id", table_name="listing")
     op.drop_index("ix_listing_created_at_session_id", table_name="listing")
     op.drop_index("ix_listing_owner_tick", table_name="listing")
     op.drop_index("ix_listing_tick", table_name="listing")
     op.drop_table("listing")
-    op.drop_index("ix_activity_session_pk_tick", table_name="activity")
     op.drop_table("activity")
     op.drop_table("titles")

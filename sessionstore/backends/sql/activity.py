@@ -2,10 +2,15 @@
 
 Every transaction that writes to a session (creates, forks or imports it,
 or appends lines) adds one ``activity`` row per session it wrote, in the
-same transaction; its ``tick`` comes from the database and is never given
-twice. A trigger on ``activity`` moves the session's ``listing`` row to
-that tick in the same statement (migration 0005). A new session's listing
-row is written here, from the header it was created with.
+same transaction; its ``tick`` is drawn in the insert itself and never
+given twice (`NextTick`). A trigger on ``activity`` moves the session's
+``listing`` row to that tick in the same statement (migration 0005). A new
+session's listing row is written here, from the header it was created with.
+
+An append writes few pages for this (each a frame of SQLite's write-ahead
+log, which is most of what a small transaction costs): the ``activity``
+row in its session's part of one b-tree, the ``listing`` row and its
+``tick`` index, and its owner's index when it has an owner.
 
 A listing stands on a mark (`mark`): the newest tick when its first page
 was read, every tick up to it committed and no later commit able to take
@@ -15,21 +20,51 @@ one. `sessionstore.backends.sql.browse` explains how a page uses it.
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, insert, select, text
+from sqlalchemy import BigInteger, Connection, bindparam, func, insert, select, text
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 from sessionstore.backends.sql.queries import Query
 from sessionstore.backends.sql.tables import activity, listing
 from sessionstore.models import SessionMeta
 from sessionstore.timestamps import now_rfc3339
 
-__all__ = ["listed", "mark", "touched"]
+__all__ = ["NextTick", "listed", "mark", "touched"]
 
-_write = insert(activity).values(session_pk=bindparam("session_pk"), at=bindparam("at"))
+
+class NextTick(FunctionElement[int]):
+    """The tick a write takes, drawn where it is inserted."""
+
+    type = BigInteger()
+    inherit_cache = True
+
+
+@compiles(NextTick, "postgresql")
+def _next_tick_postgresql(element: NextTick, compiler: SQLCompiler, **kw: Any) -> str:
+    return "nextval('activity_ticks')"
+
+
+@compiles(NextTick, "sqlite")
+def _next_tick_sqlite(element: NextTick, compiler: SQLCompiler, **kw: Any) -> str:
+    # One writer at a time: one past every tick given. A session's last tick
+    # is in listing until it is erased, and then in spent_ticks if it was
+    # the greatest (an AUTOINCREMENT would write its counter on every append).
+    return (
+        "(SELECT max((SELECT coalesce(max(tick), 0) FROM listing), "
+        "(SELECT coalesce(max(tick), 0) FROM spent_ticks)) + 1)"
+    )
+
+
+_write = insert(activity).values(
+    session_pk=bindparam("session_pk"), tick=NextTick(), at=bindparam("at")
+)
 _INSERT = Query(_write)
 _INSERT_TICK = Query(_write.returning(activity.c.tick))
 _INSERT_LISTING = Query(insert(listing))
-_LAST_TICK = Query(select(func.coalesce(func.max(activity.c.tick), 0)))
+_LAST_TICK = Query(select(func.coalesce(func.max(listing.c.tick), 0)))
 # SHARE conflicts with the ROW EXCLUSIVE lock every INSERT into activity
 # takes before it draws its tick, and holds until it ends.
 _WAIT_FOR_WRITERS = Query(text("LOCK TABLE activity IN SHARE MODE"))
@@ -58,12 +93,12 @@ def touched(conn: Connection, pks: Collection[int]) -> None:
 
 
 def mark(conn: Connection) -> int:
-    """The mark a new listing stands on: the newest tick.
+    """The mark a new listing stands on: the newest tick of a session.
 
     On SQLite the writer is one at a time and the read a snapshot: every
     tick up to the newest it sees is committed, and a later write takes a
-    greater one (``AUTOINCREMENT`` gives no tick twice, even when the
-    newest row was erased). On PostgreSQL ticks come from a sequence, drawn
+    greater one (`NextTick`, even when the session holding the newest was
+    erased). On PostgreSQL ticks come from a sequence, drawn
     when each writer inserts, and writers commit in any order: the newest
     committed tick may have an older one still in flight, which would then
     commit below the mark, and a session written by it would take a place

@@ -19,13 +19,13 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator
 
-from sqlalchemy import Connection, bindparam, delete
+from sqlalchemy import Connection, bindparam, delete, func, insert, select
 
 from sessionstore.backends.base import check_unchanged, erasure_of
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import SessionRow, last_seq
 from sessionstore.backends.sql.lineage import END, lineage
-from sessionstore.backends.sql.tables import activity, listing, titles
+from sessionstore.backends.sql.tables import activity, listing, spent_ticks, titles
 from sessionstore.errors import SessionConflictError, SessionNotFoundError
 from sessionstore.models import Erasure
 
@@ -36,6 +36,18 @@ _DELETE_BESIDE = [
     Q.Query(delete(table).where(table.c.session_pk == bindparam("pk")))
     for table in (titles, listing, activity)
 ]
+# SQLite: the session's last tick, kept when no tick kept is greater, so
+# that no later write takes it again (see `activity.NextTick`).
+_SPEND_TICK = Q.Query(
+    insert(spent_ticks).from_select(
+        ["tick"],
+        select(listing.c.tick).where(
+            listing.c.session_pk == bindparam("pk"),
+            listing.c.tick
+            > select(func.coalesce(func.max(spent_ticks.c.tick), 0)).scalar_subquery(),
+        ),
+    )
+)
 
 
 def erase_session(
@@ -57,6 +69,8 @@ def erase_session(
     record = erasure_of("session", session_id, reason, blocks, last_seq(conn, row))
     check_unchanged(record, digest)
     _record(conn, record)
+    if conn.dialect.name == "sqlite":
+        _SPEND_TICK.many(conn, [{"pk": row.pk}])
     for rows in (*_DELETE_BESIDE, Q.DELETE_ENTRIES, Q.DELETE_SESSION):
         rows.many(conn, [{"pk": row.pk}])
     _done(conn)

@@ -28,8 +28,11 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
   (`TitleChange`), ``seq`` = 1, 2, 3... per session; the last is its title.
 * ``activity``: one row per write to a session (its creation, a fork, an
   import, a transaction of appends that stored lines): ``tick`` counts
-  them across the database and is never given twice (SQLite
-  ``AUTOINCREMENT``, a PostgreSQL sequence), ``at`` is the write's time.
+  them across the database and is never given twice (on PostgreSQL from
+  the sequence ``activity_ticks``; on SQLite, with its one writer, one
+  past every tick listed or in ``spent_ticks``), ``at`` is the write's time.
+* ``spent_ticks`` (SQLite only): the last tick of an erased session, when
+  greater than any recorded before, so that no tick is given twice.
 * ``listing``: one row per session, what a page of `summaries` is read
   from (`sessionstore.backends.sql.browse`): its id, owner and
   ``created_at`` (decoded from its header), the ``created_tick`` of its
@@ -66,6 +69,7 @@ __all__ = [
     "listing",
     "metadata",
     "sessions",
+    "spent_ticks",
     "titles",
 ]
 
@@ -184,14 +188,17 @@ titles = Table(
 activity = Table(
     "activity",
     metadata,
-    Column("tick", _Key, primary_key=True, autoincrement=True),
-    Column("session_pk", _Key, ForeignKey("sessions.pk"), nullable=False),
+    Column("session_pk", _Key, ForeignKey("sessions.pk"), primary_key=True),
+    Column("tick", BigInteger, primary_key=True, autoincrement=False),
     Column("at", Text, nullable=False),
-    # A session's position as of a listing's mark: its last tick up to it.
-    Index("ix_activity_session_pk_tick", "session_pk", "tick"),
-    # Never a tick given twice, even after the newest row is erased.
-    sqlite_autoincrement=True,
+    # Clustered by session: one b-tree, where a session's last tick up to a
+    # listing's mark is looked up (no rowid, no second index to write).
+    sqlite_with_rowid=False,
 )
+
+# The owner indexes hold only sessions that have one: an append to a
+# session without an owner writes no page of theirs.
+_OWNED = text("owner IS NOT NULL")
 
 listing = Table(
     "listing",
@@ -204,9 +211,22 @@ listing = Table(
     Column("tick", BigInteger, nullable=False),
     Column("at", Text, nullable=False),
     Index("ix_listing_tick", "tick"),
-    Index("ix_listing_owner_tick", "owner", "tick"),
+    Index("ix_listing_owner_tick", "owner", "tick", sqlite_where=_OWNED, postgresql_where=_OWNED),
     Index("ix_listing_created_at_session_id", "created_at", "session_id"),
-    Index("ix_listing_owner_created_at_session_id", "owner", "created_at", "session_id"),
+    Index(
+        "ix_listing_owner_created_at_session_id",
+        "owner",
+        "created_at",
+        "session_id",
+        sqlite_where=_OWNED,
+        postgresql_where=_OWNED,
+    ),
+)
+
+spent_ticks = Table(
+    "spent_ticks",
+    metadata,
+    Column("tick", _Key, primary_key=True, autoincrement=False),
 )
 
 APPEND_ONLY_TABLES = (
@@ -217,8 +237,9 @@ APPEND_ONLY_TABLES = (
     "erasures",
     "titles",
     "activity",
+    "spent_ticks",
 )
 """The tables whose rows never change (``listing`` moves its ticks ahead)."""
 
-SQLITE_ONLY = frozenset({"erasing"})
+SQLITE_ONLY = frozenset({"erasing", "spent_ticks"})
 """Tables only a SQLite database holds (PostgreSQL's triggers need none)."""
