@@ -22,7 +22,7 @@ from sqlalchemy import Connection
 
 from sessionstore.backends.sql.engine import WRITE, open_sync_engine
 from sessionstore.backends.sql.schema import VERSION_TABLE
-from sessionstore.backends.sql.tables import SQLITE_ONLY, metadata
+from sessionstore.backends.sql.tables import POSTGRESQL_ONLY, SQLITE_ONLY, metadata
 
 config = context.config
 
@@ -30,8 +30,10 @@ config = context.config
 def run_on(connection: Connection) -> None:
     sqlite = connection.dialect.name == "sqlite"
 
+    elsewhere = POSTGRESQL_ONLY if sqlite else SQLITE_ONLY
+
     def include_object(item: object, name: str | None, type_: str, *_: object) -> bool:
-        return sqlite or not (type_ == "table" and name in SQLITE_ONLY)
+        return not (type_ == "table" and name in elsewhere)
 
     context.configure(
         include_object=include_object,

@@ -5,9 +5,9 @@ PostgreSQL ``FOR UPDATE``, which appends and forks wait for; SQLite has one
 writer at a time), refused while forks share its rows, the digest of its
 bytes computed as `raw_blocks` gives them (the rows streamed, never held
 together), the `Erasure` inserted, then its titles, activity and listing
-rows, its entries and its row deleted.
-The DELETE triggers let those rows go only because the erasure was
-written in the same transaction (migration 0004): on SQLite the erase
+rows, its rows in the word index (`wordindex.forget`), its entries and its
+row deleted. The DELETE triggers let those rows go only because the erasure
+was written in the same transaction (migration 0004): on SQLite the erase
 names it in the table ``erasing`` meanwhile, and empties it before commit.
 
 An append waiting on the lock then finds no session: it lands before the
@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterator
+from contextlib import closing
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select
 
 from sessionstore.backends.base import check_unchanged, erasure_of
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql import wordindex
 from sessionstore.backends.sql.database import SessionRow, last_seq
 from sessionstore.backends.sql.lineage import END, lineage
 from sessionstore.backends.sql.tables import activity, listing, spent_ticks, titles
@@ -71,8 +73,13 @@ def erase_session(
     _record(conn, record)
     if conn.dialect.name == "sqlite":
         _SPEND_TICK.many(conn, [{"pk": row.pk}])
-    for rows in (*_DELETE_BESIDE, Q.DELETE_ENTRIES, Q.DELETE_SESSION):
+    for rows in _DELETE_BESIDE:
         rows.many(conn, [{"pk": row.pk}])
+    with closing(Q.LINES.each(conn, pk=row.pk, after=row.base_seq or 0, end=END)) as own:
+        wordindex.forget(conn, row.pk, (line for _, line in own))
+    Q.DELETE_ENTRIES.many(conn, [{"pk": row.pk}])
+    Q.DELETE_SESSION.many(conn, [{"pk": row.pk}])
+    wordindex.lower_mark(conn)
     _done(conn)
     return record
 

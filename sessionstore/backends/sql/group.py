@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql import wordindex
 from sessionstore.backends.sql.activity import touched
 from sessionstore.backends.sql.database import Database, chain_end, find_session
 from sessionstore.backends.sql.digests import entry_digest
@@ -74,6 +75,7 @@ def write_appends(appends: Sequence[Append], conn: Connection) -> list[SessionSt
     if batch:
         Q.INSERT_ENTRIES.many(conn, batch)
         touched(conn, written)
+        wordindex.keep_up(conn, batch)
     return [
         held if isinstance(held := found[session_id], SessionStoreError) else None
         for session_id, _ in appends

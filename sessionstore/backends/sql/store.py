@@ -49,7 +49,7 @@ from sessionstore.backends.base import (
 )
 from sessionstore.backends.contexts import BuiltContext
 from sessionstore.backends.cursors import Cursor
-from sessionstore.backends.sql import activity, browse, erase, heads, survey, titles
+from sessionstore.backends.sql import activity, browse, erase, heads, search, survey, titles, wordindex
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.contexts import Contexts, Stamp
 from sessionstore.backends.sql.database import (
@@ -75,7 +75,7 @@ from sessionstore.models import (
     SessionMeta,
     TitleChange,
 )
-from sessionstore.store import Order, SessionSummary
+from sessionstore.store import Order, SearchHit, SessionSummary
 
 __all__ = ["SqlStore"]
 
@@ -231,10 +231,10 @@ class SqlStore(StoreBase):
                 digest = entry_digest(digest, row)
                 batch.append({**row, "session_pk": pk, "seq": count, "digest": digest})
                 if len(batch) == _PAGE:
-                    await step(partial(Q.INSERT_ENTRIES.many, rows=batch[:]))
+                    await step(partial(_insert, rows=batch[:]))
                     batch.clear()
             if batch:
-                await step(partial(Q.INSERT_ENTRIES.many, rows=batch))
+                await step(partial(_insert, rows=batch))
             # Last: a listing's first page waits for this write (see `activity.mark`).
             if after is None:
                 await step(partial(activity.listed, pk=pk, meta=meta))
@@ -339,6 +339,21 @@ class SqlStore(StoreBase):
         body = partial(titles.extend, session_id=session_id, changes=changes, after=after)
         return await self._database.transaction(session_id, body, write=True, lean=True)
 
+    async def _search(
+        self,
+        wanted: builtins.list[str],
+        owner: str | None,
+        limit: int,
+        after: str | None,
+        kind: str,
+    ) -> builtins.list[SearchHit]:
+        """Search the word index; see `sessionstore.backends.sql.search`."""
+        start = search.start_of(after, kind) if after is not None else None
+        body = partial(
+            search.search, wanted=wanted, owner=owner, limit=limit, start=start, kind=kind
+        )
+        return await self._database.transaction(None, body, lean=True)
+
     async def integrity(self) -> builtins.list[str]:
         self._check_open()
         faults = partial(survey.faults, where=self._database.headers_at)
@@ -364,6 +379,12 @@ def _fork(
     """Insert a fork (`branch`) and list it."""
     pk = branch(conn, source_id=source_id, at=at, meta=meta, header=header)
     activity.listed(conn, pk=pk, meta=meta)
+
+
+def _insert(conn: Connection, rows: builtins.list[dict[str, Any]]) -> None:
+    """Imported rows, and the word index keeping up with them."""
+    Q.INSERT_ENTRIES.many(conn, rows)
+    wordindex.keep_up(conn, rows)
 
 
 def _row(entry: SessionEntry, line: str) -> dict[str, Any]:

@@ -40,6 +40,12 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
   on ``activity`` moves ahead (the one table whose rows change, and only
   so). Titles, activity and listing rows leave with their session's
   erasure (0005).
+* The word index of `search` (`sessionstore.backends.sql.wordindex`),
+  derived from the entries and so not append-only: on SQLite
+  ``search_words``, one row per word of each message (its ``hits`` and the
+  message's ``weight``), and ``search_mark``, how far along ``entries``
+  (by rowid) messages are indexed; on PostgreSQL ``search_vectors``, one
+  ``tsvector`` of each message's words with a GIN index.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from __future__ import annotations
 from sqlalchemy import (
     BigInteger,
     Column,
+    Double,
     ForeignKey,
     Index,
     Integer,
@@ -56,9 +63,11 @@ from sqlalchemy import (
     Text,
     text,
 )
+from sqlalchemy.dialects.postgresql import TSVECTOR
 
 __all__ = [
     "APPEND_ONLY_TABLES",
+    "POSTGRESQL_ONLY",
     "SQLITE_ONLY",
     "activity",
     "entries",
@@ -68,6 +77,9 @@ __all__ = [
     "journal_lines",
     "listing",
     "metadata",
+    "search_mark",
+    "search_vectors",
+    "search_words",
     "sessions",
     "spent_ticks",
     "titles",
@@ -229,6 +241,43 @@ spent_ticks = Table(
     Column("tick", _Key, primary_key=True, autoincrement=False),
 )
 
+# The word index: derived from the entries' lines, rebuilt by the migration
+# that adds it (0006); its rows go with their entries' in an erase.
+search_words = Table(
+    "search_words",
+    metadata,
+    Column("word", Text, primary_key=True),
+    Column("session_pk", _Key, primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("hits", Integer, nullable=False),  # occurrences of the word
+    Column("weight", Double, nullable=False),  # 1 / sqrt(words in the message)
+    sqlite_with_rowid=False,
+)
+
+search_mark = Table(
+    "search_mark",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),  # the one row: 1
+    Column("indexed", _Key, nullable=False),  # every message of rowid <= this is indexed
+    Column("rule", Text, nullable=False),  # the word rule it was indexed with
+)
+
+search_vectors = Table(
+    "search_vectors",
+    metadata,
+    Column("session_pk", _Key, primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("words", TSVECTOR, nullable=True),  # NULL: too many words for a tsvector
+    Column("weight", Double, nullable=False),
+    Index("ix_search_vectors_words", "words", postgresql_using="gin"),
+    Index(
+        "ix_search_vectors_unindexed",
+        "session_pk",
+        "seq",
+        postgresql_where=text("words IS NULL"),
+    ),
+)
+
 APPEND_ONLY_TABLES = (
     "sessions",
     "entries",
@@ -241,5 +290,9 @@ APPEND_ONLY_TABLES = (
 )
 """The tables whose rows never change (``listing`` moves its ticks ahead)."""
 
-SQLITE_ONLY = frozenset({"erasing", "spent_ticks"})
-"""Tables only a SQLite database holds (PostgreSQL's triggers need none)."""
+SQLITE_ONLY = frozenset({"erasing", "spent_ticks", "search_mark", "search_words"})
+"""Tables only a SQLite database holds (PostgreSQL's triggers need no
+``erasing`` nor ``spent_ticks``; its word index is ``search_vectors``)."""
+
+POSTGRESQL_ONLY = frozenset({"search_vectors"})
+"""Tables only a PostgreSQL database holds."""

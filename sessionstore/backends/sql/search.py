@@ -1,0 +1,313 @@
+"""`SqlStore.search`: the word index's answer, ranked, expanded to forks, paged.
+
+One read transaction (one snapshot) answers a page:
+
+1. **Ranked rows.** The stored rows (session key, ``seq``) whose message
+   holds every word, best first by ``(score descending, session key,
+   seq)``: from the index (`sessionstore.backends.sql.wordindex`) in
+   pages of that order, merged with the messages the index does not hold,
+   read and matched here: on SQLite the backlog past the index's mark
+   (fewer than `wordindex.BACKLOG` entries but for one write's worth), on
+   PostgreSQL the rare message too large for a ``tsvector``. Both compute
+   the same score (`wordindex.score`), so a row keeps its place when the
+   backlog is indexed between two pages.
+2. **Sessions holding each row.** A fork shares its source's rows (see
+   `sessionstore.backends.sql.lineage`): a row is in its own session, in
+   each fork whose ``base_pk`` is that session and ``base_seq`` reaches the
+   row, and in every fork of those (a fork's base always holds its last
+   shared entry, so a fork of a fork shares all its base shares). Its
+   ``seq`` is the same in each. The owner filter reads each session's
+   header.
+3. **Hits** in order of ``(score, session key, seq, session id)``, the
+   cursor's key; the snippet from the row's line.
+
+Only the rows of a page, and of the sessions they reach, are read: a word
+held by a few messages is found in milliseconds however many sessions the
+database holds.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from sqlalchemy import Connection, bindparam, select, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.types import Text
+
+from sessionstore.backends.cursors import Cursor
+from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.lineage import END
+from sessionstore.backends.sql.tables import search_mark, sessions
+from sessionstore.backends.sql.wordindex import (
+    BACKLOG_MESSAGES,
+    indexed,
+    message_of,
+    score,
+    word_key,
+)
+from sessionstore.backends.words import snippet
+from sessionstore.errors import InvalidCursorError, InvalidRecordError
+from sessionstore.models import MessageEntry
+from sessionstore.store import SearchHit
+from sessionstore.wire.stored import read_stored_meta
+
+__all__ = ["KEY_PARTS", "Start", "search", "start_of"]
+
+KEY_PARTS = 4
+"""Parts of a search cursor's key: score, session key, seq, session id."""
+
+
+class Start(NamedTuple):
+    """Where a page starts: after the hit of this key."""
+
+    score: float
+    pk: int
+    seq: int
+    session_id: str
+
+
+def start_of(cursor: str, kind: str) -> Start:
+    """The key a `SearchHit.cursor` holds.
+
+    Raises:
+        InvalidCursorError: not a cursor of this search, or edited.
+    """
+    key = Cursor.decode(cursor, kind, length=KEY_PARTS).key
+    try:
+        found = float(key[0])
+    except ValueError:
+        found = math.nan
+    if not (math.isfinite(found) and found > 0 and key[1].isdigit() and key[2].isdigit()):
+        raise InvalidCursorError(f"not a cursor: {cursor!r}")
+    return Start(found, int(key[1]), int(key[2]), key[3])
+
+
+# A ranked row: (-score, session key, seq, its message when already read).
+_Row = tuple[float, int, int, MessageEntry | None]
+
+_FIRST_PAGE = 32  # rows asked of the index at first; then more at a time
+_LARGEST_PAGE = 4096
+_SLOTS = 8  # words one SQLite statement takes; more get a statement of their own
+_PROBE = 4096  # index rows counted at most, to find a query's rarest word
+_KEYSET = (
+    "WHERE score < :score OR (score = :score AND (session_pk, seq) > (:pk, :seq)) "
+    "ORDER BY score DESC, session_pk, seq LIMIT :size"
+)
+
+
+def _sqlite_statement(slots: int) -> Q.Query:
+    """SQLite: the ranked rows holding every word, found from the rarest
+    (``driver``): its rows are read, and each looked up for the others.
+    ``w0``... name the words (repeats allowed), ``count`` how many differ.
+    CROSS JOIN keeps that order."""
+    words = ", ".join(f":w{n}" for n in range(slots))
+    return Q.Query(
+        text(
+            "SELECT session_pk, seq, score FROM ("
+            "SELECT d.session_pk AS session_pk, d.seq AS seq, sum(w.hits) * d.weight AS score "
+            "FROM search_words AS d CROSS JOIN search_words AS w "
+            f"WHERE d.word = :driver AND w.word IN ({words}) "
+            "AND w.session_pk = d.session_pk AND w.seq = d.seq "
+            "GROUP BY d.session_pk, d.seq HAVING count(*) = :count"
+            f") {_KEYSET}"
+        )
+    )
+
+
+_SQLITE_HITS = _sqlite_statement(_SLOTS)
+
+_SQLITE_PROBE = Q.Query(
+    text(f"SELECT count(*) FROM (SELECT 1 FROM search_words WHERE word = :word LIMIT {_PROBE})")
+)
+"""SQLite: how many messages hold a word (up to a bound)."""
+
+_MARK = Q.Query(select(search_mark.c.indexed))
+
+_POSTGRES_HITS = Q.Query(
+    text(
+        "SELECT session_pk, seq, score FROM ("
+        "SELECT v.session_pk, v.seq, ("
+        "SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(v.words) AS u "
+        "WHERE u.lexeme = ANY(:keys)"
+        ") * v.weight AS score "
+        "FROM search_vectors AS v WHERE v.words @@ CAST(:query AS tsquery)"
+        f") AS hit {_KEYSET}"
+    ).bindparams(bindparam("keys", type_=ARRAY(Text)))
+)
+"""PostgreSQL: the ranked rows whose vector holds every word (the GIN index
+answers ``@@``), scored from the positions of the words in it."""
+
+_POSTGRES_UNINDEXED = Q.Query(
+    text(
+        "SELECT e.session_pk, e.seq, e.line FROM search_vectors AS v "
+        "JOIN entries AS e ON e.session_pk = v.session_pk AND e.seq = v.seq "
+        "WHERE v.words IS NULL"
+    )
+)
+"""PostgreSQL: the messages too large for a vector, through a partial index."""
+
+_SESSION = Q.Query(select(sessions.c.id, sessions.c.header).where(sessions.c.pk == bindparam("pk")))
+_FORKS = Q.Query(
+    select(sessions.c.pk, sessions.c.id, sessions.c.header, sessions.c.base_seq).where(
+        sessions.c.base_pk == bindparam("pk")
+    )
+)
+
+
+def search(
+    conn: Connection,
+    *,
+    wanted: Sequence[str],
+    owner: str | None,
+    limit: int,
+    start: Start | None,
+    kind: str,
+) -> list[SearchHit]:
+    """A page of hits (a read transaction's body); see the module doc."""
+    keys = list(dict.fromkeys(map(word_key, wanted)))
+    holders = _Holders(conn)
+    hits: list[SearchHit] = []
+    for negated, pk, seq, entry in _ranked(conn, keys, start):
+        found = -negated
+        for session_id, header in holders.of(pk, seq):
+            if start is not None and (found, pk, seq) == start[:3] and session_id <= start[3]:
+                continue
+            if owner is not None and holders.owner(session_id, header) != owner:
+                continue
+            entry = entry or _message_at(conn, pk, seq)
+            if entry is None:  # no longer decodes: no words to show
+                break
+            shown = snippet(entry.message.text(), wanted)
+            key = (repr(found), str(pk), str(seq), session_id)
+            hits.append(
+                SearchHit(
+                    session_id=session_id,
+                    entry_id=entry.id,
+                    seq=seq,
+                    role=entry.message.role,
+                    snippet=shown.text,
+                    highlights=shown.highlights,
+                    cursor=Cursor(kind, "", key).encode(),
+                )
+            )
+            if len(hits) == limit:
+                return hits
+    return hits
+
+
+def _ranked(conn: Connection, keys: list[str], start: Start | None) -> Iterator[_Row]:
+    """Every row holding every word, best first, from ``start``'s row on."""
+    first = (-start.score, start.pk, start.seq) if start is not None else None
+    unindexed = sorted(row for row in _unindexed(conn, keys) if first is None or row[:3] >= first)
+    return heapq.merge(_from_index(conn, keys, start), unindexed, key=lambda row: row[:3])
+
+
+def _from_index(conn: Connection, keys: list[str], start: Start | None) -> Iterator[_Row]:
+    """The index's rows, best first, from ``start``'s row on, page by page."""
+    postgres = conn.dialect.name == "postgresql"
+    if postgres:
+        quoted = ("'" + key.replace("\\", "\\\\").replace("'", "''") + "'" for key in keys)
+        given: dict[str, object] = {"keys": keys, "query": " & ".join(quoted)}
+        statement = _POSTGRES_HITS
+    else:
+        driver = _rarest(conn, keys)
+        if driver is None:
+            return
+        slots = max(_SLOTS, len(keys))
+        statement = _SQLITE_HITS if slots == _SLOTS else _sqlite_statement(slots)
+        padded = keys + [keys[0]] * (slots - len(keys))
+        given = {"driver": driver, "count": len(keys)}
+        given.update({f"w{n}": key for n, key in enumerate(padded)})
+    # After (score, pk, seq - 1): the start's own row comes again, for the
+    # forks holding it that the last page did not reach.
+    after = (start.score, start.pk, start.seq - 1) if start is not None else (math.inf, 0, 0)
+    size = _FIRST_PAGE
+    while True:
+        rows = statement.all(conn, **given, score=after[0], pk=after[1], seq=after[2], size=size)
+        for pk, seq, found in rows:
+            yield -found, pk, seq, None
+        if len(rows) < size:
+            return
+        after = (rows[-1][2], rows[-1][0], rows[-1][1])
+        size = min(size * 4, _LARGEST_PAGE)
+
+
+def _rarest(conn: Connection, keys: list[str]) -> str | None:
+    """SQLite: the word held by the fewest messages; None when one is held by none."""
+    counts = [(_SQLITE_PROBE.scalar(conn, word=key), key) for key in keys]
+    fewest, key = min(counts)
+    return key if fewest else None
+
+
+def _unindexed(conn: Connection, keys: list[str]) -> Iterator[_Row]:
+    """The messages the index does not hold that hold every word, read here."""
+    if conn.dialect.name == "postgresql":
+        rows = _POSTGRES_UNINDEXED.each(conn)
+    else:
+        rows = BACKLOG_MESSAGES.each(conn, after=_MARK.scalar(conn), upto=END)
+    try:
+        for pk, seq, line in rows:
+            entry = message_of(line)
+            found = indexed(entry) if entry is not None else None
+            if found is not None and all(key in found.hits for key in keys):
+                hits = sum(found.hits[key] for key in keys)
+                yield -score(hits, found.weight), pk, seq, entry
+    finally:
+        rows.close()
+
+
+def _message_at(conn: Connection, pk: int, seq: int) -> MessageEntry | None:
+    row = Q.LINES.first(conn, pk=pk, after=seq - 1, end=seq)
+    return message_of(row[1]) if row is not None else None
+
+
+class _Fork(NamedTuple):
+    pk: int
+    id: str
+    header: str
+    base_seq: int
+
+
+class _Holders:
+    """The sessions holding each row, and their owners, read once per page."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._sessions: dict[int, tuple[str, str] | None] = {}
+        self._forks: dict[int, list[_Fork]] = {}
+        self._owners: dict[str, str | None] = {}
+
+    def of(self, pk: int, seq: int) -> list[tuple[str, str]]:
+        """``(id, header)`` of each session holding row ``(pk, seq)``, by id."""
+        if pk not in self._sessions:
+            self._sessions[pk] = _SESSION.first(self._conn, pk=pk)
+        own = self._sessions[pk]
+        found = [] if own is None else [(own[0], own[1])]
+        heirs = [fork for fork in self._forks_of(pk) if fork.base_seq >= seq]
+        while heirs:
+            fork = heirs.pop()
+            found.append((fork.id, fork.header))
+            heirs.extend(self._forks_of(fork.pk))  # they share all their base shares
+        return sorted(found)
+
+    def _forks_of(self, pk: int) -> list[_Fork]:
+        if pk not in self._forks:
+            rows = _FORKS.all(self._conn, pk=pk)
+            # A base is older than its fork: a row written behind the
+            # store's back cannot make a loop here.
+            self._forks[pk] = [
+                _Fork(fork, id_, header, base or 0) for fork, id_, header, base in rows if fork > pk
+            ]
+        return self._forks[pk]
+
+    def owner(self, session_id: str, header: str) -> str | None:
+        """The owner a session's header names (None if it does not decode)."""
+        if session_id not in self._owners:
+            try:
+                self._owners[session_id] = read_stored_meta(header).owner
+            except InvalidRecordError:
+                self._owners[session_id] = None
+        return self._owners[session_id]

@@ -1,0 +1,305 @@
+"""The word index behind `SqlStore.search`: what it holds, and keeping it.
+
+A message's words are `sessionstore.backends.words`'s (never the
+database's own idea of a word); a word longer than `LONG_WORD` bytes is
+kept as a digest of it (`word_key`), so no key grows without bound. Each
+indexed message has a ``weight``, 1 over the square root of its number of
+words, and each word its ``hits`` (occurrences): a message's score for a
+query is the hits of the query's words times its weight, the scan
+backends' `words.score` (`score`).
+
+* **SQLite** (``search_words``): one row per word of each message, ``(word,
+  session_pk, seq)`` its key, an ordinary table whose rows an erase
+  deletes, their bytes zeroed by ``secure_delete`` like every other row.
+  Appends only store entries: ``search_mark`` says up to which rowid of
+  ``entries`` the messages are indexed, and the write that makes the
+  backlog after it reach `BACKLOG` entries indexes the backlog in its own
+  transaction (`keep_up`); a search reads the backlog as it stands
+  (`sessionstore.backends.sql.search`). Indexing 256 messages at once
+  writes each page of the index once instead of once per message.
+* **PostgreSQL** (``search_vectors``): one ``tsvector`` of each message's
+  words, built from our words (each occurrence a position, up to 256),
+  with a GIN index, written in the append's transaction. A message whose
+  vector would pass PostgreSQL's limit of 1 MB keeps NULL there, and a
+  search reads such messages' lines instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    literal_column,
+    select,
+)
+from sqlalchemy import update as update_
+from sqlalchemy.dialects.postgresql import TSVECTOR
+
+from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.tables import entries, search_mark, search_vectors, search_words
+from sessionstore.backends.words import words
+from sessionstore.errors import InvalidRecordError
+from sessionstore.models import MessageEntry, SessionEntry
+from sessionstore.wire import decode_entry
+from sessionstore.wire.stored import trusted_entry
+
+__all__ = [
+    "BACKLOG",
+    "LONG_WORD",
+    "RULE",
+    "Indexed",
+    "forget",
+    "index_rows",
+    "indexed",
+    "keep_up",
+    "lower_mark",
+    "message_of",
+    "score",
+    "vector",
+    "word_key",
+]
+
+BACKLOG = 256
+"""SQLite: entries appended after the index's mark before a write indexes them."""
+
+LONG_WORD = 64
+"""Bytes of the longest word kept as it is; a longer one is kept as its digest."""
+
+RULE = f"words 1, unicode {unicodedata.unidata_version}"
+"""The word rule the index is built with: `words.words` depends on Python's
+Unicode tables (which characters are letters, their lower case)."""
+
+_MAX_POSITIONS = 256  # PostgreSQL keeps no more positions per lexeme
+_VECTOR_BYTES = 1_000_000  # under PostgreSQL's 1 MB of lexemes and positions
+
+
+def word_key(word: str) -> str:
+    """How the index keeps a word: as it is, or (longer than `LONG_WORD`
+    bytes) ``#`` and its BLAKE2b-128 in hex; ``#`` is never in a word."""
+    raw = word.encode("utf-8", "surrogatepass")
+    if len(raw) <= LONG_WORD:
+        return word
+    return "#" + hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """A message's words as the index keeps them.
+
+    Attributes:
+        hits: each word's key (`word_key`), and how often it occurs.
+        weight: 1 over the square root of the message's number of words.
+    """
+
+    hits: Mapping[str, int]
+    weight: float
+
+
+def score(hits: int, weight: float) -> float:
+    """A message's score: the hits of the query's words times its weight,
+    computed alike in Python, SQLite and PostgreSQL (one multiplication)."""
+    return hits * weight
+
+
+def message_of(line: str | bytes) -> MessageEntry | None:
+    """The message a stored line holds; None for a compaction, or a line
+    that does not decode (it has no words to find)."""
+    entry = _decoded(line)
+    return entry if isinstance(entry, MessageEntry) else None
+
+
+def _decoded(line: str | bytes) -> SessionEntry | None:
+    """The entry of a stored line, as `load` reads it; None if it does not decode."""
+    entry = trusted_entry(line)
+    if entry is None:
+        try:
+            entry = decode_entry(line)
+        except InvalidRecordError:
+            return None
+    return entry
+
+
+def indexed(entry: MessageEntry) -> Indexed | None:
+    """A message's words; None when it has none."""
+    found = words(entry.message.text())
+    if not found:
+        return None
+    return Indexed(Counter(map(word_key, found)), 1.0 / math.sqrt(len(found)))
+
+
+_POSITIONS = [",".join(map(str, range(1, n + 1))) for n in range(_MAX_POSITIONS + 1)]
+
+
+def vector(hits: Mapping[str, int]) -> str | None:
+    """PostgreSQL: the ``tsvector`` literal of a message's words, each quoted
+    as a lexeme with one position per occurrence (256 at most); None when
+    it would pass PostgreSQL's size limit."""
+    size = 0
+    parts = []
+    for key, count in hits.items():
+        count = min(count, _MAX_POSITIONS)
+        size += len(key.encode("utf-8", "surrogatepass")) + 4 + 2 * count
+        quoted = key.replace("\\", "\\\\").replace("'", "''")
+        parts.append(f"'{quoted}':{_POSITIONS[count]}")
+    return " ".join(parts) if size < _VECTOR_BYTES else None
+
+
+# ---------------------------------------------------------------- statements
+
+_rowid = literal_column("entries.rowid", BigInteger)
+_MESSAGE = entries.c.type == literal_column("'message'")
+
+_top = select(func.coalesce(func.max(_rowid), 0)).select_from(entries).scalar_subquery()
+
+BACKLOG_SIZE = Q.Query(
+    select(
+        search_mark.c.indexed,
+        search_mark.c.rule,
+        _top,
+    )
+)
+"""SQLite: the index's mark and rule, and the greatest rowid of ``entries``."""
+
+MARK_RULE = Q.Query(select(search_mark.c.rule))
+"""SQLite: the word rule the index's rows were made with (``mixed``: several)."""
+
+BACKLOG_MESSAGES = Q.Query(
+    select(entries.c.session_pk, entries.c.seq, entries.c.line)
+    .where(_rowid > bindparam("after"), _rowid <= bindparam("upto"), _MESSAGE)
+    .order_by(_rowid)
+)
+"""SQLite: the messages of rowid in ``after < rowid <= upto``."""
+
+INSERT_WORDS = Q.Query(insert(search_words).prefix_with("OR REPLACE"))
+"""SQLite: word rows (`Query.many`); one already there is replaced, never doubled."""
+
+SET_MARK = Q.Query(
+    update_(search_mark).values(indexed=bindparam("indexed"), rule=bindparam("rule"))
+)
+"""SQLite: the index's new mark, and the rule its rows were made with."""
+
+LOWER_MARK = Q.Query(update_(search_mark).values(indexed=func.min(search_mark.c.indexed, _top)))
+"""SQLite: the mark no higher than the greatest rowid left in ``entries``."""
+
+DELETE_WORDS = Q.Query(
+    delete(search_words).where(
+        search_words.c.word == bindparam("word"), search_words.c.session_pk == bindparam("pk")
+    )
+)
+"""SQLite: a word's rows in one session's own entries (``word``, ``pk``)."""
+
+DELETE_ALL_WORDS = Q.Query(delete(search_words).where(search_words.c.session_pk == bindparam("pk")))
+"""SQLite: every word row of a session (``pk``), reading the whole index."""
+
+INSERT_VECTORS = Q.Query(
+    insert(search_vectors).values(
+        session_pk=bindparam("session_pk"),
+        seq=bindparam("seq"),
+        words=cast(bindparam("words"), TSVECTOR),
+        weight=bindparam("weight"),
+    )
+)
+"""PostgreSQL: vector rows (`Query.many`), ``words`` a `vector` literal or None."""
+
+DELETE_VECTORS = Q.Query(
+    delete(search_vectors).where(search_vectors.c.session_pk == bindparam("pk"))
+)
+"""PostgreSQL: a session's vector rows (``pk``)."""
+
+
+# ---------------------------------------------------------------- keeping it
+
+
+def index_rows(conn: Connection, rows: Iterable[tuple[int, int, str | bytes]]) -> None:
+    """Index the messages of ``(session_pk, seq, line)`` rows (others skipped)."""
+    made: list[dict[str, Any]] = []
+    postgres = conn.dialect.name == "postgresql"
+    for pk, seq, line in rows:
+        message = message_of(line)
+        found = indexed(message) if message is not None else None
+        if found is None:
+            continue
+        if postgres:
+            made.append(
+                {"session_pk": pk, "seq": seq, "words": vector(found.hits), "weight": found.weight}
+            )
+        else:
+            made.extend(
+                {"word": key, "session_pk": pk, "seq": seq, "hits": n, "weight": found.weight}
+                for key, n in found.hits.items()
+            )
+    if not made:
+        return
+    if postgres:
+        INSERT_VECTORS.many(conn, made)
+    else:
+        made.sort(key=lambda row: (row["word"], row["session_pk"], row["seq"]))
+        INSERT_WORDS.many(conn, made)
+
+
+def keep_up(conn: Connection, inserted: Sequence[Mapping[str, Any]]) -> None:
+    """After ``inserted`` entry rows went in (in this write transaction):
+    PostgreSQL indexes them now; SQLite indexes the backlog once it holds
+    `BACKLOG` entries."""
+    if conn.dialect.name == "postgresql":
+        index_rows(
+            conn,
+            ((row["session_pk"], row["seq"], row["line"]) for row in inserted if _message(row)),
+        )
+        return
+    mark, rule, top = BACKLOG_SIZE.first(conn)
+    if top - mark >= BACKLOG:
+        index_rows(conn, BACKLOG_MESSAGES.each(conn, after=mark, upto=top))
+        # Rows made with another rule stay: an erase then reads the whole index.
+        made = RULE if rule == RULE else "mixed"
+        SET_MARK.many(conn, [{"indexed": top, "rule": made}])
+
+
+def _message(row: Mapping[str, Any]) -> bool:
+    return bool(row["type"] == "message")
+
+
+def forget(conn: Connection, pk: int, lines: Iterable[str | bytes]) -> None:
+    """Delete the index rows of a session's own entries, whose lines are
+    ``lines`` (an erase's body, before the entries go).
+
+    SQLite: each word of those lines is deleted for the session, through
+    the index; when a line does not decode, or rows were made with another
+    word rule, every row of the session is found by reading the index."""
+    if conn.dialect.name == "postgresql":
+        DELETE_VECTORS.many(conn, [{"pk": pk}])
+        return
+    keys: set[str] = set()
+    whole = MARK_RULE.first(conn)[0] != RULE
+    for line in lines:
+        if whole:
+            break
+        entry = _decoded(line)
+        if entry is None:
+            whole = True  # what its words were when it was indexed is unknown now
+        elif isinstance(entry, MessageEntry) and (found := indexed(entry)) is not None:
+            keys.update(found.hits)
+    if whole:
+        DELETE_ALL_WORDS.many(conn, [{"pk": pk}])
+    elif keys:
+        DELETE_WORDS.many(conn, [{"word": key, "pk": pk} for key in sorted(keys)])
+
+
+def lower_mark(conn: Connection) -> None:
+    """SQLite, after entries were deleted: SQLite gives a new row the rowid
+    after the greatest one left, so the mark goes no higher than that."""
+    if conn.dialect.name == "sqlite":
+        LOWER_MARK.many(conn, [{}])
