@@ -1,12 +1,12 @@
 """Search: a word index of every message (`sessionstore.backends.sql.wordindex`).
 
 * SQLite: ``search_words``, one row per word of each message (``word``,
-  ``session_pk``, ``seq``, its ``hits`` and the message's ``weight``),
+  ``session_pk``, ``seq``, its ``hits`` and the message's ``length``),
   without rowid, and ``search_mark``, its one row saying up to which rowid
   of ``entries`` the messages are indexed (appends index in batches past
   it) and with which word rule.
 * PostgreSQL: ``search_vectors``, one ``tsvector`` of our words per message
-  (NULL when it would pass PostgreSQL's 1 MB), its ``weight``, and a GIN
+  (NULL when it would pass PostgreSQL's 1 MB), its ``length``, and a GIN
   index on the vectors.
 
 Every message already stored is indexed here, in place, with the same
@@ -48,13 +48,13 @@ def upgrade() -> None:
             sa.Column("session_pk", _KEY, nullable=False),
             sa.Column("seq", sa.BigInteger(), autoincrement=False, nullable=False),
             sa.Column("words", TSVECTOR(), nullable=True),
-            sa.Column("weight", sa.Double(), nullable=False),
+            sa.Column("length", sa.Integer(), nullable=False),
             sa.PrimaryKeyConstraint("session_pk", "seq", name="pk_search_vectors"),
         )
         _fill(
             bind,
             _vector_rows,
-            "INSERT INTO search_vectors VALUES (:pk, :seq, CAST(:words AS tsvector), :weight)",
+            "INSERT INTO search_vectors VALUES (:pk, :seq, CAST(:words AS tsvector), :length)",
         )
         # Built once filled: faster than growing it row by row.
         op.create_index(
@@ -73,7 +73,7 @@ def upgrade() -> None:
         sa.Column("session_pk", _KEY, nullable=False),
         sa.Column("seq", sa.BigInteger(), autoincrement=False, nullable=False),
         sa.Column("hits", sa.Integer(), nullable=False),
-        sa.Column("weight", sa.Double(), nullable=False),
+        sa.Column("length", sa.Integer(), nullable=False),
         sa.PrimaryKeyConstraint("word", "session_pk", "seq", name="pk_search_words"),
         sqlite_with_rowid=False,
     )
@@ -85,7 +85,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_search_mark"),
     )
     top = bind.execute(sa.text("SELECT coalesce(max(rowid), 0) FROM entries")).scalar_one()
-    _fill(bind, _word_rows, "INSERT INTO search_words VALUES (:word, :pk, :seq, :hits, :weight)")
+    _fill(bind, _word_rows, "INSERT INTO search_words VALUES (:word, :pk, :seq, :hits, :length)")
     bind.execute(
         sa.text("INSERT INTO search_mark VALUES (1, :top, :rule)"), {"top": top, "rule": RULE}
     )
@@ -111,7 +111,7 @@ def _word_rows(pk: int, seq: int, line: str) -> list[dict[str, Any]]:
     if found is None:
         return []
     return [
-        {"word": key, "pk": pk, "seq": seq, "hits": hits, "weight": found.weight}
+        {"word": key, "pk": pk, "seq": seq, "hits": hits, "length": found.length}
         for key, hits in found.hits.items()
     ]
 
@@ -121,7 +121,7 @@ def _vector_rows(pk: int, seq: int, line: str) -> list[dict[str, Any]]:
     found = indexed(message) if message is not None else None
     if found is None:
         return []
-    return [{"pk": pk, "seq": seq, "words": vector(found.hits), "weight": found.weight}]
+    return [{"pk": pk, "seq": seq, "words": vector(found.hits), "length": found.length}]
 
 
 def downgrade() -> None:

@@ -260,7 +260,7 @@ async def test_rows_of_another_word_rule_are_erased_too(lite: SessionStore, db: 
     with closing(sqlite3.connect(db, isolation_level=None)) as connection:
         # As if indexed by a Python with other Unicode tables: "tart" was a
         # word then that this rule does not find in the line.
-        connection.execute("INSERT INTO search_words VALUES ('t4rt', 1, 1, 1, 0.5)")
+        connection.execute("INSERT INTO search_words VALUES ('t4rt', 1, 1, 1, 2)")
         connection.execute("UPDATE search_mark SET rule = 'another'")
     await lite.erase("s", reason="asked")
     assert rows(db, "SELECT count(*) FROM search_words") == [(0,)]

@@ -96,12 +96,15 @@ class Query:
     def __init__(self, statement: ClauseElement) -> None:
         self.statement = statement
         self._compiled: dict[str, tuple[str, _Params]] = {}
+        self._orders: dict[str, tuple[str, ...] | None] = {}
 
     def _compile(self, dialect: Dialect) -> tuple[str, _Params]:
         compiled = cast(SQLCompiler, self.statement.compile(dialect=dialect))
         fixed = dict(compiled.params)  # literals of the statement, as bound values
+        self._orders[dialect.name] = None
         if compiled.positional:
             order = compiled.positiontup or []
+            self._orders[dialect.name] = tuple(order)
 
             def positional(given: Mapping[str, Any]) -> tuple[Any, ...]:
                 values = {**fixed, **given}
@@ -156,6 +159,21 @@ class Query:
         """Run the statement once per row (an INSERT)."""
         cursor, sql, params = self._cursor(conn)
         cursor.executemany(sql, [params(row) for row in rows])
+        cursor.close()
+
+    def many_in_order(
+        self, conn: Connection, names: tuple[str, ...], rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """Run the statement once per row, each the values of ``names`` in
+        that order, which must be the statement's own (a positional driver:
+        SQLite). No mapping is built per row: for the word index, whose
+        rows are many and small, that was a fifth of the time to write them.
+        """
+        cursor, sql, _ = self._cursor(conn)
+        if self._orders[conn.dialect.name] != names:
+            cursor.close()
+            raise ValueError(f"the statement takes {self._orders[conn.dialect.name]}, not {names}")
+        cursor.executemany(sql, rows)
         cursor.close()
 
 

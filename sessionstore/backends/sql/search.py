@@ -107,7 +107,8 @@ def _sqlite_statement(slots: int) -> Q.Query:
     return Q.Query(
         text(
             "SELECT session_pk, seq, score FROM ("
-            "SELECT d.session_pk AS session_pk, d.seq AS seq, sum(w.hits) * d.weight AS score "
+            "SELECT d.session_pk AS session_pk, d.seq AS seq, "
+            "CAST(sum(w.hits) * sum(w.hits) AS REAL) / d.length AS score "
             "FROM search_words AS d CROSS JOIN search_words AS w "
             f"WHERE d.word = :driver AND w.word IN ({words}) "
             "AND w.session_pk = d.session_pk AND w.seq = d.seq "
@@ -129,11 +130,11 @@ _MARK = Q.Query(select(search_mark.c.indexed))
 _POSTGRES_HITS = Q.Query(
     text(
         "SELECT session_pk, seq, score FROM ("
-        "SELECT v.session_pk, v.seq, ("
-        "SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(v.words) AS u "
-        "WHERE u.lexeme = ANY(:keys)"
-        ") * v.weight AS score "
-        "FROM search_vectors AS v WHERE v.words @@ CAST(:query AS tsquery)"
+        "SELECT v.session_pk, v.seq, CAST(h.hits * h.hits AS float8) / v.length AS score "
+        "FROM search_vectors AS v CROSS JOIN LATERAL ("
+        "SELECT sum(cardinality(u.positions)) AS hits FROM unnest(v.words) AS u "
+        "WHERE u.lexeme = ANY(:keys)) AS h "
+        "WHERE v.words @@ CAST(:query AS tsquery)"
         f") AS hit {_KEYSET}"
     ).bindparams(bindparam("keys", type_=ARRAY(Text)))
 )
@@ -254,7 +255,7 @@ def _unindexed(conn: Connection, keys: list[str]) -> Iterator[_Row]:
             found = indexed(entry) if entry is not None else None
             if found is not None and all(key in found.hits for key in keys):
                 hits = sum(found.hits[key] for key in keys)
-                yield -score(hits, found.weight), pk, seq, entry
+                yield -score(hits, found.length), pk, seq, entry
     finally:
         rows.close()
 

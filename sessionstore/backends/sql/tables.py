@@ -43,7 +43,7 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
 * The word index of `search` (`sessionstore.backends.sql.wordindex`),
   derived from the entries and so not append-only: on SQLite
   ``search_words``, one row per word of each message (its ``hits`` and the
-  message's ``weight``), and ``search_mark``, how far along ``entries``
+  message's ``length`` in words), and ``search_mark``, how far along ``entries``
   (by rowid) messages are indexed; on PostgreSQL ``search_vectors``, one
   ``tsvector`` of each message's words with a GIN index.
 """
@@ -53,7 +53,6 @@ from __future__ import annotations
 from sqlalchemy import (
     BigInteger,
     Column,
-    Double,
     ForeignKey,
     Index,
     Integer,
@@ -250,7 +249,7 @@ search_words = Table(
     Column("session_pk", _Key, primary_key=True),
     Column("seq", BigInteger, primary_key=True, autoincrement=False),
     Column("hits", Integer, nullable=False),  # occurrences of the word
-    Column("weight", Double, nullable=False),  # 1 / sqrt(words in the message)
+    Column("length", Integer, nullable=False),  # words in the message
     sqlite_with_rowid=False,
 )
 
@@ -268,7 +267,7 @@ search_vectors = Table(
     Column("session_pk", _Key, primary_key=True),
     Column("seq", BigInteger, primary_key=True, autoincrement=False),
     Column("words", TSVECTOR, nullable=True),  # NULL: too many words for a tsvector
-    Column("weight", Double, nullable=False),
+    Column("length", Integer, nullable=False),
     Index("ix_search_vectors_words", "words", postgresql_using="gin"),
     Index(
         "ix_search_vectors_unindexed",

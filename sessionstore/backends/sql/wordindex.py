@@ -3,10 +3,11 @@
 A message's words are `sessionstore.backends.words`'s (never the
 database's own idea of a word); a word longer than `LONG_WORD` bytes is
 kept as a digest of it (`word_key`), so no key grows without bound. Each
-indexed message has a ``weight``, 1 over the square root of its number of
-words, and each word its ``hits`` (occurrences): a message's score for a
-query is the hits of the query's words times its weight, the scan
-backends' `words.score` (`score`).
+indexed message has its ``length`` in words, and each word its ``hits``
+(occurrences): a message ranks by the hits of the query's words over the
+square root of its length, as the scan backends' `words.score` does; the
+index sorts on the square of that (`score`), the same order with no
+square root to compute in SQL.
 
 * **SQLite** (``search_words``): one row per word of each message, ``(word,
   session_pk, seq)`` its key, an ordinary table whose rows an erase
@@ -27,10 +28,9 @@ backends' `words.score` (`score`).
 from __future__ import annotations
 
 import hashlib
-import math
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,17 +101,18 @@ class Indexed:
 
     Attributes:
         hits: each word's key (`word_key`), and how often it occurs.
-        weight: 1 over the square root of the message's number of words.
+        length: how many words the message holds (repeats counted).
     """
 
     hits: Mapping[str, int]
-    weight: float
+    length: int
 
 
-def score(hits: int, weight: float) -> float:
-    """A message's score: the hits of the query's words times its weight,
-    computed alike in Python, SQLite and PostgreSQL (one multiplication)."""
-    return hits * weight
+def score(hits: int, length: int) -> float:
+    """The key a message ranks by: the hits of the query's words, squared,
+    over its length (`words.score` squared). Python, SQLite and PostgreSQL
+    compute it alike: one division of two exact integers, correctly rounded."""
+    return hits * hits / length
 
 
 def message_of(line: str | bytes) -> MessageEntry | None:
@@ -137,7 +138,11 @@ def indexed(entry: MessageEntry) -> Indexed | None:
     found = words(entry.message.text())
     if not found:
         return None
-    return Indexed(Counter(map(word_key, found)), 1.0 / math.sqrt(len(found)))
+    hits = Counter(found)
+    for word in [word for word in hits if len(word) * 4 > LONG_WORD]:  # maybe too long
+        if (key := word_key(word)) != word:
+            hits[key] += hits.pop(word)
+    return Indexed(hits, len(found))
 
 
 _POSITIONS = [",".join(map(str, range(1, n + 1))) for n in range(_MAX_POSITIONS + 1)]
@@ -184,7 +189,8 @@ BACKLOG_MESSAGES = Q.Query(
 """SQLite: the messages of rowid in ``after < rowid <= upto``."""
 
 INSERT_WORDS = Q.Query(insert(search_words).prefix_with("OR REPLACE"))
-"""SQLite: word rows (`Query.many`); one already there is replaced, never doubled."""
+"""SQLite: word rows (`Query.many_in_order`); one already there is replaced,
+never doubled."""
 
 SET_MARK = Q.Query(
     update_(search_mark).values(indexed=bindparam("indexed"), rule=bindparam("rule"))
@@ -209,7 +215,7 @@ INSERT_VECTORS = Q.Query(
         session_pk=bindparam("session_pk"),
         seq=bindparam("seq"),
         words=cast(bindparam("words"), TSVECTOR),
-        weight=bindparam("weight"),
+        length=bindparam("length"),
     )
 )
 """PostgreSQL: vector rows (`Query.many`), ``words`` a `vector` literal or None."""
@@ -225,29 +231,35 @@ DELETE_VECTORS = Q.Query(
 
 def index_rows(conn: Connection, rows: Iterable[tuple[int, int, str | bytes]]) -> None:
     """Index the messages of ``(session_pk, seq, line)`` rows (others skipped)."""
-    made: list[dict[str, Any]] = []
-    postgres = conn.dialect.name == "postgresql"
+    if conn.dialect.name == "postgresql":
+        vectors = [
+            {"session_pk": pk, "seq": seq, "words": vector(found.hits), "length": found.length}
+            for pk, seq, found in _indexed_rows(rows)
+        ]
+        if vectors:
+            INSERT_VECTORS.many(conn, vectors)
+        return
+    made = [
+        (key, pk, seq, count, found.length)
+        for pk, seq, found in _indexed_rows(rows)
+        for key, count in found.hits.items()
+    ]
+    if made:
+        made.sort()  # in key order, each page of the index is written once
+        INSERT_WORDS.many_in_order(conn, _WORD_COLUMNS, made)
+
+
+_WORD_COLUMNS = ("word", "session_pk", "seq", "hits", "length")
+
+
+def _indexed_rows(
+    rows: Iterable[tuple[int, int, str | bytes]],
+) -> Iterator[tuple[int, int, Indexed]]:
     for pk, seq, line in rows:
         message = message_of(line)
         found = indexed(message) if message is not None else None
-        if found is None:
-            continue
-        if postgres:
-            made.append(
-                {"session_pk": pk, "seq": seq, "words": vector(found.hits), "weight": found.weight}
-            )
-        else:
-            made.extend(
-                {"word": key, "session_pk": pk, "seq": seq, "hits": n, "weight": found.weight}
-                for key, n in found.hits.items()
-            )
-    if not made:
-        return
-    if postgres:
-        INSERT_VECTORS.many(conn, made)
-    else:
-        made.sort(key=lambda row: (row["word"], row["session_pk"], row["seq"]))
-        INSERT_WORDS.many(conn, made)
+        if found is not None:
+            yield pk, seq, found
 
 
 def keep_up(conn: Connection, inserted: Sequence[Mapping[str, Any]]) -> None:
