@@ -15,10 +15,19 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from sessionstore import SessionMeta, SessionStore, encode, migrate, open_store
+from sessionstore import (
+    Message,
+    MessageEntry,
+    SessionMeta,
+    SessionStore,
+    encode,
+    migrate,
+    open_store,
+)
 from sessionstore.backends.sql.digests import entry_digest, header_digest
 from sessionstore.backends.sql.wordindex import BACKLOG, LONG_WORD
 from sessionstore.store import SearchHit
+from sessionstore.testing.common import stream
 from sessionstore.testing.contract import compaction, message
 from tests.backends.test_sql_erase import stored_bytes
 from tests.kinds import StoreTargets
@@ -164,6 +173,45 @@ async def test_a_query_of_many_words_is_answered_from_the_index(store: SessionSt
     await store.append_many("s", [message("all", many), message("some", "w1 w2 w3"), *filler(300)])
     assert [h.entry_id for h in await store.search(many)] == ["all"]
     assert {h.entry_id for h in await store.search("w3 w1 w2 w2")} == {"all", "some"}
+
+
+@pytest.mark.parametrize("then_indexed", [False, True], ids=["backlog", "indexed"])
+async def test_words_are_found_however_the_line_spells_them(
+    store: SessionStore, then_indexed: bool
+) -> None:
+    parts = Message(
+        role="assistant",
+        content=[{"type": "text", "text": "hel"}, {"type": "text", "text": "lo world"}],
+    )
+    await store.create(SessionMeta(id="s"))
+    await store.append_many(
+        "s",
+        [
+            MessageEntry(id="parts", timestamp="t", message=parts),  # "hello" across parts
+            message("escaped", "line one\nline two\ttab"),
+            message("kelvin", "\u212aelvin"),  # KELVIN SIGN: K once in NFC
+        ],
+    )
+    line = '{"type":"message","id":"escapes","timestamp":"t",'
+    line += '"message":{"role":"user","content":"caf\\u00e9 \\u0041pple"}}'
+    await store.import_session(encode(SessionMeta(id="imported")), stream([line]))
+    if then_indexed:
+        await store.append_many("s", filler(300))
+    found = {q: {h.entry_id for h in await store.search(q)} for q in QUERIES}
+    assert found == QUERIES
+
+
+QUERIES = {
+    "hello": {"parts"},
+    "hel": set(),
+    "line two": {"escaped"},
+    "nline": set(),  # the line reads one\nline: no such word in the text
+    "ttab": set(),
+    "tab": {"escaped"},
+    "kelvin": {"kelvin"},
+    "apple café": {"escapes"},
+    "apple": {"escapes"},
+}
 
 
 # ------------------------------------------------------------------- forks

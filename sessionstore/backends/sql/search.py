@@ -88,8 +88,10 @@ def start_of(cursor: str, kind: str) -> Start:
 # A ranked row: (-score, session key, seq, its message when already read).
 _Row = tuple[float, int, int, MessageEntry | None]
 
-_FIRST_PAGE = 32  # rows asked of the index at first; then more at a time
-_LARGEST_PAGE = 4096
+# Rows asked of the index at first, then eight times more each time: a page
+# the owner filter thins out re-reads (and re-ranks) the rows a few times.
+_FIRST_PAGE = 32
+_LARGEST_PAGE = 131072
 _SLOTS = 8  # words one SQLite statement takes; more get a statement of their own
 _PROBE = 4096  # index rows counted at most, to find a query's rarest word
 _KEYSET = (
@@ -171,7 +173,7 @@ def search(
     keys = list(dict.fromkeys(map(word_key, wanted)))
     holders = _Holders(conn)
     hits: list[SearchHit] = []
-    for negated, pk, seq, entry in _ranked(conn, keys, start):
+    for negated, pk, seq, entry in _ranked(conn, wanted, keys, start):
         found = -negated
         for session_id, header in holders.of(pk, seq):
             if start is not None and (found, pk, seq) == start[:3] and session_id <= start[3]:
@@ -199,10 +201,14 @@ def search(
     return hits
 
 
-def _ranked(conn: Connection, keys: list[str], start: Start | None) -> Iterator[_Row]:
+def _ranked(
+    conn: Connection, wanted: Sequence[str], keys: list[str], start: Start | None
+) -> Iterator[_Row]:
     """Every row holding every word, best first, from ``start``'s row on."""
     first = (-start.score, start.pk, start.seq) if start is not None else None
-    unindexed = sorted(row for row in _unindexed(conn, keys) if first is None or row[:3] >= first)
+    unindexed = sorted(
+        row for row in _unindexed(conn, wanted, keys) if first is None or row[:3] >= first
+    )
     return heapq.merge(_from_index(conn, keys, start), unindexed, key=lambda row: row[:3])
 
 
@@ -233,7 +239,7 @@ def _from_index(conn: Connection, keys: list[str], start: Start | None) -> Itera
         if len(rows) < size:
             return
         after = (rows[-1][2], rows[-1][0], rows[-1][1])
-        size = min(size * 4, _LARGEST_PAGE)
+        size = min(size * 8, _LARGEST_PAGE)
 
 
 def _rarest(conn: Connection, keys: list[str]) -> str | None:
@@ -243,7 +249,7 @@ def _rarest(conn: Connection, keys: list[str]) -> str | None:
     return key if fewest else None
 
 
-def _unindexed(conn: Connection, keys: list[str]) -> Iterator[_Row]:
+def _unindexed(conn: Connection, wanted: Sequence[str], keys: list[str]) -> Iterator[_Row]:
     """The messages the index does not hold that hold every word, read here."""
     if conn.dialect.name == "postgresql":
         rows = _POSTGRES_UNINDEXED.each(conn)
@@ -251,13 +257,30 @@ def _unindexed(conn: Connection, keys: list[str]) -> Iterator[_Row]:
         rows = BACKLOG_MESSAGES.each(conn, after=_MARK.scalar(conn), upto=END)
     try:
         for pk, seq, line in rows:
+            if _lacks(line, wanted):
+                continue
             entry = message_of(line)
-            found = indexed(entry) if entry is not None else None
+            if entry is None or _lacks(entry.message.text(), wanted, raw=False):
+                continue
+            found = indexed(entry)
             if found is not None and all(key in found.hits for key in keys):
                 hits = sum(found.hits[key] for key in keys)
                 yield -score(hits, found.length), pk, seq, entry
     finally:
         rows.close()
+
+
+def _lacks(text: str, wanted: Sequence[str], *, raw: bool = True) -> bool:
+    """Whether ``text`` surely lacks a wanted word, told without finding its
+    words (which costs several times more). Some texts show their words as
+    they are: ASCII text (NFC and lower case leave ASCII), and a stored line
+    all ASCII with no ``\\u`` escape (an escape stands for no letter or
+    digit but there) and no ``"text"`` (whose content is then one string, or
+    none: the text of a list of parts joins them, and a word with them)."""
+    if not text.isascii() or (raw and ("\\u" in text or '"text"' in text)):
+        return False
+    lower = text.lower()
+    return not all(word in lower for word in wanted)
 
 
 def _message_at(conn: Connection, pk: int, seq: int) -> MessageEntry | None:
