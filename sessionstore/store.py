@@ -533,9 +533,11 @@ class SessionStore(Protocol):
         case (``"Fix the BUG"`` finds "the bug was fixed", not "debugging");
         a message's text is `Message.text()`. Text without a word finds
         nothing. A message a fork shares with its source is a hit in each
-        session holding it. SQL backends answer from a full-text index
-        kept in step with every append (SQLite FTS5, PostgreSQL ``tsvector``
-        with a GIN index); JSONL and memory read every message.
+        session holding it. SQL backends answer from an index of the same
+        words (SQLite: a table of them, filled every 256 entries, the
+        newest entries read as they are; PostgreSQL: a ``tsvector`` per
+        message with a GIN index, written with each append); JSONL and
+        memory read every message.
 
         Ranking differs between backends; which messages match does not.
 
