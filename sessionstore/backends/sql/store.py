@@ -49,7 +49,16 @@ from sessionstore.backends.base import (
 )
 from sessionstore.backends.contexts import BuiltContext
 from sessionstore.backends.cursors import Cursor
-from sessionstore.backends.sql import activity, browse, erase, heads, search, survey, titles, wordindex
+from sessionstore.backends.sql import (
+    activity,
+    browse,
+    erase,
+    heads,
+    search,
+    survey,
+    titles,
+    wordindex,
+)
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.contexts import Contexts, Stamp
 from sessionstore.backends.sql.database import (
