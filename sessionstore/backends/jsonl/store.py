@@ -52,6 +52,7 @@ process on the machine, not by other programs writing the same files.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import logging
 import os
 import stat
@@ -65,12 +66,14 @@ from sessionstore.backends.base import (
     StoreBase,
     check_durability,
     check_unchanged,
+    current_title,
     entry_lines,
     header_line,
     imported_entry,
     imported_header,
 )
 from sessionstore.backends.contexts import BuiltContext, ContextCache
+from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.files import (
     FILE_MODE,
     NotRegularFileError,
@@ -83,6 +86,7 @@ from sessionstore.backends.files import (
 )
 from sessionstore.backends.jsonl import heads as head_files
 from sessionstore.backends.jsonl import hints
+from sessionstore.backends.jsonl import titles as title_files
 from sessionstore.backends.jsonl.context import entries_between, line_number, read_context
 from sessionstore.backends.jsonl.erasures import ErasureLog, FileId, digest_file
 from sessionstore.backends.jsonl.file import (
@@ -96,21 +100,27 @@ from sessionstore.backends.jsonl.file import (
     open_locked,
     open_session,
     parse,
+    read_header,
     repair,
+    stamp,
 )
 from sessionstore.backends.jsonl.fork import write_fork
 from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
+from sessionstore.backends.jsonl.listing import Listings, by_creation, facts
 from sessionstore.backends.jsonl.temporary import Temporary
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
+    InvalidCursorError,
     SessionConflictError,
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.models import Erasure, HeadMove, SessionEntry, SessionMeta
+from sessionstore.models import Erasure, HeadMove, SessionEntry, SessionMeta, TitleChange
+from sessionstore.store import Order, SessionSummary
+from sessionstore.timestamps import rfc3339_of_ns
 
 __all__ = ["JOURNALS", "READ", "SUFFIX", "JsonlStore"]
 
@@ -144,6 +154,7 @@ class JsonlStore(StoreBase):
         self._contexts: ContextCache[tuple[int, int]] = ContextCache()
         self._erasures = ErasureLog(self._dir, full=self._full)
         self._erasure_mark = 0  # the erasure log's size when the contexts were cached
+        self._listings = Listings(self._dir)
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._dir)!r})"
@@ -218,6 +229,7 @@ class JsonlStore(StoreBase):
             raise DuplicateSessionError(session_id) from None
         try:
             write_all(fd, line)
+            stamp(fd)
             if self._full:
                 os.fsync(fd)
         except BaseException:
@@ -248,6 +260,7 @@ class JsonlStore(StoreBase):
                     batch_started(path, size)
                 try:
                     write_all(fd, data)
+                    stamp(fd)
                     if self._full:
                         os.fdatasync(fd)
                 except OSError as exc:  # a full disk took part of it: all or nothing
@@ -392,6 +405,8 @@ class JsonlStore(StoreBase):
         fd, size = await self._run(session_id, open_checked)
         try:
             count = await self._write_lines(session_id, fd, None, entries, after)
+            if count:
+                await self._run(session_id, partial(stamp, fd))
             if self._full:
                 await self._run(session_id, lambda: os.fdatasync(fd))
         except BaseException:
@@ -440,6 +455,19 @@ class JsonlStore(StoreBase):
         return count
 
     # ------------------------------------------------------------ branches
+
+    async def _meta(self, session_id: str) -> SessionMeta:
+        """The header, from the file's first line alone (a fork's default
+        header copies it; the lines need not be read)."""
+        path = self.path(session_id)
+
+        def meta() -> SessionMeta:
+            try:
+                return read_header(path, session_id)
+            except FileNotFoundError:
+                raise SessionNotFoundError(session_id) from None
+
+        return await self._run(session_id, meta)
 
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
         """Copy the source's lines into a new file; see `sessionstore.backends.jsonl.fork`."""
@@ -497,6 +525,79 @@ class JsonlStore(StoreBase):
             logger.warning("skipping %s", fault)
         return names
 
+    # ------------------------------------------------------------ titles
+
+    async def _set_title(self, session_id: str, change: TitleChange) -> None:
+        """Append the change to ``titles/<id>.jsonl``; see
+        `sessionstore.backends.jsonl.titles`."""
+        record = partial(title_files.record_changes, self._dir, session_id, [change])
+        await self._run(session_id, partial(record, full=self._full))
+
+    async def _titles(self, session_id: str) -> builtins.list[TitleChange]:
+        return await self._run(session_id, partial(title_files.read_changes, self._dir, session_id))
+
+    async def _import_titles(
+        self, session_id: str, changes: builtins.list[TitleChange], after: int
+    ) -> int:
+        record = partial(title_files.record_changes, self._dir, session_id, changes)
+        return await self._run(session_id, partial(record, full=self._full, after=after))
+
+    # ------------------------------------------------------------ summaries
+
+    async def _summaries(
+        self, owner: str | None, order: Order, limit: int | None, after: str | None, kind: str
+    ) -> builtins.list[SessionSummary]:
+        """A page. By creation: a keyset on (``created_at``, id) over every
+        header. By last activity (the file's modification time): a position
+        in the order the listing's first page kept; see
+        `sessionstore.backends.jsonl.listing`. Only the sessions given are
+        read whole."""
+        cursor = None
+        if after is not None:
+            cursor = Cursor.decode(after, kind, length=2)
+            if order == "created" and cursor.mark:
+                raise InvalidCursorError(f"not a cursor: {after!r}")
+        rows: builtins.list[tuple[str, int | None, Cursor]]
+        if order == "created":
+            metas = await self._run(None, self._list)
+            keys = by_creation(metas, owner, None if cursor is None else cursor.key)
+            rows = [(key[1], None, Cursor(kind, "", key)) for key in keys]
+        else:
+            if cursor is None:
+                begin = partial(self._listings.begin, kind, owner)
+                token, start, found = await self._run(None, begin)
+            else:
+                token, start, found = await self._run(None, partial(self._listings.resume, cursor))
+            rows = [
+                (row.session_id, row.inode, Cursor(kind, token, (str(at), row.session_id)))
+                for at, row in enumerate(found[start:], start + 1)
+            ]
+        page: builtins.list[SessionSummary] = []
+        for session_id, inode, row_cursor in rows:
+            if limit is not None and len(page) == limit:
+                break
+            summary = await self._summary_of(session_id, inode, row_cursor)
+            if summary is not None:  # erased since the listing began: left out
+                page.append(summary)
+        return page
+
+    async def _summary_of(
+        self, session_id: str, inode: int | None, cursor: Cursor
+    ) -> SessionSummary | None:
+        """The summary of a session a listing found (None: gone since)."""
+        found = await self._run(session_id, partial(facts, self._dir, session_id, inode))
+        if found is None:
+            return None
+        summary = await self._summary(
+            found.meta,
+            title=current_title(found.meta, found.changes),
+            last_activity=rfc3339_of_ns(found.active_ns),
+            cursor=cursor.encode(),
+        )
+        if summary is not None and found.fault is not None and summary.fault is None:
+            summary = dataclasses.replace(summary, fault=found.fault)
+        return summary
+
     # ------------------------------------------------------------ lifecycle
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
@@ -518,6 +619,9 @@ class JsonlStore(StoreBase):
             # Recorded before the file goes: a crash in between leaves both,
             # and erasing again finishes without a second record.
             record = self._erasures.record(fresh, file_id(fd))
+            # Its titles first: a crash before the unlink leaves the erase
+            # unfinished (erasing again finishes it), never titles of no session.
+            title_files.forget(self._dir, session_id)
             path.unlink()  # under the lock: a writer waiting for it finds no file
         finally:
             os.close(fd)
@@ -594,7 +698,7 @@ class JsonlStore(StoreBase):
 
         def faults() -> builtins.list[str]:
             found = self._survey()[1] + self._journals()[1]
-            found += head_files.faults(self._dir)
+            found += head_files.faults(self._dir) + title_files.faults(self._dir)
             return found + self._erasures.pending(self._file_of)
 
         return await self._run(None, faults)

@@ -1,0 +1,319 @@
+"""What `JsonlStore.summaries` pages through: sessions by last activity, and
+the order a listing stands on, kept between its pages.
+
+A session's last activity is its file's modification time: every write of
+the store (a create, an append that stored lines, an import, a fork) sets it
+to the time of the write, to the nanosecond (`file.stamp`), since the
+kernel's own stamp may be a clock tick coarse and tie sessions written one
+after another. Titles live in other files and leave it alone.
+
+Paging by last activity must stay exact while sessions are written: a
+session appended to after the first page moves to the top, and a keyset on
+the time would skip it (or list it twice). So the first page of such a
+listing scans every file's time (and header, for an owner), sorts, and
+keeps that order, each session's id and inode, in ``<dir>/.listings/<token>``;
+its cursors name the token and a position in it, and later pages read on
+from there, leaving out what was erased since (its file gone, or another
+file under its name). Sessions created after the first page are not in it.
+
+* The token is a digest of the order (and of the listing asked): the same
+  order, asked again, is the same file, not another one.
+* The file is written under a temporary name, then renamed: it is whole or
+  absent (a write a power loss cut short fails its count, and reads as
+  gone). It is private to its owner (0600), like ``.listings/`` (0700).
+* It is kept `KEPT_FOR` seconds after its last page (each page touches it),
+  and only the `KEPT_AT_MOST` last used: each new one sweeps the others. A
+  cursor whose order is gone is an `InvalidCursorError` saying to start
+  again, never a wrong page.
+* Where ``.listings/`` cannot be written (a read-only directory), the store
+  object holds the order itself, under the same rules: its cursors then
+  work with that object only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import stat
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from sessionstore.backends.cursors import Cursor
+from sessionstore.backends.files import FILE_MODE, make_directory, open_regular, write_all
+from sessionstore.backends.jsonl.file import SUFFIX, read_header
+from sessionstore.backends.jsonl.titles import changes_of
+from sessionstore.errors import (
+    CorruptSessionError,
+    InvalidCursorError,
+    SessionStoreError,
+    validate_session_id,
+)
+from sessionstore.models import SessionMeta, TitleChange
+
+__all__ = [
+    "KEPT_AT_MOST",
+    "KEPT_FOR",
+    "LISTINGS",
+    "Facts",
+    "Listings",
+    "Row",
+    "by_activity",
+    "by_creation",
+    "facts",
+]
+
+logger = logging.getLogger(__name__)
+
+LISTINGS = ".listings"
+"""``<dir>/.listings/<token>``: the order of a listing by last activity."""
+
+KEPT_FOR = 3600.0
+"""Seconds a listing's order is kept after its last page."""
+
+KEPT_AT_MOST = 100
+"""Listing orders kept at most: the least recently used beyond go."""
+
+_MAGIC = "sessionstore listing 1"
+_TOKEN = re.compile(r"[0-9a-f]{32}")
+_TEMPORARY = re.compile(r"\.[0-9a-f]{32}\.[0-9a-f]{32}")
+_ABANDONED_AFTER = 60.0  # seconds: a temporary this old lost its writer
+
+_GONE = (
+    "this listing's order is no longer kept (an hour after its last page, or after"
+    f" {KEPT_AT_MOST} newer listings): start again, without after="
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A session as a listing found it: its id, and its file's inode (a
+    session erased and made again under the id has another)."""
+
+    session_id: str
+    inode: int
+
+
+def by_activity(directory: Path, owner: str | None) -> list[Row]:
+    """Every session, the last written first (then by id, descending): the
+    regular files named ``<id>.jsonl``, of ``owner`` when given (read from
+    the header; a file without a sound one is left out then, and otherwise
+    left to the page that reaches it)."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        if not name.endswith(SUFFIX):
+            continue
+        session_id, path = name[: -len(SUFFIX)], directory / name
+        try:
+            validate_session_id(session_id)
+            status = os.lstat(path)
+            if not stat.S_ISREG(status.st_mode):
+                continue
+            if owner is not None and read_header(path, session_id).owner != owner:
+                continue
+        except (SessionStoreError, OSError):
+            continue  # gone meanwhile, or no session: `list` warns of it
+        found.append((status.st_mtime_ns, session_id, status.st_ino))
+    found.sort(reverse=True)
+    return [Row(session_id, inode) for _, session_id, inode in found]
+
+
+def by_creation(
+    metas: list[SessionMeta], owner: str | None, after: tuple[str, ...] | None
+) -> list[tuple[str, str]]:
+    """The (``created_at``, id) of the sessions ``metas`` (of ``owner``),
+    newest first, after the key ``after`` (a cursor's)."""
+    keys = [(meta.created_at, meta.id) for meta in metas if owner in (None, meta.owner)]
+    keys.sort(reverse=True)
+    if after is None:
+        return keys
+    start = (after[0], after[1])
+    return [key for key in keys if key < start]
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a summary needs besides the session's entries.
+
+    Attributes:
+        meta: the header.
+        active_ns: the file's modification time: the last write, in
+            nanoseconds since the epoch.
+        changes: the session's title changes.
+        fault: why its titles do not read back (``changes`` is then empty).
+    """
+
+    meta: SessionMeta
+    active_ns: int
+    changes: list[TitleChange]
+    fault: str | None
+
+
+def facts(directory: Path, session_id: str, inode: int | None) -> Facts | None:
+    """The facts of a session a listing found; None when it is gone (erased,
+    or another file under its name when ``inode`` is given) or its header
+    is no sound one (skipped with a warning, as `list` skips it)."""
+    path = directory / f"{session_id}{SUFFIX}"
+    try:
+        status = os.lstat(path)
+        if not stat.S_ISREG(status.st_mode) or inode not in (None, status.st_ino):
+            return None
+        meta = read_header(path, session_id)
+    except FileNotFoundError:
+        return None
+    except (SessionStoreError, OSError) as exc:
+        reason = f"{path}: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+        logger.warning("skipping %s: not listed", reason)
+        return None
+    try:
+        changes, fault = changes_of(directory, session_id), None
+    except CorruptSessionError as exc:
+        changes, fault = [], str(exc)
+    except OSError as exc:
+        changes, fault = [], f"{exc.filename}: {exc.strerror or exc}"
+    return Facts(meta, status.st_mtime_ns, changes, fault)
+
+
+class Listings:
+    """The listing orders of the store in ``directory``: kept in
+    ``.listings/``, or by this object where that cannot be written."""
+
+    def __init__(self, directory: Path) -> None:
+        self._dir = directory / LISTINGS
+        self._held: OrderedDict[str, tuple[float, str, list[Row]]] = OrderedDict()
+
+    def begin(self, kind: str, owner: str | None) -> tuple[str, int, list[Row]]:
+        """The first page of a listing ``kind`` by last activity: its order
+        (`by_activity`), kept under the token given (none when empty), and 0
+        rows before the page."""
+        rows = by_activity(self._dir.parent, owner)
+        return (self.keep(kind, rows) if rows else ""), 0, rows
+
+    def resume(self, cursor: Cursor) -> tuple[str, int, list[Row]]:
+        """A later page: the order the cursor's listing kept, its token, and
+        how many of its rows went before the page.
+
+        Raises:
+            InvalidCursorError: no such order is kept (any more), or the
+                cursor names no row of it.
+        """
+        rows = self.find(cursor.kind, cursor.mark)
+        position, session_id = cursor.key
+        at = int(position) if position.isdigit() else 0
+        if not 0 < at <= len(rows) or rows[at - 1].session_id != session_id:
+            raise InvalidCursorError("not a cursor of this listing")
+        return cursor.mark, at, rows
+
+    def keep(self, kind: str, rows: list[Row]) -> str:
+        """Keep the order ``rows`` of a listing ``kind``; return its token."""
+        lines = [f"{_MAGIC} {kind} {len(rows)}\n"]
+        lines += [f"{row.inode} {row.session_id}\n" for row in rows]
+        data = "".join(lines).encode()
+        token = hashlib.blake2b(data, digest_size=16).hexdigest()
+        try:
+            self._write(token, data)
+        except OSError:  # a read-only directory, a full disk: held here
+            self._hold(token, kind, rows)
+        return token
+
+    def find(self, kind: str, token: str) -> list[Row]:
+        """The order kept under ``token`` for a listing ``kind``.
+
+        Raises:
+            InvalidCursorError: no such order is kept (any more).
+        """
+        if _TOKEN.fullmatch(token) is None:
+            raise InvalidCursorError("not a cursor of this store's listings")
+        held = self._held.get(token)
+        if held is not None and held[0] > time.monotonic() - KEPT_FOR and held[1] == kind:
+            self._held[token] = (time.monotonic(), kind, held[2])
+            self._held.move_to_end(token)
+            return held[2]
+        rows = self._read(kind, token)
+        if rows is None:
+            raise InvalidCursorError(_GONE)
+        return rows
+
+    def _hold(self, token: str, kind: str, rows: list[Row]) -> None:
+        now = time.monotonic()
+        self._held[token] = (now, kind, rows)
+        self._held.move_to_end(token)
+        for old in list(self._held):
+            if len(self._held) > KEPT_AT_MOST or self._held[old][0] <= now - KEPT_FOR:
+                del self._held[old]
+
+    def _write(self, token: str, data: bytes) -> None:
+        make_directory(self._dir)
+        temporary = self._dir / f".{token}.{uuid.uuid4().hex}"
+        fd = open_regular(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        try:
+            try:
+                write_all(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(temporary, self._dir / token)  # whole or absent
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        with contextlib.suppress(OSError):  # the order is kept; the next one sweeps
+            self._sweep()
+
+    def _read(self, kind: str, token: str) -> list[Row] | None:
+        """The rows of the order file ``token`` of a listing ``kind``, touched;
+        None when there is none, or it is not whole."""
+        path = self._dir / token
+        try:
+            fd = open_regular(path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            with open(fd, "rb", closefd=False) as file:
+                data = file.read()
+            with contextlib.suppress(OSError):  # its last use: kept KEPT_FOR from now
+                os.utime(fd)
+        finally:
+            os.close(fd)
+        lines = data.decode("utf-8", "replace").split("\n")
+        if lines.pop() != "" or not lines:
+            return None
+        magic, _, count = lines[0].rpartition(" ")
+        if magic != f"{_MAGIC} {kind}" or count != str(len(lines) - 1):
+            return None  # another listing's order, or cut short
+        rows = []
+        for line in lines[1:]:
+            inode, _, session_id = line.partition(" ")
+            if not inode.isdigit():
+                return None
+            rows.append(Row(session_id, int(inode)))
+        return rows
+
+    def _sweep(self) -> None:
+        """Remove the orders unused for `KEPT_FOR` seconds, the least recently
+        used beyond `KEPT_AT_MOST`, and temporaries their writer left."""
+        now = time.time()
+        kept = []
+        for name in os.listdir(self._dir):
+            path = self._dir / name
+            try:
+                used = os.lstat(path).st_mtime
+            except FileNotFoundError:
+                continue
+            if _TOKEN.fullmatch(name) is not None:
+                if used > now - KEPT_FOR:
+                    kept.append((used, name))
+                    continue
+            elif _TEMPORARY.fullmatch(name) is None or used > now - _ABANDONED_AFTER:
+                continue
+            path.unlink(missing_ok=True)
+        kept.sort(reverse=True)
+        for _, name in kept[KEPT_AT_MOST:]:
+            (self._dir / name).unlink(missing_ok=True)
