@@ -61,6 +61,7 @@ __all__ = [
     "KEPT_FOR",
     "LISTINGS",
     "Facts",
+    "Kept",
     "Listings",
     "Row",
     "by_activity",
@@ -183,49 +184,69 @@ def facts(directory: Path, session_id: str, inode: int | None) -> Facts | None:
     return Facts(meta, status.st_mtime_ns, changes, fault)
 
 
+@dataclass(frozen=True)
+class Kept:
+    """The order of a listing by last activity, as its first page found it.
+
+    Attributes:
+        token: its name (a digest of the listing asked and of ``rows``);
+            empty when there is nothing to page through.
+        begun_ns: when the first page began (`time.time_ns`): a session
+            erased after it is left out even when its id is used again.
+        rows: the sessions, the last written first.
+    """
+
+    token: str
+    begun_ns: int
+    rows: list[Row]
+
+
 class Listings:
     """The listing orders of the store in ``directory``: kept in
     ``.listings/``, or by this object where that cannot be written."""
 
     def __init__(self, directory: Path) -> None:
         self._dir = directory / LISTINGS
-        self._held: OrderedDict[str, tuple[float, str, list[Row]]] = OrderedDict()
+        self._held: OrderedDict[str, tuple[float, str, Kept]] = OrderedDict()
 
-    def begin(self, kind: str, owner: str | None) -> tuple[str, int, list[Row]]:
+    def begin(self, kind: str, owner: str | None) -> Kept:
         """The first page of a listing ``kind`` by last activity: its order
-        (`by_activity`), kept under the token given (none when empty), and 0
-        rows before the page."""
+        (`by_activity`), kept (when there is any)."""
+        begun = time.time_ns()
         rows = by_activity(self._dir.parent, owner)
-        return (self.keep(kind, rows) if rows else ""), 0, rows
+        if not rows:
+            return Kept("", begun, rows)
+        return self.keep(kind, begun, rows)
 
-    def resume(self, cursor: Cursor) -> tuple[str, int, list[Row]]:
-        """A later page: the order the cursor's listing kept, its token, and
-        how many of its rows went before the page.
+    def resume(self, cursor: Cursor) -> tuple[Kept, int]:
+        """A later page: the order the cursor's listing kept, and how many of
+        its rows went before the page.
 
         Raises:
             InvalidCursorError: no such order is kept (any more), or the
                 cursor names no row of it.
         """
-        rows = self.find(cursor.kind, cursor.mark)
+        kept = self.find(cursor.kind, cursor.mark)
         position, session_id = cursor.key
         at = int(position) if position.isdigit() else 0
-        if not 0 < at <= len(rows) or rows[at - 1].session_id != session_id:
+        if not 0 < at <= len(kept.rows) or kept.rows[at - 1].session_id != session_id:
             raise InvalidCursorError("not a cursor of this listing")
-        return cursor.mark, at, rows
+        return kept, at
 
-    def keep(self, kind: str, rows: list[Row]) -> str:
-        """Keep the order ``rows`` of a listing ``kind``; return its token."""
-        lines = [f"{_MAGIC} {kind} {len(rows)}\n"]
-        lines += [f"{row.inode} {row.session_id}\n" for row in rows]
-        data = "".join(lines).encode()
-        token = hashlib.blake2b(data, digest_size=16).hexdigest()
-        try:
-            self._write(token, data)
+    def keep(self, kind: str, begun_ns: int, rows: list[Row]) -> Kept:
+        """Keep the order ``rows`` of a listing ``kind`` begun at ``begun_ns``."""
+        body = "".join(f"{row.inode} {row.session_id}\n" for row in rows).encode()
+        digest = hashlib.blake2b(f"{kind}\n".encode(), digest_size=16)
+        digest.update(body)
+        kept = Kept(digest.hexdigest(), begun_ns, rows)
+        head = f"{_MAGIC} {kind} {begun_ns} {len(rows)}\n".encode()
+        try:  # the same order again is the same file: its time is the last
+            self._write(kept.token, head + body)
         except OSError:  # a read-only directory, a full disk: held here
-            self._hold(token, kind, rows)
-        return token
+            self._hold(kind, kept)
+        return kept
 
-    def find(self, kind: str, token: str) -> list[Row]:
+    def find(self, kind: str, token: str) -> Kept:
         """The order kept under ``token`` for a listing ``kind``.
 
         Raises:
@@ -235,18 +256,17 @@ class Listings:
             raise InvalidCursorError("not a cursor of this store's listings")
         held = self._held.get(token)
         if held is not None and held[0] > time.monotonic() - KEPT_FOR and held[1] == kind:
-            self._held[token] = (time.monotonic(), kind, held[2])
-            self._held.move_to_end(token)
+            self._hold(kind, held[2])
             return held[2]
-        rows = self._read(kind, token)
-        if rows is None:
+        kept = self._read(kind, token)
+        if kept is None:
             raise InvalidCursorError(_GONE)
-        return rows
+        return kept
 
-    def _hold(self, token: str, kind: str, rows: list[Row]) -> None:
+    def _hold(self, kind: str, kept: Kept) -> None:
         now = time.monotonic()
-        self._held[token] = (now, kind, rows)
-        self._held.move_to_end(token)
+        self._held[kept.token] = (now, kind, kept)
+        self._held.move_to_end(kept.token)
         for old in list(self._held):
             if len(self._held) > KEPT_AT_MOST or self._held[old][0] <= now - KEPT_FOR:
                 del self._held[old]
@@ -267,8 +287,8 @@ class Listings:
         with contextlib.suppress(OSError):  # the order is kept; the next one sweeps
             self._sweep()
 
-    def _read(self, kind: str, token: str) -> list[Row] | None:
-        """The rows of the order file ``token`` of a listing ``kind``, touched;
+    def _read(self, kind: str, token: str) -> Kept | None:
+        """The order in the file ``token``, of a listing ``kind``, touched;
         None when there is none, or it is not whole."""
         path = self._dir / token
         try:
@@ -285,16 +305,19 @@ class Listings:
         lines = data.decode("utf-8", "replace").split("\n")
         if lines.pop() != "" or not lines:
             return None
-        magic, _, count = lines[0].rpartition(" ")
-        if magic != f"{_MAGIC} {kind}" or count != str(len(lines) - 1):
-            return None  # another listing's order, or cut short
+        fields = lines[0].rsplit(" ", 3)
+        if len(fields) != 4 or fields[:2] != [_MAGIC, kind]:
+            return None  # another listing's order
+        begun, count = fields[2:]
+        if not begun.isdigit() or count != str(len(lines) - 1):
+            return None  # cut short
         rows = []
         for line in lines[1:]:
             inode, _, session_id = line.partition(" ")
             if not inode.isdigit():
                 return None
             rows.append(Row(session_id, int(inode)))
-        return rows
+        return Kept(token, int(begun), rows)
 
     def _sweep(self) -> None:
         """Remove the orders unused for `KEPT_FOR` seconds, the least recently

@@ -120,7 +120,7 @@ from sessionstore.errors import (
 )
 from sessionstore.models import Erasure, HeadMove, SessionEntry, SessionMeta, TitleChange
 from sessionstore.store import Order, SessionSummary
-from sessionstore.timestamps import rfc3339_of_ns
+from sessionstore.timestamps import Timestamp, rfc3339_of_ns
 
 __all__ = ["JOURNALS", "READ", "SUFFIX", "JsonlStore"]
 
@@ -564,13 +564,15 @@ class JsonlStore(StoreBase):
             rows = [(key[1], None, Cursor(kind, "", key)) for key in keys]
         else:
             if cursor is None:
-                begin = partial(self._listings.begin, kind, owner)
-                token, start, found = await self._run(None, begin)
+                kept = await self._run(None, partial(self._listings.begin, kind, owner))
+                start, erased = 0, set()
             else:
-                token, start, found = await self._run(None, partial(self._listings.resume, cursor))
+                kept, start = await self._run(None, partial(self._listings.resume, cursor))
+                erased = await self._run(None, partial(self._erased_since, kept.begun_ns))
             rows = [
-                (row.session_id, row.inode, Cursor(kind, token, (str(at), row.session_id)))
-                for at, row in enumerate(found[start:], start + 1)
+                (row.session_id, row.inode, Cursor(kind, kept.token, (str(at), row.session_id)))
+                for at, row in enumerate(kept.rows[start:], start + 1)
+                if row.session_id not in erased
             ]
         page: builtins.list[SessionSummary] = []
         for session_id, inode, row_cursor in rows:
@@ -580,6 +582,28 @@ class JsonlStore(StoreBase):
             if summary is not None:  # erased since the listing began: left out
                 page.append(summary)
         return page
+
+    def _erased_since(self, begun_ns: int) -> set[str]:
+        """The sessions erased since ``begun_ns``: left out of a listing that
+        began then, even where their ids are used again (and their new files
+        got the old inodes back)."""
+        try:
+            changed = os.stat(self._erasures.path).st_mtime_ns
+        except FileNotFoundError:
+            return set()
+        if changed < begun_ns - 1_000_000_000:  # a coarse stamp lags by a tick
+            return set()
+        try:
+            records = self._erasures.read()
+        except CorruptSessionError as exc:  # the files' inodes still tell
+            logger.warning("listing without the erasure log: %s", exc)
+            return set()
+        since = Timestamp.parse(rfc3339_of_ns(begun_ns))
+        return {
+            record.name
+            for record in records
+            if record.kind == "session" and _not_before(record.at, since)
+        }
 
     async def _summary_of(
         self, session_id: str, inode: int | None, cursor: Cursor
@@ -702,3 +726,11 @@ class JsonlStore(StoreBase):
             return found + self._erasures.pending(self._file_of)
 
         return await self._run(None, faults)
+
+
+def _not_before(at: str, since: Timestamp) -> bool:
+    """Whether an erasure record's time is ``since`` or later."""
+    try:
+        return not Timestamp.parse(at) < since
+    except ValueError:
+        return False  # no time this store wrote
