@@ -20,11 +20,11 @@ def store(tmp_path: Path) -> JsonlStore:
     return JsonlStore(tmp_path / "store")
 
 
-async def sessions(store: JsonlStore, count: int, **fields: str) -> list[str]:
+async def sessions(store: JsonlStore, count: int, owner: str | None = None) -> list[str]:
     """``count`` new sessions, created one after another: the last is newest."""
     ids = [f"s{n:02d}" for n in range(count)]
     for session_id in ids:
-        await store.create(SessionMeta(id=session_id, **fields))
+        await store.create(SessionMeta(id=session_id, owner=owner))
     return ids
 
 

@@ -28,19 +28,29 @@ file under its name). Sessions created after the first page are not in it.
 * Where ``.listings/`` cannot be written (a read-only directory), the store
   object holds the order itself, under the same rules: its cursors then
   work with that object only.
+
+The first page's scan runs in a worker thread, as all file work does; the
+writes of the same store object asked after the listing was wait until the
+scan is done (`ListingGate`), so that the order is the one of the moment the
+listing was asked, not of a moment a few writes later. Other processes'
+writes race with the scan as they would with any read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import logging
 import os
 import re
 import stat
+import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +72,7 @@ __all__ = [
     "LISTINGS",
     "Facts",
     "Kept",
+    "ListingGate",
     "Listings",
     "Row",
     "by_activity",
@@ -182,6 +193,36 @@ def facts(directory: Path, session_id: str, inode: int | None) -> Facts | None:
     except OSError as exc:
         changes, fault = [], f"{exc.filename}: {exc.strerror or exc}"
     return Facts(meta, status.st_mtime_ns, changes, fault)
+
+
+class ListingGate:
+    """Holds a store object's writes until the listings asked before them
+    have scanned the files: a write waits only for those."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._scans: set[Future[None]] = set()
+
+    @contextlib.contextmanager
+    def scanning(self) -> Iterator[None]:
+        """While a first page scans (entered before its first ``await``)."""
+        done: Future[None] = Future()
+        with self._lock:
+            self._scans.add(done)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._scans.discard(done)
+            done.set_result(None)
+
+    async def passed(self) -> None:
+        """Wait for the scans begun so far (at once, without yielding, when
+        there is none)."""
+        with self._lock:
+            scans = list(self._scans)
+        for scan in scans:
+            await asyncio.wrap_future(scan)
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ from sessionstore.backends.jsonl.file import (
 from sessionstore.backends.jsonl.fork import write_fork
 from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
-from sessionstore.backends.jsonl.listing import Listings, by_creation, facts
+from sessionstore.backends.jsonl.listing import ListingGate, Listings, by_creation, facts
 from sessionstore.backends.jsonl.temporary import Temporary
 from sessionstore.errors import (
     ConfigurationError,
@@ -155,6 +155,7 @@ class JsonlStore(StoreBase):
         self._erasures = ErasureLog(self._dir, full=self._full)
         self._erasure_mark = 0  # the erasure log's size when the contexts were cached
         self._listings = Listings(self._dir)
+        self._gate = ListingGate()  # writes wait for the listings asked before them
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._dir)!r})"
@@ -214,6 +215,7 @@ class JsonlStore(StoreBase):
     async def create(self, meta: SessionMeta) -> str:
         line = (header_line(meta) + "\n").encode()
         self._check_open(meta.id)
+        await self._gate.passed()
         await self._run(meta.id, lambda: self._create(meta.id, line))
         return meta.id
 
@@ -247,6 +249,7 @@ class JsonlStore(StoreBase):
     async def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
         self._check(session_id)
         data = "".join(line + "\n" for line in entry_lines(session_id, entries)).encode()
+        await self._gate.passed()
         await self._run(session_id, lambda: self._append(session_id, data))
 
     def _append(self, session_id: str, data: bytes) -> None:
@@ -372,6 +375,7 @@ class JsonlStore(StoreBase):
         meta = imported_header(header)
         self._check(meta.id)
         path = self.path(meta.id)
+        await self._gate.passed()
         if after is None:
             return await self._import_new(meta.id, path, header, entries)
         return await self._import_more(meta.id, path, header, entries, after)
@@ -482,6 +486,7 @@ class JsonlStore(StoreBase):
             full=self._full,
             block=READ,
         )
+        await self._gate.passed()
         await self._run(meta.id, fork)
 
     def _head(self, name: str) -> Path:
@@ -564,7 +569,8 @@ class JsonlStore(StoreBase):
             rows = [(key[1], None, Cursor(kind, "", key)) for key in keys]
         else:
             if cursor is None:
-                kept = await self._run(None, partial(self._listings.begin, kind, owner))
+                with self._gate.scanning():
+                    kept = await self._run(None, partial(self._listings.begin, kind, owner))
                 start, erased = 0, set()
             else:
                 kept, start = await self._run(None, partial(self._listings.resume, cursor))
