@@ -37,13 +37,18 @@ naming it, `list` skips it with a warning, and `integrity` reports it, as
 it does every file named like a session that `list` cannot read (an empty
 file, a torn or invalid header).
 
-The directory, its ``journals/``, each journal's directory and ``heads/``
-are created private to their owner (mode 0700), like the files (0600):
-their names are session ids, agent names and head names.
+The directory, its ``journals/``, each journal's directory, ``heads/``,
+``titles/`` and ``.listings/`` are created private to their owner (mode
+0700), like the files (0600): their names are session ids, agent names and
+head names.
 
 Journals (`journal`) are `FileJournal` files in
 ``<dir>/journals/<name>/session_journal.jsonl``; named heads (`set_head`)
-are files ``<dir>/heads/<name>.jsonl`` (`sessionstore.backends.jsonl.heads`).
+are files ``<dir>/heads/<name>.jsonl`` (`sessionstore.backends.jsonl.heads`);
+titles chosen later (`set_title`) are files ``<dir>/titles/<id>.jsonl``
+(`sessionstore.backends.jsonl.titles`). A session's last activity is its
+file's modification time, and a listing by it keeps its order in
+``<dir>/.listings/`` between its pages (`sessionstore.backends.jsonl.listing`).
 
 Locks are POSIX ``flock`` locks: advisory, honoured by every sessionstore
 process on the machine, not by other programs writing the same files.
