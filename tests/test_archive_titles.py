@@ -22,7 +22,7 @@ from sessionstore import (
     open_store,
     retire,
 )
-from sessionstore.archive import ArchiveReport, export_archive, import_archive, retiring
+from sessionstore.archive import ArchiveReport, export_archive, import_archive
 from sessionstore.testing.common import message
 from tests.kinds import STORE_KINDS, StoreTargets
 from tests.test_archive import tree
@@ -196,14 +196,13 @@ async def test_retire_leaves_a_session_retitled_after_its_export(
     store: SessionStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await fill_titles(store)
-    export = retiring.export_archive
 
     async def export_then_retitle(*args: Any, **kwargs: Any) -> ArchiveReport:
-        report = await export(*args, **kwargs)
+        report = await export_archive(*args, **kwargs)
         await store.set_title("titled", "chosen meanwhile")  # an erase would lose it
         return report
 
-    monkeypatch.setattr(retiring, "export_archive", export_then_retitle)
+    monkeypatch.setattr("sessionstore.archive.retiring.export_archive", export_then_retitle)
     report = await retire(store, tmp_path, sessions=["titled"])
     assert report.retired == []
     [issue] = report.skipped
