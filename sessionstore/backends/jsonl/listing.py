@@ -249,6 +249,7 @@ class Listings:
     def __init__(self, directory: Path) -> None:
         self._dir = directory / LISTINGS
         self._held: OrderedDict[str, tuple[float, str, Kept]] = OrderedDict()
+        self._held_lock = threading.Lock()  # pages run in worker threads
 
     def begin(self, kind: str, owner: str | None) -> Kept:
         """The first page of a listing ``kind`` by last activity: its order
@@ -295,7 +296,8 @@ class Listings:
         """
         if _TOKEN.fullmatch(token) is None:
             raise InvalidCursorError("not a cursor of this store's listings")
-        held = self._held.get(token)
+        with self._held_lock:
+            held = self._held.get(token)
         if held is not None and held[0] > time.monotonic() - KEPT_FOR and held[1] == kind:
             self._hold(kind, held[2])
             return held[2]
@@ -305,12 +307,16 @@ class Listings:
         return kept
 
     def _hold(self, kind: str, kept: Kept) -> None:
+        """Keep an order in this object (its last use now), forgetting those
+        unused for `KEPT_FOR` seconds and the least recently used beyond
+        `KEPT_AT_MOST`."""
         now = time.monotonic()
-        self._held[kept.token] = (now, kind, kept)
-        self._held.move_to_end(kept.token)
-        for old in list(self._held):
-            if len(self._held) > KEPT_AT_MOST or self._held[old][0] <= now - KEPT_FOR:
-                del self._held[old]
+        with self._held_lock:
+            self._held[kept.token] = (now, kind, kept)
+            self._held.move_to_end(kept.token)
+            for old in list(self._held):
+                if len(self._held) > KEPT_AT_MOST or self._held[old][0] <= now - KEPT_FOR:
+                    del self._held[old]
 
     def _write(self, token: str, data: bytes) -> None:
         make_directory(self._dir)
