@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from sessionstore import InvalidCursorError, JsonlStore, SessionMeta, SessionSummary
+from sessionstore import InvalidCursorError, JsonlStore, SessionMeta, SessionSummary, encode
 from sessionstore.backends.cursors import Cursor, listing_kind
 from sessionstore.backends.jsonl import listing
-from sessionstore.testing.contract import message
+from sessionstore.testing.common import message, stream
 from sessionstore.timestamps import rfc3339_of_ns
 from tests.helpers import spawn_appender
 
@@ -82,8 +82,6 @@ async def test_a_title_is_no_activity_and_an_empty_append_none(store: JsonlStore
 
 async def test_the_first_page_keeps_its_order_in_a_private_file(store: JsonlStore) -> None:
     await sessions(store, 3)
-    assert ids(await store.summaries(order="created")) == ["s02", "s01", "s00"]
-    assert kept_orders(store) == []  # a keyset on created_at needs none
     await store.summaries(limit=1)
     [token] = kept_orders(store)
     kept = store.directory / listing.LISTINGS / token
@@ -91,6 +89,20 @@ async def test_the_first_page_keeps_its_order_in_a_private_file(store: JsonlStor
     assert os.stat(kept.parent).st_mode & 0o777 == 0o700
     await store.summaries(limit=2)  # the same order again: the same file
     assert kept_orders(store) == [token]
+    await store.summaries(order="created", limit=1)  # another listing: another order
+    assert len(kept_orders(store)) == 2
+
+
+async def test_a_listing_by_creation_leaves_out_what_came_after_its_first_page(
+    store: JsonlStore,
+) -> None:
+    await sessions(store, 4)
+    first = await store.summaries(order="created", limit=2)
+    old = SessionMeta(id="imported-old")  # created_at "" like the others: sorts by id
+    await store.import_session(encode(old), stream([]))  # would sort last, on a later page
+    page = await store.summaries(order="created", limit=2, after=first[-1].cursor)
+    assert ids(first + page) == ["s03", "s02", "s01", "s00"]
+    assert ids(await store.summaries(order="created"))[-1] == "imported-old"
 
 
 async def test_an_empty_store_keeps_nothing(store: JsonlStore) -> None:

@@ -1,5 +1,5 @@
-"""What `JsonlStore.summaries` pages through: sessions by last activity, and
-the order a listing stands on, kept between its pages.
+"""What `JsonlStore.summaries` pages through: the order a listing found on
+its first page, kept between its pages.
 
 A session's last activity is its file's modification time: every write of
 the store (a create, an append that stored lines, an import, a fork) sets it
@@ -9,12 +9,15 @@ after another. Titles live in other files and leave it alone.
 
 Paging by last activity must stay exact while sessions are written: a
 session appended to after the first page moves to the top, and a keyset on
-the time would skip it (or list it twice). So the first page of such a
-listing scans every file's time (and header, for an owner), sorts, and
-keeps that order, each session's id and inode, in ``<dir>/.listings/<token>``;
-its cursors name the token and a position in it, and later pages read on
-from there, leaving out what was erased since (its file gone, or another
-file under its name). Sessions created after the first page are not in it.
+the time would skip it (or list it twice). So the first page of a listing
+scans every file's time (and header, by creation or for an owner), sorts,
+and keeps that order, each session's id and inode, in
+``<dir>/.listings/<token>``; its cursors name the token and a position in
+it, and later pages read on from there, leaving out what was erased since
+(its file gone, or another file under its name). Sessions created after the
+first page are not in it. By creation the keys never change and a keyset
+would do, but it would read every header on every page: the kept order
+makes a later page cost what its own sessions do, whatever the order.
 
 * The token is a digest of the order (and of the listing asked): the same
   order, asked again, is the same file, not another one.
@@ -65,6 +68,7 @@ from sessionstore.errors import (
     validate_session_id,
 )
 from sessionstore.models import SessionMeta, TitleChange
+from sessionstore.store import Order
 
 __all__ = [
     "KEPT_AT_MOST",
@@ -75,9 +79,8 @@ __all__ = [
     "ListingGate",
     "Listings",
     "Row",
-    "by_activity",
-    "by_creation",
     "facts",
+    "scan",
 ]
 
 logger = logging.getLogger(__name__)
@@ -111,16 +114,18 @@ class Row:
     inode: int
 
 
-def by_activity(directory: Path, owner: str | None) -> list[Row]:
-    """Every session, the last written first (then by id, descending): the
-    regular files named ``<id>.jsonl``, of ``owner`` when given (read from
-    the header; a file without a sound one is left out then, and otherwise
-    left to the page that reaches it)."""
+def scan(directory: Path, order: Order, owner: str | None) -> list[Row]:
+    """Every session in the listing's order, newest first: by the file's
+    time for ``"last_activity"``, by the header's (``created_at``, id) for
+    ``"created"``; ties by id, descending. The sessions are the regular files
+    named ``<id>.jsonl`` (of ``owner``, when given). A header that is read
+    (by creation, or for an owner) and is no sound one leaves its file out,
+    with a warning as `list` gives; otherwise the page that reaches it does."""
     try:
         names = os.listdir(directory)
     except FileNotFoundError:
         return []
-    found = []
+    found: list[tuple[tuple[int | str, str], int]] = []
     for name in names:
         if not name.endswith(SUFFIX):
             continue
@@ -128,28 +133,31 @@ def by_activity(directory: Path, owner: str | None) -> list[Row]:
         try:
             validate_session_id(session_id)
             status = os.lstat(path)
-            if not stat.S_ISREG(status.st_mode):
-                continue
-            if owner is not None and read_header(path, session_id).owner != owner:
-                continue
         except (SessionStoreError, OSError):
-            continue  # gone meanwhile, or no session: `list` warns of it
-        found.append((status.st_mtime_ns, session_id, status.st_ino))
+            continue  # no session's name, or gone meanwhile
+        if not stat.S_ISREG(status.st_mode):
+            continue
+        key: tuple[int | str, str] = (status.st_mtime_ns, session_id)
+        if order == "created" or owner is not None:
+            try:
+                meta = read_header(path, session_id)
+            except FileNotFoundError:
+                continue
+            except (SessionStoreError, OSError) as exc:
+                _skipping(path, exc)
+                continue
+            if owner not in (None, meta.owner):
+                continue
+            if order == "created":
+                key = (meta.created_at, session_id)
+        found.append((key, status.st_ino))
     found.sort(reverse=True)
-    return [Row(session_id, inode) for _, session_id, inode in found]
+    return [Row(key[1], inode) for key, inode in found]
 
 
-def by_creation(
-    metas: list[SessionMeta], owner: str | None, after: tuple[str, ...] | None
-) -> list[tuple[str, str]]:
-    """The (``created_at``, id) of the sessions ``metas`` (of ``owner``),
-    newest first, after the key ``after`` (a cursor's)."""
-    keys = [(meta.created_at, meta.id) for meta in metas if owner in (None, meta.owner)]
-    keys.sort(reverse=True)
-    if after is None:
-        return keys
-    start = (after[0], after[1])
-    return [key for key in keys if key < start]
+def _skipping(path: Path, exc: Exception) -> None:
+    reason = f"{path}: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+    logger.warning("skipping %s: not listed", reason)
 
 
 @dataclass(frozen=True)
@@ -170,21 +178,20 @@ class Facts:
     fault: str | None
 
 
-def facts(directory: Path, session_id: str, inode: int | None) -> Facts | None:
-    """The facts of a session a listing found; None when it is gone (erased,
-    or another file under its name when ``inode`` is given) or its header
+def facts(directory: Path, session_id: str, inode: int) -> Facts | None:
+    """The facts of a session a listing found in the file ``inode``; None
+    when it is gone (erased, or another file under its name) or its header
     is no sound one (skipped with a warning, as `list` skips it)."""
     path = directory / f"{session_id}{SUFFIX}"
     try:
         status = os.lstat(path)
-        if not stat.S_ISREG(status.st_mode) or inode not in (None, status.st_ino):
+        if not stat.S_ISREG(status.st_mode) or status.st_ino != inode:
             return None
         meta = read_header(path, session_id)
     except FileNotFoundError:
         return None
     except (SessionStoreError, OSError) as exc:
-        reason = f"{path}: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
-        logger.warning("skipping %s: not listed", reason)
+        _skipping(path, exc)
         return None
     try:
         changes, fault = changes_of(directory, session_id), None
@@ -251,11 +258,11 @@ class Listings:
         self._held: OrderedDict[str, tuple[float, str, Kept]] = OrderedDict()
         self._held_lock = threading.Lock()  # pages run in worker threads
 
-    def begin(self, kind: str, owner: str | None) -> Kept:
-        """The first page of a listing ``kind`` by last activity: its order
-        (`by_activity`), kept (when there is any)."""
+    def begin(self, kind: str, order: Order, owner: str | None) -> Kept:
+        """The first page of a listing ``kind``: its order (`scan`), kept
+        (when there is any)."""
         begun = time.time_ns()
-        rows = by_activity(self._dir.parent, owner)
+        rows = scan(self._dir.parent, order, owner)
         if not rows:
             return Kept("", begun, rows)
         return self.keep(kind, begun, rows)

@@ -112,13 +112,12 @@ from sessionstore.backends.jsonl.file import (
 from sessionstore.backends.jsonl.fork import write_fork
 from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
-from sessionstore.backends.jsonl.listing import ListingGate, Listings, by_creation, facts
+from sessionstore.backends.jsonl.listing import ListingGate, Listings, facts
 from sessionstore.backends.jsonl.temporary import Temporary
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
-    InvalidCursorError,
     SessionConflictError,
     SessionNotFoundError,
     validate_session_id,
@@ -557,34 +556,24 @@ class JsonlStore(StoreBase):
     async def _summaries(
         self, owner: str | None, order: Order, limit: int | None, after: str | None, kind: str
     ) -> builtins.list[SessionSummary]:
-        """A page. By creation: a keyset on (``created_at``, id) over every
-        header. By last activity (the file's modification time): a position
-        in the order the listing's first page kept; see
+        """A page: a position in the order the listing's first page found
+        and kept (by the file's time, or the header's ``created_at``); see
         `sessionstore.backends.jsonl.listing`. Only the sessions given are
         read whole."""
-        cursor = None
-        if after is not None:
-            cursor = Cursor.decode(after, kind, length=2)
-            if order == "created" and cursor.mark:
-                raise InvalidCursorError(f"not a cursor: {after!r}")
-        rows: builtins.list[tuple[str, int | None, Cursor]]
-        if order == "created":
-            metas = await self._run(None, self._list)
-            keys = by_creation(metas, owner, None if cursor is None else cursor.key)
-            rows = [(key[1], None, Cursor(kind, "", key)) for key in keys]
+        if after is None:
+            with self._gate.scanning():
+                begin = partial(self._listings.begin, kind, order, owner)
+                kept = await self._run(None, begin)
+            start, erased = 0, set()
         else:
-            if cursor is None:
-                with self._gate.scanning():
-                    kept = await self._run(None, partial(self._listings.begin, kind, owner))
-                start, erased = 0, set()
-            else:
-                kept, start = await self._run(None, partial(self._listings.resume, cursor))
-                erased = await self._run(None, partial(self._erased_since, kept.begun_ns))
-            rows = [
-                (row.session_id, row.inode, Cursor(kind, kept.token, (str(at), row.session_id)))
-                for at, row in enumerate(kept.rows[start:], start + 1)
-                if row.session_id not in erased
-            ]
+            cursor = Cursor.decode(after, kind, length=2)
+            kept, start = await self._run(None, partial(self._listings.resume, cursor))
+            erased = await self._run(None, partial(self._erased_since, kept.begun_ns))
+        rows = [
+            (row.session_id, row.inode, Cursor(kind, kept.token, (str(at), row.session_id)))
+            for at, row in enumerate(kept.rows[start:], start + 1)
+            if row.session_id not in erased
+        ]
         page: builtins.list[SessionSummary] = []
         for session_id, inode, row_cursor in rows:
             if limit is not None and len(page) == limit:
@@ -617,7 +606,7 @@ class JsonlStore(StoreBase):
         }
 
     async def _summary_of(
-        self, session_id: str, inode: int | None, cursor: Cursor
+        self, session_id: str, inode: int, cursor: Cursor
     ) -> SessionSummary | None:
         """The summary of a session a listing found (None: gone since)."""
         found = await self._run(session_id, partial(facts, self._dir, session_id, inode))
