@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-__all__ = ["Timestamp", "now_rfc3339"]
+__all__ = ["Timestamp", "now_rfc3339", "rfc3339_of_ns"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NANOS = 1_000_000_000
@@ -115,7 +115,12 @@ def _seconds_text(value: datetime) -> str:
 
 def now_rfc3339() -> str:
     """The current time as a session-side stamp (``...T02:49:27.123456789+00:00``)."""
-    ns = time.time_ns()
+    return rfc3339_of_ns(time.time_ns())
+
+
+def rfc3339_of_ns(ns: int) -> str:
+    """A time in nanoseconds since the epoch (a file's ``st_mtime_ns``) as
+    `now_rfc3339` writes it."""
     seconds, nanos = divmod(ns, _NANOS)
     return f"{_seconds_text(_EPOCH + timedelta(seconds=seconds))}{_fraction(nanos)}+00:00"
 

@@ -6,12 +6,16 @@ An archive is a directory::
     <archive>/sessions/<id>.jsonl                      a valid directory store
     <archive>/journals/<name>/session_journal.jsonl    a valid journal file
     <archive>/heads/<name>.jsonl                       every position of a named head
+    <archive>/titles/<id>.jsonl                        every title a session was given later
 
 A fork's file is its whole history (what `SessionStore.raw_lines` gives,
 the part it shares with its source included), so every session file
 stands alone; imported, a fork is a session of its own. A head's file
 holds each `HeadMove` in canonical form, oldest first; import records them
-with `SessionStore.import_head`, keeping their times.
+with `SessionStore.import_head`, keeping their times. A session's titles
+file holds each `TitleChange` the same way, written with the session and
+recorded with `SessionStore.import_titles`; ``sessions/`` is untouched by
+them, so the Rust implementation reads it as before.
 
 Lines travel byte for byte: what was imported exports back identical
 (unknown fields, key order, spacing, ``\\r``, escapes), so export, import

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from sessionstore.archive.report import (
     CHUNK,
@@ -21,6 +22,7 @@ from sessionstore.archive.report import (
     JOURNALS,
     SESSIONS,
     SUFFIX,
+    TITLES,
     ArchiveIssue,
     ArchiveReport,
     Progress,
@@ -40,11 +42,13 @@ from sessionstore.errors import (
     SessionStoreError,
     validate_session_id,
 )
-from sessionstore.models import HeadMove
+from sessionstore.models import TitleChange
 from sessionstore.store import SessionJournal, SessionStore
-from sessionstore.wire import decode_head_move, decode_meta, encode
+from sessionstore.wire import Record, decode_head_move, decode_meta, decode_title_change, encode
 
 __all__ = ["import_archive"]
+
+_R = TypeVar("_R", bound=Record)
 
 
 async def import_archive(
@@ -55,7 +59,7 @@ async def import_archive(
     Args:
         store: any store.
         src: the archive directory (``sessions/``, ``journals/``, ``heads/``,
-            any of them).
+            ``titles/``, any of them).
         progress: called as ``progress(done, total)`` after each file.
 
     Returns:
@@ -70,18 +74,25 @@ async def import_archive(
     root = Path(src)
     report = ArchiveReport()
 
-    def find() -> tuple[list[Path], list[Path], list[Path]]:
-        if not any((root / part).is_dir() for part in (SESSIONS, JOURNALS, HEADS)):
+    def find() -> tuple[list[Path], list[Path], list[Path], list[Path]]:
+        if not any((root / part).is_dir() for part in (SESSIONS, JOURNALS, HEADS, TITLES)):
             raise ArchiveError(
-                f"{root} is not an archive: no {SESSIONS}/, {JOURNALS}/ or {HEADS}/", None
+                f"{root} is not an archive: no {SESSIONS}/, {JOURNALS}/, {HEADS}/ or {TITLES}/",
+                None,
             )
-        return _find_sessions(root, report), _find_journals(root, report), _find_heads(root, report)
+        return (
+            _find_sessions(root, report),
+            _find_journals(root, report),
+            _find_files(root, HEADS, "head", report),
+            _find_files(root, TITLES, "titles", report),
+        )
 
-    files, journals, heads = await io(find, root)
+    files, journals, heads, titles = await io(find, root)
     steps = [(path, partial(_import_session, store, root, path, report)) for path in files]
     steps += [(path, partial(_import_journal, store, root, path, report)) for path in journals]
-    # After the sessions: a head's moves name sessions that must exist.
+    # After the sessions: a head's moves and titles name sessions that must exist.
     steps += [(path, partial(_import_head, store, root, path, report)) for path in heads]
+    steps += [(path, partial(_import_titles, store, root, path, report)) for path in titles]
     await each_file(steps, report, progress)
     return finish(report, "import")
 
@@ -99,14 +110,9 @@ def _find_sessions(root: Path, report: ArchiveReport) -> list[Path]:
     return _find_files(root, SESSIONS, "session", report)
 
 
-def _find_heads(root: Path, report: ArchiveReport) -> list[Path]:
-    """The head files to import (``heads/*.jsonl``)."""
-    return _find_files(root, HEADS, "head", report)
-
-
 def _find_files(root: Path, part: str, what: str, report: ArchiveReport) -> list[Path]:
     """The ``*.jsonl`` files of a directory of the archive (``sessions/``,
-    ``heads/``) to import, each a ``what`` file; everything else there goes
+    ``heads/``, ``titles/``) to import, each a ``what`` file; everything else there goes
     to the report, skipped (or refused: a link leading out)."""
     directory = root / part
     try:
@@ -269,7 +275,7 @@ async def _import_head(store: SessionStore, root: Path, path: Path, report: Arch
         validate_session_id(name)
     except SessionStoreError as exc:
         raise Refused(None, f"head name: {exc}") from None
-    moves = await _head_moves(_FileLines(root, path, report))
+    moves = await _canonical(_FileLines(root, path, report), decode_head_move)
     held = await store.head_history(name)
     for number, (mine, stored) in enumerate(zip(moves, held, strict=False), 1):
         if mine != stored:
@@ -285,27 +291,56 @@ async def _import_head(store: SessionStore, root: Path, path: Path, report: Arch
     report.heads += 1
 
 
-async def _head_moves(source: _FileLines) -> list[HeadMove]:
-    """A head file's moves, each line in the form export writes.
+async def _canonical(source: _FileLines, decode: Callable[[str], _R]) -> list[_R]:
+    """The records of a head's or titles' file, each line in the form export writes.
 
-    A store keeps a head's moves, not their lines, and exports them in
+    A store keeps these records, not their lines, and exports them in
     canonical form: a line in any other form would not export back the same.
     """
-    moves = []
+    records = []
     lines = source.__aiter__()
     try:
         async for line in lines:
             try:
-                move = decode_head_move(line)
+                record = decode(line)
             except InvalidRecordError as exc:
                 raise Refused(source.number, str(exc)) from None
-            if encode(move) != line:
-                reason = f"not in canonical form (export writes {encode(move)})"
+            if encode(record) != line:
+                reason = f"not in canonical form (export writes {encode(record)})"
                 raise Refused(source.number, reason)
-            moves.append(move)
+            records.append(record)
     finally:
         await lines.aclose()
-    return moves
+    return records
+
+
+async def _import_titles(
+    store: SessionStore, root: Path, path: Path, report: ArchiveReport
+) -> None:
+    """Add to the session's titles the changes the archive's file has beyond
+    the store's, once the changes they share are checked equal."""
+    session_id = path.name[: -len(SUFFIX)]
+    try:
+        validate_session_id(session_id)
+    except SessionStoreError as exc:
+        raise Refused(None, f"session id: {exc}") from None
+    changes: list[TitleChange] = await _canonical(
+        _FileLines(root, path, report), decode_title_change
+    )
+    for number, change in enumerate(changes, 1):
+        if change.session_id != session_id:
+            raise Refused(number, f"a title change of session {change.session_id!r}")
+    try:
+        held = await store.titles(session_id)
+        for number, (mine, stored) in enumerate(zip(changes, held, strict=False), 1):
+            if mine != stored:
+                raise Refused(number, "differs from the stored titles")
+        new = changes[len(held) :]
+        if new and await store.import_titles(session_id, new, after=len(held)) != len(new):
+            raise Refused(None, "the store's titles changed meanwhile: import again")
+    except SessionStoreError as exc:  # no such session (its file was refused?)
+        raise Refused(None, str(exc)) from None
+    report.titles += len(new)
 
 
 async def _import_journal(

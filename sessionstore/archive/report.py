@@ -19,6 +19,7 @@ __all__ = [
     "JOURNALS",
     "SESSIONS",
     "SUFFIX",
+    "TITLES",
     "ArchiveIssue",
     "ArchiveReport",
     "Progress",
@@ -34,11 +35,13 @@ __all__ = [
 SESSIONS = "sessions"  # <archive>/sessions/<id>.jsonl
 JOURNALS = "journals"  # <archive>/journals/<name>/session_journal.jsonl
 HEADS = "heads"  # <archive>/heads/<name>.jsonl
+TITLES = "titles"  # <archive>/titles/<id>.jsonl
 SUFFIX = ".jsonl"
 CHUNK = 1 << 20  # bytes per read of an archive file
 
 Progress = Callable[[int, int], None]
-"""Called as ``progress(done, total)`` after each file (sessions, journals, then heads)."""
+"""Called as ``progress(done, total)`` after each file (sessions, journals, heads,
+then, on import, titles; an export writes a session's titles in its step)."""
 
 _T = TypeVar("_T")
 
@@ -73,6 +76,8 @@ class ArchiveReport:
             added to the store).
         journals: journals exported or imported.
         heads: named heads exported or imported.
+        titles: title changes written by this run (exported, or added to
+            the store).
         bytes: bytes written to the archive (export) or read from it (import).
         refused: files refused, with line and reason.
         warnings: what was skipped but did not stop a file (a torn last line).
@@ -89,6 +94,7 @@ class ArchiveReport:
     entries: int = 0
     journals: int = 0
     heads: int = 0
+    titles: int = 0
     bytes: int = 0
     refused: list[ArchiveIssue] = field(default_factory=list)
     warnings: list[ArchiveIssue] = field(default_factory=list)

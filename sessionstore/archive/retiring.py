@@ -30,6 +30,7 @@ from sessionstore.archive.exporting import export_archive
 from sessionstore.archive.report import (
     SESSIONS,
     SUFFIX,
+    TITLES,
     ArchiveReport,
     Progress,
     Refused,
@@ -46,6 +47,7 @@ from sessionstore.errors import (
 )
 from sessionstore.store import SessionStore, SessionSummary
 from sessionstore.timestamps import Timestamp
+from sessionstore.wire import encode_line
 
 __all__ = ["RetireIssue", "RetireReport", "retire"]
 
@@ -174,7 +176,7 @@ async def retire(
     report = RetireReport(archive=archive)
     reason = REASON.format(archive=archive)
 
-    summaries = await store.summaries(limit=None)
+    summaries = await store.summaries(order="created", limit=None)
     in_store = {summary.meta.id: summary for summary in summaries}
     children: dict[str, list[str]] = {}
     for summary in summaries:
@@ -303,6 +305,31 @@ async def _same_as_stored(
     return digest.hexdigest(), size
 
 
+def _read_titles(root: Path, path: Path) -> bytes | None:
+    """The archive's file of a session's titles, synced; None when there is none."""
+    file = _open_synced(root, path)
+    if file is None:
+        return None
+    with file:
+        return file.read()
+
+
+async def _titles_differ(store: SessionStore, root: Path, session_id: str) -> str | None:
+    """Why the archive's titles of the session are not the store's; None when they are."""
+    path = root / TITLES / f"{session_id}{SUFFIX}"
+    try:
+        copy = await io(partial(_read_titles, root, path), path)
+    except Refused as refused:
+        return f"the archive's titles {path}: {refused.reason}"
+    try:
+        stored = b"".join(map(encode_line, await store.titles(session_id)))
+    except CorruptSessionError as exc:
+        return f"its titles do not read back ({exc})"
+    if (copy or b"") != stored:
+        return f"the archive's titles {path} differ from the store's"
+    return None
+
+
 async def _retire_one(
     store: SessionStore, root: Path, path: Path, session_id: str, reason: str, report: RetireReport
 ) -> bool:
@@ -319,6 +346,15 @@ async def _retire_one(
         return False
     if isinstance(checked, str):
         report.skipped.append(RetireIssue(session_id, f"{checked}; not trusted, not erased", True))
+        return False
+    try:
+        # The erase takes the titles too: only once the archive holds them.
+        differs = await _titles_differ(store, root, session_id)
+    except SessionNotFoundError:
+        report.skipped.append(RetireIssue(session_id, "erased meanwhile, by another", False))
+        return False
+    if differs is not None:
+        report.skipped.append(RetireIssue(session_id, f"{differs}; not erased", True))
         return False
     digest, size = checked
     try:

@@ -49,6 +49,8 @@ async def test_no_byte_of_an_erased_session_or_journal_stays_under_the_directory
     await store.compact("s", "sum", keep_last=2)  # kept from the marker's message
     await store.load_context("s")
     assert (store.directory / ".kept" / "s").exists()
+    await store.set_title("s", f"about {MARKER}")  # titles, and a listing showing one
+    assert [summary.title for summary in await store.summaries()] == [f"about {MARKER}"]
     journal = store.journal("agent")
     await journal.append_raw(MARKER.encode())
     before = files_holding(store.directory, MARKER.encode())

@@ -17,6 +17,7 @@ import pytest
 from sessionstore import (
     ArchiveError,
     MemoryStore,
+    SessionMeta,
     SessionStore,
     decode_meta,
     encode,
@@ -93,3 +94,34 @@ async def test_the_rust_store_refuses_what_our_import_refuses_and_reads_the_rest
     assert refused == sorted(name for name, loaded in theirs.items() if isinstance(loaded, str))
     for name in ("crlf", "torn-tail"):
         assert theirs[name] == await ours(store, name)
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+async def test_a_header_with_our_fields_and_titles_beside_loads_in_the_rust_store(
+    oracle: Oracle, kind: str, store_targets: StoreTargets, tmp_path: Path
+) -> None:
+    # The reference reads only sessions/: titles/ beside it, and the header's
+    # title, owner, tags and metadata (unknown fields to serde), change nothing.
+    meta = SessionMeta(
+        id="titled",
+        created_at="2026-01-01T00:00:00+00:00",
+        parent_session="elsewhere",
+        title="Trip to Lisbon",
+        owner="ann",
+        tags=("trip", "train"),
+        metadata={"nested": {"list": [1, 2.5, None, "é"]}, "flag": True},
+    )
+    async with open_store(store_targets.new(kind)) as store:
+        await store.create(meta)
+        await store.append_many(meta.id, [message("e1", "a"), message("e2", "b")])
+        await store.set_title(meta.id, "Lisbon, by train")
+        await export_archive(store, tmp_path)
+        [loaded] = oracle.load_sessions([tmp_path / "sessions" / "titled.jsonl"])
+        assert isinstance(loaded, list), f"the Rust store refuses it: {loaded}"
+        header, *entries = await ours(store, meta.id)
+    assert (tmp_path / "titles" / "titled.jsonl").is_file()
+    assert entries == loaded[1:]
+    # serde writes the reference's four fields; ours are those, then ours.
+    reference = meta.model_copy(update={"title": None, "owner": None, "tags": (), "metadata": {}})
+    assert decode_meta(loaded[0]) == reference
+    assert header.startswith(loaded[0][:-1] + ',"title":')

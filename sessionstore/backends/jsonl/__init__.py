@@ -7,6 +7,8 @@
 * `temporary`: new session files written aside, then published whole.
 * `fork`: a fork's file, its header then a prefix of its source's lines.
 * `heads`: named heads, a file of moves each.
+* `titles`: titles chosen later, a file of changes per session.
+* `listing`: what `summaries` pages through, and the orders kept between pages.
 * `journal`: the crash-recovery journal as a file.
 """
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import time
 from pathlib import Path
 
 from sessionstore.backends.base import decode_stored_entries, decode_stored_meta
@@ -49,6 +50,7 @@ __all__ = [
     "parse",
     "read_header",
     "repair",
+    "stamp",
 ]
 
 logger = logging.getLogger(__name__)
@@ -251,3 +253,12 @@ def header_or_fault(path: Path, session_id: str) -> SessionMeta | str:
         return f"{path}: not a session file: {exc}"
     except OSError as exc:
         return f"{path}: {exc.strerror or exc}: not listed"
+
+
+def stamp(fd: int) -> None:
+    """Set the session file's modification time to now, to the nanosecond:
+    the time of the store's last write to the session, which orders
+    `JsonlStore.summaries` (the kernel's own stamp can be a clock tick
+    coarse, and tie sessions written one after another)."""
+    now = time.time_ns()
+    os.utime(fd, ns=(now, now))

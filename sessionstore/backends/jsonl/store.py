@@ -37,13 +37,18 @@ naming it, `list` skips it with a warning, and `integrity` reports it, as
 it does every file named like a session that `list` cannot read (an empty
 file, a torn or invalid header).
 
-The directory, its ``journals/``, each journal's directory and ``heads/``
-are created private to their owner (mode 0700), like the files (0600):
-their names are session ids, agent names and head names.
+The directory, its ``journals/``, each journal's directory, ``heads/``,
+``titles/`` and ``.listings/`` are created private to their owner (mode
+0700), like the files (0600): their names are session ids, agent names and
+head names.
 
 Journals (`journal`) are `FileJournal` files in
 ``<dir>/journals/<name>/session_journal.jsonl``; named heads (`set_head`)
-are files ``<dir>/heads/<name>.jsonl`` (`sessionstore.backends.jsonl.heads`).
+are files ``<dir>/heads/<name>.jsonl`` (`sessionstore.backends.jsonl.heads`);
+titles chosen later (`set_title`) are files ``<dir>/titles/<id>.jsonl``
+(`sessionstore.backends.jsonl.titles`). A session's last activity is its
+file's modification time, and a listing by it keeps its order in
+``<dir>/.listings/`` between its pages (`sessionstore.backends.jsonl.listing`).
 
 Locks are POSIX ``flock`` locks: advisory, honoured by every sessionstore
 process on the machine, not by other programs writing the same files.
@@ -52,6 +57,7 @@ process on the machine, not by other programs writing the same files.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import logging
 import os
 import stat
@@ -65,12 +71,14 @@ from sessionstore.backends.base import (
     StoreBase,
     check_durability,
     check_unchanged,
+    current_title,
     entry_lines,
     header_line,
     imported_entry,
     imported_header,
 )
 from sessionstore.backends.contexts import BuiltContext, ContextCache
+from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.files import (
     FILE_MODE,
     NotRegularFileError,
@@ -83,6 +91,7 @@ from sessionstore.backends.files import (
 )
 from sessionstore.backends.jsonl import heads as head_files
 from sessionstore.backends.jsonl import hints
+from sessionstore.backends.jsonl import titles as title_files
 from sessionstore.backends.jsonl.context import entries_between, line_number, read_context
 from sessionstore.backends.jsonl.erasures import ErasureLog, FileId, digest_file
 from sessionstore.backends.jsonl.file import (
@@ -96,11 +105,14 @@ from sessionstore.backends.jsonl.file import (
     open_locked,
     open_session,
     parse,
+    read_header,
     repair,
+    stamp,
 )
 from sessionstore.backends.jsonl.fork import write_fork
 from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
+from sessionstore.backends.jsonl.listing import ListingGate, Listings, facts
 from sessionstore.backends.jsonl.temporary import Temporary
 from sessionstore.errors import (
     ConfigurationError,
@@ -110,7 +122,9 @@ from sessionstore.errors import (
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.models import Erasure, HeadMove, SessionEntry, SessionMeta
+from sessionstore.models import Erasure, HeadMove, SessionEntry, SessionMeta, TitleChange
+from sessionstore.store import Order, SessionSummary
+from sessionstore.timestamps import Timestamp, rfc3339_of_ns
 
 __all__ = ["JOURNALS", "READ", "SUFFIX", "JsonlStore"]
 
@@ -144,6 +158,8 @@ class JsonlStore(StoreBase):
         self._contexts: ContextCache[tuple[int, int]] = ContextCache()
         self._erasures = ErasureLog(self._dir, full=self._full)
         self._erasure_mark = 0  # the erasure log's size when the contexts were cached
+        self._listings = Listings(self._dir)
+        self._gate = ListingGate()  # writes wait for the listings asked before them
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._dir)!r})"
@@ -203,6 +219,7 @@ class JsonlStore(StoreBase):
     async def create(self, meta: SessionMeta) -> str:
         line = (header_line(meta) + "\n").encode()
         self._check_open(meta.id)
+        await self._gate.passed()
         await self._run(meta.id, lambda: self._create(meta.id, line))
         return meta.id
 
@@ -218,6 +235,7 @@ class JsonlStore(StoreBase):
             raise DuplicateSessionError(session_id) from None
         try:
             write_all(fd, line)
+            stamp(fd)
             if self._full:
                 os.fsync(fd)
         except BaseException:
@@ -235,6 +253,7 @@ class JsonlStore(StoreBase):
     async def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
         self._check(session_id)
         data = "".join(line + "\n" for line in entry_lines(session_id, entries)).encode()
+        await self._gate.passed()
         await self._run(session_id, lambda: self._append(session_id, data))
 
     def _append(self, session_id: str, data: bytes) -> None:
@@ -248,6 +267,7 @@ class JsonlStore(StoreBase):
                     batch_started(path, size)
                 try:
                     write_all(fd, data)
+                    stamp(fd)
                     if self._full:
                         os.fdatasync(fd)
                 except OSError as exc:  # a full disk took part of it: all or nothing
@@ -359,6 +379,7 @@ class JsonlStore(StoreBase):
         meta = imported_header(header)
         self._check(meta.id)
         path = self.path(meta.id)
+        await self._gate.passed()
         if after is None:
             return await self._import_new(meta.id, path, header, entries)
         return await self._import_more(meta.id, path, header, entries, after)
@@ -392,6 +413,8 @@ class JsonlStore(StoreBase):
         fd, size = await self._run(session_id, open_checked)
         try:
             count = await self._write_lines(session_id, fd, None, entries, after)
+            if count:
+                await self._run(session_id, partial(stamp, fd))
             if self._full:
                 await self._run(session_id, lambda: os.fdatasync(fd))
         except BaseException:
@@ -441,6 +464,19 @@ class JsonlStore(StoreBase):
 
     # ------------------------------------------------------------ branches
 
+    async def _meta(self, session_id: str) -> SessionMeta:
+        """The header, from the file's first line alone (a fork's default
+        header copies it; the lines need not be read)."""
+        path = self.path(session_id)
+
+        def meta() -> SessionMeta:
+            try:
+                return read_header(path, session_id)
+            except FileNotFoundError:
+                raise SessionNotFoundError(session_id) from None
+
+        return await self._run(session_id, meta)
+
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
         """Copy the source's lines into a new file; see `sessionstore.backends.jsonl.fork`."""
         fork = partial(
@@ -454,6 +490,7 @@ class JsonlStore(StoreBase):
             full=self._full,
             block=READ,
         )
+        await self._gate.passed()
         await self._run(meta.id, fork)
 
     def _head(self, name: str) -> Path:
@@ -497,6 +534,94 @@ class JsonlStore(StoreBase):
             logger.warning("skipping %s", fault)
         return names
 
+    # ------------------------------------------------------------ titles
+
+    async def _set_title(self, session_id: str, change: TitleChange) -> None:
+        """Append the change to ``titles/<id>.jsonl``; see
+        `sessionstore.backends.jsonl.titles`."""
+        record = partial(title_files.record_changes, self._dir, session_id, [change])
+        await self._run(session_id, partial(record, full=self._full))
+
+    async def _titles(self, session_id: str) -> builtins.list[TitleChange]:
+        return await self._run(session_id, partial(title_files.read_changes, self._dir, session_id))
+
+    async def _import_titles(
+        self, session_id: str, changes: builtins.list[TitleChange], after: int
+    ) -> int:
+        record = partial(title_files.record_changes, self._dir, session_id, changes)
+        return await self._run(session_id, partial(record, full=self._full, after=after))
+
+    # ------------------------------------------------------------ summaries
+
+    async def _summaries(
+        self, owner: str | None, order: Order, limit: int | None, after: str | None, kind: str
+    ) -> builtins.list[SessionSummary]:
+        """A page: a position in the order the listing's first page found
+        and kept (by the file's time, or the header's ``created_at``); see
+        `sessionstore.backends.jsonl.listing`. Only the sessions given are
+        read whole."""
+        if after is None:
+            with self._gate.scanning():
+                begin = partial(self._listings.begin, kind, order, owner)
+                kept = await self._run(None, begin)
+            start, erased = 0, set()
+        else:
+            cursor = Cursor.decode(after, kind, length=2)
+            kept, start = await self._run(None, partial(self._listings.resume, cursor))
+            erased = await self._run(None, partial(self._erased_since, kept.begun_ns))
+        rows = [
+            (row.session_id, row.inode, Cursor(kind, kept.token, (str(at), row.session_id)))
+            for at, row in enumerate(kept.rows[start:], start + 1)
+            if row.session_id not in erased
+        ]
+        page: builtins.list[SessionSummary] = []
+        for session_id, inode, row_cursor in rows:
+            if limit is not None and len(page) == limit:
+                break
+            summary = await self._summary_of(session_id, inode, row_cursor)
+            if summary is not None:  # erased since the listing began: left out
+                page.append(summary)
+        return page
+
+    def _erased_since(self, begun_ns: int) -> set[str]:
+        """The sessions erased since ``begun_ns``: left out of a listing that
+        began then, even where their ids are used again (and their new files
+        got the old inodes back)."""
+        try:
+            changed = os.stat(self._erasures.path).st_mtime_ns
+        except FileNotFoundError:
+            return set()
+        if changed < begun_ns - 1_000_000_000:  # a coarse stamp lags by a tick
+            return set()
+        try:
+            records = self._erasures.read()
+        except CorruptSessionError as exc:  # the files' inodes still tell
+            logger.warning("listing without the erasure log: %s", exc)
+            return set()
+        since = Timestamp.parse(rfc3339_of_ns(begun_ns))
+        return {
+            record.name
+            for record in records
+            if record.kind == "session" and _not_before(record.at, since)
+        }
+
+    async def _summary_of(
+        self, session_id: str, inode: int, cursor: Cursor
+    ) -> SessionSummary | None:
+        """The summary of a session a listing found (None: gone since)."""
+        found = await self._run(session_id, partial(facts, self._dir, session_id, inode))
+        if found is None:
+            return None
+        summary = await self._summary(
+            found.meta,
+            title=current_title(found.meta, found.changes),
+            last_activity=rfc3339_of_ns(found.active_ns),
+            cursor=cursor.encode(),
+        )
+        if summary is not None and found.fault is not None and summary.fault is None:
+            summary = dataclasses.replace(summary, fault=found.fault)
+        return summary
+
     # ------------------------------------------------------------ lifecycle
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
@@ -518,6 +643,9 @@ class JsonlStore(StoreBase):
             # Recorded before the file goes: a crash in between leaves both,
             # and erasing again finishes without a second record.
             record = self._erasures.record(fresh, file_id(fd))
+            # Its titles first: a crash before the unlink leaves the erase
+            # unfinished (erasing again finishes it), never titles of no session.
+            title_files.forget(self._dir, session_id)
             path.unlink()  # under the lock: a writer waiting for it finds no file
         finally:
             os.close(fd)
@@ -594,7 +722,15 @@ class JsonlStore(StoreBase):
 
         def faults() -> builtins.list[str]:
             found = self._survey()[1] + self._journals()[1]
-            found += head_files.faults(self._dir)
+            found += head_files.faults(self._dir) + title_files.faults(self._dir)
             return found + self._erasures.pending(self._file_of)
 
         return await self._run(None, faults)
+
+
+def _not_before(at: str, since: Timestamp) -> bool:
+    """Whether an erasure record's time is ``since`` or later."""
+    try:
+        return not Timestamp.parse(at) < since
+    except ValueError:
+        return False  # no time this store wrote

@@ -37,6 +37,7 @@ from sessionstore.backends.files import (
     make_directory,
     open_regular,
 )
+from sessionstore.backends.jsonl.file import stamp
 from sessionstore.errors import DuplicateSessionError
 
 __all__ = ["ABANDONED_AFTER", "Temporary", "refuse_taken", "sweep"]
@@ -85,6 +86,7 @@ class Temporary:
             DuplicateSessionError: a session file has the name already.
             NotRegularFileError: something else has it (a FIFO, a link).
         """
+        stamp(self.fd)  # the session's last activity: now
         if full:
             os.fsync(self.fd)  # the bytes before the name that makes them a session
         try:

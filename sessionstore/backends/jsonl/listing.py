@@ -1,0 +1,396 @@
+"""What `JsonlStore.summaries` pages through: the order a listing found on
+its first page, kept between its pages.
+
+A session's last activity is its file's modification time: every write of
+the store (a create, an append that stored lines, an import, a fork) sets it
+to the time of the write, to the nanosecond (`file.stamp`), since the
+kernel's own stamp may be a clock tick coarse and tie sessions written one
+after another. Titles live in other files and leave it alone.
+
+Paging by last activity must stay exact while sessions are written: a
+session appended to after the first page moves to the top, and a keyset on
+the time would skip it (or list it twice). So the first page of a listing
+scans every file's time (and header, by creation or for an owner), sorts,
+and keeps that order, each session's id and inode, in
+``<dir>/.listings/<token>``; its cursors name the token and a position in
+it, and later pages read on from there, leaving out what was erased since
+(its file gone, or another file under its name). Sessions created after the
+first page are not in it. By creation the keys never change and a keyset
+would do, but it would read every header on every page: the kept order
+makes a later page cost what its own sessions do, whatever the order.
+
+* The token is a digest of the order (and of the listing asked): the same
+  order, asked again, is the same file, not another one.
+* The file is written under a temporary name, then renamed: it is whole or
+  absent (a write a power loss cut short fails its count, and reads as
+  gone). It is private to its owner (0600), like ``.listings/`` (0700).
+* It is kept `KEPT_FOR` seconds after its last page (each page touches it),
+  and only the `KEPT_AT_MOST` last used: each new one sweeps the others. A
+  cursor whose order is gone is an `InvalidCursorError` saying to start
+  again, never a wrong page.
+* Where ``.listings/`` cannot be written (a read-only directory), the store
+  object holds the order itself, under the same rules: its cursors then
+  work with that object only.
+
+The first page's scan runs in a worker thread, as all file work does; the
+writes of the same store object asked after the listing was wait until the
+scan is done (`ListingGate`), so that the order is the one of the moment the
+listing was asked, not of a moment a few writes later. Other processes'
+writes race with the scan as they would with any read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import stat
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+from sessionstore.backends.cursors import Cursor
+from sessionstore.backends.files import FILE_MODE, make_directory, open_regular, write_all
+from sessionstore.backends.jsonl.file import SUFFIX, read_header
+from sessionstore.backends.jsonl.titles import changes_of
+from sessionstore.errors import (
+    CorruptSessionError,
+    InvalidCursorError,
+    SessionStoreError,
+    validate_session_id,
+)
+from sessionstore.models import SessionMeta, TitleChange
+from sessionstore.store import Order
+
+__all__ = [
+    "KEPT_AT_MOST",
+    "KEPT_FOR",
+    "LISTINGS",
+    "Facts",
+    "Kept",
+    "ListingGate",
+    "Listings",
+    "Row",
+    "facts",
+    "scan",
+]
+
+logger = logging.getLogger(__name__)
+
+LISTINGS = ".listings"
+"""``<dir>/.listings/<token>``: the order of a listing by last activity."""
+
+KEPT_FOR = 3600.0
+"""Seconds a listing's order is kept after its last page."""
+
+KEPT_AT_MOST = 100
+"""Listing orders kept at most: the least recently used beyond go."""
+
+_MAGIC = "sessionstore listing 1"
+_TOKEN = re.compile(r"[0-9a-f]{32}")
+_TEMPORARY = re.compile(r"\.[0-9a-f]{32}\.[0-9a-f]{32}")
+_ABANDONED_AFTER = 60.0  # seconds: a temporary this old lost its writer
+
+_GONE = (
+    "this listing's order is no longer kept (an hour after its last page, or after"
+    f" {KEPT_AT_MOST} newer listings): start again, without after="
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A session as a listing found it: its id, and its file's inode (a
+    session erased and made again under the id has another)."""
+
+    session_id: str
+    inode: int
+
+
+def scan(directory: Path, order: Order, owner: str | None) -> list[Row]:
+    """Every session in the listing's order, newest first: by the file's
+    time for ``"last_activity"``, by the header's (``created_at``, id) for
+    ``"created"``; ties by id, descending. The sessions are the regular files
+    named ``<id>.jsonl`` (of ``owner``, when given). A header that is read
+    (by creation, or for an owner) and is no sound one leaves its file out,
+    with a warning as `list` gives; otherwise the page that reaches it does."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    found: list[tuple[tuple[int | str, str], int]] = []
+    for name in names:
+        if not name.endswith(SUFFIX):
+            continue
+        session_id, path = name[: -len(SUFFIX)], directory / name
+        try:
+            validate_session_id(session_id)
+            status = os.lstat(path)
+        except (SessionStoreError, OSError):
+            continue  # no session's name, or gone meanwhile
+        if not stat.S_ISREG(status.st_mode):
+            continue
+        key: tuple[int | str, str] = (status.st_mtime_ns, session_id)
+        if order == "created" or owner is not None:
+            try:
+                meta = read_header(path, session_id)
+            except FileNotFoundError:
+                continue
+            except (SessionStoreError, OSError) as exc:
+                _skipping(path, exc)
+                continue
+            if owner not in (None, meta.owner):
+                continue
+            if order == "created":
+                key = (meta.created_at, session_id)
+        found.append((key, status.st_ino))
+    found.sort(reverse=True)
+    return [Row(key[1], inode) for key, inode in found]
+
+
+def _skipping(path: Path, exc: Exception) -> None:
+    reason = f"{path}: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
+    logger.warning("skipping %s: not listed", reason)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a summary needs besides the session's entries.
+
+    Attributes:
+        meta: the header.
+        active_ns: the file's modification time: the last write, in
+            nanoseconds since the epoch.
+        changes: the session's title changes.
+        fault: why its titles do not read back (``changes`` is then empty).
+    """
+
+    meta: SessionMeta
+    active_ns: int
+    changes: list[TitleChange]
+    fault: str | None
+
+
+def facts(directory: Path, session_id: str, inode: int) -> Facts | None:
+    """The facts of a session a listing found in the file ``inode``; None
+    when it is gone (erased, or another file under its name) or its header
+    is no sound one (skipped with a warning, as `list` skips it)."""
+    path = directory / f"{session_id}{SUFFIX}"
+    try:
+        status = os.lstat(path)
+        if not stat.S_ISREG(status.st_mode) or status.st_ino != inode:
+            return None
+        meta = read_header(path, session_id)
+    except FileNotFoundError:
+        return None
+    except (SessionStoreError, OSError) as exc:
+        _skipping(path, exc)
+        return None
+    try:
+        changes, fault = changes_of(directory, session_id), None
+    except CorruptSessionError as exc:
+        changes, fault = [], str(exc)
+    except OSError as exc:
+        changes, fault = [], f"{exc.filename}: {exc.strerror or exc}"
+    return Facts(meta, status.st_mtime_ns, changes, fault)
+
+
+class ListingGate:
+    """Holds a store object's writes until the listings asked before them
+    have scanned the files: a write waits only for those."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._scans: set[Future[None]] = set()
+
+    @contextlib.contextmanager
+    def scanning(self) -> Iterator[None]:
+        """While a first page scans (entered before its first ``await``)."""
+        done: Future[None] = Future()
+        with self._lock:
+            self._scans.add(done)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._scans.discard(done)
+            done.set_result(None)
+
+    async def passed(self) -> None:
+        """Wait for the scans begun so far (at once, without yielding, when
+        there is none)."""
+        with self._lock:
+            scans = list(self._scans)
+        for scan in scans:
+            await asyncio.wrap_future(scan)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The order of a listing by last activity, as its first page found it.
+
+    Attributes:
+        token: its name (a digest of the listing asked and of ``rows``);
+            empty when there is nothing to page through.
+        begun_ns: when the first page began (`time.time_ns`): a session
+            erased after it is left out even when its id is used again.
+        rows: the sessions, the last written first.
+    """
+
+    token: str
+    begun_ns: int
+    rows: list[Row]
+
+
+class Listings:
+    """The listing orders of the store in ``directory``: kept in
+    ``.listings/``, or by this object where that cannot be written."""
+
+    def __init__(self, directory: Path) -> None:
+        self._dir = directory / LISTINGS
+        self._held: OrderedDict[str, tuple[float, str, Kept]] = OrderedDict()
+        self._held_lock = threading.Lock()  # pages run in worker threads
+
+    def begin(self, kind: str, order: Order, owner: str | None) -> Kept:
+        """The first page of a listing ``kind``: its order (`scan`), kept
+        (when there is any)."""
+        begun = time.time_ns()
+        rows = scan(self._dir.parent, order, owner)
+        if not rows:
+            return Kept("", begun, rows)
+        return self.keep(kind, begun, rows)
+
+    def resume(self, cursor: Cursor) -> tuple[Kept, int]:
+        """A later page: the order the cursor's listing kept, and how many of
+        its rows went before the page.
+
+        Raises:
+            InvalidCursorError: no such order is kept (any more), or the
+                cursor names no row of it.
+        """
+        kept = self.find(cursor.kind, cursor.mark)
+        position, session_id = cursor.key
+        at = int(position) if position.isdigit() else 0
+        if not 0 < at <= len(kept.rows) or kept.rows[at - 1].session_id != session_id:
+            raise InvalidCursorError("not a cursor of this listing")
+        return kept, at
+
+    def keep(self, kind: str, begun_ns: int, rows: list[Row]) -> Kept:
+        """Keep the order ``rows`` of a listing ``kind`` begun at ``begun_ns``."""
+        body = "".join(f"{row.inode} {row.session_id}\n" for row in rows).encode()
+        digest = hashlib.blake2b(f"{kind}\n".encode(), digest_size=16)
+        digest.update(body)
+        kept = Kept(digest.hexdigest(), begun_ns, rows)
+        head = f"{_MAGIC} {kind} {begun_ns} {len(rows)}\n".encode()
+        try:  # the same order again is the same file: its time is the last
+            self._write(kept.token, head + body)
+        except OSError:  # a read-only directory, a full disk: held here
+            self._hold(kind, kept)
+        return kept
+
+    def find(self, kind: str, token: str) -> Kept:
+        """The order kept under ``token`` for a listing ``kind``.
+
+        Raises:
+            InvalidCursorError: no such order is kept (any more).
+        """
+        if _TOKEN.fullmatch(token) is None:
+            raise InvalidCursorError("not a cursor of this store's listings")
+        with self._held_lock:
+            held = self._held.get(token)
+        if held is not None and held[0] > time.monotonic() - KEPT_FOR and held[1] == kind:
+            self._hold(kind, held[2])
+            return held[2]
+        kept = self._read(kind, token)
+        if kept is None:
+            raise InvalidCursorError(_GONE)
+        return kept
+
+    def _hold(self, kind: str, kept: Kept) -> None:
+        """Keep an order in this object (its last use now), forgetting those
+        unused for `KEPT_FOR` seconds and the least recently used beyond
+        `KEPT_AT_MOST`."""
+        now = time.monotonic()
+        with self._held_lock:
+            self._held[kept.token] = (now, kind, kept)
+            self._held.move_to_end(kept.token)
+            for old in list(self._held):
+                if len(self._held) > KEPT_AT_MOST or self._held[old][0] <= now - KEPT_FOR:
+                    del self._held[old]
+
+    def _write(self, token: str, data: bytes) -> None:
+        make_directory(self._dir)
+        temporary = self._dir / f".{token}.{uuid.uuid4().hex}"
+        fd = open_regular(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        try:
+            try:
+                write_all(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(temporary, self._dir / token)  # whole or absent
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        with contextlib.suppress(OSError):  # the order is kept; the next one sweeps
+            self._sweep()
+
+    def _read(self, kind: str, token: str) -> Kept | None:
+        """The order in the file ``token``, of a listing ``kind``, touched;
+        None when there is none, or it is not whole."""
+        path = self._dir / token
+        try:
+            fd = open_regular(path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            with open(fd, "rb", closefd=False) as file:
+                data = file.read()
+            with contextlib.suppress(OSError):  # its last use: kept KEPT_FOR from now
+                os.utime(fd)
+        finally:
+            os.close(fd)
+        lines = data.decode("utf-8", "replace").split("\n")
+        if lines.pop() != "" or not lines:
+            return None
+        fields = lines[0].rsplit(" ", 3)
+        if len(fields) != 4 or fields[:2] != [_MAGIC, kind]:
+            return None  # another listing's order
+        begun, count = fields[2:]
+        if not begun.isdigit() or count != str(len(lines) - 1):
+            return None  # cut short
+        rows = []
+        for line in lines[1:]:
+            inode, _, session_id = line.partition(" ")
+            if not inode.isdigit():
+                return None
+            rows.append(Row(session_id, int(inode)))
+        return Kept(token, int(begun), rows)
+
+    def _sweep(self) -> None:
+        """Remove the orders unused for `KEPT_FOR` seconds, the least recently
+        used beyond `KEPT_AT_MOST`, and temporaries their writer left."""
+        now = time.time()
+        kept = []
+        for name in os.listdir(self._dir):
+            path = self._dir / name
+            try:
+                used = os.lstat(path).st_mtime
+            except FileNotFoundError:
+                continue
+            if _TOKEN.fullmatch(name) is not None:
+                if used > now - KEPT_FOR:
+                    kept.append((used, name))
+                    continue
+            elif _TEMPORARY.fullmatch(name) is None or used > now - _ABANDONED_AFTER:
+                continue
+            path.unlink(missing_ok=True)
+        kept.sort(reverse=True)
+        for _, name in kept[KEPT_AT_MOST:]:
+            (self._dir / name).unlink(missing_ok=True)

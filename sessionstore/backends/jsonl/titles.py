@@ -1,0 +1,187 @@
+"""Titles given after creation: ``<dir>/titles/<id>.jsonl``, one change per line.
+
+A header never changes, so `set_title` appends a `TitleChange`, in the wire
+form (`sessionstore.wire.encode`), to a file beside the session's; the last
+line is the session's title (`current_title`). The file is one of the small
+logs of `sessionstore.backends.jsonl.records`: each change is one ``write``
+under the file's exclusive ``flock``, a read holds the shared lock, and a
+line torn by a crash is dropped by reads (with a warning) and cut off
+before the next change.
+
+A change is written while the session's file is held under its exclusive
+lock, once the name is found still to lead to it (`open_locked`): an erase
+takes that lock too, so a change is never written for a session being
+erased, and no file of titles outlives its session. The erase removes the
+file under the lock, after recording the erasure and before unlinking the
+session's file: a crash in between leaves the session without its titles
+and the erase unfinished (`JsonlStore.integrity` names it), and erasing
+again finishes it. A fork writes no file of titles: its header carries the
+title its source had.
+
+A complete line that does not decode, or names another session, is a
+`CorruptSessionError` naming the file and line; `faults` reports it, and
+also a file of titles whose session is gone (removed behind the store).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from sessionstore.backends.files import NotRegularFileError, fsync_directory
+from sessionstore.backends.jsonl.file import SUFFIX, open_locked, open_session
+from sessionstore.backends.jsonl.records import append_lines, read_lines
+from sessionstore.errors import (
+    CorruptSessionError,
+    InvalidRecordError,
+    SessionStoreError,
+    validate_session_id,
+)
+from sessionstore.models import TitleChange
+from sessionstore.wire import decode_title_change, encode
+
+__all__ = ["TITLES", "changes_of", "faults", "forget", "read_changes", "record_changes"]
+
+TITLES = "titles"
+"""``<dir>/titles/<id>.jsonl``: the title changes of the session ``id``."""
+
+
+def _path(directory: Path, session_id: str) -> Path:
+    return directory / TITLES / f"{session_id}{SUFFIX}"
+
+
+class _Held(Exception):
+    """The file holds another number of changes than the caller knows of."""
+
+
+def record_changes(
+    directory: Path,
+    session_id: str,
+    changes: Sequence[TitleChange],
+    *,
+    full: bool,
+    after: int | None = None,
+) -> int:
+    """Append ``changes`` to the session's file of titles in one write, all
+    or none, holding the session's file locked.
+
+    Args:
+        directory: the store's directory.
+        full: ``fsync`` the changes (and a new file's name).
+        after: None, or how many changes the file must hold for these to
+            be appended.
+
+    Returns:
+        How many were appended: 0 when it held another number than ``after``.
+
+    Raises:
+        SessionNotFoundError: no session ``session_id`` (nothing written).
+    """
+    session = directory / f"{session_id}{SUFFIX}"
+    fd = open_locked(session_id, session, os.O_RDONLY)
+    try:  # the lock is held until the file is closed: no erase meanwhile
+        if not changes:
+            return 0
+        data = "".join(encode(change) + "\n" for change in changes).encode()
+
+        def check(held: int) -> None:
+            if after is not None and held != after:
+                raise _Held
+
+        try:
+            append_lines(
+                _path(directory, session_id),
+                data,
+                full=full,
+                what=f"titles of session {session_id!r}",
+                check=check,
+            )
+        except _Held:
+            return 0
+        return len(changes)
+    finally:
+        os.close(fd)
+
+
+def read_changes(directory: Path, session_id: str) -> list[TitleChange]:
+    """The title changes of an existing session, oldest first.
+
+    Raises:
+        SessionNotFoundError: no session ``session_id``.
+        CorruptSessionError: a complete line of its file of titles does not
+            decode, or names another session (naming the file and line).
+    """
+    os.close(open_session(session_id, directory / f"{session_id}{SUFFIX}", os.O_RDONLY))
+    return changes_of(directory, session_id)
+
+
+def changes_of(directory: Path, session_id: str) -> list[TitleChange]:
+    """The changes in the session's file of titles (none without one); the
+    session itself is not looked for.
+
+    Raises:
+        CorruptSessionError: as `read_changes`.
+    """
+    path = _path(directory, session_id)
+    changes = []
+    for number, line in enumerate(read_lines(path, what=f"titles of session {session_id!r}"), 1):
+        try:
+            change = decode_title_change(line)
+        except InvalidRecordError as exc:
+            raise CorruptSessionError(session_id, str(exc), path=str(path), line=number) from None
+        if change.session_id != session_id:
+            reason = f"a title change of session {change.session_id!r}"
+            raise CorruptSessionError(session_id, reason, path=str(path), line=number)
+        changes.append(change)
+    return changes
+
+
+def forget(directory: Path, session_id: str) -> None:
+    """Remove the session's file of titles, durably (the session is being
+    erased: its titles are erased with it)."""
+    path = _path(directory, session_id)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    fsync_directory(path.parent)
+
+
+def faults(directory: Path) -> list[str]:
+    """What is wrong with the files of titles, each naming its file: not a
+    regular file, a name that is no session id, a line that does not decode
+    or names another session, a file whose session is gone."""
+    titles = directory / TITLES
+    try:
+        names = sorted(os.listdir(titles))
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        if not name.endswith(SUFFIX):
+            continue
+        path, session_id = titles / name, name[: -len(SUFFIX)]
+        try:
+            validate_session_id(session_id)
+            mode = os.lstat(path).st_mode
+        except SessionStoreError as exc:
+            found.append(f"{path}: not a file of titles: {exc}")
+            continue
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            found.append(f"{path}: {NotRegularFileError(path, mode).strerror}: not read")
+            continue
+        try:
+            changes_of(directory, session_id)
+        except CorruptSessionError as exc:
+            found.append(str(exc))
+        except OSError as exc:
+            found.append(f"{path}: {exc.strerror or exc}")
+        # An erase removes the titles before the session: a session missing
+        # while its titles are still there was removed behind the store.
+        if not (directory / name).exists() and path.exists():
+            found.append(f"{path}: the titles of no session (its file is gone)")
+    return found
