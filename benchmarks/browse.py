@@ -22,6 +22,7 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import closing
+from functools import partial
 from pathlib import Path
 
 from results import Table
@@ -99,6 +100,11 @@ class _Sizes:
 _built: dict[Path, _Sizes] = {}
 
 
+def _fetch(raw: sqlite3.Connection, query: str, args: tuple[object, ...]) -> object:
+    """One raw query, every row fetched."""
+    return raw.execute(query, args).fetchall()
+
+
 def _median_call(call: Callable[[], object], rounds: int, times: int) -> list[float]:
     figures = []
     for _ in range(rounds):
@@ -163,7 +169,7 @@ def _raw(path: Path, rounds: int, times: int) -> dict[str, list[float]]:
             ),
         }
         return {
-            name: _median_call(lambda q=query, a=args: raw.execute(q, a).fetchall(), rounds, times)
+            name: _median_call(partial(_fetch, raw, query, args), rounds, times)
             for name, (query, args) in queries.items()
         }
 
