@@ -37,6 +37,11 @@ name). The same at 1,000 entries shows both flat as the history grows; a
 JSONL fork, which copies the history by design, is shown beside it once
 the JSONL store implements forks.
 
+Browse: a page of summaries and a search on a SQLite store of 10,000,
+100,000 and 1,000,000 sessions, against raw sqlite3 over the same listing
+and an FTS5 index of the same texts, and the largest size against the
+smallest (benchmarks/browse.py).
+
 ``--only PART`` (repeatable) runs some parts alone, e.g. ``--only forks``.
 
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
@@ -64,6 +69,7 @@ from contextlib import closing
 from functools import partial
 from pathlib import Path
 
+from browse import browse
 from peers import find_peers
 from results import Setting, Table, write_report
 
@@ -562,14 +568,18 @@ def new_process(code: str) -> float:
     return time.perf_counter() - start
 
 
-PARTS = ("cold-start", "appends", "reads", "turns", "flatness", "forks", "peers")
+PARTS = ("cold-start", "appends", "reads", "turns", "flatness", "forks", "browse", "peers")
 """The parts of a run, in order; ``--only`` picks some."""
 
 
-async def run(quick: bool, only: frozenset[str] = frozenset(PARTS)) -> list[Table]:
-    """The benchmark, once (the parts in ``only``): its tables."""
+async def run(
+    quick: bool, only: frozenset[str] = frozenset(PARTS), kept: Path | None = None
+) -> list[Table]:
+    """The benchmark, once (the parts in ``only``): its tables. ``kept`` is a
+    directory the runs share (the browse part's store, built once)."""
     work = Path(tempfile.mkdtemp(prefix="sessionstore-bench-"))
     bench = Bench(work, quick)
+    browsed: list[Table] = []
     try:
         if "cold-start" in only:
             bench.cold_start()
@@ -584,11 +594,13 @@ async def run(quick: bool, only: frozenset[str] = frozenset(PARTS)) -> list[Tabl
             await bench.flatness()
         if "forks" in only:
             await bench.forks()
+        if "browse" in only:
+            browsed = await browse(kept or work, quick, bench.rounds)
         if "peers" in only:
             await bench.peer_runs()
     finally:
         shutil.rmtree(work)
-    return [table for table in bench.tables() if table.rows]
+    return [table for table in [*bench.tables(), *browsed] if table.rows]
 
 
 async def main() -> None:
@@ -615,13 +627,17 @@ async def main() -> None:
     setting = Setting.read()
     print(f"{setting.machine}\n{setting.cpu}, commit {setting.commit}")
     runs, loads = [], []
-    for n in range(1, args.runs + 1):
-        loads.append(os.getloadavg()[0])
-        print(f"\nrun {n} of {args.runs} (load average {loads[-1]:.2f})", flush=True)
-        tables = await run(args.quick, frozenset(args.only or PARTS))
-        for table in tables:
-            table.print()
-        runs.append(tables)
+    kept = Path(tempfile.mkdtemp(prefix="sessionstore-bench-kept-"))
+    try:
+        for n in range(1, args.runs + 1):
+            loads.append(os.getloadavg()[0])
+            print(f"\nrun {n} of {args.runs} (load average {loads[-1]:.2f})", flush=True)
+            tables = await run(args.quick, frozenset(args.only or PARTS), kept)
+            for table in tables:
+                table.print()
+            runs.append(tables)
+    finally:
+        shutil.rmtree(kept)
     if args.runs > 1:
         print(f"\n\nmedian ratio of {args.runs} runs, with the times of that run")
         for same in zip(*runs, strict=True):

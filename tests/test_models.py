@@ -17,9 +17,11 @@ from sessionstore import (
     SessionHeader,
     SessionMeta,
     Timestamp,
+    TitleChange,
     decode_entry,
     decode_journal_line,
     decode_meta,
+    decode_title_change,
     encode,
 )
 
@@ -149,15 +151,61 @@ def test_constructing_a_record_with_an_unknown_field_is_an_error_naming_it(
 ) -> None:
     # Dropping it silently would lose what the caller meant to store.
     record(**fields)
-    with pytest.raises(ValueError, match=r"\ntitle\n  Extra inputs are not permitted") as error:
-        record(**fields, title="Trip")
+    with pytest.raises(ValueError, match=r"\nuser_id\n  Extra inputs are not permitted") as error:
+        record(**fields, user_id="u-7")
     assert f"for {record.__name__}" in str(error.value)
 
 
 def test_decoding_still_ignores_unknown_fields_as_serde_does() -> None:
-    assert decode_meta('{"id":"s1","title":"Trip"}') == SessionMeta(id="s1")
+    assert decode_meta('{"id":"s1","user_id":"u-7"}') == SessionMeta(id="s1")
     line = '{"line":"post","at":"2026-10-13T11:00:00Z","id":"' + str(uuid.UUID(int=1)) + '","x":1}'
     assert decode_journal_line(line) == PostWrite(at=AT, id=uuid.UUID(int=1))
+
+
+def test_a_header_carries_title_owner_tags_and_metadata_after_the_reference_fields() -> None:
+    meta = SessionMeta(
+        id="s1", title="Trip", owner="u-7", tags=["a", "b"], metadata={"n": [1, 2.5], "x": None}
+    )
+    assert meta.tags == ("a", "b")
+    line = encode(meta)
+    assert line == (
+        '{"id":"s1","version":1,"created_at":"","title":"Trip","owner":"u-7",'
+        '"tags":["a","b"],"metadata":{"n":[1,2.5],"x":null}}'
+    )
+    assert decode_meta(line) == meta
+    assert encode(SessionMeta(id="s1", tags=[], metadata={})) == (
+        '{"id":"s1","version":1,"created_at":""}'
+    )
+    made = SessionMeta.new(title="T", owner="o", tags=["t"], metadata={"k": 1})
+    assert (made.title, made.owner, made.tags, made.metadata) == ("T", "o", ("t",), {"k": 1})
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"id":"s1","title":5}',  # not of its type
+        '{"id":"s1","tags":["a",1]}',
+        '{"id":"s1","tags":"a"}',
+        '{"id":"s1","metadata":[1]}',
+        '{"id":"s1","owner":null}',
+        '{"id":"s1","title":"a","title":"b"}',  # repeated: serde reads neither
+        '{"id":"s1","metadata":{"x":1e400}}',  # a number serde's skip allows
+        '{"id":"s1","metadata":' + "[" * 200 + "]" * 200 + "}",  # deeper than serde reads
+    ],
+)
+def test_a_header_field_of_ours_that_serde_would_skip_is_skipped(line: str) -> None:
+    assert decode_meta(line) == SessionMeta(id="s1")
+
+
+def test_a_title_change_is_a_record_of_its_own() -> None:
+    change = TitleChange(session_id="s1", title="Trip", at="2026-10-13T11:00:00Z")
+    assert encode(change) == '{"session_id":"s1","title":"Trip","at":"2026-10-13T11:00:00Z"}'
+    assert decode_title_change(encode(change)) == change
+    cleared = TitleChange(session_id="s1", at="t")
+    assert encode(cleared) == '{"session_id":"s1","at":"t"}'
+    assert decode_title_change(encode(cleared)) == cleared
+    with pytest.raises(InvalidRecordError, match="title"):
+        decode_title_change('{"session_id":"s1","title":5,"at":"t"}')
 
 
 def test_a_message_keeps_unknown_fields_as_its_extra_fields() -> None:

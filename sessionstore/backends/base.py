@@ -394,8 +394,6 @@ class StoreBase(abc.ABC):
         self._check_open()
         wanted = builtins.list(dict.fromkeys(words(text)))
         kind = listing_kind("search", " ".join(wanted), owner)
-        if after is not None:
-            Cursor.decode(after, kind, length=3)  # refused before any work
         if not wanted:
             return []
         return await self._search(wanted, owner, limit, after, kind)

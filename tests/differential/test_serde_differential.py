@@ -128,7 +128,26 @@ DEVIATIONS = (
         ("message", b'{"role":"r","content":1.7976931348623158e308}'),
         lambda line, ours, theirs: ours.ok != theirs.ok and _at_the_float_range_edge(line),
     ),
+    Deviation(
+        "this project's header fields",
+        "A header may carry title, owner, tags and metadata, written after the reference's "
+        "four fields; serde skips them as unknown fields (so the file still loads there) "
+        "and so writes the header without them. We read them when they have their type, "
+        "and skip them as serde does otherwise.",
+        ("meta", b'{"id":"s1","title":"Trip"}'),
+        lambda line, ours, theirs: (
+            ours.ok and theirs.ok and _our_header_fields_after(ours.text, theirs.text)
+        ),
+    ),
 )
+
+
+def _our_header_fields_after(ours: str, theirs: str) -> bool:
+    """Whether our header is serde's with this project's fields after its four."""
+    rest = ours[len(theirs) - 1 : -1]
+    return ours.startswith(theirs[:-1]) and rest.startswith(
+        (',"title":', ',"owner":', ',"tags":', ',"metadata":')
+    )
 
 
 def disagreement(kind: str, line: bytes, mine: Answer, theirs: Answer) -> str | None:
