@@ -25,6 +25,8 @@ __all__ = [
     "err_console",
     "escaped",
     "literal",
+    "marked",
+    "moment",
     "preview",
     "progress_bar",
     "table",
@@ -44,6 +46,8 @@ class Refused(Exception):
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _LITERAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SPACE = re.compile(r"\s")
+_UTC = re.compile(r"(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d)(?:\.\d+)?(?:[Zz]|[+-]00:?00)")
 
 
 def _hex(match: re.Match[str]) -> str:
@@ -71,6 +75,37 @@ def literal(text: str) -> str:
 def preview(text: str, width: int = 72) -> str:
     flat = cell(text)
     return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
+
+
+def marked(text: str, spans: Sequence[tuple[int, int]], *, style: str = "bold") -> Text:
+    """Stored text on one line with the stretches ``spans`` (``(start, end)``
+    offsets in ``text``) styled: each piece made safe as `escaped` does, each
+    whitespace character shown as a space. Spans out of order, overlapping
+    or outside the text are taken as far as they make sense."""
+    shown = Text()
+    at = 0
+    for start, end in sorted(spans):
+        start, end = max(start, at), min(end, len(text))
+        if start >= end:
+            continue
+        shown.append(_flat(text[at:start]))
+        shown.append(_flat(text[start:end]), style=style)
+        at = end
+    return shown.append(_flat(text[at:]))
+
+
+def _flat(text: str) -> str:
+    return escaped(_SPACE.sub(" ", text))
+
+
+def moment(stamp: str) -> str:
+    """An RFC 3339 time in UTC as a terminal shows it, ``2026-05-01 12:03:04``
+    (the zone and the fraction of a second left out); any other text as `cell`
+    shows it, ``-`` when empty."""
+    found = _UTC.fullmatch(stamp)
+    if found is None:
+        return cell(stamp) or "-"
+    return f"{found[1]} {found[2]}"
 
 
 def counted(number: int, noun: str, plural: str | None = None) -> str:

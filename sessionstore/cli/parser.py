@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from sessionstore import __version__
 from sessionstore.cli.archives import HTML, run_export, run_html, run_import, run_retire
-from sessionstore.cli.browse import run_ls
+from sessionstore.cli.browse import PAGE, run_ls
 from sessionstore.cli.commands import (
     run_demo,
     run_erase,
@@ -21,7 +21,9 @@ from sessionstore.cli.commands import (
     run_verify,
 )
 from sessionstore.cli.output import Command
+from sessionstore.cli.search import HITS, run_search
 from sessionstore.cli.show import run_show
+from sessionstore.cli.titles import run_title
 
 __all__ = ["DB_ENV", "DEFAULT_DB", "build_parser"]
 
@@ -42,6 +44,13 @@ def _count_argument(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if number < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
+    return number
+
+
+def _page_argument(text: str) -> int:
+    number = _count_argument(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
     return number
 
 
@@ -115,12 +124,79 @@ def build_parser() -> argparse.ArgumentParser:
         common,
         "ls",
         run_ls,
-        "list sessions: id, created, entries, last entry, compacted, parent; marks corrupt ones",
+        f"list sessions, newest activity first ({PAGE} on a terminal, all when piped); "
+        "marks corrupt ones",
         "sessionstore ls --db sessions.db",
+        "sessionstore ls --owner alice --order created --limit 20",
+        "sessionstore ls --json | jq -r 'select(.entries > 100) | .id'",
         "sessionstore ls --tree",
     )
     ls.add_argument(
+        "--order",
+        choices=["last_activity", "created"],
+        default="last_activity",
+        help="newest first by the store's last write to the session (default), or by creation",
+    )
+    ls.add_argument("--owner", metavar="OWNER", help="only the sessions whose header names OWNER")
+    ls.add_argument(
+        "--limit",
+        type=_page_argument,
+        metavar="N",
+        help=f"at most N sessions (default: {PAGE} on a terminal, all when piped)",
+    )
+    ls.add_argument(
+        "--after", metavar="CURSOR", help="the next page: the cursor the last page ended with"
+    )
+    ls.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object a line: id, title, owner, parent, created, last_activity, "
+        "entries, compacted, fault, cursor",
+    )
+    ls.add_argument(
         "--tree", action="store_true", help="draw the forks under their parents, with the heads"
+    )
+    search = _command(
+        commands,
+        common,
+        "search",
+        run_search,
+        "find the messages that say every word, best first; exit 1 when none does",
+        "sessionstore search flaky test",
+        "sessionstore search 'rate limit' --owner alice --json",
+    )
+    search.add_argument(
+        "words", nargs="+", metavar="WORD", help="words to find (whole words, any case)"
+    )
+    search.add_argument("--owner", metavar="OWNER", help="only in the sessions of OWNER")
+    search.add_argument(
+        "--limit",
+        type=_page_argument,
+        default=HITS,
+        metavar="N",
+        help=f"at most N hits (default: {HITS})",
+    )
+    search.add_argument(
+        "--after", metavar="CURSOR", help="the next page: the cursor the last page ended with"
+    )
+    search.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object a line: session_id, entry_id, seq, role, snippet, highlights, cursor",
+    )
+    titled = _command(
+        commands,
+        common,
+        "title",
+        run_title,
+        "give a session a title (or --clear it); with no TEXT, show every title it had",
+        "sessionstore title 3f2b9c1e-0000-4000-8000-000000000000 'Flaky CI test'",
+        "sessionstore title 3f2b9c1e-0000-4000-8000-000000000000",
+    )
+    titled.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
+    titled.add_argument("text", nargs="?", metavar="TEXT", help="the new title (quote it)")
+    titled.add_argument(
+        "--clear", action="store_true", help="take the titles given back: the header's again"
     )
     fork = _command(
         commands,

@@ -22,6 +22,7 @@ from sessionstore.cli.output import (
     preview,
     tsv,
 )
+from sessionstore.cli.titles import session_title
 from sessionstore.context import check_pairing
 from sessionstore.models import MessageEntry, SessionEntry
 
@@ -71,9 +72,10 @@ class _EntryLines:
         self.width = console.width
         self.rows = 0
 
-    def header(self, session_id: str) -> None:
+    def header(self, session_id: str, title: str | None) -> None:
         if self.terminal:
-            console.print(Text(f"session {session_id}", style="bold"))
+            head = Text(f"session {cell(session_id)}", style="bold")
+            console.print(head if title is None else head.append(f" — {cell(title)}"))
             console.print(self._line("#", "id", "type", "role", "timestamp", "text", bold=True))
         else:
             tsv(("#", "type", "timestamp", "role", "text", "id"))
@@ -160,7 +162,7 @@ async def run_show(args: argparse.Namespace) -> int:
         try:
             numbered = _numbered(stream, limit=limit, tail=tail)
             first = await anext(numbered, None)  # a missing session raises here
-            out.header(args.id)
+            out.header(args.id, await session_title(store, args.id) if out.terminal else None)
             if first is not None:
                 out.row(*first)
             async for number, entry in numbered:
