@@ -18,7 +18,8 @@ The package's modules, in the order a command runs through them: `parser`
 command prints, and how stored text is made safe to print).
 """
 
-from sessionstore.cli.parser import DB_ENV, DEFAULT_DB, build_parser
+from sessionstore.cli.opening import DB_ENV, DEFAULT_DB
+from sessionstore.cli.parser import build_parser
 from sessionstore.cli.running import main
 
 __all__ = ["DB_ENV", "DEFAULT_DB", "build_parser", "main"]

@@ -9,13 +9,14 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from sessionstore.cli.opening import opened
+from sessionstore.cli.opening import default_target, opened
 from sessionstore.cli.output import (
     Refused,
     cell,
     console,
     counted,
     err_console,
+    escaped,
     moment,
     preview,
     tsv,
@@ -73,18 +74,22 @@ async def run_ls(args: argparse.Namespace) -> int:
         command = ["ls", *_order_and_owner(args)]
         if args.limit is not None:
             command += ["--limit", str(args.limit)]
-        next_page(command, summaries[-1].cursor, shown=shown, json=args.json)
+        next_page(args, command, summaries[-1].cursor, shown=shown)
     elif console.is_terminal and not args.json:
         console.print(Text(shown, style="dim"))
     return _faults(summaries)
 
 
-def next_page(command: Sequence[str], cursor: str, *, shown: str, json: bool) -> None:
-    """Say how to get the next page: dim, below a listing on a terminal; on
+def next_page(args: argparse.Namespace, command: Sequence[str], cursor: str, *, shown: str) -> None:
+    """Say how to get the next page, as a command to copy (``--db`` in it
+    unless it is the default): dim, below a listing on a terminal; on
     stderr when piped or for ``--json``, so that stdout holds only rows."""
-    line = " ".join(["sessionstore", *map(shlex.quote, command), "--after", cursor])
-    if console.is_terminal and not json:
-        console.print(Text(f"{shown}; next page: {line}", style="dim"))
+    db = [] if args.db == default_target() else ["--db", args.db]
+    json = ["--json"] if args.json else []
+    words = ["sessionstore", *db, *command, *json, "--after", cursor]
+    line = escaped(" ".join(map(shlex.quote, words)))
+    if console.is_terminal and not args.json:
+        console.print(Text(f"{shown} shown; next page: {line}", style="dim"))
     else:
         err_console.print(Text(f"next page: {line}"))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,7 +14,24 @@ from sessionstore.backends.targets import is_sql_target
 from sessionstore.cli.output import Refused
 from sessionstore.store import SessionStore
 
-__all__ = ["check_store", "opened", "path_exists", "store_directory"]
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_DB",
+    "check_store",
+    "default_target",
+    "opened",
+    "path_exists",
+    "store_directory",
+]
+
+DEFAULT_DB = "./sessions.db"
+DB_ENV = "SESSIONSTORE_DB"
+"""The environment variable naming the store (alembic's ``env.py`` reads it too)."""
+
+
+def default_target() -> str:
+    """The store a command opens when not given ``--db``."""
+    return os.environ.get(DB_ENV) or DEFAULT_DB
 
 
 def store_directory(target: str) -> Path | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 from datetime import timedelta
 
@@ -20,16 +19,13 @@ from sessionstore.cli.commands import (
     run_migrate,
     run_verify,
 )
+from sessionstore.cli.opening import DB_ENV, DEFAULT_DB, default_target
 from sessionstore.cli.output import Command
 from sessionstore.cli.search import HITS, run_search
 from sessionstore.cli.show import run_show
 from sessionstore.cli.titles import run_title
 
-__all__ = ["DB_ENV", "DEFAULT_DB", "build_parser"]
-
-DEFAULT_DB = "./sessions.db"
-DB_ENV = "SESSIONSTORE_DB"
-"""The environment variable naming the store (alembic's ``env.py`` reads it too)."""
+__all__ = ["build_parser"]
 
 _DB_HELP = (
     "the store: a .db path or sqlite:///file.db, postgresql://..., a directory "
@@ -99,9 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"sessionstore {__version__}")
-    parser.add_argument(
-        "--db", metavar="TARGET", default=os.environ.get(DB_ENV) or DEFAULT_DB, help=_DB_HELP
-    )
+    parser.add_argument("--db", metavar="TARGET", default=default_target(), help=_DB_HELP)
     # --db may also follow the command; SUPPRESS keeps the value given before it.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", metavar="TARGET", default=argparse.SUPPRESS, help=_DB_HELP)

@@ -60,7 +60,7 @@ async def run_search(args: argparse.Namespace) -> int:
             command += ["--owner", args.owner]
         if args.limit != HITS:
             command += ["--limit", str(args.limit)]
-        next_page(command, hits[-1].cursor, shown=shown, json=args.json)
+        next_page(args, command, hits[-1].cursor, shown=shown)
     elif console.is_terminal and not args.json:
         console.print(Text(shown, style="dim"))
     return 0
