@@ -38,11 +38,13 @@ async def run_search(args: argparse.Namespace) -> int:
     async with opened(args, read=True) as store:
         hits = await store.search(text, owner=args.owner, limit=args.limit, after=args.after)
     if not hits:
-        said = "no more hits after that cursor" if args.after else "no message says"
-        if not args.after:
-            said += f" {'every word of ' if len(words(text)) > 1 else ''}{text!r}"
-        owned = "" if args.owner is None else f" in the sessions of {args.owner!r}"
-        err_console.print(Text(escaped(said + owned)))
+        if args.after is not None:
+            said = "no more hits after that cursor"
+        else:
+            said = f"no message says {'every word of ' if len(words(text)) > 1 else ''}{text!r}"
+        if args.owner is not None:
+            said += f" in the sessions of {args.owner!r}"
+        err_console.print(Text(escaped(said)))
         return NO_MATCH
     if args.json:
         for hit in hits:
