@@ -94,7 +94,7 @@ async def run_export(args: argparse.Namespace) -> int:
     async with opened(args, read=True) as store:
         with progress_bar("checking") as progress:
             progress(0, 1)
-            faults = [s for s in await store.summaries() if s.fault is not None]
+            faults = [s for s in await store.summaries(limit=None) if s.fault is not None]
             progress(1, 1)
         if args.session:
             faults = [s for s in faults if s.meta.id in args.session]
