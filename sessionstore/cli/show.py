@@ -57,12 +57,14 @@ async def _numbered(
         for numbered in last:
             yield numbered
         return
+    if limit == 0:
+        return
     number = 0
     async for item in items:
-        if limit is not None and number >= limit:
-            break
         number += 1
         yield number, item
+        if number == limit:  # before asking for one more: it may not decode
+            return
 
 
 class _EntryLines:
