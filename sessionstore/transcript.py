@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from sessionstore.backends.base import current_title
 from sessionstore.errors import (
     InvalidRecordError,
     SessionNotFoundError,
@@ -160,8 +161,18 @@ class _Renderer:
 
     # ------------------------------------------------------------ page
 
-    def head(self, meta: SessionMeta, messages_in_context: int) -> str:
+    def head(self, meta: SessionMeta, messages_in_context: int, named: str | None) -> str:
         title = _text(meta.id)
+        # A session's title, when it has one, heads the page and names its
+        # tab; the id stays on the page, below it.
+        tab = f"session {title}"
+        heading = f'<h1>session <span class="session-id">{title}</span></h1>'
+        if named is not None:
+            tab = f"{_text(named)} &middot; {tab}"
+            heading = (
+                f'<h1 class="title">{_text(named)}</h1>\n'
+                f'<div class="meta">session <span class="session-id">{title}</span></div>'
+            )
         parent = ""
         if meta.parent_session is not None:
             href = _attribute(quote(page_name(meta.parent_session)))
@@ -175,8 +186,8 @@ class _Renderer:
             f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}">\n'
             '<meta name="viewport" content="width=device-width,initial-scale=1">\n'
             '<meta name="referrer" content="no-referrer">\n'
-            f"<title>session {title}</title>\n<style>{_CSS}</style></head>\n<body>\n"
-            f'<header><h1>session <span class="session-id">{title}</span></h1>\n'
+            f"<title>{tab}</title>\n<style>{_CSS}</style></head>\n<body>\n"
+            f"<header>{heading}\n"
             f'<div class="meta">created <time class="created">{_text(meta.created_at)}</time>'
             f" &middot; format version {meta.version}</div>\n{parent}\n"
             '<p class="legend"><span class="mark"></span>marked entries are '
@@ -357,6 +368,9 @@ async def render_html(
 ) -> AsyncIterator[str]:
     """A session as a self-contained HTML page, in chunks, as it is read.
 
+    The page is headed by the session's title when it has one (its last
+    `SessionStore.set_title`, else its header's), then its id.
+
     Args:
         store: any store.
         session_id: the session.
@@ -376,11 +390,12 @@ async def render_html(
     del context  # keep the ids only: the messages are read again as entries
     if meta is None:
         meta = await _meta_of(store, session_id)
+    named = current_title(meta, await store.titles(session_id))
     renderer = _Renderer(in_context)
     stream = store.iter_entries(session_id)
     try:
         first = await anext(stream, None)  # a session that went meanwhile raises here
-        yield renderer.head(meta, shown)
+        yield renderer.head(meta, shown, named)
         if first is not None:
             yield renderer.entry(first)
         async for entry in stream:

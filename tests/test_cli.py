@@ -18,6 +18,8 @@ FIXTURE = Path(__file__).parent / "data" / "archive"
 COMMANDS = [
     "migrate",
     "ls",
+    "search",
+    "title",
     "show",
     "html",
     "fork",
@@ -91,9 +93,13 @@ def test_demo_plays_a_conversation_and_round_trips_it(
         "compacted",
         "fault",
         "parent",
+        "last activity",
+        "owner",
+        "title",
     ]
     assert row.split("\t")[2:3] == ["10"]
-    assert row.endswith("\tyes\t-\t-")  # compacted, no fault, no parent
+    assert row.split("\t")[4:7] == ["yes", "-", "-"]  # compacted, no fault, no parent
+    assert row.split("\t")[8:] == ["-", ""]  # no owner, no title
 
 
 def test_show_entries_context_and_stored_lines(capsys: pytest.CaptureFixture[str], db: str) -> None:

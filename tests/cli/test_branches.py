@@ -100,7 +100,7 @@ def test_ls_names_each_parent_and_draws_the_tree_with_heads(
     asyncio.run(orphan())
     status, out, _ = run(capsys, "--db", db, "ls")
     assert status == 0
-    parents = {line.split("\t")[0]: line.split("\t")[-1] for line in out.splitlines()[1:]}
+    parents = {line.split("\t")[0]: line.split("\t")[6] for line in out.splitlines()[1:]}
     assert parents == {"root": "-", "a": "root", "b": "root", "a1": "a", "a2": "a", "z": "gone"}
     status, out, _ = run(capsys, "--db", db, "ls", "--tree")
     assert status == 0

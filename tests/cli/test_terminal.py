@@ -110,6 +110,39 @@ def test_ls_on_a_terminal_marks_a_corrupt_session_and_lists_the_others(tmp_path:
     assert "Traceback" not in done.stderr
 
 
+def test_show_limit_stops_reading_and_tail_decodes_only_what_it_shows(tmp_path: Path) -> None:
+    # A damaged line after the first entry and before the last two: --limit 1
+    # never reaches it, --tail 2 never decodes it; a whole show meets it.
+    store = tmp_path / "store"
+    lines = [entry("one", "e1"), "not json", entry("three", "e3"), entry("four", "e4")]
+    write_session(store, SessionMeta(id="s"), lines)
+    shown = subprocess.run(
+        [*COMMAND, "--db", str(store), "show", "s", "--limit", "1"],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=60,
+        check=False,
+    )
+    assert (shown.returncode, shown.stderr) == (0, "")
+    assert [line.split("\t")[-1] for line in shown.stdout.splitlines()] == ["id", "e1"]
+    for extra, status, ids in ((["--tail", "2"], 0, ["e3", "e4"]), ([], 1, ["e1"])):
+        shown = subprocess.run(
+            [*COMMAND, "--db", str(store), "show", "s", *extra],
+            capture_output=True,
+            text=True,
+            env=environment(),
+            timeout=60,
+            check=False,
+        )
+        assert shown.returncode == status
+        rows = shown.stdout.splitlines()[1:]
+        assert [row.split("\t")[-1] for row in rows] == ids
+        assert [row.split("\t")[0] for row in rows] == (["3", "4"] if extra else ["1"])
+    assert "s.jsonl line 3: invalid JSON" in shown.stderr
+    assert len(shown.stderr.splitlines()) == 1
+
+
 @pytest.fixture
 def long_session(tmp_path: Path) -> tuple[Path, str]:
     """A JSONL store holding one session of 300,000 entries."""

@@ -1,0 +1,189 @@
+"""Archives and pages: ``import``, ``export``, ``html``, ``retire``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from rich.text import Text
+
+from sessionstore.archive import ArchiveReport, export_archive, import_archive, retire
+from sessionstore.archive.report import HEADS, JOURNALS, SESSIONS
+from sessionstore.cli.opening import opened, path_exists
+from sessionstore.cli.output import Refused, counted, err_console, escaped, progress_bar, warn
+from sessionstore.errors import ArchiveError
+from sessionstore.transcript import export_html, render_html, write_html
+
+__all__ = ["HTML", "run_export", "run_html", "run_import", "run_retire"]
+
+HTML = "html"  # <archive>/html/<id>.html: export --html's pages, which import ignores
+
+
+def _refusals(report: ArchiveReport) -> None:
+    for warning in report.warnings:
+        warn(str(warning))
+    for issue in report.skipped:
+        warn(f"skipped {issue}")
+    for issue in report.refused:
+        err_console.print(Text(f"refused: {escaped(str(issue))}"))
+    for fault in report.faults:
+        err_console.print(Text(f"fault: {escaped(fault)}"))
+
+
+def _archive_error(error: ArchiveError) -> ArchiveReport:
+    """The report of an export or import that refused files, its refusals printed."""
+    report = error.report
+    if not isinstance(report, ArchiveReport):
+        raise error  # not a run's refusals: the archive itself (printed as an error)
+    _refusals(report)
+    return report
+
+
+def _check_archive(path: str) -> None:
+    if not path_exists(path):
+        raise Refused(f"no such archive: {path} (it does not exist)")
+    if not Path(path).is_dir():
+        raise Refused(f"{path} is not an archive: not a directory")
+
+
+async def run_import(args: argparse.Namespace) -> int:
+    _check_archive(args.path)
+    refused: ArchiveError | None = None
+    async with opened(args, read=False) as store:
+        with progress_bar("importing") as progress:
+            try:
+                report = await import_archive(store, args.path, progress=progress)
+            except ArchiveError as exc:
+                report, refused = _archive_error(exc), exc
+    if refused is None:
+        _refusals(report)
+    print(
+        f"imported {counted(report.sessions, 'session')} "
+        f"({counted(report.entries, 'new entry', 'new entries')}), "
+        f"{counted(report.journals, 'journal')} and {counted(report.heads, 'head')} "
+        f"from {args.path}"
+    )
+    if refused is not None:
+        raise Refused(f"import refused {counted(len(report.refused), 'file')} (listed above)")
+    return 0
+
+
+def _check_export_directory(dest: Path) -> None:
+    """Refuse to export into a file, or a directory that holds other things
+    than an archive (into which an archive would be mixed)."""
+    if not dest.exists():
+        return
+    if not dest.is_dir():
+        raise Refused(f"cannot export to {dest}: not a directory")
+    parts = (SESSIONS, JOURNALS, HEADS, HTML)
+    foreign = sorted(p.name for p in dest.iterdir() if p.name not in parts)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise Refused(
+            f"cannot export to {dest}: not empty and not an archive (it holds {shown}); "
+            f"an archive holds only {SESSIONS}/, {JOURNALS}/, {HEADS}/ (and {HTML}/): "
+            "choose a new or empty directory"
+        )
+
+
+async def run_export(args: argparse.Namespace) -> int:
+    _check_export_directory(Path(args.dir))
+    refused: ArchiveError | None = None
+    async with opened(args, read=True) as store:
+        with progress_bar("checking") as progress:
+            progress(0, 1)
+            faults = [s for s in await store.summaries(limit=None) if s.fault is not None]
+            progress(1, 1)
+        if args.session:
+            faults = [s for s in faults if s.meta.id in args.session]
+        with progress_bar("exporting") as progress:
+            try:
+                report = await export_archive(
+                    store, args.dir, sessions=args.session or None, progress=progress
+                )
+            except ArchiveError as exc:
+                report, refused = _archive_error(exc), exc
+        unpaged: list[tuple[str, str]] = []
+        if args.html:
+            with progress_bar("pages") as progress:
+                progress(0, 1)
+                unpaged = await export_html(store, Path(args.dir) / HTML, sessions=args.session)
+                progress(1, 1)
+    if refused is None:
+        _refusals(report)
+    for session_id, why in unpaged:
+        err_console.print(Text(f"fault: no page for {escaped(session_id)}: {escaped(why)}"))
+    for summary in faults:
+        err_console.print(
+            Text(f"fault: {summary.fault} (exported as stored: `import` will refuse that file)")
+        )
+    print(
+        f"exported {counted(report.sessions, 'session')} "
+        f"({counted(report.entries, 'new entry', 'new entries')}, "
+        f"{counted(report.bytes, 'byte')} written), "
+        f"{counted(report.journals, 'journal')} and {counted(report.heads, 'head')} to {args.dir}"
+    )
+    if refused is not None:
+        what = counted(len(report.refused), "file") + (
+            f" and could not read {counted(len(report.faults), 'stored file')}"
+            if report.faults
+            else ""
+        )
+        raise Refused(f"export refused {what} (listed above)")
+    if unpaged:
+        raise Refused(f"{counted(len(unpaged), 'page')} could not be written (listed above)")
+    if faults:
+        raise Refused(
+            f"{counted(len(faults), 'session')} exported with data that does not decode "
+            "(listed above); `sessionstore verify` lists every fault"
+        )
+    return 0
+
+
+async def run_html(args: argparse.Namespace) -> int:
+    async with opened(args, read=True) as store:
+        if args.out is None:
+            await write_html(store, args.id, sys.stdout)
+            return 0
+        # The page is rendered before the file is made: a missing session
+        # leaves no empty file behind.
+        chunks = render_html(store, args.id)
+        first = await anext(chunks)
+        out = await asyncio.to_thread(open, args.out, "w", encoding="utf-8", newline="\n")
+        with out:
+            out.write(first)
+            async for chunk in chunks:
+                out.write(chunk)
+    return 0
+
+
+async def run_retire(args: argparse.Namespace) -> int:
+    if args.before is None and args.idle is None and not args.session:
+        raise Refused("retire needs --before, --idle or --session: it never retires everything")
+    _check_export_directory(Path(args.to))
+    async with opened(args, read=True) as store:
+        with progress_bar("retiring") as progress:
+            report = await retire(
+                store,
+                args.to,
+                before=args.before,
+                idle_for=args.idle,
+                sessions=args.session,
+                progress=progress,
+            )
+    for session_id in report.retired:
+        print(f"retired {escaped(session_id)}")
+    for issue in report.skipped:
+        label = "fault: skipped" if issue.fault else "skipped"
+        err_console.print(Text(f"{label} {escaped(str(issue))}"))
+    print(
+        f"retired {counted(len(report.retired), 'session')} "
+        f"({counted(report.bytes, 'byte')}) to {report.archive}; "
+        f"skipped {len(report.skipped)}"
+    )
+    faults = sum(issue.fault for issue in report.skipped)
+    if faults:
+        raise Refused(f"{counted(faults, 'session')} with a fault (listed above)")
+    return 0

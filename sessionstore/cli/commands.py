@@ -1,0 +1,208 @@
+"""The small commands: ``migrate``, ``fork``, ``head``, ``erase``, ``erasures``,
+``verify``, ``journal``, ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import sys
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from sessionstore.cli.opening import check_store, opened
+from sessionstore.cli.output import (
+    Refused,
+    cell,
+    console,
+    counted,
+    err_console,
+    escaped,
+    preview,
+    progress_bar,
+    table,
+)
+from sessionstore.demo import play_demo
+from sessionstore.errors import validate_session_id
+from sessionstore.models import SessionMeta
+from sessionstore.verify import verify_store
+
+__all__ = [
+    "run_demo",
+    "run_erase",
+    "run_erasures",
+    "run_fork",
+    "run_head",
+    "run_journal",
+    "run_migrate",
+    "run_verify",
+]
+
+
+async def run_migrate(args: argparse.Namespace) -> int:
+    from sessionstore import migrate  # alembic loads only for this command
+
+    if args.status:
+        await check_store(args.db, read=True, schema=False)
+        current, head = await migrate.current(args.db), migrate.head()
+        state = "up to date" if current == head else "needs `sessionstore migrate`"
+        print(f"{args.db}: revision {current or '(none)'}, newest {head}: {state}")
+        return 0
+    await check_store(args.db, read=False)
+    await migrate.upgrade(args.db)
+    print(f"{args.db}: at revision {migrate.head()}")
+    return 0
+
+
+async def run_fork(args: argparse.Namespace) -> int:
+    if args.head is not None:
+        validate_session_id(args.head)  # before anything is made
+    # A chosen id gets what a new session has: a creation time, now.
+    meta = None if args.id is None else SessionMeta.new().model_copy(update={"id": args.id})
+    async with opened(args, read=True) as store:
+        made = await store.fork(args.source, at=args.at, meta=meta)
+        if args.head is not None:
+            await store.set_head(args.head, made.id)
+    print(made.id)
+    return 0
+
+
+async def run_head(args: argparse.Namespace) -> int:
+    async with opened(args, read=True) as store:
+        if args.name is None:
+            names = sorted(await store.heads())
+            rows = [(name, await store.head(name) or "-") for name in names]
+            _pairs("heads", ("head", "session"), rows, " -> ")
+            return 0
+        if args.set is not None:
+            await store.set_head(args.name, args.set)
+        history = await store.head_history(args.name)
+    if not history:
+        raise Refused(f"no head named {args.name!r} (`sessionstore head` lists them)")
+    rows = [(move.at, move.session_id) for move in history]
+    _pairs(f"head {args.name}", ("moved at", "session"), rows, "  ")
+    return 0
+
+
+def _pairs(title: str, columns: tuple[str, str], rows: Sequence[tuple[str, str]], sep: str) -> None:
+    """Two columns of ids and times, never cut: one line per row on a terminal
+    (a table would fold or drop them when narrow), tab-separated when piped."""
+    if not console.is_terminal:
+        table(title, columns, rows)
+        return
+    console.print(Text(title, style="bold"))
+    for left, right in rows:
+        console.print(Text(f" {cell(left)}{sep}").append(cell(right), style="bold"))
+
+
+async def run_erase(args: argparse.Namespace) -> int:
+    if not args.reason.strip():
+        raise Refused("--reason must say why (it is kept in the erasure record)")
+    if not args.yes and not sys.stdin.isatty():
+        raise Refused(
+            "erase asks for confirmation on a terminal; pass --yes to erase from a script"
+        )
+    async with opened(args, read=True) as store:
+        digest = None
+        if not args.yes:
+            seen, lines = hashlib.blake2b(digest_size=32), 0
+            async for block in store.raw_blocks(args.id):  # not found: refused before asking
+                seen.update(block)
+                lines += block.count(b"\n")
+            entries = counted(max(lines - 1, 0), "entry", "entries")
+            question = f"erase session {args.id!r} ({entries}) for good? [y/N] "
+            err_console.print(Text(escaped(question)), end="")
+            answer = await asyncio.to_thread(sys.stdin.readline)  # Ctrl-C stops it
+            if answer.strip().lower() != "y":
+                raise Refused(f"not confirmed: session {args.id!r} is left as it is")
+            digest = seen.hexdigest()  # only what was shown: an append since refuses it
+        record = await store.erase(args.id, reason=args.reason, digest=digest)
+    entries = counted(record.lines, "entry", "entries")
+    print(f"erased {escaped(record.name)}: {entries}, blake2b-256 {record.digest}")
+    return 0
+
+
+async def run_erasures(args: argparse.Namespace) -> int:
+    async with opened(args, read=True) as store:
+        records = await store.erasures()
+    if not console.is_terminal:  # whole digests, for scripts to compare
+        rows = [(r.kind, r.name, r.at, r.reason, r.lines, r.digest) for r in records]
+        table("erasures", ("kind", "name", "at", "reason", "lines", "digest"), rows)
+        return 0
+    # On a terminal, a few lines per record, readable at any width (the
+    # digest cut to 16 digits; piped, it comes whole).
+    console.print(Text("erasures", style="bold"))
+    for r in records:
+        lines = (
+            counted(r.lines, "entry", "entries")
+            if r.kind == "session"
+            else counted(r.lines, "line")
+        )
+        head = Text(f" {r.kind} ").append(cell(r.name), style="bold")
+        console.print(head.append(f"  erased {cell(r.at)}", style="dim"))
+        console.print(Text(f"   {lines}, blake2b-256 {r.digest[:16]}…  reason: {cell(r.reason)}"))
+    console.print(Text(counted(len(records), "erasure"), style="dim"))
+    return 0
+
+
+async def run_verify(args: argparse.Namespace) -> int:
+    async with opened(args, read=True) as store:
+        with progress_bar("verifying") as progress:
+            report = await verify_store(store, progress=progress)
+    for note in report.notes:
+        err_console.print(Text(f"note: {escaped(note)}"))
+    for fault in report.faults:
+        err_console.print(Text(f"fault: {escaped(fault)}"))
+    verdict = "ok" if report.ok else counted(len(report.faults), "fault")
+    noted = f" ({counted(len(report.notes), 'note')})" if report.notes else ""
+    print(
+        f"{verdict}: {counted(report.sessions, 'session')}, "
+        f"{counted(report.entries, 'entry', 'entries')} checked{noted}"
+    )
+    return 0 if report.ok else 1
+
+
+async def run_journal(args: argparse.Namespace) -> int:
+    async with opened(args, read=True) as store:
+        journal = await store.journal(args.name).read()
+    rows = [
+        (
+            number,
+            str(s.header.started_at) if s.header else "(no header)",
+            s.header.model if s.header else "-",
+            len(s.writes),
+            "yes" if s.writes else "no",
+        )
+        for number, s in enumerate(journal.sessions, 1)
+    ]
+    columns = ("#", "started", "model", "writes", "interrupted")
+    table(f"journal {args.name}", columns, rows, right=("#", "writes"))
+    skipped = ", ".join(map(str, journal.skipped)) or "none"
+    interrupted = sum(1 for _ in journal.interrupted())
+    print(
+        f"{counted(journal.writes(), 'write')}, "
+        f"{counted(interrupted, 'interrupted session')}, skipped lines: {skipped}"
+    )
+    return 0
+
+
+async def run_demo(args: argparse.Namespace) -> int:
+    async with opened(args, read=False) as store:
+        result = await play_demo(store)
+    print(f"Played a {result.entries}-entry conversation into {args.db}")
+    print(f"session {result.session_id}, the context sent to the model:")
+    for message in result.context:
+        print(f"  {cell(message.role):>9}: {preview(message.text(), 66)}")
+    interrupted = list(result.journal.interrupted())
+    print(
+        f"journal 'demo-agent': {counted(len(interrupted), 'interrupted session')}, "
+        f"{counted(result.journal.writes(), 'write')} to report"
+    )
+    same = "byte-identical" if result.identical else "DIFFERENT"
+    print(
+        f"archive round trip (export, import, export): {counted(result.archive_files, 'file')}, "
+        f"{counted(result.archive_bytes, 'byte')}, {same}"
+    )
+    print(f"next: sessionstore show {result.session_id} --db {args.db}")
+    return 0 if result.identical else 1

@@ -1,0 +1,90 @@
+"""Opening the store ``--db`` names, refusing one a command would only create by mistake."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from sessionstore.archive.report import JOURNALS, SESSIONS
+from sessionstore.backends import open_store
+from sessionstore.backends.targets import is_sql_target
+from sessionstore.cli.output import Refused
+from sessionstore.store import SessionStore
+
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_DB",
+    "check_store",
+    "default_target",
+    "opened",
+    "path_exists",
+    "store_directory",
+]
+
+DEFAULT_DB = "./sessions.db"
+DB_ENV = "SESSIONSTORE_DB"
+"""The environment variable naming the store (alembic's ``env.py`` reads it too)."""
+
+
+def default_target() -> str:
+    """The store a command opens when not given ``--db``."""
+    return os.environ.get(DB_ENV) or DEFAULT_DB
+
+
+def store_directory(target: str) -> Path | None:
+    """The directory a JSONL store target names; None for other targets."""
+    if target.startswith("jsonl://"):
+        return Path(target[len("jsonl://") :])
+    if "://" in target or is_sql_target(target):
+        return None  # a SQL database, memory://, or a scheme open_store refuses
+    return Path(target)
+
+
+async def check_store(target: str, *, read: bool, schema: bool = True) -> None:
+    """Refuse a store that a command would only create by mistake.
+
+    Every command refuses an archive given as a store. A command that only
+    reads (``read``) refuses a store that does not exist, and (``schema``) a
+    SQL database that holds no sessionstore schema, which opening would
+    create: a mistyped ``--db`` is an error, not an empty store.
+    """
+    directory = store_directory(target)
+    if directory is not None:
+        if (directory / SESSIONS).is_dir():
+            raise Refused(
+                f"{target} is an archive ({SESSIONS}/ and {JOURNALS}/), not a store; "
+                f"its {SESSIONS}/ reads as one: --db {directory / SESSIONS}"
+            )
+        if read and not directory.exists():
+            raise Refused(f"no such store: {target} (no such directory)")
+        return
+    if not (read and is_sql_target(target)):
+        return
+    from sessionstore.backends.sql.engine import is_sqlite, parse_target
+
+    url = parse_target(target)
+    if is_sqlite(url) and not path_exists(url.database or ""):
+        raise Refused(f"no such database: {target}")
+    if schema:
+        from sessionstore import migrate  # alembic loads only for a SQL store
+
+        if await migrate.current(target) is None:
+            raise Refused(
+                f"{target} holds no sessionstore store (no schema): nothing to read; "
+                f"`sessionstore migrate --db {target}` would create one"
+            )
+
+
+def path_exists(path: str) -> bool:
+    return Path(path).exists()
+
+
+@asynccontextmanager
+async def opened(args: argparse.Namespace, *, read: bool) -> AsyncIterator[SessionStore]:
+    """The store of ``--db``, checked as `check_store` does, closed at the end."""
+    await check_store(args.db, read=read)
+    async with open_store(args.db) as store:
+        yield store

@@ -1,0 +1,165 @@
+"""What the command line prints: stored text made safe for a terminal and a
+tab-separated line; tables and progress bars on a terminal, plain text when piped."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+from rich.text import Text
+
+__all__ = [
+    "Command",
+    "Refused",
+    "cell",
+    "console",
+    "counted",
+    "err_console",
+    "escaped",
+    "literal",
+    "marked",
+    "moment",
+    "preview",
+    "progress_bar",
+    "table",
+    "tsv",
+    "warn",
+]
+
+console = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+
+Command = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+
+
+class Refused(Exception):
+    """The command line refuses what it was asked: one line on stderr, status 1."""
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_LITERAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SPACE = re.compile(r"\s")
+_UTC = re.compile(r"(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d)(?:\.\d+)?(?:[Zz]|[+-]00:?00)")
+
+
+def _hex(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+def escaped(text: str) -> str:
+    """A message on one line: control characters (a newline in a file name
+    or an id) written as ``\\xNN``, so each message stays one line."""
+    return _CONTROL.sub(_hex, text)
+
+
+def cell(text: str) -> str:
+    """Stored text on one line, safe for a terminal and a tab-separated line:
+    runs of whitespace become one space, other control characters are
+    written as ``\\xNN`` (an escape sequence in a message is shown, not run)."""
+    return escaped(" ".join(text.split()))
+
+
+def literal(text: str) -> str:
+    """Stored text as it is, lines kept, other control characters escaped."""
+    return _LITERAL.sub(_hex, text)
+
+
+def preview(text: str, width: int = 72) -> str:
+    flat = cell(text)
+    return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
+
+
+def marked(text: str, spans: Sequence[tuple[int, int]], *, style: str = "bold") -> Text:
+    """Stored text on one line with the stretches ``spans`` (``(start, end)``
+    offsets in ``text``) styled: each piece made safe as `escaped` does, each
+    whitespace character shown as a space. Spans out of order, overlapping
+    or outside the text are taken as far as they make sense."""
+    shown = Text()
+    at = 0
+    for start, end in sorted(spans):
+        start, end = max(start, at), min(end, len(text))
+        if start >= end:
+            continue
+        shown.append(_flat(text[at:start]))
+        shown.append(_flat(text[start:end]), style=style)
+        at = end
+    return shown.append(_flat(text[at:]))
+
+
+def _flat(text: str) -> str:
+    return escaped(_SPACE.sub(" ", text))
+
+
+def moment(stamp: str) -> str:
+    """An RFC 3339 time in UTC as a terminal shows it, ``2026-05-01 12:03:04``
+    (the zone and the fraction of a second left out); any other text as `cell`
+    shows it, ``-`` when empty."""
+    found = _UTC.fullmatch(stamp)
+    if found is None:
+        return cell(stamp) or "-"
+    return f"{found[1]} {found[2]}"
+
+
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """``1 session``, ``2 sessions``."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+def warn(message: str) -> None:
+    err_console.print(Text(f"warning: {escaped(message)}"))
+
+
+def tsv(row: Iterable[object]) -> None:
+    sys.stdout.write("\t".join(cell(str(value)) for value in row) + "\n")
+
+
+def table(
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    whole: Sequence[str] = (),
+    right: Sequence[str] = (),
+) -> None:
+    """A table on a terminal; tab-separated lines, header first, when piped.
+
+    Cells are literal text. The ``whole`` columns are never cut nor wrapped
+    (ids, which are copied from here), others fold onto more lines.
+    """
+    if not console.is_terminal:
+        for row in [columns, *rows]:
+            tsv(row)
+        return
+    grid = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for at, column in enumerate(columns):
+        longest = max((len(cell(str(row[at]))) for row in rows), default=0)
+        grid.add_column(
+            Text(column),
+            no_wrap=column in whole,
+            overflow="fold",
+            min_width=longest if column in whole else None,
+            justify="right" if column in right else "left",
+        )
+    for row in rows:
+        grid.add_row(*(v if isinstance(v, Text) else Text(cell(str(v))) for v in row))
+    console.print(grid, soft_wrap=False)
+
+
+@contextmanager
+def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on a terminal, nothing when piped."""
+    with Progress(console=err_console, disable=not err_console.is_terminal, transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update

@@ -1,0 +1,359 @@
+"""The command line's parser: every command, its options, its help with an example."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import timedelta
+
+from sessionstore import __version__
+from sessionstore.cli.archives import HTML, run_export, run_html, run_import, run_retire
+from sessionstore.cli.browse import PAGE, run_ls
+from sessionstore.cli.commands import (
+    run_demo,
+    run_erase,
+    run_erasures,
+    run_fork,
+    run_head,
+    run_journal,
+    run_migrate,
+    run_verify,
+)
+from sessionstore.cli.opening import DB_ENV, DEFAULT_DB, default_target
+from sessionstore.cli.output import Command
+from sessionstore.cli.search import HITS, run_search
+from sessionstore.cli.show import run_show
+from sessionstore.cli.titles import run_title
+
+__all__ = ["build_parser"]
+
+_DB_HELP = (
+    "the store: a .db path or sqlite:///file.db, postgresql://..., a directory "
+    f"(JSONL) or jsonl:///dir (default: ${DB_ENV}, else {DEFAULT_DB})"
+)
+
+
+def _count_argument(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
+    return number
+
+
+def _page_argument(text: str) -> int:
+    number = _count_argument(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return number
+
+
+def _date_argument(text: str) -> str:
+    """``--before``: an RFC 3339 time, or a bare date meaning its midnight, UTC."""
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        return f"{text}T00:00:00Z"
+    return text
+
+
+def _idle_argument(text: str) -> timedelta:
+    """``--idle``: ``90d`` or ``12h``."""
+    match = re.fullmatch(r"(\d+)([dh])", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a number of days or hours (90d, 12h): {text!r}")
+    number = int(match[1])
+    return timedelta(days=number) if match[2] == "d" else timedelta(hours=number)
+
+
+def _command(
+    commands: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common: argparse.ArgumentParser,
+    name: str,
+    run: Command,
+    summary: str,
+    *examples: str,
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        parents=[common],
+        help=summary,
+        description=summary,
+        epilog="example:\n" + "\n".join(f"  {example}" for example in examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(run=run)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser."""
+    parser = argparse.ArgumentParser(
+        prog="sessionstore",
+        description="Keep the conversation histories of LLM agents safe.",
+        epilog="example:\n  sessionstore demo && sessionstore ls",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"sessionstore {__version__}")
+    parser.add_argument("--db", metavar="TARGET", default=default_target(), help=_DB_HELP)
+    # --db may also follow the command; SUPPRESS keeps the value given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", metavar="TARGET", default=argparse.SUPPRESS, help=_DB_HELP)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    migrate_ = _command(
+        commands,
+        common,
+        "migrate",
+        run_migrate,
+        "upgrade a SQL database's schema to the newest revision",
+        "sessionstore migrate --db sqlite:///sessions.db",
+        "sessionstore migrate --status --db postgresql://agent@db.internal/sessions",
+    )
+    migrate_.add_argument(
+        "--status", action="store_true", help="show the revision only (changes nothing)"
+    )
+    ls = _command(
+        commands,
+        common,
+        "ls",
+        run_ls,
+        f"list sessions, newest activity first ({PAGE} on a terminal, all when piped); "
+        "marks corrupt ones",
+        "sessionstore ls --db sessions.db",
+        "sessionstore ls --owner alice --order created --limit 20",
+        "sessionstore ls --json | jq -r 'select(.entries > 100) | .id'",
+        "sessionstore ls --tree",
+    )
+    ls.add_argument(
+        "--order",
+        choices=["last_activity", "created"],
+        default="last_activity",
+        help="newest first by the store's last write to the session (default), or by creation",
+    )
+    ls.add_argument("--owner", metavar="OWNER", help="only the sessions whose header names OWNER")
+    ls.add_argument(
+        "--limit",
+        type=_page_argument,
+        metavar="N",
+        help=f"at most N sessions (default: {PAGE} on a terminal, all when piped)",
+    )
+    ls.add_argument(
+        "--after", metavar="CURSOR", help="the next page: the cursor the last page ended with"
+    )
+    ls.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object a line: id, title, owner, parent, created, last_activity, "
+        "entries, compacted, fault, cursor",
+    )
+    ls.add_argument(
+        "--tree", action="store_true", help="draw the forks under their parents, with the heads"
+    )
+    search = _command(
+        commands,
+        common,
+        "search",
+        run_search,
+        "find the messages that say every word, best first; exit 1 when none does",
+        "sessionstore search flaky test",
+        "sessionstore search 'rate limit' --owner alice --json",
+    )
+    search.add_argument(
+        "words", nargs="+", metavar="WORD", help="words to find (whole words, any case)"
+    )
+    search.add_argument("--owner", metavar="OWNER", help="only in the sessions of OWNER")
+    search.add_argument(
+        "--limit",
+        type=_page_argument,
+        default=HITS,
+        metavar="N",
+        help=f"at most N hits (default: {HITS})",
+    )
+    search.add_argument(
+        "--after", metavar="CURSOR", help="the next page: the cursor the last page ended with"
+    )
+    search.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object a line: session_id, entry_id, seq, role, snippet, highlights, cursor",
+    )
+    titled = _command(
+        commands,
+        common,
+        "title",
+        run_title,
+        "give a session a title (or --clear it); with no TEXT, show every title it had",
+        "sessionstore title 3f2b9c1e-0000-4000-8000-000000000000 'Flaky CI test'",
+        "sessionstore title 3f2b9c1e-0000-4000-8000-000000000000",
+    )
+    titled.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
+    titled.add_argument("text", nargs="?", metavar="TEXT", help="the new title (quote it)")
+    titled.add_argument(
+        "--clear", action="store_true", help="take the titles given back: the header's again"
+    )
+    fork = _command(
+        commands,
+        common,
+        "fork",
+        run_fork,
+        "branch a session: a new one holding its history up to an entry; prints the new id",
+        "sessionstore fork 3f2b9c1e-0000-4000-8000-000000000000 --at 9d1c-entry --head chat-42",
+    )
+    fork.add_argument("source", help="the session to branch from")
+    fork.add_argument(
+        "--at", metavar="ENTRY", help="the id of the last entry to keep (default: all)"
+    )
+    fork.add_argument("--id", metavar="ID", help="the new session's id (default: a new UUID)")
+    fork.add_argument("--head", metavar="NAME", help="then point the head NAME at the new session")
+    head = _command(
+        commands,
+        common,
+        "head",
+        run_head,
+        "show where a named head stands and every place it stood (or list the heads)",
+        "sessionstore head chat-42",
+        "sessionstore head chat-42 --set 3f2b9c1e-0000-4000-8000-000000000000",
+    )
+    head.add_argument("name", nargs="?", help="the head (default: list every head)")
+    head.add_argument("--set", metavar="ID", help="first move the head to session ID")
+    show = _command(
+        commands,
+        common,
+        "show",
+        run_show,
+        "show a session's entries, as they are read (Ctrl-C stops)",
+        "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --tail 20",
+        "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --json > session.jsonl",
+        "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --context --check openai",
+    )
+    show.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
+    view = show.add_mutually_exclusive_group()
+    view.add_argument("--context", action="store_true", help="the context built for the model")
+    show.add_argument(
+        "--check",
+        choices=["openai", "anthropic", "openai-agents"],
+        help="with --context: name each tool call or result that lost its pair (exit 1)",
+    )
+    view.add_argument(
+        "--json", action="store_true", help="the stored lines, verbatim, header first (pipeable)"
+    )
+    some = show.add_mutually_exclusive_group()
+    some.add_argument(
+        "--limit", type=_count_argument, metavar="N", help="only the first N entries (or messages)"
+    )
+    some.add_argument(
+        "--tail", type=_count_argument, metavar="N", help="only the last N entries (or messages)"
+    )
+    imported = _command(
+        commands,
+        common,
+        "import",
+        run_import,
+        "import a JSONL archive (sessions/, journals/, heads/); importing twice adds nothing",
+        "sessionstore import ./archive --db sessions.db",
+    )
+    imported.add_argument("path", help="the archive directory")
+    exported = _command(
+        commands,
+        common,
+        "export",
+        run_export,
+        "export sessions, journals and heads as a JSONL archive (incremental)",
+        "sessionstore export ./archive --session 3f2b9c1e-0000-4000-8000-000000000000",
+        "sessionstore export ./archive --html   # and archive/html/<id>.html to read",
+    )
+    exported.add_argument("dir", help="the archive directory: new, empty, or an archive to extend")
+    exported.add_argument(
+        "--session", action="append", metavar="ID", help="export only this session (repeatable)"
+    )
+    exported.add_argument(
+        "--html",
+        action="store_true",
+        help=f"also write DIR/{HTML}/<id>.html, a readable page per session (import ignores it)",
+    )
+    page = _command(
+        commands,
+        common,
+        "html",
+        run_html,
+        "write a session as one self-contained HTML page (no script, no fetch)",
+        "sessionstore html 3f2b9c1e-0000-4000-8000-000000000000 --out session.html",
+    )
+    page.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
+    page.add_argument("--out", metavar="FILE", help="write the page to FILE (default: stdout)")
+    retired = _command(
+        commands,
+        common,
+        "retire",
+        run_retire,
+        "move old sessions into an archive, checked byte for byte, then erase them from the store",
+        "sessionstore retire --to ./archive --idle 90d",
+        "sessionstore retire --to ./archive --before 2026-01-01 --db sessions.db",
+    )
+    retired.add_argument(
+        "--to", required=True, metavar="DIR", help="the archive: new, empty, or one to extend"
+    )
+    retired.add_argument(
+        "--before",
+        type=_date_argument,
+        metavar="DATE",
+        help="only sessions created before DATE (RFC 3339, or YYYY-MM-DD: midnight UTC)",
+    )
+    retired.add_argument(
+        "--idle",
+        type=_idle_argument,
+        metavar="AGE",
+        help="only sessions with no entry for AGE: Nd days or Nh hours (90d)",
+    )
+    retired.add_argument(
+        "--session", action="append", metavar="ID", help="only this session (repeatable)"
+    )
+    _command(
+        commands,
+        common,
+        "verify",
+        run_verify,
+        "check every line decodes, seq has no gap, compaction targets exist, integrity",
+        "sessionstore verify --db sessions.db",
+    )
+    erase = _command(
+        commands,
+        common,
+        "erase",
+        run_erase,
+        "remove a whole session for good, leaving a record (when, why, a digest; no content)",
+        "sessionstore erase 3f2b9c1e-0000-4000-8000-000000000000 --reason 'user request #812'",
+        "sessionstore erase chat-7 --reason 'retention: 90 days' --yes",
+    )
+    erase.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
+    erase.add_argument("--reason", required=True, metavar="TEXT", help="why: kept in the record")
+    erase.add_argument(
+        "--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)"
+    )
+    _command(
+        commands,
+        common,
+        "erasures",
+        run_erasures,
+        "list the records of erased sessions and journals: kind, name, at, reason, lines, digest",
+        "sessionstore erasures --db ./sessions",
+    )
+    journal = _command(
+        commands,
+        common,
+        "journal",
+        run_journal,
+        "show an agent's crash-recovery journal",
+        "sessionstore journal demo-agent",
+    )
+    journal.add_argument("name", help="the journal name")
+    _command(
+        commands,
+        common,
+        "demo",
+        run_demo,
+        "play a realistic agent conversation into the store and show what it keeps",
+        "sessionstore demo --db demo.db",
+    )
+    return parser

@@ -1,0 +1,165 @@
+"""Running a command: errors as one line, Ctrl-C at once (130), a closed pipe quietly (141)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import logging
+import os
+import queue
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from rich.text import Text
+
+from sessionstore.cli.output import Command, Refused, err_console, warn
+from sessionstore.cli.parser import build_parser
+from sessionstore.errors import SessionStoreError
+
+__all__ = ["BROKEN_PIPE", "INTERRUPTED", "main"]
+
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a writer whose reader left
+
+
+class _DaemonThreads(concurrent.futures.ThreadPoolExecutor):
+    """The event loop's executor (``asyncio.to_thread``): daemon threads.
+
+    A Ctrl-C must not wait for a blocking call in flight (a long session's
+    load) to finish: asyncio's own executor is joined when the loop closes
+    and again when Python exits. These threads are left to die with the
+    process; every call they run is awaited before a command succeeds.
+    """
+
+    def __init__(self, threads: int = 4) -> None:
+        super().__init__(max_workers=threads)
+        self._calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._started = 0
+        self._size = threads
+        self._start_lock = threading.Lock()
+
+    def submit(
+        self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def call() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        self._calls.put(call)
+        with self._start_lock:
+            if self._started < self._size:
+                self._started += 1
+                threading.Thread(target=self._work, name="sessionstore-io", daemon=True).start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            self._calls.get()()
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing to wait for: see the class."""
+
+
+async def _guarded(run: Command, args: argparse.Namespace) -> int:
+    asyncio.get_running_loop().set_default_executor(_DaemonThreads())
+    try:
+        return await run(args)
+    except KeyboardInterrupt:  # raised in the command's own code: end it here
+        return INTERRUPTED
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt wherever the command is (a blocked
+    write, a long render), not only once the event loop gets control again;
+    a second Ctrl-C, during the clean-up, ends the process at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = 0
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        nonlocal pressed
+        pressed += 1
+        if pressed > 1:  # die of the signal, as Unix tools do (the shell says 130)
+            os.write(2, b"sessionstore: interrupted\n")
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _silence_stdout() -> None:
+    """Drop what is left to write to stdout: its reader left, or we were
+    interrupted, and a final flush must neither fail nor wait."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a file (a test's capture): nothing is flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+class _Warnings(logging.Handler):
+    """The library's logged warnings (a session file skipped...), as
+    ``warning: ...`` lines on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        warn(record.getMessage())
+
+
+def _one_line(error: BaseException) -> str:
+    return "; ".join(part.strip() for part in str(error).splitlines() if part.strip())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    args = build_parser().parse_args(argv)
+    run: Command = args.run
+    library = logging.getLogger("sessionstore")
+    handler = _Warnings(logging.WARNING)
+    library.addHandler(handler)
+    try:
+        with _interruptible():
+            status = asyncio.run(_guarded(run, args))
+        if status == INTERRUPTED:
+            raise KeyboardInterrupt
+        return status
+    except KeyboardInterrupt:
+        _silence_stdout()
+        err_console.print("sessionstore: interrupted")
+        return INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()  # like any Unix tool whose reader left (`| head`): quietly
+        return BROKEN_PIPE
+    except (Refused, SessionStoreError) as exc:
+        err_console.print(Text(f"sessionstore: error: {_one_line(exc)}"))
+    except OSError as exc:
+        err_console.print(Text(f"sessionstore: error: {exc}"))
+    finally:
+        library.removeHandler(handler)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""``show``: a session's entries, its context, or its stored lines, as they are read."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TypeVar
+
+from rich.text import Text
+
+from sessionstore.backends.base import decode_stored_entry, decode_stored_meta
+from sessionstore.cli.opening import opened
+from sessionstore.cli.output import (
+    Refused,
+    cell,
+    console,
+    counted,
+    err_console,
+    escaped,
+    literal,
+    preview,
+    tsv,
+)
+from sessionstore.cli.titles import session_title
+from sessionstore.context import check_pairing
+from sessionstore.models import MessageEntry, SessionEntry
+from sessionstore.store import SessionStore
+
+__all__ = ["run_show"]
+
+_T = TypeVar("_T")
+
+
+def _entry_text(entry: SessionEntry) -> tuple[str, str]:
+    """An entry's role and text, as ``show`` lists them."""
+    if isinstance(entry, MessageEntry):
+        return entry.message.role, entry.message.text()
+    return "-", f"[keeps from {entry.first_kept_id}] {entry.summary}"
+
+
+async def _numbered(
+    items: AsyncIterator[_T], *, limit: int | None, tail: int | None
+) -> AsyncIterator[tuple[int, _T]]:
+    """Items numbered from 1, the first ``limit`` or the last ``tail`` of them.
+
+    Streams: an item is handed on as soon as it is read (``tail`` keeps the
+    last ``tail`` in memory until the end).
+    """
+    if tail is not None:
+        last: collections.deque[tuple[int, _T]] = collections.deque(maxlen=tail)
+        number = 0
+        async for item in items:
+            number += 1
+            last.append((number, item))
+        for numbered in last:
+            yield numbered
+        return
+    if limit == 0:
+        return
+    number = 0
+    async for item in items:
+        number += 1
+        yield number, item
+        if number == limit:  # before asking for one more: it may not decode
+            return
+
+
+class _EntryLines:
+    """``show``'s rows, written as they come: a grid on a terminal, one
+    tab-separated line per entry when piped."""
+
+    def __init__(self) -> None:
+        self.terminal = console.is_terminal
+        self.width = console.width
+        self.rows = 0
+
+    def header(self, session_id: str, title: str | None) -> None:
+        if self.terminal:
+            head = Text(f"session {cell(session_id)}", style="bold")
+            console.print(head if title is None else head.append(f" — {cell(title)}"))
+            console.print(self._line("#", "id", "type", "role", "timestamp", "text", bold=True))
+        else:
+            tsv(("#", "type", "timestamp", "role", "text", "id"))
+
+    def row(self, number: int, entry: SessionEntry) -> None:
+        role, text = _entry_text(entry)
+        if self.terminal:
+            console.print(
+                self._line(str(number), entry.id, entry.type, role, entry.timestamp, text)
+            )
+        else:
+            tsv((number, entry.type, entry.timestamp, role, preview(text), entry.id))
+            if self.rows % 1000 == 0:
+                sys.stdout.flush()  # the first line at once, then in large writes
+        self.rows += 1
+
+    def _line(
+        self,
+        number: str,
+        entry_id: str,
+        kind: str,
+        role: str,
+        timestamp: str,
+        text: str,
+        *,
+        bold: bool = False,
+    ) -> Text:
+        """One entry: on one line when the terminal is wide enough for its text
+        beside the rest, otherwise its text on a second, indented line. The
+        id comes whole (`fork --at` takes it), on a line of its own below."""
+        head = f"{number:>7}  {cell(kind):<10}  {preview(role, 9):<9}  {cell(timestamp)}"
+        line = Text(head, style="bold" if bold else "")
+        room = self.width - len(head) - 2
+        if room >= 40:
+            line.append("  " + preview(text, room))
+        elif not bold:
+            line.append("\n" + " " * 9 + preview(text, self.width - 9))
+        line.append("\n" + " " * 9 + cell(entry_id), style="bold dim" if bold else "dim")
+        return line
+
+    def footer(self, total: str) -> None:
+        if self.terminal:
+            console.print(Text(total, style="dim"))
+
+
+async def run_show(args: argparse.Namespace) -> int:
+    limit, tail = args.limit, args.tail
+    if args.check is not None and not args.context:
+        raise Refused("--check looks at the context: give --context too")
+    async with opened(args, read=True) as store:
+        if args.json:
+            lines = store.raw_lines(args.id)
+            try:
+                async for header in lines:
+                    sys.stdout.write(header + "\n")
+                    break
+                async for _, line in _numbered(lines, limit=limit, tail=tail):
+                    sys.stdout.write(line + "\n")
+            finally:
+                if isinstance(lines, AsyncGenerator):  # close the file or cursor now
+                    await lines.aclose()
+            return 0
+        if args.context:
+            messages = await store.load_context(args.id)
+            orphans = [] if args.check is None else check_pairing(messages, dialect=args.check)
+            shown = messages[len(messages) - tail :] if tail is not None else messages[:limit]
+            for message in shown:
+                if console.is_terminal:
+                    role = Text(f"{cell(message.role)}: ", style="bold")
+                    console.print(role.append(literal(message.text())))
+                else:
+                    print(f"{cell(message.role)}: {literal(message.text())}")
+            for orphan in orphans:
+                err_console.print(Text(f"orphan: {escaped(str(orphan))}"))
+            if orphans:
+                raise Refused(
+                    f"the context of {args.id} has {counted(len(orphans), 'orphan')} "
+                    f"a model API would refuse ({args.check}); `load_context(..., repair=...)` "
+                    "gives one it takes"
+                )
+            return 0
+        out = _EntryLines()
+        if tail is not None:
+            last = await _last_entries(store, args.id, tail)
+            out.header(args.id, await session_title(store, args.id) if out.terminal else None)
+            for number, entry in last:
+                out.row(number, entry)
+        else:
+            stream = store.iter_entries(args.id)
+            try:
+                numbered = _numbered(stream, limit=limit, tail=None)
+                first = await anext(numbered, None)  # a missing session raises here
+                title = await session_title(store, args.id) if out.terminal else None
+                out.header(args.id, title)
+                if first is not None:
+                    out.row(*first)
+                async for number, entry in numbered:
+                    out.row(number, entry)
+            finally:
+                await stream.aclose()
+    out.footer(counted(out.rows, "entry", "entries") + " shown")
+    return 0
+
+
+async def _last_entries(
+    store: SessionStore, session_id: str, tail: int
+) -> list[tuple[int, SessionEntry]]:
+    """The last ``tail`` entries, numbered by their place in the session.
+
+    Every stored line is read, but only the last ``tail`` are decoded: the
+    decoding, not the reading, is what a long session costs (a million
+    entries: 4 to 5 s through `iter_entries`, under 1 s so, JSONL or SQLite).
+    """
+    lines = store.raw_lines(session_id)
+    kept: collections.deque[tuple[int, str]] = collections.deque(maxlen=tail)
+    try:
+        async for header in lines:
+            decode_stored_meta(session_id, header, path=None, line_no=1)
+            break
+        number = 0
+        async for line in lines:
+            number += 1
+            kept.append((number, line))
+    finally:
+        if isinstance(lines, AsyncGenerator):  # close the file or cursor now
+            await lines.aclose()
+    return [
+        (number, decode_stored_entry(session_id, line, path=None, line_no=number + 1))
+        for number, line in kept
+    ]
