@@ -358,9 +358,13 @@ class BrowseContract:
                 if n % 5 == 0:
                     await store.create(SessionMeta(id=f"new{worker}-{n}", owner="c"))
 
+        # The listing stands where the first page found it: read it before
+        # the writers start, so that `before` is what it must list.
+        first = await store.summaries(owner="c", limit=4)
+
         async def page_through() -> list[str]:
-            seen: list[str] = []
-            after = None
+            seen = [s.id for s in first]
+            after = first[-1].cursor
             while True:
                 page = await store.summaries(owner="c", limit=4, after=after)
                 seen += [s.id for s in page]
