@@ -4,23 +4,18 @@ Sessions (a header, then finalized messages and compaction markers), a
 crash-recovery journal, and a JSONL wire format byte-compatible with the
 Rust implementation. Everything a user needs is importable from here.
 
-`SqlStore` loads SQLAlchemy when it is first used (``sessionstore.SqlStore``,
-or `open_store` with a SQL target), so a JSONL or memory store never pays
-for it.
+What a program needs to start (the records, the codec, the store protocol,
+`open_store`, the memory store) loads with the package. The rest loads on
+first use, from here as from its module: the SQL store with SQLAlchemy
+(``sessionstore.SqlStore``, or `open_store` with a SQL target), the JSONL
+store and file journal, and the archive, so that a process starting for
+one agent turn pays only for what it touches.
 """
 
+import importlib
 import typing
 
-from sessionstore.archive import (
-    ArchiveIssue,
-    ArchiveReport,
-    RetireIssue,
-    RetireReport,
-    export_archive,
-    import_archive,
-    retire,
-)
-from sessionstore.backends import FileJournal, JsonlStore, MemoryStore, open_store
+from sessionstore.backends import MemoryStore, open_store
 from sessionstore.context import (
     SYNTHETIC_FIELD,
     Orphan,
@@ -78,7 +73,31 @@ from sessionstore.wire import (
 )
 
 if typing.TYPE_CHECKING:
+    from sessionstore.archive import (
+        ArchiveIssue,
+        ArchiveReport,
+        RetireIssue,
+        RetireReport,
+        export_archive,
+        import_archive,
+        retire,
+    )
+    from sessionstore.backends.jsonl import FileJournal, JsonlStore
     from sessionstore.backends.sql import SqlStore
+
+_LAZY = {
+    "ArchiveIssue": "sessionstore.archive",
+    "ArchiveReport": "sessionstore.archive",
+    "RetireIssue": "sessionstore.archive",
+    "RetireReport": "sessionstore.archive",
+    "export_archive": "sessionstore.archive",
+    "import_archive": "sessionstore.archive",
+    "retire": "sessionstore.archive",
+    "FileJournal": "sessionstore.backends.jsonl",
+    "JsonlStore": "sessionstore.backends.jsonl",
+    "SqlStore": "sessionstore.backends.sql",
+}
+"""Names loaded on first use, and their modules."""
 
 __version__ = "0.1.0"
 
@@ -151,11 +170,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> typing.Any:
-    if name == "SqlStore":
-        from sessionstore.backends.sql import SqlStore
-
-        return SqlStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # loaded once
+    return value
 
 
 def __dir__() -> list[str]:

@@ -440,6 +440,40 @@ def test_import_sessionstore_cli_loads_neither_sqlalchemy_nor_alembic(tmp_path: 
     assert not heavy.loaded, heavy.explain("import sessionstore.cli")
 
 
+def test_import_sessionstore_leaves_the_archive_and_the_jsonl_store_for_first_use(
+    tmp_path: Path,
+) -> None:
+    """A process started for one turn on SQLite or memory never loads them;
+    naming one loads it."""
+    code = (
+        "import json, sys\n"
+        "import sessionstore\n"
+        "later = ('sessionstore.archive', 'sessionstore.backends.jsonl')\n"
+        "def loaded():\n"
+        "    return sorted(m for m in sys.modules if m.startswith(later))\n"
+        "at_start = loaded()\n"
+        "from sessionstore import JsonlStore, export_archive\n"
+        "from sessionstore.backends.jsonl import JsonlStore as Jsonl\n"
+        "assert JsonlStore is Jsonl and callable(export_archive)\n"
+        "print(json.dumps([at_start, loaded()]))\n"
+    )
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    child = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr
+    at_start, after = json.loads(child.stdout)
+    assert at_start == []
+    assert "sessionstore.archive" in after
+    assert "sessionstore.backends.jsonl" in after
+
+
 def test_sqlstore_loads_sqlalchemy_on_demand_and_opens_sqlite(tmp_path: Path) -> None:
     heavy = run_fresh(OPEN_SQLITE_THROUGH_THE_LAZY_SQLSTORE, tmp_path)
     assert "sqlalchemy" in heavy.loaded

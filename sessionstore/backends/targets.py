@@ -1,6 +1,7 @@
 """Store targets: which backend a target string names, and `open_store`.
 
-Nothing here loads SQLAlchemy: a JSONL or memory store never pays for it.
+Nothing here loads SQLAlchemy, nor the JSONL store: each backend loads
+when a target names it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from collections.abc import Coroutine, Generator
 from types import TracebackType
 from typing import Any
 
-from sessionstore.backends.jsonl import JsonlStore
 from sessionstore.backends.memory import MemoryStore
 from sessionstore.errors import ConfigurationError
 from sessionstore.store import SessionStore
@@ -53,20 +53,22 @@ async def _backend_for(text: str, options: dict[str, Any]) -> SessionStore:
         if options:
             raise ConfigurationError(f"memory:// takes no options, got {sorted(options)}")
         return MemoryStore()
+    path = text
     if text.startswith("jsonl://"):
         path = text[len("jsonl://") :]
         if not path.startswith("/"):
             raise ConfigurationError(
                 f"{text!r}: a jsonl:// target needs an absolute path (jsonl:///abs/dir)"
             )
-        return JsonlStore(path, **options)
-    if "://" in text:
+    elif "://" in text:
         scheme = text.split("://", 1)[0]
         raise ConfigurationError(
             f"{text!r}: unknown store scheme {scheme!r} (use memory://, jsonl:///dir, "
             "sqlite:///file.db or a path)"
         )
-    return JsonlStore(text, **options)
+    from sessionstore.backends.jsonl import JsonlStore  # loads only now
+
+    return JsonlStore(path, **options)
 
 
 class _Opening(Coroutine[Any, Any, SessionStore]):
