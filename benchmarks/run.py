@@ -270,6 +270,11 @@ class Bench:
             "sessionstore",
             "pydantic",
         )
+        self.first = Table(
+            "a first load_context in a new process (import, open, read), vs a raw sqlite3 script",
+            "sessionstore",
+            "raw script",
+        )
         self.peers: list[Table] = []
 
     def fresh(self, suffix: str = ".db") -> Path:
@@ -288,7 +293,7 @@ class Bench:
         return where
 
     def tables(self) -> list[Table]:
-        return [self.raw, self.flat, self.forked, self.start, *self.peers]
+        return [self.raw, self.flat, self.forked, self.start, self.first, *self.peers]
 
     async def appends(self, tasks: int, each: int) -> None:
         lines = [encode(entry(n)) for n in range(tasks * each)]
@@ -550,15 +555,53 @@ class Bench:
             )
             self.peers.append(table)
 
-    def cold_start(self) -> None:
+    async def cold_start(self) -> None:
         """A new process importing sessionstore, as a CLI agent started once per
-        turn does, against one importing pydantic's BaseModel; turn about."""
+        turn does, against one importing pydantic's BaseModel; turn about.
+        Then a new process reading a context (import, open, `load_context`)
+        from the longest history on SQLite and on JSONL, against a raw
+        sqlite3 script reading the same tail, with the floor beside them:
+        the raw script after ``from pydantic import BaseModel``."""
         starts = 5 if self.quick else 10
         ours, theirs = [], []
         for _ in range(starts):
             ours.append(new_process("import sessionstore"))
             theirs.append(new_process("from pydantic import BaseModel"))
         self.start.add(f'"import sessionstore" (median of {starts} starts)', ours, theirs)
+        stores = {kind: await self.history(kind, self.long) for kind in ("sqlite", "jsonl")}
+        raw_script = RAW_TAIL.format(path=str(stores["sqlite"]), after=self.long - KEPT)
+        firsts: dict[str, list[float]] = {kind: [] for kind in stores}
+        raw, floor = [], []
+        for _ in range(starts):
+            raw.append(new_process(raw_script))
+            floor.append(new_process("from pydantic import BaseModel\n" + raw_script))
+            for kind, where in stores.items():
+                firsts[kind].append(new_process(FIRST_CONTEXT.format(target=str(where))))
+        long = f"{self.long:,}"
+        for kind, times in firsts.items():
+            self.first.add(f"{kind}, {long} entries (median of {starts} starts)", times, raw)
+        self.first.add("the floor: pydantic's import, then the raw script", floor, raw)
+
+
+RAW_TAIL = """\
+import json, sqlite3
+connection = sqlite3.connect({path!r})
+query = "SELECT line FROM entries WHERE session_pk = 1 AND seq > ? ORDER BY seq"
+tail = [json.loads(line) for (line,) in connection.execute(query, ({after},))]
+"""
+"""The raw script of a first context: the tail's lines, decoded."""
+
+FIRST_CONTEXT = """\
+import asyncio
+from sessionstore import open_store
+
+async def main():
+    async with open_store({target!r}) as store:
+        await store.load_context("s")
+
+asyncio.run(main())
+"""
+"""sessionstore's script of a first context: import, open, `load_context`."""
 
 
 def new_process(code: str) -> float:
@@ -582,7 +625,7 @@ async def run(
     browsed: list[Table] = []
     try:
         if "cold-start" in only:
-            bench.cold_start()
+            await bench.cold_start()
         if "appends" in only:
             await bench.appends(1, 200 if quick else 2000)
             await bench.appends(50, 4 if quick else 40)

@@ -26,9 +26,9 @@ from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects.postgresql import TSVECTOR
 
 # The index must hold what the store would write: the same functions make it.
+from sessionstore.backends.sql.tables import TsVector
 from sessionstore.backends.sql.wordindex import RULE, indexed, message_of, vector
 
 revision: str = "0006"
@@ -47,7 +47,7 @@ def upgrade() -> None:
             "search_vectors",
             sa.Column("session_pk", _KEY, nullable=False),
             sa.Column("seq", sa.BigInteger(), autoincrement=False, nullable=False),
-            sa.Column("words", TSVECTOR(), nullable=True),
+            sa.Column("words", TsVector(), nullable=True),
             sa.Column("length", sa.Integer(), nullable=False),
             sa.PrimaryKeyConstraint("session_pk", "seq", name="pk_search_vectors"),
         )

@@ -33,8 +33,7 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from sqlalchemy import Connection, bindparam, select, text
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import ARRAY, Connection, bindparam, select, text
 from sqlalchemy.types import Text
 
 from sessionstore.backends.cursors import Cursor

@@ -50,6 +50,8 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -62,12 +64,13 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy.types import UserDefinedType
 
 __all__ = [
     "APPEND_ONLY_TABLES",
     "POSTGRESQL_ONLY",
     "SQLITE_ONLY",
+    "TsVector",
     "activity",
     "entries",
     "erasing",
@@ -83,6 +86,18 @@ __all__ = [
     "spent_ticks",
     "titles",
 ]
+
+
+class TsVector(UserDefinedType[str]):
+    """PostgreSQL's ``tsvector``, named here rather than imported from
+    SQLAlchemy's PostgreSQL dialect, whose import (about 65 ms) a process
+    opening a SQLite store would pay for nothing."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "TSVECTOR"
+
 
 metadata = MetaData(
     naming_convention={
@@ -266,7 +281,7 @@ search_vectors = Table(
     metadata,
     Column("session_pk", _Key, primary_key=True),
     Column("seq", BigInteger, primary_key=True, autoincrement=False),
-    Column("words", TSVECTOR, nullable=True),  # NULL: too many words for a tsvector
+    Column("words", TsVector(), nullable=True),  # NULL: too many words for a tsvector
     Column("length", Integer, nullable=False),
     Index("ix_search_vectors_words", "words", postgresql_using="gin"),
     Index(

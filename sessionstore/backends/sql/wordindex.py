@@ -46,10 +46,15 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy import update as update_
-from sqlalchemy.dialects.postgresql import TSVECTOR
 
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql.tables import entries, search_mark, search_vectors, search_words
+from sessionstore.backends.sql.tables import (
+    TsVector,
+    entries,
+    search_mark,
+    search_vectors,
+    search_words,
+)
 from sessionstore.backends.words import words
 from sessionstore.errors import InvalidRecordError
 from sessionstore.models import MessageEntry, SessionEntry
@@ -214,7 +219,7 @@ INSERT_VECTORS = Q.Query(
     insert(search_vectors).values(
         session_pk=bindparam("session_pk"),
         seq=bindparam("seq"),
-        words=cast(bindparam("words"), TSVECTOR),
+        words=cast(bindparam("words"), TsVector()),
         length=bindparam("length"),
     )
 )
