@@ -17,7 +17,12 @@ from sessionstore.testing.contract import message
 from tests.helpers import traced
 
 
-async def test_gathered_appends_commit_as_writes_on_the_writer_thread(tmp_path: Path) -> None:
+async def test_appends_of_tasks_started_together_commit_in_one_transaction_on_the_loop(
+    tmp_path: Path,
+) -> None:
+    """At durability "normal" a commit waits for no disk: the appends of
+    tasks ready together gather into one writer's transaction, run on the
+    event loop's own thread (no hop to the writer thread and back)."""
     async with await SqlStore.open(str(tmp_path / "s.db")) as store:
         session_id = await store.create(SessionMeta(id="s"))
         threads: list[str] = []
@@ -25,12 +30,48 @@ async def test_gathered_appends_commit_as_writes_on_the_writer_thread(tmp_path: 
         await asyncio.gather(*(store.append(session_id, message(f"e{n}", "x")) for n in range(20)))
         ran = list(zip(statements, threads, strict=True))
         begins = [sql for sql, _ in ran if sql.startswith("BEGIN")]
-        assert 1 < len(begins) < 20  # gathered: fewer transactions than appends
-        assert set(begins) == {"BEGIN IMMEDIATE"}  # each a writer's, lock taken up front
-        inserts = [thread for sql, thread in ran if sql.startswith("INSERT INTO entries")]
-        assert inserts
-        assert all(thread.startswith("sessionstore-sql-writer") for thread in inserts)
+        assert begins == ["BEGIN IMMEDIATE"]  # one writer's, its lock taken up front
+        inserts = {thread for sql, thread in ran if sql.startswith("INSERT INTO entries")}
+        assert inserts == {threading.current_thread().name}
         assert [e.id for e in await store.load(session_id)] == [f"e{n}" for n in range(20)]
+
+
+async def test_appends_at_full_durability_commit_on_the_writer_thread(tmp_path: Path) -> None:
+    """A commit that waits for an fsync never runs on the event loop."""
+    async with await SqlStore.open(str(tmp_path / "s.db"), durability="full") as store:
+        session_id = await store.create(SessionMeta(id="s"))
+        threads: list[str] = []
+        statements = traced(store, threads)
+        for n in range(3):
+            await store.append(session_id, message(f"e{n}", "x"))
+        ran = zip(statements, threads, strict=True)
+        inserts = {thread for sql, thread in ran if sql.startswith("INSERT INTO entries")}
+        assert inserts == {"sessionstore-sql-writer-0"}
+
+
+async def test_an_append_waits_in_the_writer_thread_for_another_process_writing(
+    tmp_path: Path,
+) -> None:
+    """The loop's connection never waits for a lock: while another
+    connection holds the write lock, the append goes to the writer thread,
+    which waits its turn, and commits once the lock is free."""
+    db = tmp_path / "s.db"
+    async with await SqlStore.open(str(db)) as store:
+        session_id = await store.create(SessionMeta(id="s"))
+        other = sqlite3.connect(db, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        threads: list[str] = []
+        statements = traced(store, threads)
+        append = asyncio.create_task(store.append(session_id, message("e1", "x")))
+        await asyncio.sleep(0.2)
+        assert not append.done()  # waiting, and the loop is free meanwhile
+        other.execute("COMMIT")
+        other.close()
+        await append
+        ran = zip(statements, threads, strict=True)
+        inserts = {thread for sql, thread in ran if sql.startswith("INSERT INTO entries")}
+        assert inserts == {"sessionstore-sql-writer-0"}
+        assert [e.id for e in await store.load(session_id)] == ["e1"]
 
 
 async def test_a_failed_gathered_transaction_fails_its_callers_and_the_next_one_commits(
@@ -39,19 +80,29 @@ async def test_a_failed_gathered_transaction_fails_its_callers_and_the_next_one_
     started, proceed = threading.Event(), threading.Event()
     write_appends = group.write_appends
 
+    alone, gathered = threading.Event(), threading.Event()
+
     def fail_the_first_gathering(appends: Sequence[group.Append], conn: Any) -> Any:
-        if len(appends) > 1 and not started.is_set():
+        if len(appends) == 1 and not alone.is_set():
+            alone.set()
+            gathered.wait(5)  # a0 commits alone, while a1 and a2 gather
+        elif len(appends) > 1 and not started.is_set():
             started.set()
             proceed.wait(5)  # meanwhile more appends gather
             raise sqlite3.OperationalError("disk I/O error")
         return write_appends(appends, conn)
 
     monkeypatch.setattr(group, "write_appends", fail_the_first_gathering)
-    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+    # At full durability every write runs in the writer thread, where it can wait.
+    async with await SqlStore.open(str(tmp_path / "s.db"), durability="full") as store:
         session_id = await store.create(SessionMeta(id="s"))
-        first = [
-            asyncio.create_task(store.append(session_id, message(f"a{n}", "x"))) for n in range(3)
+        first = [asyncio.create_task(store.append(session_id, message("a0", "x")))]
+        await asyncio.to_thread(alone.wait, 5)
+        first += [
+            asyncio.create_task(store.append(session_id, message(f"a{n}", "x"))) for n in (1, 2)
         ]
+        await asyncio.sleep(0.01)
+        gathered.set()
         await asyncio.to_thread(started.wait, 5)  # a0 committed alone; a1, a2 are failing
         later = [
             asyncio.create_task(store.append(session_id, message(f"b{n}", "y"))) for n in range(2)
@@ -79,11 +130,12 @@ async def test_a_caller_that_gives_up_waiting_leaves_the_others_to_commit(
         return write_appends(appends, conn)
 
     monkeypatch.setattr(group, "write_appends", slow_gathering)
-    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+    # At full durability every write runs in the writer thread, where it can wait.
+    async with await SqlStore.open(str(tmp_path / "s.db"), durability="full") as store:
         session_id = await store.create(SessionMeta(id="s"))
         append = store.append
         tasks = [asyncio.create_task(append(session_id, message(f"a{n}", "x"))) for n in range(4)]
-        await asyncio.to_thread(started.wait, 5)  # a1..a3 are committing together
+        await asyncio.to_thread(started.wait, 5)  # a0..a3 are committing together
         tasks[1].cancel()  # a1's caller gives up; its append still stands
         proceed.set()
         results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 5)

@@ -22,6 +22,7 @@ many threads) take turns at the database's writer lock.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import weakref
 from collections.abc import Sequence
@@ -43,8 +44,11 @@ Append = tuple[str, Sequence[dict[str, Any]]]
 """One caller's append: the session id, and its entries' rows (no key, no seq)."""
 
 
-def write_appends(appends: Sequence[Append], conn: Connection) -> list[SessionStoreError | None]:
-    """Write appends in one transaction; each one's refusal, or None.
+def write_appends(
+    appends: Sequence[Append], conn: Connection
+) -> tuple[list[SessionStoreError | None], bool]:
+    """Write appends in one transaction: each one's refusal, or None, and
+    whether the word index has a backlog to catch up with (`wordindex.keep_up`).
 
     Each session is looked up (and locked) once, in id order so that
     writers never wait on each other in a cycle, with its last ``seq`` and
@@ -72,14 +76,16 @@ def write_appends(appends: Sequence[Append], conn: Connection) -> list[SessionSt
             batch.append({**row, "session_pk": pk, "seq": seq, "digest": digest})
             written[pk] = None
         found[session_id] = pk, seq, digest
+    due = False
     if batch:
         Q.INSERT_ENTRIES.many(conn, batch)
         touched(conn, written)
-        wordindex.keep_up(conn, batch)
-    return [
+        due = wordindex.keep_up(conn, batch)
+    errors = [
         held if isinstance(held := found[session_id], SessionStoreError) else None
         for session_id, _ in appends
     ]
+    return errors, due
 
 
 class GroupCommit:
@@ -114,26 +120,47 @@ class _LoopGroup:
     async def submit(self, session_id: str, rows: Sequence[dict[str, Any]]) -> None:
         """Append ``rows`` in the next shared transaction; return once it committed.
 
-        With no transaction of appends running, the caller runs its own at
-        once (no task to start first); appends arriving meanwhile gather,
-        and one task then commits them together.
+        With no transaction of appends running, the caller lets the tasks
+        ready to run append too (one turn of the loop: a write on SQLite may
+        commit on the loop's thread without ever yielding to them). Alone,
+        it runs its own transaction (no task to start); joined, one task
+        commits them all together, as it does the appends arriving while a
+        transaction runs.
         """
+        loop = asyncio.get_running_loop()
         if self._busy:
-            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            future: asyncio.Future[None] = loop.create_future()
             self._pending.append(((session_id, rows), future))
             await future
             return
         self._busy = True
         try:
+            await asyncio.sleep(0)
+        except BaseException:
+            self._after()
+            raise
+        if self._pending:
+            mine: asyncio.Future[None] = loop.create_future()
+            self._pending.insert(0, ((session_id, rows), mine))
+            self._flushing = asyncio.create_task(self._flush())
+            await mine
+            return
+        try:
             write = partial(write_appends, [(session_id, rows)])
-            (error,) = await self._database.transaction(None, write, write=True, lean=True)
+            (error,), due = await self._database.transaction(None, write, write=True, lean=True)
+            if due:
+                await self._catch_up()
         finally:
-            if self._pending:
-                self._flushing = asyncio.create_task(self._flush())
-            else:
-                self._busy = False
+            self._after()
         if error is not None:
             raise error
+
+    def _after(self) -> None:
+        """The caller's own transaction is over: a task commits what gathered."""
+        if self._pending:
+            self._flushing = asyncio.create_task(self._flush())
+        else:
+            self._busy = False
 
     async def _flush(self) -> None:
         try:
@@ -146,7 +173,7 @@ class _LoopGroup:
             jobs, self._pending = self._pending, []
             appends = [append for append, _ in jobs]
             try:
-                errors = await self._database.transaction(
+                errors, due = await self._database.transaction(
                     None, partial(write_appends, appends), write=True, lean=True
                 )
             except BaseException as exc:
@@ -163,3 +190,13 @@ class _LoopGroup:
                     future.set_result(None)
                 else:
                     future.set_exception(error)
+            if due:  # while appends gather for the next transaction
+                await self._catch_up()
+
+    async def _catch_up(self) -> None:
+        """SQLite: index the word index's backlog, in a transaction of its own
+        run by the writer thread (`wordindex.catch_up`). The appends stand
+        either way: one that fails is left to the next write, and a search
+        reads the backlog meanwhile."""
+        with contextlib.suppress(SessionStoreError):
+            await self._database.transaction(None, wordindex.catch_up, write=True)

@@ -4,8 +4,9 @@ A transaction is a plain function of a SQLAlchemy `Connection`. It runs
 whole in a worker thread on the blocking driver (sqlite3, or psycopg for
 PostgreSQL), so a transaction costs one hop between the event loop and a
 thread, however many statements it holds (an async driver pays a hop per
-statement, cursor and commit). On SQLite a quick read of a few rows runs on
-the event loop itself.
+statement, cursor and commit). On SQLite a quick read of a few rows, and
+at durability "normal" a lean write (an append), run on the event loop
+itself, where they cost less than the hop would (see `Runner`).
 
 Nothing here belongs to an event loop: a call's result goes back to the
 loop that awaits it, so one store serves any number of threads and event
@@ -113,9 +114,14 @@ def on_driver(conn: Connection, body: Callable[[Connection], _T], write: bool, d
     SQLAlchemy's begin and commit cost as much again as a small transaction.
     ``body`` must run its statements on the driver too (`Query`): one of
     SQLAlchemy's own would begin a second transaction, and fail."""
-    pooled = conn.connection
-    begin_on_driver(pooled, write=write, durable=durable)
-    driver = pooled.dbapi_connection
+    begin_on_driver(conn.connection, write=write, durable=durable)
+    return finish_on_driver(conn, body)
+
+
+def finish_on_driver(conn: Connection, body: Callable[[Connection], _T]) -> _T:
+    """Run ``body`` in the transaction begun on ``conn``'s driver, and commit
+    it (roll it back when ``body`` raises)."""
+    driver = conn.connection.dbapi_connection
     assert driver is not None
     try:
         result = body(conn)
@@ -124,6 +130,18 @@ def on_driver(conn: Connection, body: Callable[[Connection], _T], write: bool, d
         raise
     driver.commit()
     return result
+
+
+_CHECKPOINT_EVERY = 100
+"""Writes on the event loop between two checkpoints of the WAL, run by the
+writer thread (a checkpoint's fsync would stall the loop): about 700 pages
+for appends, below SQLite's own 1,000."""
+
+
+def _ignored(future: asyncio.Future[Any]) -> None:
+    """A checkpoint in passing that failed is left to the next one."""
+    if not future.cancelled():
+        future.exception()
 
 
 class Runner:
@@ -137,6 +155,13 @@ class Runner:
     one out of SQLAlchemy's pool and back in cost about as much as a small
     transaction itself.
 
+    On SQLite at durability "normal", a lean write (appends, titles: a few
+    rows, and a commit that writes WAL frames without waiting for a disk)
+    runs on the event loop's thread too, on the same connection: when
+    another connection holds the write lock, it goes to the writer thread
+    to wait. That connection never checkpoints (an fsync); the writer
+    thread checkpoints in passing every `_CHECKPOINT_EVERY` of its commits.
+
     On SQLite, a quick read (a few rows through indexes: a cached context
     asking what is new) runs on the event loop's thread, on a connection of
     that thread's own with no busy timeout: a read in WAL mode takes no lock
@@ -146,10 +171,12 @@ class Runner:
     would have (tens of microseconds).
     """
 
-    def __init__(self, engine: Engine, readers: int = 3) -> None:
+    def __init__(self, engine: Engine, readers: int = 3, inline_writes: bool = False) -> None:
         self.sync_engine = engine
         self.url = engine.url
         self._sqlite = is_sqlite(engine.url)
+        self._inline_writes = inline_writes and self._sqlite
+        self._written_here = 0  # writes run on an event loop's thread
         self._writer = Workers(1, "sessionstore-sql-writer")
         self._readers = Workers(readers, "sessionstore-sql-reader")
         self._local = threading.local()  # each thread's connection
@@ -201,6 +228,21 @@ class Runner:
                 if not is_busy(exc):
                     raise
             # A lock SQLite would wait for: wait in a thread instead.
+        elif write and lean and not durable and self._inline_writes:
+            here = getattr(self._local, "here", None) or self._open_here()
+            pooled = here.connection
+            try:
+                begin_on_driver(pooled, write=True, durable=False)
+            except self._driver_error as exc:
+                if not is_busy(exc):
+                    raise
+                # Another process writes: wait for it in the writer thread.
+            else:
+                result = finish_on_driver(here, body)
+                self._written_here += 1
+                if self._written_here % _CHECKPOINT_EVERY == 0:
+                    self._writer.call(self._checkpoint_passive).add_done_callback(_ignored)
+                return result
         workers = self._writer if write else self._readers
         return await workers.call(partial(self._in_transaction, body, write, durable, lean))
 
@@ -214,7 +256,16 @@ class Runner:
         driver = conn.connection.driver_connection
         assert driver is not None
         driver.execute("PRAGMA busy_timeout=0")
+        # Its commits never checkpoint: the writer thread does, in passing.
+        driver.execute("PRAGMA wal_autocheckpoint=0")
         return conn
+
+    def _checkpoint_passive(self) -> None:
+        """Copy what the WAL holds into the database file, waiting for nobody
+        (``PASSIVE``), on the writer thread's connection."""
+        driver = self._connection(write=True, durable=False).connection.dbapi_connection
+        assert driver is not None
+        driver.execute("PRAGMA wal_checkpoint(PASSIVE)").close()
 
     async def checkpoint(self) -> bool:
         """SQLite: copy the WAL into the database file and truncate it to
@@ -280,4 +331,6 @@ def open_runner(
 ) -> Runner:
     """Where a store's transactions run: worker threads on a blocking engine."""
     engine = open_sync_engine(target, durability=durability, busy_timeout=busy_timeout, pooled=True)
-    return Runner(engine)
+    # A write of a few rows commits on the event loop, where a commit does
+    # not wait for a disk (durability="normal": WAL frames, no fsync).
+    return Runner(engine, inline_writes=durability == "normal")

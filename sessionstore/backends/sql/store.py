@@ -393,7 +393,8 @@ def _fork(
 def _insert(conn: Connection, rows: builtins.list[dict[str, Any]]) -> None:
     """Imported rows, and the word index keeping up with them."""
     Q.INSERT_ENTRIES.many(conn, rows)
-    wordindex.keep_up(conn, rows)
+    if wordindex.keep_up(conn, rows):
+        wordindex.catch_up(conn)
 
 
 def _row(entry: SessionEntry, line: str) -> dict[str, Any]:

@@ -14,9 +14,9 @@ square root to compute in SQL.
   deletes, their bytes zeroed by ``secure_delete`` like every other row.
   Appends only store entries: ``search_mark`` says up to which rowid of
   ``entries`` the messages are indexed, and the write that makes the
-  backlog after it reach `BACKLOG` entries indexes the backlog in its own
-  transaction (`keep_up`); a search reads the backlog as it stands
-  (`sessionstore.backends.sql.search`). Indexing 256 messages at once
+  backlog after it reach `BACKLOG` entries has the backlog indexed in a
+  transaction of its own (`keep_up`, then `catch_up`); a search reads the
+  backlog as it stands (`sessionstore.backends.sql.search`). Indexing 256 messages at once
   writes each page of the index once instead of once per message.
 * **PostgreSQL** (``search_vectors``): one ``tsvector`` of each message's
   words, built from our words (each occurrence a position, up to 256),
@@ -66,6 +66,7 @@ __all__ = [
     "LONG_WORD",
     "RULE",
     "Indexed",
+    "catch_up",
     "forget",
     "index_rows",
     "indexed",
@@ -267,16 +268,25 @@ def _indexed_rows(
             yield pk, seq, found
 
 
-def keep_up(conn: Connection, inserted: Sequence[Mapping[str, Any]]) -> None:
+def keep_up(conn: Connection, inserted: Sequence[Mapping[str, Any]]) -> bool:
     """After ``inserted`` entry rows went in (in this write transaction):
-    PostgreSQL indexes them now; SQLite indexes the backlog once it holds
-    `BACKLOG` entries."""
+    PostgreSQL indexes them now. On SQLite, whether the backlog holds
+    `BACKLOG` entries: index it then with `catch_up`, in a transaction of
+    its own (an append's stays a few rows, even where it commits on the
+    event loop's thread)."""
     if conn.dialect.name == "postgresql":
         index_rows(
             conn,
             ((row["session_pk"], row["seq"], row["line"]) for row in inserted if _message(row)),
         )
-        return
+        return False
+    mark, _, top = BACKLOG_SIZE.first(conn)
+    return bool(top - mark >= BACKLOG)
+
+
+def catch_up(conn: Connection) -> None:
+    """SQLite: index the backlog once it holds `BACKLOG` entries (a write
+    transaction's body)."""
     mark, rule, top = BACKLOG_SIZE.first(conn)
     if top - mark >= BACKLOG:
         index_rows(conn, BACKLOG_MESSAGES.each(conn, after=mark, upto=top))
