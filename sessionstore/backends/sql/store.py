@@ -167,7 +167,7 @@ class SqlStore(StoreBase):
         line = header_line(meta)
         self._check_open(meta.id)
         insert = partial(_new_session, meta=meta, header=line)
-        await self._database.transaction(meta.id, insert, write=True)
+        await self._database.transaction(meta.id, insert, write=True, lean=True)
         return meta.id
 
     async def append_many(self, session_id: str, new: Sequence[SessionEntry]) -> None:
@@ -253,7 +253,7 @@ class SqlStore(StoreBase):
 
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
         fork = partial(_fork, source_id=source_id, at=at, meta=meta, header=header)
-        await self._database.transaction(source_id, fork, write=True)
+        await self._database.transaction(source_id, fork, write=True, lean=True)
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
         """See `sessionstore.backends.sql.erase`; the bytes' fate is in docs/sql.md."""
