@@ -155,8 +155,9 @@ class Runner:
     one out of SQLAlchemy's pool and back in cost about as much as a small
     transaction itself.
 
-    On SQLite at durability "normal", a lean write (appends, titles: a few
-    rows, and a commit that writes WAL frames without waiting for a disk)
+    On SQLite at durability "normal", a lean write (appends, creates,
+    forks, titles: a few rows, and a commit that writes WAL frames without
+    waiting for a disk)
     runs on the event loop's thread too, on the same connection: when
     another connection holds the write lock, it goes to the writer thread
     to wait. That connection never checkpoints (an fsync); the writer
