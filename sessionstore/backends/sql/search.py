@@ -29,11 +29,12 @@ database holds.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from sqlalchemy import ARRAY, Connection, bindparam, select, text
+from sqlalchemy import ARRAY, BigInteger, Connection, bindparam, select, text
 from sqlalchemy.types import Text
 
 from sessionstore.backends.cursors import Cursor
@@ -172,31 +173,37 @@ def search(
     keys = list(dict.fromkeys(map(word_key, wanted)))
     holders = _Holders(conn)
     hits: list[SearchHit] = []
-    for negated, pk, seq, entry in _ranked(conn, wanted, keys, start):
-        found = -negated
-        for session_id, header in holders.of(pk, seq):
-            if start is not None and (found, pk, seq) == start[:3] and session_id <= start[3]:
-                continue
-            if owner is not None and holders.owner(session_id, header) != owner:
-                continue
-            entry = entry or _message_at(conn, pk, seq)
-            if entry is None:  # no longer decodes: no words to show
-                break
-            shown = snippet(entry.message.text(), wanted)
-            key = (repr(found), str(pk), str(seq), session_id)
-            hits.append(
-                SearchHit(
-                    session_id=session_id,
-                    entry_id=entry.id,
-                    seq=seq,
-                    role=entry.message.role,
-                    snippet=shown.text,
-                    highlights=shown.highlights,
-                    cursor=Cursor(kind, "", key).encode(),
+    ranked = _ranked(conn, wanted, keys, start)
+    # Rows taken a few at a time, as many as hits are still wanted (a row
+    # gives one hit or more): on PostgreSQL their sessions, forks and lines
+    # are then read in one statement each, not one per row.
+    while chunk := list(itertools.islice(ranked, limit - len(hits))):
+        holders.read_ahead(chunk)
+        for negated, pk, seq, entry in chunk:
+            found = -negated
+            for session_id, header in holders.of(pk, seq):
+                if start is not None and (found, pk, seq) == start[:3] and session_id <= start[3]:
+                    continue
+                if owner is not None and holders.owner(session_id, header) != owner:
+                    continue
+                entry = entry or holders.message_at(pk, seq)
+                if entry is None:  # no longer decodes: no words to show
+                    break
+                shown = snippet(entry.message.text(), wanted)
+                key = (repr(found), str(pk), str(seq), session_id)
+                hits.append(
+                    SearchHit(
+                        session_id=session_id,
+                        entry_id=entry.id,
+                        seq=seq,
+                        role=entry.message.role,
+                        snippet=shown.text,
+                        highlights=shown.highlights,
+                        cursor=Cursor(kind, "", key).encode(),
+                    )
                 )
-            )
-            if len(hits) == limit:
-                return hits
+                if len(hits) == limit:
+                    return hits
     return hits
 
 
@@ -282,9 +289,26 @@ def _lacks(text: str, wanted: Sequence[str], *, raw: bool = True) -> bool:
     return not all(word in lower for word in wanted)
 
 
-def _message_at(conn: Connection, pk: int, seq: int) -> MessageEntry | None:
-    row = Q.LINES.first(conn, pk=pk, after=seq - 1, end=seq)
-    return message_of(row[1]) if row is not None else None
+_POSTGRES_SESSIONS = Q.Query(
+    text("SELECT pk, id, header FROM sessions WHERE pk = ANY(:pks)").bindparams(
+        bindparam("pks", type_=ARRAY(BigInteger))
+    )
+)
+_POSTGRES_FORKS = Q.Query(
+    text(
+        "SELECT base_pk, pk, id, header, base_seq FROM sessions WHERE base_pk = ANY(:pks)"
+    ).bindparams(bindparam("pks", type_=ARRAY(BigInteger)))
+)
+_POSTGRES_LINES = Q.Query(
+    text(
+        "SELECT e.session_pk, e.seq, e.line FROM unnest(:pks, :seqs) AS k(pk, seq) "
+        "JOIN entries AS e ON e.session_pk = k.pk AND e.seq = k.seq"
+    ).bindparams(
+        bindparam("pks", type_=ARRAY(BigInteger)), bindparam("seqs", type_=ARRAY(BigInteger))
+    )
+)
+"""PostgreSQL, where each statement is a round trip: what `_Holders.read_ahead`
+reads for many rows at once."""
 
 
 class _Fork(NamedTuple):
@@ -302,6 +326,35 @@ class _Holders:
         self._sessions: dict[int, tuple[str, str] | None] = {}
         self._forks: dict[int, list[_Fork]] = {}
         self._owners: dict[str, str | None] = {}
+        self._lines: dict[tuple[int, int], str | bytes] = {}
+
+    def read_ahead(self, rows: Sequence[_Row]) -> None:
+        """PostgreSQL: read the sessions, forks and lines of ``rows`` at once
+        (on SQLite, in the process, a statement per row costs less)."""
+        if self._conn.dialect.name != "postgresql":
+            return
+        pks = sorted({pk for _, pk, _, _ in rows} - self._sessions.keys())
+        if pks:
+            self._sessions.update(dict.fromkeys(pks))
+            for pk, id_, header in _POSTGRES_SESSIONS.all(self._conn, pks=pks):
+                self._sessions[pk] = (id_, header)
+            self._forks.update({pk: [] for pk in pks})
+            for base, fork, id_, header, base_seq in _POSTGRES_FORKS.all(self._conn, pks=pks):
+                if fork > base:  # as `_forks_of`
+                    self._forks[base].append(_Fork(fork, id_, header, base_seq or 0))
+        wanted = [(pk, seq) for _, pk, seq, entry in rows if entry is None]
+        if wanted:
+            given = {"pks": [pk for pk, _ in wanted], "seqs": [seq for _, seq in wanted]}
+            for pk, seq, line in _POSTGRES_LINES.all(self._conn, **given):
+                self._lines[pk, seq] = line
+
+    def message_at(self, pk: int, seq: int) -> MessageEntry | None:
+        """The message of row ``(pk, seq)``; None when it does not decode."""
+        line = self._lines.pop((pk, seq), None)
+        if line is None:
+            row = Q.LINES.first(self._conn, pk=pk, after=seq - 1, end=seq)
+            line = row[1] if row is not None else None
+        return message_of(line) if line is not None else None
 
     def of(self, pk: int, seq: int) -> list[tuple[str, str]]:
         """``(id, header)`` of each session holding row ``(pk, seq)``, by id."""
