@@ -73,6 +73,10 @@ metas = st.builds(
     version=st.integers(min_value=0, max_value=2**32 - 1),
     parent_session=optional_text,
     created_at=st.text(),
+    title=optional_text,
+    owner=optional_text,
+    tags=st.lists(st.text(), max_size=3).map(tuple),
+    metadata=st.dictionaries(st.text(), json_values, max_size=3),
 )
 timestamps = st.builds(
     lambda moment, nanos: Timestamp(moment, nanos),
@@ -404,7 +408,12 @@ def test_stored_headers_with_repeated_or_unknown_fields_read_as_the_strict_reade
 @given(
     metas,
     st.lists(
-        st.tuples(st.sampled_from(["id", "version", "x"]), member_values), min_size=1, max_size=3
+        st.tuples(
+            st.sampled_from(["id", "version", "x", "title", "owner", "tags", "metadata"]),
+            member_values,
+        ),
+        min_size=1,
+        max_size=3,
     ),
 )
 def test_both_header_readers_agree_on_added_members(

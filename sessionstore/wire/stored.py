@@ -125,14 +125,22 @@ def read_stored_meta(line: str | bytes) -> SessionMeta:
     # The keys the line gave (pydantic's defaults hide which), and the
     # strings id, created_at and parent_session: any other quote is another field.
     given = meta.__pydantic_fields_set__
-    if not given <= _REFERENCE_FIELDS:  # this project's fields: the decoder checks them
-        return decode_meta(line)
     strings = len(given) + 1 + ("created_at" in given) + (meta.parent_session is not None)
-    if _quotes(line, hidden=False) != 2 * strings:
+    inner, zero = 0, meta.version == 0
+    if not given <= _REFERENCE_FIELDS:
+        # This project's fields: their strings (tags, and metadata's keys
+        # and strings at any depth) and the quotes inside them.
+        ours = [value for value in (meta.title, meta.owner) if value is not None]
+        tally = _tally([*ours, *meta.tags, meta.metadata])
+        if tally is None:
+            return decode_meta(line)  # which says what is wrong
+        count, inner, zero = tally[0], tally[1], zero or tally[2]
+        strings += count
+    if _quotes(line, hidden=inner > 0) != 2 * strings + inner:
         return decode_meta(line)
-    # Its one number, ``version``, is 0 to pydantic when written ``-0``,
-    # a float serde refuses: only then is the line searched.
-    return meta if meta.version != 0 or _no_negative_zero(line) else decode_meta(line)
+    # A number the line writes ``-0`` (a float to serde, which refuses it
+    # as ``version``) is 0 to pydantic: only then is the line searched.
+    return meta if not zero or _no_negative_zero(line) else decode_meta(line)
 
 
 def trusted_entry(line: str | bytes) -> MessageEntry | CompactionEntry | None:
