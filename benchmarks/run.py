@@ -26,7 +26,13 @@ context (bare, and with json.loads of its lines), both for an agent's turn
 list, and a plain file copy (no fsync) for an export, besides a raw dump
 of the same rows with sqlite3, written and fsynced (the floor of any
 export from SQLite). A cold start, ``python -c "import sessionstore"`` in
-a new process, is measured against ``from pydantic import BaseModel``.
+a new process, is measured against ``from pydantic import BaseModel``; a
+first ``load_context`` in a new process (import, open, read the longest
+history) against a raw sqlite3 script reading the same tail, beside the
+floor of any pydantic program: that script after pydantic's import. An
+append has its floor row too: raw sqlite3 running the statements of an
+append on a database of sessionstore's schema (digest chain, listing,
+search backlog).
 
 Forks: a SQLite fork at an entry of a session of 1,000,000 entries (20,000
 with --quick), timed per fork, against one ``INSERT INTO sessions`` of the
@@ -141,6 +147,46 @@ def raw_appends(path: Path, lines: list[str]) -> float:
     for seq, line in enumerate(lines, 1):
         connection.execute("BEGIN IMMEDIATE")
         connection.execute("INSERT INTO entries VALUES (1, ?, ?)", (seq, line))
+        connection.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    connection.close()
+    return elapsed / len(lines)
+
+
+def raw_schema_appends(path: Path, lines: list[str]) -> float:
+    """Seconds per append with raw sqlite3 running, on a database of
+    sessionstore's schema, the statements a sessionstore append runs: find
+    the session, read its last seq and digest, insert the entry, record the
+    activity (whose trigger moves the session's listing row), look at the
+    search index's backlog. The floor of an append that keeps its digest
+    chain, listing and index, whatever the language around it."""
+    connection = raw_connection(path)
+    (pk,) = connection.execute("SELECT pk FROM sessions WHERE id = 's'").fetchone()
+    digest = bytes(32)
+    start = time.perf_counter()
+    for n, line in enumerate(lines):
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute(
+            "SELECT pk, header, digest, base_pk, base_seq FROM sessions WHERE id = 's'"
+        ).fetchone()
+        connection.execute(
+            "SELECT seq, digest FROM entries WHERE session_pk = ? ORDER BY seq DESC LIMIT 1",
+            (pk,),
+        ).fetchone()
+        connection.execute(
+            "INSERT INTO entries (session_pk, seq, entry_id, type, timestamp, first_kept_id, "
+            "line, digest) VALUES (?, ?, ?, 'message', ?, NULL, ?, ?)",
+            (pk, n + 1, f"e{n}", "2026-11-30T00:00:00+00:00", line, digest),
+        )
+        connection.execute(
+            "INSERT INTO activity (session_pk, tick, at) VALUES (?, (SELECT max("
+            "(SELECT coalesce(max(tick), 0) FROM listing), "
+            "(SELECT coalesce(max(tick), 0) FROM spent_ticks)) + 1), ?) RETURNING tick",
+            (pk, "2026-11-30T00:00:00+00:00"),
+        ).fetchone()
+        connection.execute(
+            "SELECT indexed, rule, (SELECT coalesce(max(rowid), 0) FROM entries) FROM search_mark"
+        ).fetchone()
         connection.execute("COMMIT")
     elapsed = time.perf_counter() - start
     connection.close()
@@ -301,6 +347,16 @@ class Bench:
         base = [raw_appends(self.fresh(), lines) for _ in range(self.rounds)]
         what = "one writer" if tasks == 1 else f"{tasks} tasks at once"
         self.raw.add(f"append, {what} (per append)", ours, base)
+        if tasks == 1:
+            floor = []
+            for _ in range(self.rounds):
+                path = self.fresh()
+                async with await SqlStore.open(str(path)) as store:
+                    await store.create(SessionMeta(id="s"))
+                floor.append(raw_schema_appends(path, lines))
+            self.raw.add(
+                "raw sqlite3 running an append's statements on our schema, the floor", floor, base
+            )
 
     async def reads(self) -> None:
         path = self.fresh()
