@@ -402,6 +402,15 @@ class Bench:
                 lambda: raw.execute("SELECT header FROM sessions ORDER BY pk").fetchall(),
                 1,
             ),
+            (
+                f"list {self.sessions + 1:,} sessions, first call, vs + json.loads",
+                list_first,
+                lambda: [
+                    json.loads(header)
+                    for (header,) in raw.execute("SELECT header FROM sessions ORDER BY pk")
+                ],
+                1,
+            ),
         ]
         for name, ours, base, times in works:
             mine = [await aper_call(ours, times) for _ in range(self.rounds)]
@@ -413,6 +422,15 @@ class Bench:
             cold.append(await aper_call(lambda: store.load_context("big"), 1))
         theirs = [per_call(lambda: raw.execute(tail).fetchall(), 1) for _ in range(self.rounds)]
         self.raw.add(f"load_context, {KEPT} kept of {self.size:,}, first call", cold, theirs)
+        decoded = [
+            per_call(lambda: [json.loads(line) for (line,) in raw.execute(tail)], 1)
+            for _ in range(self.rounds)
+        ]
+        self.raw.add(
+            f"load_context, {KEPT} kept of {self.size:,}, first call, vs + json.loads",
+            cold,
+            decoded,
+        )
         await self.export(store, "sqlite")
         await store.close()
         dumps = [raw_export(path, self.work / "dump") for _ in range(self.rounds)]
