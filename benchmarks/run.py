@@ -48,6 +48,10 @@ Browse: a page of summaries and a search on a SQLite store of 10,000,
 and an FTS5 index of the same texts, and the largest size against the
 smallest (benchmarks/browse.py).
 
+PostgreSQL (benchmarks/postgres.py, when ``SESSIONSTORE_PG_URL`` names a
+server): appends, a load and a context against psycopg by hand on the
+same server.
+
 ``--only PART`` (repeatable) runs some parts alone, e.g. ``--only forks``.
 
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
@@ -77,6 +81,7 @@ from pathlib import Path
 
 from browse import browse
 from peers import find_peers
+from postgres import postgres
 from results import Setting, Table, write_report
 
 from sessionstore import (
@@ -685,7 +690,17 @@ def new_process(code: str) -> float:
     return time.perf_counter() - start
 
 
-PARTS = ("cold-start", "appends", "reads", "turns", "flatness", "forks", "browse", "peers")
+PARTS = (
+    "cold-start",
+    "appends",
+    "reads",
+    "turns",
+    "flatness",
+    "forks",
+    "browse",
+    "peers",
+    "postgres",
+)
 """The parts of a run, in order; ``--only`` picks some."""
 
 
@@ -697,6 +712,7 @@ async def run(
     work = Path(tempfile.mkdtemp(prefix="sessionstore-bench-"))
     bench = Bench(work, quick)
     browsed: list[Table] = []
+    served: list[Table] = []
     try:
         if "cold-start" in only:
             await bench.cold_start()
@@ -715,9 +731,11 @@ async def run(
             browsed = await browse(kept or work, quick, bench.rounds)
         if "peers" in only:
             await bench.peer_runs()
+        if "postgres" in only:
+            served = await postgres(quick, bench.rounds)
     finally:
         shutil.rmtree(work)
-    return [table for table in [*bench.tables(), *browsed] if table.rows]
+    return [table for table in [*bench.tables(), *browsed, *served] if table.rows]
 
 
 async def main() -> None:
