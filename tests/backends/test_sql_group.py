@@ -17,12 +17,11 @@ from sessionstore.testing.contract import message
 from tests.helpers import traced
 
 
-async def test_appends_of_tasks_started_together_commit_in_one_transaction_on_the_loop(
+async def test_appends_of_tasks_started_together_gather_in_the_writer_thread(
     tmp_path: Path,
 ) -> None:
-    """At durability "normal" a commit waits for no disk: the appends of
-    tasks ready together gather into one writer's transaction, run on the
-    event loop's own thread (no hop to the writer thread and back)."""
+    """Appends that arrive together share transactions, run by the writer
+    thread while the next ones gather on the loop."""
     async with await SqlStore.open(str(tmp_path / "s.db")) as store:
         session_id = await store.create(SessionMeta(id="s"))
         threads: list[str] = []
@@ -30,10 +29,27 @@ async def test_appends_of_tasks_started_together_commit_in_one_transaction_on_th
         await asyncio.gather(*(store.append(session_id, message(f"e{n}", "x")) for n in range(20)))
         ran = list(zip(statements, threads, strict=True))
         begins = [sql for sql, _ in ran if sql.startswith("BEGIN")]
-        assert begins == ["BEGIN IMMEDIATE"]  # one writer's, its lock taken up front
+        assert 1 <= len(begins) < 20  # gathered: fewer transactions than appends
+        assert set(begins) == {"BEGIN IMMEDIATE"}  # each a writer's, lock taken up front
+        inserts = {thread for sql, thread in ran if sql.startswith("INSERT INTO entries")}
+        assert inserts == {"sessionstore-sql-writer-0"}
+        assert [e.id for e in await store.load(session_id)] == [f"e{n}" for n in range(20)]
+
+
+async def test_a_lone_append_commits_on_the_event_loop(tmp_path: Path) -> None:
+    """At durability "normal" a commit waits for no disk: an append that no
+    other joins commits on the event loop's own thread (no hop to the
+    writer thread and back)."""
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        session_id = await store.create(SessionMeta(id="s"))
+        threads: list[str] = []
+        statements = traced(store, threads)
+        for n in range(3):
+            await store.append(session_id, message(f"e{n}", "x"))
+        ran = list(zip(statements, threads, strict=True))
         inserts = {thread for sql, thread in ran if sql.startswith("INSERT INTO entries")}
         assert inserts == {threading.current_thread().name}
-        assert [e.id for e in await store.load(session_id)] == [f"e{n}" for n in range(20)]
+        assert [sql for sql, _ in ran if sql.startswith("BEGIN")] == ["BEGIN IMMEDIATE"] * 3
 
 
 async def test_appends_at_full_durability_commit_on_the_writer_thread(tmp_path: Path) -> None:

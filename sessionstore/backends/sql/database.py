@@ -195,7 +195,8 @@ class Database:
                 a writer locked out by another process is tried again.
             durable: commit with a full fsync even at ``durability="normal"``.
             lean: ``body`` runs `Query` statements alone (see `Runner.run`).
-            quick: a lean read of a few rows through indexes (see `Runner.run`).
+            quick: ``body`` is lean and touches a few rows through indexes: on
+                SQLite it may run on the event loop's thread (see `Runner.run`).
 
         Raises:
             SessionStoreError: what ``body`` raised, or a `StorageError` for
@@ -208,7 +209,7 @@ class Database:
                 if not write:
                     return await run(write=False, durable=False, quick=quick)
                 async with self._writer.held():
-                    return await run(write=True, durable=durable)
+                    return await run(write=True, durable=durable, quick=quick)
             except SessionStoreError:
                 raise
             except self._errors as exc:

@@ -120,34 +120,27 @@ class _LoopGroup:
     async def submit(self, session_id: str, rows: Sequence[dict[str, Any]]) -> None:
         """Append ``rows`` in the next shared transaction; return once it committed.
 
-        With no transaction of appends running, the caller lets the tasks
-        ready to run append too (one turn of the loop: a write on SQLite may
-        commit on the loop's thread without ever yielding to them). Alone,
-        it runs its own transaction (no task to start); joined, one task
-        commits them all together, as it does the appends arriving while a
-        transaction runs.
+        With no transaction of appends running, the caller runs its own at
+        once (no task to start first); appends arriving meanwhile gather,
+        and one task then commits them together. It first lets the tasks
+        ready to run submit (one turn of the loop): alone, its transaction
+        may commit on the loop's thread (SQLite at durability "normal",
+        where that costs less than a hop to the writer thread); joined, it
+        runs in the writer thread, the others gathering behind it while it
+        commits, as they always did.
         """
-        loop = asyncio.get_running_loop()
         if self._busy:
-            future: asyncio.Future[None] = loop.create_future()
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._pending.append(((session_id, rows), future))
             await future
             return
         self._busy = True
         try:
             await asyncio.sleep(0)
-        except BaseException:
-            self._after()
-            raise
-        if self._pending:
-            mine: asyncio.Future[None] = loop.create_future()
-            self._pending.insert(0, ((session_id, rows), mine))
-            self._flushing = asyncio.create_task(self._flush())
-            await mine
-            return
-        try:
+            alone = not self._pending
             write = partial(write_appends, [(session_id, rows)])
-            (error,), due = await self._database.transaction(None, write, write=True, lean=True)
+            transaction = self._database.transaction
+            (error,), due = await transaction(None, write, write=True, lean=True, quick=alone)
             if due:
                 await self._catch_up()
         finally:

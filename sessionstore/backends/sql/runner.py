@@ -5,7 +5,7 @@ whole in a worker thread on the blocking driver (sqlite3, or psycopg for
 PostgreSQL), so a transaction costs one hop between the event loop and a
 thread, however many statements it holds (an async driver pays a hop per
 statement, cursor and commit). On SQLite a quick read of a few rows, and
-at durability "normal" a lean write (an append), run on the event loop
+at durability "normal" a quick write (one append), run on the event loop
 itself, where they cost less than the hop would (see `Runner`).
 
 Nothing here belongs to an event loop: a call's result goes back to the
@@ -155,10 +155,10 @@ class Runner:
     one out of SQLAlchemy's pool and back in cost about as much as a small
     transaction itself.
 
-    On SQLite at durability "normal", a lean write (appends, creates,
-    forks, titles: a few rows, and a commit that writes WAL frames without
-    waiting for a disk)
-    runs on the event loop's thread too, on the same connection: when
+    On SQLite at durability "normal", a quick write (one append, a
+    create, a fork, a title: a few rows, and a commit that writes WAL
+    frames without waiting for a disk) runs on the event loop's thread
+    too, on the same connection: when
     another connection holds the write lock, it goes to the writer thread
     to wait. That connection never checkpoints (an fsync); the writer
     thread checkpoints in passing every `_CHECKPOINT_EVERY` of its commits.
@@ -229,7 +229,7 @@ class Runner:
                 if not is_busy(exc):
                     raise
             # A lock SQLite would wait for: wait in a thread instead.
-        elif write and lean and not durable and self._inline_writes:
+        elif write and quick and not durable and self._inline_writes:
             here = getattr(self._local, "here", None) or self._open_here()
             pooled = here.connection
             try:

@@ -42,6 +42,7 @@ from sessionstore.backends.base import (
     Durability,
     StoreBase,
     decode_stored_entries,
+    decode_stored_meta,
     entry_lines,
     header_line,
     imported_entry,
@@ -167,7 +168,7 @@ class SqlStore(StoreBase):
         line = header_line(meta)
         self._check_open(meta.id)
         insert = partial(_new_session, meta=meta, header=line)
-        await self._database.transaction(meta.id, insert, write=True, lean=True)
+        await self._database.transaction(meta.id, insert, write=True, quick=True)
         return meta.id
 
     async def append_many(self, session_id: str, new: Sequence[SessionEntry]) -> None:
@@ -253,7 +254,7 @@ class SqlStore(StoreBase):
 
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
         fork = partial(_fork, source_id=source_id, at=at, meta=meta, header=header)
-        await self._database.transaction(source_id, fork, write=True, lean=True)
+        await self._database.transaction(source_id, fork, write=True, quick=True)
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
         """See `sessionstore.backends.sql.erase`; the bytes' fate is in docs/sql.md."""
@@ -336,11 +337,19 @@ class SqlStore(StoreBase):
 
     async def _set_title(self, session_id: str, change: TitleChange) -> None:
         body = partial(titles.record, change=change)
-        await self._database.transaction(session_id, body, write=True, lean=True)
+        await self._database.transaction(session_id, body, write=True, quick=True)
 
     async def _titles(self, session_id: str) -> builtins.list[TitleChange]:
         body = partial(titles.changes, session_id=session_id)
-        return await self._database.transaction(session_id, body, lean=True)
+        return await self._database.transaction(session_id, body, quick=True)
+
+    async def _meta(self, session_id: str) -> SessionMeta:
+        """The header from the session's row, in a quick read (a fork
+        without a ``meta`` reads it, with the titles, before it writes)."""
+        body = partial(find_session, session_id=session_id)
+        row = await self._database.transaction(session_id, body, quick=True)
+        where = self._database.headers_at
+        return decode_stored_meta(session_id, row.header, path=where, line_no=1)
 
     async def _import_titles(
         self, session_id: str, changes: builtins.list[TitleChange], after: int
