@@ -23,11 +23,17 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import stat
 import time
 from pathlib import Path
 
 from sessionstore.backends.base import decode_stored_entries, decode_stored_meta
-from sessionstore.backends.files import complete_length, make_directory, open_regular
+from sessionstore.backends.files import (
+    NotRegularFileError,
+    complete_length,
+    make_directory,
+    open_regular,
+)
 from sessionstore.errors import (
     CorruptSessionError,
     SessionNotFoundError,
@@ -44,6 +50,7 @@ __all__ = [
     "complete_size",
     "file_id",
     "header_or_fault",
+    "id_files",
     "named_file",
     "open_locked",
     "open_session",
@@ -147,6 +154,35 @@ def file_id(fd: int) -> tuple[int, int]:
     """The device and inode of an open file."""
     status = os.fstat(fd)
     return status.st_dev, status.st_ino
+
+
+def id_files(folder: Path, kind: str, unread: str) -> tuple[list[str], list[str]]:
+    """The ids of the regular files ``<id>.jsonl`` in a folder beside the
+    sessions (heads, titles), and a fault naming each file so named that is
+    none: a name that is no id (``not a <kind>``), or not a regular file
+    (``... : <unread>``). No folder: nothing."""
+    try:
+        names = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return [], []
+    ids, faults = [], []
+    for name in names:
+        if not name.endswith(SUFFIX):
+            continue
+        path, found = folder / name, name[: -len(SUFFIX)]
+        try:
+            validate_session_id(found)
+            mode = os.lstat(path).st_mode
+        except SessionStoreError as exc:
+            faults.append(f"{path}: not a {kind}: {exc}")
+            continue
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(mode):
+            ids.append(found)
+        else:
+            faults.append(f"{path}: {NotRegularFileError(path, mode).strerror}: {unread}")
+    return ids, faults
 
 
 def named_file(path: Path) -> tuple[int, int] | None:

@@ -21,21 +21,14 @@ to its owner, like ``journals/``.
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
-from sessionstore.backends.files import (
-    NotRegularFileError,
-)
-from sessionstore.backends.jsonl.file import SUFFIX
+from sessionstore.backends.jsonl.file import SUFFIX, id_files
 from sessionstore.backends.jsonl.records import append_lines, read_lines
 from sessionstore.errors import (
     CorruptSessionError,
     InvalidRecordError,
     SessionConflictError,
-    SessionStoreError,
-    validate_session_id,
 )
 from sessionstore.models import HeadMove
 from sessionstore.wire import decode_head_move, encode
@@ -91,29 +84,7 @@ def read_moves(name: str, path: Path) -> list[HeadMove]:
 def names(directory: Path) -> tuple[list[str], list[str]]:
     """The heads in the store ``directory``, and a fault for each file named
     like a head that is none (not a regular file, a name that is no id)."""
-    heads = directory / HEADS
-    try:
-        found = sorted(os.listdir(heads))
-    except FileNotFoundError:
-        return [], []
-    listed, faults = [], []
-    for file in found:
-        if not file.endswith(SUFFIX):
-            continue
-        path, name = heads / file, file[: -len(SUFFIX)]
-        try:
-            validate_session_id(name)
-            mode = os.lstat(path).st_mode
-        except SessionStoreError as exc:
-            faults.append(f"{path}: not a head file: {exc}")
-            continue
-        except FileNotFoundError:
-            continue
-        if stat.S_ISREG(mode):
-            listed.append(name)
-        else:
-            faults.append(f"{path}: {NotRegularFileError(path, mode).strerror}: not listed")
-    return listed, faults
+    return id_files(directory / HEADS, "head file", "not listed")
 
 
 def faults(directory: Path) -> list[str]:

@@ -26,18 +26,15 @@ also a file of titles whose session is gone (removed behind the store).
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from sessionstore.backends.files import NotRegularFileError, fsync_directory
-from sessionstore.backends.jsonl.file import SUFFIX, open_locked, open_session
+from sessionstore.backends.files import fsync_directory
+from sessionstore.backends.jsonl.file import SUFFIX, id_files, open_locked, open_session
 from sessionstore.backends.jsonl.records import append_lines, read_lines
 from sessionstore.errors import (
     CorruptSessionError,
     InvalidRecordError,
-    SessionStoreError,
-    validate_session_id,
 )
 from sessionstore.models import TitleChange
 from sessionstore.wire import decode_title_change, encode
@@ -154,26 +151,10 @@ def faults(directory: Path) -> list[str]:
     regular file, a name that is no session id, a line that does not decode
     or names another session, a file whose session is gone."""
     titles = directory / TITLES
-    try:
-        names = sorted(os.listdir(titles))
-    except FileNotFoundError:
-        return []
-    found = []
-    for name in names:
-        if not name.endswith(SUFFIX):
-            continue
-        path, session_id = titles / name, name[: -len(SUFFIX)]
-        try:
-            validate_session_id(session_id)
-            mode = os.lstat(path).st_mode
-        except SessionStoreError as exc:
-            found.append(f"{path}: not a file of titles: {exc}")
-            continue
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISREG(mode):
-            found.append(f"{path}: {NotRegularFileError(path, mode).strerror}: not read")
-            continue
+    session_ids, found = id_files(titles, "file of titles", "not read")
+    for session_id in session_ids:
+        name = f"{session_id}{SUFFIX}"
+        path = titles / name
         try:
             changes_of(directory, session_id)
         except CorruptSessionError as exc:
