@@ -144,16 +144,12 @@ class _LoopGroup:
             if due:
                 await self._catch_up()
         finally:
-            self._after()
+            if self._pending:
+                self._flushing = asyncio.create_task(self._flush())
+            else:
+                self._busy = False
         if error is not None:
             raise error
-
-    def _after(self) -> None:
-        """The caller's own transaction is over: a task commits what gathered."""
-        if self._pending:
-            self._flushing = asyncio.create_task(self._flush())
-        else:
-            self._busy = False
 
     async def _flush(self) -> None:
         try:

@@ -222,7 +222,7 @@ class Runner:
         lean: bool = False,
     ) -> _T:
         if quick and not write and self._sqlite:
-            here = getattr(self._local, "here", None) or self._open_here()
+            here = self._here()
             try:
                 return on_driver(here, body, write=False, durable=False)
             except self._driver_error as exc:
@@ -230,7 +230,7 @@ class Runner:
                     raise
             # A lock SQLite would wait for: wait in a thread instead.
         elif write and quick and not durable and self._inline_writes:
-            here = getattr(self._local, "here", None) or self._open_here()
+            here = self._here()
             pooled = here.connection
             try:
                 begin_on_driver(pooled, write=True, durable=False)
@@ -246,6 +246,11 @@ class Runner:
                 return result
         workers = self._writer if write else self._readers
         return await workers.call(partial(self._in_transaction, body, write, durable, lean))
+
+    def _here(self) -> Connection:
+        """This thread's connection for the transactions run on it."""
+        here: Connection | None = getattr(self._local, "here", None)
+        return here if here is not None else self._open_here()
 
     def _open_here(self) -> Connection:
         """This thread's connection for quick reads: it never waits for a lock.
