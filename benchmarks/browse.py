@@ -25,7 +25,7 @@ from contextlib import closing
 from functools import partial
 from pathlib import Path
 
-from results import Table
+from results import Table, aper_call, per_call
 
 from sessionstore import Message, MessageEntry, SessionMeta, SessionStore, SqlStore, encode
 
@@ -105,28 +105,6 @@ def _fetch(raw: sqlite3.Connection, query: str, args: tuple[object, ...]) -> obj
     return raw.execute(query, args).fetchall()
 
 
-def _median_call(call: Callable[[], object], rounds: int, times: int) -> list[float]:
-    figures = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(times):
-            call()
-        figures.append((time.perf_counter() - start) / times)
-    return figures
-
-
-async def _amedian_call(
-    call: Callable[[], Awaitable[object]], rounds: int, times: int
-) -> list[float]:
-    figures = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(times):
-            await call()
-        figures.append((time.perf_counter() - start) / times)
-    return figures
-
-
 async def _ours(store: SessionStore, rounds: int, times: int) -> dict[str, list[float]]:
     """Seconds per call of each browse operation on the store."""
     deep = await store.summaries(limit=PAGE)
@@ -145,7 +123,9 @@ async def _ours(store: SessionStore, rounds: int, times: int) -> dict[str, list[
         "first page by creation": lambda: store.summaries(order="created", limit=PAGE),
         "search a word 20 messages hold": lambda: store.search(RARE),
     }
-    return {name: await _amedian_call(call, rounds, times) for name, call in calls.items()}
+    return {
+        name: [await aper_call(call, times) for _ in range(rounds)] for name, call in calls.items()
+    }
 
 
 def _raw(path: Path, rounds: int, times: int) -> dict[str, list[float]]:
@@ -172,7 +152,7 @@ def _raw(path: Path, rounds: int, times: int) -> dict[str, list[float]]:
             ),
         }
         return {
-            name: _median_call(partial(_fetch, raw, query, args), rounds, times)
+            name: [per_call(partial(_fetch, raw, query, args), times) for _ in range(rounds)]
             for name, (query, args) in queries.items()
         }
 

@@ -24,9 +24,8 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 
-from results import Table
+from results import Table, aper_call
 from sqlalchemy.engine import make_url
 
 from sessionstore import CompactionEntry, Message, MessageEntry, SessionMeta, SqlStore, encode
@@ -38,13 +37,6 @@ TEXT = "a message of a few words, as an agent's turn would hold "
 def _entry(n: int) -> MessageEntry:
     message = Message.user(f"{TEXT}{n}")
     return MessageEntry(id=f"e{n}", timestamp="2026-11-30T00:00:00+00:00", message=message)
-
-
-async def _per_call(call: Callable[[], Awaitable[object]], times: int) -> float:
-    start = time.perf_counter()
-    for _ in range(times):
-        await call()
-    return (time.perf_counter() - start) / times
 
 
 class _Raw:
@@ -147,14 +139,14 @@ async def postgres(quick: bool, rounds: int) -> list[Table]:
         await store.append(big, cut)
         big_raw = uuid.uuid4().hex
         raw.fill(big_raw, [encode(entry) for entry in entries])
-        loads = [await _per_call(lambda: store.load(big), 1) for _ in range(rounds)]
+        loads = [await aper_call(lambda: store.load(big), 1) for _ in range(rounds)]
         table.add(
             f"load {size:,} entries into models, vs + json.loads",
             loads,
             [raw.load(big_raw) for _ in range(rounds)],
         )
         await store.load_context(big)
-        contexts = [await _per_call(lambda: store.load_context(big), 50) for _ in range(rounds)]
+        contexts = [await aper_call(lambda: store.load_context(big), 50) for _ in range(rounds)]
         table.add(
             f"load_context, {KEPT} kept of {size:,}, asked again",
             contexts,

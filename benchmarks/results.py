@@ -1,4 +1,5 @@
-"""The benchmark's tables, and the report it writes to RESULTS.md.
+"""The benchmark's tables, how a figure is timed, and the report it writes
+to RESULTS.md.
 
 A run of the whole benchmark fills a list of tables; several runs of it
 are combined row by row: the ratio of the median run, and the spread
@@ -14,9 +15,27 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+
+def per_call(call: Callable[[], object], times: int) -> float:
+    """Seconds per call, over ``times`` calls in a row."""
+    start = time.perf_counter()
+    for _ in range(times):
+        call()
+    return (time.perf_counter() - start) / times
+
+
+async def aper_call(call: Callable[[], Awaitable[object]], times: int) -> float:
+    """Seconds per awaited call, over ``times`` calls in a row."""
+    start = time.perf_counter()
+    for _ in range(times):
+        await call()
+    return (time.perf_counter() - start) / times
 
 
 @dataclass(frozen=True)

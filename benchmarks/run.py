@@ -82,7 +82,7 @@ from pathlib import Path
 from browse import browse
 from peers import find_peers
 from postgres import postgres
-from results import Setting, Table, write_report
+from results import Setting, Table, aper_call, per_call, write_report
 
 from sessionstore import (
     CompactionEntry,
@@ -281,20 +281,6 @@ async def store_appends(path: Path, tasks: int, each: int) -> float:
     elapsed = time.perf_counter() - start
     await store.close()
     return elapsed / (tasks * each)
-
-
-def per_call(call: Callable[[], object], times: int) -> float:
-    start = time.perf_counter()
-    for _ in range(times):
-        call()
-    return (time.perf_counter() - start) / times
-
-
-async def aper_call(call: Callable[[], Awaitable[object]], times: int) -> float:
-    start = time.perf_counter()
-    for _ in range(times):
-        await call()
-    return (time.perf_counter() - start) / times
 
 
 class Bench:
