@@ -273,7 +273,8 @@ async def test_an_entry_not_found_creates_nothing(store: JsonlStore) -> None:
     await store.append("src", message("e1", "a"))
     with pytest.raises(EntryNotFoundError):
         await store.fork("src", at="nope", meta=SessionMeta(id="f1"))
-    assert sorted(os.listdir(store.directory)) == ["src.jsonl"]
+    assert sorted(os.listdir(store.directory)) == [".ids", "src.jsonl"]  # src's index
+    assert sorted(os.listdir(store.directory / ".ids")) == [".firsts", "src"]
 
 
 # ------------------------------------------------------------ hints and contexts

@@ -10,7 +10,7 @@ import pytest
 
 from sessionstore import CompactionEntry, JsonlStore, Message, MessageEntry, SessionMeta, encode
 from sessionstore.backends.jsonl import hints as jsonl_hints
-from sessionstore.backends.jsonl.context import first_kept_in
+from sessionstore.backends.jsonl import ids as jsonl_ids
 from sessionstore.context import build_context
 
 SUMMARY = "[Conversation summary]\n"
@@ -26,12 +26,13 @@ def searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     any search, however short."""
     monkeypatch.setattr(jsonl_hints, "HINT_FROM", 0)
     searched: list[int] = []
+    search = jsonl_ids.first_kept
 
-    def counted(fd: int, kept: str, end: int) -> int | None:
+    def counted(directory: Path, session_id: str, fd: int, kept: str, end: int) -> int | None:
         searched.append(end)
-        return first_kept_in(fd, kept, end)
+        return search(directory, session_id, fd, kept, end)
 
-    monkeypatch.setattr(jsonl_hints, "first_kept_in", counted)
+    monkeypatch.setattr(jsonl_ids, "first_kept", counted)
     return searched
 
 

@@ -195,8 +195,9 @@ def first_line(fd: int, size: int) -> bytes:
     return line
 
 
-def first_kept_in(fd: int, kept: str, end: int) -> int | None:
-    """The offset of the first message line before ``end`` whose id is ``kept``.
+def first_kept_in(fd: int, kept: str, end: int, start: int = 0) -> int | None:
+    """The offset of the first message line before ``end`` whose id is ``kept``
+    (from ``start``, where a line begins, when those before are known not to).
 
     A line can hold that id only if it holds the id's canonical spelling,
     or an escape that spells it otherwise (``\\u``, or ``\\/`` for a slash;
@@ -209,7 +210,7 @@ def first_kept_in(fd: int, kept: str, end: int) -> int | None:
     if "/" in kept:
         needles.append(b"\\/")
     with mmap.mmap(fd, end, access=mmap.ACCESS_READ) as data:
-        position = data.find(b"\n") + 1  # after the header
+        position = max(start, data.find(b"\n") + 1)  # after the header
         hits = {needle: data.find(needle, position, end) for needle in needles}
         while True:
             found = [hit for hit in hits.values() if hit >= 0]

@@ -91,6 +91,7 @@ from sessionstore.backends.files import (
 )
 from sessionstore.backends.jsonl import heads as head_files
 from sessionstore.backends.jsonl import hints
+from sessionstore.backends.jsonl import ids as message_ids
 from sessionstore.backends.jsonl import titles as title_files
 from sessionstore.backends.jsonl.context import entries_between, line_number, read_context
 from sessionstore.backends.jsonl.erasures import ErasureLog, FileId, digest_file
@@ -122,7 +123,14 @@ from sessionstore.errors import (
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.models import Erasure, HeadMove, SessionEntry, SessionMeta, TitleChange
+from sessionstore.models import (
+    Erasure,
+    HeadMove,
+    MessageEntry,
+    SessionEntry,
+    SessionMeta,
+    TitleChange,
+)
 from sessionstore.store import Order, SessionSummary
 from sessionstore.timestamps import Timestamp, rfc3339_of_ns
 
@@ -252,11 +260,17 @@ class JsonlStore(StoreBase):
 
     async def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
         self._check(session_id)
-        data = "".join(line + "\n" for line in entry_lines(session_id, entries)).encode()
+        lines = [(line + "\n").encode() for line in entry_lines(session_id, entries)]
+        messages, offset = [], 0  # for the index of ids (`sessionstore.backends.jsonl.ids`)
+        for entry, line in zip(entries, lines, strict=True):
+            if isinstance(entry, MessageEntry):
+                messages.append((entry.id, offset))
+            offset += len(line)
+        data = b"".join(lines)
         await self._gate.passed()
-        await self._run(session_id, lambda: self._append(session_id, data))
+        await self._run(session_id, lambda: self._append(session_id, data, messages))
 
-    def _append(self, session_id: str, data: bytes) -> None:
+    def _append(self, session_id: str, data: bytes, messages: list[tuple[str, int]]) -> None:
         path = self.path(session_id)
         fd = open_locked(session_id, path, os.O_RDWR | os.O_APPEND)
         try:
@@ -275,6 +289,7 @@ class JsonlStore(StoreBase):
                     raise
                 if batch:  # on a failure the note stays: the next repair cuts back
                     batch_ended(path)
+                message_ids.note(self._dir, session_id, fd, size, data, messages)
         finally:
             os.close(fd)  # releases the lock
 
@@ -646,6 +661,7 @@ class JsonlStore(StoreBase):
             # Its titles first: a crash before the unlink leaves the erase
             # unfinished (erasing again finishes it), never titles of no session.
             title_files.forget(self._dir, session_id)
+            message_ids.forget(self._dir, session_id)  # written under this lock alone
             path.unlink()  # under the lock: a writer waiting for it finds no file
         finally:
             os.close(fd)

@@ -1,0 +1,337 @@
+"""An index of a JSONL session's message ids, kept beside the files.
+
+After a new compaction, `load_context` must know whether a message before
+the kept one has the kept id too (`sessionstore.backends.jsonl.context`):
+without help, a search of every byte before it, about half a second for
+the 375 MB of a million entries. ``<dir>/.ids/<id>`` answers it from 16
+bytes a message: the store appends there, under the session file's lock,
+one record per message it has just written (a hash of its id, the offset
+of its line), then a mark (how far the file is covered, and a digest of
+the 4 KiB before that). Beside it, ``<dir>/.ids/.firsts/<id>`` holds the
+first 4 bytes of each record, written just before them: a search scans
+that column (4 MB at a million messages, about 2 ms), reads the records
+whose hash starts alike, and decodes only the lines they point to. Lines
+after the last mark (written by another program, or after a crash between
+the writes) are searched as bytes. A column that lags behind its records
+(a crash, a deletion) is caught up from them at the next append; until
+then a search scans the records themselves.
+
+The index is a cache, never the record, and is checked before it is
+believed: its header names the session file (device, inode, a digest of
+its header line) and its last mark must still describe the file's bytes.
+A file that does not match is not used and, at the next append, replaced.
+An append starts or catches up an index only when the lines it has not
+seen are at most `CATCH_UP` bytes, decoded then: a session written before
+this index existed, imported or forked past that size, has none, and is
+searched as before (with `sessionstore.backends.jsonl.hints` remembering
+each answer). Writing the index can fail (a read-only directory, a full
+disk) without failing the append.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import mmap
+import os
+import struct
+from pathlib import Path
+
+from sessionstore.backends.base import decode_stored_entry
+from sessionstore.backends.files import make_directory, open_regular, write_all
+from sessionstore.backends.jsonl.context import CHUNK, first_kept_in, first_line
+from sessionstore.errors import CorruptSessionError
+from sessionstore.models import MessageEntry
+
+__all__ = ["CATCH_UP", "FIRSTS", "IDS", "first_kept", "forget", "note"]
+
+IDS = ".ids"  # <dir>/.ids/<id>: no session id starts with a dot
+FIRSTS = ".firsts"  # <dir>/.ids/.firsts/<id>: the first bytes of each record
+_FIRST = 4  # bytes of a record's hash in the column, searched before the records
+CATCH_UP = 1 << 16
+"""Most bytes of unindexed lines an append decodes to start or catch up an index."""
+
+_MAGIC = b"sessionstore ids 1\n"
+_HEADER = struct.Struct("<19sQQ8s")  # the magic, the file's device and inode, its header's digest
+_RECORD = struct.Struct("<8sq")  # an id's hash and its line's offset, or a mark: seal, -1 - end
+_WINDOW = 4096  # most bytes before a mark's end that its seal covers
+
+
+def note(
+    directory: Path, session_id: str, fd: int, size: int, data: bytes, ids: list[tuple[str, int]]
+) -> None:
+    """Index the messages of an append; the caller holds the session file's lock.
+
+    Args:
+        fd: the session file, just written: ``data`` at offset ``size``.
+        ids: each message's id and its line's offset within ``data``.
+    """
+    path, firsts = _paths(directory, session_id)
+    try:
+        index = _open_for_append(path, create=size <= CATCH_UP)
+    except OSError:
+        return  # none, and too late to start one; or none can be written here
+    try:
+        header = _header(fd)
+        covered = _covered(index, header, size)
+        start = b""
+        if covered is None:  # new, or not this file's: start again, if cheap
+            if size > CATCH_UP:
+                forget(directory, session_id)
+                return
+            os.ftruncate(index, 0)
+            start, covered = header, 0
+        held = (os.fstat(index).st_size - _HEADER.size) // _RECORD.size if not start else 0
+        records = []
+        if covered < size:  # lines it has not seen: decoded, if few
+            if size - covered > CATCH_UP:
+                return
+            records += _messages(fd, covered, size)
+        records += [_RECORD.pack(_hash(entry_id), size + offset) for entry_id, offset in ids]
+        records.append(_mark(fd, size + len(data), data))
+        new = b"".join(records)
+        _extend_firsts(firsts, index, held, new)
+        write_all(index, start + new)
+    except OSError:
+        return
+    finally:
+        os.close(index)
+
+
+def _extend_firsts(path: str, index: int, held: int, new: bytes) -> None:
+    """Append the first bytes of the ``new`` records to the index's column
+    of them, after bringing it to the ``held`` records before them (a crash
+    between its write and the index's leaves it longer; one deleted leaves
+    it short). Unwritten, searches scan the records themselves."""
+    try:
+        column = _open_for_append(path, create=True)
+    except OSError:
+        return
+    try:
+        has = os.fstat(column).st_size // _FIRST
+        if has > held or os.fstat(column).st_size % _FIRST:
+            has = min(has, held)
+            os.ftruncate(column, has * _FIRST)
+        if has < held:
+            write_all(column, _firsts(os.pread(index, (held - has) * _RECORD.size, _at(has))))
+        write_all(column, _firsts(new))
+    except OSError:  # searches scan the records until an append catches it up
+        with contextlib.suppress(OSError):
+            os.ftruncate(column, 0)
+    finally:
+        os.close(column)
+
+
+def first_kept(directory: Path, session_id: str, fd: int, kept: str, end: int) -> int | None:
+    """`first_kept_in`, with the index's help where it holds.
+
+    Returns:
+        The offset of the first message line before ``end`` whose id is
+        ``kept``, or None.
+    """
+    path, firsts = _paths(directory, session_id)
+    try:
+        index = open_regular(path, os.O_RDONLY)
+    except OSError:
+        return first_kept_in(fd, kept, end)
+    try:
+        found = _look_up(index, firsts, fd, kept, end)
+    except (OSError, ValueError):
+        found = None
+    finally:
+        os.close(index)
+    if found is None:
+        return first_kept_in(fd, kept, end)
+    offsets, covered = found
+    for offset in offsets:
+        if _holds(fd, offset, kept):
+            return offset
+    return first_kept_in(fd, kept, end, start=covered) if covered < end else None
+
+
+def forget(directory: Path, session_id: str) -> None:
+    """Remove the session's index (the session is erased)."""
+    for path in _paths(directory, session_id):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def _paths(directory: Path, session_id: str) -> tuple[str, str]:
+    """The index's records, and its column of their first bytes."""
+    index = os.path.join(directory, IDS, session_id)
+    return index, os.path.join(directory, IDS, FIRSTS, session_id)
+
+
+def _open_for_append(path: str, *, create: bool) -> int:
+    try:
+        return open_regular(path, os.O_RDWR | os.O_APPEND)
+    except FileNotFoundError:
+        if not create:
+            raise
+    make_directory(Path(path).parent)
+    return open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+
+
+def _hash(entry_id: str) -> bytes:
+    return hashlib.blake2b(entry_id.encode(), digest_size=8).digest()
+
+
+def _header(fd: int) -> bytes:
+    status = os.fstat(fd)
+    line = os.pread(fd, 1024, 0)  # a header line is short...
+    cut = line.find(b"\n")
+    line = line[:cut] if cut >= 0 else first_line(fd, status.st_size)  # ...most often
+    digest = hashlib.blake2b(line, digest_size=8).digest()
+    return _HEADER.pack(_MAGIC, status.st_dev, status.st_ino, digest)
+
+
+def _mark(fd: int, end: int, data: bytes) -> bytes:
+    """A mark: the file is covered up to ``end``, where ``data`` ends; its
+    seal is a digest of the (at most `_WINDOW`) bytes before ``end``, and
+    their length."""
+    if len(data) >= _WINDOW:
+        window = data[-_WINDOW:]
+    else:
+        window = os.pread(fd, min(_WINDOW, end), max(0, end - _WINDOW))
+    seal = hashlib.blake2b(window, digest_size=6).digest() + len(window).to_bytes(2, "little")
+    return _RECORD.pack(seal, -1 - end)
+
+
+def _sealed(fd: int, covered: int, seal: bytes) -> bool:
+    """Whether the file's bytes before ``covered`` are those a mark's seal saw."""
+    length = int.from_bytes(seal[6:], "little")
+    if not 0 < length <= min(covered, _WINDOW) or covered > os.fstat(fd).st_size:
+        return False
+    window = os.pread(fd, length, covered - length)
+    return hashlib.blake2b(window, digest_size=6).digest() == seal[:6]
+
+
+def _last_mark(index: int, header: bytes, length: int) -> tuple[int, int, bytes] | None:
+    """Where the last mark of an index of ``length`` bytes is, the end it
+    covers, and its digest (None: not this file's index, or no mark)."""
+    if os.pread(index, _HEADER.size, 0) != header:
+        return None
+    position = _HEADER.size + (length - _HEADER.size) // _RECORD.size * _RECORD.size
+    while position > _HEADER.size:  # records after the last mark: a torn write
+        position -= _RECORD.size
+        digest, value = _RECORD.unpack(os.pread(index, _RECORD.size, position))
+        if value < 0:
+            return position, -1 - value, digest
+    return None
+
+
+def _covered(index: int, header: bytes, size: int) -> int | None:
+    """How far an index ready for more records covers a file of ``size``
+    bytes (None: unusable). Its last mark's digest is left to the reader,
+    who checks it against the bytes."""
+    length = os.fstat(index).st_size
+    found = _last_mark(index, header, length)
+    if found is None:
+        return None
+    position, covered, _ = found
+    if position + _RECORD.size != length or covered > size:
+        return None  # a torn write after it, or a file cut back since
+    return covered
+
+
+def _look_up(index: int, firsts: str, fd: int, kept: str, end: int) -> tuple[list[int], int] | None:
+    """The offsets before ``end`` the index has for ``kept``'s hash, and how
+    far it covers (None: it does not hold for this file)."""
+    found = _last_mark(index, _header(fd), os.fstat(index).st_size)
+    if found is None:
+        return None
+    position, covered, digest = found
+    if not _sealed(fd, covered, digest):
+        return None
+    wanted = _hash(kept)
+    count = (position - _HEADER.size) // _RECORD.size  # records before the last mark
+    rows = _rows_from_firsts(firsts, count, wanted)
+    if rows is None:
+        rows = _rows(index, count, wanted)
+    offsets = []
+    for row in rows:
+        found, offset = _RECORD.unpack(os.pread(index, _RECORD.size, _at(row)))
+        if found == wanted and 0 <= offset < end:
+            offsets.append(offset)
+    return offsets, covered
+
+
+def _rows_from_firsts(firsts: str, count: int, wanted: bytes) -> list[int] | None:
+    """The records among the first ``count`` whose hash starts as ``wanted``
+    does, read from the column of first bytes (None: it lags behind)."""
+    try:
+        column = open_regular(firsts, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        if count == 0 or os.fstat(column).st_size < count * _FIRST:
+            return None
+        return _aligned(column, count * _FIRST, 0, wanted[:_FIRST], _FIRST)
+    finally:
+        os.close(column)
+
+
+def _rows(index: int, count: int, wanted: bytes) -> list[int]:
+    """The same, read from the records themselves."""
+    return _aligned(index, _at(count), _HEADER.size, wanted, _RECORD.size)
+
+
+def _aligned(fd: int, length: int, start: int, needle: bytes, width: int) -> list[int]:
+    """The numbers of the ``width``-byte slots, from ``start``, of a file's
+    first ``length`` bytes that begin with ``needle``."""
+    found = []
+    with mmap.mmap(fd, length, access=mmap.ACCESS_READ) as data:
+        at = data.find(needle, start)
+        while at >= 0:
+            if (at - start) % width == 0:
+                found.append((at - start) // width)
+            at = data.find(needle, at + 1)
+    return found
+
+
+def _at(row: int) -> int:
+    """Where record number ``row`` starts in the index."""
+    return _HEADER.size + row * _RECORD.size
+
+
+def _firsts(records: bytes) -> bytes:
+    """The first `_FIRST` bytes of each record."""
+    return bytes(memoryview(records).cast("I")[:: _RECORD.size // _FIRST])
+
+
+def _line_at(fd: int, offset: int) -> bytes:
+    line = b""
+    while True:
+        chunk = os.pread(fd, CHUNK, offset + len(line))
+        cut = chunk.find(b"\n")
+        if cut >= 0 or not chunk:
+            return line + (chunk if cut < 0 else chunk[:cut])
+        line += chunk
+
+
+def _holds(fd: int, offset: int, kept: str) -> bool:
+    """Whether the line at ``offset`` is a message with the id ``kept``."""
+    try:
+        entry = decode_stored_entry(
+            "", _line_at(fd, offset).removesuffix(b"\r"), path=None, line_no=0
+        )
+    except CorruptSessionError:
+        return False  # reported, with its line, when the file is loaded
+    return isinstance(entry, MessageEntry) and entry.id == kept
+
+
+def _messages(fd: int, start: int, end: int) -> list[bytes]:
+    """Records of the message lines from ``start`` to ``end`` (the header
+    line skipped)."""
+    data = os.pread(fd, end - start, start)
+    records, offset = [], start
+    for line in data.split(b"\n")[:-1]:
+        if offset:
+            try:
+                entry = decode_stored_entry("", line.removesuffix(b"\r"), path=None, line_no=0)
+            except CorruptSessionError:
+                entry = None
+            if isinstance(entry, MessageEntry):
+                records.append(_RECORD.pack(_hash(entry.id), offset))
+        offset += len(line) + 1
+    return records
