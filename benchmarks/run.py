@@ -43,6 +43,13 @@ name). The same at 1,000 entries shows both flat as the history grows; a
 JSONL fork, which copies the history by design, is shown beside it once
 the JSONL store implements forks.
 
+Erases: sessions of 50 entries erased, one by one, from the SQLite
+databases holding the 1,000-entry and the longest histories (flat as the
+history beside them grows), against raw sqlite3 deleting such a session's
+rows by hand, bare and kept as an erase promises (``secure_delete``, a
+FULL commit, the WAL checkpointed away: the floor of any erase that keeps
+that promise).
+
 Browse: a page of summaries and a search on a SQLite store of 10,000,
 100,000 and 1,000,000 sessions, against raw sqlite3 over the same listing
 and an FTS5 index of the same texts, and the largest size against the
@@ -99,6 +106,7 @@ from sessionstore.backends.jsonl import HINTS
 
 TEXT = "A realistic message of a few dozen words, as agents write them. " * 4
 KEPT = 50  # messages a compaction keeps, for load_context
+ERASED = 50  # entries of a session erased
 RAW_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS entries "
     "(session INTEGER, seq INTEGER, line TEXT, PRIMARY KEY (session, seq))"
@@ -266,6 +274,52 @@ def raw_forks(path: Path, count: int, rounds: int, forks: int) -> tuple[list[flo
     return times, (database_bytes(path) - before) / len(rows)
 
 
+def raw_erases(path: Path, rounds: int, each: int, *, promised: bool) -> list[float]:
+    """Seconds per erase of each round with raw sqlite3: the rows of a
+    session of `ERASED` lines deleted, with the session's, in one
+    transaction each. ``promised``: kept as an erase promises, deleted
+    bytes zeroed (``secure_delete``), the commit durable (FULL), then the
+    WAL checkpointed away (TRUNCATE), as sessionstore's erase does."""
+    lines = [encode(entry(n)) for n in range(ERASED)]
+    times = []
+    with closing(raw_connection(path)) as connection:
+        connection.execute(RAW_SCHEMA)
+        connection.execute("CREATE TABLE sessions (session INTEGER PRIMARY KEY, header TEXT)")
+        if promised:
+            connection.execute("PRAGMA secure_delete=ON")
+        for round_ in range(rounds):
+            first = round_ * each
+            connection.execute("BEGIN")
+            for session in range(first, first + each):
+                connection.execute("INSERT INTO sessions VALUES (?, '{}')", (session,))
+                connection.executemany(
+                    "INSERT INTO entries VALUES (?, ?, ?)",
+                    [(session, seq, line) for seq, line in enumerate(lines, 1)],
+                )
+            connection.execute("COMMIT")
+            sessions = iter(range(first, first + each))
+            erase = partial(_raw_erase, connection, sessions, promised=promised)
+            times.append(per_call(erase, each))
+    return times
+
+
+def _raw_erase(connection: sqlite3.Connection, sessions: Iterator[int], *, promised: bool) -> None:
+    session = next(sessions)
+    if promised:
+        connection.execute("PRAGMA synchronous=FULL")
+    connection.execute("BEGIN IMMEDIATE")
+    connection.execute("DELETE FROM entries WHERE session = ?", (session,))
+    connection.execute("DELETE FROM sessions WHERE session = ?", (session,))
+    connection.execute("COMMIT")
+    if promised:
+        connection.execute("PRAGMA synchronous=NORMAL")
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+
+
+async def _erase_next(store: SessionStore, ids: Iterator[str]) -> object:
+    return await store.erase(next(ids), reason="benchmark")
+
+
 async def store_appends(path: Path, tasks: int, each: int) -> float:
     """Seconds per append with ``tasks`` tasks appending ``each`` entries at once."""
     store = await SqlStore.open(str(path))
@@ -302,6 +356,11 @@ class Bench:
         self.forked = Table(
             "fork at an entry, as the history grows", "long history", "1,000 entries"
         )
+        self.erased = Table(
+            f"erase a session of {ERASED} entries, as the history beside it grows",
+            "long history",
+            "1,000 entries",
+        )
         self.start = Table(
             'a cold start: python -c in a new process, vs "from pydantic import BaseModel"',
             "sessionstore",
@@ -330,7 +389,15 @@ class Bench:
         return where
 
     def tables(self) -> list[Table]:
-        return [self.raw, self.flat, self.forked, self.start, self.first, *self.peers]
+        return [
+            self.raw,
+            self.flat,
+            self.forked,
+            self.erased,
+            self.start,
+            self.first,
+            *self.peers,
+        ]
 
     async def appends(self, tasks: int, each: int) -> None:
         lines = [encode(entry(n)) for n in range(tasks * each)]
@@ -493,9 +560,10 @@ class Bench:
                 async with await open_kind(kind, where) as store:
                     context = store.load_context
                     for _ in range(self.rounds):
-                        # A JSONL hint left beside the files: what a new
-                        # process finds, after the first one since the
-                        # last compaction.
+                        # Without the JSONL hint left beside the files,
+                        # the first call searches as after a new compaction
+                        # (with the index of ids, which appends keep); with
+                        # it, as a new process finds it after the first.
                         shutil.rmtree(where / HINTS, ignore_errors=True)
                         forget(store)
                         unhinted[count].append(await aper_call(lambda: context("s"), 1))  # noqa: B023
@@ -588,6 +656,42 @@ class Bench:
             fork = partial(store.fork, "s", at=f"e{count // 2}")
             times = [await aper_call(fork, forks) for _ in range(self.rounds)]
         return times, (tree_bytes(where) - before) / (forks * self.rounds)
+
+    async def erases(self) -> None:
+        """Erasing sessions of `ERASED` entries from a database whose history
+        holds 1,000 entries and from the longest, against raw sqlite3
+        deleting such a session's rows by hand: an erase costs what the
+        session holds, not what the database does."""
+        each = 20 if self.quick else 100  # erases per round
+        counts = (1_000, self.long)
+        paths = {count: await self.history("sqlite", count) for count in counts}
+        times: dict[int, list[float]] = {count: [] for count in counts}
+        stores = {count: await SqlStore.open(str(paths[count])) for count in counts}
+        try:
+            for _ in range(self.rounds):
+                for count, store in stores.items():
+                    doomed = []
+                    for _ in range(each):
+                        meta = SessionMeta.new()
+                        await store.create(meta)
+                        await store.append_many(meta.id, [entry(n) for n in range(ERASED)])
+                        doomed.append(meta.id)
+                    ids = iter(doomed)
+                    erase = partial(_erase_next, store, ids)
+                    times[count].append(await aper_call(erase, each))
+        finally:
+            for store in stores.values():
+                await store.close()
+        bare = raw_erases(self.fresh(), self.rounds, each, promised=False)
+        floor = raw_erases(self.fresh(), self.rounds, each, promised=True)
+        long = f"{self.long:,}"
+        name = f"erase a session of {ERASED} entries beside {long} (per erase)"
+        self.raw.add(name, times[self.long], bare)
+        self.raw.add(
+            f"{name}, vs the same deletes kept as an erase promises", times[self.long], floor
+        )
+        self.raw.add("raw sqlite3 deletes kept as an erase promises, the floor", floor, bare)
+        self.erased.add(f"sqlite, {long} entries (per erase)", times[self.long], times[1_000])
 
     async def peer_runs(self) -> None:
         peers = find_peers()
@@ -683,6 +787,7 @@ PARTS = (
     "turns",
     "flatness",
     "forks",
+    "erases",
     "browse",
     "peers",
     "postgres",
@@ -713,6 +818,8 @@ async def run(
             await bench.flatness()
         if "forks" in only:
             await bench.forks()
+        if "erases" in only:
+            await bench.erases()
         if "browse" in only:
             browsed = await browse(kept or work, quick, bench.rounds)
         if "peers" in only:
