@@ -25,18 +25,13 @@ import os
 import time
 import uuid
 
+from messages import entry
 from results import Table, aper_call
 from sqlalchemy.engine import make_url
 
-from sessionstore import CompactionEntry, Message, MessageEntry, SessionMeta, SqlStore, encode
+from sessionstore import CompactionEntry, SessionMeta, SqlStore, encode
 
 KEPT = 50
-TEXT = "a message of a few words, as an agent's turn would hold "
-
-
-def _entry(n: int) -> MessageEntry:
-    message = Message.user(f"{TEXT}{n}")
-    return MessageEntry(id=f"e{n}", timestamp="2026-11-30T00:00:00+00:00", message=message)
 
 
 class _Raw:
@@ -103,7 +98,7 @@ async def postgres(quick: bool, rounds: int) -> list[Table]:
         return []
     table = Table("PostgreSQL: against psycopg by hand, same server", "sessionstore", "psycopg")
     appends, size = (100, 5_000) if quick else (500, 100_000)
-    lines = [encode(_entry(n)) for n in range(appends)]
+    lines = [encode(entry(n)) for n in range(appends)]
     raw = _Raw(url)
     store = await SqlStore.open(url)
     try:
@@ -112,7 +107,7 @@ async def postgres(quick: bool, rounds: int) -> list[Table]:
             session = await store.create(SessionMeta.new())
             start = time.perf_counter()
             for n in range(appends):
-                await store.append(session, _entry(n))
+                await store.append(session, entry(n))
             ours.append((time.perf_counter() - start) / appends)
             theirs.append(raw.appends(uuid.uuid4().hex, lines))
         table.add("append, one writer (per append)", ours, theirs)
@@ -124,7 +119,7 @@ async def postgres(quick: bool, rounds: int) -> list[Table]:
 
             async def writer(task: int, session: str = session, each: int = each) -> None:
                 for n in range(each):
-                    await store.append(session, _entry(task * each + n))
+                    await store.append(session, entry(task * each + n))
 
             start = time.perf_counter()
             await asyncio.gather(*(writer(task) for task in range(50)))
@@ -132,7 +127,7 @@ async def postgres(quick: bool, rounds: int) -> list[Table]:
         table.add("append, 50 tasks at once (per append)", gathered, theirs)
 
         big = await store.create(SessionMeta.new())
-        entries = [_entry(n) for n in range(size)]
+        entries = [entry(n) for n in range(size)]
         for start_at in range(0, size, 5_000):
             await store.append_many(big, entries[start_at : start_at + 5_000])
         cut = CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id=f"e{size - KEPT}")
