@@ -50,7 +50,8 @@ smallest (benchmarks/browse.py).
 
 PostgreSQL (benchmarks/postgres.py, when ``SESSIONSTORE_PG_URL`` names a
 server): appends, a load and a context against psycopg by hand on the
-same server.
+same server; with the ``bench`` extra, the same appends (one writer) and
+load against openai-agents' SQLAlchemySession on that server too.
 
 ``--only PART`` (repeatable) runs some parts alone, e.g. ``--only forks``.
 
