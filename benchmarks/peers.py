@@ -1,6 +1,7 @@
 """The peers the benchmark compares with, when the ``bench`` extra is installed:
 openai-agents' SQLiteSession and LangChain's SQLChatMessageHistory (async, on
-aiosqlite), both on WAL with synchronous=NORMAL, as sessionstore is.
+aiosqlite), both on WAL with synchronous=NORMAL, as sessionstore is; and
+openai-agents' SQLAlchemySession on PostgreSQL, for the PostgreSQL part.
 """
 
 from __future__ import annotations
@@ -8,8 +9,12 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agents import TResponseInputItem
 
 
 class Peer:
@@ -36,6 +41,11 @@ def find_peers() -> dict[str, Peer]:
     return found
 
 
+def _item(text: str) -> TResponseInputItem:
+    """A user message as openai-agents' sessions store it (an input item)."""
+    return {"role": "user", "content": text}
+
+
 class OpenAIAgents(Peer):
     def __init__(self) -> None:
         from agents import SQLiteSession
@@ -52,7 +62,7 @@ class OpenAIAgents(Peer):
         session = self.session("s", path)
         start = time.perf_counter()
         for text in texts:
-            await session.add_items([{"role": "user", "content": text}])
+            await session.add_items([_item(text)])
         elapsed = time.perf_counter() - start
         session.close()
         return elapsed / len(texts)
@@ -61,7 +71,7 @@ class OpenAIAgents(Peer):
         session = self.session("s", path)
         for start in range(0, len(texts), 5000):
             chunk = texts[start : start + 5000]
-            await session.add_items([{"role": "user", "content": text} for text in chunk])
+            await session.add_items([_item(text) for text in chunk])
         session.close()
 
     async def load(self, path: Path) -> float:
@@ -71,6 +81,65 @@ class OpenAIAgents(Peer):
         elapsed = time.perf_counter() - start
         session.close()
         return elapsed
+
+
+class OpenAIAgentsOnPostgres:
+    """openai-agents' SQLAlchemySession on a PostgreSQL server (an async engine
+    on the URL's driver), in tables of its own: names new to each instance,
+    made by `create_tables`, dropped by `close`."""
+
+    def __init__(self, url: str) -> None:
+        from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        self.session, self.engine = SQLAlchemySession, create_async_engine(url)
+        suffix = uuid.uuid4().hex[:8]
+        self.sessions = f"bench_agent_sessions_{suffix}"
+        self.messages = f"bench_agent_messages_{suffix}"
+
+    def open(self, session_id: str, create_tables: bool = False) -> Any:
+        return self.session(
+            session_id,
+            engine=self.engine,
+            create_tables=create_tables,
+            sessions_table=self.sessions,
+            messages_table=self.messages,
+        )
+
+    async def create_tables(self) -> None:
+        """Its tables and index, once: a session asked to create them does so
+        on its first call, which the timed ones then need not repeat."""
+        await self.open("tables", create_tables=True).get_items()
+
+    async def appends(self, texts: list[str]) -> float:
+        """Seconds per append of one message, to a new session."""
+        session = self.open(uuid.uuid4().hex)
+        start = time.perf_counter()
+        for text in texts:
+            await session.add_items([_item(text)])
+        return (time.perf_counter() - start) / len(texts)
+
+    async def fill(self, session_id: str, texts: list[str]) -> None:
+        session = self.open(session_id)
+        for start in range(0, len(texts), 5000):
+            await session.add_items([_item(text) for text in texts[start : start + 5000]])
+
+    async def load(self, session_id: str) -> float:
+        """Seconds to load every message of the session ``fill`` made."""
+        session = self.open(session_id)
+        start = time.perf_counter()
+        await session.get_items()
+        return time.perf_counter() - start
+
+    async def close(self) -> None:
+        """Drop its tables (the index goes with them), then the engine."""
+        import sqlalchemy
+
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                sqlalchemy.text(f"DROP TABLE IF EXISTS {self.messages}, {self.sessions}")
+            )
+        await self.engine.dispose()
 
 
 class LangChain(Peer):

@@ -1,4 +1,5 @@
-"""The PostgreSQL part of the benchmark: the SQL store against psycopg by hand.
+"""The PostgreSQL part of the benchmark: the SQL store against psycopg by hand,
+and against openai-agents' SQLAlchemySession.
 
 Runs when ``SESSIONSTORE_PG_URL`` names a server (``.ci/postgres start DIR``
 starts a throwaway one; the URL is the store's, ``postgresql+psycopg://...``),
@@ -13,8 +14,20 @@ and says it was skipped otherwise. On that one server, in the same run:
 - ``load_context`` of 50 kept messages, asked again, against the indexed
   tail query.
 
+With the ``bench`` extra, a second table sets sessionstore beside
+openai-agents' SQLAlchemySession on the same server (an async engine of the
+same URL), on the same messages (benchmarks/messages.py), timed round by
+round, one side then the other:
+
+- an append, one writer: ``store.append`` against ``add_items`` of one
+  message, each side to a new session each round;
+- a load of 5,000 messages (100,000 without --quick) written 5,000 at a
+  time: ``store.load`` into models against ``get_items`` (dicts, from
+  ``json.loads``).
+
 The baseline's table and the store's live in the database given; each run
-uses new session ids and drops its baseline table at the end.
+uses new session ids and drops its baseline table and the peer's tables
+(new names each run) at the end.
 """
 
 from __future__ import annotations
@@ -25,18 +38,14 @@ import os
 import time
 import uuid
 
+from messages import batches, entry, text
+from peers import OpenAIAgentsOnPostgres
 from results import Table, aper_call
 from sqlalchemy.engine import make_url
 
-from sessionstore import CompactionEntry, Message, MessageEntry, SessionMeta, SqlStore, encode
+from sessionstore import CompactionEntry, SessionMeta, SqlStore, encode
 
 KEPT = 50
-TEXT = "a message of a few words, as an agent's turn would hold "
-
-
-def _entry(n: int) -> MessageEntry:
-    message = Message.user(f"{TEXT}{n}")
-    return MessageEntry(id=f"e{n}", timestamp="2026-11-30T00:00:00+00:00", message=message)
 
 
 class _Raw:
@@ -103,17 +112,13 @@ async def postgres(quick: bool, rounds: int) -> list[Table]:
         return []
     table = Table("PostgreSQL: against psycopg by hand, same server", "sessionstore", "psycopg")
     appends, size = (100, 5_000) if quick else (500, 100_000)
-    lines = [encode(_entry(n)) for n in range(appends)]
+    lines = [encode(entry(n)) for n in range(appends)]
     raw = _Raw(url)
     store = await SqlStore.open(url)
     try:
         ours, theirs = [], []
         for _ in range(rounds):
-            session = await store.create(SessionMeta.new())
-            start = time.perf_counter()
-            for n in range(appends):
-                await store.append(session, _entry(n))
-            ours.append((time.perf_counter() - start) / appends)
+            ours.append(await _appends(store, appends))
             theirs.append(raw.appends(uuid.uuid4().hex, lines))
         table.add("append, one writer (per append)", ours, theirs)
 
@@ -124,7 +129,7 @@ async def postgres(quick: bool, rounds: int) -> list[Table]:
 
             async def writer(task: int, session: str = session, each: int = each) -> None:
                 for n in range(each):
-                    await store.append(session, _entry(task * each + n))
+                    await store.append(session, entry(task * each + n))
 
             start = time.perf_counter()
             await asyncio.gather(*(writer(task) for task in range(50)))
@@ -132,19 +137,21 @@ async def postgres(quick: bool, rounds: int) -> list[Table]:
         table.add("append, 50 tasks at once (per append)", gathered, theirs)
 
         big = await store.create(SessionMeta.new())
-        entries = [_entry(n) for n in range(size)]
+        entries = [entry(n) for n in range(size)]
         for start_at in range(0, size, 5_000):
             await store.append_many(big, entries[start_at : start_at + 5_000])
-        cut = CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id=f"e{size - KEPT}")
-        await store.append(big, cut)
         big_raw = uuid.uuid4().hex
-        raw.fill(big_raw, [encode(entry) for entry in entries])
+        raw.fill(big_raw, [encode(each) for each in entries])
         loads = [await aper_call(lambda: store.load(big), 1) for _ in range(rounds)]
         table.add(
             f"load {size:,} entries into models, vs + json.loads",
             loads,
             [raw.load(big_raw) for _ in range(rounds)],
         )
+        # The cut comes after the loads, so that they read the very messages
+        # the baselines read, and nothing more.
+        cut = CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id=f"e{size - KEPT}")
+        await store.append(big, cut)
         await store.load_context(big)
         contexts = [await aper_call(lambda: store.load_context(big), 50) for _ in range(rounds)]
         table.add(
@@ -152,7 +159,55 @@ async def postgres(quick: bool, rounds: int) -> list[Table]:
             contexts,
             [raw.tail(big_raw, size - KEPT, 50) for _ in range(rounds)],
         )
+        peers = await _against_openai_agents(url, store, appends, size, rounds)
     finally:
         await store.close()
         raw.close()
+    return [table, *peers]
+
+
+async def _appends(store: SqlStore, count: int) -> float:
+    """Seconds per ``store.append`` of one message, to a new session."""
+    session = await store.create(SessionMeta.new())
+    start = time.perf_counter()
+    for n in range(count):
+        await store.append(session, entry(n))
+    return (time.perf_counter() - start) / count
+
+
+async def _against_openai_agents(
+    url: str, store: SqlStore, appends: int, size: int, rounds: int
+) -> list[Table]:
+    """The append (one writer) and the load on openai-agents' SQLAlchemySession
+    against the store, round by round, or no table when openai-agents is not
+    installed. Each side is timed in the same rounds as the other: on a busy
+    machine, figures taken minutes apart would not compare."""
+    try:
+        peer = OpenAIAgentsOnPostgres(url)
+    except ImportError:
+        print("\n(openai-agents on PostgreSQL skipped: pip install -e '.[bench]' to compare)")
+        return []
+    table = Table(
+        "PostgreSQL: against openai-agents SQLAlchemySession", "sessionstore", "openai-agents"
+    )
+    texts = [text(n) for n in range(size)]
+    try:
+        await peer.create_tables()
+        ours, theirs = [], []
+        for _ in range(rounds):
+            ours.append(await _appends(store, appends))
+            theirs.append(await peer.appends(texts[:appends]))
+        table.add("append, one writer (per append)", ours, theirs)
+
+        big, big_peer = await store.create(SessionMeta.new()), uuid.uuid4().hex
+        for batch in batches(size):
+            await store.append_many(big, batch)
+        await peer.fill(big_peer, texts)
+        loads, theirs = [], []
+        for _ in range(rounds):
+            loads.append(await aper_call(lambda: store.load(big), 1))
+            theirs.append(await peer.load(big_peer))
+        table.add(f"load {size:,} messages", loads, theirs)
+    finally:
+        await peer.close()
     return [table]

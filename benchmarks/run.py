@@ -57,7 +57,8 @@ smallest (benchmarks/browse.py).
 
 PostgreSQL (benchmarks/postgres.py, when ``SESSIONSTORE_PG_URL`` names a
 server): appends, a load and a context against psycopg by hand on the
-same server.
+same server; with the ``bench`` extra, the same appends (one writer) and
+load against openai-agents' SQLAlchemySession on that server too.
 
 ``--only PART`` (repeatable) runs some parts alone, e.g. ``--only forks``.
 
@@ -81,12 +82,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from contextlib import closing
 from functools import partial
 from pathlib import Path
 
 from browse import browse
+from messages import batches, entry, text
 from peers import find_peers
 from postgres import postgres
 from results import Setting, Table, aper_call, per_call, write_report
@@ -94,7 +96,6 @@ from results import Setting, Table, aper_call, per_call, write_report
 from sessionstore import (
     CompactionEntry,
     JsonlStore,
-    Message,
     MessageEntry,
     SessionMeta,
     SessionStore,
@@ -104,23 +105,12 @@ from sessionstore import (
 )
 from sessionstore.backends.jsonl import HINTS
 
-TEXT = "A realistic message of a few dozen words, as agents write them. " * 4
 KEPT = 50  # messages a compaction keeps, for load_context
 ERASED = 50  # entries of a session erased
 RAW_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS entries "
     "(session INTEGER, seq INTEGER, line TEXT, PRIMARY KEY (session, seq))"
 )
-
-
-def entry(n: int) -> MessageEntry:
-    message = Message.user(f"{TEXT}{n}")
-    return MessageEntry(id=f"e{n}", timestamp="2026-11-30T00:00:00+00:00", message=message)
-
-
-def batches(count: int, size: int = 5000) -> Iterator[list[MessageEntry]]:
-    for start in range(0, count, size):
-        yield [entry(n) for n in range(start, min(count, start + size))]
 
 
 async def fill(store: SessionStore, session_id: str, count: int) -> None:
@@ -699,7 +689,7 @@ class Bench:
             print("\n(peers skipped: pip install -e '.[bench]' to compare with them)")
             return
         appends = 100 if self.quick else 1000
-        texts = [f"{TEXT}{n}" for n in range(self.size)]
+        texts = [text(n) for n in range(self.size)]
         ours_append = [await store_appends(self.fresh(), 1, appends) for _ in range(self.rounds)]
         path = self.fresh()
         store = await SqlStore.open(str(path))
