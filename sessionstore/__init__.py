@@ -5,17 +5,18 @@ crash-recovery journal, and a JSONL wire format byte-compatible with the
 Rust implementation. Everything a user needs is importable from here.
 
 What a program needs to start (the records, the codec, the store protocol,
-`open_store`, the memory store) loads with the package. The rest loads on
-first use, from here as from its module: the SQL store with SQLAlchemy
+`open_store`) loads with the package. The rest loads on first use, from
+here as from its module: the SQL store with SQLAlchemy
 (``sessionstore.SqlStore``, or `open_store` with a SQL target), the JSONL
-store and file journal, and the archive, so that a process starting for
-one agent turn pays only for what it touches.
+store and file journal, the memory store, the archive, and each tool-call
+dialect's rules, so that a process starting for one agent turn pays only
+for what it touches.
 """
 
 import importlib
 import typing
 
-from sessionstore.backends import MemoryStore, open_store
+from sessionstore.backends import open_store
 from sessionstore.context import (
     SYNTHETIC_FIELD,
     Orphan,
@@ -83,6 +84,7 @@ if typing.TYPE_CHECKING:
         retire,
     )
     from sessionstore.backends.jsonl import FileJournal, JsonlStore
+    from sessionstore.backends.memory import MemoryStore
     from sessionstore.backends.sql import SqlStore
 
 _LAZY = {
@@ -95,6 +97,7 @@ _LAZY = {
     "retire": "sessionstore.archive",
     "FileJournal": "sessionstore.backends.jsonl",
     "JsonlStore": "sessionstore.backends.jsonl",
+    "MemoryStore": "sessionstore.backends.memory",
     "SqlStore": "sessionstore.backends.sql",
 }
 """Names loaded on first use, and their modules."""

@@ -258,6 +258,8 @@ class HeadMove(_Record):
         at: RFC 3339 time of the move, a plain string never parsed.
     """
 
+    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
+
     session_id: str
     at: str
 
@@ -279,6 +281,8 @@ class TitleChange(_Record):
         title: its title from ``at`` on; left out when None.
         at: RFC 3339 time of the change, a plain string never parsed.
     """
+
+    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
 
     session_id: str
     title: str | None = None
@@ -310,6 +314,8 @@ class Erasure(_Record):
             archive's copy can be checked against it.
     """
 
+    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
+
     kind: Literal["session", "journal"]
     name: str
     at: str
@@ -321,6 +327,8 @@ class Erasure(_Record):
 class SessionHeader(_Record):
     """The journal line that opens a session: when it began, on what model."""
 
+    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
+
     line: Literal["session"] = "session"
     started_at: Timestamp
     model: str
@@ -329,6 +337,8 @@ class SessionHeader(_Record):
 class PostWrite(_Record):
     """A post the session created."""
 
+    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
+
     line: Literal["post"] = "post"
     at: Timestamp
     id: Uuid
@@ -336,6 +346,8 @@ class PostWrite(_Record):
 
 class CommentWrite(_Record):
     """A comment the session created, and the post it is on when known."""
+
+    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
 
     line: Literal["comment"] = "comment"
     at: Timestamp

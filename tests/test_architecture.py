@@ -440,21 +440,25 @@ def test_import_sessionstore_cli_loads_neither_sqlalchemy_nor_alembic(tmp_path: 
     assert not heavy.loaded, heavy.explain("import sessionstore.cli")
 
 
-def test_import_sessionstore_leaves_the_archive_and_the_jsonl_store_for_first_use(
+def test_import_sessionstore_leaves_what_a_turn_may_not_need_for_first_use(
     tmp_path: Path,
 ) -> None:
-    """A process started for one turn on SQLite or memory never loads them;
+    """A process started for one turn never loads the archive, the stores it
+    does not use, or the rules of a tool-call dialect it does not repair;
     naming one loads it."""
     code = (
         "import json, sys\n"
         "import sessionstore\n"
-        "later = ('sessionstore.archive', 'sessionstore.backends.jsonl')\n"
+        "later = ('sessionstore.archive', 'sessionstore.backends.jsonl',\n"
+        "         'sessionstore.backends.memory', 'sessionstore.pairing.anthropic')\n"
         "def loaded():\n"
         "    return sorted(m for m in sys.modules if m.startswith(later))\n"
         "at_start = loaded()\n"
-        "from sessionstore import JsonlStore, export_archive\n"
+        "from sessionstore import JsonlStore, MemoryStore, export_archive, repair_pairing\n"
         "from sessionstore.backends.jsonl import JsonlStore as Jsonl\n"
-        "assert JsonlStore is Jsonl and callable(export_archive)\n"
+        "from sessionstore.backends.memory import MemoryStore as Memory\n"
+        "assert JsonlStore is Jsonl and MemoryStore is Memory and callable(export_archive)\n"
+        "assert repair_pairing([], dialect='anthropic') == []\n"
         "print(json.dumps([at_start, loaded()]))\n"
     )
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
@@ -472,6 +476,8 @@ def test_import_sessionstore_leaves_the_archive_and_the_jsonl_store_for_first_us
     assert at_start == []
     assert "sessionstore.archive" in after
     assert "sessionstore.backends.jsonl" in after
+    assert "sessionstore.backends.memory" in after
+    assert "sessionstore.pairing.anthropic" in after
 
 
 def test_sqlstore_loads_sqlalchemy_on_demand_and_opens_sqlite(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from collections.abc import Coroutine, Generator
 from types import TracebackType
 from typing import Any
 
-from sessionstore.backends.memory import MemoryStore
 from sessionstore.errors import ConfigurationError
 from sessionstore.store import SessionStore
 
@@ -50,6 +49,7 @@ async def _backend_for(text: str, options: dict[str, Any]) -> SessionStore:
 
         return await SqlStore.open(text, **options)
     if text == "memory://":
+        from sessionstore.backends.memory import MemoryStore  # loaded on first use
         if options:
             raise ConfigurationError(f"memory:// takes no options, got {sorted(options)}")
         return MemoryStore()

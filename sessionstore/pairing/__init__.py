@@ -5,10 +5,11 @@ public functions over them are in `sessionstore.context`."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 from typing import Literal
 
 from sessionstore.errors import ConfigurationError
-from sessionstore.pairing import anthropic, openai_agents, openai_chat
 from sessionstore.pairing.exchanges import Rules
 
 __all__ = ["PairingDialect", "rules"]
@@ -17,11 +18,8 @@ PairingDialect = Literal["openai", "anthropic", "openai-agents"]
 """The message shapes whose tool exchanges sessionstore knows: OpenAI Chat
 Completions, Anthropic Messages, and openai-agents (Responses API) items."""
 
-DIALECTS: dict[str, Rules] = {
-    "openai": Rules(openai_chat.exchanges, openai_chat.repair),
-    "anthropic": Rules(anthropic.exchanges, anthropic.repair),
-    "openai-agents": Rules(openai_agents.exchanges, openai_agents.repair),
-}
+_MODULES = {"openai": "openai_chat", "anthropic": "anthropic", "openai-agents": "openai_agents"}
+"""Each dialect's module, loaded when its rules are first asked for."""
 
 
 def rules(dialect: object) -> Rules:
@@ -30,7 +28,13 @@ def rules(dialect: object) -> Rules:
     Raises:
         ConfigurationError: not a dialect sessionstore knows.
     """
-    if isinstance(dialect, str) and dialect in DIALECTS:
-        return DIALECTS[dialect]
-    known = ", ".join(repr(name) for name in DIALECTS)
+    if isinstance(dialect, str) and dialect in _MODULES:
+        return _loaded(dialect)
+    known = ", ".join(repr(name) for name in _MODULES)
     raise ConfigurationError(f"unknown tool-call dialect {dialect!r}: one of {known}")
+
+
+@functools.cache
+def _loaded(dialect: str) -> Rules:
+    module = importlib.import_module(f"{__name__}.{_MODULES[dialect]}")
+    return Rules(module.exchanges, module.repair)
