@@ -22,7 +22,7 @@ from sqlalchemy import Connection
 
 from sessionstore.backends.sql.engine import WRITE, open_sync_engine
 from sessionstore.backends.sql.schema import VERSION_TABLE
-from sessionstore.backends.sql.tables import POSTGRESQL_ONLY, SQLITE_ONLY, metadata
+from sessionstore.backends.sql.tables import POSTGRESQL_ONLY, SQLITE_ONLY, compared_metadata
 
 config = context.config
 
@@ -38,7 +38,7 @@ def run_on(connection: Connection) -> None:
     context.configure(
         include_object=include_object,
         connection=connection,
-        target_metadata=metadata,
+        target_metadata=compared_metadata(),
         version_table=VERSION_TABLE,
         render_as_batch=True,
         compare_type=True,

@@ -486,6 +486,25 @@ def test_sqlstore_loads_sqlalchemy_on_demand_and_opens_sqlite(tmp_path: Path) ->
     assert (tmp_path / "x.db").is_file()
 
 
+def test_reading_an_existing_sqlite_database_leaves_the_postgresql_dialect(
+    tmp_path: Path,
+) -> None:
+    """SQLAlchemy's PostgreSQL dialect (about 55 ms to import) is for the
+    migrations alone (`tables.compared_metadata`): a process that opens a
+    SQLite database already migrated, and reads it, never loads it."""
+    run_fresh(OPEN_SQLITE_THROUGH_THE_LAZY_SQLSTORE, tmp_path)  # made, and migrated
+    read = (
+        "import asyncio, sessionstore\n"
+        "async def read():\n"
+        "    async with sessionstore.open_store('x.db') as store:\n"
+        "        assert await store.load_context('s1') == []\n"
+        "asyncio.run(read())\n"
+    )
+    heavy = run_fresh(read, tmp_path)
+    assert "sqlalchemy.engine" in heavy.loaded
+    assert not [m for m in heavy.loaded if m.startswith("sqlalchemy.dialects.postgresql")]
+
+
 # ------------------------------------------------------------------ 4. __all__
 
 SUBPACKAGES = [sessionstore.backends, sessionstore.wire, sessionstore.archive, sessionstore.testing]

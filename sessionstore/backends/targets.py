@@ -50,6 +50,7 @@ async def _backend_for(text: str, options: dict[str, Any]) -> SessionStore:
         return await SqlStore.open(text, **options)
     if text == "memory://":
         from sessionstore.backends.memory import MemoryStore  # loaded on first use
+
         if options:
             raise ConfigurationError(f"memory:// takes no options, got {sorted(options)}")
         return MemoryStore()
