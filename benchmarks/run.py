@@ -26,10 +26,13 @@ context (bare, and with json.loads of its lines), both for an agent's turn
 list, and a plain file copy (no fsync) for an export, besides a raw dump
 of the same rows with sqlite3, written and fsynced (the floor of any
 export from SQLite). A cold start, ``python -c "import sessionstore"`` in
-a new process, is measured against ``from pydantic import BaseModel``; a
-first ``load_context`` in a new process (import, open, read the longest
-history) against a raw sqlite3 script reading the same tail, beside the
-floor of any pydantic program: that script after pydantic's import. An
+a new process, is measured against ``from pydantic import BaseModel``, the
+package's bytecode compiled first as pip does when it installs; a first
+``load_context`` in a new process (import, open, read the longest history)
+against a raw sqlite3 script reading the same tail, beside the floor of
+any pydantic program (that script after pydantic's import) and of any
+store on SQLAlchemy (after SQLAlchemy's import too). Reads of models have
+their floor rows as well: the same rows validated by pydantic itself. An
 append has its floor row too: raw sqlite3 running the statements of an
 append on a database of sessionstore's schema (digest chain, listing,
 search backlog).
@@ -72,6 +75,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import inspect
 import json
 import os
@@ -86,13 +90,16 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import closing
 from functools import partial
 from pathlib import Path
+from typing import Annotated
 
 from browse import browse
 from messages import batches, entry, text
 from peers import find_peers
 from postgres import postgres
+from pydantic import Field, TypeAdapter
 from results import Setting, Table, aper_call, per_call, write_report
 
+import sessionstore
 from sessionstore import (
     CompactionEntry,
     JsonlStore,
@@ -106,6 +113,10 @@ from sessionstore import (
 from sessionstore.backends.jsonl import HINTS
 
 KEPT = 50  # messages a compaction keeps, for load_context
+ENTRY: TypeAdapter[MessageEntry | CompactionEntry] = TypeAdapter(
+    Annotated[MessageEntry | CompactionEntry, Field(discriminator="type")]
+)
+"""pydantic's validation of an entry line, the floor of a reader handing back models."""
 ERASED = 50  # entries of a session erased
 RAW_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS entries "
@@ -420,12 +431,31 @@ class Bench:
             query = "SELECT line FROM entries WHERE session_pk = 1 ORDER BY seq"
             return [json.loads(line) for (line,) in raw.execute(query)]
 
+        # The floor of any reader that hands back checked models: pydantic's
+        # own validation of each line, straight from its JSON.
+        def validated_load() -> object:
+            query = "SELECT line FROM entries WHERE session_pk = 1 ORDER BY seq"
+            return [ENTRY.validate_json(line) for (line,) in raw.execute(query)]
+
+        def validated_tail() -> object:
+            return [ENTRY.validate_json(line) for (line,) in raw.execute(tail)]
+
+        def validated_headers() -> object:
+            headers = raw.execute("SELECT header FROM sessions ORDER BY pk")
+            return [SessionMeta.model_validate_json(header) for (header,) in headers]
+
         def list_first() -> Awaitable[object]:
             forget(store)
             return store.list()
 
         works: list[tuple[str, Callable[[], Awaitable[object]], Callable[[], object], int]] = [
             (f"load {self.size:,} entries into models", lambda: store.load("big"), raw_load, 1),
+            (
+                f"load {self.size:,} entries into models, vs + pydantic's validation",
+                lambda: store.load("big"),
+                validated_load,
+                1,
+            ),
             (
                 f"load_context, {KEPT} kept of {self.size:,}",
                 lambda: store.load_context("big"),
@@ -459,6 +489,12 @@ class Bench:
                 ],
                 1,
             ),
+            (
+                f"list {self.sessions + 1:,} sessions, first call, vs + pydantic's validation",
+                list_first,
+                validated_headers,
+                1,
+            ),
         ]
         for name, ours, base, times in works:
             mine = [await aper_call(ours, times) for _ in range(self.rounds)]
@@ -478,6 +514,12 @@ class Bench:
             f"load_context, {KEPT} kept of {self.size:,}, first call, vs + json.loads",
             cold,
             decoded,
+        )
+        checked = [per_call(validated_tail, 1) for _ in range(self.rounds)]
+        self.raw.add(
+            f"load_context, {KEPT} kept of {self.size:,}, first call, vs + pydantic's validation",
+            cold,
+            checked,
         )
         await self.export(store, "sqlite")
         await store.close()
@@ -719,8 +761,14 @@ class Bench:
         turn does, against one importing pydantic's BaseModel; turn about.
         Then a new process reading a context (import, open, `load_context`)
         from the longest history on SQLite and on JSONL, against a raw
-        sqlite3 script reading the same tail, with the floor beside them:
-        the raw script after ``from pydantic import BaseModel``."""
+        sqlite3 script reading the same tail, with the floors beside them:
+        the raw script after ``from pydantic import BaseModel``, and after
+        importing SQLAlchemy too, as the SQL store must."""
+        # Compiled first, as pip installs a package: where bytecode is not
+        # written (PYTHONDONTWRITEBYTECODE, set on some machines), every new
+        # process would compile sessionstore's sources while pydantic's
+        # installed bytecode is there.
+        compileall.compile_dir(Path(sessionstore.__file__).parent, quiet=1)
         starts = 5 if self.quick else 10
         ours, theirs = [], []
         for _ in range(starts):
@@ -730,16 +778,22 @@ class Bench:
         stores = {kind: await self.history(kind, self.long) for kind in ("sqlite", "jsonl")}
         raw_script = RAW_TAIL.format(path=str(stores["sqlite"]), after=self.long - KEPT)
         firsts: dict[str, list[float]] = {kind: [] for kind in stores}
-        raw, floor = [], []
+        raw, floor, sql_floor = [], [], []
         for _ in range(starts):
             raw.append(new_process(raw_script))
             floor.append(new_process("from pydantic import BaseModel\n" + raw_script))
+            sql_floor.append(new_process("import pydantic, sqlalchemy\n" + raw_script))
             for kind, where in stores.items():
                 firsts[kind].append(new_process(FIRST_CONTEXT.format(target=str(where))))
         long = f"{self.long:,}"
         for kind, times in firsts.items():
             self.first.add(f"{kind}, {long} entries (median of {starts} starts)", times, raw)
         self.first.add("the floor: pydantic's import, then the raw script", floor, raw)
+        self.first.add(
+            "the floor on SQL: pydantic's and SQLAlchemy's imports, then the raw script",
+            sql_floor,
+            raw,
+        )
 
 
 RAW_TAIL = """\
