@@ -4,7 +4,7 @@ reads it instead of the history's bytes, and is never misled by it."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ from sessionstore import CompactionEntry, JsonlStore, Message, MessageEntry, Ses
 from sessionstore.backends.base import header_line
 from sessionstore.backends.jsonl import hints as jsonl_hints
 from sessionstore.backends.jsonl import ids as jsonl_ids
+from sessionstore.backends.jsonl import store as jsonl_store
 from sessionstore.backends.jsonl.context import first_kept_in
 from sessionstore.context import build_context
 from sessionstore.models import SessionEntry
@@ -188,6 +189,31 @@ async def test_a_lost_column_of_first_bytes_is_caught_up(
     assert column.read_bytes().startswith(whole)  # rebuilt from the records
     await assert_exact(tmp_path, "s")
     assert (byte_searches, scans) == ([], [1])
+
+
+async def lines_of(entries: list[SessionEntry]) -> AsyncIterator[str]:
+    for entry in entries:
+        yield encode(entry)
+
+
+async def test_an_imported_session_comes_with_its_index(
+    tmp_path: Path, byte_searches: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jsonl_ids, "CATCH_UP", 0)  # no catching up: the import writes it
+    monkeypatch.setattr(jsonl_store, "READ", 512)  # many writes of lines
+    store = JsonlStore(tmp_path)
+    header = header_line(SessionMeta(id="s"))
+    first: list[SessionEntry] = [message("k", "first k"), *(message(f"m{n}") for n in range(40))]
+    await store.import_session(header, lines_of(first))
+    more: list[SessionEntry] = [message("k", "second k"), compaction("c", "k")]
+    await store.import_session(header, lines_of(more), after=len(first))
+    texts = [m.text() for m in await JsonlStore(tmp_path).load_context("s")]
+    assert texts[1:3] == ["first k", "words"]
+    await assert_exact(tmp_path, "s")
+    assert byte_searches == []
+    await store.append_many("s", [message("x"), compaction("c2", "m3")])  # and it goes on
+    await assert_exact(tmp_path, "s")
+    assert byte_searches == []
 
 
 async def test_erasing_removes_the_index(tmp_path: Path) -> None:

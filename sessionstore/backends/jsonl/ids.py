@@ -20,10 +20,11 @@ The index is a cache, never the record, and is checked before it is
 believed: its header names the session file (device, inode, a digest of
 its header line) and its last mark must still describe the file's bytes.
 A file that does not match is not used and, at the next append, replaced.
+An import writes the index of what it writes (`spooled`, then `adopt`).
 An append starts or catches up an index only when the lines it has not
 seen are at most `CATCH_UP` bytes, decoded then: a session written before
-this index existed, imported or forked past that size, has none, and is
-searched as before (with `sessionstore.backends.jsonl.hints` remembering
+this index existed, or forked past that size, has none, and is searched as
+before (with `sessionstore.backends.jsonl.hints` remembering
 each answer). Writing the index can fail (a read-only directory, a full
 disk) without failing the append.
 """
@@ -36,6 +37,7 @@ import mmap
 import os
 import struct
 from pathlib import Path
+from typing import BinaryIO
 
 from sessionstore.backends.base import decode_stored_entry
 from sessionstore.backends.files import make_directory, open_regular, write_all
@@ -43,7 +45,7 @@ from sessionstore.backends.jsonl.context import CHUNK, first_kept_in, first_line
 from sessionstore.errors import CorruptSessionError
 from sessionstore.models import MessageEntry
 
-__all__ = ["CATCH_UP", "FIRSTS", "IDS", "first_kept", "forget", "note"]
+__all__ = ["CATCH_UP", "FIRSTS", "IDS", "adopt", "first_kept", "forget", "note", "spooled"]
 
 IDS = ".ids"  # <dir>/.ids/<id>: no session id starts with a dot
 FIRSTS = ".firsts"  # <dir>/.ids/.firsts/<id>: the first bytes of each record
@@ -55,6 +57,7 @@ _MAGIC = b"sessionstore ids 1\n"
 _HEADER = struct.Struct("<19sQQ8s")  # the magic, the file's device and inode, its header's digest
 _RECORD = struct.Struct("<8sq")  # an id's hash and its line's offset, or a mark: seal, -1 - end
 _WINDOW = 4096  # most bytes before a mark's end that its seal covers
+_SPOOL_BLOCK = _RECORD.size << 16  # records read at once from a spool (1 MiB)
 
 
 def note(
@@ -87,7 +90,7 @@ def note(
             if size - covered > CATCH_UP:
                 return
             records += _messages(fd, covered, size)
-        records += [_RECORD.pack(_hash(entry_id), size + offset) for entry_id, offset in ids]
+        records.append(spooled(size, ids))
         records.append(_mark(fd, size + len(data), data))
         new = b"".join(records)
         _extend_firsts(firsts, index, held, new)
@@ -96,6 +99,39 @@ def note(
         return
     finally:
         os.close(index)
+
+
+def spooled(at: int, ids: list[tuple[str, int]]) -> bytes:
+    """The records of messages written at ``at``: each one's id, and its
+    line's offset from there."""
+    return b"".join(_RECORD.pack(_hash(entry_id), at + offset) for entry_id, offset in ids)
+
+
+def adopt(directory: Path, session_id: str, fd: int, size: int, spool: BinaryIO) -> None:
+    """Write the index of a session file written aside and just published
+    (an import), from the `spooled` records of its messages; the caller
+    still holds the file's lock. One that cannot be written is not left."""
+    path, firsts = _paths(directory, session_id)
+    index = column = -1
+    try:
+        make_directory(Path(firsts).parent)
+        index = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        column = open_regular(firsts, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        write_all(index, _header(fd))
+        spool.seek(0)
+        while block := spool.read(_SPOOL_BLOCK):
+            write_all(column, _firsts(block))
+            write_all(index, block)
+        mark = _mark(fd, size, b"")
+        write_all(column, _firsts(mark))
+        write_all(index, mark)
+    except OSError:
+        with contextlib.suppress(OSError):
+            forget(directory, session_id)
+    finally:
+        for opened in (index, column):
+            if opened >= 0:
+                os.close(opened)
 
 
 def _extend_firsts(path: str, index: int, held: int, new: bytes) -> None:

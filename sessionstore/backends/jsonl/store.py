@@ -61,10 +61,11 @@ import dataclasses
 import logging
 import os
 import stat
+import tempfile
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 from sessionstore.backends.base import (
     Durability,
@@ -405,11 +406,19 @@ class JsonlStore(StoreBase):
         # Written aside, then linked into place: the session appears whole or
         # not at all, and never replaces one that exists.
         temporary = await self._run(session_id, partial(Temporary.create, path, "import"))
-        try:
-            count = await self._write_lines(session_id, temporary.fd, header, entries)
-            await self._run(session_id, partial(temporary.publish, session_id, full=self._full))
-        finally:
-            temporary.close()
+        # Its index of ids is spooled as the lines go (about 16 bytes a
+        # message, in an unnamed file no crash leaves), and written once the
+        # session is published, under the lock the temporary still holds.
+        with tempfile.TemporaryFile() as spool:
+            try:
+                count, size = await self._write_lines(
+                    session_id, temporary.fd, header, entries, spool=spool
+                )
+                await self._run(session_id, partial(temporary.publish, session_id, full=self._full))
+                adopt = partial(message_ids.adopt, self._dir, session_id, temporary.fd, size)
+                await self._run(session_id, partial(adopt, spool))
+            finally:
+                temporary.close()
         return count
 
     async def _import_more(
@@ -427,7 +436,7 @@ class JsonlStore(StoreBase):
 
         fd, size = await self._run(session_id, open_checked)
         try:
-            count = await self._write_lines(session_id, fd, None, entries, after)
+            count, _ = await self._write_lines(session_id, fd, None, entries, after, at=size)
             if count:
                 await self._run(session_id, partial(stamp, fd))
             if self._full:
@@ -459,23 +468,46 @@ class JsonlStore(StoreBase):
         header: str | None,
         entries: AsyncIterable[str],
         after: int = 0,
-    ) -> int:
-        """Check and write lines in large writes (the session holds ``after``
-        entries before them); return how many entries."""
-        buffer = [] if header is None else [header + "\n"]
-        pending, count = 0, 0
+        *,
+        at: int = 0,
+        spool: BinaryIO | None = None,
+    ) -> tuple[int, int]:
+        """Check and write lines in large writes at offset ``at`` of a file
+        (the session holds ``after`` entries before them), indexing their
+        messages' ids: into ``spool``, or else the session's index
+        (`sessionstore.backends.jsonl.ids`). Return how many entries, and
+        the file's size after them."""
+        buffer = [] if header is None else [(header + "\n").encode()]
+        pending, count = len(buffer[0]) if buffer else 0, 0
+        messages: list[tuple[str, int]] = []
+
+        async def write() -> None:
+            nonlocal at, pending
+            data = b"".join(buffer)
+            await self._run(session_id, partial(write_all, fd, data))
+            if spool is not None:
+                spool.write(message_ids.spooled(at, messages))
+            else:
+                note = partial(message_ids.note, self._dir, session_id, fd, at, data)
+                await self._run(session_id, partial(note, messages))
+            at += len(data)
+            buffer.clear()
+            messages.clear()
+            pending = 0
+
         async for line in entries:
-            imported_entry(session_id, after + count + 1, line)
-            buffer.append(line + "\n")
-            pending += len(line)
+            entry = imported_entry(session_id, after + count + 1, line)
+            if isinstance(entry, MessageEntry):
+                messages.append((entry.id, pending))
+            encoded = (line + "\n").encode()
+            buffer.append(encoded)
+            pending += len(encoded)
             count += 1
             if pending >= READ:
-                await self._run(session_id, partial(write_all, fd, "".join(buffer).encode()))
-                buffer.clear()
-                pending = 0
+                await write()
         if buffer:
-            await self._run(session_id, partial(write_all, fd, "".join(buffer).encode()))
-        return count
+            await write()
+        return count, at
 
     # ------------------------------------------------------------ branches
 

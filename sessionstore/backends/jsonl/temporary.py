@@ -54,7 +54,7 @@ class Temporary:
 
     Attributes:
         path: the temporary's name.
-        fd: the temporary, open to write and exclusively locked.
+        fd: the temporary, open to read and write, exclusively locked.
         final: the session's file, its name once published.
         new_directory: whether creating it created the store's directory.
     """
@@ -70,7 +70,8 @@ class Temporary:
         new_directory = make_directory(final.parent)
         sweep(final.parent)
         path = final.parent / f".{final.name}.{kind}-{uuid.uuid4().hex}"
-        fd = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        # Readable too: an import indexes what it wrote (`jsonl.ids.adopt`).
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
