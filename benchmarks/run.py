@@ -35,7 +35,9 @@ store on SQLAlchemy (after SQLAlchemy's import too). Reads of models have
 their floor rows as well: the same rows validated by pydantic itself. An
 append has its floor row too: raw sqlite3 running the statements of an
 append on a database of sessionstore's schema (digest chain, listing,
-search backlog).
+search backlog); 50 tasks appending at once theirs: raw sqlite3 writing 50
+appends a transaction, each with a row per distinct word of its message
+(as the word index keeps them), the floor of group commit with that index.
 
 Forks: a SQLite fork at an entry of a session of 1,000,000 entries (20,000
 with --quick), timed per fork, against one ``INSERT INTO sessions`` of the
@@ -86,6 +88,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import closing
 from functools import partial
@@ -111,6 +114,7 @@ from sessionstore import (
     export_archive,
 )
 from sessionstore.backends.jsonl import HINTS
+from sessionstore.backends.words import words
 
 KEPT = 50  # messages a compaction keeps, for load_context
 ENTRY: TypeAdapter[MessageEntry | CompactionEntry] = TypeAdapter(
@@ -321,6 +325,35 @@ async def _erase_next(store: SessionStore, ids: Iterator[str]) -> object:
     return await store.erase(next(ids), reason="benchmark")
 
 
+def raw_indexed_appends(path: Path, messages: list[MessageEntry], batch: int) -> float:
+    """Seconds per append with raw sqlite3 writing ``batch`` appends a
+    transaction, each with a row per distinct word of its message (by
+    sessionstore's word rule, as ``search_words`` keeps them): the floor of
+    group commit for any store that keeps such a word index."""
+    lines = [encode(one) for one in messages]
+    texts = [one.message.text() for one in messages]
+    connection = raw_connection(path)
+    connection.execute(RAW_SCHEMA)
+    connection.execute(
+        "CREATE TABLE words (word TEXT, session INTEGER, seq INTEGER, hits INTEGER, "
+        "length INTEGER, PRIMARY KEY (word, session, seq)) WITHOUT ROWID"
+    )
+    start = time.perf_counter()
+    for first in range(0, len(lines), batch):
+        rows, indexed = [], []
+        for seq in range(first + 1, min(first + batch, len(lines)) + 1):
+            found = words(texts[seq - 1])
+            rows.append((1, seq, lines[seq - 1]))
+            indexed += [(word, 1, seq, n, len(found)) for word, n in Counter(found).items()]
+        connection.execute("BEGIN IMMEDIATE")
+        connection.executemany("INSERT INTO entries VALUES (?, ?, ?)", rows)
+        connection.executemany("INSERT INTO words VALUES (?, ?, ?, ?, ?)", indexed)
+        connection.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    connection.close()
+    return elapsed / len(lines)
+
+
 async def store_appends(path: Path, tasks: int, each: int) -> float:
     """Seconds per append with ``tasks`` tasks appending ``each`` entries at once."""
     store = await SqlStore.open(str(path))
@@ -415,6 +448,14 @@ class Bench:
                 floor.append(raw_schema_appends(path, lines))
             self.raw.add(
                 "raw sqlite3 running an append's statements on our schema, the floor", floor, base
+            )
+        else:
+            made = [entry(n) for n in range(tasks * each)]
+            floor = [raw_indexed_appends(self.fresh(), made, tasks) for _ in range(self.rounds)]
+            self.raw.add(
+                f"raw sqlite3, {tasks} appends a transaction with their word rows, the floor",
+                floor,
+                base,
             )
 
     async def reads(self) -> None:
