@@ -171,18 +171,22 @@ def raw_appends(path: Path, lines: list[str]) -> float:
     return elapsed / len(lines)
 
 
-def raw_schema_appends(path: Path, lines: list[str]) -> float:
+def raw_schema_appends(path: Path, lines: list[str], tail: int = 0) -> float:
     """Seconds per append with raw sqlite3 running, on a database of
     sessionstore's schema, the statements a sessionstore append runs: find
     the session, read its last seq and digest, insert the entry, record the
     activity (whose trigger moves the session's listing row), look at the
     search index's backlog. The floor of an append that keeps its digest
-    chain, listing and index, whatever the language around it."""
+    chain, listing and index, whatever the language around it. With
+    ``tail``, each append is followed by a read of the last ``tail`` lines
+    (a turn's context)."""
     connection = raw_connection(path)
     (pk,) = connection.execute("SELECT pk FROM sessions WHERE id = 's'").fetchone()
+    last = connection.execute("SELECT max(seq) FROM entries WHERE session_pk = ?", (pk,))
+    first = last.fetchone()[0] or 0
     digest = bytes(32)
     start = time.perf_counter()
-    for n, line in enumerate(lines):
+    for n, line in enumerate(lines, first):
         connection.execute("BEGIN IMMEDIATE")
         connection.execute(
             "SELECT pk, header, digest, base_pk, base_seq FROM sessions WHERE id = 's'"
@@ -206,6 +210,11 @@ def raw_schema_appends(path: Path, lines: list[str]) -> float:
             "SELECT indexed, rule, (SELECT coalesce(max(rowid), 0) FROM entries) FROM search_mark"
         ).fetchone()
         connection.execute("COMMIT")
+        if tail:
+            connection.execute(
+                "SELECT line FROM entries WHERE session_pk = ? AND seq > ? ORDER BY seq",
+                (pk, n + 1 - tail),
+            ).fetchall()
     elapsed = time.perf_counter() - start
     connection.close()
     return elapsed / len(lines)
@@ -593,7 +602,7 @@ class Bench:
     async def turns(self) -> None:
         """An agent's turn: append a message, then ask for the context."""
         turns = 50 if self.quick else 200
-        ours, base = [], []
+        ours, base, floor = [], [], []
         for _ in range(self.rounds):
             async with await SqlStore.open(str(self.fresh())) as store:
                 await fill(store, "s", 1_000)
@@ -619,7 +628,12 @@ class Bench:
                 connection.execute(tail, (seq - KEPT,)).fetchall()
             base.append((time.perf_counter() - start) / turns)
             connection.close()
+            async with await SqlStore.open(str(path := self.fresh())) as store:
+                await fill(store, "s", 1_000)
+            floor.append(raw_schema_appends(path, lines[1_000:], tail=KEPT))
         self.raw.add("a turn: append, then load_context (per turn)", ours, base)
+        name = "raw sqlite3 running a turn's statements on our schema, the floor"
+        self.raw.add(name, floor, base)
 
     async def flatness(self) -> None:
         long = self.long
