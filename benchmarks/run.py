@@ -70,7 +70,9 @@ load against openai-agents' SQLAlchemySession on that server too.
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
 appends and loads run on openai-agents' SQLiteSession and LangChain's
 SQLChatMessageHistory (async, on aiosqlite), both on WAL with
-synchronous=NORMAL too (benchmarks/peers.py).
+synchronous=NORMAL too (benchmarks/peers.py), beside the floors of our
+side: an append's statements by hand on our schema, and our rows read raw
+then validated by pydantic (the peers hand back unchecked dicts).
 """
 
 from __future__ import annotations
@@ -218,6 +220,34 @@ def raw_schema_appends(path: Path, lines: list[str], tail: int = 0) -> float:
     elapsed = time.perf_counter() - start
     connection.close()
     return elapsed / len(lines)
+
+
+def raw_first_context(connection: sqlite3.Connection) -> object:
+    """The statements a first `load_context` of session ``big`` runs on
+    sessionstore's schema (the erasure mark, the session's row, its last
+    seq, its last compaction, the messages kept from it), in one read
+    transaction, each line then validated by pydantic."""
+    connection.execute("BEGIN")
+    connection.execute("SELECT coalesce(max(seq), 0) FROM erasures").fetchone()
+    pk = connection.execute(
+        "SELECT pk, header, digest, base_pk, base_seq FROM sessions WHERE id = 'big'"
+    ).fetchone()[0]
+    (last,) = connection.execute(
+        "SELECT coalesce(max(seq), 0) FROM entries WHERE session_pk = ?", (pk,)
+    ).fetchone()
+    seq, line, kept = connection.execute(
+        "SELECT seq, line, first_kept_id FROM entries WHERE session_pk = ? AND seq <= ? "
+        "AND type = 'compaction' ORDER BY seq DESC LIMIT 1",
+        (pk, last),
+    ).fetchone()
+    rows = connection.execute(
+        "SELECT seq, entry_id, line FROM entries WHERE session_pk = ? AND type = 'message' "
+        "AND seq >= coalesce((SELECT min(seq) FROM entries WHERE session_pk = ? "
+        "AND entry_id = ? AND type = 'message' AND seq <= ?), ?) AND seq <= ? ORDER BY seq",
+        (pk, pk, kept, seq, seq + 1, last),
+    ).fetchall()
+    connection.execute("COMMIT")
+    return [ENTRY.validate_json(line), *(ENTRY.validate_json(row[2]) for row in rows)]
 
 
 def raw_export(path: Path, target: Path) -> float:
@@ -571,6 +601,13 @@ class Bench:
             cold,
             checked,
         )
+        floor = [per_call(partial(raw_first_context, raw), 1) for _ in range(self.rounds)]
+        self.raw.add(
+            f"load_context, {KEPT} kept of {self.size:,}, first call, vs its statements by hand "
+            "on our schema + pydantic's validation, the floor",
+            cold,
+            floor,
+        )
         await self.export(store, "sqlite")
         await store.close()
         dumps = [raw_export(path, self.work / "dump") for _ in range(self.rounds)]
@@ -795,20 +832,32 @@ class Bench:
             await store.append_many("big", batch)
         ours_load = [await aper_call(lambda: store.load("big"), 1) for _ in range(self.rounds)]
         await store.close()
+        # The floors under a target against a peer: our append's statements
+        # by hand, and our rows read raw then validated by pydantic itself
+        # (the peers hand back the dicts of json.loads, unchecked).
+        lines = [encode(entry(n)) for n in range(appends)]
+        append_floor = []
+        for _ in range(self.rounds):
+            async with await SqlStore.open(str(floor_path := self.fresh())) as floor_store:
+                await floor_store.create(SessionMeta(id="s"))
+            append_floor.append(raw_schema_appends(floor_path, lines))
+        with closing(raw_connection(path)) as connection:
+            query = "SELECT line FROM entries WHERE session_pk = 1 ORDER BY seq"
+
+            def validated() -> object:
+                return [ENTRY.validate_json(line) for (line,) in connection.execute(query)]
+
+            load_floor = [per_call(validated, 1) for _ in range(self.rounds)]
         for name, peer in peers.items():
             table = Table(f"against {name}", "sessionstore", name.split()[0])
-            table.add(
-                "append, one writer (per append)",
-                ours_append,
-                [await peer.appends(self.fresh(), texts[:appends]) for _ in range(self.rounds)],
-            )
+            theirs = [await peer.appends(self.fresh(), texts[:appends]) for _ in range(self.rounds)]
+            table.add("append, one writer (per append)", ours_append, theirs)
+            table.add("our append's statements by hand, the floor", append_floor, theirs)
             loaded = self.fresh()
             await peer.fill(loaded, texts)
-            table.add(
-                f"load {self.size:,} messages",
-                ours_load,
-                [await peer.load(loaded) for _ in range(self.rounds)],
-            )
+            theirs = [await peer.load(loaded) for _ in range(self.rounds)]
+            table.add(f"load {self.size:,} messages", ours_load, theirs)
+            table.add("our rows read raw and validated by pydantic, the floor", load_floor, theirs)
             self.peers.append(table)
 
     async def cold_start(self) -> None:
