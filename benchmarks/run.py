@@ -29,9 +29,9 @@ export from SQLite). A cold start, ``python -c "import sessionstore"`` in
 a new process, is measured against ``from pydantic import BaseModel``, the
 package's bytecode compiled first as pip does when it installs; a first
 ``load_context`` in a new process (import, open, read the longest history)
-against a raw sqlite3 script reading the same tail, beside the floor of
+against a raw sqlite3 script reading the same tail, beside the floors of
 any pydantic program (that script after pydantic's import) and of any
-store on SQLAlchemy (after SQLAlchemy's import too). Reads of models have
+async store on SQLAlchemy (after asyncio's and SQLAlchemy's too). Reads of models have
 their floor rows as well: the same rows validated by pydantic itself. An
 append has its floor row too: raw sqlite3 running the statements of an
 append on a database of sessionstore's schema (digest chain, listing,
@@ -867,7 +867,8 @@ class Bench:
         from the longest history on SQLite and on JSONL, against a raw
         sqlite3 script reading the same tail, with the floors beside them:
         the raw script after ``from pydantic import BaseModel``, and after
-        importing SQLAlchemy too, as the SQL store must."""
+        asyncio's, pydantic's and SQLAlchemy's imports, as the SQL store
+        must."""
         # Compiled first, as pip installs a package: where bytecode is not
         # written (PYTHONDONTWRITEBYTECODE, set on some machines), every new
         # process would compile sessionstore's sources while pydantic's
@@ -886,7 +887,7 @@ class Bench:
         for _ in range(starts):
             raw.append(new_process(raw_script))
             floor.append(new_process("from pydantic import BaseModel\n" + raw_script))
-            sql_floor.append(new_process("import pydantic, sqlalchemy\n" + raw_script))
+            sql_floor.append(new_process("import asyncio, pydantic, sqlalchemy\n" + raw_script))
             for kind, where in stores.items():
                 firsts[kind].append(new_process(FIRST_CONTEXT.format(target=str(where))))
         long = f"{self.long:,}"
@@ -894,7 +895,7 @@ class Bench:
             self.first.add(f"{kind}, {long} entries (median of {starts} starts)", times, raw)
         self.first.add("the floor: pydantic's import, then the raw script", floor, raw)
         self.first.add(
-            "the floor on SQL: pydantic's and SQLAlchemy's imports, then the raw script",
+            "the floor on SQL: asyncio's, pydantic's and SQLAlchemy's imports, then the raw script",
             sql_floor,
             raw,
         )
