@@ -106,7 +106,9 @@ class Table:
 
 
 def _figure(value: float, unit: str) -> str:
-    return f"{value:,.0f} B" if unit == "bytes" else _time(value)
+    if unit != "bytes":
+        return _time(value)
+    return f"{value / 1e6:,.1f} MB" if value >= 1e7 else f"{value:,.0f} B"
 
 
 def _time(seconds: float) -> str:
