@@ -65,6 +65,15 @@ server): appends, a load and a context against psycopg by hand on the
 same server; with the ``bench`` extra, the same appends (one writer) and
 load against openai-agents' SQLAlchemySession on that server too.
 
+Memory (benchmarks/memory.py): the peak resident memory of a new process
+importing an archive of about 2 GB (64 MB with --quick) into a new SQLite
+store, and of one exporting that store, against the same process doing
+no work (importing sessionstore and opening the store); the same on
+JSONL; then the same on an archive an eighth of the size and on one of
+long lines (tool outputs of 64 KB), to show what grows. The archives are
+written once per process, in a temporary directory removed at the end.
+The slowest part: some 17 minutes, 11 of them importing 2 GB into SQLite.
+
 ``--only PART`` (repeatable) runs some parts alone, e.g. ``--only forks``.
 
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
@@ -98,6 +107,7 @@ from pathlib import Path
 from typing import Annotated
 
 from browse import browse
+from memory import memory
 from messages import batches, entry, text
 from peers import find_peers
 from postgres import postgres
@@ -940,6 +950,7 @@ PARTS = (
     "browse",
     "peers",
     "postgres",
+    "memory",
 )
 """The parts of a run, in order; ``--only`` picks some."""
 
@@ -948,11 +959,13 @@ async def run(
     quick: bool, only: frozenset[str] = frozenset(PARTS), kept: Path | None = None
 ) -> list[Table]:
     """The benchmark, once (the parts in ``only``): its tables. ``kept`` is a
-    directory the runs share (the browse part's store, built once)."""
+    directory the runs share (the browse part's store and the memory part's
+    archives, built once)."""
     work = Path(tempfile.mkdtemp(prefix="sessionstore-bench-"))
     bench = Bench(work, quick)
     browsed: list[Table] = []
     served: list[Table] = []
+    held: list[Table] = []
     try:
         if "cold-start" in only:
             await bench.cold_start()
@@ -975,9 +988,11 @@ async def run(
             await bench.peer_runs()
         if "postgres" in only:
             served = await postgres(quick, bench.rounds)
+        if "memory" in only:
+            held = await memory(kept or work, quick)
     finally:
         shutil.rmtree(work)
-    return [table for table in [*bench.tables(), *browsed, *served] if table.rows]
+    return [table for table in [*bench.tables(), *browsed, *served, *held] if table.rows]
 
 
 async def main() -> None:
