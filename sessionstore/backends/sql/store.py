@@ -55,6 +55,7 @@ from sessionstore.backends.sql import (
     browse,
     erase,
     heads,
+    paging,
     search,
     survey,
     titles,
@@ -88,8 +89,6 @@ from sessionstore.models import (
 from sessionstore.store import Order, SearchHit, SessionSummary
 
 __all__ = ["SqlStore"]
-
-_PAGE = 2000  # rows per query when streaming a session
 
 
 class SqlStore(StoreBase):
@@ -182,7 +181,8 @@ class SqlStore(StoreBase):
         return self._database.headers_at, self._database.entries_at
 
     async def _pages(self, session_id: str, page: Q.Query) -> AsyncIterator[builtins.list[Any]]:
-        """The header line, then the entry lines in pages of `_PAGE` (``page``'s rows)."""
+        """The header line, then the entry lines in pages (``page``'s rows), each
+        of `paging.ROWS` rows or about `paging.BYTES` of lines."""
         self._check(session_id)
 
         def start(conn: Connection) -> tuple[str, Lineage, int]:
@@ -192,11 +192,12 @@ class SqlStore(StoreBase):
         transaction = self._database.transaction
         header, spans, end = await transaction(session_id, start, lean=True)
         yield [header]
+        size = paging.FIRST
         for pk, done, span_end in spans.within(0, end):
             while done < span_end:
                 # Pages in their own short transactions: the log only grows,
                 # so seq order makes them one consistent prefix of the session.
-                read = partial(page.all, pk=pk, after=done, end=span_end, size=_PAGE)
+                read = partial(page.all, pk=pk, after=done, end=span_end, size=size)
                 rows = await transaction(session_id, read, lean=True)
                 if not rows:  # seq said more rows exist: erased meanwhile, or corrupt
                     # An erase since the first page: not found, as it is now.
@@ -205,7 +206,9 @@ class SqlStore(StoreBase):
                     where = self._database.entries_at
                     raise CorruptSessionError(session_id, reason, path=where)
                 done = rows[-1][0]
-                yield builtins.list(map(itemgetter(1), rows))
+                lines = builtins.list(map(itemgetter(1), rows))
+                size = paging.next_rows(len(lines), sum(map(len, lines)))
+                yield lines
 
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
         async for lines in self._pages(session_id, Q.PAGE):
@@ -235,14 +238,17 @@ class SqlStore(StoreBase):
                     partial(_expect, session_id=meta.id, header=header, count=after)
                 )
             batch: builtins.list[dict[str, Any]] = []
+            held = 0  # characters of the batch's lines
             async for line in lines:
                 count += 1
                 row = _row(imported_entry(meta.id, count, line), line)
                 digest = entry_digest(digest, row)
                 batch.append({**row, "session_pk": pk, "seq": count, "digest": digest})
-                if len(batch) == _PAGE:
+                held += len(line)
+                if len(batch) == paging.ROWS or held >= paging.BYTES:
                     await step(partial(_insert, rows=batch[:]))
                     batch.clear()
+                    held = 0
             if batch:
                 await step(partial(_insert, rows=batch))
             # Last: a listing's first page waits for this write (see `activity.mark`).

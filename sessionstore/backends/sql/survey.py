@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, bindparam, func, literal_column, select
 
 from sessionstore.backends.base import decode_stored_meta
+from sessionstore.backends.sql import paging
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import SessionRow
 from sessionstore.backends.sql.digests import (
@@ -194,13 +195,10 @@ def faults(conn: Connection, *, where: str) -> list[str]:
     return found
 
 
-_PAGE = 2000  # entry rows read at a time
-
-
 def broken_chains(conn: Connection) -> list[str]:
     """For each session whose chain of digests breaks, where it first breaks.
 
-    Reads every line once, a page of rows at a time.
+    Reads every line once, a page of rows at a time (`paging`).
     """
     found = []
     for pk, session_id, header, stored, base_pk, base_seq in Q.SESSION_DIGESTS.all(conn):
@@ -214,8 +212,8 @@ def broken_chains(conn: Connection) -> list[str]:
         if stored is None or bytes(stored) != digest:
             found.append(_broken(session_id, "its header", stored))
             continue
-        done = 0
-        while rows := Q.ENTRY_DIGESTS.all(conn, pk=pk, after=done, size=_PAGE):
+        done, size = 0, paging.FIRST
+        while rows := Q.ENTRY_DIGESTS.all(conn, pk=pk, after=done, size=size):
             for seq, stored, *columns in rows:
                 digest = entry_digest(digest, dict(zip(ENTRY_COLUMNS, columns, strict=True)))
                 if stored is None or bytes(stored) != digest:
@@ -224,6 +222,7 @@ def broken_chains(conn: Connection) -> list[str]:
                     break
             else:
                 done = rows[-1][0]
+                size = paging.next_rows(len(rows), sum(len(row[-1]) for row in rows))
                 continue
             break
     return found
