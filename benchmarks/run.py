@@ -72,7 +72,8 @@ no work (importing sessionstore and opening the store); the same on
 JSONL; then the same on an archive an eighth of the size and on one of
 long lines (tool outputs of 64 KB), to show what grows. The archives are
 written once per process, in a temporary directory removed at the end.
-The slowest part: some 17 minutes, 11 of them importing 2 GB into SQLite.
+The slowest part: some 17 minutes, 11 of them importing 2 GB into SQLite,
+so it is measured in the first run only (a peak is not a noisy figure).
 
 ``--only PART`` (repeatable) runs some parts alone, e.g. ``--only forks``.
 
