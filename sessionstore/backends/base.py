@@ -104,6 +104,7 @@ __all__ = [
     "lines_block",
     "lines_since_clear",
     "raw_journal_lines",
+    "search_hit",
 ]
 
 BLOCK = 1 << 20
@@ -677,8 +678,20 @@ def _hit(
 ) -> SearchHit:
     """The `SearchHit` of a scanned match ``(-score, session id, seq, entry)``."""
     negated, session_id, seq, entry = found
+    return search_hit(session_id, seq, entry, wanted, kind, (repr(-negated), session_id, str(seq)))
+
+
+def search_hit(
+    session_id: str,
+    seq: int,
+    entry: MessageEntry,
+    wanted: Sequence[str],
+    kind: str,
+    key: tuple[str, ...],
+) -> SearchHit:
+    """A `SearchHit` for message ``entry``: its snippet around the ``wanted``
+    words, and a cursor of ``kind`` standing on ``key`` (the backend's order)."""
     shown = snippet(entry.message.text(), wanted)
-    key = (repr(-negated), session_id, str(seq))
     return SearchHit(
         session_id=session_id,
         entry_id=entry.id,

@@ -37,6 +37,7 @@ from typing import NamedTuple
 from sqlalchemy import ARRAY, BigInteger, Connection, bindparam, select, text
 from sqlalchemy.types import Text
 
+from sessionstore.backends.base import search_hit
 from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.lineage import END
@@ -48,7 +49,6 @@ from sessionstore.backends.sql.wordindex import (
     score,
     word_key,
 )
-from sessionstore.backends.words import snippet
 from sessionstore.errors import InvalidCursorError, InvalidRecordError
 from sessionstore.models import MessageEntry
 from sessionstore.store import SearchHit
@@ -189,19 +189,8 @@ def search(
                 entry = entry or holders.message_at(pk, seq)
                 if entry is None:  # no longer decodes: no words to show
                     break
-                shown = snippet(entry.message.text(), wanted)
                 key = (repr(found), str(pk), str(seq), session_id)
-                hits.append(
-                    SearchHit(
-                        session_id=session_id,
-                        entry_id=entry.id,
-                        seq=seq,
-                        role=entry.message.role,
-                        snippet=shown.text,
-                        highlights=shown.highlights,
-                        cursor=Cursor(kind, "", key).encode(),
-                    )
-                )
+                hits.append(search_hit(session_id, seq, entry, wanted, kind, key))
                 if len(hits) == limit:
                     return hits
     return hits
