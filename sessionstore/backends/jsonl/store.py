@@ -481,15 +481,18 @@ class JsonlStore(StoreBase):
         pending, count = len(buffer[0]) if buffer else 0, 0
         messages: list[tuple[str, int]] = []
 
-        async def write() -> None:
-            nonlocal at, pending
-            data = b"".join(buffer)
-            await self._run(session_id, partial(write_all, fd, data))
+        def write_indexed(data: bytes) -> None:
+            """Write ``data`` at ``at``, then index its messages (one hop off the loop)."""
+            write_all(fd, data)
             if spool is not None:
                 spool.write(message_ids.spooled(at, messages))
             else:
-                note = partial(message_ids.note, self._dir, session_id, fd, at, data)
-                await self._run(session_id, partial(note, messages))
+                message_ids.note(self._dir, session_id, fd, at, data, messages)
+
+        async def write() -> None:
+            nonlocal at, pending
+            data = b"".join(buffer)
+            await self._run(session_id, partial(write_indexed, data))
             at += len(data)
             buffer.clear()
             messages.clear()
