@@ -90,7 +90,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import compileall
-import gc
 import inspect
 import json
 import os
@@ -127,6 +126,7 @@ from sessionstore import (
     encode,
     export_archive,
 )
+from sessionstore.backends.base import gc_paused
 from sessionstore.backends.jsonl import HINTS
 from sessionstore.backends.words import words
 
@@ -235,20 +235,15 @@ def raw_schema_appends(path: Path, lines: list[str], tail: int = 0) -> float:
 
 
 def collector_paused(call: Callable[[], object]) -> Callable[[], object]:
-    """``call`` with the cyclic garbage collector paused, as sessionstore's
-    reads pause it (`sessionstore.backends.base.gc_paused`): a floor that
-    builds many models must not pay for passes over a growing heap that the
-    store itself skips (with them, pydantic alone took 1.5 s to validate a
-    100,000-entry load the store read in 0.7 s)."""
+    """``call`` with the cyclic garbage collector paused (`gc_paused`), as
+    sessionstore's reads pause it: a floor that builds many models must not
+    pay for passes over a growing heap that the store itself skips (with
+    them, pydantic alone took 1.5 s to validate a 100,000-entry load the
+    store read in 0.7 s)."""
 
     def paused() -> object:
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             return call()
-        finally:
-            if enabled:
-                gc.enable()
 
     return paused
 
