@@ -76,15 +76,15 @@ def note(
         return  # none, and too late to start one; or none can be written here
     try:
         header = _header(fd)
-        covered = _covered(index, header, size)
+        found = _covered(index, header, size)
         start = b""
-        if covered is None:  # new, or not this file's: start again, if cheap
+        if found is None:  # new, or not this file's: start again, if cheap
             if size > CATCH_UP:
                 forget(directory, session_id)
                 return
             os.ftruncate(index, 0)
-            start, covered = header, 0
-        held = (os.fstat(index).st_size - _HEADER.size) // _RECORD.size if not start else 0
+            start, found = header, (0, 0)
+        covered, held = found
         records = []
         if covered < size:  # lines it has not seen: decoded, if few
             if size - covered > CATCH_UP:
@@ -144,8 +144,9 @@ def _extend_firsts(path: str, index: int, held: int, new: bytes) -> None:
     except OSError:
         return
     try:
-        has = os.fstat(column).st_size // _FIRST
-        if has > held or os.fstat(column).st_size % _FIRST:
+        length = os.fstat(column).st_size
+        has = length // _FIRST
+        if has > held or length % _FIRST:
             has = min(has, held)
             os.ftruncate(column, has * _FIRST)
         if has < held:
@@ -256,10 +257,10 @@ def _last_mark(index: int, header: bytes, length: int) -> tuple[int, int, bytes]
     return None
 
 
-def _covered(index: int, header: bytes, size: int) -> int | None:
+def _covered(index: int, header: bytes, size: int) -> tuple[int, int] | None:
     """How far an index ready for more records covers a file of ``size``
-    bytes (None: unusable). Its last mark's digest is left to the reader,
-    who checks it against the bytes."""
+    bytes, and how many records it holds (None: unusable). Its last mark's
+    digest is left to the reader, who checks it against the bytes."""
     length = os.fstat(index).st_size
     found = _last_mark(index, header, length)
     if found is None:
@@ -267,7 +268,7 @@ def _covered(index: int, header: bytes, size: int) -> int | None:
     position, covered, _ = found
     if position + _RECORD.size != length or covered > size:
         return None  # a torn write after it, or a file cut back since
-    return covered
+    return covered, (length - _HEADER.size) // _RECORD.size
 
 
 def _look_up(index: int, firsts: str, fd: int, kept: str, end: int) -> tuple[list[int], int] | None:
