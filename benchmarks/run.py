@@ -81,8 +81,9 @@ With the ``bench`` extra installed (pip install -e '.[bench]'), the same
 appends and loads run on openai-agents' SQLiteSession and LangChain's
 SQLChatMessageHistory (async, on aiosqlite), both on WAL with
 synchronous=NORMAL too (benchmarks/peers.py), beside the floors of our
-side: an append's statements by hand on our schema, and our rows read raw
-then validated by pydantic (the peers hand back unchecked dicts).
+side: an append's work by hand on our schema (its line, digest, activity
+and word rows), and our rows read raw then validated by pydantic (the
+peers hand back unchecked dicts).
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import closing
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -128,6 +130,8 @@ from sessionstore import (
 )
 from sessionstore.backends.base import gc_paused
 from sessionstore.backends.jsonl import HINTS
+from sessionstore.backends.sql import wordindex
+from sessionstore.backends.sql.digests import entry_digest
 from sessionstore.backends.words import words
 
 KEPT = 50  # messages a compaction keeps, for load_context
@@ -185,45 +189,75 @@ def raw_appends(path: Path, lines: list[str]) -> float:
     return elapsed / len(lines)
 
 
-def raw_schema_appends(path: Path, lines: list[str], tail: int = 0) -> float:
-    """Seconds per append with raw sqlite3 running, on a database of
-    sessionstore's schema, the statements a sessionstore append runs: find
-    the session, read its last seq and digest, insert the entry, record the
-    activity (whose trigger moves the session's listing row), look at the
-    search index's backlog. The floor of an append that keeps its digest
-    chain, listing and index, whatever the language around it. With
-    ``tail``, each append is followed by a read of the last ``tail`` lines
-    (a turn's context)."""
+def raw_schema_appends(path: Path, messages: list[MessageEntry], tail: int = 0) -> float:
+    """Seconds per append with raw sqlite3 doing, on a database of
+    sessionstore's schema, the work a sessionstore append must: encode the
+    entry's line, find the session, read its last seq and digest, chain the
+    new row's digest, insert the entry, record the activity at the time of
+    day (its trigger moves the session's listing row), look at the search
+    index's backlog; and once the backlog holds `wordindex.BACKLOG`
+    messages, a transaction writing their word rows (by sessionstore's word
+    rule, from the texts at hand) and moving the index's mark. The floor of
+    an append that keeps its wire format, digest chain, listing and word
+    index, whatever the code around it. With ``tail``, each append is
+    followed by a read of the last ``tail`` lines (a turn's context)."""
+    texts = [one.message.text() for one in messages]
     connection = raw_connection(path)
     (pk,) = connection.execute("SELECT pk FROM sessions WHERE id = 's'").fetchone()
     last = connection.execute("SELECT max(seq) FROM entries WHERE session_pk = ?", (pk,))
     first = last.fetchone()[0] or 0
-    digest = bytes(32)
+    (mark,) = connection.execute("SELECT indexed FROM search_mark").fetchone()
+    backlog: list[tuple[int, str]] = []  # (seq, text) of the messages not indexed yet
     start = time.perf_counter()
-    for n, line in enumerate(lines, first):
+    for n, one in enumerate(messages, first):
+        line = encode(one)
         connection.execute("BEGIN IMMEDIATE")
         connection.execute(
             "SELECT pk, header, digest, base_pk, base_seq FROM sessions WHERE id = 's'"
         ).fetchone()
-        connection.execute(
+        (_, digest) = connection.execute(
             "SELECT seq, digest FROM entries WHERE session_pk = ? ORDER BY seq DESC LIMIT 1",
             (pk,),
-        ).fetchone()
+        ).fetchone() or (0, bytes(16))
+        row = {
+            "entry_id": one.id,
+            "type": "message",
+            "timestamp": one.timestamp,
+            "first_kept_id": None,
+            "line": line,
+        }
+        digest = entry_digest(digest, row)
         connection.execute(
             "INSERT INTO entries (session_pk, seq, entry_id, type, timestamp, first_kept_id, "
             "line, digest) VALUES (?, ?, ?, 'message', ?, NULL, ?, ?)",
-            (pk, n + 1, f"e{n}", "2026-11-30T00:00:00+00:00", line, digest),
+            (pk, n + 1, one.id, one.timestamp, line, digest),
         )
         connection.execute(
             "INSERT INTO activity (session_pk, tick, at) VALUES (?, (SELECT max("
             "(SELECT coalesce(max(tick), 0) FROM listing), "
             "(SELECT coalesce(max(tick), 0) FROM spent_ticks)) + 1), ?) RETURNING tick",
-            (pk, "2026-11-30T00:00:00+00:00"),
+            (pk, datetime.now(UTC).isoformat()),
         ).fetchone()
-        connection.execute(
+        _, _, top = connection.execute(
             "SELECT indexed, rule, (SELECT coalesce(max(rowid), 0) FROM entries) FROM search_mark"
         ).fetchone()
         connection.execute("COMMIT")
+        backlog.append((n + 1, texts[n - first]))
+        if top - mark >= wordindex.BACKLOG:
+            rows = []
+            for seq, message in backlog:
+                found = words(message)
+                rows += [(word, pk, seq, k, len(found)) for word, k in Counter(found).items()]
+            rows.sort()
+            connection.execute("BEGIN IMMEDIATE")
+            connection.executemany(
+                "INSERT OR REPLACE INTO search_words (word, session_pk, seq, hits, length) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+            connection.execute("UPDATE search_mark SET indexed = ?", (top,))
+            connection.execute("COMMIT")
+            mark, backlog = top, []
         if tail:
             connection.execute(
                 "SELECT line FROM entries WHERE session_pk = ? AND seq > ? ORDER BY seq",
@@ -231,7 +265,7 @@ def raw_schema_appends(path: Path, lines: list[str], tail: int = 0) -> float:
             ).fetchall()
     elapsed = time.perf_counter() - start
     connection.close()
-    return elapsed / len(lines)
+    return elapsed / len(messages)
 
 
 def collector_paused(call: Callable[[], object]) -> Callable[[], object]:
@@ -499,7 +533,8 @@ class Bench:
         ]
 
     async def appends(self, tasks: int, each: int) -> None:
-        lines = [encode(entry(n)) for n in range(tasks * each)]
+        made = [entry(n) for n in range(tasks * each)]
+        lines = [encode(one) for one in made]
         ours = [await store_appends(self.fresh(), tasks, each) for _ in range(self.rounds)]
         base = [raw_appends(self.fresh(), lines) for _ in range(self.rounds)]
         what = "one writer" if tasks == 1 else f"{tasks} tasks at once"
@@ -510,12 +545,9 @@ class Bench:
                 path = self.fresh()
                 async with await SqlStore.open(str(path)) as store:
                     await store.create(SessionMeta(id="s"))
-                floor.append(raw_schema_appends(path, lines))
-            self.raw.add(
-                "raw sqlite3 running an append's statements on our schema, the floor", floor, base
-            )
+                floor.append(raw_schema_appends(path, made))
+            self.raw.add("raw sqlite3 doing an append's work on our schema, the floor", floor, base)
         else:
-            made = [entry(n) for n in range(tasks * each)]
             floor = [raw_indexed_appends(self.fresh(), made, tasks) for _ in range(self.rounds)]
             self.raw.add(
                 f"raw sqlite3, {tasks} appends a transaction with their word rows, the floor",
@@ -694,9 +726,9 @@ class Bench:
             connection.close()
             async with await SqlStore.open(str(path := self.fresh())) as store:
                 await fill(store, "s", 1_000)
-            floor.append(raw_schema_appends(path, lines[1_000:], tail=KEPT))
+            floor.append(raw_schema_appends(path, made, tail=KEPT))
         self.raw.add("a turn: append, then load_context (per turn)", ours, base)
-        name = "raw sqlite3 running a turn's statements on our schema, the floor"
+        name = "raw sqlite3 doing a turn's work on our schema, the floor"
         self.raw.add(name, floor, base)
 
     async def flatness(self) -> None:
@@ -859,15 +891,15 @@ class Bench:
             await store.append_many("big", batch)
         ours_load = [await aper_call(lambda: store.load("big"), 1) for _ in range(self.rounds)]
         await store.close()
-        # The floors under a target against a peer: our append's statements
+        # The floors under a target against a peer: our append's work
         # by hand, and our rows read raw then validated by pydantic itself
         # (the peers hand back the dicts of json.loads, unchecked).
-        lines = [encode(entry(n)) for n in range(appends)]
+        made = [entry(n) for n in range(appends)]
         append_floor = []
         for _ in range(self.rounds):
             async with await SqlStore.open(str(floor_path := self.fresh())) as floor_store:
                 await floor_store.create(SessionMeta(id="s"))
-            append_floor.append(raw_schema_appends(floor_path, lines))
+            append_floor.append(raw_schema_appends(floor_path, made))
         with closing(raw_connection(path)) as connection:
             query = "SELECT line FROM entries WHERE session_pk = 1 ORDER BY seq"
 
@@ -879,7 +911,8 @@ class Bench:
             table = Table(f"against {name}", "sessionstore", name.split()[0])
             theirs = [await peer.appends(self.fresh(), texts[:appends]) for _ in range(self.rounds)]
             table.add("append, one writer (per append)", ours_append, theirs)
-            table.add("our append's statements by hand, the floor", append_floor, theirs)
+            floor_name = "our append's work by hand (line, digest, word rows), the floor"
+            table.add(floor_name, append_floor, theirs)
             loaded = self.fresh()
             await peer.fill(loaded, texts)
             theirs = [await peer.load(loaded) for _ in range(self.rounds)]
