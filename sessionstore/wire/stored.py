@@ -169,13 +169,18 @@ def trusted_entry(line: str | bytes) -> MessageEntry | CompactionEntry | None:
     # "message", id, timestamp and role; the message's keys, extra ones too.
     strings = given + 4 + len(message.__pydantic_fields_set__)
     if type(content) is str and not extra:  # the common case, kept short
+        least = 2 * (strings + 1)  # the line's quotes if the content has none
+        found = line.count(b'"') if isinstance(line, bytes) else line.count('"')
+        if found == least:
+            # The quotes of the keys and strings alone: right only if the
+            # content holds no quote (one written ``\u0022`` is not counted).
+            # ``in`` finds one with memchr, several times quicker than a count.
+            return None if '"' in content else entry
         quotes = content.count('"')
-        if isinstance(line, bytes):
-            if line.count(b'"') != 2 * (strings + 1) + quotes or (quotes and b"\\u0022" in line):
-                return None
-        elif _quotes(line, hidden=quotes > 0) != 2 * (strings + 1) + quotes:
+        if found != least + quotes:
             return None
-        return entry
+        hidden = b"\\u0022" in line if isinstance(line, bytes) else "\\u0022" in line
+        return None if hidden else entry
     tally = _tally([content, *extra.values()] if extra else [content])
     if tally is None:
         return None
