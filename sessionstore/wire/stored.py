@@ -69,9 +69,14 @@ def _quotes(line: str | bytes, hidden: bool) -> int:
     Only a string whose own quotes are counted can hide one that way, so
     the search for the escape is needed only where such a string has some.
     """
-    if isinstance(line, bytes):
-        return -1 if hidden and b"\\u0022" in line else line.count(b'"')
-    return -1 if hidden and "\\u0022" in line else line.count('"')
+    if hidden and _hides_quote(line):
+        return -1
+    return line.count(b'"') if isinstance(line, bytes) else line.count('"')
+
+
+def _hides_quote(line: str | bytes) -> bool:
+    """Whether a line writes a quote as a ``\\u0022`` escape somewhere."""
+    return b"\\u0022" in line if isinstance(line, bytes) else "\\u0022" in line
 
 
 def _tally(values: list[Any]) -> tuple[int, int, bool] | None:
@@ -176,11 +181,8 @@ def trusted_entry(line: str | bytes) -> MessageEntry | CompactionEntry | None:
             # content holds no quote (one written ``\u0022`` is not counted).
             # ``in`` finds one with memchr, several times quicker than a count.
             return None if '"' in content else entry
-        quotes = content.count('"')
-        if found != least + quotes:
-            return None
-        hidden = b"\\u0022" in line if isinstance(line, bytes) else "\\u0022" in line
-        return None if hidden else entry
+        # Otherwise it must hold the content's quotes too, none of them hidden.
+        return None if found != least + content.count('"') or _hides_quote(line) else entry
     tally = _tally([content, *extra.values()] if extra else [content])
     if tally is None:
         return None
