@@ -189,6 +189,14 @@ def raw_appends(path: Path, lines: list[str]) -> float:
     return elapsed / len(lines)
 
 
+def word_rows(pk: int, seq: int, text: str) -> list[tuple[str, int, int, int, int]]:
+    """The word index's rows of a message, as ``search_words`` keeps them:
+    ``(word, session_pk, seq, hits, length)`` for each distinct word (by
+    sessionstore's word rule)."""
+    found = words(text)
+    return [(word, pk, seq, hits, len(found)) for word, hits in Counter(found).items()]
+
+
 def raw_schema_appends(path: Path, messages: list[MessageEntry], tail: int = 0) -> float:
     """Seconds per append with raw sqlite3 doing, on a database of
     sessionstore's schema, the work a sessionstore append must: encode the
@@ -244,11 +252,7 @@ def raw_schema_appends(path: Path, messages: list[MessageEntry], tail: int = 0) 
         connection.execute("COMMIT")
         backlog.append((n + 1, texts[n - first]))
         if top - mark >= wordindex.BACKLOG:
-            rows = []
-            for seq, message in backlog:
-                found = words(message)
-                rows += [(word, pk, seq, k, len(found)) for word, k in Counter(found).items()]
-            rows.sort()
+            rows = sorted(row for seq, message in backlog for row in word_rows(pk, seq, message))
             connection.execute("BEGIN IMMEDIATE")
             connection.executemany(
                 "INSERT OR REPLACE INTO search_words (word, session_pk, seq, hits, length) "
@@ -441,9 +445,8 @@ def raw_indexed_appends(path: Path, messages: list[MessageEntry], batch: int) ->
     for first in range(0, len(lines), batch):
         rows, indexed = [], []
         for seq in range(first + 1, min(first + batch, len(lines)) + 1):
-            found = words(texts[seq - 1])
             rows.append((1, seq, lines[seq - 1]))
-            indexed += [(word, 1, seq, n, len(found)) for word, n in Counter(found).items()]
+            indexed += word_rows(1, seq, texts[seq - 1])
         connection.execute("BEGIN IMMEDIATE")
         connection.executemany("INSERT INTO entries VALUES (?, ?, ?)", rows)
         connection.executemany("INSERT INTO words VALUES (?, ?, ?, ?, ?)", indexed)
