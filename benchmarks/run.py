@@ -201,7 +201,9 @@ def word_rows(pk: int, seq: int, text: str) -> list[tuple[str, int, int, int, in
     return [(word, pk, seq, hits, len(found)) for word, hits in Counter(found).items()]
 
 
-def raw_schema_appends(path: Path, messages: list[MessageEntry], tail: int = 0) -> float:
+def raw_schema_appends(
+    path: Path, messages: list[MessageEntry], tail: int = 0, batch: int = 1
+) -> float:
     """Seconds per append with raw sqlite3 doing, on a database of
     sessionstore's schema, the work a sessionstore append must: encode the
     entry's line, find the session, read its last seq and digest, chain the
@@ -211,18 +213,22 @@ def raw_schema_appends(path: Path, messages: list[MessageEntry], tail: int = 0) 
     messages, a transaction writing their word rows (by sessionstore's word
     rule, from the texts at hand) and moving the index's mark. The floor of
     an append that keeps its wire format, digest chain, listing and word
-    index, whatever the code around it. With ``tail``, each append is
-    followed by a read of the last ``tail`` lines (a turn's context)."""
+    index, whatever the code around it. With ``batch``, that many appends
+    share each transaction (one session lookup, one activity row), as
+    group commit gathers concurrent appends. With ``tail``, each
+    transaction is followed by a read of the last ``tail`` lines (a turn's
+    context)."""
     texts = [one.message.text() for one in messages]
     connection = raw_connection(path)
     (pk,) = connection.execute("SELECT pk FROM sessions WHERE id = 's'").fetchone()
     last = connection.execute("SELECT max(seq) FROM entries WHERE session_pk = ?", (pk,))
-    first = last.fetchone()[0] or 0
+    seq = last.fetchone()[0] or 0
     (mark,) = connection.execute("SELECT indexed FROM search_mark").fetchone()
     backlog: list[tuple[int, str]] = []  # (seq, text) of the messages not indexed yet
     start = time.perf_counter()
-    for n, one in enumerate(messages, first):
-        line = encode(one)
+    for at in range(0, len(messages), batch):
+        chunk = messages[at : at + batch]
+        lines = [encode(one) for one in chunk]
         connection.execute("BEGIN IMMEDIATE")
         connection.execute(
             "SELECT pk, header, digest, base_pk, base_seq FROM sessions WHERE id = 's'"
@@ -231,18 +237,23 @@ def raw_schema_appends(path: Path, messages: list[MessageEntry], tail: int = 0) 
             "SELECT seq, digest FROM entries WHERE session_pk = ? ORDER BY seq DESC LIMIT 1",
             (pk,),
         ).fetchone() or (0, bytes(16))
-        row = {
-            "entry_id": one.id,
-            "type": "message",
-            "timestamp": one.timestamp,
-            "first_kept_id": None,
-            "line": line,
-        }
-        digest = entry_digest(digest, row)
-        connection.execute(
+        rows = []
+        for n, (one, line) in enumerate(zip(chunk, lines, strict=True), at):
+            seq += 1
+            row = {
+                "entry_id": one.id,
+                "type": "message",
+                "timestamp": one.timestamp,
+                "first_kept_id": None,
+                "line": line,
+            }
+            digest = entry_digest(digest, row)
+            rows.append((pk, seq, one.id, one.timestamp, line, digest))
+            backlog.append((seq, texts[n]))
+        connection.executemany(
             "INSERT INTO entries (session_pk, seq, entry_id, type, timestamp, first_kept_id, "
             "line, digest) VALUES (?, ?, ?, 'message', ?, NULL, ?, ?)",
-            (pk, n + 1, one.id, one.timestamp, line, digest),
+            rows,
         )
         connection.execute(
             "INSERT INTO activity (session_pk, tick, at) VALUES (?, (SELECT max("
@@ -254,14 +265,13 @@ def raw_schema_appends(path: Path, messages: list[MessageEntry], tail: int = 0) 
             "SELECT indexed, rule, (SELECT coalesce(max(rowid), 0) FROM entries) FROM search_mark"
         ).fetchone()
         connection.execute("COMMIT")
-        backlog.append((n + 1, texts[n - first]))
         if top - mark >= wordindex.BACKLOG:
-            rows = sorted(row for seq, message in backlog for row in word_rows(pk, seq, message))
+            words = sorted(row for number, said in backlog for row in word_rows(pk, number, said))
             connection.execute("BEGIN IMMEDIATE")
             connection.executemany(
                 "INSERT OR REPLACE INTO search_words (word, session_pk, seq, hits, length) "
                 "VALUES (?, ?, ?, ?, ?)",
-                rows,
+                words,
             )
             connection.execute("UPDATE search_mark SET indexed = ?", (top,))
             connection.execute("COMMIT")
@@ -269,7 +279,7 @@ def raw_schema_appends(path: Path, messages: list[MessageEntry], tail: int = 0) 
         if tail:
             connection.execute(
                 "SELECT line FROM entries WHERE session_pk = ? AND seq > ? ORDER BY seq",
-                (pk, n + 1 - tail),
+                (pk, seq - tail),
             ).fetchall()
     elapsed = time.perf_counter() - start
     connection.close()
@@ -432,34 +442,6 @@ async def _erase_next(store: SessionStore, ids: Iterator[str]) -> object:
     return await store.erase(next(ids), reason="benchmark")
 
 
-def raw_indexed_appends(path: Path, messages: list[MessageEntry], batch: int) -> float:
-    """Seconds per append with raw sqlite3 writing ``batch`` appends a
-    transaction, each with a row per distinct word of its message (by
-    sessionstore's word rule, as ``search_words`` keeps them): the floor of
-    group commit for any store that keeps such a word index."""
-    lines = [encode(one) for one in messages]
-    texts = [one.message.text() for one in messages]
-    connection = raw_connection(path)
-    connection.execute(RAW_SCHEMA)
-    connection.execute(
-        "CREATE TABLE words (word TEXT, session INTEGER, seq INTEGER, hits INTEGER, "
-        "length INTEGER, PRIMARY KEY (word, session, seq)) WITHOUT ROWID"
-    )
-    start = time.perf_counter()
-    for first in range(0, len(lines), batch):
-        rows, indexed = [], []
-        for seq in range(first + 1, min(first + batch, len(lines)) + 1):
-            rows.append((1, seq, lines[seq - 1]))
-            indexed += word_rows(1, seq, texts[seq - 1])
-        connection.execute("BEGIN IMMEDIATE")
-        connection.executemany("INSERT INTO entries VALUES (?, ?, ?)", rows)
-        connection.executemany("INSERT INTO words VALUES (?, ?, ?, ?, ?)", indexed)
-        connection.execute("COMMIT")
-    elapsed = time.perf_counter() - start
-    connection.close()
-    return elapsed / len(lines)
-
-
 async def store_appends(path: Path, tasks: int, each: int) -> float:
     """Seconds per append with ``tasks`` tasks appending ``each`` entries at once."""
     store = await SqlStore.open(str(path))
@@ -546,18 +528,18 @@ class Bench:
         base = [raw_appends(self.fresh(), lines) for _ in range(self.rounds)]
         what = "one writer" if tasks == 1 else f"{tasks} tasks at once"
         self.raw.add(f"append, {what} (per append)", ours, base)
+        floor = []
+        for _ in range(self.rounds):
+            path = self.fresh()
+            async with await SqlStore.open(str(path)) as store:
+                await store.create(SessionMeta(id="s"))
+            floor.append(raw_schema_appends(path, made, batch=tasks))
         if tasks == 1:
-            floor = []
-            for _ in range(self.rounds):
-                path = self.fresh()
-                async with await SqlStore.open(str(path)) as store:
-                    await store.create(SessionMeta(id="s"))
-                floor.append(raw_schema_appends(path, made))
             self.raw.add("raw sqlite3 doing an append's work on our schema, the floor", floor, base)
         else:
-            floor = [raw_indexed_appends(self.fresh(), made, tasks) for _ in range(self.rounds)]
             self.raw.add(
-                f"raw sqlite3, {tasks} appends a transaction with their word rows, the floor",
+                f"raw sqlite3 doing the work of {tasks} appends a transaction on our schema, "
+                "the floor",
                 floor,
                 base,
             )
