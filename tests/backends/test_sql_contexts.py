@@ -46,7 +46,7 @@ async def test_a_kept_context_is_read_on_the_event_loop_when_little_is_new(
             return ran
 
         assert await store.load_context(session_id) == build_context(log)
-        assert not any(on_the_loop())  # built in a thread
+        assert all(on_the_loop())  # a short context is built there too
         for batch in (0, 1, contexts.QUICK_ROWS, contexts.QUICK_ROWS + 1):
             new = [message(f"b{batch}-{n}", "y") for n in range(batch)]
             await store.append_many(session_id, new)
@@ -56,6 +56,61 @@ async def test_a_kept_context_is_read_on_the_event_loop_when_little_is_new(
             here = on_the_loop()
             assert here[0]  # the probe
             assert all(here) == (batch <= contexts.QUICK_ROWS), here  # beyond: read in a thread
+
+
+async def test_a_context_built_afresh_is_read_on_the_event_loop_up_to_quick_rows(
+    tmp_path: Path,
+) -> None:
+    quick = contexts.QUICK_ROWS
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        session_id = await store.create(SessionMeta.new())
+        log: list[SessionEntry] = [message(f"e{n}", "x") for n in range(3 * quick)]
+        await store.append_many(session_id, log)
+        threads: list[str] = []
+        statements = traced(store, threads)
+
+        async def first_context(
+            session: str, expected: list[SessionEntry], *, first: bool = True
+        ) -> list[bool]:
+            """A first call's reads of entries (or, not ``first``, a call's):
+            whether each ran on the loop."""
+            if first:
+                store.drop_caches()
+            statements.clear()
+            threads.clear()
+            assert await store.load_context(session) == build_context(expected)
+            main = threading.main_thread().name
+            return [
+                name == main
+                for sql, name in zip(statements, threads, strict=True)
+                if "FROM entries" in sql
+            ]
+
+        # No compaction: every entry is read, too many for the loop.
+        here = await first_context(session_id, log)
+        assert here[0]  # tried there,
+        assert not all(here), here  # then read in a thread
+        # A compaction keeping exactly QUICK_ROWS messages, then one more.
+        for kept in (quick, quick + 1):
+            first_kept = log[: 3 * quick][-kept].id
+            cut = CompactionEntry(
+                id=f"c{kept}", timestamp="t", summary="s", first_kept_id=first_kept
+            )
+            await store.append(session_id, cut)
+            log.append(cut)
+            assert all(await first_context(session_id, log)) == (kept == quick)
+        # A fork's context, read over the spans of two sessions: the last
+        # compaction it shares keeps too many, its own a few.
+        fork = await store.fork(session_id)
+        assert not all(await first_context(fork.id, log))
+        own = CompactionEntry(id="f", timestamp="t", summary="s", first_kept_id=log[-3].id)
+        await store.append(fork.id, own)
+        assert all(await first_context(fork.id, [*log, own]))
+        # A kept context, then a new compaction keeping a few: built again there.
+        assert not all(await first_context(session_id, log))
+        again = CompactionEntry(id="g", timestamp="t", summary="s", first_kept_id=log[-3].id)
+        await store.append(session_id, again)
+        assert all(await first_context(session_id, [*log, again], first=False))
 
 
 async def test_a_quick_read_waits_in_a_thread_when_sqlite_is_busy(

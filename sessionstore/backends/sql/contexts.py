@@ -7,7 +7,10 @@ with the history before the cut. The store caches the contexts it built
 to: the next call reads the session's last ``seq`` and, when it grew, the
 entries since. ``seq`` has no gaps, so that is exact. That next call, when
 at most `QUICK_ROWS` entries are new, is a quick read: on SQLite it runs on
-the event loop, sparing the hop to a thread (see `Runner`).
+the event loop, sparing the hop to a thread (see `Runner`). So is, on
+SQLite, a context built afresh (a first call, or one after a new compaction
+or an erasure) of at most `QUICK_ROWS` entries: its rows are read
+`QUICK_ROWS` + 1 at most, and a longer context is read again in a thread.
 
 A cached context names its session by key (`Lineage`), which only an
 erasure can take from the id: erased, or erased and created again, maybe
@@ -30,6 +33,7 @@ from sessionstore.backends.base import decode_stored_entries
 from sessionstore.backends.contexts import BuiltContext, ContextCache, leaves_cut
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database, find_session
+from sessionstore.backends.sql.engine import is_sqlite
 from sessionstore.backends.sql.lineage import Lineage, lineage
 from sessionstore.context import summary_message
 from sessionstore.errors import CorruptSessionError, SessionNotFoundError
@@ -37,8 +41,10 @@ from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry
 
 __all__ = ["Contexts", "Stamp"]
 
-QUICK_ROWS = 16
-"""New entries a cached context may read on the event loop (`Runner.run`'s ``quick``)."""
+QUICK_ROWS = 64
+"""Entries a context may read on the event loop (`Runner.run`'s ``quick``): the
+new ones of a cached context, or all of one built afresh. Decoding them, on
+the loop too, costs several times what reading them does."""
 
 
 class Stamp(NamedTuple):
@@ -74,13 +80,16 @@ class Contexts:
     def __init__(self, database: Database) -> None:
         self._database = database
         self.cache: ContextCache[Stamp] = ContextCache()
+        # Where a quick read runs on the event loop; elsewhere it only
+        # splits a first read in two.
+        self._quick_first = is_sqlite(database.runner.url)
 
     async def load(self, session_id: str) -> _Built:
         """The context of ``session_id``, built or extended, and cached."""
         built = self.cache.get(session_id)
         transaction = self._database.transaction
         read = None
-        if built is not None:  # most turns: nothing or a few messages new
+        if built is not None or self._quick_first:  # most turns: a few rows to read
             probe = partial(self._read, session_id=session_id, built=built, most=QUICK_ROWS)
             read = await transaction(session_id, probe, quick=True)
         if read is None:
@@ -110,7 +119,8 @@ class Contexts:
         self, conn: Connection, *, session_id: str, built: _Built | None, most: int | None = None
     ) -> _Read | None:
         """What `load` needs, read in one transaction; with ``most``, no more
-        than that many new entries (None when the context needs more)."""
+        than that many entries: new ones of ``built``, or all of a context
+        built afresh (None when it needs more)."""
         if built is not None:
             stamp = built.stamp
             erased, last = Q.CONTEXT_PROBE.first(conn, pk=stamp.spans.pk)
@@ -126,25 +136,29 @@ class Contexts:
         if built is not None and last == built.extent:
             return _Read(stamp, last, new_rows=[])
         if built is not None and built.extent < last <= built.extent + (most or last):
-            new = _each(conn, Q.ENTRIES_AFTER, spans, built.extent, last)
-            if all(leaves_cut(kind, id_, built.waiting_for) for _, id_, _, kind in new):
+            new = _each(conn, Q.ENTRIES_AFTER, spans, built.extent, last, most)
+            cut = built.waiting_for
+            if new is not None and all(leaves_cut(kind, id_, cut) for _, id_, _, kind in new):
                 return _Read(stamp, last, new_rows=new)
-        if most is not None:
-            return None
+        # Built afresh: a first call, too many new rows, or rows that move the cut.
         marker = next(
             filter(None, (Q.LAST_COMPACTION.first(conn, **s) for s in _spans(spans, 0, last, -1))),
             None,
         )
         if marker is None:
-            return _Read(stamp, last, rows=_each(conn, Q.MESSAGES, spans, 0, last))
+            rows = _each(conn, Q.MESSAGES, spans, 0, last, most)
+            return None if rows is None else _Read(stamp, last, rows=rows)
         seq, _, kept = marker
         if len(spans.spans) == 1:
-            rows = Q.KEPT_MESSAGES.all(conn, pk=spans.pk, kept=kept, after=seq + 1, end=last)
-            return _Read(stamp, last, marker=marker, rows=rows)
-        found = (Q.FIRST_MESSAGE_WITH_ID.scalar(conn, id=kept, **s) for s in _spans(spans, 0, last))
-        start = next((first for first in found if first is not None), seq + 1)
-        rows = _each(conn, Q.MESSAGES, spans, start - 1, last)
-        return _Read(stamp, last, marker=marker, rows=rows)
+            bounds = {"pk": spans.pk, "kept": kept, "after": seq + 1, "end": last}
+            rows = _rows(conn, Q.KEPT_MESSAGES, bounds, most)
+        else:
+            found = (
+                Q.FIRST_MESSAGE_WITH_ID.scalar(conn, id=kept, **s) for s in _spans(spans, 0, last)
+            )
+            start = next((first for first in found if first is not None), seq + 1)
+            rows = _each(conn, Q.MESSAGES, spans, start - 1, last, most)
+        return None if rows is None else _Read(stamp, last, marker=marker, rows=rows)
 
     def _build(self, session_id: str, read: _Read) -> _Built:
         assert read.rows is not None
@@ -192,6 +206,22 @@ def _spans(spans: Lineage, after: int, end: int, step: int = 1) -> list[dict[str
     ]
 
 
-def _each(conn: Connection, query: Q.Query, spans: Lineage, after: int, end: int) -> list[Any]:
-    """``query``'s rows over every span of ``after < seq <= end``, in order."""
-    return [row for bounds in _spans(spans, after, end) for row in query.all(conn, **bounds)]
+def _rows(
+    conn: Connection, query: Q.Query, bounds: dict[str, Any], most: int | None
+) -> list[Any] | None:
+    """``query``'s rows; with ``most``, None when there are more."""
+    return query.all(conn, **bounds) if most is None else query.some(conn, most, **bounds)
+
+
+def _each(
+    conn: Connection, query: Q.Query, spans: Lineage, after: int, end: int, most: int | None = None
+) -> list[Any] | None:
+    """``query``'s rows over every span of ``after < seq <= end``, in order;
+    with ``most``, None when there are more."""
+    rows: list[Any] = []
+    for bounds in _spans(spans, after, end):
+        found = _rows(conn, query, bounds, None if most is None else most - len(rows))
+        if found is None:
+            return None
+        rows += found
+    return rows
