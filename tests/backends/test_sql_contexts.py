@@ -113,6 +113,39 @@ async def test_a_context_built_afresh_is_read_on_the_event_loop_up_to_quick_rows
         assert all(await first_context(session_id, [*log, again], first=False))
 
 
+async def test_where_quick_reads_run_in_a_thread_they_build_no_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As on PostgreSQL, where a quick read runs in a thread too: a context
+    # too long for it would be read twice, so it only extends kept ones.
+    monkeypatch.setattr(contexts, "is_sqlite", lambda url: False)
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        session_id = await store.create(SessionMeta.new())
+        log: list[SessionEntry] = [message(f"e{n}", "x") for n in range(5)]
+        await store.append_many(session_id, log)
+        threads: list[str] = []
+        statements = traced(store, threads)
+
+        async def reads(expected: list[SessionEntry]) -> list[bool]:
+            statements.clear()
+            threads.clear()
+            assert await store.load_context(session_id) == build_context(expected)
+            main = threading.main_thread().name
+            return [
+                name == main
+                for sql, name in zip(statements, threads, strict=True)
+                if "FROM entries" in sql
+            ]
+
+        assert not any(await reads(log))  # a first call: one read, in a thread
+        cut = CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id="e3")
+        await store.append(session_id, cut)
+        here = await reads([*log, cut])
+        assert here[:2] == [True, True]  # the probe, and the new row that moves the cut,
+        assert len(here) > 2
+        assert not any(here[2:])  # then the context built again in a thread
+
+
 async def test_a_quick_read_waits_in_a_thread_when_sqlite_is_busy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,8 +9,9 @@ entries since. ``seq`` has no gaps, so that is exact. That next call, when
 at most `QUICK_ROWS` entries are new, is a quick read: on SQLite it runs on
 the event loop, sparing the hop to a thread (see `Runner`). So is, on
 SQLite, a context built afresh (a first call, or one after a new compaction
-or an erasure) of at most `QUICK_ROWS` entries: its rows are read
-`QUICK_ROWS` + 1 at most, and a longer context is read again in a thread.
+or an erasure) of at most `QUICK_ROWS` entries besides its compaction: its
+rows are read `QUICK_ROWS` + 1 at most, and a longer context is read again
+in a thread.
 
 A cached context names its session by key (`Lineage`), which only an
 erasure can take from the id: erased, or erased and created again, maybe
@@ -43,8 +44,8 @@ __all__ = ["Contexts", "Stamp"]
 
 QUICK_ROWS = 64
 """Entries a context may read on the event loop (`Runner.run`'s ``quick``): the
-new ones of a cached context, or all of one built afresh. Decoding them, on
-the loop too, costs several times what reading them does."""
+new ones of a cached context, or all of one built afresh but its compaction.
+Decoding them, on the loop too, costs several times what reading them does."""
 
 
 class Stamp(NamedTuple):
@@ -80,26 +81,33 @@ class Contexts:
     def __init__(self, database: Database) -> None:
         self._database = database
         self.cache: ContextCache[Stamp] = ContextCache()
-        # Where a quick read runs on the event loop; elsewhere it only
-        # splits a first read in two.
-        self._quick_first = is_sqlite(database.runner.url)
+        # Whether a quick read may build a context afresh: where it runs on
+        # the event loop (SQLite). Elsewhere it runs in a thread as a full
+        # read does, and a context too long for it would be read twice.
+        self._quick_builds = is_sqlite(database.runner.url)
 
     async def load(self, session_id: str) -> _Built:
         """The context of ``session_id``, built or extended, and cached."""
         built = self.cache.get(session_id)
         transaction = self._database.transaction
         read = None
-        if built is not None or self._quick_first:  # most turns: a few rows to read
-            probe = partial(self._read, session_id=session_id, built=built, most=QUICK_ROWS)
-            read = await transaction(session_id, probe, quick=True)
-        if read is None:
-            full = partial(self._read, session_id=session_id, built=built)
-            try:
+        try:
+            if built is not None or self._quick_builds:  # most turns: a few rows to read
+                probe = partial(
+                    self._read,
+                    session_id=session_id,
+                    built=built,
+                    most=QUICK_ROWS,
+                    builds=self._quick_builds,
+                )
+                read = await transaction(session_id, probe, quick=True)
+            if read is None:
+                full = partial(self._read, session_id=session_id, built=built)
                 read = await transaction(session_id, full, lean=True)
-            except SessionNotFoundError:
-                self.cache.discard(session_id)  # erased by another store object
-                raise
-            assert read is not None
+        except SessionNotFoundError:
+            self.cache.discard(session_id)  # erased by another store object
+            raise
+        assert read is not None
         if read.new_rows is None:
             built = self._build(session_id, read)
         else:  # rows that leave the cut where it is (`_read` checked their columns)
@@ -116,11 +124,18 @@ class Contexts:
         return built
 
     def _read(
-        self, conn: Connection, *, session_id: str, built: _Built | None, most: int | None = None
+        self,
+        conn: Connection,
+        *,
+        session_id: str,
+        built: _Built | None,
+        most: int | None = None,
+        builds: bool = True,
     ) -> _Read | None:
         """What `load` needs, read in one transaction; with ``most``, no more
-        than that many entries: new ones of ``built``, or all of a context
-        built afresh (None when it needs more)."""
+        rows than that besides a compaction: the new ones of ``built``, or,
+        if it ``builds``, those of a context built afresh (None when it
+        needs more)."""
         if built is not None:
             stamp = built.stamp
             erased, last = Q.CONTEXT_PROBE.first(conn, pk=stamp.spans.pk)
@@ -141,6 +156,8 @@ class Contexts:
             if new is not None and all(leaves_cut(kind, id_, cut) for _, id_, _, kind in new):
                 return _Read(stamp, last, new_rows=new)
         # Built afresh: a first call, too many new rows, or rows that move the cut.
+        if most is not None and not builds:
+            return None
         marker = next(
             filter(None, (Q.LAST_COMPACTION.first(conn, **s) for s in _spans(spans, 0, last, -1))),
             None,

@@ -195,8 +195,9 @@ class Database:
                 a writer locked out by another process is tried again.
             durable: commit with a full fsync even at ``durability="normal"``.
             lean: ``body`` runs `Query` statements alone (see `Runner.run`).
-            quick: ``body`` is lean and touches a few rows through indexes: on
-                SQLite it may run on the event loop's thread (see `Runner.run`).
+            quick: ``body`` is lean and runs a few statements through indexes,
+                each reading a few rows: on SQLite it may run on the event
+                loop's thread (see `Runner.run`).
 
         Raises:
             SessionStoreError: what ``body`` raised, or a `StorageError` for

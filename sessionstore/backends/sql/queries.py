@@ -129,8 +129,8 @@ class Query:
         return list(rows)
 
     def some(self, conn: Connection, most: int, **given: Any) -> list[Any] | None:
-        """Every row, as tuples; None when there are more than ``most`` (no
-        more than ``most`` + 1 are read)."""
+        """Every row, as tuples; None when there are more than ``most`` (on
+        SQLite no more than ``most`` + 1 are read; psycopg receives them all)."""
         cursor, sql, params = self._cursor(conn)
         cursor.execute(sql, params(given))
         rows = cursor.fetchmany(most + 1)

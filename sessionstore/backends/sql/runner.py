@@ -163,10 +163,11 @@ class Runner:
     to wait. That connection never checkpoints (an fsync); the writer
     thread checkpoints in passing every `_CHECKPOINT_EVERY` of its commits.
 
-    On SQLite, a quick read (a few rows through indexes: a cached context
-    asking what is new) runs on the event loop's thread, on a connection of
-    that thread's own with no busy timeout: a read in WAL mode takes no lock
-    a writer holds, and where SQLite would wait all the same (another
+    On SQLite, a quick read (a few statements through indexes, each
+    reading a few rows: a cached context asking what is new, or a short
+    context read afresh) runs on the event loop's thread, on a connection
+    of that thread's own with no busy timeout: a read in WAL mode takes no
+    lock a writer holds, and where SQLite would wait all the same (another
     process recovering the WAL after a crash), the read goes to a worker
     thread instead. It costs the loop about as long as the hop it saves
     would have (tens of microseconds).
