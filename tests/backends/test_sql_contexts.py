@@ -24,6 +24,26 @@ from sessionstore.testing.contract import message
 from tests.helpers import traced
 
 
+class EntryReads:
+    """The reads of entries a SQLite store runs, and where each ran."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self._threads: list[str] = []
+        self._statements = traced(store, self._threads)
+
+    def taken(self) -> list[bool]:
+        """For each read of entries since the last call: whether it ran on the loop."""
+        main = threading.main_thread().name
+        ran = [
+            name == main
+            for sql, name in zip(self._statements, self._threads, strict=True)
+            if "FROM entries" in sql
+        ]
+        self._statements.clear()
+        self._threads.clear()
+        return ran
+
+
 async def test_a_kept_context_is_read_on_the_event_loop_when_little_is_new(
     tmp_path: Path,
 ) -> None:
@@ -31,19 +51,7 @@ async def test_a_kept_context_is_read_on_the_event_loop_when_little_is_new(
         session_id = await store.create(SessionMeta.new())
         log: list[SessionEntry] = [message(f"e{n}", "x") for n in range(5)]
         await store.append_many(session_id, log)
-        threads: list[str] = []
-        statements = traced(store, threads)
-
-        def on_the_loop() -> list[bool]:
-            """For each read of entries since the last call: whether it ran on the loop."""
-            ran = [
-                name == threading.main_thread().name
-                for sql, name in zip(statements, threads, strict=True)
-                if "FROM entries" in sql
-            ]
-            statements.clear()
-            threads.clear()
-            return ran
+        on_the_loop = EntryReads(store).taken
 
         assert await store.load_context(session_id) == build_context(log)
         assert all(on_the_loop())  # a short context is built there too
@@ -66,8 +74,7 @@ async def test_a_context_built_afresh_is_read_on_the_event_loop_up_to_quick_rows
         session_id = await store.create(SessionMeta.new())
         log: list[SessionEntry] = [message(f"e{n}", "x") for n in range(3 * quick)]
         await store.append_many(session_id, log)
-        threads: list[str] = []
-        statements = traced(store, threads)
+        reads = EntryReads(store)
 
         async def first_context(
             session: str, expected: list[SessionEntry], *, first: bool = True
@@ -76,15 +83,9 @@ async def test_a_context_built_afresh_is_read_on_the_event_loop_up_to_quick_rows
             whether each ran on the loop."""
             if first:
                 store.drop_caches()
-            statements.clear()
-            threads.clear()
+            reads.taken()
             assert await store.load_context(session) == build_context(expected)
-            main = threading.main_thread().name
-            return [
-                name == main
-                for sql, name in zip(statements, threads, strict=True)
-                if "FROM entries" in sql
-            ]
+            return reads.taken()
 
         # No compaction: every entry is read, too many for the loop.
         here = await first_context(session_id, log)
@@ -123,19 +124,12 @@ async def test_where_quick_reads_run_in_a_thread_they_build_no_context(
         session_id = await store.create(SessionMeta.new())
         log: list[SessionEntry] = [message(f"e{n}", "x") for n in range(5)]
         await store.append_many(session_id, log)
-        threads: list[str] = []
-        statements = traced(store, threads)
+        taken = EntryReads(store).taken
 
         async def reads(expected: list[SessionEntry]) -> list[bool]:
-            statements.clear()
-            threads.clear()
+            taken()
             assert await store.load_context(session_id) == build_context(expected)
-            main = threading.main_thread().name
-            return [
-                name == main
-                for sql, name in zip(statements, threads, strict=True)
-                if "FROM entries" in sql
-            ]
+            return taken()
 
         assert not any(await reads(log))  # a first call: one read, in a thread
         cut = CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id="e3")
