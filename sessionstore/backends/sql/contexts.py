@@ -93,13 +93,7 @@ class Contexts:
         read = None
         try:
             if built is not None or self._quick_builds:  # most turns: a few rows to read
-                probe = partial(
-                    self._read,
-                    session_id=session_id,
-                    built=built,
-                    most=QUICK_ROWS,
-                    builds=self._quick_builds,
-                )
+                probe = partial(self._read, session_id=session_id, built=built, most=QUICK_ROWS)
                 read = await transaction(session_id, probe, quick=True)
             if read is None:
                 full = partial(self._read, session_id=session_id, built=built)
@@ -124,18 +118,12 @@ class Contexts:
         return built
 
     def _read(
-        self,
-        conn: Connection,
-        *,
-        session_id: str,
-        built: _Built | None,
-        most: int | None = None,
-        builds: bool = True,
+        self, conn: Connection, *, session_id: str, built: _Built | None, most: int | None = None
     ) -> _Read | None:
         """What `load` needs, read in one transaction; with ``most``, no more
         rows than that besides a compaction: the new ones of ``built``, or,
-        if it ``builds``, those of a context built afresh (None when it
-        needs more)."""
+        where a quick read may build one, those of a context built afresh
+        (None when it needs more)."""
         if built is not None:
             stamp = built.stamp
             erased, last = Q.CONTEXT_PROBE.first(conn, pk=stamp.spans.pk)
@@ -156,7 +144,7 @@ class Contexts:
             if new is not None and all(leaves_cut(kind, id_, cut) for _, id_, _, kind in new):
                 return _Read(stamp, last, new_rows=new)
         # Built afresh: a first call, too many new rows, or rows that move the cut.
-        if most is not None and not builds:
+        if most is not None and not self._quick_builds:
             return None
         marker = next(
             filter(None, (Q.LAST_COMPACTION.first(conn, **s) for s in _spans(spans, 0, last, -1))),
