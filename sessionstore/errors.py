@@ -11,7 +11,7 @@ Leaves also derive from the builtin a caller would reach for first, so
      ├── SessionNotFoundError      (also LookupError)  no session with that id
      ├── EntryNotFoundError        (also LookupError)  no entry with that id in the session
      ├── DuplicateSessionError                         a session with that id exists
-     ├── SessionConflictError                          a session or head is not as an import expects
+     ├── SessionConflictError                          a session or head is not as a write expects
      ├── CorruptSessionError                           stored data does not decode
      ├── ConfigurationError        (also ValueError)   a target or option is not valid
      ├── SchemaError                                   the database schema does not fit
@@ -125,20 +125,56 @@ class DuplicateSessionError(SessionStoreError):
 
 
 class SessionConflictError(SessionStoreError):
-    """A stored session is not as an import expected (another header, more or
-    fewer entries), or a head holds more or fewer positions; nothing was written.
+    """A session or head is not as the write expected; nothing was written.
+
+    Raised by a conditional write whose expectation failed (an append's
+    ``expect_last``, a head move's ``expect``: `expected` and `actual` say
+    what was expected and found), by an import that finds another header
+    or count, and by an erase refused for forks or changed bytes.
 
     Attributes:
         session_id: the session, or the head's name (``what`` says which).
         reason: how it differs.
         what: ``"session"`` or ``"head"``.
+        expected: for a conditional write, what it expected: the id of the
+            session's last entry (``""``: no entry), or the session the head
+            names (None: a head never set). None otherwise.
+        actual: for a conditional write, what was found, in the same terms.
     """
 
-    def __init__(self, session_id: str, reason: str, what: str = "session") -> None:
+    def __init__(
+        self,
+        session_id: str,
+        reason: str,
+        what: str = "session",
+        *,
+        expected: str | None = None,
+        actual: str | None = None,
+    ) -> None:
         super().__init__(f"{what} {session_id!r}: {reason}")
         self.session_id = session_id
         self.reason = reason
         self.what = what
+        self.expected = expected
+        self.actual = actual
+
+    @classmethod
+    def last_entry(cls, session_id: str, expected: str, actual: str) -> SessionConflictError:
+        """An append's ``expect_last`` failed: the session ends at ``actual``."""
+        found = "holds no entry" if actual == "" else f"its last entry is {actual!r}"
+        wanted = "no entry" if expected == "" else f"{expected!r}"
+        reason = f"{found}, not {wanted} as the append expected; nothing was written"
+        return cls(session_id, reason, expected=expected, actual=actual)
+
+    @classmethod
+    def head_moved(
+        cls, name: str, expected: str | None, actual: str | None
+    ) -> SessionConflictError:
+        """A head move's ``expect`` failed: the head stands at ``actual``."""
+        found = "was never set" if actual is None else f"names {actual!r}"
+        wanted = "unset" if expected is None else f"at {expected!r}"
+        reason = f"{found}, not {wanted} as the move expected; it did not move"
+        return cls(name, reason, "head", expected=expected, actual=actual)
 
 
 class CorruptSessionError(SessionStoreError):

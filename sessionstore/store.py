@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass
-from types import TracebackType
+from types import EllipsisType, TracebackType
 from typing import Literal, Protocol, Self, runtime_checkable
 
 from sessionstore.journal import Journal
@@ -221,11 +221,18 @@ class SessionStore(Protocol):
         """
         ...
 
-    async def append(self, session_id: str, entry: SessionEntry) -> None:
+    async def append(
+        self, session_id: str, entry: SessionEntry, *, expect_last: str | None = None
+    ) -> None:
         """Append one entry to a session.
 
         Only finalized messages are stored: a message entry whose message
         has ``streaming=True`` is refused.
+
+        Args:
+            session_id: the session.
+            entry: the entry.
+            expect_last: as for `append_many`.
 
         Raises:
             SessionNotFoundError: no such session.
@@ -233,20 +240,43 @@ class SessionStore(Protocol):
                 is stored.
             InvalidRecordError: the entry holds something the wire format
                 cannot carry (a NaN, a non-string key...); nothing is stored.
+            SessionConflictError: ``expect_last`` was given and the session
+                ends elsewhere; nothing is stored.
         """
         ...
 
-    async def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
+    async def append_many(
+        self,
+        session_id: str,
+        entries: Sequence[SessionEntry],
+        *,
+        expect_last: str | None = None,
+    ) -> None:
         """Append the entries of one turn: all of them, contiguously, or none.
 
         No other append to the session lands between them. Every entry is
         checked before anything is written, so one refused entry stores
         none of them. An empty sequence stores nothing (the session must
-        still exist).
+        still exist, and ``expect_last`` hold).
+
+        A conditional append states what it read: with ``expect_last``,
+        the entries are stored only if the session's last entry is still
+        the one of that id (``""``: only if the session holds no entry),
+        checked and written in one step, so of several writers that read
+        the same end and append at once, exactly one succeeds and the
+        others get `SessionConflictError` (read again, decide again). A
+        fork's last entry is the last one it holds, shared or its own.
+        Entry ids are compared, so the check assumes ids that are not
+        reused within a session (as `MessageEntry.new` makes them).
 
         Raises:
             SessionNotFoundError, StreamingMessageError, InvalidRecordError:
                 as for `append`.
+            SessionConflictError: ``expect_last`` was given and the session's
+                last entry is another (its ``expected`` and ``actual`` say
+                which); nothing is stored.
+            ConfigurationError: ``expect_last`` is neither a string nor None;
+                nothing is read or written.
         """
         ...
 
@@ -341,10 +371,16 @@ class SessionStore(Protocol):
         orphan gets a context with none.
 
         It reads what `load_context` reads (from the last compaction on),
-        then appends. An entry another task appends in between lands before
-        the compaction: with ``keep_last`` of 1 or more it lies after the
-        cut and is kept; with 0 it is in neither the summary nor the
-        context. Compact between an agent's own turns, as it does anyway.
+        then appends the compaction only if the session still ends where
+        it read it (a conditional append, `append_many`'s
+        ``expect_last``). When another task appended in between, it reads
+        again and cuts again, so no entry is ever left out of both the
+        summary's span and the context; after `COMPACT_ATTEMPTS` reads
+        that each lost such a race it gives up with
+        `SessionConflictError`, nothing written. The ``summary`` is the
+        caller's: when entries arrived meanwhile, the cut moves over them
+        (they are kept, or summarized by this ``summary`` if ``keep_last``
+        reaches no further back), so compact between an agent's own turns.
         The cut assumes entry ids are unique (as `MessageEntry.new` makes
         them): a ``first_kept_id`` that an earlier message also carries
         starts the context at that one (SPEC section 4).
@@ -368,6 +404,8 @@ class SessionStore(Protocol):
             ConfigurationError: ``keep_last`` is negative or not an integer,
                 ``summary`` is no string, ``tokens_before`` is negative, or
                 ``dialect`` is unknown; nothing is read or written.
+            SessionConflictError: appends kept landing between its read and
+                its write (`COMPACT_ATTEMPTS` times); nothing written.
         """
         ...
 
@@ -411,12 +449,27 @@ class SessionStore(Protocol):
         """
         ...
 
-    async def set_head(self, name: str, session_id: str) -> HeadMove:
+    async def set_head(
+        self, name: str, session_id: str, *, expect: str | EllipsisType | None = ...
+    ) -> HeadMove:
         """Point the head ``name`` at a session: "the current session of X".
 
         Heads are append-only: a move records a new position, stamped now,
         and every earlier one stays in `head_history`. Moves from many
         tasks at once are each kept, one after another.
+
+        A conditional move states where the caller read the head: with
+        ``expect``, it moves only if the head still names that session
+        (None: only if it was never set), checked and recorded in one
+        step, so of several movers that read the same position exactly
+        one moves it and the others get `SessionConflictError`.
+
+        Args:
+            name: the head.
+            session_id: the session it is to name.
+            expect: where the head must stand for the move to happen: a
+                session id, or None for a head never set. Left out, the
+                move is unconditional.
 
         Returns:
             The move recorded.
@@ -424,6 +477,10 @@ class SessionStore(Protocol):
         Raises:
             InvalidSessionIdError: ``name`` breaks the session-id rule.
             SessionNotFoundError: no session ``session_id``; nothing recorded.
+            SessionConflictError: ``expect`` was given and the head stands
+                elsewhere (its ``expected`` and ``actual`` say where);
+                nothing recorded.
+            ConfigurationError: ``expect`` is neither a string nor None.
         """
         ...
 

@@ -36,10 +36,10 @@ from collections.abc import (
     Iterator,
     Sequence,
 )
-from types import TracebackType
+from types import EllipsisType, TracebackType
 from typing import Any, Literal, Self
 
-from sessionstore.backends.compaction import check_compaction, compaction_of
+from sessionstore.backends.compaction import arrived_since, check_compaction, compaction_of
 from sessionstore.backends.contexts import BuiltContext, built_from
 from sessionstore.backends.cursors import Cursor, listing_kind
 from sessionstore.backends.words import matches, score, snippet, words
@@ -80,10 +80,14 @@ from sessionstore.wire.stored import read_stored_meta, trusted_entry
 
 __all__ = [
     "BLOCK",
+    "COMPACT_ATTEMPTS",
     "Durability",
     "JournalBase",
     "StoreBase",
     "check_durability",
+    "check_expect_last",
+    "check_head",
+    "check_last",
     "check_limit",
     "check_owner",
     "check_reason",
@@ -106,6 +110,9 @@ __all__ = [
     "raw_journal_lines",
     "search_hit",
 ]
+
+COMPACT_ATTEMPTS = 16
+"""How many times `StoreBase.compact` reads again after losing a race with an append."""
 
 BLOCK = 1 << 20
 """Bytes in a block of `StoreBase.raw_blocks`, about."""
@@ -132,8 +139,17 @@ class StoreBase(abc.ABC):
         """Create a session; see `SessionStore.create`."""
 
     @abc.abstractmethod
-    async def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
-        """Append a turn, all or none; see `SessionStore.append_many`."""
+    async def append_many(
+        self,
+        session_id: str,
+        entries: Sequence[SessionEntry],
+        *,
+        expect_last: str | None = None,
+    ) -> None:
+        """Append a turn, all or none, if the session ends at ``expect_last``
+        (checked with `check_last` in the write's own step); see
+        `SessionStore.append_many`. Refuse a bad ``expect_last`` first
+        (`check_expect_last`)."""
 
     @abc.abstractmethod
     async def load(self, session_id: str) -> builtins.list[SessionEntry]:
@@ -160,9 +176,10 @@ class StoreBase(abc.ABC):
         see `SessionStore.fork`."""
 
     @abc.abstractmethod
-    async def _set_head(self, name: str, move: HeadMove) -> None:
+    async def _set_head(self, name: str, move: HeadMove, expect: str | EllipsisType | None) -> None:
         """Record ``move`` as the head's newest position, if its session exists
-        (checked and recorded at once); see `SessionStore.set_head`."""
+        and the head stands at ``expect`` (unless ``...``: `check_head`), all
+        checked and recorded at once; see `SessionStore.set_head`."""
 
     @abc.abstractmethod
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
@@ -221,9 +238,11 @@ class StoreBase(abc.ABC):
 
     # ------------------------------------------------ derived from those
 
-    async def append(self, session_id: str, entry: SessionEntry) -> None:
+    async def append(
+        self, session_id: str, entry: SessionEntry, *, expect_last: str | None = None
+    ) -> None:
         """Append one entry; see `SessionStore.append`."""
-        await self.append_many(session_id, (entry,))
+        await self.append_many(session_id, (entry,), expect_last=expect_last)
 
     async def fork(
         self, source_id: str, *, at: str | None = None, meta: SessionMeta | None = None
@@ -266,12 +285,18 @@ class StoreBase(abc.ABC):
         self._check(session_id)
         return await self._erase(session_id, reason, digest)
 
-    async def set_head(self, name: str, session_id: str) -> HeadMove:
+    async def set_head(
+        self, name: str, session_id: str, *, expect: str | EllipsisType | None = ...
+    ) -> HeadMove:
         """Move a named head; see `SessionStore.set_head`."""
         validate_session_id(name)
         self._check(session_id)
+        if expect is not ... and expect is not None and not isinstance(expect, str):
+            raise ConfigurationError(
+                f"expect must be a session id, None (a head never set) or left out, not {expect!r}"
+            )
         move = HeadMove.new(session_id)
-        await self._set_head(name, move)
+        await self._set_head(name, move, expect)
         return move
 
     async def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
@@ -534,12 +559,22 @@ class StoreBase(abc.ABC):
         `SessionStore.compact` and `sessionstore.backends.compaction`."""
         self._check(session_id)
         check_compaction(summary, keep_last, tokens_before, dialect)
-        built = await self._built_context(session_id)
-        entry = compaction_of(
-            built, summary, keep_last=keep_last, tokens_before=tokens_before, dialect=dialect
-        )
-        await self.append(session_id, entry)
-        return entry
+        seen = built = await self._built_context(session_id)
+        for attempt in range(1, COMPACT_ATTEMPTS + 1):
+            # Messages appended since the first read are kept: the caller's
+            # summary never saw them.
+            keep = keep_last + arrived_since(session_id, seen, built)
+            entry = compaction_of(
+                built, summary, keep_last=keep, tokens_before=tokens_before, dialect=dialect
+            )
+            try:
+                await self.append(session_id, entry, expect_last=built.last)
+                return entry
+            except SessionConflictError:
+                if attempt == COMPACT_ATTEMPTS:
+                    raise
+            built = await self._built_context(session_id)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def drop_caches(self) -> None:  # noqa: B027 (a backend that caches nothing has nothing to do)
         """Forget what this object keeps between calls; see `SessionStore.drop_caches`."""
@@ -643,6 +678,36 @@ def current_title(meta: SessionMeta, changes: Sequence[TitleChange]) -> str | No
     none or the last change gave None."""
     last = changes[-1].title if changes else None
     return meta.title if last is None else last
+
+
+def check_expect_last(expect_last: object) -> None:
+    """Refuse an ``expect_last`` that is neither an entry id nor None."""
+    if expect_last is not None and not isinstance(expect_last, str):
+        raise ConfigurationError(
+            f"expect_last must be an entry id, '' (no entry) or None, not {expect_last!r}"
+        )
+
+
+def check_last(session_id: str, expect_last: str | None, last: str) -> None:
+    """Refuse an append whose ``expect_last`` is not the session's ``last``
+    entry id (``""`` for none).
+
+    Raises:
+        SessionConflictError: it is another.
+    """
+    if expect_last is not None and expect_last != last:
+        raise SessionConflictError.last_entry(session_id, expect_last, last)
+
+
+def check_head(name: str, expect: str | EllipsisType | None, current: str | None) -> None:
+    """Refuse a head move whose ``expect`` is not where the head stands
+    (``current``, None for a head never set); ``...`` expects nothing.
+
+    Raises:
+        SessionConflictError: it stands elsewhere.
+    """
+    if expect is not ... and expect != current:
+        raise SessionConflictError.head_moved(name, expect, current)
 
 
 def check_limit(limit: object, *, allow_none: bool) -> None:

@@ -17,11 +17,11 @@ from typing import Any, get_args
 
 from sessionstore.backends.contexts import BuiltContext
 from sessionstore.context import safe_cut
-from sessionstore.errors import ConfigurationError
+from sessionstore.errors import ConfigurationError, SessionConflictError
 from sessionstore.models import CompactionEntry, Message
 from sessionstore.pairing import PairingDialect, rules
 
-__all__ = ["check_compaction", "compaction_of", "cut_in_every_dialect"]
+__all__ = ["arrived_since", "check_compaction", "compaction_of", "cut_in_every_dialect"]
 
 _DIALECTS: tuple[PairingDialect, ...] = get_args(PairingDialect)
 
@@ -92,6 +92,31 @@ def compaction_of(
         first = safe_cut(list(zip(ids, messages, strict=True)), keep_last, dialect=dialect)
     entry = CompactionEntry.new(summary, "", tokens_before)
     return entry.model_copy(update={"first_kept_id": entry.id if first is None else first})
+
+
+def arrived_since(session_id: str, seen: BuiltContext[Any], now: BuiltContext[Any]) -> int:
+    """How many messages were appended after the context ``seen`` was read,
+    as the context ``now`` (read later) holds them.
+
+    Raises:
+        SessionConflictError: ``now`` no longer holds the end of ``seen``:
+            another compaction was appended meanwhile, and a summary written
+            from ``seen`` cannot stand for what it summarized.
+    """
+    if now.last == seen.last:
+        return 0
+    start = seen.ids[0] if seen.summarized else None
+    if start == (now.ids[0] if now.summarized else None):  # no compaction since
+        if seen.last == "":
+            return len(now.ids)
+        if seen.last in now.ids:
+            ids = now.ids
+            return len(ids) - 1 - max(i for i, id_ in enumerate(ids) if id_ == seen.last)
+    reason = (
+        "compacted by another writer since this compaction read the context "
+        f"(which ended at {seen.last!r}); nothing was written"
+    )
+    raise SessionConflictError(session_id, reason, expected=seen.last, actual=now.last)
 
 
 def _index(cut: str | None) -> int | None:

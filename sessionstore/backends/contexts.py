@@ -11,7 +11,9 @@ built again. Each store owns one `ContextCache`; `drop_caches` clears it.
 Beside each message a context keeps the id of the entry it came from (the
 summary's is its compaction's), for `SessionStore.load_context_with_ids`
 and `SessionStore.compact`: a second tuple, extended with the first, so
-that `load_context` still hands out its messages as they are kept.
+that `load_context` still hands out its messages as they are kept. It also
+keeps the id of the last entry it read, which a compaction states as the
+end it expects (a conditional append).
 `built_from` is the same from a whole log, for stores that load it.
 """
 
@@ -60,6 +62,7 @@ class BuiltContext(Generic[_S]):
     ids: tuple[str, ...]  # each message's entry id; the summary's is its compaction's
     summarized: bool  # whether ``messages[0]`` is the last compaction's summary
     waiting_for: str | None  # the kept id no message had yet
+    last: str  # the id of the session's last entry read ("" for none): what a compaction expects
 
     def extended(self, extent: int, new: Sequence[SessionEntry]) -> BuiltContext[_S] | None:
         """The context with ``new`` entries after it, up to ``extent``; None
@@ -74,6 +77,7 @@ class BuiltContext(Generic[_S]):
             self.ids + tuple(entry.id for entry in added),
             self.summarized,
             self.waiting_for,
+            new[-1].id if new else self.last,
         )
 
 
@@ -91,7 +95,8 @@ def built_from(entries: Sequence[SessionEntry]) -> BuiltContext[None]:
     if last is None:
         kept = [entry for entry in entries if isinstance(entry, MessageEntry)]
         messages = tuple(entry.message for entry in kept)
-        return BuiltContext(None, len(entries), messages, tuple(e.id for e in kept), False, None)
+        ids = tuple(e.id for e in kept)
+        return BuiltContext(None, len(entries), messages, ids, False, None, _last(entries))
     compaction = entries[last]
     assert isinstance(compaction, CompactionEntry)
     start = next(
@@ -110,7 +115,12 @@ def built_from(entries: Sequence[SessionEntry]) -> BuiltContext[None]:
         (compaction.id, *(entry.id for entry in kept)),
         True,
         None,
+        _last(entries),
     )
+
+
+def _last(entries: Sequence[SessionEntry]) -> str:
+    return entries[-1].id if entries else ""
 
 
 class ContextCache(Generic[_S]):

@@ -15,11 +15,15 @@ import builtins
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from types import EllipsisType
 from typing import Any
 
 from sessionstore.backends.base import (
     JournalBase,
     StoreBase,
+    check_expect_last,
+    check_head,
+    check_last,
     check_unchanged,
     current_title,
     decode_stored_entries,
@@ -96,9 +100,19 @@ class MemoryStore(StoreBase):
         self._touch(session)
         return meta.id
 
-    async def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
+    async def append_many(
+        self,
+        session_id: str,
+        entries: Sequence[SessionEntry],
+        *,
+        expect_last: str | None = None,
+    ) -> None:
+        check_expect_last(expect_last)
         session = self._session(session_id)
         lines = entry_lines(session_id, entries)
+        if expect_last is not None:
+            last = read_stored_entry(session.lines[-1]).id if session.lines else ""
+            check_last(session_id, expect_last, last)
         if lines:
             session.lines.extend(lines)
             self._touch(session)
@@ -228,8 +242,10 @@ class MemoryStore(StoreBase):
         self._check_open()
         return builtins.list(self._erasures)
 
-    async def _set_head(self, name: str, move: HeadMove) -> None:
+    async def _set_head(self, name: str, move: HeadMove, expect: str | EllipsisType | None) -> None:
         self._session(move.session_id)
+        moves = self._heads.get(name)
+        check_head(name, expect, moves[-1].session_id if moves else None)
         self._heads.setdefault(name, []).append(move)
 
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:

@@ -46,6 +46,7 @@ from sessionstore.testing.common import (
     raw,
     stream,
 )
+from sessionstore.testing.conditional import ConditionalContract
 from sessionstore.testing.contexts import ContextContract
 from sessionstore.testing.lifecycle import LifecycleContract
 
@@ -94,10 +95,13 @@ SESSION_OPERATIONS = [
 
 
 @pytest.mark.asyncio
-class SessionStoreContract(BranchContract, BrowseContract, ContextContract, LifecycleContract):
+class SessionStoreContract(
+    BranchContract, BrowseContract, ConditionalContract, ContextContract, LifecycleContract
+):
     """Every rule of the store contract, as tests over the ``backend`` fixture
-    (branches and heads: `BranchContract`; context ids, repairs and
-    compaction: `ContextContract`)."""
+    (branches and heads: `BranchContract`; conditional appends and head
+    moves: `ConditionalContract`; context ids, repairs and compaction:
+    `ContextContract`)."""
 
     @pytest_asyncio.fixture
     async def store(self, backend: Backend) -> AsyncIterator[SessionStore]:

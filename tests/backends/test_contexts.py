@@ -13,7 +13,13 @@ def built(size: int, extent: int = 1) -> BuiltContext[int]:
     messages = tuple(Message.user(f"m{n}") for n in range(size))
     ids = tuple(f"e{n}" for n in range(size))
     return BuiltContext(
-        stamp=1, extent=extent, messages=messages, ids=ids, summarized=False, waiting_for=None
+        stamp=1,
+        extent=extent,
+        messages=messages,
+        ids=ids,
+        summarized=False,
+        waiting_for=None,
+        last=ids[-1] if ids else "",
     )
 
 

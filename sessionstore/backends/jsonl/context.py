@@ -34,6 +34,7 @@ __all__ = [
     "EarlierKept",
     "entries_between",
     "first_kept_in",
+    "last_entry_id",
     "line_number",
     "read_context",
 ]
@@ -128,8 +129,10 @@ def read_context(
     for offset, line in lines:
         if offset == 0:  # the header: no compaction, every message
             kept = [e for e in reversed(after) if isinstance(e, MessageEntry)]
-            messages = tuple(e.message for e in kept)
-            return BuiltContext(file, size, messages, tuple(e.id for e in kept), False, None)
+            messages, ids = tuple(e.message for e in kept), tuple(e.id for e in kept)
+            return BuiltContext(
+                file, size, messages, ids, False, None, after[0].id if after else ""
+            )
         entry = reader.entry(offset, line)
         if isinstance(entry, CompactionEntry):
             compaction = entry
@@ -162,7 +165,15 @@ def read_context(
         (compaction.id, *(e.id for e in kept)),
         True,
         kept_id if found is None else None,
+        after[0].id if after else compaction.id,
     )
+
+
+def last_entry_id(session_id: str, path: str, fd: int, size: int) -> str:
+    """The id of the last entry in a session file's first ``size`` bytes
+    (complete lines); ``""`` when it holds only its header."""
+    offset, line = next(lines_backwards(fd, size))
+    return "" if offset == 0 else _Reader(session_id, path, fd).entry(offset, line).id
 
 
 def entries_between(

@@ -22,7 +22,9 @@ to its owner, like ``journals/``.
 from __future__ import annotations
 
 from pathlib import Path
+from types import EllipsisType
 
+from sessionstore.backends.base import check_head
 from sessionstore.backends.jsonl.file import SUFFIX, id_files
 from sessionstore.backends.jsonl.records import append_lines, read_lines
 from sessionstore.errors import (
@@ -39,9 +41,25 @@ HEADS = "heads"
 """``<dir>/heads/<name>.jsonl``: the moves of the head ``name``."""
 
 
-def append_move(name: str, path: Path, move: HeadMove, *, full: bool) -> None:
-    """Append ``move`` to the head file ``path``, creating it (and ``heads/``)."""
-    append_moves(name, path, [move], full=full)
+def append_move(
+    name: str, path: Path, move: HeadMove, *, full: bool, expect: str | EllipsisType | None = ...
+) -> None:
+    """Append ``move`` to the head file ``path``, creating it (and ``heads/``),
+    if the head stands at ``expect`` (`check_head`) under the file's lock.
+
+    Raises:
+        SessionConflictError: it stands elsewhere (nothing written).
+    """
+
+    def check(held: bytes) -> None:
+        if expect is not ...:
+            lines = held.split(b"\n")  # the last is empty: what follows the last newline
+            last = _decoded(name, path, len(lines) - 1, lines[-2]) if len(lines) > 1 else None
+            check_head(name, expect, None if last is None else last.session_id)
+
+    if isinstance(expect, str) and not path.exists():  # a head never set: no file made for it
+        check_head(name, expect, None)
+    append_lines(path, _lines([move]), full=full, what=f"head {name!r}", check=check)
 
 
 def append_moves(
@@ -56,13 +74,24 @@ def append_moves(
     Raises:
         SessionConflictError: it holds another number (nothing written).
     """
-    data = "".join(encode(move) + "\n" for move in moves).encode()
 
-    def check(held: int) -> None:
-        if after is not None and held != after:
-            raise SessionConflictError(name, f"holds {held} positions, not {after}", "head")
+    def check(held: bytes) -> None:
+        count = held.count(b"\n")
+        if after is not None and count != after:
+            raise SessionConflictError(name, f"holds {count} positions, not {after}", "head")
 
-    append_lines(path, data, full=full, what=f"head {name!r}", check=check)
+    append_lines(path, _lines(moves), full=full, what=f"head {name!r}", check=check)
+
+
+def _lines(moves: list[HeadMove]) -> bytes:
+    return "".join(encode(move) + "\n" for move in moves).encode()
+
+
+def _decoded(name: str, path: Path, number: int, line: bytes) -> HeadMove:
+    try:
+        return decode_head_move(line)
+    except InvalidRecordError as exc:
+        raise CorruptSessionError(name, str(exc), path=str(path), line=number) from None
 
 
 def read_moves(name: str, path: Path) -> list[HeadMove]:
@@ -72,13 +101,7 @@ def read_moves(name: str, path: Path) -> list[HeadMove]:
         CorruptSessionError: a complete line does not decode (naming it).
     """
     lines = read_lines(path, what=f"head {name!r}")
-    moves = []
-    for number, line in enumerate(lines, 1):
-        try:
-            moves.append(decode_head_move(line))
-        except InvalidRecordError as exc:
-            raise CorruptSessionError(name, str(exc), path=str(path), line=number) from None
-    return moves
+    return [_decoded(name, path, number, line) for number, line in enumerate(lines, 1)]
 
 
 def names(directory: Path) -> tuple[list[str], list[str]]:

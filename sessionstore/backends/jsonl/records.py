@@ -37,7 +37,7 @@ def append_lines(
     *,
     full: bool,
     what: str,
-    check: Callable[[int], None] | None = None,
+    check: Callable[[bytes], None] | None = None,
 ) -> None:
     """Append ``data`` (whole lines) to the log ``path`` in one write, all or
     none, creating it and its directory.
@@ -45,8 +45,8 @@ def append_lines(
     Args:
         full: ``fsync`` the data (and a new file's or directory's name).
         what: the log, as a warning about a torn last line names it.
-        check: called, under the lock, with the number of complete lines
-            the log holds; what it raises stops the append.
+        check: called, under the lock, with the complete lines the log
+            holds (newlines included); what it raises stops the append.
     """
     if make_directory(path.parent) and full:
         fsync_directory(path.parent.parent)
@@ -60,7 +60,7 @@ def append_lines(
             os.ftruncate(fd, keep)
             size = keep
         if check is not None:
-            check(os.pread(fd, size, 0).count(b"\n") if size else 0)
+            check(os.pread(fd, size, 0) if size else b"")
         try:
             write_all(fd, data)
             if full:

@@ -65,12 +65,15 @@ import tempfile
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from pathlib import Path
+from types import EllipsisType
 from typing import BinaryIO, TypeVar
 
 from sessionstore.backends.base import (
     Durability,
     StoreBase,
     check_durability,
+    check_expect_last,
+    check_last,
     check_unchanged,
     current_title,
     entry_lines,
@@ -94,7 +97,12 @@ from sessionstore.backends.jsonl import heads as head_files
 from sessionstore.backends.jsonl import hints
 from sessionstore.backends.jsonl import ids as message_ids
 from sessionstore.backends.jsonl import titles as title_files
-from sessionstore.backends.jsonl.context import entries_between, line_number, read_context
+from sessionstore.backends.jsonl.context import (
+    entries_between,
+    last_entry_id,
+    line_number,
+    read_context,
+)
 from sessionstore.backends.jsonl.erasures import ErasureLog, FileId, digest_file
 from sessionstore.backends.jsonl.file import (
     SUFFIX,
@@ -259,7 +267,14 @@ class JsonlStore(StoreBase):
 
     # ------------------------------------------------------------ append
 
-    async def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
+    async def append_many(
+        self,
+        session_id: str,
+        entries: Sequence[SessionEntry],
+        *,
+        expect_last: str | None = None,
+    ) -> None:
+        check_expect_last(expect_last)
         self._check(session_id)
         lines = [(line + "\n").encode() for line in entry_lines(session_id, entries)]
         messages, offset = [], 0  # for the index of ids (`sessionstore.backends.jsonl.ids`)
@@ -269,13 +284,22 @@ class JsonlStore(StoreBase):
             offset += len(line)
         data = b"".join(lines)
         await self._gate.passed()
-        await self._run(session_id, lambda: self._append(session_id, data, messages))
+        append = partial(self._append, session_id, data, messages, expect_last)
+        await self._run(session_id, append)
 
-    def _append(self, session_id: str, data: bytes, messages: list[tuple[str, int]]) -> None:
+    def _append(
+        self,
+        session_id: str,
+        data: bytes,
+        messages: list[tuple[str, int]],
+        expect_last: str | None,
+    ) -> None:
         path = self.path(session_id)
         fd = open_locked(session_id, path, os.O_RDWR | os.O_APPEND)
         try:
             size = repair(session_id, path, fd, full=self._full)
+            if expect_last is not None:  # under the lock: no append in between
+                check_last(session_id, expect_last, last_entry_id(session_id, str(path), fd, size))
             if data:
                 batch = data.count(b"\n") > 1  # one line is whole or torn, never half
                 if batch:
@@ -546,7 +570,7 @@ class JsonlStore(StoreBase):
     def _head(self, name: str) -> Path:
         return self._dir / head_files.HEADS / f"{name}{SUFFIX}"
 
-    async def _set_head(self, name: str, move: HeadMove) -> None:
+    async def _set_head(self, name: str, move: HeadMove, expect: str | EllipsisType | None) -> None:
         """Append the move to the head's file; see `sessionstore.backends.jsonl.heads`."""
         session_id, path = move.session_id, self._head(name)
 
@@ -554,7 +578,7 @@ class JsonlStore(StoreBase):
             # A session erased after this check leaves the head naming it,
             # as an erase after the move would: heads keep their history.
             os.close(open_session(session_id, self.path(session_id), os.O_RDONLY))
-            head_files.append_move(name, path, move, full=self._full)
+            head_files.append_move(name, path, move, full=self._full, expect=expect)
 
         await in_thread(set_head, where=path)
 

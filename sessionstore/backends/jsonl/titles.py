@@ -83,8 +83,8 @@ def record_changes(
             return 0
         data = "".join(encode(change) + "\n" for change in changes).encode()
 
-        def check(held: int) -> None:
-            if after is not None and held != after:
+        def check(held: bytes) -> None:
+            if after is not None and held.count(b"\n") != after:
                 raise _Held
 
         try:

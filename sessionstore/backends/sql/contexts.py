@@ -67,8 +67,9 @@ class _Read:
     stamp: Stamp
     last: int
     new_rows: list[Any] | None = None  # (seq, entry_id, line, type) after the built context
-    marker: Any = None  # the last compaction's (seq, line, first_kept_id)
+    marker: Any = None  # the last compaction's (seq, line, first_kept_id, entry_id)
     rows: list[Any] | None = None  # (seq, entry_id, line): the messages the context holds
+    last_id: str = ""  # the id of entry ``last`` ("" for none), when built afresh
 
 
 class Contexts:
@@ -152,8 +153,12 @@ class Contexts:
         )
         if marker is None:
             rows = _each(conn, Q.MESSAGES, spans, 0, last, most)
-            return None if rows is None else _Read(stamp, last, rows=rows)
-        seq, _, kept = marker
+            if rows is None:
+                return None
+            return _Read(
+                stamp, last, rows=rows, last_id=_last_id(conn, session_id, spans, last, rows)
+            )
+        seq, _, kept, _ = marker
         if len(spans.spans) == 1:
             bounds = {"pk": spans.pk, "kept": kept, "after": seq + 1, "end": last}
             rows = _rows(conn, Q.KEPT_MESSAGES, bounds, most)
@@ -163,7 +168,10 @@ class Contexts:
             )
             start = next((first for first in found if first is not None), seq + 1)
             rows = _each(conn, Q.MESSAGES, spans, start - 1, last, most)
-        return None if rows is None else _Read(stamp, last, marker=marker, rows=rows)
+        if rows is None:
+            return None
+        last_id = _last_id(conn, session_id, spans, last, rows, marker)
+        return _Read(stamp, last, marker=marker, rows=rows, last_id=last_id)
 
     def _build(self, session_id: str, read: _Read) -> _Built:
         assert read.rows is not None
@@ -172,8 +180,8 @@ class Contexts:
         messages = tuple(e.message for e in kept)
         ids = tuple(e.id for e in kept)
         if read.marker is None:
-            return _Built(read.stamp, read.last, messages, ids, False, None)
-        seq, line, kept = read.marker
+            return _Built(read.stamp, read.last, messages, ids, False, None, read.last_id)
+        seq, line, kept, _ = read.marker
         compaction = decode_stored_entries(session_id, [(seq, line)], path=self._where)[0]
         if not isinstance(compaction, CompactionEntry):
             raise CorruptSessionError(
@@ -190,6 +198,7 @@ class Contexts:
             (compaction.id, *ids),
             True,
             None if found else kept,
+            read.last_id,
         )
 
     def _entries(self, session_id: str, rows: Sequence[Any]) -> list[SessionEntry]:
@@ -209,6 +218,29 @@ def _spans(spans: Lineage, after: int, end: int, step: int = 1) -> list[dict[str
     return [{"pk": pk, "after": low, "end": high} for pk, low, high in spans.within(after, end)][
         ::step
     ]
+
+
+def _last_id(
+    conn: Connection,
+    session_id: str,
+    spans: Lineage,
+    last: int,
+    rows: list[Any],
+    marker: Any = None,
+) -> str:
+    """The id of entry ``last``: the last message read or the last
+    compaction, whichever it is; looked up only when it is neither (a
+    message between a compaction and the message it keeps from)."""
+    if last == 0:
+        return ""
+    if rows and rows[-1][0] == last:
+        return str(rows[-1][1])
+    if marker is not None and marker[0] == last:
+        return str(marker[3])
+    found = Q.ENTRY_ID_AT.first(conn, pk=spans.holder(last), seq=last)
+    if found is None:  # a row deleted behind the store's back
+        raise CorruptSessionError(session_id, f"entry {last} is missing")
+    return str(found[0])
 
 
 def _rows(

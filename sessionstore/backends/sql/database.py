@@ -42,6 +42,7 @@ __all__ = [
     "SessionRow",
     "WriterLock",
     "chain_end",
+    "entry_id_at",
     "find_session",
     "insert_session",
     "last_seq",
@@ -318,6 +319,20 @@ def chain_end(conn: Connection, session_id: str, row: SessionRow) -> tuple[int, 
         what = "its header" if last is None else f"entry {seq}"
         raise CorruptSessionError(session_id, f"{what} has no digest to chain from")
     return seq, bytes(digest)
+
+
+def entry_id_at(conn: Connection, session_id: str, row: SessionRow, seq: int) -> str:
+    """The id of entry ``seq`` (1 or more) of a session whose own rows hold
+    every entry after those it shares, and whose base holds the last of those.
+
+    Raises:
+        CorruptSessionError: no row holds it (one deleted behind the store's back).
+    """
+    holder = row.pk if seq > (row.base_seq or 0) else row.base_pk
+    found = Q.ENTRY_ID_AT.first(conn, pk=holder, seq=seq)
+    if found is None:
+        raise CorruptSessionError(session_id, f"entry {seq} is missing")
+    return str(found[0])
 
 
 def insert_session(

@@ -26,22 +26,31 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection
 
+from sessionstore.backends.base import check_last
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import wordindex
 from sessionstore.backends.sql.activity import touched
-from sessionstore.backends.sql.database import Database, chain_end, find_session
+from sessionstore.backends.sql.database import (
+    Database,
+    SessionRow,
+    chain_end,
+    entry_id_at,
+    find_session,
+)
 from sessionstore.backends.sql.digests import entry_digest
 from sessionstore.errors import SessionStoreError
 
 __all__ = ["Append", "GroupCommit", "write_appends"]
 
-Append = tuple[str, Sequence[dict[str, Any]]]
-"""One caller's append: the session id, and its entries' rows (no key, no seq)."""
+Append = tuple[str, Sequence[dict[str, Any]], str | None]
+"""One caller's append: the session id, its entries' rows (no key, no seq),
+and the id its last entry must have (``""``: none; None: no condition)."""
 
 
 def write_appends(
@@ -54,38 +63,66 @@ def write_appends(
     writers never wait on each other in a cycle, with its last ``seq`` and
     digest; then every row goes in one batch, each given the ``seq`` after
     the one before in its session, and its digest chained from it; then
-    one activity per session written to (`activity.touched`).
+    one activity per session written to (`activity.touched`). A
+    conditional append is checked against its session's last entry as the
+    appends before it in the batch leave it (`check_last`): refused, it
+    writes nothing, and the others go on.
     """
-    found: dict[str, tuple[int, int, bytes] | SessionStoreError] = {}
-    for session_id in sorted({session_id for session_id, _ in appends}):
+    found: dict[str, _End | SessionStoreError] = {}
+    for session_id in sorted({append[0] for append in appends}):
         try:
             session = find_session(conn, session_id, lock=True)
-            found[session_id] = (session.pk, *chain_end(conn, session_id, session))
+            seq, digest = chain_end(conn, session_id, session)
+            found[session_id] = _End(session, seq, digest)
         except SessionStoreError as exc:  # no such session, or a broken chain
             found[session_id] = exc
     batch = []
+    errors: list[SessionStoreError | None] = []
     written: dict[int, None] = {}  # the keys of the sessions written to, in order
-    for session_id, rows in appends:
-        held = found[session_id]
-        if isinstance(held, SessionStoreError):
+    for session_id, rows, expect_last in appends:
+        end = found[session_id]
+        try:
+            if isinstance(end, SessionStoreError):
+                raise end
+            if expect_last is not None:
+                check_last(session_id, expect_last, end.last_id(conn, session_id))
+        except SessionStoreError as exc:
+            errors.append(exc)
             continue
-        pk, seq, digest = held
+        errors.append(None)
         for row in rows:
-            seq += 1
-            digest = entry_digest(digest, row)
-            batch.append({**row, "session_pk": pk, "seq": seq, "digest": digest})
-            written[pk] = None
-        found[session_id] = pk, seq, digest
+            end.seq += 1
+            end.digest = entry_digest(end.digest, row)
+            batch.append({**row, "session_pk": end.row.pk, "seq": end.seq, "digest": end.digest})
+            written[end.row.pk] = None
+            end.last = row["entry_id"]
     due = False
     if batch:
         Q.INSERT_ENTRIES.many(conn, batch)
         touched(conn, written)
         due = wordindex.keep_up(conn, batch)
-    errors = [
-        held if isinstance(held := found[session_id], SessionStoreError) else None
-        for session_id, _ in appends
-    ]
     return errors, due
+
+
+@dataclass
+class _End:
+    """Where a session ends, as the appends of one transaction extend it."""
+
+    row: SessionRow
+    seq: int
+    digest: bytes
+    last: str | None = None  # its last entry's id, once read or written
+
+    def last_id(self, conn: Connection, session_id: str) -> str:
+        """The id of the last entry (``""`` for none), read only when asked:
+        a fork that holds no row of its own ends in its base's row.
+
+        Raises:
+            CorruptSessionError: that row is missing.
+        """
+        if self.last is None:
+            self.last = "" if self.seq == 0 else entry_id_at(conn, session_id, self.row, self.seq)
+        return self.last
 
 
 class GroupCommit:
@@ -98,14 +135,14 @@ class GroupCommit:
         )
         self._guard = threading.Lock()
 
-    async def submit(self, session_id: str, rows: Sequence[dict[str, Any]]) -> None:
-        """Append ``rows`` in the next shared transaction; return once it committed."""
+    async def submit(self, append: Append) -> None:
+        """Write ``append`` in the next shared transaction; return once it committed."""
         loop = asyncio.get_running_loop()
         group = self._loops.get(loop)
         if group is None:
             with self._guard:
                 group = self._loops.setdefault(loop, _LoopGroup(self._database))
-        await group.submit(session_id, rows)
+        await group.submit(append)
 
 
 class _LoopGroup:
@@ -117,8 +154,8 @@ class _LoopGroup:
         self._busy = False  # a transaction of appends is running
         self._flushing: asyncio.Task[None] | None = None
 
-    async def submit(self, session_id: str, rows: Sequence[dict[str, Any]]) -> None:
-        """Append ``rows`` in the next shared transaction; return once it committed.
+    async def submit(self, append: Append) -> None:
+        """Write ``append`` in the next shared transaction; return once it committed.
 
         With no transaction of appends running, the caller runs its own at
         once (no task to start first); appends arriving meanwhile gather,
@@ -131,14 +168,14 @@ class _LoopGroup:
         """
         if self._busy:
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._pending.append(((session_id, rows), future))
+            self._pending.append((append, future))
             await future
             return
         self._busy = True
         try:
             await asyncio.sleep(0)
             alone = not self._pending
-            write = partial(write_appends, [(session_id, rows)])
+            write = partial(write_appends, [append])
             transaction = self._database.transaction
             (error,), due = await transaction(None, write, write=True, lean=True, quick=alone)
             if due:

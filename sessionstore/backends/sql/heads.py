@@ -9,8 +9,11 @@ reordered against its commit.
 
 from __future__ import annotations
 
+from types import EllipsisType
+
 from sqlalchemy import Connection
 
+from sessionstore.backends.base import check_head
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import find_session
 from sessionstore.errors import SessionConflictError
@@ -19,16 +22,21 @@ from sessionstore.models import HeadMove
 __all__ = ["extend", "head", "history", "move", "names"]
 
 
-def move(conn: Connection, *, name: str, to: HeadMove) -> None:
-    """Record ``to`` as the newest position of ``name``, if its session exists.
+def move(
+    conn: Connection, *, name: str, to: HeadMove, expect: str | EllipsisType | None = ...
+) -> None:
+    """Record ``to`` as the newest position of ``name``, if its session exists
+    and the head stands at ``expect`` (`check_head`).
 
     Raises:
         SessionNotFoundError: no session ``to.session_id``.
+        SessionConflictError: the head stands elsewhere.
     """
     find_session(conn, to.session_id)
     if conn.dialect.name == "postgresql":
         Q.LOCK_HEAD.first(conn, name=name)
     last = Q.HEAD_LAST.first(conn, name=name)
+    check_head(name, expect, None if last is None else str(last[1]))
     row = {"name": name, "seq": 1 if last is None else last[0] + 1, **to.model_dump()}
     Q.INSERT_HEAD.many(conn, [row])
 

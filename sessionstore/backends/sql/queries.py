@@ -50,6 +50,7 @@ __all__ = [
     "ENTRIES_AFTER",
     "ENTRY_DIGEST",
     "ENTRY_DIGESTS",
+    "ENTRY_ID_AT",
     "ERASURES",
     "ERASURE_MARK",
     "FIND_SESSION",
@@ -260,6 +261,9 @@ LAST_ENTRY = Query(
 )
 """The ``(seq, digest)`` of a session's last entry (``pk``), if any."""
 
+ENTRY_ID_AT = Query(select(entries.c.entry_id).where(_pk, entries.c.seq == bindparam("seq")))
+"""The id of a session's (``pk``) own entry ``seq``, if it holds that row."""
+
 INSERT_ENTRIES = Query(insert(entries))
 """Entry rows, all columns (`Query.many`)."""
 
@@ -298,7 +302,7 @@ PAGE_BYTES = Query(
 _upto = entries.c.seq <= bindparam("end")
 
 LAST_COMPACTION = Query(
-    select(entries.c.seq, entries.c.line, entries.c.first_kept_id)
+    select(entries.c.seq, entries.c.line, entries.c.first_kept_id, entries.c.entry_id)
     .where(*_page, _COMPACTION)
     .order_by(entries.c.seq.desc())
     .limit(1)

@@ -34,6 +34,7 @@ import itertools
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from functools import partial
 from operator import itemgetter
+from types import EllipsisType
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -41,6 +42,7 @@ from sqlalchemy import Connection, select
 from sessionstore.backends.base import (
     Durability,
     StoreBase,
+    check_expect_last,
     decode_stored_entries,
     decode_stored_meta,
     entry_lines,
@@ -170,12 +172,19 @@ class SqlStore(StoreBase):
         await self._database.transaction(meta.id, insert, write=True, quick=True)
         return meta.id
 
-    async def append_many(self, session_id: str, new: Sequence[SessionEntry]) -> None:
+    async def append_many(
+        self,
+        session_id: str,
+        new: Sequence[SessionEntry],
+        *,
+        expect_last: str | None = None,
+    ) -> None:
+        check_expect_last(expect_last)
         self._check(session_id)
         rows = [
             _row(entry, line) for entry, line in zip(new, entry_lines(session_id, new), strict=True)
         ]
-        await self._group.submit(session_id, rows)
+        await self._group.submit((session_id, rows, expect_last))
 
     def _locations(self, session_id: str) -> tuple[str, str]:
         return self._database.headers_at, self._database.entries_at
@@ -275,8 +284,8 @@ class SqlStore(StoreBase):
         self._check_open()
         return await self._database.transaction(None, erase.erasures)
 
-    async def _set_head(self, name: str, move: HeadMove) -> None:
-        body = partial(heads.move, name=name, to=move)
+    async def _set_head(self, name: str, move: HeadMove, expect: str | EllipsisType | None) -> None:
+        body = partial(heads.move, name=name, to=move, expect=expect)
         await self._database.transaction(move.session_id, body, write=True)
 
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
