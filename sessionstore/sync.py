@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import concurrent.futures
+import contextlib
 import os
 import threading
 from collections.abc import AsyncIterator, Coroutine, Generator, Iterable, Sequence
-from types import TracebackType
+from types import EllipsisType, TracebackType
 from typing import Any, Self, TypeVar
 
 from sessionstore.backends import open_store as open_async_store
@@ -56,7 +58,12 @@ _T = TypeVar("_T")
 
 
 class _Loop:
-    """An event loop running in a daemon thread of its own, taking calls from any thread."""
+    """An event loop running in a daemon thread of its own, taking calls from any thread.
+
+    Every call in flight is known, so that `stop` can end each one (its
+    caller gets `StorageError`) instead of leaving its thread waiting for a
+    loop that no longer runs.
+    """
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()
@@ -64,17 +71,34 @@ class _Loop:
             target=self._loop.run_forever, name="sessionstore-sync", daemon=True
         )
         self._thread.start()
+        self._guard = threading.Lock()  # `closed` and `_calls` change together
+        self._calls: set[concurrent.futures.Future[Any]] = set()
         self.closed = False
 
     def run(self, call: Coroutine[Any, Any, _T]) -> _T:
-        """Run ``call`` on the loop; block until it is done, and return or raise what it did."""
-        if self.closed:
-            call.close()
-            raise StorageError("the sync store is closed")
+        """Run ``call`` on the loop; block until it is done, and return or raise what it did.
+
+        Raises:
+            StorageError: the loop is stopped, or stops while the call runs.
+        """
         if threading.current_thread() is self._thread:
             call.close()
             raise RuntimeError("a sync store cannot be called from its own loop's thread")
-        return asyncio.run_coroutine_threadsafe(call, self._loop).result()
+        with self._guard:
+            if self.closed:
+                call.close()
+                raise StorageError("the sync store is closed")
+            future = asyncio.run_coroutine_threadsafe(call, self._loop)
+            self._calls.add(future)
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            if self.closed:
+                raise StorageError("the sync store was closed during the call") from None
+            raise
+        finally:
+            with self._guard:
+                self._calls.discard(future)
 
     def stream(self, items: AsyncIterator[_T]) -> Generator[_T, None, None]:
         """An async iterator, drawn one item at a time on the loop."""
@@ -88,14 +112,40 @@ class _Loop:
         finally:
             close = getattr(items, "aclose", None)
             if close is not None and not self.closed:
-                self.run(close())
+                with contextlib.suppress(StorageError):  # closed meanwhile: the loop ends it
+                    self.run(close())
 
-    def stop(self) -> None:
-        if not self.closed:
+    def stop(self, last: Coroutine[Any, Any, None] | None = None) -> None:
+        """Refuse new calls, end those in flight, run ``last`` (the store's
+        close), then stop the loop; stopping twice is fine."""
+        with self._guard:
+            if self.closed:
+                if last is not None:
+                    last.close()
+                return
             self.closed = True
+            calls = list(self._calls)
+        for future in calls:  # their callers get StorageError now
+            future.cancel()
+        try:
+            asyncio.run_coroutine_threadsafe(_finish(last), self._loop).result()
+        finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join()
             self._loop.close()
+
+
+async def _finish(last: Coroutine[Any, Any, None] | None) -> None:
+    """Let the cancelled calls unwind (closing their files and cursors), then
+    run ``last`` and finish the async generators left open."""
+    tasks = asyncio.all_tasks() - {asyncio.current_task()}
+    if tasks:
+        await asyncio.wait(tasks)
+    try:
+        if last is not None:
+            await last
+    finally:
+        await asyncio.get_running_loop().shutdown_asyncgens()
 
 
 async def _next(items: AsyncIterator[_T]) -> _T:
@@ -143,11 +193,19 @@ class SyncStore:
     def create(self, meta: SessionMeta) -> str:
         return self._loop.run(self._store.create(meta))
 
-    def append(self, session_id: str, entry: SessionEntry) -> None:
-        self._loop.run(self._store.append(session_id, entry))
+    def append(
+        self, session_id: str, entry: SessionEntry, *, expect_last: str | None = None
+    ) -> None:
+        self._loop.run(self._store.append(session_id, entry, expect_last=expect_last))
 
-    def append_many(self, session_id: str, entries: Sequence[SessionEntry]) -> None:
-        self._loop.run(self._store.append_many(session_id, entries))
+    def append_many(
+        self,
+        session_id: str,
+        entries: Sequence[SessionEntry],
+        *,
+        expect_last: str | None = None,
+    ) -> None:
+        self._loop.run(self._store.append_many(session_id, entries, expect_last=expect_last))
 
     def load(self, session_id: str) -> builtins.list[SessionEntry]:
         return self._loop.run(self._store.load(session_id))
@@ -223,8 +281,10 @@ class SyncStore:
     ) -> SessionMeta:
         return self._loop.run(self._store.fork(source_id, at=at, meta=meta))
 
-    def set_head(self, name: str, session_id: str) -> HeadMove:
-        return self._loop.run(self._store.set_head(name, session_id))
+    def set_head(
+        self, name: str, session_id: str, *, expect: str | EllipsisType | None = ...
+    ) -> HeadMove:
+        return self._loop.run(self._store.set_head(name, session_id, expect=expect))
 
     def head(self, name: str) -> str | None:
         return self._loop.run(self._store.head(name))
@@ -271,12 +331,13 @@ class SyncStore:
         self._store.drop_caches()
 
     def close(self) -> None:
-        """Close the store, then stop its loop; closing twice is fine."""
-        if not self._loop.closed:
-            try:
-                self._loop.run(self._store.close())
-            finally:
-                self._loop.stop()
+        """Close the store, then stop its loop; closing twice is fine.
+
+        Calls in flight in other threads (a stream being read, an append
+        waiting for its commit) end with `StorageError`, as every call made
+        afterwards does; none is left waiting.
+        """
+        self._loop.stop(self._store.close())
 
     def __enter__(self) -> Self:
         return self

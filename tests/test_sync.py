@@ -95,3 +95,43 @@ def test_a_stream_left_unfinished_lets_go_and_an_import_reads_any_iterable(
         assert next(stream) == header
         stream.close()  # its cursor is let go; the store goes on
         assert list(store.raw_lines("imported")) == [header, *lines]
+
+
+@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite"])
+def test_closing_ends_every_call_in_flight_with_a_clear_error(tmp_path: Path, kind: str) -> None:
+    target = {"memory": "memory://", "jsonl": str(tmp_path / "j"), "sqlite": tmp_path / "s.db"}
+    store = open_store(target[kind])
+    session_id = store.create(SessionMeta(id="long"))
+    store.append_many(session_id, [message(f"e{n}", "x" * 200) for n in range(2000)])
+    outcomes: list[str] = []
+    started = threading.Barrier(9)
+
+    def read(use: str) -> None:
+        started.wait()
+        try:
+            while True:  # streams and plain calls, until the store is closed
+                if use == "stream":
+                    for _ in store.raw_lines(session_id):
+                        pass
+                else:
+                    store.append(session_id, message(f"{use}-{threading.get_ident()}", "y"))
+        except StorageError as exc:
+            outcomes.append(f"closed: {exc}")
+        except BaseException as exc:  # anything else is a failure of the test
+            outcomes.append(f"unexpected: {exc!r}")
+
+    threads = [
+        threading.Thread(target=read, args=("stream" if n % 2 else "append",), daemon=True)
+        for n in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    started.wait()
+    store.close()
+    for thread in threads:
+        thread.join(timeout=120)  # a guard against a hang, never reached when it works
+    assert not [thread for thread in threads if thread.is_alive()], "a caller hangs"
+    assert len(outcomes) == 8
+    assert all(outcome.startswith("closed: ") for outcome in outcomes), outcomes
+    assert all("closed" in outcome.removeprefix("closed: ") for outcome in outcomes)
+    store.close()  # twice is fine
