@@ -168,12 +168,13 @@ class SessionConflictError(SessionStoreError):
 
     @classmethod
     def head_moved(
-        cls, name: str, expected: str | None, actual: str | None
+        cls, name: str, expected: str | None, actual: str | None, *, by: str = "move"
     ) -> SessionConflictError:
-        """A head move's ``expect`` failed: the head stands at ``actual``."""
+        """A head move's ``expect`` (``by="move"``) or an append's
+        ``expect_head`` (``by="append"``) failed: the head stands at ``actual``."""
         found = "was never set" if actual is None else f"names {actual!r}"
         wanted = "unset" if expected is None else f"at {expected!r}"
-        reason = f"{found}, not {wanted} as the move expected; it did not move"
+        reason = f"{found}, not {wanted} as the {by} expected; nothing was written"
         return cls(name, reason, "head", expected=expected, actual=actual)
 
 

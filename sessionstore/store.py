@@ -222,7 +222,12 @@ class SessionStore(Protocol):
         ...
 
     async def append(
-        self, session_id: str, entry: SessionEntry, *, expect_last: str | None = None
+        self,
+        session_id: str,
+        entry: SessionEntry,
+        *,
+        expect_last: str | None = None,
+        expect_head: str | None = None,
     ) -> None:
         """Append one entry to a session.
 
@@ -232,7 +237,7 @@ class SessionStore(Protocol):
         Args:
             session_id: the session.
             entry: the entry.
-            expect_last: as for `append_many`.
+            expect_last, expect_head: as for `append_many`.
 
         Raises:
             SessionNotFoundError: no such session.
@@ -240,8 +245,8 @@ class SessionStore(Protocol):
                 is stored.
             InvalidRecordError: the entry holds something the wire format
                 cannot carry (a NaN, a non-string key...); nothing is stored.
-            SessionConflictError: ``expect_last`` was given and the session
-                ends elsewhere; nothing is stored.
+            SessionConflictError: ``expect_last`` or ``expect_head`` was
+                given and does not hold; nothing is stored.
         """
         ...
 
@@ -251,6 +256,7 @@ class SessionStore(Protocol):
         entries: Sequence[SessionEntry],
         *,
         expect_last: str | None = None,
+        expect_head: str | None = None,
     ) -> None:
         """Append the entries of one turn: all of them, contiguously, or none.
 
@@ -269,12 +275,19 @@ class SessionStore(Protocol):
         Entry ids are compared, so the check assumes ids that are not
         reused within a session (as `MessageEntry.new` makes them).
 
+        With ``expect_head``, the name of a head (`set_head`), the entries
+        are stored only if that head names this session now: an append
+        that lands on a conversation's current session and never on one a
+        concurrent move has just left, checked in the same step.
+
         Raises:
             SessionNotFoundError, StreamingMessageError, InvalidRecordError:
                 as for `append`.
             SessionConflictError: ``expect_last`` was given and the session's
-                last entry is another (its ``expected`` and ``actual`` say
-                which); nothing is stored.
+                last entry is another, or ``expect_head`` was given and that
+                head names another session or none (the error's ``what``,
+                ``expected`` and ``actual`` say which); nothing is stored.
+            InvalidSessionIdError: ``expect_head`` breaks the session-id rule.
             ConfigurationError: ``expect_last`` is neither a string nor None;
                 nothing is read or written.
         """
@@ -450,7 +463,12 @@ class SessionStore(Protocol):
         ...
 
     async def set_head(
-        self, name: str, session_id: str, *, expect: str | EllipsisType | None = ...
+        self,
+        name: str,
+        session_id: str,
+        *,
+        expect: str | EllipsisType | None = ...,
+        expect_last: str | None = None,
     ) -> HeadMove:
         """Point the head ``name`` at a session: "the current session of X".
 
@@ -463,6 +481,10 @@ class SessionStore(Protocol):
         (None: only if it was never set), checked and recorded in one
         step, so of several movers that read the same position exactly
         one moves it and the others get `SessionConflictError`.
+        ``expect_last`` states too how far the caller read that session:
+        the move happens only if the session still ends at that entry, so a
+        move made from what was read (the fork a pop makes, the new session
+        a clear starts) never leaves behind an entry appended since.
 
         Args:
             name: the head.
@@ -470,6 +492,8 @@ class SessionStore(Protocol):
             expect: where the head must stand for the move to happen: a
                 session id, or None for a head never set. Left out, the
                 move is unconditional.
+            expect_last: with ``expect`` naming a session, the id of its
+                last entry (``""``: it holds none), as for `append_many`.
 
         Returns:
             The move recorded.
@@ -478,9 +502,11 @@ class SessionStore(Protocol):
             InvalidSessionIdError: ``name`` breaks the session-id rule.
             SessionNotFoundError: no session ``session_id``; nothing recorded.
             SessionConflictError: ``expect`` was given and the head stands
-                elsewhere (its ``expected`` and ``actual`` say where);
-                nothing recorded.
-            ConfigurationError: ``expect`` is neither a string nor None.
+                elsewhere, or ``expect_last`` and its session ends elsewhere
+                (the error's ``what``, ``expected`` and ``actual`` say
+                which); nothing recorded.
+            ConfigurationError: ``expect`` is neither a string nor None, or
+                ``expect_last`` is given without ``expect`` naming a session.
         """
         ...
 

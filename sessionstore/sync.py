@@ -194,9 +194,17 @@ class SyncStore:
         return self._loop.run(self._store.create(meta))
 
     def append(
-        self, session_id: str, entry: SessionEntry, *, expect_last: str | None = None
+        self,
+        session_id: str,
+        entry: SessionEntry,
+        *,
+        expect_last: str | None = None,
+        expect_head: str | None = None,
     ) -> None:
-        self._loop.run(self._store.append(session_id, entry, expect_last=expect_last))
+        append = self._store.append(
+            session_id, entry, expect_last=expect_last, expect_head=expect_head
+        )
+        self._loop.run(append)
 
     def append_many(
         self,
@@ -204,8 +212,12 @@ class SyncStore:
         entries: Sequence[SessionEntry],
         *,
         expect_last: str | None = None,
+        expect_head: str | None = None,
     ) -> None:
-        self._loop.run(self._store.append_many(session_id, entries, expect_last=expect_last))
+        append = self._store.append_many(
+            session_id, entries, expect_last=expect_last, expect_head=expect_head
+        )
+        self._loop.run(append)
 
     def load(self, session_id: str) -> builtins.list[SessionEntry]:
         return self._loop.run(self._store.load(session_id))
@@ -282,9 +294,15 @@ class SyncStore:
         return self._loop.run(self._store.fork(source_id, at=at, meta=meta))
 
     def set_head(
-        self, name: str, session_id: str, *, expect: str | EllipsisType | None = ...
+        self,
+        name: str,
+        session_id: str,
+        *,
+        expect: str | EllipsisType | None = ...,
+        expect_last: str | None = None,
     ) -> HeadMove:
-        return self._loop.run(self._store.set_head(name, session_id, expect=expect))
+        move = self._store.set_head(name, session_id, expect=expect, expect_last=expect_last)
+        return self._loop.run(move)
 
     def head(self, name: str) -> str | None:
         return self._loop.run(self._store.head(name))

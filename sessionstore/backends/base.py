@@ -86,6 +86,7 @@ __all__ = [
     "StoreBase",
     "check_durability",
     "check_expect_last",
+    "check_expectations",
     "check_head",
     "check_last",
     "check_limit",
@@ -145,11 +146,13 @@ class StoreBase(abc.ABC):
         entries: Sequence[SessionEntry],
         *,
         expect_last: str | None = None,
+        expect_head: str | None = None,
     ) -> None:
         """Append a turn, all or none, if the session ends at ``expect_last``
-        (checked with `check_last` in the write's own step); see
-        `SessionStore.append_many`. Refuse a bad ``expect_last`` first
-        (`check_expect_last`)."""
+        (`check_last`) and the head ``expect_head`` names it (`check_head`
+        with ``by="append"``), checked in the write's own step; see
+        `SessionStore.append_many`. Refuse bad expectations first
+        (`check_expectations`)."""
 
     @abc.abstractmethod
     async def load(self, session_id: str) -> builtins.list[SessionEntry]:
@@ -176,10 +179,18 @@ class StoreBase(abc.ABC):
         see `SessionStore.fork`."""
 
     @abc.abstractmethod
-    async def _set_head(self, name: str, move: HeadMove, expect: str | EllipsisType | None) -> None:
-        """Record ``move`` as the head's newest position, if its session exists
-        and the head stands at ``expect`` (unless ``...``: `check_head`), all
-        checked and recorded at once; see `SessionStore.set_head`."""
+    async def _set_head(
+        self,
+        name: str,
+        move: HeadMove,
+        expect: str | EllipsisType | None,
+        expect_last: str | None,
+    ) -> None:
+        """Record ``move`` as the head's newest position, if its session exists,
+        the head stands at ``expect`` (unless ``...``: `check_head`) and, with
+        ``expect_last``, the session ``expect`` names ends there
+        (`check_last`), all checked (that session before the head) and
+        recorded at once; see `SessionStore.set_head`."""
 
     @abc.abstractmethod
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
@@ -239,10 +250,17 @@ class StoreBase(abc.ABC):
     # ------------------------------------------------ derived from those
 
     async def append(
-        self, session_id: str, entry: SessionEntry, *, expect_last: str | None = None
+        self,
+        session_id: str,
+        entry: SessionEntry,
+        *,
+        expect_last: str | None = None,
+        expect_head: str | None = None,
     ) -> None:
         """Append one entry; see `SessionStore.append`."""
-        await self.append_many(session_id, (entry,), expect_last=expect_last)
+        await self.append_many(
+            session_id, (entry,), expect_last=expect_last, expect_head=expect_head
+        )
 
     async def fork(
         self, source_id: str, *, at: str | None = None, meta: SessionMeta | None = None
@@ -286,7 +304,12 @@ class StoreBase(abc.ABC):
         return await self._erase(session_id, reason, digest)
 
     async def set_head(
-        self, name: str, session_id: str, *, expect: str | EllipsisType | None = ...
+        self,
+        name: str,
+        session_id: str,
+        *,
+        expect: str | EllipsisType | None = ...,
+        expect_last: str | None = None,
     ) -> HeadMove:
         """Move a named head; see `SessionStore.set_head`."""
         validate_session_id(name)
@@ -295,8 +318,11 @@ class StoreBase(abc.ABC):
             raise ConfigurationError(
                 f"expect must be a session id, None (a head never set) or left out, not {expect!r}"
             )
+        check_expect_last(expect_last)
+        if expect_last is not None and not isinstance(expect, str):
+            raise ConfigurationError("expect_last needs expect to name the session it ends")
         move = HeadMove.new(session_id)
-        await self._set_head(name, move, expect)
+        await self._set_head(name, move, expect, expect_last)
         return move
 
     async def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
@@ -699,15 +725,28 @@ def check_last(session_id: str, expect_last: str | None, last: str) -> None:
         raise SessionConflictError.last_entry(session_id, expect_last, last)
 
 
-def check_head(name: str, expect: str | EllipsisType | None, current: str | None) -> None:
-    """Refuse a head move whose ``expect`` is not where the head stands
-    (``current``, None for a head never set); ``...`` expects nothing.
+def check_expectations(expect_last: object, expect_head: object) -> None:
+    """Refuse an append's expectations before anything is read: an
+    ``expect_last`` that is no entry id, an ``expect_head`` that is no head name."""
+    check_expect_last(expect_last)
+    if expect_head is not None:
+        if not isinstance(expect_head, str):
+            raise ConfigurationError(f"expect_head must be a head's name, not {expect_head!r}")
+        validate_session_id(expect_head)
+
+
+def check_head(
+    name: str, expect: str | EllipsisType | None, current: str | None, *, by: str = "move"
+) -> None:
+    """Refuse a head move (or, ``by="append"``, an append) whose ``expect`` is
+    not where the head stands (``current``, None for a head never set);
+    ``...`` expects nothing.
 
     Raises:
         SessionConflictError: it stands elsewhere.
     """
     if expect is not ... and expect != current:
-        raise SessionConflictError.head_moved(name, expect, current)
+        raise SessionConflictError.head_moved(name, expect, current, by=by)
 
 
 def check_limit(limit: object, *, allow_none: bool) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import threading
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -21,7 +22,7 @@ from typing import Any
 from sessionstore.backends.base import (
     JournalBase,
     StoreBase,
-    check_expect_last,
+    check_expectations,
     check_head,
     check_last,
     check_unchanged,
@@ -74,6 +75,9 @@ class MemoryStore(StoreBase):
         self._heads: dict[str, builtins.list[HeadMove]] = {}
         self._erasures: builtins.list[Erasure] = []
         self._tick = 0  # counts writes to sessions: the order of last activity
+        # A store object may be shared by threads, each running its own loop:
+        # a conditional write checks and writes under this lock (never awaited).
+        self._writing = threading.Lock()
 
     def _touch(self, session: _Session) -> None:
         """Record a write to ``session`` (see `summaries`)."""
@@ -106,16 +110,26 @@ class MemoryStore(StoreBase):
         entries: Sequence[SessionEntry],
         *,
         expect_last: str | None = None,
+        expect_head: str | None = None,
     ) -> None:
-        check_expect_last(expect_last)
+        check_expectations(expect_last, expect_head)
         session = self._session(session_id)
         lines = entry_lines(session_id, entries)
-        if expect_last is not None:
-            last = read_stored_entry(session.lines[-1]).id if session.lines else ""
-            check_last(session_id, expect_last, last)
-        if lines:
-            session.lines.extend(lines)
-            self._touch(session)
+        with self._writing:  # checked and written in one step, whatever thread calls
+            if expect_last is not None:
+                check_last(session_id, expect_last, self._last(session))
+            if expect_head is not None:
+                check_head(expect_head, session_id, self._head_now(expect_head), by="append")
+            if lines:
+                session.lines.extend(lines)
+                self._touch(session)
+
+    def _last(self, session: _Session) -> str:
+        return read_stored_entry(session.lines[-1]).id if session.lines else ""
+
+    def _head_now(self, name: str) -> str | None:
+        moves = self._heads.get(name)
+        return moves[-1].session_id if moves else None
 
     async def load(self, session_id: str) -> builtins.list[SessionEntry]:
         session = self._session(session_id)
@@ -242,11 +256,20 @@ class MemoryStore(StoreBase):
         self._check_open()
         return builtins.list(self._erasures)
 
-    async def _set_head(self, name: str, move: HeadMove, expect: str | EllipsisType | None) -> None:
+    async def _set_head(
+        self,
+        name: str,
+        move: HeadMove,
+        expect: str | EllipsisType | None,
+        expect_last: str | None,
+    ) -> None:
         self._session(move.session_id)
-        moves = self._heads.get(name)
-        check_head(name, expect, moves[-1].session_id if moves else None)
-        self._heads.setdefault(name, []).append(move)
+        with self._writing:
+            if expect_last is not None:
+                assert isinstance(expect, str)
+                check_last(expect, expect_last, self._last(self._session(expect)))
+            check_head(name, expect, self._head_now(name))
+            self._heads.setdefault(name, []).append(move)
 
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
         held = len(self._heads.get(name, ()))

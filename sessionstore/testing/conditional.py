@@ -11,6 +11,7 @@ import pytest
 
 from sessionstore import (
     ConfigurationError,
+    InvalidSessionIdError,
     SessionConflictError,
     SessionMeta,
     SessionNotFoundError,
@@ -204,3 +205,96 @@ class ConditionalContract:
         history = await store.head_history("chat")
         assert len(history) == ROUNDS
         assert history[-1].session_id == where
+
+    # ---------------------------------------------------------- head and session at once
+
+    async def test_an_append_expecting_a_head_lands_only_on_its_session(
+        self, store: SessionStore
+    ) -> None:
+        current, other = [await store.create(SessionMeta.new()) for _ in range(2)]
+        with pytest.raises(SessionConflictError, match="never set") as caught:
+            await store.append(current, message("e0", "x"), expect_head="chat")
+        assert (caught.value.what, caught.value.expected, caught.value.actual) == (
+            "head",
+            current,
+            None,
+        )
+        await store.set_head("chat", current)
+        await store.append(current, message("e1", "a"), expect_head="chat")
+        await store.append_many(current, [message("e2", "b")], expect_head="chat", expect_last="e1")
+        with pytest.raises(SessionConflictError) as caught:
+            await store.append_many(other, [message("x1", "x")], expect_head="chat")
+        error = caught.value
+        assert (error.session_id, error.what, error.expected, error.actual) == (
+            "chat",
+            "head",
+            other,
+            current,
+        )
+        assert "append" in str(error)
+        assert [entry.id for entry in await store.load(current)] == ["e1", "e2"]
+        assert await store.load(other) == []
+        with pytest.raises(ConfigurationError, match="expect_head"):
+            await store.append(current, message("x", "x"), expect_head=7)  # type: ignore[arg-type]
+        with pytest.raises(InvalidSessionIdError):
+            await store.append(current, message("x", "x"), expect_head="a/b")
+
+    async def test_a_head_move_expecting_its_session_end_stops_at_an_append(
+        self, store: SessionStore
+    ) -> None:
+        current, fork = [await store.create(SessionMeta.new()) for _ in range(2)]
+        await store.set_head("chat", current)
+        await store.append(current, message("e1", "a"))
+        with pytest.raises(SessionConflictError) as caught:
+            await store.set_head("chat", fork, expect=current, expect_last="")
+        error = caught.value
+        assert (error.session_id, error.what, error.expected, error.actual) == (
+            current,
+            "session",
+            "",
+            "e1",
+        )
+        assert [move.session_id for move in await store.head_history("chat")] == [current]
+        await store.set_head("chat", fork, expect=current, expect_last="e1")
+        assert await store.head("chat") == fork
+        for bad_expect in (..., None):
+            with pytest.raises(ConfigurationError, match="expect_last"):
+                await store.set_head("chat", current, expect=bad_expect, expect_last="e1")
+        with pytest.raises(SessionConflictError):  # the head left ``current``
+            await store.set_head("chat", current, expect=current, expect_last="e1")
+
+    async def test_movers_and_appenders_racing_on_a_conversation_never_lose_an_append(
+        self, store: SessionStore, backend: Backend
+    ) -> None:
+        # A pop's shape: read where the head stands and how that session ends,
+        # then move expecting both; appenders add only to the head's session.
+        current = await store.create(SessionMeta.new())
+        await store.set_head("chat", current)
+        last = ""
+        async with _writers(store, backend) as writers:
+            for round_ in range(ROUNDS):
+                fresh = [await store.create(SessionMeta.new()) for _ in range(WRITERS // 2)]
+                movers = [
+                    writer.set_head("chat", target, expect=current, expect_last=last)
+                    for writer, target in zip(writers, fresh, strict=False)
+                ]
+                appenders = [
+                    writer.append(current, message(f"r{round_}a{n}", "x"), expect_head="chat")
+                    for n, writer in enumerate(writers[len(fresh) :])
+                ]
+                outcomes = await asyncio.gather(*map(_outcome, [*movers, *appenders]))
+                moved = [t for t, o in zip(fresh, outcomes, strict=False) if o is None]
+                landed = [
+                    f"r{round_}a{n}" for n, o in enumerate(outcomes[len(fresh) :]) if o is None
+                ]
+                held = [entry.id for entry in await store.load(current)]
+                assert len(moved) <= 1, outcomes
+                if moved:  # no append landed before the move, none after it
+                    assert held[-1:] == ([last] if last else []), outcomes
+                    assert await store.head("chat") == moved[0]
+                    current, last = moved[0], ""
+                else:  # the end moved under every mover: appends landed
+                    assert landed, outcomes
+                    assert held[-len(landed) :] == sorted(landed, key=held.index)
+                    assert set(landed) <= set(held)
+                    last = held[-1]

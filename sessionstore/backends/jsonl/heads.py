@@ -35,7 +35,15 @@ from sessionstore.errors import (
 from sessionstore.models import HeadMove
 from sessionstore.wire import decode_head_move, encode
 
-__all__ = ["HEADS", "append_move", "append_moves", "faults", "names", "read_moves"]
+__all__ = [
+    "HEADS",
+    "append_move",
+    "append_moves",
+    "faults",
+    "last_session",
+    "names",
+    "read_moves",
+]
 
 HEADS = "heads"
 """``<dir>/heads/<name>.jsonl``: the moves of the head ``name``."""
@@ -92,6 +100,12 @@ def _decoded(name: str, path: Path, number: int, line: bytes) -> HeadMove:
         return decode_head_move(line)
     except InvalidRecordError as exc:
         raise CorruptSessionError(name, str(exc), path=str(path), line=number) from None
+
+
+def last_session(name: str, path: Path) -> str | None:
+    """The session the head file ``path`` names now; None if never set."""
+    moves = read_moves(name, path)
+    return moves[-1].session_id if moves else None
 
 
 def read_moves(name: str, path: Path) -> list[HeadMove]:

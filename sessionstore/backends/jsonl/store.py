@@ -72,7 +72,8 @@ from sessionstore.backends.base import (
     Durability,
     StoreBase,
     check_durability,
-    check_expect_last,
+    check_expectations,
+    check_head,
     check_last,
     check_unchanged,
     current_title,
@@ -273,8 +274,9 @@ class JsonlStore(StoreBase):
         entries: Sequence[SessionEntry],
         *,
         expect_last: str | None = None,
+        expect_head: str | None = None,
     ) -> None:
-        check_expect_last(expect_last)
+        check_expectations(expect_last, expect_head)
         self._check(session_id)
         lines = [(line + "\n").encode() for line in entry_lines(session_id, entries)]
         messages, offset = [], 0  # for the index of ids (`sessionstore.backends.jsonl.ids`)
@@ -284,7 +286,7 @@ class JsonlStore(StoreBase):
             offset += len(line)
         data = b"".join(lines)
         await self._gate.passed()
-        append = partial(self._append, session_id, data, messages, expect_last)
+        append = partial(self._append, session_id, data, messages, expect_last, expect_head)
         await self._run(session_id, append)
 
     def _append(
@@ -293,13 +295,19 @@ class JsonlStore(StoreBase):
         data: bytes,
         messages: list[tuple[str, int]],
         expect_last: str | None,
+        expect_head: str | None,
     ) -> None:
         path = self.path(session_id)
         fd = open_locked(session_id, path, os.O_RDWR | os.O_APPEND)
         try:
             size = repair(session_id, path, fd, full=self._full)
-            if expect_last is not None:  # under the lock: no append in between
+            # Under the lock: no append in between, nor a move made from this
+            # session's end (`_set_head` takes this lock before the head's).
+            if expect_last is not None:
                 check_last(session_id, expect_last, last_entry_id(session_id, str(path), fd, size))
+            if expect_head is not None:
+                current = head_files.last_session(expect_head, self._head(expect_head))
+                check_head(expect_head, session_id, current, by="append")
             if data:
                 batch = data.count(b"\n") > 1  # one line is whole or torn, never half
                 if batch:
@@ -570,15 +578,37 @@ class JsonlStore(StoreBase):
     def _head(self, name: str) -> Path:
         return self._dir / head_files.HEADS / f"{name}{SUFFIX}"
 
-    async def _set_head(self, name: str, move: HeadMove, expect: str | EllipsisType | None) -> None:
-        """Append the move to the head's file; see `sessionstore.backends.jsonl.heads`."""
+    async def _set_head(
+        self,
+        name: str,
+        move: HeadMove,
+        expect: str | EllipsisType | None,
+        expect_last: str | None,
+    ) -> None:
+        """Append the move to the head's file; see `sessionstore.backends.jsonl.heads`.
+
+        With ``expect_last``, the session ``expect`` names is locked first (as
+        an append locks it), its end checked, and the head moved under that
+        lock: no append lands on it in between.
+        """
         session_id, path = move.session_id, self._head(name)
 
         def set_head() -> None:
             # A session erased after this check leaves the head naming it,
             # as an erase after the move would: heads keep their history.
             os.close(open_session(session_id, self.path(session_id), os.O_RDONLY))
-            head_files.append_move(name, path, move, full=self._full, expect=expect)
+            if expect_last is None:
+                head_files.append_move(name, path, move, full=self._full, expect=expect)
+                return
+            assert isinstance(expect, str)
+            left = self.path(expect)
+            fd = open_locked(expect, left, os.O_RDWR | os.O_APPEND)
+            try:
+                size = repair(expect, left, fd, full=self._full)
+                check_last(expect, expect_last, last_entry_id(expect, str(left), fd, size))
+                head_files.append_move(name, path, move, full=self._full, expect=expect)
+            finally:
+                os.close(fd)  # releases the lock
 
         await in_thread(set_head, where=path)
 

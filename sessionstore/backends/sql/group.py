@@ -32,7 +32,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from sessionstore.backends.base import check_last
+from sessionstore.backends.base import check_head, check_last
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import wordindex
 from sessionstore.backends.sql.activity import touched
@@ -48,9 +48,10 @@ from sessionstore.errors import SessionStoreError
 
 __all__ = ["Append", "GroupCommit", "write_appends"]
 
-Append = tuple[str, Sequence[dict[str, Any]], str | None]
+Append = tuple[str, Sequence[dict[str, Any]], str | None, str | None]
 """One caller's append: the session id, its entries' rows (no key, no seq),
-and the id its last entry must have (``""``: none; None: no condition)."""
+the id its last entry must have (``""``: none; None: no condition), and the
+head that must name it (None: no condition)."""
 
 
 def write_appends(
@@ -65,8 +66,10 @@ def write_appends(
     the one before in its session, and its digest chained from it; then
     one activity per session written to (`activity.touched`). A
     conditional append is checked against its session's last entry as the
-    appends before it in the batch leave it (`check_last`): refused, it
-    writes nothing, and the others go on.
+    appends before it in the batch leave it (`check_last`), and against
+    where its head stands (`check_head`; on PostgreSQL the heads are locked
+    after the sessions, in name order, as a move locks its session before
+    its head): refused, it writes nothing, and the others go on.
     """
     found: dict[str, _End | SessionStoreError] = {}
     for session_id in sorted({append[0] for append in appends}):
@@ -76,16 +79,24 @@ def write_appends(
             found[session_id] = _End(session, seq, digest)
         except SessionStoreError as exc:  # no such session, or a broken chain
             found[session_id] = exc
+    heads: dict[str, str | None] = {}
+    for name in sorted({append[3] for append in appends if append[3] is not None}):
+        if conn.dialect.name == "postgresql":
+            Q.LOCK_HEAD.first(conn, name=name)
+        last = Q.HEAD_LAST.first(conn, name=name)
+        heads[name] = None if last is None else str(last[1])
     batch = []
     errors: list[SessionStoreError | None] = []
     written: dict[int, None] = {}  # the keys of the sessions written to, in order
-    for session_id, rows, expect_last in appends:
+    for session_id, rows, expect_last, expect_head in appends:
         end = found[session_id]
         try:
             if isinstance(end, SessionStoreError):
                 raise end
             if expect_last is not None:
                 check_last(session_id, expect_last, end.last_id(conn, session_id))
+            if expect_head is not None:
+                check_head(expect_head, session_id, heads[expect_head], by="append")
         except SessionStoreError as exc:
             errors.append(exc)
             continue

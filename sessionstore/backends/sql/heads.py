@@ -13,9 +13,9 @@ from types import EllipsisType
 
 from sqlalchemy import Connection
 
-from sessionstore.backends.base import check_head
+from sessionstore.backends.base import check_head, check_last
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql.database import find_session
+from sessionstore.backends.sql.database import chain_end, entry_id_at, find_session
 from sessionstore.errors import SessionConflictError
 from sessionstore.models import HeadMove
 
@@ -23,16 +23,29 @@ __all__ = ["extend", "head", "history", "move", "names"]
 
 
 def move(
-    conn: Connection, *, name: str, to: HeadMove, expect: str | EllipsisType | None = ...
+    conn: Connection,
+    *,
+    name: str,
+    to: HeadMove,
+    expect: str | EllipsisType | None = ...,
+    expect_last: str | None = None,
 ) -> None:
-    """Record ``to`` as the newest position of ``name``, if its session exists
-    and the head stands at ``expect`` (`check_head`).
+    """Record ``to`` as the newest position of ``name``, if its session exists,
+    the head stands at ``expect`` (`check_head`) and, with ``expect_last``,
+    the session ``expect`` names ends there (`check_last`: its row locked
+    first, as an append locks it before its head).
 
     Raises:
-        SessionNotFoundError: no session ``to.session_id``.
-        SessionConflictError: the head stands elsewhere.
+        SessionNotFoundError: no session ``to.session_id`` (or ``expect``).
+        SessionConflictError: the head stands elsewhere, or its session ends
+            elsewhere.
     """
     find_session(conn, to.session_id)
+    if expect_last is not None:
+        assert isinstance(expect, str)
+        left = find_session(conn, expect, lock=True)
+        seq, _ = chain_end(conn, expect, left)
+        check_last(expect, expect_last, "" if seq == 0 else entry_id_at(conn, expect, left, seq))
     if conn.dialect.name == "postgresql":
         Q.LOCK_HEAD.first(conn, name=name)
     last = Q.HEAD_LAST.first(conn, name=name)

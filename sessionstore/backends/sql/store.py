@@ -42,7 +42,7 @@ from sqlalchemy import Connection, select
 from sessionstore.backends.base import (
     Durability,
     StoreBase,
-    check_expect_last,
+    check_expectations,
     decode_stored_entries,
     decode_stored_meta,
     entry_lines,
@@ -178,13 +178,14 @@ class SqlStore(StoreBase):
         new: Sequence[SessionEntry],
         *,
         expect_last: str | None = None,
+        expect_head: str | None = None,
     ) -> None:
-        check_expect_last(expect_last)
+        check_expectations(expect_last, expect_head)
         self._check(session_id)
         rows = [
             _row(entry, line) for entry, line in zip(new, entry_lines(session_id, new), strict=True)
         ]
-        await self._group.submit((session_id, rows, expect_last))
+        await self._group.submit((session_id, rows, expect_last, expect_head))
 
     def _locations(self, session_id: str) -> tuple[str, str]:
         return self._database.headers_at, self._database.entries_at
@@ -284,8 +285,14 @@ class SqlStore(StoreBase):
         self._check_open()
         return await self._database.transaction(None, erase.erasures)
 
-    async def _set_head(self, name: str, move: HeadMove, expect: str | EllipsisType | None) -> None:
-        body = partial(heads.move, name=name, to=move, expect=expect)
+    async def _set_head(
+        self,
+        name: str,
+        move: HeadMove,
+        expect: str | EllipsisType | None,
+        expect_last: str | None,
+    ) -> None:
+        body = partial(heads.move, name=name, to=move, expect=expect, expect_last=expect_last)
         await self._database.transaction(move.session_id, body, write=True)
 
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
