@@ -604,8 +604,9 @@ def test_what_the_store_protocols_return_is_exported() -> None:
 
 # ------------------------------------------------------------ 5. integrations
 
-# What a framework adapter may import of sessionstore: what a user imports.
-PUBLIC_MODULES = {PACKAGE, f"{PACKAGE}.sync"}
+# What a framework adapter may import of sessionstore: what a user imports,
+# the conversation under a head that the adapters share included.
+PUBLIC_MODULES = {PACKAGE, f"{PACKAGE}.sync", f"{PACKAGE}.integrations.conversation"}
 
 
 def test_integrations_use_only_the_public_api() -> None:

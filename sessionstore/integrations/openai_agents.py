@@ -46,7 +46,6 @@ Values go through the wire format: JSON values only, and an integer beyond
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
 import os
@@ -58,6 +57,7 @@ from typing import Any, Self, cast
 try:
     from agents import TResponseInputItem
     from agents.memory import SessionSettings
+    from agents.memory.session_settings import coerce_session_settings
 except ImportError as exc:
     raise ImportError(
         "sessionstore.integrations.openai_agents needs openai-agents 0.8 or newer: "
@@ -66,17 +66,15 @@ except ImportError as exc:
 
 from sessionstore import (
     CorruptSessionError,
-    DuplicateSessionError,
     InvalidRecordError,
     Message,
     MessageEntry,
     SessionEntry,
-    SessionMeta,
-    SessionNotFoundError,
     SessionStore,
     open_store,
     validate_session_id,
 )
+from sessionstore.integrations.conversation import Conversation
 
 __all__ = ["MARKER", "StoreSession", "item_from_message", "message_from_item"]
 
@@ -134,28 +132,26 @@ def item_from_message(message: Message) -> dict[str, Any]:
 class StoreSession:
     """An openai-agents ``Session`` whose conversation lives in a store.
 
-    Every method first makes sure of the conversation's current session (the
-    head named ``session_id``); `add_items` creates it on first use. Reads
-    never write. The operations of one object run one after another (a lock
-    per object), so tasks sharing it see each other's changes in order.
+    Every method first reads the conversation's current session (the head
+    named ``session_id``); `add_items` creates it on first use. Reads never
+    write.
 
-    Concurrency across objects and processes: each `add_items` lands whole
-    on the conversation's current session. It appends to the session the
-    head names, then reads the head again; if a `pop_item` or
-    `clear_session` moved it meanwhile without having read these items,
-    they are appended to the new session too (nothing is ever removed, so
-    the old one keeps them as well). Two pops or clears racing from two
-    objects both move the head, the later move winning; the other branch
-    stays, in `SessionStore.head_history`. Use one object per conversation
-    in a process to keep those in order.
+    Concurrency: any number of `StoreSession` objects, in any threads, event
+    loops and processes (``Runner.run_sync`` in worker threads), may share
+    one conversation. No lock is held between calls; each change states what
+    it read and the store checks it as it writes
+    (`sessionstore.integrations.conversation`): every `add_items` lands
+    whole on the conversation's current session, every `pop_item` returns
+    an item no other pop returned, and a `clear_session` racing an
+    `add_items` loses nothing.
 
     Args:
         store: any store; the caller keeps it open (and closes it) unless the
             session was made by `open`.
         session_id: the conversation's name: the framework's
             ``session_id``, the head's name and the first session's id.
-        session_settings: openai-agents' settings; its ``limit`` is the
-            default of `get_items`.
+        session_settings: openai-agents' settings (or a dict of them); its
+            ``limit`` is the default of `get_items`.
 
     Raises:
         InvalidSessionIdError: ``session_id`` breaks the session-id rule.
@@ -169,14 +165,15 @@ class StoreSession:
         store: SessionStore,
         session_id: str,
         *,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
-        validate_session_id(session_id)
+        self._conversation = Conversation(store, session_id, first_id=session_id)
         self.session_id = session_id
-        self.session_settings = session_settings
+        self.session_settings = (
+            SessionSettings() if session_settings is None else _settings(session_settings)
+        )
         self._store = store
         self._owns_store = False
-        self._lock = asyncio.Lock()
 
     @classmethod
     def open(
@@ -184,7 +181,7 @@ class StoreSession:
         target: str | os.PathLike[str],
         session_id: str,
         *,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
         **options: Any,
     ) -> _Opening:
         """A session on the store a target names (`open_store`), which it closes.
@@ -211,7 +208,7 @@ class StoreSession:
 
     async def current_session(self) -> str | None:
         """The id of the conversation's current session; None before first use."""
-        return await self._read_current()
+        return await self._conversation.current()
 
     # ------------------------------------------------ the Session protocol
 
@@ -229,7 +226,7 @@ class StoreSession:
         """
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
-        current = await self._read_current()
+        current = await self._conversation.current()
         if current is None or (limit is not None and limit <= 0):
             return []
         messages: Sequence[MessageEntry]
@@ -253,19 +250,8 @@ class StoreSession:
                 the wire format cannot carry (a NaN...); nothing is stored.
         """
         entries = [MessageEntry.new(message_from_item(item)) for item in items]
-        if not entries:
-            return
-        async with self._lock:
-            target = await self._current(create=True)
-            assert target is not None
-            while True:
-                await self._store.append_many(target, entries)
-                head = await self._store.head(self.session_id)
-                if head is None or head == target or await self._taken(target, entries[0].id):
-                    return
-                # The head moved by a pop or clear that did not read these
-                # items: they go on its session too (the class docstring).
-                target = head
+        if entries:
+            await self._conversation.add(entries)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Take the last item off the conversation, losing nothing.
@@ -280,19 +266,8 @@ class StoreSession:
         Raises:
             CorruptSessionError: as for `get_items`.
         """
-        async with self._lock:
-            current = await self._current(create=False)
-            if current is None:
-                return None
-            entries = await self._store.load(current)
-            last = next(
-                (i for i in range(len(entries) - 1, -1, -1) if _is_message(entries[i])), None
-            )
-            if last is None:
-                return None
-            item = _item(current, cast(MessageEntry, entries[last]))
-            await self._move(await self._branch(current, entries[:last]))
-            return item
+        popped = await self._conversation.pop()
+        return None if popped is None else _item(popped.session_id, popped.entry)
 
     async def clear_session(self) -> None:
         """Start the conversation over, losing nothing.
@@ -301,11 +276,7 @@ class StoreSession:
         the old one keeps every item. Clearing a conversation that holds no
         entry changes nothing.
         """
-        async with self._lock:
-            current = await self._current(create=False)
-            if current is None or await self._is_empty(current):
-                return
-            await self._move(await self._store.create(SessionMeta.new(parent_session=current)))
+        await self._conversation.clear()
 
     # ------------------------------------------------ owning the store
 
@@ -325,91 +296,6 @@ class StoreSession:
     ) -> None:
         await self.close()
 
-    # ------------------------------------------------ the current session
-
-    async def _read_current(self) -> str | None:
-        """The head's session, or before any head the session of the
-        conversation's name if it exists: without writing."""
-        head = await self._store.head(self.session_id)
-        if head is not None:
-            return head
-        return None if await self._is_empty(self.session_id) is None else self.session_id
-
-    async def _current(self, *, create: bool) -> str | None:
-        """The head's session; before any head, the session of the
-        conversation's name (created when ``create``), which the head is
-        then set to. None when there is none and ``create`` is false."""
-        head = await self._store.head(self.session_id)
-        if head is not None:
-            return head
-        if create:
-            first = SessionMeta.new().model_copy(update={"id": self.session_id})
-            with contextlib.suppress(DuplicateSessionError):  # another writer made it
-                await self._store.create(first)
-        elif await self._is_empty(self.session_id) is None:
-            return None
-        head = await self._store.head(self.session_id)  # another writer may have set it
-        if head is None:
-            await self._store.set_head(self.session_id, self.session_id)
-            head = self.session_id
-        return head
-
-    async def _is_empty(self, session_id: str) -> bool | None:
-        """Whether a session holds no entry; None when it does not exist."""
-        try:
-            async with contextlib.aclosing(self._store.iter_entries(session_id)) as entries:
-                async for _ in entries:
-                    return False
-        except SessionNotFoundError:
-            return None
-        return True
-
-    async def _branch(self, current: str, kept: builtins.list[SessionEntry]) -> str:
-        """A new session holding ``kept`` (a prefix of ``current``), parent ``current``."""
-        if not kept:
-            return await self._store.create(SessionMeta.new(parent_session=current))
-        at = kept[-1].id
-        if all(entry.id != at for entry in kept[:-1]):
-            return (await self._store.fork(current, at=at)).id
-        # A fork ends at the first entry of that id: an imported session
-        # can repeat ids, so the prefix is copied instead.
-        copy = await self._store.create(SessionMeta.new(parent_session=current))
-        await self._store.append_many(copy, kept)
-        return copy
-
-    async def _move(self, session_id: str) -> None:
-        await self._store.set_head(self.session_id, session_id)
-
-    async def _taken(self, target: str, first_id: str) -> bool:
-        """Whether the move that replaced ``target`` read the items appended
-        there from ``first_id`` on.
-
-        That move's session kept every entry of ``target`` before those
-        items if it read them (a pop of them or of a later item keeps at
-        least that much; a clear keeps nothing, and may be taken either
-        way when nothing came before them); a move that did not read them
-        kept less.
-        """
-        moves = await self._store.head_history(self.session_id)
-        positions = [i for i, move in enumerate(moves) if move.session_id == target]
-        after = positions[-1] + 1 if positions else len(moves)
-        successor = moves[min(after, len(moves) - 1)].session_id
-        before: builtins.list[str] = []
-        async with contextlib.aclosing(self._store.iter_entries(target)) as entries:
-            async for entry in entries:
-                if entry.id == first_id:
-                    break
-                before.append(entry.id)
-        if not before:
-            return True
-        kept = 0
-        async with contextlib.aclosing(self._store.iter_entries(successor)) as entries:
-            async for entry in entries:
-                if kept == len(before) or entry.id != before[kept]:
-                    break
-                kept += 1
-        return kept == len(before)
-
 
 class _Opening:
     """What `StoreSession.open` returns: await it, or use it with ``async with``."""
@@ -419,7 +305,7 @@ class _Opening:
         cls: type[StoreSession],
         target: str | os.PathLike[str],
         session_id: str,
-        session_settings: SessionSettings | None,
+        session_settings: SessionSettings | dict[str, Any] | None,
         options: dict[str, Any],
     ) -> None:
         self._cls = cls
@@ -452,12 +338,12 @@ class _Opening:
             await self._session.close()
 
 
-def _is_message(entry: SessionEntry) -> bool:
-    return isinstance(entry, MessageEntry)
-
-
 def _messages(entries: builtins.list[SessionEntry]) -> builtins.list[MessageEntry]:
     return [entry for entry in entries if isinstance(entry, MessageEntry)]
+
+
+def _settings(settings: SessionSettings | dict[str, Any]) -> SessionSettings:
+    return coerce_session_settings(settings)
 
 
 def _item(session_id: str, entry: MessageEntry) -> TResponseInputItem:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -50,6 +51,7 @@ from sessionstore.integrations.openai_agents import (
     message_from_item,
 )
 from sessionstore.verify import verify_store
+from tests.kinds import StoreTargets
 
 CHAT = "chat-42"
 NO_TRACING = RunConfig(tracing_disabled=True)
@@ -551,6 +553,55 @@ async def test_concurrent_pops_on_one_object_take_one_item_each(store: SessionSt
     assert await session.get_items() == given[:2]
 
 
+async def test_a_pop_racing_another_pop_takes_the_item_before(store: SessionStore) -> None:
+    view, popper, other = await race(store)
+    await other.add_items(items(user("u2")))
+    taken: list[object] = []
+
+    async def pop_first() -> None:
+        taken.append(await other.pop_item())  # takes u2 after ``popper`` read it
+
+    view.hooks["before set_head"] = pop_first
+    taken.append(await popper.pop_item())
+    assert taken == [user("u2"), user("a1")]  # one item each, never the same
+    assert await other.get_items() == [user("u1")]
+
+
+def test_objects_in_threads_each_running_its_own_loop_share_a_conversation(
+    kind: str, store_targets: StoreTargets
+) -> None:
+    # What Runner.run_sync in worker threads does: an event loop per thread,
+    # one store object shared by them all, a session object each.
+    store = asyncio.run(open_store(store_targets.new(kind)))
+    errors: list[BaseException] = []
+
+    async def work(name: str) -> None:
+        session = StoreSession(store, CHAT)
+        for n in range(5):
+            await session.add_items(items(user(f"{name}-{n}a"), user(f"{name}-{n}b")))
+            if n % 2:
+                assert await session.pop_item() is not None
+
+    def run(name: str) -> None:
+        try:
+            asyncio.run(work(name))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(f"t{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)  # a guard against a hang, never reached when it works
+    assert not any(thread.is_alive() for thread in threads)
+    assert errors == []
+    current = asyncio.run(StoreSession(store, CHAT).get_items())
+    assert len(current) == 4 * (5 * 2 - 2)  # each thread added ten items and popped two
+    assert len({canonical(item) for item in current}) == len(current)
+    assert asyncio.run(store.integrity()) == []
+    asyncio.run(store.close())
+
+
 Hook = Callable[[], Awaitable[object]]
 
 
@@ -643,18 +694,24 @@ async def test_a_first_use_racing_one_that_already_moved_the_head(store: Session
     assert len(await store.head_history(CHAT)) == 2
 
 
-@pytest.mark.parametrize("window", ["before", "after"])
-async def test_a_clear_in_the_race_window_leaves_the_items_on_the_new_session(
-    store: SessionStore, window: str
+async def test_a_clear_before_the_append_leaves_the_items_on_the_new_session(
+    store: SessionStore,
 ) -> None:
-    # Before the append, the clear came first; after it, the clear did not
-    # read the items, so it may as well have come first: either way they
-    # are the new session's.
     view, adder, other = await race(store)
-    view.hooks[f"{window} append_many"] = other.clear_session
-    await adder.add_items(items(user(window)))
-    assert await other.get_items() == [user(window)]
+    view.hooks["before append_many"] = other.clear_session
+    await adder.add_items(items(user("late")))
+    assert await other.get_items() == [user("late")]
     assert await store.integrity() == []
+
+
+async def test_a_clear_after_the_append_clears_the_items_too(store: SessionStore) -> None:
+    view, adder, other = await race(store)
+    first = await other.current_session()
+    view.hooks["after append_many"] = other.clear_session  # it reads them: it clears them
+    await adder.add_items(items(user("added")))
+    assert await other.get_items() == []
+    assert first is not None
+    assert [entry.message.text() for entry in await store.load(first)][-1] == "added"
 
 
 async def test_the_adder_follows_the_head_through_several_moves(store: SessionStore) -> None:
@@ -677,7 +734,14 @@ async def test_it_is_an_openai_agents_session() -> None:
         typed: Session = session
         assert isinstance(typed, Session)
         assert session.session_id == CHAT
-        assert session.session_settings is None
+        assert session.session_settings == SessionSettings()  # as the framework's own sessions
+
+
+async def test_session_settings_given_as_a_dict_are_normalised(store: SessionStore) -> None:
+    session = StoreSession(store, CHAT, session_settings={"limit": 2})
+    assert session.session_settings == SessionSettings(limit=2)
+    await session.add_items(items(*(user(str(n)) for n in range(4))))
+    assert await session.get_items() == items(user("2"), user("3"))
 
 
 async def test_open_owns_its_store_and_a_given_store_stays_open(tmp_path: Path) -> None:

@@ -1,0 +1,223 @@
+"""A conversation kept under a named head, whose edits hold under any concurrency.
+
+What a framework's session slot asks of a store (add to the conversation,
+take its last item back, start it over) over an append-only store: the
+conversation's name is a head (`SessionStore.set_head`) naming its current
+session, and nothing is ever deleted. The framework adapters
+(`sessionstore.integrations.openai_agents`, ``.langchain``) are built on
+`Conversation`; an application with a session slot of its own can be too.
+
+Any number of `Conversation` objects, in any threads, event loops and
+processes, may edit one conversation at once. No lock is held between
+calls, and none bound to an event loop is held at all: each edit states
+what it read, and the store checks it in the same step as it writes.
+
+* `Conversation.add` appends one batch to the session the head names, on
+  the condition that the head still names it (``expect_head``): the batch
+  lands whole on the current session, or is refused and tried again on the
+  session the head names then.
+* `Conversation.pop` reads the current session, forks it just before its
+  last message, and moves the head there on the condition that the head
+  still names the session read and that session still ends where it was
+  read (``expect`` and ``expect_last``): an item added meanwhile makes the
+  pop read again. Two pops never return one item, and a pop never leaves
+  an added item behind. A pop that lost such a race leaves its unused fork
+  (a session nothing names).
+* `Conversation.clear` moves the head to a new empty session on the same
+  terms.
+
+So the edits are linearizable: each takes effect at one instant between its
+call and its return, and a caller's own edits keep their order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sessionstore import (
+    DuplicateSessionError,
+    MessageEntry,
+    SessionConflictError,
+    SessionEntry,
+    SessionMeta,
+    SessionNotFoundError,
+    SessionStore,
+    validate_session_id,
+)
+
+__all__ = ["Conversation", "Popped"]
+
+
+@dataclass(frozen=True)
+class Popped:
+    """What `Conversation.pop` took off: the message entry, and the session
+    that still holds it (the one the head named before the pop)."""
+
+    entry: MessageEntry
+    session_id: str
+
+
+class Conversation:
+    """The conversation ``name`` in ``store``: its current session is the one
+    the head ``name`` names.
+
+    Args:
+        store: any store; the caller keeps it open.
+        name: the conversation's name, the head's (the session-id rule applies).
+        first_id: the id of the conversation's first session, made by the
+            first `add` (a session of that id that exists already is
+            continued). Before the head is first set, reads take that
+            session when it exists.
+
+    Raises:
+        InvalidSessionIdError: ``name`` or ``first_id`` breaks the session-id rule.
+    """
+
+    def __init__(self, store: SessionStore, name: str, *, first_id: str) -> None:
+        self.store = store
+        self.name = validate_session_id(name)
+        self.first_id = validate_session_id(first_id)
+
+    def __repr__(self) -> str:
+        return f"Conversation({self.store!r}, {self.name!r})"
+
+    async def current(self) -> str | None:
+        """The current session's id, without writing; None before the first `add`."""
+        return (await self._read())[1]
+
+    async def add(self, entries: Sequence[SessionEntry]) -> str:
+        """Append ``entries`` to the current session, all or none, creating the
+        first session on first use.
+
+        Returns:
+            The session they were appended to.
+
+        Raises:
+            as `SessionStore.append_many` (nothing is stored then).
+        """
+        target = await self._start()
+        while True:
+            try:
+                await self.store.append_many(target, entries, expect_head=self.name)
+                return target
+            except SessionConflictError as exc:
+                if exc.what != "head" or exc.actual is None:
+                    raise
+                target = exc.actual  # moved meanwhile: where it stands now
+
+    async def pop(self) -> Popped | None:
+        """Take the last message off the conversation, losing nothing.
+
+        The current session is forked just before its last message (with
+        none before it, a new empty session takes its place), and the head
+        moves to the fork if nothing changed since the session was read.
+
+        Returns:
+            The message taken, and the session holding it; None when the
+            current session holds no message.
+
+        Raises:
+            CorruptSessionError: the session does not decode.
+        """
+        while True:
+            head, current = await self._read()
+            if current is None:
+                return None
+            entries = await self.store.load(current)
+            last = next(
+                (i for i in range(len(entries) - 1, -1, -1) if _is_message(entries[i])), None
+            )
+            if last is None:
+                return None
+            entry = entries[last]
+            assert isinstance(entry, MessageEntry)
+            branch = await self._branch(current, entries[:last])
+            if await self._move(head, current, entries, branch):
+                return Popped(entry, current)
+
+    async def clear(self) -> None:
+        """Start the conversation over in a new empty session whose parent is
+        the current one, losing nothing; nothing to do when it holds no entry."""
+        while True:
+            head, current = await self._read()
+            if current is None:
+                return
+            entries = await self.store.load(current)
+            if not entries:
+                return
+            fresh = await self.store.create(SessionMeta.new(parent_session=current))
+            if await self._move(head, current, entries, fresh):
+                return
+
+    # ------------------------------------------------------------ reading
+
+    async def _read(self) -> tuple[str | None, str | None]:
+        """Where the head stands (None before it is set), and the current
+        session: the head's, or before any head the first session if it exists."""
+        head = await self.store.head(self.name)
+        if head is not None:
+            return head, head
+        exists = await self._exists(self.first_id)
+        return None, self.first_id if exists else None
+
+    async def _start(self) -> str:
+        """The current session, the first one created and the head set to it
+        on first use (racing first uses agree on it)."""
+        head = await self.store.head(self.name)
+        if head is not None:
+            return head
+        first = SessionMeta.new().model_copy(update={"id": self.first_id})
+        with contextlib.suppress(DuplicateSessionError):  # another writer made it
+            await self.store.create(first)
+        try:
+            await self.store.set_head(self.name, self.first_id, expect=None)
+        except SessionConflictError as exc:  # another writer set it first
+            if exc.actual is None:
+                raise
+            return exc.actual
+        return self.first_id
+
+    async def _exists(self, session_id: str) -> bool:
+        try:  # the stream's first step finds the session, or raises
+            async with contextlib.aclosing(self.store.iter_entries(session_id)) as entries:
+                async for _ in entries:
+                    break
+        except SessionNotFoundError:
+            return False
+        return True
+
+    # ------------------------------------------------------------ moving on
+
+    async def _move(
+        self, head: str | None, current: str, read: list[SessionEntry], to: str
+    ) -> bool:
+        """Move the head to ``to`` if it still stands at ``head`` and its
+        session ``current`` still ends as ``read``; False when either changed."""
+        try:
+            if head is None:  # the first session, before any head: no append yet
+                await self.store.set_head(self.name, to, expect=None)
+            else:
+                end = read[-1].id if read else ""
+                await self.store.set_head(self.name, to, expect=head, expect_last=end)
+        except SessionConflictError:
+            return False  # the unused branch stays, named by nothing
+        return True
+
+    async def _branch(self, current: str, kept: list[SessionEntry]) -> str:
+        """A new session holding ``kept`` (a prefix of ``current``), parent ``current``."""
+        if not kept:
+            return await self.store.create(SessionMeta.new(parent_session=current))
+        at = kept[-1].id
+        if all(entry.id != at for entry in kept[:-1]):
+            return (await self.store.fork(current, at=at)).id
+        # A fork ends at the first entry of that id: an imported session
+        # can repeat ids, so the prefix is copied instead.
+        copy = await self.store.create(SessionMeta.new(parent_session=current))
+        await self.store.append_many(copy, kept)
+        return copy
+
+
+def _is_message(entry: SessionEntry) -> bool:
+    return isinstance(entry, MessageEntry)
