@@ -31,7 +31,15 @@ import concurrent.futures
 import contextlib
 import os
 import threading
-from collections.abc import AsyncIterator, Coroutine, Generator, Iterable, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterable,
+    Sequence,
+)
 from types import EllipsisType, TracebackType
 from typing import Any, Self, TypeVar
 
@@ -148,6 +156,10 @@ async def _finish(last: Coroutine[Any, Any, None] | None) -> None:
         await asyncio.get_running_loop().shutdown_asyncgens()
 
 
+async def _called(call: Callable[[SessionStore], Awaitable[_T]], store: SessionStore) -> _T:
+    return await call(store)
+
+
 async def _next(items: AsyncIterator[_T]) -> _T:
     return await anext(items)
 
@@ -187,6 +199,17 @@ class SyncStore:
     def store(self) -> SessionStore:
         """The async store underneath (to be awaited only on this object's loop)."""
         return self._store
+
+    def run(self, call: Callable[[SessionStore], Awaitable[_T]]) -> _T:
+        """Await ``call(store)`` on this object's loop, ``store`` being the async
+        store underneath, and return what it returns: async code written
+        against `SessionStore` (a `sessionstore.integrations.conversation.
+        Conversation`, say), run from blocking code in one hop.
+
+        Raises:
+            whatever ``call`` raises; StorageError: the sync store is closed.
+        """
+        return self._loop.run(_called(call, self._store))
 
     # ------------------------------------------------------------ sessions
 

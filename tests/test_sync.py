@@ -12,6 +12,7 @@ from sessionstore import (
     ConfigurationError,
     SessionMeta,
     SessionNotFoundError,
+    SessionStore,
     StorageError,
     encode,
 )
@@ -99,7 +100,7 @@ def test_a_stream_left_unfinished_lets_go_and_an_import_reads_any_iterable(
 
 @pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite"])
 def test_closing_ends_every_call_in_flight_with_a_clear_error(tmp_path: Path, kind: str) -> None:
-    target = {"memory": "memory://", "jsonl": str(tmp_path / "j"), "sqlite": tmp_path / "s.db"}
+    target = {"memory": "memory://", "jsonl": str(tmp_path / "j"), "sqlite": str(tmp_path / "s.db")}
     store = open_store(target[kind])
     session_id = store.create(SessionMeta(id="long"))
     store.append_many(session_id, [message(f"e{n}", "x" * 200) for n in range(2000)])
@@ -135,3 +136,17 @@ def test_closing_ends_every_call_in_flight_with_a_clear_error(tmp_path: Path, ki
     assert all(outcome.startswith("closed: ") for outcome in outcomes), outcomes
     assert all("closed" in outcome.removeprefix("closed: ") for outcome in outcomes)
     store.close()  # twice is fine
+
+
+def test_run_awaits_async_code_on_the_store_underneath(tmp_path: Path) -> None:
+    async def two_steps(store: SessionStore) -> list[str]:
+        session_id = await store.create(SessionMeta(id="s"))
+        await store.append(session_id, message("e1", "x"))
+        return [entry.id for entry in await store.load(session_id)]
+
+    with open_store(tmp_path / "s.db") as store:
+        assert store.run(two_steps) == ["e1"]
+        with pytest.raises(SessionNotFoundError):
+            store.run(lambda async_store: async_store.load("ghost"))
+    with pytest.raises(StorageError, match="closed"):
+        store.run(two_steps)

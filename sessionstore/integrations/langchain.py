@@ -17,6 +17,12 @@ the session shows as its summary, a `HumanMessage`, then the messages it
 kept. ``clear`` deletes nothing: it starts an empty session whose
 ``parent_session`` is the old one and moves the head there.
 
+Any number of histories, in any threads, event loops and processes, may
+share one conversation: their adds and clears are conditional writes
+(`sessionstore.integrations.conversation`), so each add lands whole on the
+current session, and a clear racing an add either clears it (it read it)
+or leaves it on the new session, never on the branch it left.
+
 Sync or async: built on a `sessionstore.sync.SyncStore`, every method works
 (the async ones run the blocking calls in a worker thread), so one history
 serves a chain's ``invoke`` and ``ainvoke``. Built on an async
@@ -38,11 +44,11 @@ code, or a compaction's summary) are mapped by role.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import uuid
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 try:
     from langchain_core.chat_history import BaseChatMessageHistory
@@ -68,13 +74,12 @@ except ImportError as exc:
 
 from sessionstore import (
     ConfigurationError,
-    DuplicateSessionError,
     Message,
     MessageEntry,
-    SessionMeta,
     SessionStore,
     validate_session_id,
 )
+from sessionstore.integrations.conversation import Conversation
 from sessionstore.sync import SyncStore
 
 __all__ = ["LANGCHAIN_FIELD", "SessionStoreChatMessageHistory", "from_context", "to_message"]
@@ -86,6 +91,7 @@ LANGCHAIN_FIELD = "langchain"
 _FIRST_SESSION = uuid.UUID("4f7c1a52-9d3e-4b8a-a6e1-2c5b0d9e7f31")
 
 _Content = str | list[str | dict[str, Any]]
+_T = TypeVar("_T")
 
 
 class SessionStoreChatMessageHistory(BaseChatMessageHistory):
@@ -115,26 +121,16 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The conversation's context, compactions applied; empty before the first message."""
-        store = self._sync_store("messages")
-        session = store.head(self.name)
-        return [] if session is None else from_context(store.load_context(session))
+        return self._sync_store("messages").run(self._read)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Store messages at the end of the conversation, all or none.
 
         The first call of a conversation creates its session and head.
         """
-        store = self._sync_store("add_messages")
         entries = [MessageEntry.new(to_message(message)) for message in messages]
-        if not entries:
-            return
-        session = store.head(self.name)
-        if session is None:
-            first = _first_session(self.name)
-            with contextlib.suppress(DuplicateSessionError):  # another history made it first
-                store.create(first)
-            store.set_head(self.name, session := first.id)
-        store.append_many(session, entries)
+        if entries:
+            self._sync_store("add_messages").run(partial(self._add, entries=entries))
 
     def clear(self) -> None:
         """Start the conversation over in a new, empty session.
@@ -143,49 +139,46 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         one, and the head moves to it (`SessionStore.head_history` keeps
         every earlier position). Nothing to do before the first message.
         """
-        store = self._sync_store("clear")
-        session = store.head(self.name)
-        if session is not None:
-            branch = store.create(SessionMeta.new(parent_session=session))
-            store.set_head(self.name, branch)
+        self._sync_store("clear").run(self._clear)
 
     # ------------------------------------------------------------ async
 
     async def aget_messages(self) -> list[BaseMessage]:
         """`messages`, awaited."""
-        store = self.store
-        if isinstance(store, SyncStore):
-            return await asyncio.to_thread(lambda: self.messages)
-        session = await store.head(self.name)
-        return [] if session is None else from_context(await store.load_context(session))
+        return await self._await(self._read)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """`add_messages`, awaited."""
-        store = self.store
-        if isinstance(store, SyncStore):
-            await asyncio.to_thread(self.add_messages, messages)
-            return
         entries = [MessageEntry.new(to_message(message)) for message in messages]
-        if not entries:
-            return
-        session = await store.head(self.name)
-        if session is None:
-            first = _first_session(self.name)
-            with contextlib.suppress(DuplicateSessionError):  # another history made it first
-                await store.create(first)
-            await store.set_head(self.name, session := first.id)
-        await store.append_many(session, entries)
+        if entries:
+            await self._await(partial(self._add, entries=entries))
 
     async def aclear(self) -> None:
         """`clear`, awaited."""
+        await self._await(self._clear)
+
+    # ------------------------------------------------------------ on the async store
+
+    def _conversation(self, store: SessionStore) -> Conversation:
+        return Conversation(store, self.name, first_id=_first_session_id(self.name))
+
+    async def _read(self, store: SessionStore) -> list[BaseMessage]:
+        session = await self._conversation(store).current()
+        return [] if session is None else from_context(await store.load_context(session))
+
+    async def _add(self, store: SessionStore, *, entries: list[MessageEntry]) -> None:
+        await self._conversation(store).add(entries)
+
+    async def _clear(self, store: SessionStore) -> None:
+        await self._conversation(store).clear()
+
+    async def _await(self, call: Callable[[SessionStore], Awaitable[_T]]) -> _T:
+        """``call`` on the async store: awaited here, or on a sync store's own
+        loop from a worker thread (this loop is not held up meanwhile)."""
         store = self.store
         if isinstance(store, SyncStore):
-            await asyncio.to_thread(self.clear)
-            return
-        session = await store.head(self.name)
-        if session is not None:
-            branch = await store.create(SessionMeta.new(parent_session=session))
-            await store.set_head(self.name, branch)
+            return await asyncio.to_thread(store.run, call)
+        return await call(store)
 
     def _sync_store(self, method: str) -> SyncStore:
         if isinstance(self.store, SyncStore):
@@ -197,11 +190,10 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         )
 
 
-def _first_session(name: str) -> SessionMeta:
-    """The header of a conversation's first session: its id is derived from
-    the name, so that histories starting one conversation at once share it."""
-    first_id = str(uuid.uuid5(_FIRST_SESSION, name))
-    return SessionMeta(id=first_id, created_at=SessionMeta.new().created_at)
+def _first_session_id(name: str) -> str:
+    """The id of a conversation's first session, derived from its name, so
+    that histories starting one conversation at once share it."""
+    return str(uuid.uuid5(_FIRST_SESSION, name))
 
 
 # ---------------------------------------------------------------- messages

@@ -301,6 +301,67 @@ def test_histories_starting_one_conversation_at_once_share_its_session(
     assert len(sync_store.list()) == 1
 
 
+class ClearFirst:
+    """A store on which another history clears the conversation just before
+    the next ``append_many``: a clear landing in an add's race window."""
+
+    def __init__(self, store: SessionStore, other: SessionStoreChatMessageHistory) -> None:
+        self.store, self.other, self.armed = store, other, True
+
+    def __getattr__(self, name: str) -> object:
+        method = getattr(self.store, name)
+        if name != "append_many" or not self.armed:
+            return method
+
+        async def clear_then(*args: object, **kwargs: object) -> object:
+            self.armed = False
+            await self.other.aclear()
+            return await method(*args, **kwargs)
+
+        return clear_then
+
+
+async def test_a_clear_racing_an_add_leaves_the_add_on_the_new_session(
+    async_store: SessionStore,
+) -> None:
+    other = SessionStoreChatMessageHistory(async_store, CONVERSATION)
+    await other.aadd_messages([HumanMessage("before")])
+    racing = ClearFirst(async_store, other)
+    adder = SessionStoreChatMessageHistory(racing, CONVERSATION)  # type: ignore[arg-type]
+    await adder.aadd_messages([HumanMessage("during"), AIMessage("reply")])
+    assert [m.content for m in await other.aget_messages()] == ["during", "reply"]
+    assert len(await async_store.head_history(CONVERSATION)) == 2
+
+
+def test_histories_in_threads_adding_and_clearing_keep_each_add_whole_and_in_order(
+    sync_store: SyncStore,
+) -> None:
+    start = threading.Barrier(6)
+
+    def talk(n: int) -> None:
+        history = SessionStoreChatMessageHistory(sync_store, CONVERSATION)
+        start.wait()
+        for turn in range(6):
+            history.add_messages([HumanMessage(f"{n}-{turn}"), AIMessage(f"{n}-{turn}r")])
+            if n == 0 and turn == 2:
+                history.clear()
+
+    threads = [threading.Thread(target=talk, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    history = SessionStoreChatMessageHistory(sync_store, CONVERSATION)
+    texts = [str(m.content) for m in history.messages]
+    for question, reply in zip(texts[::2], texts[1::2], strict=True):
+        assert reply == question + "r"  # each add whole, never split by another
+    for n in range(6):
+        turns = [int(t.split("-")[1]) for t in texts[::2] if t.startswith(f"{n}-")]
+        # Those before the clear are gone, those after it all kept, in order.
+        assert turns == list(range(6 - len(turns), 6))
+    assert [t for t in texts[::2] if t.startswith("0-")] == ["0-3", "0-4", "0-5"]
+
+
 async def test_blocking_calls_on_an_async_store_say_what_to_use(async_store: SessionStore) -> None:
     history = SessionStoreChatMessageHistory(async_store, CONVERSATION)
     with pytest.raises(ConfigurationError, match=r"messages is a blocking call.*ainvoke"):
