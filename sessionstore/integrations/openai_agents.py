@@ -18,6 +18,10 @@ Where things are:
   moves the head there; ``clear_session`` starts a new empty session and
   moves the head there. Every earlier session stays, whole, and every
   position of the head stays in `SessionStore.head_history`.
+* Any number of objects, in any threads, event loops and processes, may
+  share a conversation: each change is a conditional write that the store
+  checks as it writes (`sessionstore.integrations.conversation`), and no
+  lock is held between calls.
 
 An item becomes a message (`message_from_item`, reversed by
 `item_from_message`; ``get_items`` gives back dicts equal to the ones
