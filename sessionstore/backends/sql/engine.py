@@ -213,6 +213,8 @@ def open_sync_engine(
                 f"PostgreSQL needs psycopg: pip install 'sessionstore[postgres]' ({exc})"
             ) from None
     _create_private_file(url)
+    if pooled:  # one connection per thread using the store, however many threads
+        pool["max_overflow"] = -1
     engine = create_engine(url, **pool)
     _install_events(engine, durability, busy_timeout)
     return engine

@@ -184,6 +184,9 @@ class Runner:
         self._local = threading.local()  # each thread's connection
         self._opened: list[Connection] = []
         self._opened_lock = threading.Lock()
+        # The connections of event loops' threads (`_here`), by thread: a
+        # thread that ran ``asyncio.run`` once and ended leaves its own.
+        self._here_owners: dict[Connection, threading.Thread] = {}
         self._driver_error = engine.dialect.loaded_dbapi.OperationalError
 
     def _open(self) -> Connection:
@@ -257,15 +260,33 @@ class Runner:
         """This thread's connection for quick reads: it never waits for a lock.
 
         Opening a SQLite connection takes well under a millisecond, once
-        per thread that runs an event loop using the store.
+        per thread that runs an event loop using the store. Those of
+        threads that have ended are closed first: a store outlives the
+        threads that use it once each (``asyncio.run`` in a new thread per
+        request, as ``Runner.run_sync`` in workers does).
         """
+        self._close_ended_threads()
         conn = self._local.here = self._open()
+        with self._opened_lock:
+            self._here_owners[conn] = threading.current_thread()
         driver = conn.connection.driver_connection
         assert driver is not None
         driver.execute("PRAGMA busy_timeout=0")
         # Its commits never checkpoint: the writer thread does, in passing.
         driver.execute("PRAGMA wal_autocheckpoint=0")
         return conn
+
+    def _close_ended_threads(self) -> None:
+        """Close the `_here` connections of threads that have ended. Their
+        settings (no busy timeout, no checkpoints) are not for other
+        threads: they leave the pool (invalidated), never to be reused."""
+        with self._opened_lock:
+            ended = [conn for conn, owner in self._here_owners.items() if not owner.is_alive()]
+            for conn in ended:
+                del self._here_owners[conn]
+                self._opened.remove(conn)
+        for conn in ended:
+            conn.invalidate()
 
     def _checkpoint_passive(self) -> None:
         """Copy what the WAL holds into the database file, waiting for nobody
@@ -322,6 +343,7 @@ class Runner:
         self._readers.stop()
         with self._opened_lock:
             opened, self._opened = self._opened, []
+            self._here_owners.clear()
         for conn in opened:
             conn.close()
         self.sync_engine.dispose()
