@@ -27,6 +27,7 @@ from sessionstore.context import (
 )
 from sessionstore.errors import (
     ArchiveError,
+    ClosedError,
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
@@ -109,6 +110,7 @@ __all__ = [
     "ArchiveError",
     "ArchiveIssue",
     "ArchiveReport",
+    "ClosedError",
     "CommentWrite",
     "CompactionEntry",
     "ConfigurationError",

@@ -19,6 +19,7 @@ Leaves also derive from the builtin a caller would reach for first, so
      │    └── SchemaTooNewError                        newer than this code: upgrade sessionstore
      ├── ArchiveError                                  an export or import refused files
      └── StorageError                                  the OS or a driver failed
+          └── ClosedError          (also RuntimeError) used after close
 
 Driver and operating-system errors are translated at one boundary per
 backend and chained (``raise StorageError(...) from exc``): no ``OSError``,
@@ -31,6 +32,7 @@ import re
 
 __all__ = [
     "ArchiveError",
+    "ClosedError",
     "ConfigurationError",
     "CorruptSessionError",
     "DuplicateSessionError",
@@ -254,6 +256,11 @@ class StorageError(SessionStoreError):
     def __init__(self, message: str, *, session_id: str | None = None) -> None:
         super().__init__(message if session_id is None else f"session {session_id!r}: {message}")
         self.session_id = session_id
+
+
+class ClosedError(StorageError, RuntimeError):
+    """A store, a sync store or an adapter's session was used after its
+    ``close``; nothing was read or written."""
 
 
 def validate_session_id(session_id: str) -> str:

@@ -44,7 +44,7 @@ from types import EllipsisType, TracebackType
 from typing import Any, Self, TypeVar
 
 from sessionstore.backends import open_store as open_async_store
-from sessionstore.errors import StorageError
+from sessionstore.errors import ClosedError, StorageError
 from sessionstore.journal import Journal
 from sessionstore.models import (
     CompactionEntry,
@@ -95,14 +95,14 @@ class _Loop:
         with self._guard:
             if self.closed:
                 call.close()
-                raise StorageError("the sync store is closed")
+                raise ClosedError("the sync store is closed")
             future = asyncio.run_coroutine_threadsafe(call, self._loop)
             self._calls.add(future)
         try:
             return future.result()
         except concurrent.futures.CancelledError:
             if self.closed:
-                raise StorageError("the sync store was closed during the call") from None
+                raise ClosedError("the sync store was closed during the call") from None
             raise
         finally:
             with self._guard:

@@ -45,6 +45,7 @@ from sessionstore.backends.cursors import Cursor, listing_kind
 from sessionstore.backends.words import matches, score, snippet, words
 from sessionstore.context import repair_pairing
 from sessionstore.errors import (
+    ClosedError,
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
@@ -53,7 +54,6 @@ from sessionstore.errors import (
     InvalidRecordError,
     SessionConflictError,
     SessionNotFoundError,
-    StorageError,
     StreamingMessageError,
     validate_session_id,
 )
@@ -635,7 +635,7 @@ class StoreBase(abc.ABC):
     def _check_open(self, session_id: str | None = None) -> None:
         """Refuse a closed store."""
         if self._closed:
-            raise StorageError(f"{type(self).__name__} is closed", session_id=session_id)
+            raise ClosedError(f"{type(self).__name__} is closed", session_id=session_id)
 
     def _check(self, session_id: str) -> None:
         """Refuse an invalid id or a closed store, before storage is touched."""

@@ -44,6 +44,7 @@ from sessionstore import (
     SessionMeta,
     SessionNotFoundError,
     SessionStore,
+    encode,
     validate_session_id,
 )
 
@@ -95,9 +96,10 @@ class Conversation:
             The session they were appended to.
 
         Raises:
-            as `SessionStore.append_many` (nothing is stored then).
+            as `SessionStore.append_many` (nothing is stored then, and no
+            first session made).
         """
-        target = await self._start()
+        target = await self._start(entries)
         while True:
             try:
                 await self.store.append_many(target, entries, expect_head=self.name)
@@ -162,12 +164,15 @@ class Conversation:
         exists = await self._exists(self.first_id)
         return None, self.first_id if exists else None
 
-    async def _start(self) -> str:
+    async def _start(self, entries: Sequence[SessionEntry]) -> str:
         """The current session, the first one created and the head set to it
-        on first use (racing first uses agree on it)."""
+        on first use (racing first uses agree on it), once ``entries`` are
+        known to be storable."""
         head = await self.store.head(self.name)
         if head is not None:
             return head
+        for entry in entries:  # a refused first add leaves nothing behind
+            encode(entry)
         first = SessionMeta.new().model_copy(update={"id": self.first_id})
         with contextlib.suppress(DuplicateSessionError):  # another writer made it
             await self.store.create(first)

@@ -50,11 +50,12 @@ Values go through the wire format: JSON values only, and an integer beyond
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import contextlib
 import os
 from collections import deque
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Awaitable, Coroutine, Generator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -69,6 +70,7 @@ except ImportError as exc:
     ) from exc
 
 from sessionstore import (
+    ClosedError,
     CorruptSessionError,
     InvalidRecordError,
     Message,
@@ -80,10 +82,23 @@ from sessionstore import (
 )
 from sessionstore.integrations.conversation import Conversation
 
-__all__ = ["MARKER", "StoreSession", "item_from_message", "message_from_item"]
+__all__ = [
+    "MARKER",
+    "InvalidItemError",
+    "StoreSession",
+    "item_from_message",
+    "message_from_item",
+]
 
 MARKER = "openai_agents"
 """The field that marks a message written by the adapter; its value names the layout."""
+
+
+class InvalidItemError(InvalidRecordError, TypeError):
+    """An item the store cannot keep: not a JSON object, or holding a value
+    JSON cannot carry. A `TypeError` too, as openai-agents' own sessions
+    raise for an item ``json.dumps`` refuses."""
+
 
 _MESSAGE = "message"  # role and content are the item's own; its other fields follow
 _ITEM = "item"  # the content is the whole item
@@ -94,10 +109,10 @@ def message_from_item(item: Mapping[str, Any]) -> Message:
     """The message that stores an openai-agents input item (module docstring).
 
     Raises:
-        InvalidRecordError: ``item`` is not a mapping.
+        InvalidItemError: ``item`` is not a mapping.
     """
     if not isinstance(item, Mapping):
-        raise InvalidRecordError(
+        raise InvalidItemError(
             f"an openai-agents item is a JSON object (a dict), not {type(item).__name__}"
         )
     fields = dict(item)
@@ -178,6 +193,7 @@ class StoreSession:
         )
         self._store = store
         self._owns_store = False
+        self._closed = False
 
     @classmethod
     def open(
@@ -211,7 +227,12 @@ class StoreSession:
         return self._store
 
     async def current_session(self) -> str | None:
-        """The id of the conversation's current session; None before first use."""
+        """The id of the conversation's current session; None before first use.
+
+        Raises:
+            ClosedError: the session is closed.
+        """
+        self._check_open()
         return await self._conversation.current()
 
     # ------------------------------------------------ the Session protocol
@@ -222,16 +243,21 @@ class StoreSession:
         Args:
             limit: at most this many, the latest; None takes
                 ``session_settings.limit``, and when that is None too, every
-                item. Zero or less gives none.
+                item. Zero gives none; below zero, every item (as
+                openai-agents' SQLite sessions read it).
 
         Raises:
             CorruptSessionError: a stored entry does not decode, or holds an
                 item this version cannot read.
+            ClosedError: the session is closed.
         """
+        self._check_open()
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
+        if limit is not None and limit < 0:
+            limit = None
         current = await self._conversation.current()
-        if current is None or (limit is not None and limit <= 0):
+        if current is None or limit == 0:
             return []
         messages: Sequence[MessageEntry]
         if limit is None:
@@ -250,12 +276,17 @@ class StoreSession:
         The first call creates the conversation's first session.
 
         Raises:
-            InvalidRecordError: an item is not a JSON object, or holds what
+            InvalidItemError: an item is not a JSON object, or holds what
                 the wire format cannot carry (a NaN...); nothing is stored.
+            ClosedError: the session is closed.
         """
+        self._check_open()
         entries = [MessageEntry.new(message_from_item(item)) for item in items]
         if entries:
-            await self._conversation.add(entries)
+            try:
+                await self._conversation.add(entries)
+            except InvalidRecordError as exc:
+                raise InvalidItemError(str(exc)) from exc
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Take the last item off the conversation, losing nothing.
@@ -269,7 +300,9 @@ class StoreSession:
 
         Raises:
             CorruptSessionError: as for `get_items`.
+            ClosedError: the session is closed.
         """
+        self._check_open()
         popped = await self._conversation.pop()
         return None if popped is None else _item(popped.session_id, popped.entry)
 
@@ -279,15 +312,31 @@ class StoreSession:
         A new empty session whose parent is the current one becomes current;
         the old one keeps every item. Clearing a conversation that holds no
         entry changes nothing.
+
+        Raises:
+            ClosedError: the session is closed.
         """
+        self._check_open()
         await self._conversation.clear()
 
     # ------------------------------------------------ owning the store
 
-    async def close(self) -> None:
-        """Close the store if this session opened it (`open`); otherwise nothing."""
-        if self._owns_store:
-            await self._store.close()
+    def close(self) -> Awaitable[None]:
+        """End the session: every later call raises `ClosedError`; a store
+        this session opened (`open`) is closed, one it was given is not.
+
+        Callable from blocking code, as openai-agents' ``SQLiteSession.close``
+        is (the store is closed before it returns), and to be awaited in
+        async code, as ``AsyncSQLiteSession.close`` is (it closes the store
+        there). Closing again, from any thread or loop, is fine: only the
+        first close closes.
+        """
+        first, self._closed = not self._closed, True
+        return _closed(self._store) if first and self._owns_store else _DONE
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(f"{type(self).__name__} is closed (conversation {self.session_id!r})")
 
     async def __aenter__(self) -> Self:
         return self
@@ -344,6 +393,36 @@ class _Opening:
 
 def _messages(entries: builtins.list[SessionEntry]) -> builtins.list[MessageEntry]:
     return [entry for entry in entries if isinstance(entry, MessageEntry)]
+
+
+class _Done(Coroutine[Any, Any, None]):
+    """A coroutine with nothing left to do: awaited, or run by ``asyncio.run``,
+    it returns at once; left alone, it warns of nothing."""
+
+    def send(self, value: Any) -> Any:
+        raise StopIteration
+
+    def throw(self, *args: Any) -> Any:
+        raise args[0] if len(args) == 1 else args[1]
+
+    def close(self) -> None:
+        pass
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield from ()
+
+
+_DONE = _Done()
+
+
+def _closed(store: SessionStore) -> Coroutine[Any, Any, None]:
+    """``store`` closed now from blocking code; from async code, what to await."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop in this thread: a blocking caller
+        asyncio.run(store.close())
+        return _DONE
+    return store.close()
 
 
 def _settings(settings: SessionSettings | dict[str, Any]) -> SessionSettings:

@@ -10,7 +10,7 @@ import asyncio
 import copy
 import json
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,6 +31,7 @@ from openai.types.responses import (
 )
 
 from sessionstore import (
+    ClosedError,
     CompactionEntry,
     CorruptSessionError,
     InvalidRecordError,
@@ -46,6 +47,7 @@ from sessionstore import (
 )
 from sessionstore.integrations.openai_agents import (
     MARKER,
+    InvalidItemError,
     StoreSession,
     item_from_message,
     message_from_item,
@@ -386,6 +388,58 @@ async def test_add_items_stores_all_or_none(store: SessionStore) -> None:
     assert len(await store.load(CHAT)) == 1
 
 
+async def test_a_refused_first_add_is_a_type_error_and_creates_nothing(
+    store: SessionStore,
+) -> None:
+    session = StoreSession(store, CHAT)
+    for bad in ({"role": "user", "content": object()}, "not an item"):
+        with pytest.raises(TypeError) as caught:  # as openai-agents' own sessions raise
+            await session.add_items([cast(TResponseInputItem, bad)])
+        assert isinstance(caught.value, InvalidItemError)
+        assert isinstance(caught.value, InvalidRecordError)
+    assert await store.list() == []
+    assert await store.heads() == []
+
+
+async def test_a_closed_session_refuses_every_call(store: SessionStore) -> None:
+    session = StoreSession(store, CHAT)
+    await session.add_items(items(user("hi")))
+    await session.close()
+    calls = [
+        session.get_items(),
+        session.add_items([]),
+        session.add_items(items(user("more"))),
+        session.pop_item(),
+        session.clear_session(),
+        session.current_session(),
+    ]
+    for call in calls:
+        with pytest.raises(ClosedError, match="StoreSession is closed") as caught:
+            await call
+        assert isinstance(caught.value, RuntimeError)
+    await session.close()  # twice is fine
+    assert await StoreSession(store, CHAT).get_items() == [user("hi")]  # the store stays open
+
+
+def test_close_from_blocking_code_closes_the_store_it_opened(tmp_path: Path) -> None:
+    target = tmp_path / "chat.db"
+
+    async def opened() -> StoreSession:
+        return await StoreSession.open(target, CHAT)
+
+    session = asyncio.run(opened())
+    asyncio.run(session.add_items(items(user("hi"))))
+    session.close()  # not awaited: as openai-agents' SQLiteSession.close is called
+    with pytest.raises(ClosedError):
+        asyncio.run(session.store.head(CHAT))  # its store is closed too
+    session.close()  # twice is fine
+    reopened = asyncio.run(opened())
+    assert asyncio.run(reopened.get_items()) == [user("hi")]
+    asyncio.run(cast(Coroutine[Any, Any, None], reopened.close()))  # closed at the call
+    with pytest.raises(ClosedError):
+        asyncio.run(reopened.store.head(CHAT))
+
+
 async def test_the_first_add_creates_the_session_and_reads_never_write(
     store: SessionStore,
 ) -> None:
@@ -440,7 +494,9 @@ async def test_get_items_limit_gives_the_latest_in_order(store: SessionStore) ->
     assert await session.get_items() == given[3:]  # the settings' limit
     assert await session.get_items(100) == given
     assert await session.get_items(0) == []
-    assert await session.get_items(-1) == []
+    assert await session.get_items(-1) == given  # as SQLite's LIMIT -1 reads
+    every = StoreSession(store, CHAT, session_settings={"limit": -5})
+    assert await every.get_items() == given
     assert await StoreSession(store, CHAT).get_items() == given
 
 
@@ -711,7 +767,7 @@ async def test_a_clear_after_the_append_clears_the_items_too(store: SessionStore
     await adder.add_items(items(user("added")))
     assert await other.get_items() == []
     assert first is not None
-    assert [entry.message.text() for entry in await store.load(first)][-1] == "added"
+    assert [message.text() for message in await store.load_context(first)][-1] == "added"
 
 
 async def test_the_adder_follows_the_head_through_several_moves(store: SessionStore) -> None:

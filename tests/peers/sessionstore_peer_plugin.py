@@ -339,49 +339,10 @@ class Known(NamedTuple):
     why: str
 
 
-_CLOSED = (
-    "a closed StoreSession goes on working: the peer's sessions raise RuntimeError "
-    "('<class> is closed') from every method after close(), add_items([]) included, "
-    "and close() is idempotent (the tests match the peer's class name in the message)"
-)
-_NEGATIVE_LIMIT = (
-    "get_items(limit=-1) (or session_settings.limit=-1) gives no item on StoreSession; "
-    "agents' SQLite sessions give every item (SQLite's LIMIT -1), and EncryptedSession "
-    "passes the negative limit through to the backend"
-)
-
-KNOWN_FAILURES: dict[str, dict[str, Known]] = {
-    "openai-agents": {
-        f"{_SESSION}::test_sqlite_session_closed_rejects_empty_add_items": Known(
-            KINDS, pytest.fail.Exception, _CLOSED
-        ),
-        **{
-            f"{_ASYNC}::{name}": Known(KINDS, pytest.fail.Exception, _CLOSED)
-            for name in (
-                "test_async_sqlite_session_closed_operations_raise_runtime_error",
-                "test_async_sqlite_session_closed_rejects_empty_add_items",
-                "test_async_sqlite_session_close_before_use_is_terminal",
-                "test_async_sqlite_session_close_is_idempotent",
-            )
-        },
-        f"{_ENCRYPT}::test_encrypted_session_scan_budget_rejects_negative_limit_before_read": (
-            Known(KINDS, AssertionError, _NEGATIVE_LIMIT)
-        ),
-    },
-    "langchain-core": {},
-}
+KNOWN_FAILURES: dict[str, dict[str, Known]] = {"openai-agents": {}, "langchain-core": {}}
 """Tests our adapter fails (``file::function``), as strict xfails: the spec of a fix."""
 
-UNAWAITED: dict[str, dict[str, str]] = {
-    "openai-agents": {
-        "StoreSession.close": (
-            "the peer's SQLiteSession.close() is a plain method, and its tests call it from "
-            "sync code; StoreSession.close() is a coroutine: called so, it closes nothing "
-            "and leaves a coroutine never awaited (a RuntimeWarning)"
-        ),
-    },
-    "langchain-core": {},
-}
+UNAWAITED: dict[str, dict[str, str]] = {"openai-agents": {}, "langchain-core": {}}
 """Coroutines of our adapter the peer's tests leave un-awaited, and why: counted,
 not failed. Any other coroutine of our adapter left un-awaited fails its test."""
 

@@ -29,6 +29,7 @@ from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT, describe, is_
 from sessionstore.backends.sql.runner import Runner, Step, open_runner
 from sessionstore.backends.sql.schema import ensure_schema
 from sessionstore.errors import (
+    ClosedError,
     CorruptSessionError,
     DuplicateSessionError,
     SessionNotFoundError,
@@ -170,7 +171,7 @@ class Database:
     def check_open(self, session_id: str | None = None) -> None:
         """Refuse a closed database, naming the store."""
         if self._closed:
-            raise StorageError("SqlStore is closed", session_id=session_id)
+            raise ClosedError("SqlStore is closed", session_id=session_id)
 
     async def close(self) -> None:
         """Close every connection; closing twice is fine."""
