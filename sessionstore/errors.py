@@ -161,11 +161,14 @@ class SessionConflictError(SessionStoreError):
         self.actual = actual
 
     @classmethod
-    def last_entry(cls, session_id: str, expected: str, actual: str) -> SessionConflictError:
-        """An append's ``expect_last`` failed: the session ends at ``actual``."""
-        found = "holds no entry" if actual == "" else f"its last entry is {actual!r}"
-        wanted = "no entry" if expected == "" else f"{expected!r}"
-        reason = f"{found}, not {wanted} as the append expected; nothing was written"
+    def last_entry(
+        cls, session_id: str, expected: str, actual: str, *, by: str = "append"
+    ) -> SessionConflictError:
+        """An append's ``expect_last`` (or, ``by="move"``, a head move's) failed:
+        the session ends at ``actual``."""
+        found = "holds no entry" if actual == "" else f"ends at entry {actual!r}"
+        wanted = "to hold none" if expected == "" else f"to end at {expected!r}"
+        reason = f"{found}, but the {by} expected it {wanted}; nothing was written"
         return cls(session_id, reason, expected=expected, actual=actual)
 
     @classmethod
@@ -175,8 +178,8 @@ class SessionConflictError(SessionStoreError):
         """A head move's ``expect`` (``by="move"``) or an append's
         ``expect_head`` (``by="append"``) failed: the head stands at ``actual``."""
         found = "was never set" if actual is None else f"names {actual!r}"
-        wanted = "unset" if expected is None else f"at {expected!r}"
-        reason = f"{found}, not {wanted} as the {by} expected; nothing was written"
+        wanted = "never set" if expected is None else f"to name {expected!r}"
+        reason = f"{found}, but the {by} expected it {wanted}; nothing was written"
         return cls(name, reason, "head", expected=expected, actual=actual)
 
 

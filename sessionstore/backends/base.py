@@ -714,15 +714,15 @@ def check_expect_last(expect_last: object) -> None:
         )
 
 
-def check_last(session_id: str, expect_last: str | None, last: str) -> None:
-    """Refuse an append whose ``expect_last`` is not the session's ``last``
-    entry id (``""`` for none).
+def check_last(session_id: str, expect_last: str | None, last: str, *, by: str = "append") -> None:
+    """Refuse an append (or, ``by="move"``, a head move) whose ``expect_last``
+    is not the session's ``last`` entry id (``""`` for none).
 
     Raises:
         SessionConflictError: it is another.
     """
     if expect_last is not None and expect_last != last:
-        raise SessionConflictError.last_entry(session_id, expect_last, last)
+        raise SessionConflictError.last_entry(session_id, expect_last, last, by=by)
 
 
 def check_expectations(expect_last: object, expect_head: object) -> None:

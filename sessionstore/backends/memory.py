@@ -267,7 +267,7 @@ class MemoryStore(StoreBase):
         with self._writing:
             if expect_last is not None:
                 assert isinstance(expect, str)
-                check_last(expect, expect_last, self._last(self._session(expect)))
+                check_last(expect, expect_last, self._last(self._session(expect)), by="move")
             check_head(name, expect, self._head_now(name))
             self._heads.setdefault(name, []).append(move)
 

@@ -254,6 +254,7 @@ class ConditionalContract:
             "",
             "e1",
         )
+        assert "the move expected" in str(error)
         assert [move.session_id for move in await store.head_history("chat")] == [current]
         await store.set_head("chat", fork, expect=current, expect_last="e1")
         assert await store.head("chat") == fork

@@ -605,7 +605,8 @@ class JsonlStore(StoreBase):
             fd = open_locked(expect, left, os.O_RDWR | os.O_APPEND)
             try:
                 size = repair(expect, left, fd, full=self._full)
-                check_last(expect, expect_last, last_entry_id(expect, str(left), fd, size))
+                last = last_entry_id(expect, str(left), fd, size)
+                check_last(expect, expect_last, last, by="move")
                 head_files.append_move(name, path, move, full=self._full, expect=expect)
             finally:
                 os.close(fd)  # releases the lock

@@ -45,7 +45,8 @@ def move(
         assert isinstance(expect, str)
         left = find_session(conn, expect, lock=True)
         seq, _ = chain_end(conn, expect, left)
-        check_last(expect, expect_last, "" if seq == 0 else entry_id_at(conn, expect, left, seq))
+        last = "" if seq == 0 else entry_id_at(conn, expect, left, seq)
+        check_last(expect, expect_last, last, by="move")
     if conn.dialect.name == "postgresql":
         Q.LOCK_HEAD.first(conn, name=name)
     last = Q.HEAD_LAST.first(conn, name=name)
