@@ -43,9 +43,9 @@ __all__ = [
     "SessionRow",
     "WriterLock",
     "chain_end",
-    "entry_id_at",
     "find_session",
     "insert_session",
+    "last_entry_id",
     "last_seq",
 ]
 
@@ -322,13 +322,16 @@ def chain_end(conn: Connection, session_id: str, row: SessionRow) -> tuple[int, 
     return seq, bytes(digest)
 
 
-def entry_id_at(conn: Connection, session_id: str, row: SessionRow, seq: int) -> str:
-    """The id of entry ``seq`` (1 or more) of a session whose own rows hold
-    every entry after those it shares, and whose base holds the last of those.
+def last_entry_id(conn: Connection, session_id: str, row: SessionRow, seq: int) -> str:
+    """The id of a session's last entry, ``seq`` (`chain_end`'s), ``""`` for
+    none: its own row, or for a fork holding none its base's, which holds
+    entry ``base_seq`` as its own.
 
     Raises:
         CorruptSessionError: no row holds it (one deleted behind the store's back).
     """
+    if seq == 0:
+        return ""
     holder = row.pk if seq > (row.base_seq or 0) else row.base_pk
     found = Q.ENTRY_ID_AT.first(conn, pk=holder, seq=seq)
     if found is None:

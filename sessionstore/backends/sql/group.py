@@ -40,8 +40,8 @@ from sessionstore.backends.sql.database import (
     Database,
     SessionRow,
     chain_end,
-    entry_id_at,
     find_session,
+    last_entry_id,
 )
 from sessionstore.backends.sql.digests import entry_digest
 from sessionstore.errors import SessionStoreError
@@ -132,7 +132,7 @@ class _End:
             CorruptSessionError: that row is missing.
         """
         if self.last is None:
-            self.last = "" if self.seq == 0 else entry_id_at(conn, session_id, self.row, self.seq)
+            self.last = last_entry_id(conn, session_id, self.row, self.seq)
         return self.last
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 
 from sessionstore.backends.base import check_head, check_last
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql.database import chain_end, entry_id_at, find_session
+from sessionstore.backends.sql.database import chain_end, find_session, last_entry_id
 from sessionstore.errors import SessionConflictError
 from sessionstore.models import HeadMove
 
@@ -45,8 +45,7 @@ def move(
         assert isinstance(expect, str)
         left = find_session(conn, expect, lock=True)
         seq, _ = chain_end(conn, expect, left)
-        last = "" if seq == 0 else entry_id_at(conn, expect, left, seq)
-        check_last(expect, expect_last, last, by="move")
+        check_last(expect, expect_last, last_entry_id(conn, expect, left, seq), by="move")
     if conn.dialect.name == "postgresql":
         Q.LOCK_HEAD.first(conn, name=name)
     last = Q.HEAD_LAST.first(conn, name=name)
