@@ -61,9 +61,9 @@ def append_move(
 
     def check(held: bytes) -> None:
         if expect is not ...:
-            lines = held.split(b"\n")  # the last is empty: what follows the last newline
-            last = _decoded(name, path, len(lines) - 1, lines[-2]) if len(lines) > 1 else None
-            check_head(name, expect, None if last is None else last.session_id)
+            lines = held.split(b"\n")
+            lines.pop()  # what follows the last newline: nothing
+            check_head(name, expect, _last_session(name, path, lines))
 
     if isinstance(expect, str) and not path.exists():  # a head never set: no file made for it
         check_head(name, expect, None)
@@ -104,8 +104,13 @@ def _decoded(name: str, path: Path, number: int, line: bytes) -> HeadMove:
 
 def last_session(name: str, path: Path) -> str | None:
     """The session the head file ``path`` names now; None if never set."""
-    moves = read_moves(name, path)
-    return moves[-1].session_id if moves else None
+    return _last_session(name, path, read_lines(path, what=f"head {name!r}"))
+
+
+def _last_session(name: str, path: Path, lines: list[bytes]) -> str | None:
+    """The session the last of a head file's complete ``lines`` names (only
+    that one decoded: an append expecting the head reads it every time)."""
+    return _decoded(name, path, len(lines), lines[-1]).session_id if lines else None
 
 
 def read_moves(name: str, path: Path) -> list[HeadMove]:
