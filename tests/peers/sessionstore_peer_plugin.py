@@ -17,14 +17,12 @@ the peer's constructor arguments and change nothing else. ``SQLiteSession``,
 ``InMemoryChatMessageHistory`` becomes `SessionStoreChatMessageHistory`. The
 test bodies run unchanged on our adapter.
 
-Everything left out, skipped or expected to fail is listed once, below:
-`FILES` (what runs), `LEFT_OUT` (files not run), `SKIPPED` (tests skipped
-by name, with why) and `KNOWN_FAILURES` (tests our adapter fails, with the
-diagnosis: strict xfails, so a fix shows as XPASS and the entry must go).
+Everything left out or skipped is listed once, below: `FILES` (what
+runs), `LEFT_OUT` (files not run) and `SKIPPED` (tests skipped by name,
+with why). Every other test must pass.
 
 A coroutine of our adapter left un-awaited (``session.close()`` called from
-sync code, as the peer's sync ``close`` is) fails the test that left it,
-unless `UNAWAITED` lists it: then it is counted in the report instead.
+sync code, say) fails the test that left it.
 """
 
 from __future__ import annotations
@@ -36,14 +34,13 @@ import inspect
 import itertools
 import json
 import os
-import re
 import shutil
 import tempfile
 import threading
 import uuid
 from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
@@ -331,32 +328,15 @@ SYNC_STORE_FOR: dict[str, dict[str, str]] = {
 (the others get an async store; a sync test always gets a `SyncStore`)."""
 
 
-class Known(NamedTuple):
-    """A test our adapter fails: on which kinds, raising what, and why."""
-
-    kinds: tuple[str, ...]
-    raises: type[BaseException]
-    why: str
-
-
-KNOWN_FAILURES: dict[str, dict[str, Known]] = {"openai-agents": {}, "langchain-core": {}}
-"""Tests our adapter fails (``file::function``), as strict xfails: the spec of a fix."""
-
-UNAWAITED: dict[str, dict[str, str]] = {"openai-agents": {}, "langchain-core": {}}
-"""Coroutines of our adapter the peer's tests leave un-awaited, and why: counted,
-not failed. Any other coroutine of our adapter left un-awaited fails its test."""
-
 _ADAPTERS = r"(StoreSession|SessionStoreChatMessageHistory)\."
 
 
-def _unawaited_filters(peer: str) -> tuple[str, ...]:
-    """Filters that fail a test leaving an unlisted coroutine of our adapter un-awaited."""
-    known = "".join(rf"(?!{re.escape(name)}\b)" for name in UNAWAITED[peer])
-    return (
-        f"error:coroutine '{known}{_ADAPTERS}.* was never awaited:RuntimeWarning",
-        f"error:Exception ignored in. <coroutine object {known}{_ADAPTERS}:"
-        "pytest.PytestUnraisableExceptionWarning",
-    )
+UNAWAITED_FILTERS = (
+    f"error:coroutine '{_ADAPTERS}.* was never awaited:RuntimeWarning",
+    f"error:Exception ignored in. <coroutine object {_ADAPTERS}:"
+    "pytest.PytestUnraisableExceptionWarning",
+)
+"""Filters that fail a test leaving a coroutine of our adapters un-awaited."""
 
 
 # ================================================================ stores
@@ -606,7 +586,7 @@ def _install_langchain(stores: Stores) -> None:
 # ================================================================ pytest hooks
 
 
-_RANK = ("passed", "skipped", "xfailed", "failed", "error")
+_RANK = ("passed", "skipped", "failed", "error")
 
 
 class Plugin:
@@ -617,7 +597,6 @@ class Plugin:
         self.stores = Stores(kind)
         self.outcomes: dict[str, dict[str, str]] = {}
         self.unmatched: list[str] = []
-        self.unawaited: dict[str, list[str]] = {}
         where = os.environ.get(REPORT_ENV)
         timeouts = f"{where}.timeout" if where else str(self.stores.root / "timeout")
         self.timeouts = open(timeouts, "w")  # noqa: SIM115 (open for the whole run)
@@ -629,25 +608,15 @@ class Plugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         skipped = SKIPPED[self.peer]
-        failing = {
-            name: known
-            for name, known in KNOWN_FAILURES[self.peer].items()
-            if self.stores.kind in known.kinds
-        }
-        filters = _unawaited_filters(self.peer)
         seen: set[str] = set()
         for item in items:
             name = item.nodeid.split("[", 1)[0]
             seen.add(name)
-            for arg in filters:
+            for arg in UNAWAITED_FILTERS:
                 item.add_marker(pytest.mark.filterwarnings(arg))
             if name in skipped:
                 item.add_marker(pytest.mark.skip(reason=f"sessionstore: {skipped[name]}"))
-            elif name in failing:
-                known = failing[name]
-                why = f"sessionstore adapter: {known.why}"
-                item.add_marker(pytest.mark.xfail(reason=why, raises=known.raises, strict=True))
-        listed = skipped.keys() | failing.keys() | SYNC_STORE_FOR[self.peer].keys()
+        listed = skipped.keys() | SYNC_STORE_FOR[self.peer].keys()
         self.unmatched = sorted(listed - seen)
 
     @pytest.fixture(autouse=True)
@@ -669,7 +638,7 @@ class Plugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep each test's worst outcome over its phases."""
         if report.skipped:
-            outcome = "xfailed" if hasattr(report, "wasxfail") else "skipped"
+            outcome = "skipped"
         elif report.failed:
             outcome = "failed" if report.when == "call" else "error"
         elif report.when == "call":
@@ -685,13 +654,6 @@ class Plugin:
         if report.failed and crash is not None:
             entry.setdefault("message", f"{report.when}: {crash.message}")
 
-    def pytest_warning_recorded(self, warning_message: Any, nodeid: str) -> None:
-        """Count the listed coroutines of our adapter a test left un-awaited."""
-        text = str(warning_message.message)
-        for name in UNAWAITED[self.peer]:
-            if text == f"coroutine '{name}' was never awaited":
-                self.unawaited.setdefault(name, []).append(nodeid)
-
     def pytest_sessionfinish(self) -> None:
         self.stores.close_all()
         self.timeouts.close()
@@ -700,7 +662,6 @@ class Plugin:
             report = {
                 "tests": self.outcomes,
                 "unmatched": self.unmatched,
-                "unawaited": self.unawaited,
                 "built": dict(_BUILT),
             }
             Path(where).write_text(json.dumps(report, indent=1, sort_keys=True))
