@@ -61,7 +61,7 @@ from sessionstore.models import (
     TitleChange,
     Written,
 )
-from sessionstore.store import SearchHit, SessionJournal, SessionStore, SessionSummary
+from sessionstore.store import EntrySlice, SearchHit, SessionJournal, SessionStore, SessionSummary
 from sessionstore.timestamps import Timestamp
 from sessionstore.wire import (
     decode_entry,
@@ -117,6 +117,7 @@ __all__ = [
     "CorruptSessionError",
     "DuplicateSessionError",
     "EntryNotFoundError",
+    "EntrySlice",
     "Erasure",
     "FileJournal",
     "HeadMove",

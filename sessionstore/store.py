@@ -28,7 +28,7 @@ from sessionstore.models import (
 )
 from sessionstore.pairing import PairingDialect
 
-__all__ = ["Order", "SearchHit", "SessionJournal", "SessionStore", "SessionSummary"]
+__all__ = ["EntrySlice", "Order", "SearchHit", "SessionJournal", "SessionStore", "SessionSummary"]
 
 
 Order = Literal["last_activity", "created"]
@@ -101,6 +101,32 @@ class SearchHit:
     snippet: str
     highlights: tuple[tuple[int, int], ...]
     cursor: str
+
+
+@dataclass(frozen=True)
+class EntrySlice:
+    """A run of a session's entries, and where it stands in the session
+    (`SessionStore.load_slice`).
+
+    Nothing stored changes, so entries read at positions ``start`` to
+    ``stop`` stay those entries for as long as the session exists: a reader
+    that kept them reads on from ``stop`` next time.
+
+    Attributes:
+        entries: the entries, in append order.
+        start: the position of the first, 0 for the session's first entry
+            (where an empty run would begin when there is none).
+        length: how many entries the session held when it was read.
+    """
+
+    entries: builtins.list[SessionEntry]
+    start: int
+    length: int
+
+    @property
+    def stop(self) -> int:
+        """The position just after the last entry read: ``start + len(entries)``."""
+        return self.start + len(self.entries)
 
 
 @runtime_checkable
@@ -300,6 +326,28 @@ class SessionStore(Protocol):
             SessionNotFoundError: no such session.
             CorruptSessionError: stored data does not decode; the error names
                 the file (or table) and line.
+        """
+        ...
+
+    async def load_slice(
+        self, session_id: str, start: int = 0, stop: int | None = None
+    ) -> EntrySlice:
+        """``load(session_id)[start:stop]``, read at the cost of what it returns.
+
+        The positions are Python's slice positions: counted from 0, or from
+        the end when negative, clipped to the session. ``load_slice(s, -20)``
+        gives the last 20 entries and ``load_slice(s, n)`` those appended
+        after the first ``n``, with the session's length read in the same
+        snapshot, so a reader keeping what it read reads only what was
+        appended since. On SQL both are index range reads, whatever the
+        session's length (a fork's shared history included); the JSONL and
+        memory stores scan the lines and decode only those returned.
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as for `load` (a line
+                outside the slice is not decoded, so not checked).
+            ConfigurationError: ``start`` is not an int or ``stop`` neither
+                an int nor None; nothing is read.
         """
         ...
 

@@ -58,7 +58,14 @@ from sessionstore.models import (
     TitleChange,
 )
 from sessionstore.pairing import PairingDialect
-from sessionstore.store import Order, SearchHit, SessionJournal, SessionStore, SessionSummary
+from sessionstore.store import (
+    EntrySlice,
+    Order,
+    SearchHit,
+    SessionJournal,
+    SessionStore,
+    SessionSummary,
+)
 
 __all__ = ["SyncJournal", "SyncStore", "open_store"]
 
@@ -244,6 +251,9 @@ class SyncStore:
 
     def load(self, session_id: str) -> builtins.list[SessionEntry]:
         return self._loop.run(self._store.load(session_id))
+
+    def load_slice(self, session_id: str, start: int = 0, stop: int | None = None) -> EntrySlice:
+        return self._loop.run(self._store.load_slice(session_id, start, stop))
 
     def iter_entries(self, session_id: str) -> Generator[SessionEntry, None, None]:
         return self._loop.stream(self._store.iter_entries(session_id))

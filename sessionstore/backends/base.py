@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import collections
 import contextlib
 import gc
 import hashlib
@@ -73,7 +74,7 @@ from sessionstore.models import (
     TitleChange,
 )
 from sessionstore.pairing import PairingDialect, rules
-from sessionstore.store import Order, SearchHit, SessionJournal, SessionSummary
+from sessionstore.store import EntrySlice, Order, SearchHit, SessionJournal, SessionSummary
 from sessionstore.timestamps import now_rfc3339
 from sessionstore.wire import decode_entry, decode_meta, encode
 from sessionstore.wire.stored import read_stored_meta, trusted_entry
@@ -533,6 +534,43 @@ class StoreBase(abc.ABC):
         if buffer:
             yield lines_block(buffer)
 
+    async def load_slice(
+        self, session_id: str, start: int = 0, stop: int | None = None
+    ) -> EntrySlice:
+        """A run of entries by position; see `SessionStore.load_slice`.
+
+        Built on `raw_lines`: every line is read, and only those of the
+        slice decoded (the header is checked); a slice from the end holds
+        no more lines than it returns. Backends that can read a range
+        directly (SQL) override it.
+        """
+        self._check(session_id)
+        check_slice(start, stop)
+        header_at, entries_at = self._locations(session_id)
+        held: collections.deque[tuple[int, str]] = collections.deque(
+            maxlen=-start if start < 0 else None
+        )
+        length = 0
+        lines = self.raw_lines(session_id)
+        try:
+            async for line in lines:
+                decode_stored_meta(session_id, line, path=header_at, line_no=1)
+                break
+            async for line in lines:
+                if start < 0 or (start <= length and (stop is None or stop < 0 or length < stop)):
+                    held.append((length, line))
+                length += 1
+        finally:
+            if isinstance(lines, AsyncGenerator):  # close the file or cursor now
+                await lines.aclose()
+        first, end, _ = slice(start, stop).indices(length)
+        entries = [
+            decode_stored_entry(session_id, line, path=entries_at, line_no=position + 2)
+            for position, line in held
+            if first <= position < end
+        ]
+        return EntrySlice(entries, first, length)
+
     async def iter_entries(self, session_id: str) -> AsyncGenerator[SessionEntry, None]:
         """Stream a session's entries; see `SessionStore.iter_entries`.
 
@@ -747,6 +785,15 @@ def check_head(
     """
     if expect is not ... and expect != current:
         raise SessionConflictError.head_moved(name, expect, current, by=by)
+
+
+def check_slice(start: object, stop: object) -> None:
+    """Refuse slice positions that are not ints (``stop`` may be None)."""
+    for name, value in (("start", start), ("stop", stop)):
+        if value is None and name == "stop":
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigurationError(f"{name} must be an int, not {value!r}")
 
 
 def check_limit(limit: object, *, allow_none: bool) -> None:

@@ -49,6 +49,7 @@ from sessionstore.testing.common import (
 from sessionstore.testing.conditional import ConditionalContract
 from sessionstore.testing.contexts import ContextContract
 from sessionstore.testing.lifecycle import LifecycleContract
+from sessionstore.testing.slices import SliceContract
 
 __all__ = [
     "IMPORTED_LINES",
@@ -96,11 +97,17 @@ SESSION_OPERATIONS = [
 
 @pytest.mark.asyncio
 class SessionStoreContract(
-    BranchContract, BrowseContract, ConditionalContract, ContextContract, LifecycleContract
+    BranchContract,
+    BrowseContract,
+    ConditionalContract,
+    ContextContract,
+    LifecycleContract,
+    SliceContract,
 ):
     """Every rule of the store contract, as tests over the ``backend`` fixture
     (branches and heads: `BranchContract`; conditional appends and head
-    moves: `ConditionalContract`; context ids, repairs and compaction:
+    moves: `ConditionalContract`; slices by position: `SliceContract`; context
+    ids, repairs and compaction:
     `ContextContract`)."""
 
     @pytest_asyncio.fixture

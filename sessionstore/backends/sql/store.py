@@ -43,6 +43,7 @@ from sessionstore.backends.base import (
     Durability,
     StoreBase,
     check_expectations,
+    check_slice,
     decode_stored_entries,
     decode_stored_meta,
     entry_lines,
@@ -59,6 +60,7 @@ from sessionstore.backends.sql import (
     heads,
     paging,
     search,
+    slices,
     survey,
     titles,
     wordindex,
@@ -88,7 +90,7 @@ from sessionstore.models import (
     SessionMeta,
     TitleChange,
 )
-from sessionstore.store import Order, SearchHit, SessionSummary
+from sessionstore.store import EntrySlice, Order, SearchHit, SessionSummary
 
 __all__ = ["SqlStore"]
 
@@ -328,6 +330,15 @@ class SqlStore(StoreBase):
                     each.close()
 
         return await self._database.transaction(session_id, body, lean=True)
+
+    async def load_slice(
+        self, session_id: str, start: int = 0, stop: int | None = None
+    ) -> EntrySlice:
+        """A run of entries by position, read through the ``(session, seq)``
+        index (see `sessionstore.backends.sql.slices`)."""
+        self._check(session_id)
+        check_slice(start, stop)
+        return await slices.load_slice(self._database, session_id, start, stop)
 
     async def list(self) -> builtins.list[SessionMeta]:
         """Every session's header, cached between calls (see `sql.listing`)."""
