@@ -606,7 +606,12 @@ def test_what_the_store_protocols_return_is_exported() -> None:
 
 # What a framework adapter may import of sessionstore: what a user imports,
 # the conversation under a head that the adapters share included.
-PUBLIC_MODULES = {PACKAGE, f"{PACKAGE}.sync", f"{PACKAGE}.integrations.conversation"}
+PUBLIC_MODULES = {
+    PACKAGE,
+    f"{PACKAGE}.sync",
+    f"{PACKAGE}.integrations.conversation",
+    f"{PACKAGE}.integrations.kept",
+}
 
 
 def test_integrations_use_only_the_public_api() -> None:

@@ -45,7 +45,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -80,9 +82,16 @@ from sessionstore import (
     validate_session_id,
 )
 from sessionstore.integrations.conversation import Conversation
+from sessionstore.integrations.kept import KeptContext
 from sessionstore.sync import SyncStore
 
-__all__ = ["LANGCHAIN_FIELD", "SessionStoreChatMessageHistory", "from_context", "to_message"]
+__all__ = [
+    "LANGCHAIN_FIELD",
+    "ChatHistories",
+    "SessionStoreChatMessageHistory",
+    "from_context",
+    "to_message",
+]
 
 LANGCHAIN_FIELD = "langchain"
 """The `Message` field holding LangChain's serialization of the message."""
@@ -103,15 +112,26 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         name: the conversation: the name of the head that names its
             current session (the session-id rule applies). For
             ``RunnableWithMessageHistory``, its ``session_id``.
+        kept: where its reads keep what they converted, shared with other
+            histories of the conversation (`ChatHistories` passes it);
+            None keeps it in this object alone. A read converts only the
+            messages added since the last one (`sessionstore.integrations.kept`).
 
     Raises:
         InvalidSessionIdError: ``name`` breaks the session-id rule.
     """
 
-    def __init__(self, store: SessionStore | SyncStore, name: str) -> None:
+    def __init__(
+        self,
+        store: SessionStore | SyncStore,
+        name: str,
+        *,
+        kept: KeptContext[BaseMessage] | None = None,
+    ) -> None:
         super().__init__()
         self.store = store
         self.name = validate_session_id(name)
+        self._kept = _kept_context() if kept is None else kept
 
     def __repr__(self) -> str:
         return f"SessionStoreChatMessageHistory({self.store!r}, {self.name!r})"
@@ -164,7 +184,7 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
 
     async def _read(self, store: SessionStore) -> list[BaseMessage]:
         session = await self._conversation(store).current()
-        return [] if session is None else from_context(await store.load_context(session))
+        return [] if session is None else await self._kept.read(store, session)
 
     async def _add(self, store: SessionStore, *, entries: list[MessageEntry]) -> None:
         await self._conversation(store).add(entries)
@@ -188,6 +208,54 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
             "await its async methods (aget_messages, aadd_messages, aclear; a chain's "
             "ainvoke), or build it on a sessionstore.sync store"
         )
+
+
+class ChatHistories:
+    """The histories of a store's conversations, each keeping what it converted.
+
+    Give it to ``RunnableWithMessageHistory`` as ``get_session_history``,
+    which asks for a new history object at every call::
+
+        histories = ChatHistories(open_store("sessions.db"))
+        chain = RunnableWithMessageHistory(runnable, histories)
+
+    The histories it makes for one conversation share what they converted
+    (`sessionstore.integrations.kept.KeptContext`), so a turn reads only
+    the messages added since the last one, for the last `CONVERSATIONS`
+    conversations used.
+
+    Args:
+        store: as for `SessionStoreChatMessageHistory`.
+    """
+
+    CONVERSATIONS = 256
+    """Conversations whose conversions are kept at most, the latest used."""
+
+    def __init__(self, store: SessionStore | SyncStore) -> None:
+        self.store = store
+        self._kept: OrderedDict[str, KeptContext[BaseMessage]] = OrderedDict()
+        self._lock = threading.Lock()  # held only to look the dict up, never across a call
+
+    def __repr__(self) -> str:
+        return f"ChatHistories({self.store!r})"
+
+    def __call__(self, name: str) -> SessionStoreChatMessageHistory:
+        """The history of conversation ``name``.
+
+        Raises:
+            InvalidSessionIdError: ``name`` breaks the session-id rule.
+        """
+        validate_session_id(name)
+        with self._lock:
+            kept = self._kept.pop(name, None) or _kept_context()
+            self._kept[name] = kept
+            while len(self._kept) > self.CONVERSATIONS:
+                self._kept.popitem(last=False)
+        return SessionStoreChatMessageHistory(self.store, name, kept=kept)
+
+
+def _kept_context() -> KeptContext[BaseMessage]:
+    return KeptContext(lambda messages, before: from_context(messages))
 
 
 def _first_session_id(name: str) -> str:

@@ -51,11 +51,8 @@ Values go through the wire format: JSON values only, and an integer beyond
 from __future__ import annotations
 
 import asyncio
-import builtins
-import contextlib
 import os
-from collections import deque
-from collections.abc import Awaitable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Coroutine, Generator, Mapping
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -75,12 +72,12 @@ from sessionstore import (
     InvalidRecordError,
     Message,
     MessageEntry,
-    SessionEntry,
     SessionStore,
     open_store,
     validate_session_id,
 )
 from sessionstore.integrations.conversation import Conversation
+from sessionstore.integrations.kept import KeptItems
 
 __all__ = [
     "MARKER",
@@ -192,6 +189,7 @@ class StoreSession:
             SessionSettings() if session_settings is None else _settings(session_settings)
         )
         self._store = store
+        self._kept = KeptItems(_item, copy=_copied)
         self._owns_store = False
         self._closed = False
 
@@ -259,16 +257,7 @@ class StoreSession:
         current = await self._conversation.current()
         if current is None or limit == 0:
             return []
-        messages: Sequence[MessageEntry]
-        if limit is None:
-            messages = _messages(await self._store.load(current))
-        else:
-            messages = deque(maxlen=limit)
-            async with contextlib.aclosing(self._store.iter_entries(current)) as entries:
-                async for entry in entries:
-                    if isinstance(entry, MessageEntry):
-                        messages.append(entry)
-        return [_item(current, entry) for entry in messages]
+        return await self._kept.read(self._store, current, limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items to the current session: all of them, together, or none.
@@ -391,10 +380,6 @@ class _Opening:
             await self._session.close()
 
 
-def _messages(entries: builtins.list[SessionEntry]) -> builtins.list[MessageEntry]:
-    return [entry for entry in entries if isinstance(entry, MessageEntry)]
-
-
 class _Done(Coroutine[Any, Any, None]):
     """A coroutine with nothing left to do: awaited, or run by ``asyncio.run``,
     it returns at once; left alone, it warns of nothing."""
@@ -435,3 +420,18 @@ def _item(session_id: str, entry: MessageEntry) -> TResponseInputItem:
     except InvalidRecordError as exc:
         raise CorruptSessionError(session_id, f"entry {entry.id!r}: {exc}") from exc
     return cast(TResponseInputItem, item)
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of a JSON value (what `item_from_message` returns): each
+    `get_items` hands out items of its own, as openai-agents' sessions do,
+    so a caller changing one changes nothing kept."""
+    kind = type(value)
+    if kind is dict:
+        return {key: item if type(item) in _ATOMS else _copied(item) for key, item in value.items()}
+    if kind is list:
+        return [item if type(item) in _ATOMS else _copied(item) for item in value]
+    return value

@@ -7,6 +7,10 @@ of the store's context::
     result = await agent.run("And tomorrow?", message_history=history)
     await save_messages(store, session_id, result.new_messages())
 
+Each `load_history` reads and converts the whole context; a long-lived
+agent keeps one `MessageHistories` instead, whose turns convert only what
+was added since the last one.
+
 `load_history_sync` and `save_messages_sync` do the same on a
 `sessionstore.sync.SyncStore`, beside ``agent.run_sync``.
 
@@ -34,6 +38,8 @@ mapped by role; see `from_context`.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,11 +64,13 @@ except ImportError as exc:
         "pip install 'sessionstore[pydantic-ai]'"
     ) from exc
 
-from sessionstore import Message, MessageEntry, SessionStore
+from sessionstore import Message, MessageEntry, SessionStore, validate_session_id
+from sessionstore.integrations.kept import KeptContext
 from sessionstore.sync import SyncStore
 
 __all__ = [
     "PYDANTIC_AI_FIELD",
+    "MessageHistories",
     "from_context",
     "load_history",
     "load_history_sync",
@@ -109,6 +117,63 @@ def save_messages_sync(store: SyncStore, session_id: str, messages: Sequence[Mod
     store.append_many(session_id, to_entries(messages))
 
 
+class MessageHistories:
+    """`load_history` and `save_messages` for a store's sessions, each
+    session's history kept converted between calls.
+
+    A long-lived agent (a chat server) makes one and uses it for every
+    turn: a turn then converts only the messages added since the last one
+    (`sessionstore.integrations.kept.KeptContext`), however long the
+    history, for the last `SESSIONS` sessions used::
+
+        histories = MessageHistories(store)
+        history = await histories.load(session_id)
+        result = await agent.run("And tomorrow?", message_history=history)
+        await histories.save(session_id, result.new_messages())
+
+    The lists returned are new; the messages in them are the kept objects,
+    as ``result.all_messages()`` hands pydantic-ai the objects of earlier
+    runs: pass them on, don't change them.
+
+    Args:
+        store: any store; the caller keeps it open.
+    """
+
+    SESSIONS = 256
+    """Sessions whose conversions are kept at most, the latest used."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+        self._kept: OrderedDict[str, KeptContext[ModelMessage]] = OrderedDict()
+        self._lock = threading.Lock()  # held only to look the dict up, never across a call
+
+    def __repr__(self) -> str:
+        return f"MessageHistories({self.store!r})"
+
+    async def load(self, session_id: str) -> list[ModelMessage]:
+        """`load_history`: the session's context as pydantic-ai's ``message_history``.
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as `SessionStore.load_context`.
+            InvalidSessionIdError: ``session_id`` breaks the session-id rule.
+        """
+        validate_session_id(session_id)
+        with self._lock:
+            kept = self._kept.pop(session_id, None) or KeptContext(_converted)
+            self._kept[session_id] = kept
+            while len(self._kept) > self.SESSIONS:
+                self._kept.popitem(last=False)
+        return await kept.read(self.store, session_id)
+
+    async def save(self, session_id: str, messages: Sequence[ModelMessage]) -> None:
+        """`save_messages`: a run's new messages appended, all or none.
+
+        Raises:
+            as `save_messages`.
+        """
+        await save_messages(self.store, session_id, messages)
+
+
 # ---------------------------------------------------------------- messages
 
 
@@ -142,13 +207,19 @@ def from_context(messages: Sequence[Message]) -> list[ModelMessage]:
     from the call it answers); ``user``, a compaction's summary among them,
     and any other role to a request with a `UserPromptPart`.
     """
+    return _converted(messages, ())
+
+
+def _converted(messages: Sequence[Message], before: Sequence[ModelMessage]) -> list[ModelMessage]:
+    """`from_context` of ``messages``, coming after the history ``before``
+    (where a tool's result finds the name of the call it answers)."""
     history: list[ModelMessage] = []
     for message in messages:
         payload = message.extra.get(PYDANTIC_AI_FIELD)
         if isinstance(payload, dict):  # pydantic-ai's own reader, on its JSON
             history.extend(ModelMessagesTypeAdapter.validate_json(json.dumps([payload])))
         else:
-            history.append(_by_role(message, history))
+            history.append(_by_role(message, [*before, *history] if before else history))
     return history
 
 

@@ -1,0 +1,287 @@
+"""What a framework adapter converted of a conversation, kept between its reads.
+
+Nothing stored ever changes: the entries of a session at positions 0 to
+``n`` stay those entries for as long as the session exists. So an adapter
+that converted them (to openai-agents items, LangChain or pydantic-ai
+messages) keeps the result, and its next read asks the store only for the
+entries appended since (`SessionStore.load_slice`): a turn costs what the
+turn added, not what the conversation holds.
+
+Two shapes, one per kind of adapter:
+
+* `KeptItems`: one item per message entry, compactions skipped (the
+  openai-agents session, whose ``get_items(limit=n)`` reads about ``n``
+  entries when nothing is kept yet).
+* `KeptContext`: the session's context (`build_context`): a compaction's
+  summary, then the messages it kept (LangChain's and pydantic-ai's
+  histories). A compaction appended since the last read makes the next
+  read build it again from the whole session.
+
+Each keeps one session's conversion at most: the session the conversation
+named at its last read. A read of another session (after a fork, a clear,
+a pop, a head moved by anyone) replaces it. Each read first re-reads the
+last entry it kept and checks its id, so a session erased and created
+again under the same id is read afresh. At most `KEPT` items are kept
+(the latest); a read wanting more reads the rest and keeps it no longer.
+
+What is kept is a snapshot replaced whole, never changed in place, and no
+lock is held: any number of threads and event loops may read through one
+object at once (two reads racing both read the store, and either result
+may stay kept: each is true of the session). The lists returned are new;
+the items in them are the kept objects themselves unless the caller
+copies them (`KeptItems` takes a ``copy``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from sessionstore import (
+    CompactionEntry,
+    EntrySlice,
+    Message,
+    MessageEntry,
+    SessionEntry,
+    SessionStore,
+    build_context,
+)
+
+__all__ = ["KEPT", "KeptContext", "KeptItems"]
+
+KEPT = 20_000
+"""Items (or context messages) kept at most, the latest: at a few kilobytes
+each as Python objects, tens of megabytes for one conversation."""
+
+_T = TypeVar("_T")
+
+_FIRST = 64
+"""Entries read from the end first, for a limited read with nothing kept."""
+
+
+@dataclass(frozen=True)
+class _Snapshot(Generic[_T]):
+    """What was converted of ``session_id``: the items of the entries at
+    positions ``start`` to ``stop``, ``positions`` holding each item's entry."""
+
+    session_id: str
+    start: int
+    stop: int
+    last_id: str  # the id of entry ``stop - 1``; "" when ``stop`` is 0
+    items: tuple[_T, ...]
+    positions: tuple[int, ...]
+
+
+def _last_id(read: EntrySlice) -> str:
+    return read.entries[-1].id if read.entries else ""
+
+
+async def _since(store: SessionStore, kept: _Snapshot[_T] | _Context[_T]) -> EntrySlice | None:
+    """The entries appended after ``kept``, with the last one kept re-read;
+    None when that entry is not where it was (the session is not the one read)."""
+    if kept.stop == 0:
+        return await store.load_slice(kept.session_id, 0)
+    read = await store.load_slice(kept.session_id, kept.stop - 1)
+    if not read.entries or read.start != kept.stop - 1 or read.entries[0].id != kept.last_id:
+        return None
+    return read
+
+
+class KeptItems(Generic[_T]):
+    """The items of a session's message entries, kept between reads.
+
+    Args:
+        convert: an item from a message entry (and its session's id, for
+            errors).
+        copy: what each read hands out for a kept item (a deep copy, for
+            items the caller may change); None hands out the kept objects.
+    """
+
+    def __init__(
+        self,
+        convert: Callable[[str, MessageEntry], _T],
+        *,
+        copy: Callable[[_T], _T] | None = None,
+    ) -> None:
+        self._convert = convert
+        self._copy = copy
+        self._kept: _Snapshot[_T] | None = None
+
+    def drop(self) -> None:
+        """Forget what is kept: the next read reads as a new object would."""
+        self._kept = None
+
+    async def read(self, store: SessionStore, session_id: str, limit: int | None) -> list[_T]:
+        """The items of ``session_id``, oldest first: the last ``limit``, or all.
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as `SessionStore.load_slice`,
+                or what ``convert`` raises.
+        """
+        kept = await self._refreshed(store, session_id, limit)
+        if limit is not None and (len(kept.items) >= limit or kept.start == 0):
+            items: Sequence[_T] = kept.items[-limit:] if limit else ()
+        elif kept.start == 0:
+            items = kept.items
+        else:  # more than is kept: the rest read, and kept no longer
+            items = await self._before(store, kept, limit) + list(kept.items)
+        copy = self._copy
+        return list(items) if copy is None else [copy(item) for item in items]
+
+    async def _refreshed(
+        self, store: SessionStore, session_id: str, limit: int | None
+    ) -> _Snapshot[_T]:
+        kept = self._kept
+        if kept is not None and kept.session_id == session_id:
+            read = await _since(store, kept)
+            if read is not None:
+                new = self._converted(session_id, read, skip=0 if kept.stop == 0 else 1)
+                fresh = self._joined(kept, read, new)
+                self._kept = fresh
+                return fresh
+        fresh = await self._first(store, session_id, limit)
+        self._kept = fresh
+        return fresh
+
+    async def _first(
+        self, store: SessionStore, session_id: str, limit: int | None
+    ) -> _Snapshot[_T]:
+        """A first read: the whole session, or for ``limit`` its end, read
+        back from the end until it holds ``limit`` items."""
+        if limit is None:
+            read = await store.load_slice(session_id, 0)
+        else:
+            wanted = _FIRST if limit <= _FIRST else limit
+            while True:
+                read = await store.load_slice(session_id, -wanted)
+                found = sum(isinstance(entry, MessageEntry) for entry in read.entries)
+                if found >= limit or read.start == 0:
+                    break
+                wanted *= 4
+        items, positions = self._converted(session_id, read)
+        return self._bounded(
+            _Snapshot(session_id, read.start, read.stop, _last_id(read), items, positions)
+        )
+
+    def _converted(
+        self, session_id: str, read: EntrySlice, *, skip: int = 0
+    ) -> tuple[tuple[_T, ...], tuple[int, ...]]:
+        convert = self._convert
+        pairs = [
+            (convert(session_id, entry), read.start + at)
+            for at, entry in enumerate(read.entries)
+            if at >= skip and isinstance(entry, MessageEntry)
+        ]
+        return tuple(item for item, _ in pairs), tuple(at for _, at in pairs)
+
+    def _joined(
+        self,
+        kept: _Snapshot[_T],
+        read: EntrySlice,
+        new: tuple[tuple[_T, ...], tuple[int, ...]],
+    ) -> _Snapshot[_T]:
+        if not new[0] and read.stop == kept.stop:
+            return kept
+        joined = _Snapshot(
+            kept.session_id,
+            kept.start,
+            read.stop,
+            _last_id(read) or kept.last_id,
+            kept.items + new[0],
+            kept.positions + new[1],
+        )
+        return self._bounded(joined)
+
+    @staticmethod
+    def _bounded(kept: _Snapshot[_T]) -> _Snapshot[_T]:
+        if len(kept.items) <= KEPT:
+            return kept
+        items, positions = kept.items[-KEPT:], kept.positions[-KEPT:]
+        return _Snapshot(kept.session_id, positions[0], kept.stop, kept.last_id, items, positions)
+
+    async def _before(
+        self, store: SessionStore, kept: _Snapshot[_T], limit: int | None
+    ) -> list[_T]:
+        """The items before what is kept: the last ``limit - len(kept.items)``
+        of them, or all."""
+        read = await store.load_slice(kept.session_id, 0, kept.start)
+        items, _ = self._converted(kept.session_id, read)
+        if limit is None:
+            return list(items)
+        wanted = limit - len(kept.items)
+        return list(items[-wanted:]) if wanted > 0 else []
+
+
+class KeptContext(Generic[_T]):
+    """A session's context (`build_context`), converted, kept between reads.
+
+    The context only grows until a compaction, so what is kept is one list
+    that reads extend (under a lock held while they do, never across an
+    await); each snapshot notes how much of it is its own, and each read
+    hands out a copy of that much.
+
+    Args:
+        convert: the items of context messages, given the items before them
+            (a tool's result may need the call it answers).
+    """
+
+    def __init__(self, convert: Callable[[Sequence[Message], Sequence[_T]], list[_T]]) -> None:
+        self._convert = convert
+        self._kept: _Context[_T] | None = None
+        self._extending = threading.Lock()
+
+    def drop(self) -> None:
+        """Forget what is kept: the next read reads as a new object would."""
+        self._kept = None
+
+    async def read(self, store: SessionStore, session_id: str) -> list[_T]:
+        """The converted context of ``session_id``, as `SessionStore.load_context` builds it.
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as `SessionStore.load_slice`,
+                or what ``convert`` raises.
+        """
+        kept = self._kept
+        if kept is not None and kept.session_id == session_id:
+            read = await _since(store, kept)
+            new = [] if read is None else read.entries[0 if kept.stop == 0 else 1 :]
+            if read is not None and not any(isinstance(entry, CompactionEntry) for entry in new):
+                return self._extended(kept, read, new)
+        read = await store.load_slice(session_id, 0)
+        context = self._convert(build_context(read.entries), ())
+        fresh = _Context(session_id, read.stop, _last_id(read), context, len(context))
+        self._kept = fresh if len(context) <= KEPT else None
+        return list(context)
+
+    def _extended(
+        self, kept: _Context[_T], read: EntrySlice, new: Sequence[SessionEntry]
+    ) -> list[_T]:
+        messages = [entry.message for entry in new if isinstance(entry, MessageEntry)]
+        if not messages and read.stop == kept.stop:
+            return kept.items[: kept.count]
+        items = kept.items
+        added = self._convert(messages, items if len(items) == kept.count else items[: kept.count])
+        with self._extending:
+            items = kept.items
+            if len(items) == kept.count:  # the list is this snapshot's alone: extend it
+                items.extend(added)
+            else:  # another read extended it first: a list of this read's own
+                items = items[: kept.count] + added
+            last_id = _last_id(read) or kept.last_id
+            fresh = _Context(kept.session_id, read.stop, last_id, items, kept.count + len(added))
+            self._kept = fresh if fresh.count <= KEPT else None
+            return items[: fresh.count]
+
+
+@dataclass(frozen=True)
+class _Context(Generic[_T]):
+    """What `KeptContext` converted of ``session_id``: the context of its
+    entries up to position ``stop``, the first ``count`` of ``items``."""
+
+    session_id: str
+    stop: int
+    last_id: str
+    items: list[_T]
+    count: int

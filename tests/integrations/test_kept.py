@@ -1,0 +1,226 @@
+"""What the adapters keep between reads (`sessionstore.integrations.kept`):
+a read after a turn reads only what the turn added, and what it gives is
+always what a new adapter object reading everything would give.
+Without the frameworks these tests skip (fail under CI=true): `require`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.integrations import require
+
+require("agents", extra="openai-agents")
+require("langchain_core", extra="langchain")
+require("pydantic_ai", extra="pydantic-ai")
+
+from langchain_core.messages import AIMessage, HumanMessage
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+from sessionstore import EntrySlice, SessionMeta, SessionStore
+from sessionstore.integrations import kept
+from sessionstore.integrations.langchain import ChatHistories, SessionStoreChatMessageHistory
+from sessionstore.integrations.openai_agents import StoreSession
+from sessionstore.integrations.pydantic_ai import MessageHistories, load_history, save_messages
+
+pytestmark = pytest.mark.asyncio
+
+
+class Counting:
+    """A store that counts the entries its reads hand back."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+        self.read = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def load(self, session_id: str) -> list[Any]:
+        entries = await self.store.load(session_id)
+        self.read += len(entries)
+        return entries
+
+    async def load_slice(self, session_id: str, start: int = 0, stop: int | None = None) -> Any:
+        got: EntrySlice = await self.store.load_slice(session_id, start, stop)
+        self.read += len(got.entries)
+        return got
+
+    async def load_context(self, session_id: str, **options: Any) -> Any:
+        messages = await self.store.load_context(session_id, **options)
+        self.read += len(messages)
+        return messages
+
+    def counted(self) -> int:
+        read, self.read = self.read, 0
+        return read
+
+
+def user(n: int) -> dict[str, Any]:
+    return {"role": "user", "content": f"message {n}"}
+
+
+async def fresh_items(store: SessionStore, limit: int | None = None) -> list[Any]:
+    return await StoreSession(store, "chat").get_items(limit)
+
+
+# ------------------------------------------------------------ openai-agents
+
+
+async def test_a_read_after_a_turn_reads_only_the_turn(async_store: SessionStore) -> None:
+    counting = Counting(async_store)
+    session = StoreSession(counting, "chat")  # type: ignore[arg-type]
+    await session.add_items([user(n) for n in range(300)])
+    assert len(await session.get_items()) == 300
+    assert counting.counted() >= 300
+    await session.add_items([user(300), {"role": "assistant", "content": "an answer"}])
+    got = await session.get_items()
+    assert counting.counted() <= 3  # the last entry kept, re-read, and the two new
+    assert got == await fresh_items(async_store)
+    assert len(got) == 302
+
+
+async def test_a_limited_first_read_reads_about_the_limit(async_store: SessionStore) -> None:
+    await StoreSession(async_store, "chat").add_items([user(n) for n in range(1000)])
+    counting = Counting(async_store)
+    got = await StoreSession(counting, "chat").get_items(limit=20)  # type: ignore[arg-type]
+    assert got == [user(n) for n in range(980, 1000)]
+    assert counting.counted() <= 64
+
+
+async def test_items_changed_by_the_caller_change_nothing_kept(async_store: SessionStore) -> None:
+    session = StoreSession(async_store, "chat")
+    await session.add_items([{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}])
+    first = await session.get_items()
+    first[0]["content"][0]["text"] = "changed"
+    first[0]["role"] = "assistant"
+    assert await session.get_items() == [
+        {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    ]
+
+
+async def test_what_other_objects_did_is_read(async_store: SessionStore) -> None:
+    ours, theirs = StoreSession(async_store, "chat"), StoreSession(async_store, "chat")
+    await ours.add_items([user(n) for n in range(5)])
+    assert len(await ours.get_items()) == 5
+    await theirs.add_items([user(5)])
+    assert await ours.get_items() == [user(n) for n in range(6)]
+    assert await theirs.pop_item() == user(5)  # the head moves to a fork
+    assert await ours.get_items() == [user(n) for n in range(5)]
+    assert await ours.get_items(limit=2) == [user(3), user(4)]
+    await theirs.clear_session()
+    assert await ours.get_items() == []
+
+
+async def test_a_session_erased_and_made_again_is_read_afresh(async_store: SessionStore) -> None:
+    session = StoreSession(async_store, "chat")
+    await session.add_items([user(n) for n in range(4)])
+    assert len(await session.get_items()) == 4
+    await async_store.erase("chat", reason="test")
+    await async_store.create(SessionMeta(id="chat"))  # the head names it again
+    await StoreSession(async_store, "chat").add_items([user(n) for n in range(10, 16)])
+    assert await session.get_items() == [user(n) for n in range(10, 16)]
+
+
+async def test_past_the_bound_reads_still_give_everything(
+    async_store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kept, "KEPT", 10)
+    session = StoreSession(async_store, "chat")
+    await session.add_items([user(n) for n in range(30)])
+    assert await session.get_items() == [user(n) for n in range(30)]
+    assert await session.get_items(limit=25) == [user(n) for n in range(5, 30)]
+    assert await session.get_items(limit=5) == [user(n) for n in range(25, 30)]
+    await session.add_items([user(30)])
+    assert await session.get_items() == [user(n) for n in range(31)]
+    assert await session.get_items(limit=12) == [user(n) for n in range(19, 31)]
+
+
+async def test_compactions_are_not_items_and_leave_the_reads_alone(
+    async_store: SessionStore,
+) -> None:
+    session = StoreSession(async_store, "chat")
+    await session.add_items([user(n) for n in range(6)])
+    assert len(await session.get_items()) == 6
+    current = await session.current_session()
+    assert current is not None
+    await async_store.compact(current, "the first four", keep_last=2)
+    await session.add_items([user(6)])
+    assert await session.get_items() == [user(n) for n in range(7)]
+
+
+# ------------------------------------------------------------ LangChain
+
+
+async def test_langchain_histories_from_the_factory_read_only_the_turn(
+    async_store: SessionStore,
+) -> None:
+    counting = Counting(async_store)
+    histories = ChatHistories(counting)  # type: ignore[arg-type]
+    await histories("chat").aadd_messages([HumanMessage(f"q{n}") for n in range(200)])
+    assert len(await histories("chat").aget_messages()) == 200
+    counting.counted()
+    await histories("chat").aadd_messages([HumanMessage("q"), AIMessage("a")])
+    got = await histories("chat").aget_messages()
+    assert counting.counted() <= 3
+    fresh = SessionStoreChatMessageHistory(async_store, "chat")
+    assert got == await fresh.aget_messages()
+    assert [message.content for message in got[-2:]] == ["q", "a"]
+
+
+async def test_langchain_reads_a_new_compaction_as_its_summary(async_store: SessionStore) -> None:
+    history = ChatHistories(async_store)("chat")
+    await history.aadd_messages([HumanMessage(f"q{n}") for n in range(6)])
+    assert len(await history.aget_messages()) == 6
+    fresh = SessionStoreChatMessageHistory(async_store, "chat")
+    session = (await async_store.heads()) and await async_store.head("chat")
+    assert session
+    await async_store.compact(session, "what was said", keep_last=2)
+    got = await history.aget_messages()
+    assert got == await fresh.aget_messages()
+    assert [message.content for message in got] == [
+        "[Conversation summary]\nwhat was said",
+        "q4",
+        "q5",
+    ]
+    await history.aclear()
+    assert await history.aget_messages() == []
+
+
+# ------------------------------------------------------------ pydantic-ai
+
+
+def exchange(n: int) -> list[Any]:
+    return [
+        ModelRequest(parts=[UserPromptPart(f"question {n}")]),
+        ModelResponse(parts=[TextPart(f"answer {n}")]),
+    ]
+
+
+async def test_pydantic_ai_histories_read_only_the_turn(async_store: SessionStore) -> None:
+    session = await async_store.create(SessionMeta.new())
+    await save_messages(async_store, session, [m for n in range(50) for m in exchange(n)])
+    counting = Counting(async_store)
+    histories = MessageHistories(counting)  # type: ignore[arg-type]
+    assert len(await histories.load(session)) == 100
+    counting.counted()
+    await histories.save(session, exchange(50))
+    got = await histories.load(session)
+    assert counting.counted() <= 3
+    assert got == await load_history(async_store, session)
+    assert len(got) == 102
+    await async_store.compact(session, "fifty exchanges", keep_last=2)
+    compacted = await histories.load(session)
+    assert contents(compacted) == contents(await load_history(async_store, session))
+    assert contents(compacted) == [
+        ["[Conversation summary]\nfifty exchanges"],
+        ["question 50"],
+        ["answer 50"],
+    ]
+
+
+def contents(history: list[Any]) -> list[list[Any]]:
+    """The parts' contents: a summary's request is stamped with the time it is read."""
+    return [[part.content for part in message.parts] for message in history]
