@@ -12,24 +12,30 @@ From a checkout, alembic's own command line runs the same migrations::
 The revision is kept in the table ``sessionstore_alembic_version``, so a
 database shared with an application that runs alembic itself keeps the
 two histories apart.
+
+alembic loads only to migrate (`upgrade`) or to read the migrations
+(`head`): `current` reads the revision with one query, so a program (the
+command line) that checks a database before reading it never loads it.
 """
 
 from __future__ import annotations
 
-from alembic import command
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
-from sqlalchemy import Connection
+from typing import TYPE_CHECKING
 
 from sessionstore.backends.sql.database import Database
 from sessionstore.backends.sql.schema import VERSION_TABLE, alembic_config, revision_of
 from sessionstore.errors import StorageError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 __all__ = ["VERSION_TABLE", "alembic_config", "current", "head", "upgrade"]
 
 
 def head() -> str:
     """The newest revision this code knows."""
+    from alembic.script import ScriptDirectory
+
     revision = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert revision is not None  # the package ships at least one revision
     return revision
@@ -46,6 +52,8 @@ async def upgrade(target: str, revision: str = "head") -> None:
         ConfigurationError: the target is not a SQL database.
         StorageError: the database could not be reached or migrated.
     """
+    from alembic import command
+    from alembic.util.exc import CommandError
 
     def migrate(connection: Connection) -> None:
         try:
