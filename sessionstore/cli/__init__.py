@@ -12,14 +12,28 @@ become one line on stderr and a non-zero exit, never a traceback; Ctrl-C
 stops at once with status 130, and a closed pipe (``| head``) ends the output quietly.
 
 The package's modules, in the order a command runs through them: `parser`
-(every command and option), `running` (`main`: errors, Ctrl-C, pipes),
-`opening` (the store ``--db`` names), one module per family of commands
-(`browse`, `show`, `archives`, `commands`), and `output` (what every
-command prints, and how stored text is made safe to print).
+(every command and option; it names each command's module without loading
+it), `running` (errors, Ctrl-C, pipes), `opening` (the store ``--db``
+names), the one module of the command's family (`browse`, `search`,
+`titles`, `show`, `archives`, `commands`), and `output` (what every command
+prints, and how stored text is made safe to print). A run loads only the
+modules its command uses: ``--version`` loads none of them, ``ls`` neither
+the archive nor alembic.
 """
 
-from sessionstore.cli.opening import DB_ENV, DEFAULT_DB
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sessionstore.cli.defaults import DB_ENV, DEFAULT_DB
 from sessionstore.cli.parser import build_parser
-from sessionstore.cli.running import main
 
 __all__ = ["DB_ENV", "DEFAULT_DB", "build_parser", "main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    args = build_parser().parse_args(argv)  # --help, --version and wrong arguments end here
+    from sessionstore.cli.running import run  # asyncio and rich: for a command only
+
+    return run(args)

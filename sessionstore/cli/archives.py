@@ -11,14 +11,13 @@ from rich.text import Text
 
 from sessionstore.archive import ArchiveReport, export_archive, import_archive, retire
 from sessionstore.archive.report import HEADS, JOURNALS, SESSIONS
+from sessionstore.cli.defaults import HTML
 from sessionstore.cli.opening import opened, path_exists
 from sessionstore.cli.output import Refused, counted, err_console, escaped, progress_bar, warn
 from sessionstore.errors import ArchiveError
 from sessionstore.transcript import export_html, render_html, write_html
 
-__all__ = ["HTML", "run_export", "run_html", "run_import", "run_retire"]
-
-HTML = "html"  # <archive>/html/<id>.html: export --html's pages, which import ignores
+__all__ = ["run_export", "run_html", "run_import", "run_retire"]
 
 
 def _refusals(report: ArchiveReport) -> None:

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from sessionstore.cli.opening import default_target, opened
+from sessionstore.cli.defaults import PAGE, default_target
+from sessionstore.cli.opening import opened
 from sessionstore.cli.output import (
     Refused,
     cell,
@@ -25,10 +26,7 @@ from sessionstore.cli.output import (
 from sessionstore.store import SessionStore, SessionSummary
 from sessionstore.wire import encode_value
 
-__all__ = ["PAGE", "next_page", "run_ls"]
-
-PAGE = 50
-"""How many sessions ``ls`` shows on a terminal unless told (``--limit``)."""
+__all__ = ["next_page", "run_ls"]
 
 _COLUMNS = (
     "id",

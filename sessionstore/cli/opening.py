@@ -3,35 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from sessionstore.archive.report import JOURNALS, SESSIONS
 from sessionstore.backends import open_store
 from sessionstore.backends.targets import is_sql_target
 from sessionstore.cli.output import Refused
 from sessionstore.store import SessionStore
 
-__all__ = [
-    "DB_ENV",
-    "DEFAULT_DB",
-    "check_store",
-    "default_target",
-    "opened",
-    "path_exists",
-    "store_directory",
-]
-
-DEFAULT_DB = "./sessions.db"
-DB_ENV = "SESSIONSTORE_DB"
-"""The environment variable naming the store (alembic's ``env.py`` reads it too)."""
-
-
-def default_target() -> str:
-    """The store a command opens when not given ``--db``."""
-    return os.environ.get(DB_ENV) or DEFAULT_DB
+__all__ = ["check_store", "opened", "path_exists", "store_directory"]
 
 
 def store_directory(target: str) -> Path | None:
@@ -50,9 +31,14 @@ async def check_store(target: str, *, read: bool, schema: bool = True) -> None:
     reads (``read``) refuses a store that does not exist, and (``schema``) a
     SQL database that holds no sessionstore schema, which opening would
     create: a mistyped ``--db`` is an error, not an empty store.
+
+    Reading the revision of a SQL database loads no alembic: that is for
+    ``migrate`` alone.
     """
     directory = store_directory(target)
     if directory is not None:
+        from sessionstore.archive.report import JOURNALS, SESSIONS  # for a directory only
+
         if (directory / SESSIONS).is_dir():
             raise Refused(
                 f"{target} is an archive ({SESSIONS}/ and {JOURNALS}/), not a store; "
@@ -69,7 +55,7 @@ async def check_store(target: str, *, read: bool, schema: bool = True) -> None:
     if is_sqlite(url) and not path_exists(url.database or ""):
         raise Refused(f"no such database: {target}")
     if schema:
-        from sessionstore import migrate  # alembic loads only for a SQL store
+        from sessionstore import migrate
 
         if await migrate.current(target) is None:
             raise Refused(

@@ -1,31 +1,25 @@
-"""The command line's parser: every command, its options, its help with an example."""
+"""The command line's parser: every command, its options, its help with an example.
+
+It names each command's module without importing it: a run loads the
+module of its command alone, and ``--help`` or ``--version`` none.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from sessionstore import __version__
-from sessionstore.cli.archives import HTML, run_export, run_html, run_import, run_retire
-from sessionstore.cli.browse import PAGE, run_ls
-from sessionstore.cli.commands import (
-    run_demo,
-    run_erase,
-    run_erasures,
-    run_fork,
-    run_head,
-    run_journal,
-    run_migrate,
-    run_verify,
-)
-from sessionstore.cli.opening import DB_ENV, DEFAULT_DB, default_target
-from sessionstore.cli.output import Command
-from sessionstore.cli.search import HITS, run_search
-from sessionstore.cli.show import run_show
-from sessionstore.cli.titles import run_title
+from sessionstore.cli.defaults import DB_ENV, DEFAULT_DB, HITS, HTML, PAGE, default_target
 
-__all__ = ["build_parser"]
+if TYPE_CHECKING:
+    from sessionstore.cli.output import Command
+
+__all__ = ["LazyCommand", "build_parser"]
 
 _DB_HELP = (
     "the store: a .db path or sqlite:///file.db, postgresql://..., a directory "
@@ -66,14 +60,34 @@ def _idle_argument(text: str) -> timedelta:
     return timedelta(days=number) if match[2] == "d" else timedelta(hours=number)
 
 
+@dataclass(frozen=True)
+class LazyCommand:
+    """A command that imports its module when it runs: ``run_<command>``
+    in ``sessionstore.cli.<module>``."""
+
+    module: str
+    name: str
+
+    def load(self) -> Command:
+        """The command's function, its module imported."""
+        command: Command = getattr(
+            importlib.import_module(f"sessionstore.cli.{self.module}"), self.name
+        )
+        return command
+
+    async def __call__(self, args: argparse.Namespace) -> int:
+        return await self.load()(args)
+
+
 def _command(
     commands: argparse._SubParsersAction,  # type: ignore[type-arg]
     common: argparse.ArgumentParser,
     name: str,
-    run: Command,
+    module: str,
     summary: str,
     *examples: str,
 ) -> argparse.ArgumentParser:
+    """Add the command ``name``, run by ``run_<name>`` in ``sessionstore.cli.<module>``."""
     parser: argparse.ArgumentParser = commands.add_parser(
         name,
         parents=[common],
@@ -82,7 +96,7 @@ def _command(
         epilog="example:\n" + "\n".join(f"  {example}" for example in examples),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=LazyCommand(module, f"run_{name}"))
     return parser
 
 
@@ -105,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "migrate",
-        run_migrate,
+        "commands",
         "upgrade a SQL database's schema to the newest revision",
         "sessionstore migrate --db sqlite:///sessions.db",
         "sessionstore migrate --status --db postgresql://agent@db.internal/sessions",
@@ -117,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "ls",
-        run_ls,
+        "browse",
         f"list sessions, newest activity first ({PAGE} on a terminal, all when piped); "
         "marks corrupt ones",
         "sessionstore ls --db sessions.db",
@@ -154,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "search",
-        run_search,
+        "search",
         "find the messages that say every word, best first; exit 1 when none does",
         "sessionstore search flaky test",
         "sessionstore search 'rate limit' --owner alice --json",
@@ -182,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "title",
-        run_title,
+        "titles",
         "give a session a title (or --clear it); with no TEXT, show every title it had",
         "sessionstore title 3f2b9c1e-0000-4000-8000-000000000000 'Flaky CI test'",
         "sessionstore title 3f2b9c1e-0000-4000-8000-000000000000",
@@ -196,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "fork",
-        run_fork,
+        "commands",
         "branch a session: a new one holding its history up to an entry; prints the new id",
         "sessionstore fork 3f2b9c1e-0000-4000-8000-000000000000 --at 9d1c-entry --head chat-42",
     )
@@ -210,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "head",
-        run_head,
+        "commands",
         "show where a named head stands and every place it stood (or list the heads)",
         "sessionstore head chat-42",
         "sessionstore head chat-42 --set 3f2b9c1e-0000-4000-8000-000000000000",
@@ -221,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "show",
-        run_show,
+        "show",
         "show a session's entries, as they are read (Ctrl-C stops)",
         "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --tail 20",
         "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --json > session.jsonl",
@@ -249,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "import",
-        run_import,
+        "archives",
         "import a JSONL archive (sessions/, journals/, heads/); importing twice adds nothing",
         "sessionstore import ./archive --db sessions.db",
     )
@@ -258,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "export",
-        run_export,
+        "archives",
         "export sessions, journals and heads as a JSONL archive (incremental)",
         "sessionstore export ./archive --session 3f2b9c1e-0000-4000-8000-000000000000",
         "sessionstore export ./archive --html   # and archive/html/<id>.html to read",
@@ -276,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "html",
-        run_html,
+        "archives",
         "write a session as one self-contained HTML page (no script, no fetch)",
         "sessionstore html 3f2b9c1e-0000-4000-8000-000000000000 --out session.html",
     )
@@ -286,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "retire",
-        run_retire,
+        "archives",
         "move old sessions into an archive, checked byte for byte, then erase them from the store",
         "sessionstore retire --to ./archive --idle 90d",
         "sessionstore retire --to ./archive --before 2026-01-01 --db sessions.db",
@@ -313,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "verify",
-        run_verify,
+        "commands",
         "check every line decodes, seq has no gap, compaction targets exist, integrity",
         "sessionstore verify --db sessions.db",
     )
@@ -321,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "erase",
-        run_erase,
+        "commands",
         "remove a whole session for good, leaving a record (when, why, a digest; no content)",
         "sessionstore erase 3f2b9c1e-0000-4000-8000-000000000000 --reason 'user request #812'",
         "sessionstore erase chat-7 --reason 'retention: 90 days' --yes",
@@ -335,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "erasures",
-        run_erasures,
+        "commands",
         "list the records of erased sessions and journals: kind, name, at, reason, lines, digest",
         "sessionstore erasures --db ./sessions",
     )
@@ -343,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "journal",
-        run_journal,
+        "commands",
         "show an agent's crash-recovery journal",
         "sessionstore journal demo-agent",
     )
@@ -352,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "demo",
-        run_demo,
+        "commands",
         "play a realistic agent conversation into the store and show what it keeps",
         "sessionstore demo --db demo.db",
     )

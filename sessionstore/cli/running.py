@@ -1,4 +1,8 @@
-"""Running a command: errors as one line, Ctrl-C at once (130), a closed pipe quietly (141)."""
+"""Running a command: errors as one line, Ctrl-C at once (130), a closed pipe quietly (141).
+
+Imported once the arguments are parsed: what it loads (asyncio, rich) is
+for running a command, which ``--help`` and ``--version`` do not.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import queue
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -19,10 +23,9 @@ from typing import Any
 from rich.text import Text
 
 from sessionstore.cli.output import Command, Refused, err_console, warn
-from sessionstore.cli.parser import build_parser
 from sessionstore.errors import SessionStoreError
 
-__all__ = ["BROKEN_PIPE", "INTERRUPTED", "main"]
+__all__ = ["BROKEN_PIPE", "INTERRUPTED", "run"]
 
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a writer whose reader left
@@ -132,16 +135,15 @@ def _one_line(error: BaseException) -> str:
     return "; ".join(part.strip() for part in str(error).splitlines() if part.strip())
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status."""
-    args = build_parser().parse_args(argv)
-    run: Command = args.run
+def run(args: argparse.Namespace) -> int:
+    """Run the command ``args`` were parsed for; return the exit status."""
+    command: Command = args.run
     library = logging.getLogger("sessionstore")
     handler = _Warnings(logging.WARNING)
     library.addHandler(handler)
     try:
         with _interruptible():
-            status = asyncio.run(_guarded(run, args))
+            status = asyncio.run(_guarded(command, args))
         if status == INTERRUPTED:
             raise KeyboardInterrupt
         return status
@@ -159,7 +161,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         library.removeHandler(handler)
     return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from sessionstore.backends.words import words
 from sessionstore.cli.browse import next_page
+from sessionstore.cli.defaults import HITS
 from sessionstore.cli.opening import opened
 from sessionstore.cli.output import (
     Refused,
@@ -22,10 +23,7 @@ from sessionstore.cli.output import (
 from sessionstore.store import SearchHit
 from sessionstore.wire import encode_value
 
-__all__ = ["HITS", "NO_MATCH", "run_search"]
-
-HITS = 20
-"""How many hits ``search`` shows unless told (``--limit``)."""
+__all__ = ["NO_MATCH", "run_search"]
 
 NO_MATCH = 1
 """The status of a search that found nothing, as grep's: a script can test it."""
