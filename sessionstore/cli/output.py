@@ -10,10 +10,7 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from rich import box
 from rich.console import Console
-from rich.progress import Progress
-from rich.table import Table
 from rich.text import Text
 
 __all__ = [
@@ -138,6 +135,9 @@ def table(
         for row in [columns, *rows]:
             tsv(row)
         return
+    from rich import box  # rich's tables load only for a terminal
+    from rich.table import Table
+
     grid = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for at, column in enumerate(columns):
         longest = max((len(cell(str(row[at]))) for row in rows), default=0)
@@ -156,7 +156,12 @@ def table(
 @contextmanager
 def progress_bar(description: str) -> Iterator[Callable[[int, int], None]]:
     """A progress bar on a terminal, nothing when piped."""
-    with Progress(console=err_console, disable=not err_console.is_terminal, transient=True) as bar:
+    if not err_console.is_terminal:
+        yield lambda done, total: None
+        return
+    from rich.progress import Progress  # loads only for a terminal
+
+    with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task(description, total=None)
 
         def update(done: int, total: int) -> None:
