@@ -38,6 +38,32 @@ async def aper_call(call: Callable[[], Awaitable[object]], times: int) -> float:
     return (time.perf_counter() - start) / times
 
 
+def per_call_within(call: Callable[[], object], budget: float, most: int) -> float:
+    """Seconds per call, over calls in a row until ``budget`` seconds have
+    passed (one at least, ``most`` at most): for calls whose cost is not
+    known beforehand, or that change what the next one finds."""
+    calls, start = 0, time.perf_counter()
+    while True:
+        call()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= budget or calls >= most:
+            return elapsed / calls
+
+
+async def aper_call_within(
+    call: Callable[[], Awaitable[object]], budget: float, most: int
+) -> float:
+    """`per_call_within`, for a call to await."""
+    calls, start = 0, time.perf_counter()
+    while True:
+        await call()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= budget or calls >= most:
+            return elapsed / calls
+
+
 @dataclass(frozen=True)
 class Row:
     """One work: our figure, the baseline's, and the spread of the ratio over runs.

@@ -78,6 +78,15 @@ written once per process, in a temporary directory removed at the end.
 The slowest part: some 17 minutes, 11 of them importing 2 GB into SQLite,
 so it is measured in the first run only (a peak is not a noisy figure).
 
+Frameworks (benchmarks/frameworks/, "through the frameworks"): each
+adapter of sessionstore.integrations against the framework's own session,
+through the framework's calls, timed round by round in the same run:
+openai-agents' StoreSession against SQLiteSession (and SQLAlchemySession
+on PostgreSQL, with ``SESSIONSTORE_PG_URL``) at 100 to 100,000 items,
+LangChain's history against SQLChatMessageHistory (sync), pydantic-ai's
+turn against its InMemoryConversationStore, and each at its longest
+history against its shortest; the targets are in the rows' names.
+
 ``--only PART`` (repeatable) runs some parts alone, e.g. ``--only forks``.
 
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
@@ -113,6 +122,7 @@ from pathlib import Path
 from typing import Annotated
 
 from browse import browse
+from frameworks import frameworks
 from memory import memory
 from messages import batches, entry, text
 from peers import find_peers
@@ -1010,6 +1020,7 @@ PARTS = (
     "erases",
     "browse",
     "peers",
+    "frameworks",
     "postgres",
     "memory",
 )
@@ -1025,6 +1036,7 @@ async def run(
     work = Path(tempfile.mkdtemp(prefix="sessionstore-bench-"))
     bench = Bench(work, quick)
     browsed: list[Table] = []
+    framed: list[Table] = []
     served: list[Table] = []
     held: list[Table] = []
     try:
@@ -1047,13 +1059,16 @@ async def run(
             browsed = await browse(kept or work, quick, bench.rounds)
         if "peers" in only:
             await bench.peer_runs()
+        if "frameworks" in only:
+            framed = await frameworks(work, kept or work, quick)
         if "postgres" in only:
             served = await postgres(quick, bench.rounds)
         if "memory" in only:
             held = await memory(kept or work, quick)
     finally:
         shutil.rmtree(work)
-    return [table for table in [*bench.tables(), *browsed, *served, *held] if table.rows]
+    tables = [*bench.tables(), *browsed, *framed, *served, *held]
+    return [table for table in tables if table.rows]
 
 
 async def main() -> None:
