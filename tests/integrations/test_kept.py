@@ -58,7 +58,7 @@ class Counting:
         return read
 
 
-def user(n: int) -> dict[str, Any]:
+def user(n: int) -> Any:
     return {"role": "user", "content": f"message {n}"}
 
 
@@ -70,12 +70,13 @@ async def fresh_items(store: SessionStore, limit: int | None = None) -> list[Any
 
 
 async def test_a_read_after_a_turn_reads_only_the_turn(async_store: SessionStore) -> None:
-    counting = Counting(async_store)
-    session = StoreSession(counting, "chat")  # type: ignore[arg-type]
+    counting: Any = Counting(async_store)
+    session = StoreSession(counting, "chat")
     await session.add_items([user(n) for n in range(300)])
     assert len(await session.get_items()) == 300
     assert counting.counted() >= 300
-    await session.add_items([user(300), {"role": "assistant", "content": "an answer"}])
+    answer: Any = {"role": "assistant", "content": "an answer"}
+    await session.add_items([user(300), answer])
     got = await session.get_items()
     assert counting.counted() <= 3  # the last entry kept, re-read, and the two new
     assert got == await fresh_items(async_store)
@@ -84,16 +85,17 @@ async def test_a_read_after_a_turn_reads_only_the_turn(async_store: SessionStore
 
 async def test_a_limited_first_read_reads_about_the_limit(async_store: SessionStore) -> None:
     await StoreSession(async_store, "chat").add_items([user(n) for n in range(1000)])
-    counting = Counting(async_store)
-    got = await StoreSession(counting, "chat").get_items(limit=20)  # type: ignore[arg-type]
+    counting: Any = Counting(async_store)
+    got = await StoreSession(counting, "chat").get_items(limit=20)
     assert got == [user(n) for n in range(980, 1000)]
     assert counting.counted() <= 64
 
 
 async def test_items_changed_by_the_caller_change_nothing_kept(async_store: SessionStore) -> None:
     session = StoreSession(async_store, "chat")
-    await session.add_items([{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}])
-    first = await session.get_items()
+    item: Any = {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    await session.add_items([item])
+    first: Any = await session.get_items()
     first[0]["content"][0]["text"] = "changed"
     first[0]["role"] = "assistant"
     assert await session.get_items() == [
@@ -157,8 +159,8 @@ async def test_compactions_are_not_items_and_leave_the_reads_alone(
 async def test_langchain_histories_from_the_factory_read_only_the_turn(
     async_store: SessionStore,
 ) -> None:
-    counting = Counting(async_store)
-    histories = ChatHistories(counting)  # type: ignore[arg-type]
+    counting: Any = Counting(async_store)
+    histories = ChatHistories(counting)
     await histories("chat").aadd_messages([HumanMessage(f"q{n}") for n in range(200)])
     assert len(await histories("chat").aget_messages()) == 200
     counting.counted()
@@ -202,8 +204,8 @@ def exchange(n: int) -> list[Any]:
 async def test_pydantic_ai_histories_read_only_the_turn(async_store: SessionStore) -> None:
     session = await async_store.create(SessionMeta.new())
     await save_messages(async_store, session, [m for n in range(50) for m in exchange(n)])
-    counting = Counting(async_store)
-    histories = MessageHistories(counting)  # type: ignore[arg-type]
+    counting: Any = Counting(async_store)
+    histories = MessageHistories(counting)
     assert len(await histories.load(session)) == 100
     counting.counted()
     await histories.save(session, exchange(50))
