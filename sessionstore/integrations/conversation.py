@@ -80,6 +80,10 @@ class Conversation:
         self.store = store
         self.name = validate_session_id(name)
         self.first_id = validate_session_id(first_id)
+        # The session the head named when this object last saw it: where
+        # `add` appends first, sparing a read of the head (the append states
+        # it expects the head there, so a stale guess costs one retry).
+        self._seen: str | None = None
 
     def __repr__(self) -> str:
         return f"Conversation({self.store!r}, {self.name!r})"
@@ -99,11 +103,17 @@ class Conversation:
             as `SessionStore.append_many` (nothing is stored then, and no
             first session made).
         """
-        target = await self._start(entries)
+        target = self._seen or await self._start(entries)
         while True:
             try:
                 await self.store.append_many(target, entries, expect_head=self.name)
+                self._seen = target
                 return target
+            except SessionNotFoundError:
+                if target != self._seen:
+                    raise
+                self._seen = None  # erased since it was seen: ask the head again
+                target = await self._start(entries)
             except SessionConflictError as exc:
                 if exc.what != "head" or exc.actual is None:
                     raise
@@ -160,6 +170,7 @@ class Conversation:
         session: the head's, or before any head the first session if it exists."""
         head = await self.store.head(self.name)
         if head is not None:
+            self._seen = head
             return head, head
         exists = await self._exists(self.first_id)
         return None, self.first_id if exists else None
@@ -208,6 +219,7 @@ class Conversation:
                 await self.store.set_head(self.name, to, expect=head, expect_last=end)
         except SessionConflictError:
             return False  # the unused branch stays, named by nothing
+        self._seen = to
         return True
 
     async def _branch(self, current: str, kept: list[SessionEntry]) -> str:

@@ -114,6 +114,10 @@ async def test_what_other_objects_did_is_read(async_store: SessionStore) -> None
     assert await ours.get_items(limit=2) == [user(3), user(4)]
     await theirs.clear_session()
     assert await ours.get_items() == []
+    await theirs.add_items([user(10)])
+    await theirs.pop_item()  # the head moves on without ours seeing it
+    await ours.add_items([user(11)])  # lands where the head stands now
+    assert await StoreSession(async_store, "chat").get_items() == [user(11)]
 
 
 async def test_a_session_erased_and_made_again_is_read_afresh(async_store: SessionStore) -> None:
