@@ -34,14 +34,30 @@ def chat_messages(start: int, count: int) -> list[BaseMessage]:
     return made
 
 
+class _PerCall:
+    """A history asked of a `ChatHistories` at every call, as
+    ``RunnableWithMessageHistory`` asks its ``get_session_history``."""
+
+    def __init__(self, histories: Callable[[str], BaseChatMessageHistory]) -> None:
+        self._histories = histories
+
+    @property
+    def messages(self) -> list[BaseMessage]:
+        return self._histories(NAME).messages
+
+    def add_messages(self, messages: list[BaseMessage]) -> None:
+        self._histories(NAME).add_messages(messages)
+
+
 @contextmanager
 def ours(path: Path) -> Iterator[BaseChatMessageHistory]:
-    """Our history on a `SyncStore`, as sync LangChain code builds it."""
-    from sessionstore.integrations.langchain import SessionStoreChatMessageHistory
+    """Our histories on a `SyncStore`, made by `ChatHistories` at each call
+    as ``RunnableWithMessageHistory`` asks for them."""
+    from sessionstore.integrations.langchain import ChatHistories
     from sessionstore.sync import open_store
 
     with open_store(str(path)) as store:
-        yield SessionStoreChatMessageHistory(store, NAME)
+        yield _PerCall(ChatHistories(store))  # type: ignore[misc]
 
 
 @contextmanager

@@ -1,5 +1,5 @@
-"""pydantic-ai: a turn through `load_history` and `save_messages` on a SQLite
-store, against pydantic-ai's own ``ConversationStore`` where the installed
+"""pydantic-ai: a long-lived agent's turn through `MessageHistories` (`load`,
+then `save`) on a SQLite store, against pydantic-ai's own ``ConversationStore`` where the installed
 version has one. Its only backend is ``InMemoryConversationStore``: in
 memory, not durable, its ``load`` copying every entry; so that row is for
 reference, and the target is our turn's flatness."""
@@ -22,6 +22,8 @@ from .base import BATCH, NAME, Plan, Templates, turns_at_most
 if TYPE_CHECKING:
     from pydantic_ai.conversation_store import ConversationStore
     from pydantic_ai.messages import ModelMessage
+
+    from sessionstore.integrations.pydantic_ai import MessageHistories
 
 
 def exchange(n: int) -> list[ModelMessage]:
@@ -48,11 +50,10 @@ async def fill(path: Path, size: int) -> None:
             await save_messages(store, NAME, messages[start : start + BATCH])
 
 
-async def our_turn(store: SqlStore, numbers: Iterator[int]) -> None:
-    from sessionstore.integrations.pydantic_ai import load_history, save_messages
-
-    await load_history(store, NAME)
-    await save_messages(store, NAME, exchange(next(numbers)))
+async def our_turn(histories: MessageHistories, numbers: Iterator[int]) -> None:
+    """A long-lived agent's turn: `MessageHistories` kept from turn to turn."""
+    await histories.load(NAME)
+    await histories.save(NAME, exchange(next(numbers)))
 
 
 async def their_turn(store: ConversationStore, numbers: Iterator[int]) -> None:
@@ -67,6 +68,8 @@ async def pydantic_ai(
 ) -> dict[int, list[float]]:
     """Our turns at each size (returned), and, in ``table``, the same against
     ``InMemoryConversationStore`` when pydantic-ai has it."""
+    from sessionstore.integrations.pydantic_ai import MessageHistories
+
     try:
         from pydantic_ai.conversation import Conversation
         from pydantic_ai.conversation_store import InMemoryConversationStore
@@ -83,8 +86,9 @@ async def pydantic_ai(
             target = work / f"pydantic-ai-{next(copies)}.db"
             path = await templates.copy("pydantic-ai", size, fill, target)
             async with await SqlStore.open(str(path)) as store:
-                await our_turn(store, itertools.count(10_000_000, 2))  # the turn before
-                call = partial(our_turn, store, itertools.count(20_000_000, 2))
+                histories = MessageHistories(store)
+                await our_turn(histories, itertools.count(10_000_000, 2))  # the turn before
+                call = partial(our_turn, histories, itertools.count(20_000_000, 2))
                 mine.append(await aper_call_within(call, plan.budget, turns_at_most(size)))
             if compared:
                 # Not warmed by a turn before: this store keeps nothing between
