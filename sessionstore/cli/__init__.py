@@ -15,7 +15,7 @@ The package's modules, in the order a command runs through them: `parser`
 (every command and option; it names each command's module without loading
 it), `running` (errors, Ctrl-C, pipes), `opening` (the store ``--db``
 names), the one module of the command's family (`browse`, `search`,
-`titles`, `show`, `archives`, `commands`), and `output` (what every command
+`titles`, `show`, `pages`, `archives`, `commands`), and `output` (what every command
 prints, and how stored text is made safe to print). A run loads only the
 modules its command uses: ``--version`` loads none of them, ``ls`` neither
 the archive nor alembic.

@@ -1,10 +1,8 @@
-"""Archives and pages: ``import``, ``export``, ``html``, ``retire``."""
+"""Archives: ``import``, ``export`` (with ``--html``, a page per session), ``retire``."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
 from pathlib import Path
 
 from rich.text import Text
@@ -15,9 +13,9 @@ from sessionstore.cli.defaults import HTML
 from sessionstore.cli.opening import opened, path_exists
 from sessionstore.cli.output import Refused, counted, err_console, escaped, progress_bar, warn
 from sessionstore.errors import ArchiveError
-from sessionstore.transcript import export_html, render_html, write_html
+from sessionstore.transcript import export_html
 
-__all__ = ["run_export", "run_html", "run_import", "run_retire"]
+__all__ = ["run_export", "run_import", "run_retire"]
 
 
 def _refusals(report: ArchiveReport) -> None:
@@ -138,23 +136,6 @@ async def run_export(args: argparse.Namespace) -> int:
             f"{counted(len(faults), 'session')} exported with data that does not decode "
             "(listed above); `sessionstore verify` lists every fault"
         )
-    return 0
-
-
-async def run_html(args: argparse.Namespace) -> int:
-    async with opened(args, read=True) as store:
-        if args.out is None:
-            await write_html(store, args.id, sys.stdout)
-            return 0
-        # The page is rendered before the file is made: a missing session
-        # leaves no empty file behind.
-        chunks = render_html(store, args.id)
-        first = await anext(chunks)
-        out = await asyncio.to_thread(open, args.out, "w", encoding="utf-8", newline="\n")
-        with out:
-            out.write(first)
-            async for chunk in chunks:
-                out.write(chunk)
     return 0
 
 

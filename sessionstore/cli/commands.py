@@ -23,7 +23,6 @@ from sessionstore.cli.output import (
     progress_bar,
     table,
 )
-from sessionstore.demo import play_demo
 from sessionstore.errors import validate_session_id
 from sessionstore.models import SessionMeta
 from sessionstore.verify import verify_store
@@ -188,6 +187,8 @@ async def run_journal(args: argparse.Namespace) -> int:
 
 
 async def run_demo(args: argparse.Namespace) -> int:
+    from sessionstore.demo import play_demo  # and the archive it round-trips: for this only
+
     async with opened(args, read=False) as store:
         result = await play_demo(store)
     print(f"Played a {result.entries}-entry conversation into {args.db}")

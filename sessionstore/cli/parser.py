@@ -290,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         common,
         "html",
-        "archives",
+        "pages",
         "write a session as one self-contained HTML page (no script, no fetch)",
         "sessionstore html 3f2b9c1e-0000-4000-8000-000000000000 --out session.html",
     )

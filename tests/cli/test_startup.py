@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "sessionstore.cli.archives",
     "sessionstore.cli.browse",
     "sessionstore.cli.commands",
+    "sessionstore.cli.pages",
     "sessionstore.cli.search",
     "sessionstore.cli.show",
     "sessionstore.cli.titles",
@@ -122,6 +123,20 @@ def test_show_tail_of_an_existing_sqlite_store_loads_no_alembic(
     assert loaded(modules, "alembic", "sessionstore.archive") == []
     # show names the session's title, which is the title command's own reading
     assert loaded(modules, *COMMAND_MODULES) == ["sessionstore.cli.show", "sessionstore.cli.titles"]
+
+
+@pytest.mark.parametrize(
+    ("command", "module"), [("head", "commands"), ("html", "pages"), ("title", "titles")]
+)
+def test_a_command_loads_its_module_and_neither_the_demo_nor_the_archive(
+    store: tuple[str, str], tmp_path: Path, command: str, module: str
+) -> None:
+    db, session_id = store
+    argv = [command] if command == "head" else [command, session_id]
+    done, modules = imports_of(*argv, "--db", db, tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert loaded(modules, *COMMAND_MODULES) == [f"sessionstore.cli.{module}"]
+    assert loaded(modules, "alembic", "sessionstore.archive", "sessionstore.demo") == []
 
 
 def test_reading_a_database_without_the_schema_refuses_it_without_alembic(

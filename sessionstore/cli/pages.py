@@ -1,0 +1,32 @@
+"""``html``: a session as one self-contained page, written as it is read.
+
+A module of its own: a page needs the transcript, not the archive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from sessionstore.cli.opening import opened
+from sessionstore.transcript import render_html, write_html
+
+__all__ = ["run_html"]
+
+
+async def run_html(args: argparse.Namespace) -> int:
+    async with opened(args, read=True) as store:
+        if args.out is None:
+            await write_html(store, args.id, sys.stdout)
+            return 0
+        # The page is rendered before the file is made: a missing session
+        # leaves no empty file behind.
+        chunks = render_html(store, args.id)
+        first = await anext(chunks)
+        out = await asyncio.to_thread(open, args.out, "w", encoding="utf-8", newline="\n")
+        with out:
+            out.write(first)
+            async for chunk in chunks:
+                out.write(chunk)
+    return 0
