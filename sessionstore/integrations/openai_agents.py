@@ -189,7 +189,7 @@ class StoreSession:
             SessionSettings() if session_settings is None else _settings(session_settings)
         )
         self._store = store
-        self._kept = KeptItems(_item, copy=_copied)
+        self._kept = KeptItems(_kept_item, copy=_handed_out)
         self._owns_store = False
         self._closed = False
 
@@ -423,6 +423,22 @@ def _item(session_id: str, entry: MessageEntry) -> TResponseInputItem:
 
 
 _ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+class _Flat(dict[str, Any]):
+    """A kept item whose values are all strings, numbers, booleans or None
+    (most messages): handed out as a plain copy, made in one step."""
+
+
+def _kept_item(session_id: str, entry: MessageEntry) -> dict[str, Any]:
+    """The item ``entry`` stands for, as `StoreSession` keeps it."""
+    item = cast(dict[str, Any], _item(session_id, entry))
+    return _Flat(item) if all(type(value) in _ATOMS for value in item.values()) else item
+
+
+def _handed_out(item: dict[str, Any]) -> Any:
+    """A kept item as `get_items` hands it out: a deep copy of its own."""
+    return dict(item) if type(item) is _Flat else _copied(item)
 
 
 def _copied(value: Any) -> Any:
