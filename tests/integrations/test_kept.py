@@ -102,7 +102,7 @@ async def test_items_changed_by_the_caller_change_nothing_kept(async_store: Sess
         {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}
     ]
     await session.add_items([user(1)])  # a flat item, copied another way
-    flat = (await session.get_items())[-1]
+    flat: Any = (await session.get_items())[-1]
     assert type(flat) is dict
     flat["content"] = "changed"
     assert (await session.get_items())[-1] == user(1)
