@@ -129,6 +129,7 @@ from peers import find_peers
 from postgres import postgres
 from pydantic import Field, TypeAdapter
 from results import Setting, Table, aper_call, per_call, write_report
+from startup import command_line
 
 import sessionstore
 from sessionstore import (
@@ -506,6 +507,11 @@ class Bench:
             "sessionstore",
             "raw script",
         )
+        self.cli = Table(
+            "the command line, started in a new process, output piped",
+            "sessionstore",
+            "baseline",
+        )
         self.peers: list[Table] = []
 
     def fresh(self, suffix: str = ".db") -> Path:
@@ -530,6 +536,7 @@ class Bench:
             self.forked,
             self.erased,
             self.start,
+            self.cli,
             self.first,
             *self.peers,
         ]
@@ -942,6 +949,7 @@ class Bench:
             ours.append(new_process("import sessionstore"))
             theirs.append(new_process("from pydantic import BaseModel"))
             modelled.append(new_process(FIRST_MODEL))
+        await command_line(self.work, starts, self.cli)
         self.start.add(f'"import sessionstore" (median of {starts} starts)', ours, theirs)
         self.start.add(
             f'"import sessionstore" (median of {starts} starts), vs pydantic\'s import and a '
