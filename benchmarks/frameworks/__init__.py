@@ -147,6 +147,6 @@ async def frameworks(work: Path, kept: Path, quick: bool) -> list[Table]:
         if table.rows:
             tables.append(table)
         short, long = min(ours_turns), max(ours_turns)
-        name = f"our pydantic-ai turn (load_history, save_messages), {long:,} vs {short:,} messages"
+        name = f"our pydantic-ai turn (MessageHistories), {long:,} vs {short:,} messages"
         grows.add(f"{name} (target ≤2x)", ours_turns[long], ours_turns[short])
     return [*tables, grows]
