@@ -789,11 +789,10 @@ def check_head(
 
 def check_slice(start: object, stop: object) -> None:
     """Refuse slice positions that are not ints (``stop`` may be None)."""
-    for name, value in (("start", start), ("stop", stop)):
-        if value is None and name == "stop":
-            continue
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise ConfigurationError(f"{name} must be an int, not {value!r}")
+    if not isinstance(start, int) or isinstance(start, bool):
+        raise ConfigurationError(f"start must be an int, not {start!r}")
+    if stop is not None and (not isinstance(stop, int) or isinstance(stop, bool)):
+        raise ConfigurationError(f"stop must be an int or None, not {stop!r}")
 
 
 def check_limit(limit: object, *, allow_none: bool) -> None:
