@@ -24,10 +24,13 @@ last entry it kept and checks its id, so a session erased and created
 again under the same id is read afresh. At most `KEPT` items are kept
 (the latest); a read wanting more reads the rest and keeps it no longer.
 
-What is kept is a snapshot replaced whole, never changed in place, and no
-lock is held: any number of threads and event loops may read through one
-object at once (two reads racing both read the store, and either result
-may stay kept: each is true of the session). The lists returned are new;
+What is kept is a snapshot replaced whole (`KeptContext` extends its list
+in place, under a lock held only while it does), and no lock is held
+across a read of the store: any number of threads and event loops may read
+through one object at once (two reads racing both read the store, and
+either result may stay kept: each is true of the session). `KeptContexts`
+holds one `KeptContext` per name for a factory of histories. The lists
+returned are new;
 the items in them are the kept objects themselves unless the caller
 copies them (`KeptItems` takes a ``copy``).
 """
@@ -35,6 +38,7 @@ copies them (`KeptItems` takes a ``copy``).
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -44,12 +48,11 @@ from sessionstore import (
     EntrySlice,
     Message,
     MessageEntry,
-    SessionEntry,
     SessionStore,
     build_context,
 )
 
-__all__ = ["KEPT", "KeptContext", "KeptItems"]
+__all__ = ["KEPT", "KeptContext", "KeptContexts", "KeptItems"]
 
 KEPT = 20_000
 """Items (or context messages) kept at most, the latest: at a few kilobytes
@@ -79,14 +82,14 @@ def _last_id(read: EntrySlice) -> str:
 
 
 async def _since(store: SessionStore, kept: _Snapshot[_T] | _Context[_T]) -> EntrySlice | None:
-    """The entries appended after ``kept``, with the last one kept re-read;
-    None when that entry is not where it was (the session is not the one read)."""
+    """The entries appended after ``kept``, once the last one kept is re-read
+    and found where it was; None when it is not (the session is not the one read)."""
     if kept.stop == 0:
         return await store.load_slice(kept.session_id, 0)
     read = await store.load_slice(kept.session_id, kept.stop - 1)
     if not read.entries or read.start != kept.stop - 1 or read.entries[0].id != kept.last_id:
         return None
-    return read
+    return EntrySlice(read.entries[1:], kept.stop, read.length)
 
 
 class KeptItems(Generic[_T]):
@@ -108,10 +111,6 @@ class KeptItems(Generic[_T]):
         self._convert = convert
         self._copy = copy
         self._kept: _Snapshot[_T] | None = None
-
-    def drop(self) -> None:
-        """Forget what is kept: the next read reads as a new object would."""
-        self._kept = None
 
     async def read(self, store: SessionStore, session_id: str, limit: int | None) -> list[_T]:
         """The items of ``session_id``, oldest first: the last ``limit``, or all.
@@ -137,8 +136,7 @@ class KeptItems(Generic[_T]):
         if kept is not None and kept.session_id == session_id:
             read = await _since(store, kept)
             if read is not None:
-                new = self._converted(session_id, read, skip=0 if kept.stop == 0 else 1)
-                fresh = self._joined(kept, read, new)
+                fresh = self._joined(kept, read, self._converted(session_id, read))
                 self._kept = fresh
                 return fresh
         fresh = await self._first(store, session_id, limit)
@@ -166,13 +164,13 @@ class KeptItems(Generic[_T]):
         )
 
     def _converted(
-        self, session_id: str, read: EntrySlice, *, skip: int = 0
+        self, session_id: str, read: EntrySlice
     ) -> tuple[tuple[_T, ...], tuple[int, ...]]:
         convert = self._convert
         pairs = [
             (convert(session_id, entry), read.start + at)
             for at, entry in enumerate(read.entries)
-            if at >= skip and isinstance(entry, MessageEntry)
+            if isinstance(entry, MessageEntry)
         ]
         return tuple(item for item, _ in pairs), tuple(at for _, at in pairs)
 
@@ -232,10 +230,6 @@ class KeptContext(Generic[_T]):
         self._kept: _Context[_T] | None = None
         self._extending = threading.Lock()
 
-    def drop(self) -> None:
-        """Forget what is kept: the next read reads as a new object would."""
-        self._kept = None
-
     async def read(self, store: SessionStore, session_id: str) -> list[_T]:
         """The converted context of ``session_id``, as `SessionStore.load_context` builds it.
 
@@ -246,19 +240,18 @@ class KeptContext(Generic[_T]):
         kept = self._kept
         if kept is not None and kept.session_id == session_id:
             read = await _since(store, kept)
-            new = [] if read is None else read.entries[0 if kept.stop == 0 else 1 :]
-            if read is not None and not any(isinstance(entry, CompactionEntry) for entry in new):
-                return self._extended(kept, read, new)
+            if read is not None and not any(
+                isinstance(entry, CompactionEntry) for entry in read.entries
+            ):
+                return self._extended(kept, read)
         read = await store.load_slice(session_id, 0)
         context = self._convert(build_context(read.entries), ())
         fresh = _Context(session_id, read.stop, _last_id(read), context, len(context))
         self._kept = fresh if len(context) <= KEPT else None
         return list(context)
 
-    def _extended(
-        self, kept: _Context[_T], read: EntrySlice, new: Sequence[SessionEntry]
-    ) -> list[_T]:
-        messages = [entry.message for entry in new if isinstance(entry, MessageEntry)]
+    def _extended(self, kept: _Context[_T], read: EntrySlice) -> list[_T]:
+        messages = [entry.message for entry in read.entries if isinstance(entry, MessageEntry)]
         if not messages and read.stop == kept.stop:
             return kept.items[: kept.count]
         items = kept.items
@@ -285,3 +278,34 @@ class _Context(Generic[_T]):
     last_id: str
     items: list[_T]
     count: int
+
+
+class KeptContexts(Generic[_T]):
+    """A `KeptContext` for each of the last ``most`` names used (sessions or
+    conversations): what a factory of histories shares among the histories
+    it makes.
+
+    Args:
+        convert: as for `KeptContext`.
+        most: names kept at most; the one used longest ago goes first.
+    """
+
+    def __init__(
+        self, convert: Callable[[Sequence[Message], Sequence[_T]], list[_T]], *, most: int
+    ) -> None:
+        self._convert = convert
+        self._most = most
+        self._kept: OrderedDict[str, KeptContext[_T]] = OrderedDict()
+        self._lock = threading.Lock()  # held to look a name up, never across a read
+
+    def get(self, name: str) -> KeptContext[_T]:
+        """The `KeptContext` of ``name``, a new one if it has none (any more)."""
+        with self._lock:
+            kept = self._kept.get(name)
+            if kept is None:
+                kept = self._kept[name] = KeptContext(self._convert)
+                while len(self._kept) > self._most:
+                    self._kept.popitem(last=False)
+            else:
+                self._kept.move_to_end(name)
+            return kept

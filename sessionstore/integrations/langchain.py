@@ -45,9 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -82,7 +80,7 @@ from sessionstore import (
     validate_session_id,
 )
 from sessionstore.integrations.conversation import Conversation
-from sessionstore.integrations.kept import KeptContext
+from sessionstore.integrations.kept import KeptContext, KeptContexts
 from sessionstore.sync import SyncStore
 
 __all__ = [
@@ -131,7 +129,7 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         super().__init__()
         self.store = store
         self.name = validate_session_id(name)
-        self._kept = _kept_context() if kept is None else kept
+        self._kept = KeptContext(_from_context) if kept is None else kept
 
     def __repr__(self) -> str:
         return f"SessionStoreChatMessageHistory({self.store!r}, {self.name!r})"
@@ -233,8 +231,7 @@ class ChatHistories:
 
     def __init__(self, store: SessionStore | SyncStore) -> None:
         self.store = store
-        self._kept: OrderedDict[str, KeptContext[BaseMessage]] = OrderedDict()
-        self._lock = threading.Lock()  # held only to look the dict up, never across a call
+        self._kept = KeptContexts(_from_context, most=self.CONVERSATIONS)
 
     def __repr__(self) -> str:
         return f"ChatHistories({self.store!r})"
@@ -246,16 +243,13 @@ class ChatHistories:
             InvalidSessionIdError: ``name`` breaks the session-id rule.
         """
         validate_session_id(name)
-        with self._lock:
-            kept = self._kept.pop(name, None) or _kept_context()
-            self._kept[name] = kept
-            while len(self._kept) > self.CONVERSATIONS:
-                self._kept.popitem(last=False)
-        return SessionStoreChatMessageHistory(self.store, name, kept=kept)
+        return SessionStoreChatMessageHistory(self.store, name, kept=self._kept.get(name))
 
 
-def _kept_context() -> KeptContext[BaseMessage]:
-    return KeptContext(lambda messages, before: from_context(messages))
+def _from_context(messages: Sequence[Message], before: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """`from_context`, as `KeptContext` converts: a LangChain message needs
+    nothing of those before it."""
+    return from_context(messages)
 
 
 def _first_session_id(name: str) -> str:

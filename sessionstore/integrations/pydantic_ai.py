@@ -38,8 +38,6 @@ mapped by role; see `from_context`.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,7 +63,7 @@ except ImportError as exc:
     ) from exc
 
 from sessionstore import Message, MessageEntry, SessionStore, validate_session_id
-from sessionstore.integrations.kept import KeptContext
+from sessionstore.integrations.kept import KeptContexts
 from sessionstore.sync import SyncStore
 
 __all__ = [
@@ -144,8 +142,7 @@ class MessageHistories:
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
-        self._kept: OrderedDict[str, KeptContext[ModelMessage]] = OrderedDict()
-        self._lock = threading.Lock()  # held only to look the dict up, never across a call
+        self._kept = KeptContexts(_converted, most=self.SESSIONS)
 
     def __repr__(self) -> str:
         return f"MessageHistories({self.store!r})"
@@ -158,12 +155,7 @@ class MessageHistories:
             InvalidSessionIdError: ``session_id`` breaks the session-id rule.
         """
         validate_session_id(session_id)
-        with self._lock:
-            kept = self._kept.pop(session_id, None) or KeptContext(_converted)
-            self._kept[session_id] = kept
-            while len(self._kept) > self.SESSIONS:
-                self._kept.popitem(last=False)
-        return await kept.read(self.store, session_id)
+        return await self._kept.get(session_id).read(self.store, session_id)
 
     async def save(self, session_id: str, messages: Sequence[ModelMessage]) -> None:
         """`save_messages`: a run's new messages appended, all or none.

@@ -235,3 +235,15 @@ async def test_pydantic_ai_histories_read_only_the_turn(async_store: SessionStor
 def contents(history: list[Any]) -> list[list[Any]]:
     """The parts' contents: a summary's request is stamped with the time it is read."""
     return [[part.content for part in message.parts] for message in history]
+
+
+# ------------------------------------------------------------ factories
+
+
+async def test_a_factory_keeps_a_conversion_per_name_for_the_last_names_used() -> None:
+    contexts: kept.KeptContexts[Any] = kept.KeptContexts(lambda messages, before: [], most=2)
+    first, second = contexts.get("a"), contexts.get("b")
+    assert contexts.get("a") is first  # used again: now the latest
+    contexts.get("c")  # past the bound: "b", used longest ago, goes
+    assert contexts.get("a") is first
+    assert contexts.get("b") is not second
