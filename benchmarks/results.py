@@ -64,6 +64,14 @@ async def aper_call_within(
             return elapsed / calls
 
 
+def process_seconds(command: list[str]) -> float:
+    """Seconds for a new process to run ``command`` and exit, its output
+    piped away (as a script's would be)."""
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
 @dataclass(frozen=True)
 class Row:
     """One work: our figure, the baseline's, and the spread of the ratio over runs.

@@ -109,7 +109,6 @@ import os
 import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -128,7 +127,7 @@ from messages import batches, entry, text
 from peers import find_peers
 from postgres import postgres
 from pydantic import Field, TypeAdapter
-from results import Setting, Table, aper_call, per_call, write_report
+from results import Setting, Table, aper_call, per_call, process_seconds, write_report
 from startup import command_line
 
 import sessionstore
@@ -1013,9 +1012,7 @@ asyncio.run(main())
 
 def new_process(code: str) -> float:
     """Seconds for this interpreter to start, run ``code`` and exit."""
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True)
-    return time.perf_counter() - start
+    return process_seconds([sys.executable, "-c", code])
 
 
 PARTS = (

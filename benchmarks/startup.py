@@ -8,12 +8,10 @@ handing back validated records pays). Output goes to a pipe, as in a script.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from results import Table
+from results import Table, process_seconds
 
 from sessionstore import Message, MessageEntry, SessionMeta, open_store
 
@@ -92,12 +90,6 @@ async def _store(path: Path) -> str:
     return session
 
 
-def _seconds(command: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
-
-
 async def command_line(work: Path, starts: int, table: Table) -> None:
     """The rows of the command line's start, turn about with their baselines,
     in ``table``."""
@@ -119,10 +111,10 @@ async def command_line(work: Path, starts: int, table: Table) -> None:
     }
     times: dict[str, list[float]] = {name: [] for name in jobs}
     for command in jobs.values():
-        _seconds(command)  # bytecode written, files cached
+        process_seconds(command)  # bytecode written, files cached
     for _ in range(starts):
         for name, command in jobs.items():
-            times[name].append(_seconds(command))
+            times[name].append(process_seconds(command))
     each = f"median of {starts} starts"
     table.add(
         f"sessionstore --version, vs import sessionstore ({each}; target ≤1.5x)",
