@@ -28,11 +28,10 @@ What is kept is a snapshot replaced whole (`KeptContext` extends its list
 in place, under a lock held only while it does), and no lock is held
 across a read of the store: any number of threads and event loops may read
 through one object at once (two reads racing both read the store, and
-either result may stay kept: each is true of the session). `KeptContexts`
-holds one `KeptContext` per name for a factory of histories. The lists
-returned are new;
-the items in them are the kept objects themselves unless the caller
-copies them (`KeptItems` takes a ``copy``).
+either result may stay kept: each is true of the session). `Latest`
+keeps what a factory of histories made, for the names used last. The
+lists returned are new; the items in them are the kept objects themselves
+unless the caller copies them (`KeptItems` takes a ``copy``).
 """
 
 from __future__ import annotations
@@ -52,13 +51,14 @@ from sessionstore import (
     build_context,
 )
 
-__all__ = ["KEPT", "KeptContext", "KeptContexts", "KeptItems"]
+__all__ = ["KEPT", "KeptContext", "KeptItems", "Latest"]
 
 KEPT = 20_000
 """Items (or context messages) kept at most, the latest: at a few kilobytes
 each as Python objects, tens of megabytes for one conversation."""
 
 _T = TypeVar("_T")
+_V = TypeVar("_V")
 
 _FIRST = 64
 """Entries read from the end first, for a limited read with nothing kept."""
@@ -280,32 +280,30 @@ class _Context(Generic[_T]):
     count: int
 
 
-class KeptContexts(Generic[_T]):
-    """A `KeptContext` for each of the last ``most`` names used (sessions or
-    conversations): what a factory of histories shares among the histories
-    it makes.
+class Latest(Generic[_V]):
+    """The values of the last ``most`` names used (sessions or
+    conversations), each made by ``make(name)`` on first use: what a
+    factory of histories keeps between the calls it serves.
 
     Args:
-        convert: as for `KeptContext`.
+        make: makes the value of a name it has none for (any more).
         most: names kept at most; the one used longest ago goes first.
     """
 
-    def __init__(
-        self, convert: Callable[[Sequence[Message], Sequence[_T]], list[_T]], *, most: int
-    ) -> None:
-        self._convert = convert
+    def __init__(self, make: Callable[[str], _V], *, most: int) -> None:
+        self._make = make
         self._most = most
-        self._kept: OrderedDict[str, KeptContext[_T]] = OrderedDict()
+        self._kept: OrderedDict[str, _V] = OrderedDict()
         self._lock = threading.Lock()  # held to look a name up, never across a read
 
-    def get(self, name: str) -> KeptContext[_T]:
-        """The `KeptContext` of ``name``, a new one if it has none (any more)."""
+    def get(self, name: str) -> _V:
+        """The value of ``name``, made now if it has none (any more)."""
         with self._lock:
-            kept = self._kept.get(name)
-            if kept is None:
-                kept = self._kept[name] = KeptContext(self._convert)
+            value = self._kept.get(name)
+            if value is None:
+                value = self._kept[name] = self._make(name)
                 while len(self._kept) > self._most:
                     self._kept.popitem(last=False)
             else:
                 self._kept.move_to_end(name)
-            return kept
+            return value

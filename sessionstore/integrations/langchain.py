@@ -80,7 +80,7 @@ from sessionstore import (
     validate_session_id,
 )
 from sessionstore.integrations.conversation import Conversation
-from sessionstore.integrations.kept import KeptContext, KeptContexts
+from sessionstore.integrations.kept import KeptContext, Latest
 from sessionstore.sync import SyncStore
 
 __all__ = [
@@ -110,26 +110,21 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         name: the conversation: the name of the head that names its
             current session (the session-id rule applies). For
             ``RunnableWithMessageHistory``, its ``session_id``.
-        kept: where its reads keep what they converted, shared with other
-            histories of the conversation (`ChatHistories` passes it);
-            None keeps it in this object alone. A read converts only the
-            messages added since the last one (`sessionstore.integrations.kept`).
 
     Raises:
         InvalidSessionIdError: ``name`` breaks the session-id rule.
     """
 
-    def __init__(
-        self,
-        store: SessionStore | SyncStore,
-        name: str,
-        *,
-        kept: KeptContext[BaseMessage] | None = None,
-    ) -> None:
+    def __init__(self, store: SessionStore | SyncStore, name: str) -> None:
         super().__init__()
         self.store = store
         self.name = validate_session_id(name)
-        self._kept = KeptContext(_from_context) if kept is None else kept
+        # What this history's reads converted: the next read converts only
+        # the messages added since (`sessionstore.integrations.kept`).
+        self._kept = KeptContext(_from_context)
+        # The conversation on the async store, made on first use: it
+        # remembers the current session it last saw, where `add` appends.
+        self._on: Conversation | None = None
 
     def __repr__(self) -> str:
         return f"SessionStoreChatMessageHistory({self.store!r}, {self.name!r})"
@@ -178,7 +173,10 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
     # ------------------------------------------------------------ on the async store
 
     def _conversation(self, store: SessionStore) -> Conversation:
-        return Conversation(store, self.name, first_id=_first_session_id(self.name))
+        on = self._on
+        if on is None or on.store is not store:
+            on = self._on = Conversation(store, self.name, first_id=_first_session_id(self.name))
+        return on
 
     async def _read(self, store: SessionStore) -> list[BaseMessage]:
         session = await self._conversation(store).current()
@@ -212,26 +210,30 @@ class ChatHistories:
     """The histories of a store's conversations, each keeping what it converted.
 
     Give it to ``RunnableWithMessageHistory`` as ``get_session_history``,
-    which asks for a new history object at every call::
+    which asks for a history at every call::
 
         histories = ChatHistories(open_store("sessions.db"))
         chain = RunnableWithMessageHistory(runnable, histories)
 
-    The histories it makes for one conversation share what they converted
-    (`sessionstore.integrations.kept.KeptContext`), so a turn reads only
-    the messages added since the last one, for the last `CONVERSATIONS`
-    conversations used.
+    It hands out one history per conversation, the same object at every
+    call, for the last `CONVERSATIONS` conversations used: so a turn reads
+    only the messages added since the last one (what the history converted
+    stays kept, `sessionstore.integrations.kept.KeptContext`), and an add
+    appends to the session the turn's read found, without reading the head
+    again. One history serves any number of calls at once, in any threads.
 
     Args:
         store: as for `SessionStoreChatMessageHistory`.
     """
 
     CONVERSATIONS = 256
-    """Conversations whose conversions are kept at most, the latest used."""
+    """Conversations whose histories are kept at most, the latest used."""
 
     def __init__(self, store: SessionStore | SyncStore) -> None:
         self.store = store
-        self._kept = KeptContexts(_from_context, most=self.CONVERSATIONS)
+        self._histories: Latest[SessionStoreChatMessageHistory] = Latest(
+            partial(SessionStoreChatMessageHistory, store), most=self.CONVERSATIONS
+        )
 
     def __repr__(self) -> str:
         return f"ChatHistories({self.store!r})"
@@ -243,7 +245,7 @@ class ChatHistories:
             InvalidSessionIdError: ``name`` breaks the session-id rule.
         """
         validate_session_id(name)
-        return SessionStoreChatMessageHistory(self.store, name, kept=self._kept.get(name))
+        return self._histories.get(name)
 
 
 def _from_context(messages: Sequence[Message], before: Sequence[BaseMessage]) -> list[BaseMessage]:

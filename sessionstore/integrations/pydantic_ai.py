@@ -63,7 +63,7 @@ except ImportError as exc:
     ) from exc
 
 from sessionstore import Message, MessageEntry, SessionStore, validate_session_id
-from sessionstore.integrations.kept import KeptContexts
+from sessionstore.integrations.kept import KeptContext, Latest
 from sessionstore.sync import SyncStore
 
 __all__ = [
@@ -142,7 +142,9 @@ class MessageHistories:
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
-        self._kept = KeptContexts(_converted, most=self.SESSIONS)
+        self._kept: Latest[KeptContext[ModelMessage]] = Latest(
+            lambda name: KeptContext(_converted), most=self.SESSIONS
+        )
 
     def __repr__(self) -> str:
         return f"MessageHistories({self.store!r})"

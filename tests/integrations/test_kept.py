@@ -29,11 +29,12 @@ pytestmark = pytest.mark.asyncio
 
 
 class Counting:
-    """A store that counts the entries its reads hand back."""
+    """A store that counts the entries its reads hand back, and the heads it reads."""
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
         self.read = 0
+        self.heads = 0  # the heads read
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
@@ -52,6 +53,10 @@ class Counting:
         messages = await self.store.load_context(session_id, **options)
         self.read += len(messages)
         return messages
+
+    async def head(self, name: str) -> str | None:
+        self.heads += 1
+        return await self.store.head(name)
 
     def counted(self) -> int:
         read, self.read = self.read, 0
@@ -176,9 +181,25 @@ async def test_langchain_histories_from_the_factory_read_only_the_turn(
     await histories("chat").aadd_messages([HumanMessage("q"), AIMessage("a")])
     got = await histories("chat").aget_messages()
     assert counting.counted() <= 3
+    assert histories("chat") is histories("chat")
     fresh = SessionStoreChatMessageHistory(async_store, "chat")
     assert got == await fresh.aget_messages()
     assert [message.content for message in got[-2:]] == ["q", "a"]
+
+
+async def test_a_langchain_turn_reads_the_head_once(async_store: SessionStore) -> None:
+    """The read finds the current session; the add appends there unasked."""
+    counting: Any = Counting(async_store)
+    histories = ChatHistories(counting)
+    await histories("chat").aadd_messages([HumanMessage("q0")])
+    counting.heads = 0
+    for n in range(1, 4):
+        assert len(await histories("chat").aget_messages()) == 2 * n - 1
+        await histories("chat").aadd_messages([HumanMessage(f"q{n}"), AIMessage(f"a{n}")])
+    assert counting.heads == 3
+    await SessionStoreChatMessageHistory(async_store, "chat").aclear()  # another history
+    await histories("chat").aadd_messages([HumanMessage("after")])  # refused, then retried
+    assert [m.content for m in await histories("chat").aget_messages()] == ["after"]
 
 
 async def test_langchain_reads_a_new_compaction_as_its_summary(async_store: SessionStore) -> None:
@@ -240,10 +261,17 @@ def contents(history: list[Any]) -> list[list[Any]]:
 # ------------------------------------------------------------ factories
 
 
-async def test_a_factory_keeps_a_conversion_per_name_for_the_last_names_used() -> None:
-    contexts: kept.KeptContexts[Any] = kept.KeptContexts(lambda messages, before: [], most=2)
-    first, second = contexts.get("a"), contexts.get("b")
-    assert contexts.get("a") is first  # used again: now the latest
-    contexts.get("c")  # past the bound: "b", used longest ago, goes
-    assert contexts.get("a") is first
-    assert contexts.get("b") is not second
+async def test_a_factory_keeps_a_value_per_name_for_the_last_names_used() -> None:
+    made: list[str] = []
+
+    def make(name: str) -> list[str]:
+        made.append(name)
+        return [name]
+
+    latest: kept.Latest[list[str]] = kept.Latest(make, most=2)
+    first, second = latest.get("a"), latest.get("b")
+    assert latest.get("a") is first  # used again: now the latest
+    latest.get("c")  # past the bound: "b", used longest ago, goes
+    assert latest.get("a") is first
+    assert latest.get("b") is not second
+    assert made == ["a", "b", "c", "b"]
