@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.text import Text
 
 from sessionstore.archive import ArchiveReport, export_archive, import_archive, retire
-from sessionstore.archive.report import HEADS, JOURNALS, SESSIONS
+from sessionstore.archive.report import HEADS, JOURNALS, SESSIONS, TITLES
 from sessionstore.cli.defaults import HTML
 from sessionstore.cli.opening import opened, path_exists
 from sessionstore.cli.output import Refused, counted, err_console, escaped, progress_bar, warn
@@ -67,26 +67,31 @@ async def run_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_export_directory(dest: Path) -> None:
-    """Refuse to export into a file, or a directory that holds other things
-    than an archive (into which an archive would be mixed)."""
+_PARTS = (SESSIONS, JOURNALS, HEADS, TITLES, HTML)
+"""What an archive directory holds (``html/``: the pages of ``export --html``)."""
+
+
+def _check_export_directory(dest: Path, command: str) -> None:
+    """Refuse to write an archive (``command``: ``export`` or ``retire``) into
+    a file, or into a directory that holds other things than an archive
+    (into which an archive would be mixed). An earlier archive is extended."""
     if not dest.exists():
         return
     if not dest.is_dir():
-        raise Refused(f"cannot export to {dest}: not a directory")
-    parts = (SESSIONS, JOURNALS, HEADS, HTML)
-    foreign = sorted(p.name for p in dest.iterdir() if p.name not in parts)
+        raise Refused(f"cannot {command} to {dest}: not a directory")
+    foreign = sorted(p.name for p in dest.iterdir() if p.name not in _PARTS)
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        held = ", ".join(f"{part}/" for part in _PARTS[:-1])
         raise Refused(
-            f"cannot export to {dest}: not empty and not an archive (it holds {shown}); "
-            f"an archive holds only {SESSIONS}/, {JOURNALS}/, {HEADS}/ (and {HTML}/): "
-            "choose a new or empty directory"
+            f"cannot {command} to {dest}: not empty and not an archive (it holds {shown}); "
+            f"an archive holds only {held} (and {HTML}/): "
+            "choose a new or empty directory, or an earlier archive"
         )
 
 
 async def run_export(args: argparse.Namespace) -> int:
-    _check_export_directory(Path(args.dir))
+    _check_export_directory(Path(args.dir), "export")
     refused: ArchiveError | None = None
     async with opened(args, read=True) as store:
         with progress_bar("checking") as progress:
@@ -142,7 +147,7 @@ async def run_export(args: argparse.Namespace) -> int:
 async def run_retire(args: argparse.Namespace) -> int:
     if args.before is None and args.idle is None and not args.session:
         raise Refused("retire needs --before, --idle or --session: it never retires everything")
-    _check_export_directory(Path(args.to))
+    _check_export_directory(Path(args.to), "retire")
     async with opened(args, read=True) as store:
         with progress_bar("retiring") as progress:
             report = await retire(
