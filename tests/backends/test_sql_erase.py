@@ -9,16 +9,19 @@ import sys
 import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from sessionstore import (
     SessionMeta,
     SessionNotFoundError,
     SqlStore,
+    migrate,
     open_store,
 )
 from sessionstore.testing.contract import message
 from tests.helpers import APPENDER
+from tests.kinds import StoreTargets
 
 
 def stored_bytes(db: Path) -> bytes:
@@ -97,6 +100,133 @@ async def test_erasing_names_only_the_newest_erasure(tmp_path: Path) -> None:
     with pytest.raises(sqlite3.DatabaseError, match="newest erasure"):
         connection.execute("INSERT INTO erasing VALUES (1)")
     connection.close()
+
+
+@pytest.mark.parametrize("kind", ["session", "journal"])
+async def test_an_old_erasure_is_never_named_again(tmp_path: Path, kind: str) -> None:
+    """The newest erasure names an id in use again: naming it in ``erasing``
+    would let its new rows go with no record of it."""
+    db = tmp_path / "s.db"
+    async with await sql(db) as store:
+        if kind == "session":
+            await store.create(SessionMeta(id="s"))
+            await store.erase("s", reason="first")
+            await store.create(SessionMeta(id="s"))
+            await store.append("s", message("e1", "x"))
+        else:
+            await store.journal("s").append_raw(b"line")
+            await store.journal("s").erase(reason="first")
+            await store.journal("s").append_raw(b"again")
+    connection = sqlite3.connect(db, isolation_level=None)
+    with pytest.raises(sqlite3.DatabaseError, match="only once"):
+        connection.execute("INSERT INTO erasing SELECT max(seq) FROM erasures")
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        connection.execute("DELETE FROM erasures_spent")
+    connection.close()
+    async with await sql(db) as store:
+        if kind == "session":
+            assert len(await store.load("s")) == 1
+        else:
+            assert await store.journal("s").read_bytes() == b"again\n"
+        assert await store.integrity() == []
+
+
+FORGED = (
+    "INSERT INTO erasures (kind, name, at, reason, lines, digest) "
+    "VALUES ('session', 's', '2026-01-01T00:00:00Z', 'forged', 1, 'x')"
+)
+
+
+async def test_a_forged_erasure_deleting_part_of_a_session_is_refused_or_named(
+    tmp_path: Path,
+) -> None:
+    """SQLite: the erasure cannot be closed while the session is there, and
+    one left open is a fault; an erase after it still works."""
+    db = tmp_path / "s.db"
+    async with await sql(db) as store:
+        await store.create(SessionMeta(id="s"))
+        await store.append_many("s", [message("e1", "a"), message("e2", "b")])
+        await store.create(SessionMeta(id="other"))
+    connection = sqlite3.connect(db, isolation_level=None)
+    connection.execute("BEGIN")
+    connection.execute(FORGED)
+    connection.execute("INSERT INTO erasing SELECT max(seq) FROM erasures")
+    connection.execute("DELETE FROM entries WHERE seq = 2")
+    with pytest.raises(sqlite3.DatabaseError, match="removes all of its session"):
+        connection.execute("DELETE FROM erasing")
+    connection.execute("COMMIT")
+    connection.close()
+    async with await sql(db) as store:
+        assert len(await store.load("s")) == 1  # gone in part, and
+        faults = await store.integrity()
+        assert faults == [
+            "session 's': erasure 1 was left open (its rows may have been deleted in part, "
+            "by hand: an erase closes it in its own transaction)"
+        ]
+        await store.erase("other", reason="still erases")
+        assert await store.integrity() == faults
+
+
+async def test_a_forged_erasure_deleting_part_of_a_session_is_refused_on_postgresql(
+    pg_url: str,
+) -> None:
+    async with await SqlStore.open(pg_url) as store:
+        await store.create(SessionMeta(id="s"))
+        await store.append_many("s", [message("e1", "a"), message("e2", "b")])
+        with psycopg.connect(pg_url.replace("postgresql+psycopg", "postgresql")) as connection:
+            connection.execute(FORGED)
+            connection.execute("DELETE FROM entries WHERE seq = 2")
+            with pytest.raises(psycopg.errors.RaiseException, match="is still there"):
+                connection.commit()
+            # Checked at once, too, when asked to be.
+            connection.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            with pytest.raises(psycopg.errors.RaiseException, match="is still there"):
+                connection.execute(FORGED)
+        assert len(await store.load("s")) == 2
+        assert await store.erasures() == []
+        assert await store.integrity() == []
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_erasures_recorded_before_the_upgrade_are_spent(
+    store_targets: StoreTargets, kind: str
+) -> None:
+    """A database as 0006 left it (erasures recorded, none spent), upgraded
+    in place: no old erasure lets a row go, and erasing works as before."""
+    target = store_targets.new(kind)
+    async with await open_store(target) as store:
+        await store.create(SessionMeta(id="s"))
+        await store.erase("s", reason="before the upgrade")
+        await store.create(SessionMeta(id="s"))
+        await store.append_many("s", [message("e1", "a"), message("e2", "b")])
+        await store.create(SessionMeta(id="later"))
+    downgraded = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "alembic", "-x", f"url={target}", "downgrade", "0006"),
+        cwd=Path(__file__).parents[2],  # alembic.ini's
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, stderr = await downgraded.communicate()
+    assert downgraded.returncode == 0, stderr
+    await migrate.upgrade(target)
+    if kind == "sqlite":
+        connection = sqlite3.connect(target.removeprefix("sqlite:///"), isolation_level=None)
+        with pytest.raises(sqlite3.DatabaseError, match="only once"):
+            connection.execute("INSERT INTO erasing SELECT max(seq) FROM erasures")
+        connection.close()
+    else:
+        with psycopg.connect(target.replace("postgresql+psycopg", "postgresql")) as connection:
+            connection.execute(FORGED)
+            connection.execute("DELETE FROM entries WHERE seq = 2")
+            with pytest.raises(psycopg.errors.RaiseException, match="is still there"):
+                connection.commit()
+    async with await open_store(target) as store:
+        assert len(await store.load("s")) == 2
+        await store.erase("later", reason="after the upgrade")
+        assert [e.reason for e in await store.erasures()] == [
+            "before the upgrade",
+            "after the upgrade",
+        ]
+        assert await store.integrity() == []
 
 
 async def test_a_context_cached_by_another_store_object_is_not_served_stale(

@@ -8,7 +8,10 @@ together), the `Erasure` inserted, then its titles, activity and listing
 rows, its rows in the word index (`wordindex.forget`), its entries and its
 row deleted. The DELETE triggers let those rows go only because the erasure
 was written in the same transaction (migration 0004): on SQLite the erase
-names it in the table ``erasing`` meanwhile, and empties it before commit.
+names it in the table ``erasing`` meanwhile, and takes it out before the
+commit. The database refuses a transaction whose erasure leaves any of the
+session (or journal) behind, and on SQLite an erasure named a second
+time (migration 0007).
 
 An append waiting on the lock then finds no session: it lands before the
 erase, and is erased with it, or fails with `SessionNotFoundError`.
@@ -70,7 +73,7 @@ def erase_session(
     blocks = _session_bytes(conn, session_id, row)
     record = erasure_of("session", session_id, reason, blocks, last_seq(conn, row))
     check_unchanged(record, digest)
-    _record(conn, record)
+    seq = _record(conn, record)
     if conn.dialect.name == "sqlite":
         _SPEND_TICK.many(conn, [{"pk": row.pk}])
     for rows in _DELETE_BESIDE:
@@ -80,7 +83,7 @@ def erase_session(
     Q.DELETE_ENTRIES.many(conn, [{"pk": row.pk}])
     Q.DELETE_SESSION.many(conn, [{"pk": row.pk}])
     wordindex.lower_mark(conn)
-    _done(conn)
+    _done(conn, seq)
     return record
 
 
@@ -101,9 +104,9 @@ def erase_journal(conn: Connection, *, name: str, reason: str) -> Erasure | None
 
     digested = erasure_of("journal", name, reason, blocks(), 0)
     record = digested.model_copy(update={"lines": count})
-    _record(conn, record)
+    seq = _record(conn, record)
     Q.DELETE_JOURNAL.many(conn, [{"name": name}])
-    _done(conn)
+    _done(conn, seq)
     return record
 
 
@@ -129,14 +132,18 @@ def _session_bytes(conn: Connection, session_id: str, row: SessionRow) -> Iterat
             yield bytes(line) + b"\n"
 
 
-def _record(conn: Connection, record: Erasure) -> None:
-    """Insert the record; on SQLite, name it as the erasure under way."""
-    seq = Q.INSERT_ERASURE.scalar(conn, **record.model_dump())
+def _record(conn: Connection, record: Erasure) -> int:
+    """Insert the record, and return its ``seq``; on SQLite, name it as the
+    erasure under way."""
+    seq: int = Q.INSERT_ERASURE.scalar(conn, **record.model_dump())
     if conn.dialect.name == "sqlite":
         Q.INSERT_ERASING.many(conn, [{"erasure": seq}])
+    return seq
 
 
-def _done(conn: Connection) -> None:
-    """SQLite: no erasure is under way once this transaction commits."""
+def _done(conn: Connection, seq: int) -> None:
+    """SQLite: the erasure ``seq`` is no longer under way once this
+    transaction commits (the triggers let it go only once all it names is
+    gone, and never let it be named again, migration 0007)."""
     if conn.dialect.name == "sqlite":
-        Q.CLEAR_ERASING.many(conn, [{}])
+        Q.CLOSE_ERASING.many(conn, [{"erasure": seq}])

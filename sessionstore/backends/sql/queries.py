@@ -42,7 +42,7 @@ from sessionstore.backends.sql.tables import (
 
 __all__ = [
     "ANCESTRY",
-    "CLEAR_ERASING",
+    "CLOSE_ERASING",
     "CONTEXT_PROBE",
     "DELETE_ENTRIES",
     "DELETE_JOURNAL",
@@ -494,8 +494,8 @@ ERASURES = Query(
 INSERT_ERASING = Query(insert(erasing))
 """SQLite: name the erasure under way (``erasure``) for the DELETE triggers."""
 
-CLEAR_ERASING = Query(delete(erasing))
-"""SQLite: no erasure under way any more."""
+CLOSE_ERASING = Query(delete(erasing).where(erasing.c.erasure == bindparam("erasure")))
+"""SQLite: the erasure (``erasure``) is no longer under way: spent."""
 
 DELETE_ENTRIES = Query(delete(entries).where(_pk))
 """A session's own entry rows (``pk``)."""

@@ -25,7 +25,15 @@ from sessionstore.backends.sql.digests import (
 )
 from sessionstore.backends.sql.lineage import lineage
 from sessionstore.backends.sql.queries import Query
-from sessionstore.backends.sql.tables import activity, entries, listing, sessions, titles
+from sessionstore.backends.sql.tables import (
+    activity,
+    entries,
+    erasing,
+    erasures,
+    listing,
+    sessions,
+    titles,
+)
 from sessionstore.errors import CorruptSessionError
 from sessionstore.models import SessionMeta
 from sessionstore.store import SessionSummary
@@ -158,8 +166,17 @@ def _summary(
     )
 
 
+# SQLite: an erasure still named in ``erasing`` once its transaction ended.
+_OPEN_ERASURES = (
+    select(erasures.c.seq, erasures.c.kind, erasures.c.name)
+    .join(erasing, erasing.c.erasure == erasures.c.seq)
+    .order_by(erasures.c.seq)
+)
+
+
 def faults(conn: Connection, *, where: str) -> list[str]:
-    """The storage's faults: the database's own checks, gaps in ``seq``,
+    """The storage's faults: the database's own checks (on SQLite, an
+    erasure left open too), gaps in ``seq``,
     headers that do not decode or name another row (``where``: the sessions
     table), sessions missing from the listing or listed at another write
     than their last, and the first row of each session whose line no
@@ -170,6 +187,11 @@ def faults(conn: Connection, *, where: str) -> list[str]:
         found += [f"integrity_check: {row}" for row in checked if row != "ok"]
         keys = conn.exec_driver_sql("PRAGMA foreign_key_check").all()
         found += [f"foreign_key_check: {tuple(row)}" for row in keys]
+        found += [
+            f"{kind} {name!r}: erasure {seq} was left open (its rows may have been "
+            "deleted in part, by hand: an erase closes it in its own transaction)"
+            for seq, kind, name in conn.execute(_OPEN_ERASURES)
+        ]
     found += [
         f"session {session_id!r}: {count} entries but seq runs {low}..{high}"
         + (f" (it shares {shared})" if shared else "")

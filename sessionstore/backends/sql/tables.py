@@ -23,7 +23,11 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
   their order. Rows of ``sessions``, ``entries`` and ``journal_lines``
   leave only with one of these, written in the same transaction (0004).
 * ``erasing`` (SQLite only): while an erase runs, the ``seq`` of its
-  erasure, which the DELETE triggers look for; empty outside an erase.
+  erasure, which the DELETE triggers look for; empty outside an erase. An
+  erasure leaves it only once all it names is gone, and is then *spent*:
+  ``erasures_spent`` (append-only) keeps it, and it is never named again
+  (0007). On PostgreSQL a trigger deferred to the commit refuses an
+  erasure whose session or journal is still there.
 * ``titles``: every title a session was given after its creation
   (`TitleChange`), ``seq`` = 1, 2, 3... per session; the last is its title.
 * ``activity``: one row per write to a session (its creation, a fork, an
@@ -77,6 +81,7 @@ __all__ = [
     "entries",
     "erasing",
     "erasures",
+    "erasures_spent",
     "heads",
     "journal_lines",
     "listing",
@@ -214,6 +219,12 @@ erasing = Table(
     Column("erasure", _Key, ForeignKey("erasures.seq"), primary_key=True, autoincrement=False),
 )
 
+erasures_spent = Table(
+    "erasures_spent",
+    metadata,
+    Column("erasure", _Key, ForeignKey("erasures.seq"), primary_key=True, autoincrement=False),
+)
+
 titles = Table(
     "titles",
     metadata,
@@ -307,10 +318,11 @@ APPEND_ONLY_TABLES = (
     "titles",
     "activity",
     "spent_ticks",
+    "erasures_spent",
 )
 """The tables whose rows never change (``listing`` moves its ticks ahead)."""
 
-SQLITE_ONLY = frozenset({"erasing", "spent_ticks", "search_mark", "search_words"})
+SQLITE_ONLY = frozenset({"erasing", "erasures_spent", "spent_ticks", "search_mark", "search_words"})
 """Tables only a SQLite database holds (PostgreSQL's triggers need no
 ``erasing`` nor ``spent_ticks``; its word index is ``search_vectors``)."""
 
