@@ -92,6 +92,17 @@ def test_invalid_json_anywhere_in_a_message_is_refused(value: str, match: str) -
     refused(decode_journal_line, '{"line":"post","future":' + value + "}", match)
 
 
+@pytest.mark.parametrize(
+    "number", ["18446744073709551616.", "-123456789012345678901.", "123456789012345678901.e5"]
+)
+def test_a_point_without_a_digit_after_it_is_refused_after_any_integer(number: str) -> None:
+    # JSON wants a digit after the point; serde_json takes an integer part
+    # beyond u64 followed by one as a float (docs/wire-format.md).
+    refused(decode_message, '{"role":"r","content":' + number + "}", "invalid JSON")
+    refused(decode_entry, ENTRY[:-1] + ',"future":' + number + "}", "invalid JSON")
+    refused(decode_meta, '{"id":"s","x":' + number + "}", "invalid JSON")
+
+
 def test_a_repeated_key_does_not_hide_an_invalid_value_it_replaces() -> None:
     # serde reads each value before the last one wins.
     why = "surrogate|out of range|nested deeper"

@@ -90,6 +90,19 @@ async def test_torn_tail_with_a_cut_utf8_character_is_dropped(store: JsonlStore)
     assert await store.load(session_id) == [e1]
 
 
+async def test_a_file_whose_header_names_another_session_is_refused(
+    store: JsonlStore,
+) -> None:
+    # The Rust store loads such a file by its path (docs/wire-format.md);
+    # here a session is the one its file is found by, or none.
+    path = store.directory / "named.jsonl"
+    path.write_bytes(encode_line(SessionMeta(id="other")) + encode_line(message("e1", "x")))
+    with pytest.raises(CorruptSessionError, match="header names session 'other'") as caught:
+        await store.load("named")
+    assert (caught.value.path, caught.value.line) == (str(path), 1)
+    assert await store.list() == []
+
+
 @pytest.mark.parametrize(
     ("bad_line", "reason"),
     [

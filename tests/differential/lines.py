@@ -20,12 +20,15 @@ from hypothesis import strategies as st
 from sessionstore import (
     CommentWrite,
     CompactionEntry,
+    Erasure,
+    HeadMove,
     Message,
     MessageEntry,
     PostWrite,
     SessionHeader,
     SessionMeta,
     Timestamp,
+    TitleChange,
     encode,
 )
 from sessionstore.wire import Record
@@ -107,6 +110,9 @@ ODD_NUMBERS = [
     "4294967296",
     "01",
     "1.",
+    "18446744073709551616.",
+    "-123456789012345678901.",
+    "123456789012345678901.e5",
     ".5",
     "+1",
     "-",
@@ -274,6 +280,10 @@ metas = st.builds(
     version=st.integers(min_value=0, max_value=2**32 - 1),
     parent_session=optional,
     created_at=text,
+    title=optional,
+    owner=optional,
+    tags=st.lists(text, max_size=3).map(tuple),
+    metadata=st.dictionaries(text, json_values, max_size=3),
 )
 entries = st.builds(
     MessageEntry, id=text, parent_id=optional, timestamp=text, message=messages
@@ -292,18 +302,35 @@ journal_lines = (
     | st.builds(PostWrite, at=st.just(AT), id=st.uuids())
     | st.builds(CommentWrite, at=st.just(AT), id=st.uuids(), on=st.none() | st.uuids())
 )
+heads = st.builds(HeadMove, session_id=text, at=text)
+titles = st.builds(TitleChange, session_id=text, title=optional, at=text)
+erasures = st.builds(
+    Erasure,
+    kind=st.sampled_from(["session", "journal"]),
+    name=text,
+    at=text,
+    reason=text,
+    lines=st.integers(min_value=0, max_value=2**64 - 1),
+    digest=text,
+)
 RECORDS: dict[str, st.SearchStrategy[Any]] = {
     "meta": metas,
     "entry": entries,
     "message": messages,
     "journal": journal_lines,
+    "head": heads,
+    "title": titles,
+    "erasure": erasures,
 }
 ENTRY_KEYS = ["type", "id", "parent_id", "timestamp", "message", "summary", "first_kept_id"]
 KNOWN_KEYS = {
-    "meta": ["id", "version", "parent_session", "created_at"],
+    "meta": ["id", "version", "parent_session", "created_at", "title", "owner", "tags", "metadata"],
     "entry": [*ENTRY_KEYS, "tokens_before"],
     "message": ["role", "content", "streaming"],
     "journal": ["line", "started_at", "model", "at", "id", "on"],
+    "head": ["session_id", "at"],
+    "title": ["session_id", "title", "at"],
+    "erasure": ["kind", "name", "at", "reason", "lines", "digest"],
 }
 TIME_KEYS = ("at", "started_at")
 UUID_KEYS = ("id", "on")

@@ -5,6 +5,12 @@ Debian's packaged crates by ``build.sh``; `.ci/run` builds it and names it
 in ``SESSIONSTORE_SERDE_ORACLE``. It reads lines on stdin and answers one
 line each: ``ok <serde_json's re-encoding>`` or ``err <message>``. Given
 paths (``session``), it loads each session file as the Rust store does.
+
+The reference has no head move, title change or erasure record: for those
+kinds the oracle declares them with serde as a Rust program would (their
+fields as docs/wire-format.md gives them), so what is compared is JSON
+itself (its grammar, numbers, escapes), the fields' types, and repeated and
+unknown members, as serde_json reads them.
 """
 
 from __future__ import annotations
@@ -21,24 +27,29 @@ import pytest
 from sessionstore import (
     InvalidRecordError,
     decode_entry,
+    decode_head_move,
     decode_journal_line,
     decode_message,
     decode_meta,
+    decode_title_change,
     encode,
 )
-from sessionstore.wire import Record
+from sessionstore.wire import Record, decode_erasure
 from sessionstore.wire.stored import read_stored_entry, read_stored_meta
 
 ORACLE_ENV = "SESSIONSTORE_SERDE_ORACLE"
 BUILD = Path(__file__).parent / "build.sh"
 
-KINDS = ("meta", "entry", "message", "journal")
+KINDS = ("meta", "entry", "message", "journal", "head", "title", "erasure")
 
 _DECODERS: dict[str, Callable[[bytes], Record]] = {
     "meta": decode_meta,
     "entry": decode_entry,
     "message": decode_message,
     "journal": decode_journal_line,
+    "head": decode_head_move,
+    "title": decode_title_change,
+    "erasure": decode_erasure,
 }
 _STORED: dict[str, Callable[[bytes], Record]] = {
     "meta": read_stored_meta,

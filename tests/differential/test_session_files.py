@@ -5,7 +5,7 @@ as `load` gives it, readable by the Rust store. The oracle loads each file
 as the seed's ``JsonlSessionStore::load`` does (the header on line 1, every
 further line an entry, a torn tail dropped, any other bad line refusing the
 file) and answers what it decoded: serde_json's re-encoding of each line,
-which must be ours.
+which must be ours, except for the files `FILE_DEVIATIONS` names.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import pytest
 
 from sessionstore import (
     ArchiveError,
+    CorruptSessionError,
+    JsonlStore,
     MemoryStore,
     SessionMeta,
     SessionStore,
@@ -125,3 +127,37 @@ async def test_a_header_with_our_fields_and_titles_beside_loads_in_the_rust_stor
     reference = meta.model_copy(update={"title": None, "owner": None, "tags": (), "metadata": {}})
     assert decode_meta(loaded[0]) == reference
     assert header.startswith(loaded[0][:-1] + ',"title":')
+
+
+FILE_DEVIATIONS = {
+    "torn-inside-a-character": HEADER.replace(b"%s", b"torn-inside-a-character")
+    + b"\n"
+    + LINE
+    + '{"type":"message","id":"\u00e9'.encode()[:-1],
+    "named-elsewhere": HEADER.replace(b"%s", b"other") + b"\n" + LINE,
+}
+"""Session files a directory store reads otherwise than the Rust store
+(docs/wire-format.md lists them): a torn tail cut inside a UTF-8 character
+(the Rust store reads the whole file as UTF-8 first and fails; we drop the
+tail as any torn tail), and a file whose header names another session than
+its file name (the Rust store loads it; we refuse it, as its id would not
+be the one the file is found by)."""
+
+
+async def test_the_rust_store_reads_session_files_otherwise_only_as_listed(
+    oracle: Oracle, tmp_path: Path
+) -> None:
+    for name, data in FILE_DEVIATIONS.items():
+        (tmp_path / f"{name}.jsonl").write_bytes(data)
+    torn, named = oracle.load_sessions([tmp_path / f"{name}.jsonl" for name in FILE_DEVIATIONS])
+    store = JsonlStore(tmp_path)
+
+    assert isinstance(torn, str), "the Rust store now reads a cut character: drop the deviation"
+    assert "UTF-8" in torn
+    assert await store.load("torn-inside-a-character") == [message("e1", "x")]
+
+    assert isinstance(named, list), f"the Rust store now refuses the file: {named}"
+    assert decode_meta(named[0]).id == "other"
+    with pytest.raises(CorruptSessionError, match="header names session 'other'"):
+        await store.load("named-elsewhere")
+    assert [meta.id for meta in await store.list()] == ["torn-inside-a-character"]

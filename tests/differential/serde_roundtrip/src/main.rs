@@ -1,12 +1,17 @@
 //! serde_json's answer for each line on stdin: `ok <re-encoding>` or
 //! `err <message>`, one answer line per input line.
 //!
-//! Usage: `serde_roundtrip meta|entry|message|journal|session`
+//! Usage: `serde_roundtrip meta|entry|message|journal|head|title|erasure|session`
 //!
 //! The types are this project's SPEC section 1 written with serde's
 //! attributes, as the Rust implementation declares them: the header and the
 //! entries are read from `&str` (the Rust store reads whole files as
 //! strings), journal lines from bytes (the Rust journal parses byte pieces).
+//!
+//! `head`, `title` and `erasure` are this project's own records, which the
+//! reference has no type for: here they are declared as a Rust program would
+//! declare them with serde (docs/wire-format.md gives their fields), so the
+//! answer is serde_json's reading of those fields, read from `&str`.
 //!
 //! `session` reads a path on each line and loads that session file as the
 //! Rust store's `JsonlSessionStore::load` does; its `ok` answer is a JSON
@@ -99,6 +104,37 @@ enum Journal {
     Comment(Commented),
 }
 
+#[derive(Serialize, Deserialize)]
+struct HeadMove {
+    session_id: String,
+    at: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TitleChange {
+    session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    title: Option<String>,
+    at: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Erased {
+    Session,
+    Journal,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Erasure {
+    kind: Erased,
+    name: String,
+    at: String,
+    reason: String,
+    lines: u64,
+    digest: String,
+}
+
 fn reencoded<T>(text: &str) -> Result<String, String>
 where
     T: serde::de::DeserializeOwned + serde::Serialize,
@@ -158,9 +194,12 @@ fn main() {
         "entry" => from_text::<Entry>,
         "message" => from_text::<ChatMessage>,
         "journal" => from_bytes::<Journal>,
+        "head" => from_text::<HeadMove>,
+        "title" => from_text::<TitleChange>,
+        "erasure" => from_text::<Erasure>,
         "session" => load_session,
         _ => {
-            eprintln!("usage: serde_roundtrip meta|entry|message|journal|session");
+            eprintln!("usage: serde_roundtrip meta|entry|message|journal|head|title|erasure|session");
             std::process::exit(2);
         }
     };
