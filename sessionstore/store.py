@@ -494,9 +494,13 @@ class SessionStore(Protocol):
         Args:
             source_id: the session to branch from.
             at: the id of the last entry to keep; None keeps them all.
-            meta: the new session's header; a fresh `SessionMeta.new` by
-                default. Its ``parent_session`` is set to ``source_id``
-                when left None.
+            meta: the new session's header; by default a fresh
+                `SessionMeta.new` with the source's owner, tags and
+                metadata, and no title: a titled source's current title
+                becomes the fork's own first title change (`titles`),
+                since a header carries only what its session was created
+                with. Its ``parent_session`` is set to ``source_id`` when
+                left None.
 
         Returns:
             The new session's header, as stored.

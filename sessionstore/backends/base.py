@@ -268,11 +268,14 @@ class StoreBase(abc.ABC):
     ) -> SessionMeta:
         """Branch a session; see `SessionStore.fork`."""
         self._check(source_id)
+        title = None  # the source's current title, given to the fork as a change of its own
         if meta is None:
             source = await self._meta(source_id)
+            title = current_title(source, await self._titles(source_id))
+            # A header is the session's own: the source's title is the
+            # source's record, not the fork's header.
             meta = SessionMeta.new(
                 parent_session=source_id,
-                title=current_title(source, await self._titles(source_id)),
                 owner=source.owner,
                 tags=source.tags,
                 metadata=source.metadata,
@@ -290,6 +293,8 @@ class StoreBase(abc.ABC):
         if meta.id == source_id:  # the source's own id is taken, by the source
             raise DuplicateSessionError(meta.id)
         await self._fork(source_id, at, meta, header_line(meta))
+        if title is not None:
+            await self._set_title(meta.id, TitleChange.new(meta.id, title))
         return meta
 
     async def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:

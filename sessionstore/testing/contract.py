@@ -32,6 +32,7 @@ from sessionstore import (
     encode,
 )
 from sessionstore.store import SessionStore, SessionSummary
+from sessionstore.testing.archives import ArchiveContract
 from sessionstore.testing.branches import BranchContract
 from sessionstore.testing.browse import BrowseContract
 from sessionstore.testing.common import (
@@ -97,6 +98,7 @@ SESSION_OPERATIONS = [
 
 @pytest.mark.asyncio
 class SessionStoreContract(
+    ArchiveContract,
     BranchContract,
     BrowseContract,
     ConditionalContract,
@@ -108,7 +110,7 @@ class SessionStoreContract(
     (branches and heads: `BranchContract`; conditional appends and head
     moves: `ConditionalContract`; slices by position: `SliceContract`; context
     ids, repairs and compaction:
-    `ContextContract`)."""
+    `ContextContract`; exports, imports and retires: `ArchiveContract`)."""
 
     @pytest_asyncio.fixture
     async def store(self, backend: Backend) -> AsyncIterator[SessionStore]:

@@ -87,15 +87,16 @@ async def test_a_line_naming_another_session_is_corrupt(store: JsonlStore) -> No
         await store.titles("s")
 
 
-async def test_a_fork_writes_no_file_of_titles_its_header_carries_the_title(
+async def test_a_fork_gets_a_file_of_titles_of_its_own_its_header_none(
     store: JsonlStore,
 ) -> None:
     await store.create(SessionMeta(id="s", title="first"))
     await store.set_title("s", "renamed")
     fork = await store.fork("s")
-    assert fork.title == "renamed"
-    assert not titles_file(store, fork.id).exists()
-    assert await store.titles(fork.id) == []
+    assert fork.title is None
+    [change] = await store.titles(fork.id)
+    assert titles_file(store, fork.id).read_bytes() == encode_line(change)
+    assert change.title == "renamed"
 
 
 async def test_erase_removes_the_titles_and_the_id_made_again_has_none(
