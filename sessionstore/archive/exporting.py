@@ -44,6 +44,7 @@ from sessionstore.backends.files import (
 )
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
 from sessionstore.errors import CorruptSessionError, SessionNotFoundError, validate_session_id
+from sessionstore.models import TitleChange
 from sessionstore.store import SessionJournal, SessionStore
 from sessionstore.wire import encode_line
 
@@ -238,13 +239,23 @@ async def _export_session(
     report: ArchiveReport,
     listed: bool,
 ) -> None:
-    """Export one session, then its titles; one ``listed`` (not named) and
-    erased since the listing is left out with a warning, as if it had never been."""
+    """Export one session and its titles; one ``listed`` (not named) and
+    erased since the listing is left out with a warning, as if it had never
+    been: nothing of it is written.
+
+    The titles are read first and written last: an erase before the
+    session's bytes are read leaves nothing in the archive, and one after
+    leaves the whole session with the titles it had.
+    """
     try:
+        try:
+            changes = await store.titles(session_id)
+        except CorruptSessionError as exc:
+            titles = root / TITLES / f"{session_id}{SUFFIX}"
+            raise Refused(None, f"{titles}: not exported: {exc}") from None
         matched, written = await _extend(
             root, path, store.raw_blocks(session_id), "session", report
         )
-        changes = await _export_titles(store, root, session_id, report)
     except CorruptSessionError as exc:  # what the store holds does not read back
         raise Refused(exc.line, f"not exported: {exc}") from None
     except SessionNotFoundError:
@@ -253,29 +264,26 @@ async def _export_session(
         report.warnings.append(ArchiveIssue(str(path), None, "erased while exporting: left out"))
         return
     report.entries += written - (1 if written and not matched else 0)  # not the header
-    report.titles += changes
+    report.titles += await _export_titles(root, session_id, changes, report)
     report.sessions += 1
 
 
 async def _export_titles(
-    store: SessionStore, root: Path, session_id: str, report: ArchiveReport
+    root: Path, session_id: str, changes: list[TitleChange], report: ArchiveReport
 ) -> int:
     """Give the archive's file of the session's titles the changes it lacks
     (none: no file); return how many were written. A refusal names the file
     (the step's is the session's)."""
     path = root / TITLES / f"{session_id}{SUFFIX}"
     try:
-        return (await _extend(root, path, _title_lines(store, session_id), "titles", report))[1]
-    except CorruptSessionError as exc:
-        raise Refused(None, f"{path}: not exported: {exc}") from None
+        return (await _extend(root, path, _title_lines(changes), "titles", report))[1]
     except Refused as refused:
         where = path if refused.line is None else f"{path} line {refused.line}"
         raise Refused(None, f"{where}: {refused.reason}") from None
 
 
-async def _title_lines(store: SessionStore, session_id: str) -> AsyncIterator[bytes]:
-    """The session's title changes, a line each, oldest first, in one block."""
-    changes = await store.titles(session_id)
+async def _title_lines(changes: list[TitleChange]) -> AsyncIterator[bytes]:
+    """A session's title changes, a line each, oldest first, in one block."""
     if changes:
         yield b"".join(map(encode_line, changes))
 

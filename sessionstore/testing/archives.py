@@ -1,15 +1,60 @@
-"""The archive over every store, as tests: what an export writes of forks
-and titles (`sessionstore.archive`; part of `SessionStoreContract`)."""
+"""The archive over every store, as tests: what an export writes of forks and
+titles, and an export racing an erase (`sessionstore.archive`; part of
+`SessionStoreContract`)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any, cast
+
+import pytest
 
 from sessionstore import SessionMeta
 from sessionstore.archive import export_archive
+from sessionstore.models import TitleChange
 from sessionstore.store import SessionStore
-from sessionstore.testing.common import raw
+from sessionstore.testing.common import message, raw
 from sessionstore.wire import decode_title_change
+
+ERASE_POINTS = ["integrity", "titles", "raw_blocks", "between_blocks"]
+"""Where `_ErasingStore` erases its victim: just before the export's call of
+`integrity`, of the victim's `titles` or `raw_blocks`, or after the first
+block `raw_blocks` gave."""
+
+
+class _ErasingStore:
+    """The store, but the session ``victim`` is erased (through the store
+    itself, as another writer would) at the moment ``point`` of an export:
+    the race of an export with an erase, made to happen every time."""
+
+    def __init__(self, store: SessionStore, victim: str, point: str) -> None:
+        self._store = store
+        self._victim = victim
+        self._point = point
+        self.erased = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def _erase(self, point: str, session_id: str | None = None) -> None:
+        if point == self._point and session_id in (None, self._victim) and not self.erased:
+            self.erased = True
+            await self._store.erase(self._victim, reason="erased during the export")
+
+    async def integrity(self) -> list[str]:
+        await self._erase("integrity")
+        return await self._store.integrity()
+
+    async def titles(self, session_id: str) -> list[TitleChange]:
+        await self._erase("titles", session_id)
+        return await self._store.titles(session_id)
+
+    async def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
+        await self._erase("raw_blocks", session_id)
+        async for block in self._store.raw_blocks(session_id):
+            yield block
+            await self._erase("between_blocks", session_id)
 
 
 def _files(directory: Path) -> dict[str, bytes]:
@@ -19,7 +64,7 @@ def _files(directory: Path) -> dict[str, bytes]:
 
 
 class ArchiveContract:
-    """Exports, imports and retires over every backend. Mixed into
+    """Exports over every backend. Mixed into
     `SessionStoreContract`, whose ``store`` fixture it uses."""
 
     # ------------------------------------------------------------- forks' titles
@@ -49,15 +94,45 @@ class ArchiveContract:
         await store.create(SessionMeta(id="source"))
         await store.set_title("source", "plan")
         await store.fork("source", meta=SessionMeta(id="fork", title="the fork's own"))
-        await store.fork("source", meta=SessionMeta(id="plain"))
+        plain = (await store.fork("source")).id  # titled as its source, by a change of its own
         await export_archive(store, tmp_path)
         headers = {
             name: data.split(b"\n", 1)[0] for name, data in _files(tmp_path / "sessions").items()
         }
         assert b'"title"' not in headers["source.jsonl"]
         assert b'"title":"the fork\'s own"' in headers["fork.jsonl"]
-        assert b'"title"' not in headers["plain.jsonl"]
+        assert b'"title"' not in headers[f"{plain}.jsonl"]
         titles = _files(tmp_path / "titles")
-        assert sorted(titles) == ["source.jsonl"]
-        [change] = titles["source.jsonl"].decode().splitlines()
-        assert decode_title_change(change).title == "plan"
+        assert sorted(titles) == sorted(["source.jsonl", f"{plain}.jsonl"])
+        for name in ("source.jsonl", f"{plain}.jsonl"):
+            [change] = titles[name].decode().splitlines()
+            assert decode_title_change(change).title == "plan"
+
+    # ------------------------------------------------------------- erased while exporting
+
+    @pytest.mark.parametrize("point", ERASE_POINTS)
+    async def test_a_session_erased_during_an_export_is_left_out_and_the_rest_exported(
+        self, store: SessionStore, tmp_path: Path, point: str
+    ) -> None:
+        for session_id in ("a", "b", "c"):
+            await store.create(SessionMeta(id=session_id))
+            await store.append(session_id, message(f"{session_id}-1", "hello"))
+            await store.set_title(session_id, f"about {session_id}")
+        before = {session_id: await raw(store, session_id) for session_id in ("a", "b", "c")}
+        racing = _ErasingStore(store, "b", point)
+        report = await export_archive(cast(SessionStore, racing), tmp_path)
+        assert racing.erased
+        assert report.ok
+        sessions = _files(tmp_path / "sessions")
+        for session_id in ("a", "c"):
+            assert sessions[f"{session_id}.jsonl"].decode().splitlines() == before[session_id]
+        left_out = [w for w in report.warnings if w.file.endswith("b.jsonl")]
+        if "b.jsonl" in sessions:  # read whole before the erase reached it: the whole of it
+            assert point == "between_blocks"
+            assert sessions["b.jsonl"].decode().splitlines() == before["b"]
+            assert report.sessions == 3
+            assert not left_out
+        else:
+            assert [w.reason for w in left_out] == ["erased while exporting: left out"]
+            assert "b.jsonl" not in _files(tmp_path / "titles")
+            assert report.sessions == 2

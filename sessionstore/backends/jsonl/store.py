@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import fcntl
 import logging
 import os
 import stat
@@ -779,9 +780,25 @@ class JsonlStore(StoreBase):
         return await self._run(None, self._erasures.read)
 
     def _file_of(self, kind: str, name: str) -> FileId | None:
-        if kind == "session":
-            return named_file(self.path(name))
-        return named_file(self._dir / JOURNALS / name / JOURNAL_FILE)
+        """The file of a session or journal an erase noted, as `pending`
+        asks: None when there is none, or when its lock is held. An erase
+        holds the lock from its record to the unlink, so a locked file is an
+        erase under way (or a write), not one that died: no fault yet."""
+        path = self.path(name) if kind == "session" else self._dir / JOURNALS / name / JOURNAL_FILE
+        found = named_file(path)
+        if found is None:
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError:
+            return found  # a link, a file unreadable here: what the name shows
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+        finally:
+            os.close(fd)
+        return found
 
     # ------------------------------------------------------------ list
 
