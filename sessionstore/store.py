@@ -790,7 +790,8 @@ class SessionStore(Protocol):
             The number of entries stored.
 
         Raises:
-            InvalidRecordError: a line does not decode (or holds a newline).
+            InvalidRecordError: a line does not decode (or holds a newline),
+                or the header names the session as its own ``parent_session``.
             InvalidSessionIdError: the header's id breaks the rule.
             DuplicateSessionError: ``after`` is None and the session exists.
             SessionNotFoundError: ``after`` is given and it does not.

@@ -32,6 +32,7 @@ from sessionstore.archive.report import (
     io,
     look,
     open_inside,
+    parent_cycles,
 )
 from sessionstore.backends.base import JournalBase
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
@@ -88,6 +89,7 @@ async def import_archive(
         )
 
     files, journals, heads, titles = await io(find, root)
+    files = await _without_cycles(store, root, files, report)
     steps = [(path, partial(_import_session, store, root, path, report)) for path in files]
     steps += [(path, partial(_import_journal, store, root, path, report)) for path in journals]
     # After the sessions: a head's moves and titles name sessions that must exist.
@@ -95,6 +97,64 @@ async def import_archive(
     steps += [(path, partial(_import_titles, store, root, path, report)) for path in titles]
     await each_file(steps, report, progress)
     return finish(report, "import")
+
+
+_HEADER_AT_MOST = 1 << 20
+"""Bytes of a session file read for its header's ``parent_session``; a
+longer first line is left to the import, which refuses or takes it."""
+
+
+def _parent_links(root: Path, files: list[Path]) -> dict[str, tuple[str, Path]]:
+    """Each session file's ``parent_session``, by session id, where its header
+    decodes and names one (what does not decode is the import's to refuse)."""
+    links = {}
+    for path in files:
+        try:  # what cannot be read here, the import reads again and names
+            fd = open_inside(root, path)
+            with os.fdopen(fd, "rb") as file:
+                first = file.readline(_HEADER_AT_MOST)
+        except (Refused, OSError):
+            continue
+        try:
+            meta = decode_meta(first.rstrip(b"\n").decode("utf-8"))
+        except (UnicodeDecodeError, SessionStoreError):
+            continue
+        if meta.parent_session is not None and meta.id == path.name[: -len(SUFFIX)]:
+            links[meta.id] = (meta.parent_session, path)
+    return links
+
+
+async def _without_cycles(
+    store: SessionStore, root: Path, files: list[Path], report: ArchiveReport
+) -> list[Path]:
+    """The session files, but for those whose ``parent_session`` links (with
+    the store's) form a cycle: a session would be its own ancestor, which
+    no fork can make. Each of those is refused, naming the cycle."""
+    links = await io(partial(_parent_links, root, files), root / SESSIONS)
+    if not links:
+        return files
+    parents = {meta.id: meta.parent_session for meta in await store.list() if meta.parent_session}
+    parents.update((session_id, parent) for session_id, (parent, _) in links.items())
+    cycles = parent_cycles(parents)
+    kept = []
+    for path in files:
+        cycle = cycles.get(path.name[: -len(SUFFIX)])
+        if cycle is None:
+            kept.append(path)
+            continue
+        if len(cycle) == 2:
+            reason = "its header names the session itself as its parent_session"
+        else:
+            where = [
+                f"{member} ({links[member][1]})" if member in links else f"{member} (in the store)"
+                for member in cycle[1:-1]
+            ]
+            reason = "its header's parent_session starts a cycle: " + " -> ".join(
+                [cycle[0], *where, cycle[0]]
+            )
+        issue = f"{reason}; a session cannot be its own ancestor: not imported"
+        report.refused.append(ArchiveIssue(str(path), 1, issue))
+    return kept
 
 
 def _entries(directory: Path) -> list[Path]:

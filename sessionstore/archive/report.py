@@ -30,6 +30,7 @@ __all__ = [
     "look",
     "open_inside",
     "outside",
+    "parent_cycles",
 ]
 
 SESSIONS = "sessions"  # <archive>/sessions/<id>.jsonl
@@ -134,6 +135,26 @@ def finish(report: ArchiveReport, verb: str) -> ArchiveReport:
     if parts:
         raise ArchiveError("\n".join(parts), report)
     return report
+
+
+def parent_cycles(parents: dict[str, str]) -> dict[str, list[str]]:
+    """The sessions whose ``parent_session`` links lead back to themselves,
+    each with its cycle, from itself round to itself."""
+    on_cycle: dict[str, list[str]] = {}
+    done: set[str] = set()
+    for start in parents:
+        path: list[str] = []
+        at: str | None = start
+        while at is not None and at not in done and at not in path:
+            path.append(at)
+            at = parents.get(at)
+        if at is not None and at in path:  # the walk came round: a cycle from ``at``
+            cycle = path[path.index(at) :]
+            for position, member in enumerate(cycle):
+                turn = cycle[position:] + cycle[:position]
+                on_cycle[member] = [*turn, member]
+        done.update(path)
+    return on_cycle
 
 
 def outside(root: Path, path: Path) -> str | None:

@@ -36,6 +36,7 @@ from sessionstore.archive.report import (
     Refused,
     io,
     open_inside,
+    parent_cycles,
 )
 from sessionstore.backends.files import fsync_directory
 from sessionstore.errors import (
@@ -178,10 +179,15 @@ async def retire(
 
     summaries = await store.summaries(order="created", limit=None)
     in_store = {summary.meta.id: summary for summary in summaries}
+    links = {s.meta.id: s.meta.parent_session for s in summaries if s.meta.parent_session}
+    # A cycle of parent_session links (no fork makes one; an import of
+    # hand-made headers can) has no fork to retire first: its links are
+    # no family's, and its sessions retire as sessions of their own.
+    on_cycle = parent_cycles(links)
     children: dict[str, list[str]] = {}
     for summary in summaries:
         parent = summary.meta.parent_session
-        if parent is not None and parent in in_store:
+        if parent is not None and parent in in_store and summary.meta.id not in on_cycle:
             children.setdefault(parent, []).append(summary.meta.id)
 
     if listed is not None:
@@ -193,7 +199,9 @@ async def retire(
             chosen.add(summary.meta.id)
         elif choice is not False:
             report.skipped.append(RetireIssue(summary.meta.id, choice, summary.fault is not None))
-    parents = {session_id: s.meta.parent_session for session_id, s in in_store.items()}
+    parents = {session_id: links.get(session_id) for session_id in in_store}
+    for session_id in on_cycle:
+        parents[session_id] = None
     retiring, left = without_kept_forks(chosen, children, parents)
     for session_id, kept in left.items():
         why = f"its fork(s) {', '.join(kept)} stay in the store (choose them too); left"
@@ -228,7 +236,7 @@ async def retire(
             report.skipped.append(RetireIssue(session_id, why, False))
         else:
             if await _retire_one(store, root, path, session_id, reason, report):
-                erased.add(session_id)
+                erased.add(session_id)  # gone: its parent may go
         if progress is not None:
             progress(done, total)
     return report
@@ -334,12 +342,13 @@ async def _retire_one(
     store: SessionStore, root: Path, path: Path, session_id: str, reason: str, report: RetireReport
 ) -> bool:
     """Check the archive's copy of one session, then erase it from the store;
-    whether it was erased."""
+    whether it is gone from the store (erased by this run, or by another
+    meanwhile): the session it was forked from no longer waits for it."""
     try:
         checked = await _same_as_stored(store, root, path, session_id)
     except SessionNotFoundError:
         report.skipped.append(RetireIssue(session_id, "erased meanwhile, by another", False))
-        return False
+        return True
     except CorruptSessionError as exc:
         why = f"its stored data does not read back ({exc}); not erased"
         report.skipped.append(RetireIssue(session_id, why, True))
@@ -352,7 +361,7 @@ async def _retire_one(
         differs = await _titles_differ(store, root, session_id)
     except SessionNotFoundError:
         report.skipped.append(RetireIssue(session_id, "erased meanwhile, by another", False))
-        return False
+        return True
     if differs is not None:
         report.skipped.append(RetireIssue(session_id, f"{differs}; not erased", True))
         return False
@@ -362,7 +371,7 @@ async def _retire_one(
         await store.erase(session_id, reason=reason, digest=digest)
     except SessionNotFoundError:
         report.skipped.append(RetireIssue(session_id, "erased meanwhile, by another", False))
-        return False
+        return True
     except SessionConflictError as exc:
         report.skipped.append(RetireIssue(session_id, f"the store kept it: {exc}", True))
         return False

@@ -946,9 +946,12 @@ def fork_point(source_id: str, at: str | None, entry_ids: Iterable[str]) -> int:
 
 
 def imported_header(line: str) -> SessionMeta:
-    """Check an imported header line: one line, a valid header and id."""
+    """Check an imported header line: one line, a valid header and id, not
+    its own parent (as `create` refuses)."""
     meta = decode_meta(_one_line(line))
     validate_session_id(meta.id)
+    if meta.parent_session == meta.id:
+        raise InvalidRecordError(f"session {meta.id!r} cannot be its own parent_session")
     return meta
 
 

@@ -1,6 +1,6 @@
 """The archive over every store, as tests: what an export writes of forks and
-titles, and an export racing an erase (`sessionstore.archive`; part of
-`SessionStoreContract`)."""
+titles, an export racing an erase, and parent links that form a cycle
+(`sessionstore.archive`; part of `SessionStoreContract`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any, cast
 
 import pytest
 
-from sessionstore import SessionMeta
-from sessionstore.archive import export_archive
+from sessionstore import ArchiveError, InvalidRecordError, SessionMeta
+from sessionstore.archive import ArchiveReport, export_archive, import_archive, retire
 from sessionstore.models import TitleChange
 from sessionstore.store import SessionStore
-from sessionstore.testing.common import message, raw
+from sessionstore.testing.common import message, raw, stream
 from sessionstore.wire import decode_title_change
 
 ERASE_POINTS = ["integrity", "titles", "raw_blocks", "between_blocks"]
@@ -63,8 +63,23 @@ def _files(directory: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
 
 
+def _header(session_id: str, parent: str | None) -> str:
+    link = "" if parent is None else f',"parent_session":"{parent}"'
+    return f'{{"id":"{session_id}","version":1{link},"created_at":"2020-01-01T00:00:00Z"}}'
+
+
+def _archive_of(root: Path, sessions: dict[str, str | None]) -> None:
+    """An archive whose sessions name the parents given, each with an entry."""
+    (root / "sessions").mkdir(parents=True)
+    entry = '{"type":"message","id":"m1","timestamp":"2020-01-01T00:00:00Z",'
+    entry += '"message":{"role":"user","content":"hello"}}'
+    for session_id, parent in sessions.items():
+        text = _header(session_id, parent) + "\n" + entry + "\n"
+        (root / "sessions" / f"{session_id}.jsonl").write_text(text)
+
+
 class ArchiveContract:
-    """Exports over every backend. Mixed into
+    """Exports, imports and retires over every backend. Mixed into
     `SessionStoreContract`, whose ``store`` fixture it uses."""
 
     # ------------------------------------------------------------- forks' titles
@@ -136,3 +151,68 @@ class ArchiveContract:
             assert [w.reason for w in left_out] == ["erased while exporting: left out"]
             assert "b.jsonl" not in _files(tmp_path / "titles")
             assert report.sessions == 2
+
+    # ------------------------------------------------------------- parent cycles
+
+    async def test_an_archive_whose_parent_links_form_a_cycle_is_refused_naming_them(
+        self, store: SessionStore, tmp_path: Path
+    ) -> None:
+        links = {"a": "b", "b": "a", "self": "self", "below": "a", "plain": None}
+        _archive_of(tmp_path, links)
+        with pytest.raises(ArchiveError) as caught:
+            await import_archive(store, tmp_path)
+        report = caught.value.report
+        assert isinstance(report, ArchiveReport)
+        refused = {Path(i.file).name: (i.line, i.reason) for i in report.refused}
+        assert sorted(refused) == ["a.jsonl", "b.jsonl", "self.jsonl"]
+        assert refused["self.jsonl"][0] == 1
+        assert "names the session itself as its parent_session" in refused["self.jsonl"][1]
+        b_file = tmp_path / "sessions" / "b.jsonl"
+        assert refused["a.jsonl"] == (
+            1,
+            f"its header's parent_session starts a cycle: a -> b ({b_file}) -> a; "
+            "a session cannot be its own ancestor: not imported",
+        )
+        assert sorted(m.id for m in await store.list()) == ["below", "plain"]
+
+    async def test_an_import_closing_a_cycle_with_the_store_is_refused(
+        self, store: SessionStore, tmp_path: Path
+    ) -> None:
+        await store.create(SessionMeta(id="a"))
+        await store.fork("a", meta=SessionMeta(id="b"))
+        await store.erase("a", reason="gone")
+        _archive_of(tmp_path, {"a": "b"})  # a names b, which names a
+        with pytest.raises(ArchiveError, match=r"a -> b \(in the store\) -> a"):
+            await import_archive(store, tmp_path)
+        assert [m.id for m in await store.list()] == ["b"]
+
+    async def test_retire_of_a_family_whose_parent_links_form_a_cycle_retires_it(
+        self, store: SessionStore, tmp_path: Path
+    ) -> None:
+        for session_id, parent in (("a", "b"), ("b", "a"), ("below", "a")):
+            await store.import_session(_header(session_id, parent), stream([]))
+        report = await retire(store, tmp_path, sessions=["a", "b", "below"])
+        assert report.ok
+        assert sorted(report.retired) == ["a", "b", "below"]
+        assert report.retired.index("below") < report.retired.index("a")
+        assert report.skipped == []
+        assert await store.list() == []
+
+    async def test_retire_leaves_a_cycle_whose_fork_stays_and_says_why(
+        self, store: SessionStore, tmp_path: Path
+    ) -> None:
+        for session_id, parent in (("a", "b"), ("b", "a"), ("below", "a")):
+            await store.import_session(_header(session_id, parent), stream([]))
+        report = await retire(store, tmp_path, sessions=["a", "b"])
+        assert sorted(report.retired) == ["b"]
+        [issue] = report.skipped
+        assert (issue.session_id, issue.fault) == ("a", False)
+        assert "its fork(s) below stay in the store" in issue.reason
+        assert sorted(m.id for m in await store.list()) == ["a", "below"]
+
+    async def test_an_imported_header_naming_itself_as_parent_is_refused(
+        self, store: SessionStore
+    ) -> None:
+        with pytest.raises(InvalidRecordError, match="cannot be its own parent_session"):
+            await store.import_session(_header("s", "s"), stream([]))
+        assert await store.list() == []
