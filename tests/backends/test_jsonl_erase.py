@@ -226,3 +226,92 @@ async def test_another_store_objects_cached_context_never_serves_erased_text(
             await admin.create(SessionMeta(id="chat"))
             await admin.append_many("chat", [message("n1", "hello there 123"), message("n2", "b")])
             assert [m.text() for m in await agent.load_context("chat")] == ["hello there 123", "b"]
+
+
+async def test_an_erase_of_a_journal_that_died_before_the_unlink_is_reported_and_finished(
+    store: JsonlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = store.journal("agent")
+    await journal.append_raw(b"one")
+    path = store.directory / "journals" / "agent" / "session_journal.jsonl"
+    assert path.is_file()
+    unlink = Path.unlink
+
+    def crash(self: Path, missing_ok: bool = False) -> None:
+        if self == path:
+            raise OSError(5, "simulated crash", str(self))
+        unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", crash)
+    with pytest.raises(StorageError):
+        await journal.erase(reason="first try")
+    monkeypatch.undo()
+    [record] = await store.erasures()
+    note = store.directory / ".erasing" / "journal" / "agent"
+    assert await store.integrity() == [
+        f"{note}: the erase of journal 'agent' did not finish:"
+        " erase it again to finish (its record is kept once)"
+    ]
+    assert await journal.erase(reason="second try") == record
+    assert not path.exists()
+    assert await store.integrity() == []
+
+
+class Synced:
+    """Each ``fsync`` from now on: the path synced, and whether ``watched``
+    (the file an erase removes) was still there then."""
+
+    def __init__(self) -> None:
+        self.watched = Path("/nonexistent")
+        self.calls: list[tuple[str, bool]] = []
+
+
+@pytest.fixture
+def fsynced(monkeypatch: pytest.MonkeyPatch) -> Synced:
+    synced = Synced()
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.calls.append((os.readlink(f"/proc/self/fd/{fd}"), synced.watched.exists()))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
+@pytest.mark.parametrize("durability", ["normal", "full"])
+async def test_an_erase_syncs_its_note_and_after_the_unlink_the_directory(
+    tmp_path: Path, fsynced: Synced, durability: str
+) -> None:
+    directory = tmp_path / "store"
+    store = JsonlStore(directory, durability=durability)  # type: ignore[arg-type]
+    await store.create(SessionMeta(id="s"))
+    fsynced.watched = store.path("s")
+    fsynced.calls.clear()
+    await store.erase("s", reason="r")
+    note = directory / ".erasing" / "session" / "s"
+    if durability == "normal":
+        assert str(note) not in [path for path, _ in fsynced.calls]
+        return
+    assert (str(note), True) in fsynced.calls  # before the file goes
+    assert (str(note.parent), True) in fsynced.calls  # and its name
+    assert (str(directory), False) in fsynced.calls  # the unlink survives a power loss
+
+
+@pytest.mark.parametrize("durability", ["normal", "full"])
+async def test_a_journal_erase_syncs_its_note_and_after_the_unlink_the_directory(
+    tmp_path: Path, fsynced: Synced, durability: str
+) -> None:
+    directory = tmp_path / "store"
+    store = JsonlStore(directory, durability=durability)  # type: ignore[arg-type]
+    await store.journal("agent").append_raw(b"one")
+    fsynced.watched = directory / "journals" / "agent" / "session_journal.jsonl"
+    fsynced.calls.clear()
+    await store.journal("agent").erase(reason="r")
+    note = directory / ".erasing" / "journal" / "agent"
+    if durability == "normal":
+        assert str(note) not in [path for path, _ in fsynced.calls]
+        return
+    assert (str(note), True) in fsynced.calls
+    assert (str(note.parent), True) in fsynced.calls
+    assert (str(fsynced.watched.parent), False) in fsynced.calls

@@ -59,6 +59,19 @@ async def test_a_torn_tail_of_any_length_is_cut_at_the_last_newline(
     ]
 
 
+@pytest.mark.parametrize("length", [(1 << 16) - 1, 1 << 16, (1 << 16) + 1])
+async def test_a_torn_tail_as_long_as_a_read_keeps_every_complete_line(
+    tmp_path: Path, length: int
+) -> None:
+    # The last newline is read backwards a chunk of 64 KiB at a time: a
+    # tail of 64 KiB - 1 bytes puts it at the first byte of the first chunk.
+    path = await new_session(tmp_path, message("e1", "a"), message("e2", "b"))
+    intact = path.read_bytes()
+    path.write_bytes(intact + b"{" + b"x" * (length - 1))
+    assert await JsonlStore(tmp_path).load("s") == [message("e1", "a"), message("e2", "b")]
+    assert path.read_bytes() == intact
+
+
 async def test_complete_size_is_the_size_after_the_repair(tmp_path: Path) -> None:
     path = await new_session(tmp_path, message("e1", "a"))
     intact = path.read_bytes()
