@@ -20,7 +20,8 @@ from sessionstore.wire import decode_title_change
 ERASE_POINTS = ["integrity", "titles", "raw_blocks", "between_blocks"]
 """Where `_ErasingStore` erases its victim: just before the export's call of
 `integrity`, of the victim's `titles` or `raw_blocks`, or after the first
-block `raw_blocks` gave."""
+block `raw_blocks` gave (or ``"second_raw_blocks"``: before the victim's
+second `raw_blocks`, retire's check of the archive's copy)."""
 
 
 class _ErasingStore:
@@ -32,6 +33,7 @@ class _ErasingStore:
         self._store = store
         self._victim = victim
         self._point = point
+        self._reads = 0  # of the victim's raw_blocks
         self.erased = False
 
     def __getattr__(self, name: str) -> Any:
@@ -51,6 +53,10 @@ class _ErasingStore:
         return await self._store.titles(session_id)
 
     async def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
+        if session_id == self._victim:
+            self._reads += 1
+            if self._reads == 2:
+                await self._erase("second_raw_blocks", session_id)
         await self._erase("raw_blocks", session_id)
         async for block in self._store.raw_blocks(session_id):
             yield block
@@ -209,6 +215,20 @@ class ArchiveContract:
         assert (issue.session_id, issue.fault) == ("a", False)
         assert "its fork(s) below stay in the store" in issue.reason
         assert sorted(m.id for m in await store.list()) == ["a", "below"]
+
+    async def test_a_fork_erased_by_another_during_retire_no_longer_holds_its_parent(
+        self, store: SessionStore, tmp_path: Path
+    ) -> None:
+        await store.create(SessionMeta(id="source", created_at="2020-01-01T00:00:00Z"))
+        await store.fork("source", meta=SessionMeta(id="fork", created_at="2020-01-01T00:00:00Z"))
+        racing = _ErasingStore(store, "fork", "second_raw_blocks")  # retire's check of its copy
+        report = await retire(cast(SessionStore, racing), tmp_path, sessions=["source", "fork"])
+        assert racing.erased
+        assert report.retired == ["source"]
+        assert [(i.session_id, i.reason) for i in report.skipped] == [
+            ("fork", "erased meanwhile, by another")
+        ]
+        assert await store.list() == []
 
     async def test_an_imported_header_naming_itself_as_parent_is_refused(
         self, store: SessionStore
