@@ -47,6 +47,7 @@ from sessionstore.errors import (
 )
 from sessionstore.journal import Journal, JournalSession
 from sessionstore.models import (
+    Anchor,
     CommentWrite,
     CompactionEntry,
     Erasure,
@@ -107,6 +108,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "SYNTHETIC_FIELD",
+    "Anchor",
     "ArchiveError",
     "ArchiveIssue",
     "ArchiveReport",

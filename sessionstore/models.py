@@ -324,6 +324,36 @@ class Erasure(_Record):
     digest: str
 
 
+class Anchor(_Record):
+    """Where a session stood when it was anchored: what its store must still hold.
+
+    A store only ever adds to a session, so the session must still begin
+    with the ``lines`` entries anchored, byte for byte, unless an erasure
+    recorded since removed it. Kept outside the store (`sessionstore.anchors`),
+    anchors show what a writer with the database's file could otherwise hide:
+    entries deleted from the end, a session deleted, history rewritten with
+    its digests.
+
+    Attributes:
+        session: the session's id.
+        lines: its entries when anchored (its header not counted).
+        digest: BLAKE2b-256, in hex, of its header and those entries as its
+            file holds them (each line ending in a newline, as `raw_blocks`
+            gives them): an `Erasure`'s digest of the session then.
+        erasures: how many erasure records the store held when anchored;
+            those after them were made since.
+        at: RFC 3339 time it was anchored.
+    """
+
+    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
+
+    session: str
+    lines: U64
+    digest: str
+    erasures: U64
+    at: str
+
+
 class SessionHeader(_Record):
     """The journal line that opens a session: when it began, on what model."""
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from sessionstore.anchors import anchor_session, check_anchor
 from sessionstore.errors import CorruptSessionError, SessionNotFoundError
-from sessionstore.models import CompactionEntry, MessageEntry
+from sessionstore.models import Anchor, CompactionEntry, MessageEntry
 from sessionstore.store import SessionStore
 
 __all__ = ["VerifyReport", "verify_store"]
@@ -22,13 +23,17 @@ class VerifyReport:
         faults: every problem, each naming its session (and file or line).
         notes: what is sound but may surprise, each naming its session: a
             compaction whose ``first_kept_id`` names no message (the
-            reference's rule then keeps what follows the compaction).
+            reference's rule then keeps what follows the compaction), a
+            session anchored and erased since.
+        anchors: when anchors were checked, the anchor of every session
+            checked, to keep for the next check (`sessionstore.anchors`).
     """
 
     sessions: int = 0
     entries: int = 0
     faults: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    anchors: list[Anchor] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -37,7 +42,10 @@ class VerifyReport:
 
 
 async def verify_store(
-    store: SessionStore, *, progress: Callable[[int, int], None] | None = None
+    store: SessionStore,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    anchors: Iterable[Anchor] | None = None,
 ) -> VerifyReport:
     """Check every session of a store.
 
@@ -48,14 +56,28 @@ async def verify_store(
     its rule keeps what follows them): it is a note, not a fault. Sessions
     are streamed, so memory stays bounded however long one is.
 
+    With ``anchors`` (`sessionstore.anchors`), each session anchored must
+    still begin with the entries anchored, byte for byte, and every session
+    anchored must still be there, unless an erasure recorded since removed
+    it (a note then); and the store must hold at least as many erasure
+    records as when anchored. Each session is then read a second time, as
+    its file's bytes, for its new anchor (``report.anchors``).
+
     Args:
         store: any store.
         progress: called as ``progress(done, total)`` after each session.
+        anchors: older anchors to check (an empty list: none yet); None
+            checks none and makes none.
 
     Returns:
         The report; ``report.ok`` when nothing is wrong.
     """
     report = VerifyReport()
+    anchoring = None
+    if anchors is not None:
+        older = {anchor.session: anchor for anchor in anchors}
+        held = max((anchor.erasures for anchor in older.values()), default=0)
+        anchoring = _Anchoring(older, len(await store.erasures()), held)
     try:
         metas = await store.list()
     except CorruptSessionError as exc:
@@ -82,6 +104,8 @@ async def verify_store(
             continue
         finally:
             await stream.aclose()
+        if anchoring is not None:
+            await anchoring.anchor(store, meta.id, report)
         report.notes += [
             f"session {meta.id!r}: compaction {c.id!r} keeps from {c.first_kept_id!r}, "
             "which no message has: its context keeps what follows the compaction"
@@ -91,6 +115,48 @@ async def verify_store(
         if progress is not None:
             progress(done, total)
     report.faults += await store.integrity()
+    if anchoring is not None:
+        await anchoring.judge(store, report)
     if progress is not None:
         progress(total, total)
     return report
+
+
+@dataclass
+class _Anchoring:
+    """Older anchors being checked, while every session gets its new one."""
+
+    older: dict[str, Anchor]  # not yet matched by their session
+    erasures: int  # records the store held before any session was read
+    held: int  # the most records the store held when the older ones were made
+    changed: list[tuple[Anchor, Anchor, str | None]] = field(default_factory=list)
+
+    async def anchor(self, store: SessionStore, session_id: str, report: VerifyReport) -> None:
+        """Anchor the session anew, and match its older anchor, if any."""
+        old = self.older.pop(session_id, None)
+        try:
+            now, early = await anchor_session(
+                store, session_id, erasures=self.erasures, prefix=None if old is None else old.lines
+            )
+        except SessionNotFoundError:  # erased while verifying: as if never listed
+            if old is not None:
+                self.older[session_id] = old
+            return
+        report.anchors.append(now)
+        if old is not None and early != old.digest:
+            self.changed.append((old, now, early))
+
+    async def judge(self, store: SessionStore, report: VerifyReport) -> None:
+        """Say what the older anchors not matched mean: sessions rewritten,
+        cut short or gone, unless erased since; erasure records deleted."""
+        erasures = await store.erasures()  # read last: those made meanwhile too
+        gone = [(old, None, None) for old in self.older.values()]
+        for old, now, early in [*self.changed, *gone]:
+            fault, note = check_anchor(old, now, early, erasures)
+            report.faults += [fault] if fault else []
+            report.notes += [note] if note else []
+        if len(erasures) < self.held:
+            report.faults.append(
+                f"the store holds {len(erasures)} erasure records, fewer than the "
+                f"{self.held} it held when anchored: erasure records were deleted"
+            )

@@ -37,6 +37,7 @@ serde_json that are made on purpose are listed in docs/wire-format.md.
 from __future__ import annotations
 
 from sessionstore.wire.decoding import (
+    decode_anchor,
     decode_entry,
     decode_erasure,
     decode_head_move,
@@ -58,6 +59,7 @@ from sessionstore.wire.limits import MAX_DEPTH
 __all__ = [
     "MAX_DEPTH",
     "Record",
+    "decode_anchor",
     "decode_entry",
     "decode_erasure",
     "decode_head_move",

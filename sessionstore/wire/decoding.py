@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from sessionstore.errors import InvalidRecordError
 from sessionstore.models import (
+    Anchor,
     CommentWrite,
     CompactionEntry,
     Erasure,
@@ -272,6 +273,7 @@ _FIELDS: dict[type[BaseModel], frozenset[str]] = {
         HeadMove,
         TitleChange,
         Erasure,
+        Anchor,
     )
 }
 
@@ -386,6 +388,17 @@ def decode_erasure(data: str | bytes | bytearray | memoryview) -> Erasure:
     obj, repeats = _load_object(_text_of(data), "erasure")
     _refuse_repeats(obj, repeats, _FIELDS[Erasure], "")
     return _validate(Erasure, _known(obj, Erasure), "erasure")
+
+
+def decode_anchor(data: str | bytes | bytearray | memoryview) -> Anchor:
+    """Decode an anchor (a line of an anchors file, `sessionstore.anchors`).
+
+    Raises:
+        InvalidRecordError: not a valid anchor; the message says why.
+    """
+    obj, repeats = _load_object(_text_of(data), "anchor")
+    _refuse_repeats(obj, repeats, _FIELDS[Anchor], "")
+    return _validate(Anchor, _known(obj, Anchor), "anchor")
 
 
 def decode_title_change(data: str | bytes | bytearray | memoryview) -> TitleChange:

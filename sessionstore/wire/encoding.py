@@ -9,6 +9,7 @@ from typing import Any
 
 from sessionstore.errors import InvalidRecordError
 from sessionstore.models import (
+    Anchor,
     CommentWrite,
     CompactionEntry,
     Erasure,
@@ -35,6 +36,7 @@ Record = (
     | HeadMove
     | TitleChange
     | Erasure
+    | Anchor
 )
 
 _escape: Callable[[str], str] = json.encoder.encode_basestring
@@ -219,6 +221,16 @@ def _encode_record(record: Record, out: list[str]) -> None:
             + _escape(record.reason)
             + f',"lines":{record.lines},"digest":'
             + _escape(record.digest)
+            + "}"
+        )
+    elif isinstance(record, Anchor):
+        out.append(
+            '{"session":'
+            + _escape(record.session)
+            + f',"lines":{record.lines},"digest":'
+            + _escape(record.digest)
+            + f',"erasures":{record.erasures},"at":'
+            + _escape(record.at)
             + "}"
         )
     else:
