@@ -240,6 +240,12 @@ def test_every_hand_written_case_repairs_to_a_clean_history(
 def test_an_orphan_says_which_message_which_call_and_what_is_wrong() -> None:
     assert str(orphan(3, "a", "missing_result")) == "message 3: call 'a' got no result"
     assert str(orphan(0, None, "missing_call")) == "message 0: result for None has no call"
+    assert str(orphan(2, "a", "misplaced_result")) == (
+        "message 2: result for 'a' is not where its call wants it"
+    )
+    assert str(orphan(4, "a", "duplicate_result")) == (
+        "message 4: result for 'a' repeats one its call already got"
+    )
 
 
 @pytest.mark.parametrize("call", [check_pairing, repair_pairing])
