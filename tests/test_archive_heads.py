@@ -135,6 +135,31 @@ async def test_a_head_that_named_an_erased_session_travels_whole(
     assert await target.head_history("chat") == history
 
 
+async def test_a_move_naming_a_session_in_neither_store_nor_archive_is_kept(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    # A head's moves are its history: one naming a session gone from both
+    # (erased in a store whose archive this is, or never kept) is imported
+    # as written, with the moves around it, and exports back the same.
+    await store.create(SessionMeta(id="here"))
+    moves = [
+        HeadMove(session_id="here", at="t0"),
+        HeadMove(session_id="nowhere", at="t1"),
+        HeadMove(session_id="here", at="t2"),
+    ]
+    head_file(tmp_path / "archive", "chat").parent.mkdir(parents=True)
+    head_file(tmp_path / "archive", "chat").write_bytes(b"".join(map(encode_line, moves)))
+    report = await import_archive(store, tmp_path / "archive")
+    assert (report.heads, report.refused) == (1, [])
+    assert await store.head_history("chat") == moves
+    assert await store.head("chat") == "here"
+    await export_archive(store, tmp_path / "again")
+    assert (
+        head_file(tmp_path / "again", "chat").read_bytes()
+        == head_file(tmp_path / "archive", "chat").read_bytes()
+    )
+
+
 @pytest.mark.parametrize(
     ("line", "why"),
     [
