@@ -70,7 +70,13 @@ def path_exists(path: str) -> bool:
 
 @asynccontextmanager
 async def opened(args: argparse.Namespace, *, read: bool) -> AsyncIterator[SessionStore]:
-    """The store of ``--db``, checked as `check_store` does, closed at the end."""
+    """The store of ``--db``, checked as `check_store` does, closed at the end.
+
+    A JSONL store is opened with ``write_caches=False``: a command writes
+    what it is asked to, never a cache beside the files (a listing's order,
+    a context's hint), so a read command leaves the directory as it was.
+    """
     await check_store(args.db, read=read)
-    async with open_store(args.db) as store:
+    options = {"write_caches": False} if store_directory(args.db) is not None else {}
+    async with open_store(args.db, **options) as store:
         yield store

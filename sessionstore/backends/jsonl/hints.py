@@ -43,9 +43,17 @@ _HINT = struct.Struct("<32sq")  # the digest, then the offset found (-1: none)
 
 
 def first_kept(
-    directory: Path, session_id: str, file: tuple[int, int], fd: int, kept: str, end: int
+    directory: Path,
+    session_id: str,
+    file: tuple[int, int],
+    fd: int,
+    kept: str,
+    end: int,
+    *,
+    write: bool = True,
 ) -> int | None:
-    """`first_kept_in`, read from the session's hint when one holds.
+    """`first_kept_in`, read from the session's hint when one holds (and,
+    with ``write``, written when none did).
 
     Args:
         directory: the store's directory.
@@ -67,7 +75,8 @@ def first_kept(
     if found is not None:
         return None if found < 0 else found
     answer = ids.first_kept(directory, session_id, fd, kept, end)
-    _write(path, digest, -1 if answer is None else answer)
+    if write:
+        _write(path, digest, -1 if answer is None else answer)
     return answer
 
 

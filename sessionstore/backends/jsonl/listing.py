@@ -79,6 +79,7 @@ __all__ = [
     "ListingGate",
     "Listings",
     "Row",
+    "after_key",
     "facts",
     "scan",
 ]
@@ -107,11 +108,14 @@ _GONE = (
 
 @dataclass(frozen=True)
 class Row:
-    """A session as a listing found it: its id, and its file's inode (a
-    session erased and made again under the id has another)."""
+    """A session as a listing found it: its id, its file's inode (a session
+    erased and made again under the id has another), and its sort key (the
+    file's time in nanoseconds, or the header's ``created_at``; None for a
+    row read back from a kept order, which pages by position)."""
 
     session_id: str
     inode: int
+    key: int | str | None = None
 
 
 def scan(directory: Path, order: Order, owner: str | None) -> list[Row]:
@@ -152,7 +156,28 @@ def scan(directory: Path, order: Order, owner: str | None) -> list[Row]:
                 key = (meta.created_at, session_id)
         found.append((key, status.st_ino))
     found.sort(reverse=True)
-    return [Row(key[1], inode) for key, inode in found]
+    return [Row(key[1], inode, key[0]) for key, inode in found]
+
+
+def after_key(directory: Path, order: Order, owner: str | None, key: tuple[str, ...]) -> list[Row]:
+    """The rows of a listing that follow ``key``: a later page of a listing
+    whose order was not kept (`Listings` with ``keep=False``), found by key
+    on a scan made now. Exact while nothing is written between its pages; a
+    session written since moves above the key, out of the later pages.
+
+    Raises:
+        InvalidCursorError: ``key`` is no key of such a listing.
+    """
+    sort, session_id = key
+    if order == "created":
+        mark: int | str = sort
+    elif sort.isdigit():
+        mark = int(sort)
+    else:
+        raise InvalidCursorError("not a cursor of this store's listings")
+    rows = scan(directory, order, owner)
+    # Newest first: the rows after the mark are those whose key is lower.
+    return [row for row in rows if (row.key, row.session_id) < (mark, session_id)]
 
 
 def _skipping(path: Path, exc: Exception) -> None:
@@ -251,10 +276,13 @@ class Kept:
 
 class Listings:
     """The listing orders of the store in ``directory``: kept in
-    ``.listings/``, or by this object where that cannot be written."""
+    ``.listings/``, or by this object where that cannot be written; or,
+    with ``keep=False``, not kept at all: nothing is written, and a
+    listing's later pages go on by key (`after_key`)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, keep: bool = True) -> None:
         self._dir = directory / LISTINGS
+        self._keep = keep
         self._held: OrderedDict[str, tuple[float, str, Kept]] = OrderedDict()
         self._held_lock = threading.Lock()  # pages run in worker threads
 
@@ -263,7 +291,7 @@ class Listings:
         (when there is any)."""
         begun = time.time_ns()
         rows = scan(self._dir.parent, order, owner)
-        if not rows:
+        if not rows or not self._keep:  # not kept: later pages go on by key
             return Kept("", begun, rows)
         return self.keep(kind, begun, rows)
 

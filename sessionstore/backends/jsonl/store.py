@@ -48,7 +48,8 @@ are files ``<dir>/heads/<name>.jsonl`` (`sessionstore.backends.jsonl.heads`);
 titles chosen later (`set_title`) are files ``<dir>/titles/<id>.jsonl``
 (`sessionstore.backends.jsonl.titles`). A session's last activity is its
 file's modification time, and a listing by it keeps its order in
-``<dir>/.listings/`` between its pages (`sessionstore.backends.jsonl.listing`).
+``<dir>/.listings/`` between its pages (`sessionstore.backends.jsonl.listing`),
+but in a store opened with ``write_caches=False``, whose reads write nothing.
 
 Locks are POSIX ``flock`` locks: advisory, honoured by every sessionstore
 process on the machine, not by other programs writing the same files.
@@ -124,7 +125,7 @@ from sessionstore.backends.jsonl.file import (
 from sessionstore.backends.jsonl.fork import write_fork
 from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
-from sessionstore.backends.jsonl.listing import ListingGate, Listings, facts
+from sessionstore.backends.jsonl.listing import Kept, ListingGate, Listings, after_key, facts
 from sessionstore.backends.jsonl.temporary import Temporary
 from sessionstore.errors import (
     ConfigurationError,
@@ -162,10 +163,23 @@ class JsonlStore(StoreBase):
             `create`. A missing directory lists nothing.
         durability: ``"normal"`` (survives a process crash) or ``"full"``
             (``fsync`` on every write: survives a power loss).
+        write_caches: False when reads must leave the directory as it is
+            (the command line's commands, an archive's ``sessions/``): a
+            listing keeps no order in ``.listings/`` (its later pages go on
+            by key, exact while nothing is written between them) and a
+            context writes no hint in ``.kept/``. Writes write as ever.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, durability: Durability = "normal"):
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        durability: Durability = "normal",
+        write_caches: bool = True,
+    ):
         check_durability(durability)
+        if not isinstance(write_caches, bool):
+            raise ConfigurationError(f"write_caches takes True or False, not {write_caches!r}")
         self._dir = Path(directory)
         try:
             is_file = self._dir.is_file()
@@ -177,7 +191,8 @@ class JsonlStore(StoreBase):
         self._contexts: ContextCache[tuple[int, int]] = ContextCache()
         self._erasures = ErasureLog(self._dir, full=self._full)
         self._erasure_mark = 0  # the erasure log's size when the contexts were cached
-        self._listings = Listings(self._dir)
+        self._write_caches = write_caches
+        self._listings = Listings(self._dir, keep=write_caches)
         self._gate = ListingGate()  # writes wait for the listings asked before them
 
     def __repr__(self) -> str:
@@ -368,7 +383,7 @@ class JsonlStore(StoreBase):
             if built is None:
                 # Where the context starts, read from a hint beside the files
                 # when the search would be long.
-                earlier = partial(first_kept, self._dir, session_id, file)
+                earlier = partial(first_kept, self._dir, session_id, file, write=self._write_caches)
                 built = read_context(session_id, str(path), fd, size, earlier, file)
             self._contexts.put(session_id, built)
             return built
@@ -666,17 +681,28 @@ class JsonlStore(StoreBase):
         and kept (by the file's time, or the header's ``created_at``); see
         `sessionstore.backends.jsonl.listing`. Only the sessions given are
         read whole."""
+        erased: set[str] = set()  # since the listing's first page
         if after is None:
             with self._gate.scanning():
                 begin = partial(self._listings.begin, kind, order, owner)
                 kept = await self._run(None, begin)
-            start, erased = 0, set()
+            start = 0
         else:
             cursor = Cursor.decode(after, kind, length=2)
-            kept, start = await self._run(None, partial(self._listings.resume, cursor))
-            erased = await self._run(None, partial(self._erased_since, kept.begun_ns))
+            if cursor.mark == "":  # an order not kept: the rows after its key, now
+                later = partial(after_key, self._dir, order, owner, cursor.key)
+                kept, start = Kept("", 0, await self._run(None, later)), 0
+            else:
+                kept, start = await self._run(None, partial(self._listings.resume, cursor))
+                erased = await self._run(None, partial(self._erased_since, kept.begun_ns))
         rows = [
-            (row.session_id, row.inode, Cursor(kind, kept.token, (str(at), row.session_id)))
+            (
+                row.session_id,
+                row.inode,
+                Cursor(kind, kept.token, (str(at), row.session_id))
+                if kept.token
+                else Cursor(kind, "", (str(row.key), row.session_id)),
+            )
             for at, row in enumerate(kept.rows[start:], start + 1)
             if row.session_id not in erased
         ]
