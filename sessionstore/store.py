@@ -220,10 +220,15 @@ class SessionStore(Protocol):
 
     Every method that takes a session id first checks it against the
     session-id rule (`validate_session_id`) and raises
-    `InvalidSessionIdError` before storage is touched. Every error derives
-    from `SessionStoreError` and names the session; driver and OS errors
-    arrive as `StorageError`, the original chained. After `close`, every
-    method raises `StorageError`.
+    `InvalidSessionIdError` before storage is touched. Every text argument
+    is refused likewise when it holds a lone surrogate (which UTF-8 cannot
+    carry), by the argument's own error (`ConfigurationError` for options
+    and filters, `InvalidRecordError` for what is recorded,
+    `InvalidCursorError` for ``after``), naming it. A ``limit`` or slice
+    position beyond any count means the same as the largest count: integers
+    never overflow. Every error derives from `SessionStoreError` and names
+    the session; driver and OS errors arrive as `StorageError`, the
+    original chained. After `close`, every method raises `StorageError`.
 
     Concurrency: appends to one session from many tasks never interleave,
     duplicate or lose an entry, and each task's own appends keep their

@@ -28,11 +28,13 @@ import gc
 import hashlib
 import heapq
 import re
+import sys
 import threading
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
+    Callable,
     Iterable,
     Iterator,
     Sequence,
@@ -55,6 +57,7 @@ from sessionstore.errors import (
     InvalidRecordError,
     SessionConflictError,
     SessionNotFoundError,
+    SessionStoreError,
     StreamingMessageError,
     validate_session_id,
 )
@@ -76,12 +79,14 @@ from sessionstore.models import (
 from sessionstore.pairing import PairingDialect, rules
 from sessionstore.store import EntrySlice, Order, SearchHit, SessionJournal, SessionSummary
 from sessionstore.timestamps import now_rfc3339
-from sessionstore.wire import decode_entry, decode_meta, encode
+from sessionstore.wire import Record, decode_entry, decode_meta, encode
+from sessionstore.wire.limits import SURROGATE
 from sessionstore.wire.stored import read_stored_meta, trusted_entry
 
 __all__ = [
     "BLOCK",
     "COMPACT_ATTEMPTS",
+    "COUNT_MAX",
     "Durability",
     "JournalBase",
     "StoreBase",
@@ -93,11 +98,14 @@ __all__ = [
     "check_limit",
     "check_owner",
     "check_reason",
+    "check_slice",
+    "check_text",
     "check_unchanged",
     "current_title",
     "decode_stored_entries",
     "decode_stored_entry",
     "decode_stored_meta",
+    "encoded",
     "entry_lines",
     "erasure_of",
     "fork_point",
@@ -118,6 +126,11 @@ COMPACT_ATTEMPTS = 16
 
 BLOCK = 1 << 20
 """Bytes in a block of `StoreBase.raw_blocks`, about."""
+
+COUNT_MAX = sys.maxsize // 2
+"""More than any store holds: a larger limit or slice position means the same
+as this one, to which it is brought down before a backend sees it (a
+database's integer, an index, one more than it: each still holds it)."""
 
 Durability = Literal["normal", "full"]
 """What a committed write survives: a crash of the process, or a power loss."""
@@ -288,8 +301,10 @@ class StoreBase(abc.ABC):
             raise InvalidRecordError(
                 f"a fork of {source_id!r} cannot name {meta.parent_session!r} as its parent"
             )
-        if at is not None and not isinstance(at, str):
-            raise InvalidRecordError(f"at must be an entry id (a string), not {at!r}")
+        if at is not None:
+            if not isinstance(at, str):
+                raise InvalidRecordError(f"at must be an entry id (a string), not {at!r}")
+            check_text(at, "at", session_id=source_id, error=InvalidRecordError)
         if meta.id == source_id:  # the source's own id is taken, by the source
             raise DuplicateSessionError(meta.id)
         await self._fork(source_id, at, meta, header_line(meta))
@@ -299,7 +314,7 @@ class StoreBase(abc.ABC):
 
     async def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
         """Remove a whole session, recorded; see `SessionStore.erase`."""
-        check_reason(reason)
+        check_reason(reason, session_id=session_id)
         if digest is not None and (
             not isinstance(digest, str) or re.fullmatch(r"[0-9a-fA-F]{64}", digest) is None
         ):
@@ -320,11 +335,13 @@ class StoreBase(abc.ABC):
         """Move a named head; see `SessionStore.set_head`."""
         validate_session_id(name)
         self._check(session_id)
-        if expect is not ... and expect is not None and not isinstance(expect, str):
+        if isinstance(expect, str):
+            check_text(expect, "expect", session_id=name, kind="head")
+        elif expect is not ... and expect is not None:
             raise ConfigurationError(
                 f"expect must be a session id, None (a head never set) or left out, not {expect!r}"
             )
-        check_expect_last(expect_last)
+        check_expect_last(expect_last, session_id=name, kind="head")
         if expect_last is not None and not isinstance(expect, str):
             raise ConfigurationError("expect_last needs expect to name the session it ends")
         move = HeadMove.new(session_id)
@@ -335,10 +352,11 @@ class StoreBase(abc.ABC):
         """Record a head's positions verbatim; see `SessionStore.import_head`."""
         validate_session_id(name)
         checked = builtins.list(moves)
-        for move in checked:
+        for number, move in enumerate(checked, 1):
             if not isinstance(move, HeadMove):
                 raise InvalidRecordError(f"expected a HeadMove, got {type(move).__name__}")
             validate_session_id(move.session_id)
+            encoded(move, f"head {name!r}, move {number}")
         self._check_open(name)
         await self._import_head(name, checked, after)
         return len(checked)
@@ -367,9 +385,9 @@ class StoreBase(abc.ABC):
             raise ConfigurationError(f"order must be 'last_activity' or 'created', not {order!r}")
         check_limit(limit, allow_none=True)
         check_owner(owner)
-        if after is not None and not isinstance(after, str):
-            raise InvalidCursorError(f"not a cursor: {after!r}")
+        check_after(after)
         self._check_open()
+        limit = None if limit is None else min(limit, COUNT_MAX)
         kind = listing_kind("summaries", order, owner)
         return await self._summaries(owner, order, limit, after, kind)
 
@@ -412,7 +430,7 @@ class StoreBase(abc.ABC):
         if title is not None and not isinstance(title, str):
             raise InvalidRecordError(f"a title is a string or None, not {title!r}")
         change = TitleChange.new(session_id, title)
-        encode(change)  # refuses what a line cannot carry (a lone surrogate)
+        encoded(change, f"session {session_id!r}")  # refuses what a line cannot carry
         await self._set_title(session_id, change)
         return change
 
@@ -429,14 +447,14 @@ class StoreBase(abc.ABC):
         if not isinstance(after, int) or isinstance(after, bool) or after < 0:
             raise ConfigurationError(f"after must be a count (0 or more), not {after!r}")
         checked = builtins.list(changes)
-        for change in checked:
+        for number, change in enumerate(checked, 1):
             if not isinstance(change, TitleChange):
                 raise InvalidRecordError(f"expected a TitleChange, got {type(change).__name__}")
             if change.session_id != session_id:
                 raise InvalidRecordError(
                     f"a title change of {change.session_id!r} given for {session_id!r}"
                 )
-            encode(change)
+            encoded(change, f"session {session_id!r}, title change {number}")
         return await self._import_titles(session_id, checked, after)
 
     async def search(
@@ -445,11 +463,12 @@ class StoreBase(abc.ABC):
         """Find messages by their words; see `SessionStore.search`."""
         if not isinstance(text, str):
             raise ConfigurationError(f"search text must be a string, not {text!r}")
+        check_text(text, "search text")
         check_owner(owner)
         check_limit(limit, allow_none=False)
-        if after is not None and not isinstance(after, str):
-            raise InvalidCursorError(f"not a cursor: {after!r}")
+        check_after(after)
         self._check_open()
+        limit = min(limit, COUNT_MAX)
         wanted = builtins.list(dict.fromkeys(words(text)))
         kind = listing_kind("search", " ".join(wanted), owner)
         if not wanted:
@@ -550,7 +569,7 @@ class StoreBase(abc.ABC):
         directly (SQL) override it.
         """
         self._check(session_id)
-        check_slice(start, stop)
+        start, stop = check_slice(start, stop)
         header_at, entries_at = self._locations(session_id)
         held: collections.deque[tuple[int, str]] = collections.deque(
             maxlen=-start if start < 0 else None
@@ -628,6 +647,7 @@ class StoreBase(abc.ABC):
         `SessionStore.compact` and `sessionstore.backends.compaction`."""
         self._check(session_id)
         check_compaction(summary, keep_last, tokens_before, dialect)
+        check_text(summary, "summary", session_id=session_id)
         seen = built = await self._built_context(session_id)
         for attempt in range(1, COMPACT_ATTEMPTS + 1):
             # Messages appended since the first read are kept: the caller's
@@ -749,12 +769,53 @@ def current_title(meta: SessionMeta, changes: Sequence[TitleChange]) -> str | No
     return meta.title if last is None else last
 
 
-def check_expect_last(expect_last: object) -> None:
+def check_text(
+    text: str,
+    what: str,
+    *,
+    session_id: str | None = None,
+    kind: str = "session",
+    error: Callable[[str], SessionStoreError] = ConfigurationError,
+) -> None:
+    """Refuse a text argument no backend can store or compare: one holding a
+    lone surrogate, which UTF-8 (a file, SQLite, PostgreSQL) cannot carry.
+
+    Args:
+        text: the argument, known to be a string.
+        what: its name, for the message.
+        session_id: the session it is about (``kind="head"``: the head), named
+            in the message when given.
+        error: what refuses it: the argument's own error.
+    """
+    found = None if text.isascii() else SURROGATE.search(text)
+    if found is None:
+        return
+    where = "" if session_id is None else f"{kind} {session_id!r}: "
+    raise error(
+        f"{where}{what} holds a lone surrogate ({found.group()!r} at index {found.start()}), "
+        "which UTF-8 cannot carry"
+    )
+
+
+def check_after(after: object) -> None:
+    """Refuse an ``after`` that cannot be a cursor (a cursor is ASCII)."""
+    if after is not None and not isinstance(after, str):
+        raise InvalidCursorError(f"not a cursor: {after!r}")
+    if after is not None:
+        check_text(after, "after", error=InvalidCursorError)
+
+
+def check_expect_last(
+    expect_last: object, *, session_id: str | None = None, kind: str = "session"
+) -> None:
     """Refuse an ``expect_last`` that is neither an entry id nor None."""
-    if expect_last is not None and not isinstance(expect_last, str):
+    if expect_last is None:
+        return
+    if not isinstance(expect_last, str):
         raise ConfigurationError(
             f"expect_last must be an entry id, '' (no entry) or None, not {expect_last!r}"
         )
+    check_text(expect_last, "expect_last", session_id=session_id, kind=kind)
 
 
 def check_last(session_id: str, expect_last: str | None, last: str, *, by: str = "append") -> None:
@@ -768,10 +829,13 @@ def check_last(session_id: str, expect_last: str | None, last: str, *, by: str =
         raise SessionConflictError.last_entry(session_id, expect_last, last, by=by)
 
 
-def check_expectations(expect_last: object, expect_head: object) -> None:
-    """Refuse an append's expectations before anything is read: an
-    ``expect_last`` that is no entry id, an ``expect_head`` that is no head name."""
-    check_expect_last(expect_last)
+def check_expectations(
+    expect_last: object, expect_head: object, *, session_id: str | None = None
+) -> None:
+    """Refuse an append's expectations (to ``session_id``) before anything is
+    read: an ``expect_last`` that is no entry id, an ``expect_head`` that is no
+    head name."""
+    check_expect_last(expect_last, session_id=session_id)
     if expect_head is not None:
         if not isinstance(expect_head, str):
             raise ConfigurationError(f"expect_head must be a head's name, not {expect_head!r}")
@@ -792,12 +856,18 @@ def check_head(
         raise SessionConflictError.head_moved(name, expect, current, by=by)
 
 
-def check_slice(start: object, stop: object) -> None:
-    """Refuse slice positions that are not ints (``stop`` may be None)."""
+def check_slice(start: object, stop: object) -> tuple[int, int | None]:
+    """Refuse slice positions that are not ints (``stop`` may be None); give
+    them back brought within `COUNT_MAX` either way, which slices the same."""
     if not isinstance(start, int) or isinstance(start, bool):
         raise ConfigurationError(f"start must be an int, not {start!r}")
     if stop is not None and (not isinstance(stop, int) or isinstance(stop, bool)):
         raise ConfigurationError(f"stop must be an int or None, not {stop!r}")
+    return _within(start), None if stop is None else _within(stop)
+
+
+def _within(position: int) -> int:
+    return max(-COUNT_MAX, min(position, COUNT_MAX))
 
 
 def check_limit(limit: object, *, allow_none: bool) -> None:
@@ -810,9 +880,11 @@ def check_limit(limit: object, *, allow_none: bool) -> None:
 
 
 def check_owner(owner: object) -> None:
-    """Refuse an owner filter that is not a string (or None)."""
+    """Refuse an owner filter that is not a string (or None), or no backend can compare."""
     if owner is not None and not isinstance(owner, str):
         raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
+    if owner is not None:
+        check_text(owner, "owner")
 
 
 def _cursor_float(text: str, cursor: str) -> float:
@@ -865,7 +937,45 @@ def header_line(meta: SessionMeta) -> str:
     validate_session_id(meta.id)
     if meta.parent_session == meta.id:
         raise InvalidRecordError(f"session {meta.id!r} cannot be its own parent_session")
-    return encode(meta)
+    return encoded(meta, f"session {meta.id!r}, header")
+
+
+def encoded(record: Record, where: str) -> str:
+    """`encode`, its refusal naming ``where`` and, for a lone surrogate, the field.
+
+    Raises:
+        InvalidRecordError: the record cannot be a line.
+    """
+    try:
+        return encode(record)
+    except InvalidRecordError as exc:
+        field = _surrogate_field(record.model_dump(by_alias=True), "")
+        if field is None:
+            raise InvalidRecordError(f"{where}: {exc}") from None
+        raise InvalidRecordError(
+            f"{where}: {field} holds a lone surrogate, which UTF-8 cannot carry"
+        ) from None
+
+
+def _surrogate_field(value: object, path: str) -> str | None:
+    """The path (``tags[0]``, ``message.content``) of the first string under
+    ``value`` holding a lone surrogate, a key or a value; None when none does."""
+    if isinstance(value, str):
+        return (path or "text") if SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and SURROGATE.search(key):
+                return f"{path or 'a'} key {key!r}"
+            found = _surrogate_field(item, inner)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for number, item in enumerate(value):
+            found = _surrogate_field(item, f"{path}[{number}]")
+            if found is not None:
+                return found
+    return None
 
 
 def entry_lines(session_id: str, entries: Sequence[SessionEntry]) -> builtins.list[str]:
@@ -883,17 +993,16 @@ def entry_lines(session_id: str, entries: Sequence[SessionEntry]) -> builtins.li
             raise InvalidRecordError(
                 f"session {session_id!r}: expected a session entry, got {type(entry).__name__}"
             )
-        try:
-            lines.append(encode(entry))
-        except InvalidRecordError as exc:
-            raise InvalidRecordError(f"session {session_id!r}, entry {entry.id!r}: {exc}") from None
+        lines.append(encoded(entry, f"session {session_id!r}, entry {entry.id!r}"))
     return lines
 
 
-def check_reason(reason: object) -> None:
-    """Refuse an erasure reason that is not a non-empty string."""
+def check_reason(reason: object, *, session_id: str | None = None) -> None:
+    """Refuse an erasure reason (of ``session_id``) that is not a non-empty
+    string UTF-8 can carry."""
     if not isinstance(reason, str) or not reason.strip():
         raise ConfigurationError(f"an erasure needs a reason (a non-empty string), not {reason!r}")
+    check_text(reason, "reason", session_id=session_id)
 
 
 def check_unchanged(record: Erasure, digest: str | None) -> None:
@@ -948,7 +1057,10 @@ def fork_point(source_id: str, at: str | None, entry_ids: Iterable[str]) -> int:
 def imported_header(line: str) -> SessionMeta:
     """Check an imported header line: one line, a valid header and id, not
     its own parent (as `create` refuses)."""
-    meta = decode_meta(_one_line(line))
+    try:
+        meta = decode_meta(_one_line(line))
+    except InvalidRecordError as exc:
+        raise InvalidRecordError(f"header line: {exc}") from None
     validate_session_id(meta.id)
     if meta.parent_session == meta.id:
         raise InvalidRecordError(f"session {meta.id!r} cannot be its own parent_session")
@@ -978,7 +1090,7 @@ def journal_line(line: JournalLine) -> bytes:
     """The stored bytes of a journal line (no newline), after checking its type."""
     if not isinstance(line, SessionHeader | PostWrite | CommentWrite):
         raise InvalidRecordError(f"expected a journal line, got {type(line).__name__}")
-    return encode(line).encode()
+    return encoded(line, "journal line").encode()
 
 
 def raw_journal_lines(lines: Iterable[bytes]) -> builtins.list[bytes]:

@@ -20,6 +20,7 @@ from sessionstore.context import safe_cut
 from sessionstore.errors import ConfigurationError, SessionConflictError
 from sessionstore.models import CompactionEntry, Message
 from sessionstore.pairing import PairingDialect, rules
+from sessionstore.wire.limits import U64_MAX
 
 __all__ = ["arrived_since", "check_compaction", "compaction_of", "cut_in_every_dialect"]
 
@@ -34,16 +35,21 @@ def check_compaction(
     Raises:
         ConfigurationError: ``keep_last`` is not an integer of 0 or more,
             ``summary`` is not a string, ``tokens_before`` is neither None
-            nor an integer of 0 or more, or ``dialect`` is unknown.
+            nor an integer from 0 to 2**64-1, or ``dialect`` is unknown.
     """
     if not isinstance(summary, str):
         raise ConfigurationError(f"summary must be a string, not {type(summary).__name__}")
     if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
         raise ConfigurationError(f"keep_last must be an integer, 0 or more, not {keep_last!r}")
     if tokens_before is not None and (
-        isinstance(tokens_before, bool) or not isinstance(tokens_before, int) or tokens_before < 0
+        isinstance(tokens_before, bool)
+        or not isinstance(tokens_before, int)
+        or not 0 <= tokens_before <= U64_MAX
     ):
-        raise ConfigurationError(f"tokens_before must be None or 0 or more, not {tokens_before!r}")
+        raise ConfigurationError(
+            f"tokens_before must be None or 0 to 2**64-1 (what a line can carry), "
+            f"not {tokens_before!r}"
+        )
     if dialect is not None:
         rules(dialect)
 

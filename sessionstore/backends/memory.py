@@ -112,7 +112,7 @@ class MemoryStore(StoreBase):
         expect_last: str | None = None,
         expect_head: str | None = None,
     ) -> None:
-        check_expectations(expect_last, expect_head)
+        check_expectations(expect_last, expect_head, session_id=session_id)
         session = self._session(session_id)
         lines = entry_lines(session_id, entries)
         with self._writing:  # checked and written in one step, whatever thread calls

@@ -33,6 +33,7 @@ from sessionstore import (
 )
 from sessionstore.store import SessionStore, SessionSummary
 from sessionstore.testing.archives import ArchiveContract
+from sessionstore.testing.arguments import ArgumentContract
 from sessionstore.testing.branches import BranchContract
 from sessionstore.testing.browse import BrowseContract
 from sessionstore.testing.common import (
@@ -99,6 +100,7 @@ SESSION_OPERATIONS = [
 @pytest.mark.asyncio
 class SessionStoreContract(
     ArchiveContract,
+    ArgumentContract,
     BranchContract,
     BrowseContract,
     ConditionalContract,
@@ -108,7 +110,8 @@ class SessionStoreContract(
 ):
     """Every rule of the store contract, as tests over the ``backend`` fixture
     (branches and heads: `BranchContract`; conditional appends and head
-    moves: `ConditionalContract`; slices by position: `SliceContract`; context
+    moves: `ConditionalContract`; slices by position: `SliceContract`; text
+    and integer arguments at their limits: `ArgumentContract`; context
     ids, repairs and compaction:
     `ContextContract`; exports, imports and retires: `ArchiveContract`)."""
 

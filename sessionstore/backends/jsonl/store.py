@@ -292,7 +292,7 @@ class JsonlStore(StoreBase):
         expect_last: str | None = None,
         expect_head: str | None = None,
     ) -> None:
-        check_expectations(expect_last, expect_head)
+        check_expectations(expect_last, expect_head, session_id=session_id)
         self._check(session_id)
         lines = [(line + "\n").encode() for line in entry_lines(session_id, entries)]
         messages, offset = [], 0  # for the index of ids (`sessionstore.backends.jsonl.ids`)

@@ -182,7 +182,7 @@ class SqlStore(StoreBase):
         expect_last: str | None = None,
         expect_head: str | None = None,
     ) -> None:
-        check_expectations(expect_last, expect_head)
+        check_expectations(expect_last, expect_head, session_id=session_id)
         self._check(session_id)
         rows = [
             _row(entry, line) for entry, line in zip(new, entry_lines(session_id, new), strict=True)
@@ -337,7 +337,7 @@ class SqlStore(StoreBase):
         """A run of entries by position, read through the ``(session, seq)``
         index (see `sessionstore.backends.sql.slices`)."""
         self._check(session_id)
-        check_slice(start, stop)
+        start, stop = check_slice(start, stop)
         return await slices.load_slice(self._database, session_id, start, stop)
 
     async def list(self) -> builtins.list[SessionMeta]:
