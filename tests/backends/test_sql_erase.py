@@ -214,11 +214,11 @@ async def test_erasures_recorded_before_the_upgrade_are_spent(
             connection.execute("INSERT INTO erasing SELECT max(seq) FROM erasures")
         connection.close()
     else:
-        with psycopg.connect(target.replace("postgresql+psycopg", "postgresql")) as connection:
-            connection.execute(FORGED)
-            connection.execute("DELETE FROM entries WHERE seq = 2")
+        with psycopg.connect(target.replace("postgresql+psycopg", "postgresql")) as postgres:
+            postgres.execute(FORGED)
+            postgres.execute("DELETE FROM entries WHERE seq = 2")
             with pytest.raises(psycopg.errors.RaiseException, match="is still there"):
-                connection.commit()
+                postgres.commit()
     async with await open_store(target) as store:
         assert len(await store.load("s")) == 2
         await store.erase("later", reason="after the upgrade")

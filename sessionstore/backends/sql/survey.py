@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, bindparam, func, literal_column, select
 
 from sessionstore.backends.base import decode_stored_meta
-from sessionstore.backends.sql import paging
+from sessionstore.backends.sql import paging, wordcheck
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import SessionRow
 from sessionstore.backends.sql.digests import (
@@ -179,8 +179,9 @@ def faults(conn: Connection, *, where: str) -> list[str]:
     erasure left open too), gaps in ``seq``,
     headers that do not decode or name another row (``where``: the sessions
     table), sessions missing from the listing or listed at another write
-    than their last, and the first row of each session whose line no
-    longer matches its chain of digests."""
+    than their last, the first row of each session whose line no longer
+    matches its chain of digests, and the first message of each session
+    whose words the word index does not hold (`wordcheck`)."""
     found = []
     if conn.dialect.name == "sqlite":
         checked = conn.exec_driver_sql("PRAGMA integrity_check").scalars()
@@ -214,6 +215,7 @@ def faults(conn: Connection, *, where: str) -> list[str]:
         for (session_id,) in conn.execute(_NOT_AT_LAST_ACTIVITY)
     ]
     found += broken_chains(conn)
+    found += wordcheck.faults(conn)
     return found
 
 

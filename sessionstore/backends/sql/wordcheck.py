@@ -1,0 +1,181 @@
+"""The word index checked against the entries it is derived from (``integrity()``).
+
+The index is derived data a writer with the database can change without
+touching history: a row added, changed or deleted there makes `search`
+invent or miss a message. `faults` rebuilds each message's words with the
+functions that indexed them (`sessionstore.backends.sql.wordindex`) and
+compares, message by message, reading each line once:
+
+* SQLite: ``search_words`` must hold exactly the words of each message up
+  to the index's mark (the backlog after it is searched from its lines, so
+  no row may name it). An index made with another word rule (another
+  Python's Unicode tables) cannot be rebuilt here, and is not checked.
+* PostgreSQL: ``search_vectors`` must hold each message's vector and
+  length (a row with no vector for a message too long for one), and no row
+  for anything else.
+
+Each session's first wrong message is named, with how many were wrong.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import closing
+from itertools import groupby
+
+from sqlalchemy import BigInteger, Connection, bindparam, literal_column, select, text
+
+from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.tables import entries, search_words, sessions
+from sessionstore.backends.sql.wordindex import (
+    BACKLOG_SIZE,
+    RULE,
+    indexed,
+    message_of,
+    vector,
+)
+
+__all__ = ["faults"]
+
+_MESSAGE = entries.c.type == literal_column("'message'")
+_rowid = literal_column("entries.rowid", BigInteger)
+
+_INDEXED_MESSAGES = Q.Query(
+    select(entries.c.session_pk, entries.c.seq, entries.c.line)
+    .where(_MESSAGE, _rowid <= bindparam("mark"))
+    .order_by(entries.c.session_pk, entries.c.seq)
+)
+_ALL_MESSAGES = Q.Query(
+    select(entries.c.session_pk, entries.c.seq, entries.c.line)
+    .where(_MESSAGE)
+    .order_by(entries.c.session_pk, entries.c.seq)
+)
+_WORD_ROWS = Q.Query(
+    select(
+        search_words.c.session_pk,
+        search_words.c.seq,
+        search_words.c.word,
+        search_words.c.hits,
+        search_words.c.length,
+    ).order_by(search_words.c.session_pk, search_words.c.seq)
+)
+_SESSION_ID = Q.Query(select(sessions.c.id).where(sessions.c.pk == bindparam("pk")))
+
+# PostgreSQL: a page of messages' expected rows against the stored ones.
+_VECTORS_DIFFER = text(
+    "SELECT x.pk, x.seq FROM unnest(CAST(:pks AS bigint[]), CAST(:seqs AS bigint[]), "
+    "CAST(:present AS boolean[]), CAST(:words AS text[]), CAST(:lengths AS int[])) "
+    "AS x(pk, seq, present, words, length) "
+    "LEFT JOIN search_vectors v ON v.session_pk = x.pk AND v.seq = x.seq "
+    "WHERE x.present <> (v.session_pk IS NOT NULL) OR (x.present AND "
+    "(v.length <> x.length OR v.words IS DISTINCT FROM CAST(x.words AS tsvector)))"
+)
+_VECTORS_OF_NO_MESSAGE = text(
+    "SELECT v.session_pk, v.seq FROM search_vectors v LEFT JOIN entries e "
+    "ON e.session_pk = v.session_pk AND e.seq = v.seq "
+    "WHERE e.session_pk IS NULL OR e.type <> 'message' ORDER BY v.session_pk, v.seq"
+)
+_PAGE = 500
+
+_Words = tuple[tuple[str, int], ...]  # a message's (word, hits), sorted
+_Key = tuple[int, int]  # (session_pk, seq)
+
+
+def faults(conn: Connection) -> list[str]:
+    """Where the word index disagrees with the messages it indexes."""
+    if conn.dialect.name == "postgresql":
+        wrong = _vector_faults(conn)
+    else:
+        mark, rule, _ = BACKLOG_SIZE.first(conn)
+        if rule != RULE:
+            return []
+        wrong = _word_faults(conn, mark)
+    return _named(conn, wrong)
+
+
+def _expected(rows: Iterator[tuple[int, int, str | bytes]]) -> Iterator[tuple[_Key, _Words, int]]:
+    """Each message's words and length, as the index should hold them."""
+    for pk, seq, line in rows:
+        message = message_of(line)
+        found = indexed(message) if message is not None else None
+        if found is not None:
+            yield (pk, seq), tuple(sorted(found.hits.items())), found.length
+
+
+def _stored(rows: Iterator[tuple[int, int, str, int, int]]) -> Iterator[tuple[_Key, _Words, int]]:
+    """Each message's words and length, as the index holds them."""
+    for key, group in groupby(rows, key=lambda row: (row[0], row[1])):
+        found = list(group)
+        lengths = {row[4] for row in found}
+        length = lengths.pop() if len(lengths) == 1 else -1  # -1: no one length
+        yield key, tuple(sorted((row[2], row[3]) for row in found)), length
+
+
+def _word_faults(conn: Connection, mark: int) -> list[_Key]:
+    """SQLite: the messages whose rows in ``search_words`` are not their words."""
+    wrong: list[_Key] = []
+    with (
+        closing(_INDEXED_MESSAGES.each(conn, mark=mark)) as messages,
+        closing(_WORD_ROWS.each(conn)) as rows,
+    ):
+        expected, stored = _expected(messages), _stored(rows)
+        want, have = next(expected, None), next(stored, None)
+        while want is not None or have is not None:
+            if have is None or (want is not None and want[0] < have[0]):
+                assert want is not None
+                wrong.append(want[0])  # words missing
+                want = next(expected, None)
+            elif want is None or have[0] < want[0]:
+                wrong.append(have[0])  # words of no indexed message
+                have = next(stored, None)
+            else:
+                if want[1:] != have[1:]:
+                    wrong.append(want[0])
+                want, have = next(expected, None), next(stored, None)
+    return wrong
+
+
+def _vector_faults(conn: Connection) -> list[_Key]:
+    """PostgreSQL: the messages whose row in ``search_vectors`` is not theirs,
+    and rows of what is no message."""
+    wrong: list[_Key] = []
+    with closing(_ALL_MESSAGES.each(conn)) as messages:
+        page: list[tuple[int, int, bool, str | None, int]] = []
+        for pk, seq, line in messages:
+            message = message_of(line)
+            found = indexed(message) if message is not None else None
+            if found is None:
+                page.append((pk, seq, False, None, 0))
+            else:
+                page.append((pk, seq, True, vector(found.hits), found.length))
+            if len(page) == _PAGE:
+                wrong += _differing(conn, page)
+                page = []
+        wrong += _differing(conn, page)
+    wrong += [(pk, seq) for pk, seq in conn.execute(_VECTORS_OF_NO_MESSAGE)]
+    return sorted(wrong)
+
+
+def _differing(conn: Connection, page: list[tuple[int, int, bool, str | None, int]]) -> list[_Key]:
+    if not page:
+        return []
+    pks, seqs, present, words, lengths = (list(column) for column in zip(*page, strict=True))
+    given = {"pks": pks, "seqs": seqs, "present": present, "words": words, "lengths": lengths}
+    return [(pk, seq) for pk, seq in conn.execute(_VECTORS_DIFFER, given)]
+
+
+def _named(conn: Connection, wrong: list[_Key]) -> list[str]:
+    """One fault per session: its first wrong message, and how many were."""
+    counts = Counter(pk for pk, _ in wrong)
+    found = []
+    for pk, seq in sorted({pk: (pk, seq) for pk, seq in reversed(wrong)}.values()):
+        row = _SESSION_ID.first(conn, pk=pk)
+        who = f"session {row[0]!r}" if row is not None else f"no session (key {pk})"
+        more = counts[pk] - 1
+        found.append(
+            f"{who}: the word index does not hold the words of its entry {seq}"
+            + (f" nor of {more} more" if more else "")
+            + " (search would miss or invent hits; docs/sql.md, Search, says how to rebuild it)"
+        )
+    return found

@@ -1,0 +1,111 @@
+"""``integrity()`` rebuilds the word index from the messages and names
+what a raw writer changed there (`sessionstore.backends.sql.wordcheck`)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from sessionstore import SessionMeta, open_store
+from sessionstore.backends.sql.wordindex import BACKLOG
+from sessionstore.testing.contract import compaction, message
+from tests.kinds import StoreTargets
+
+SQL_KINDS = ("sqlite", "postgresql")
+
+
+async def indexed_store(target: str) -> None:
+    """Sessions whose messages are all indexed (on SQLite, past the backlog)."""
+    async with await open_store(target) as store:
+        await store.create(SessionMeta(id="a"))
+        await store.append_many("a", [message(f"a{n}", f"apple {n} pear") for n in range(3)])
+        await store.append("a", compaction("c", "summary words", "a2"))
+        await store.create(SessionMeta(id="b"))
+        filler = [message(f"b{n}", f"banana {n}") for n in range(BACKLOG + 10)]
+        for start in range(0, len(filler), 100):
+            await store.append_many("b", filler[start : start + 100])
+        assert await store.integrity() == []  # sound as the store keeps it
+        assert len(await store.search("apple")) == 3
+
+
+def raw(kind: str, target: str) -> Callable[[str], None]:
+    """Run a statement on the database behind the store's back."""
+    if kind == "sqlite":
+        database = make_url(target).database
+        assert database is not None
+
+        def on_sqlite(statement: str) -> None:
+            with closing(sqlite3.connect(database, isolation_level=None)) as connection:
+                connection.execute(statement)
+
+        return on_sqlite
+    conninfo = make_url(target).set(drivername="postgresql")
+
+    def on_postgresql(statement: str) -> None:
+        with psycopg.connect(conninfo.render_as_string(hide_password=False)) as connection:
+            connection.execute(statement)
+
+    return on_postgresql
+
+
+A = "(SELECT pk FROM sessions WHERE id = 'a')"
+CHANGES = {
+    "sqlite": {
+        "a word added": f"INSERT INTO search_words VALUES ('secret', {A}, 2, 1, 3)",
+        "a word deleted": f"DELETE FROM search_words WHERE session_pk = {A} AND seq = 2 "
+        "AND word = 'apple'",
+        "hits changed": f"UPDATE search_words SET hits = 9 WHERE session_pk = {A} AND seq = 2",
+        "words of a compaction": f"INSERT INTO search_words VALUES ('x', {A}, 4, 1, 1)",
+        "words of no entry": f"INSERT INTO search_words VALUES ('x', {A}, 99, 1, 1)",
+    },
+    "postgresql": {
+        "a word added": "UPDATE search_vectors SET words = words || 'secret'::tsvector "
+        f"WHERE session_pk = {A} AND seq = 2",
+        "a message's row deleted": f"DELETE FROM search_vectors WHERE session_pk = {A} AND seq = 2",
+        "length changed": "UPDATE search_vectors SET length = 9 "
+        f"WHERE session_pk = {A} AND seq = 2",
+        "words of a compaction": f"INSERT INTO search_vectors VALUES ({A}, 4, 'x', 1)",
+        "words of no entry": f"INSERT INTO search_vectors VALUES ({A}, 99, 'x', 1)",
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "change"), [(kind, change) for kind in SQL_KINDS for change in CHANGES[kind]]
+)
+async def test_a_changed_word_index_is_a_fault(
+    store_targets: StoreTargets, kind: str, change: str
+) -> None:
+    target = store_targets.new(kind)
+    await indexed_store(target)
+    raw(kind, target)(CHANGES[kind][change])
+    seq = 4 if "compaction" in change else 99 if "no entry" in change else 2
+    async with await open_store(target) as store:
+        assert await store.integrity() == [
+            f"session 'a': the word index does not hold the words of its entry {seq} "
+            "(search would miss or invent hits; docs/sql.md, Search, says how to rebuild it)"
+        ]
+
+
+@pytest.mark.parametrize("kind", SQL_KINDS)
+async def test_each_session_is_named_once_with_its_count(
+    store_targets: StoreTargets, kind: str
+) -> None:
+    target = store_targets.new(kind)
+    await indexed_store(target)
+    table = "search_words" if kind == "sqlite" else "search_vectors"
+    raw(kind, target)(f"DELETE FROM {table}")
+    async with await open_store(target) as store:
+        faults = await store.integrity()
+    assert faults == [
+        "session 'a': the word index does not hold the words of its entry 1 nor of 2 more "
+        "(search would miss or invent hits; docs/sql.md, Search, says how to rebuild it)",
+        f"session 'b': the word index does not hold the words of its entry 1 nor of "
+        f"{BACKLOG + 9} more "
+        "(search would miss or invent hits; docs/sql.md, Search, says how to rebuild it)",
+    ]
