@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator
+from contextlib import closing
 from pathlib import Path
 
 import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 
-from sessionstore import CorruptSessionError, SessionMeta, SqlStore, encode
+from sessionstore import (
+    CorruptSessionError,
+    SessionMeta,
+    SessionStore,
+    SqlStore,
+    encode,
+    open_store,
+)
 from sessionstore.testing.contract import message
+from tests.kinds import StoreTargets
 
 ENTRY = "(session_pk, seq, entry_id, type, timestamp, line)"
 
@@ -26,7 +36,7 @@ async def store(db: Path) -> AsyncIterator[SqlStore]:
         yield store
 
 
-async def two_entries(store: SqlStore) -> str:
+async def two_entries(store: SessionStore) -> str:
     session_id = await store.create(SessionMeta(id="s"))
     await store.append_many(session_id, [message("e1", "hello"), message("e2", "world")])
     return session_id
@@ -161,3 +171,38 @@ async def test_a_session_row_without_a_digest_refuses_its_first_append(
     with pytest.raises(CorruptSessionError) as caught:
         await store.append("bare", message("e1", "first"))
     assert str(caught.value) == "session 'bare': its header has no digest to chain from"
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_a_position_deleted_from_a_head_or_titles_history_is_a_fault(
+    store_targets: StoreTargets, kind: str
+) -> None:
+    target = store_targets.new(kind)
+    async with await open_store(target) as store:
+        session_id = await two_entries(store)
+        for n in range(3):
+            await store.set_head("main", session_id)
+            await store.set_title(session_id, f"title {n}")
+    statements = [
+        "DELETE FROM heads WHERE seq = 1",
+        "DELETE FROM titles WHERE seq = 2",
+    ]
+    if kind == "sqlite":
+        database = make_url(target).database
+        assert database is not None
+        with closing(sqlite3.connect(database, isolation_level=None)) as connection:
+            for table in ("heads", "titles"):
+                connection.execute(f"DROP TRIGGER {table}_no_delete")
+            for statement in statements:
+                connection.execute(statement)
+    else:
+        conninfo = make_url(target).set(drivername="postgresql")
+        with psycopg.connect(conninfo.render_as_string(hide_password=False)) as connection:
+            connection.execute("SET session_replication_role = replica")
+            for statement in statements:
+                connection.execute(statement)
+    async with await open_store(target) as store:
+        assert await store.integrity() == [
+            "head 'main': 2 positions but seq runs to 3 (a position was deleted)",
+            "session 's': 2 title changes but seq runs to 3 (a change was deleted)",
+        ]

@@ -30,6 +30,7 @@ from sessionstore.backends.sql.tables import (
     entries,
     erasing,
     erasures,
+    heads,
     listing,
     sessions,
     titles,
@@ -166,6 +167,20 @@ def _summary(
     )
 
 
+# A head's or a session's titles' history with a position missing: ``seq``
+# runs 1, 2, 3... in each.
+_HEAD_GAPS = (
+    select(heads.c.name, func.count(), func.max(heads.c.seq))
+    .group_by(heads.c.name)
+    .having((func.count() != func.max(heads.c.seq)) | (func.min(heads.c.seq) != 1))
+)
+_TITLE_GAPS = (
+    select(sessions.c.id, func.count(), func.max(titles.c.seq))
+    .join(titles, titles.c.session_pk == sessions.c.pk)
+    .group_by(sessions.c.pk, sessions.c.id)
+    .having((func.count() != func.max(titles.c.seq)) | (func.min(titles.c.seq) != 1))
+)
+
 # SQLite: an erasure still named in ``erasing`` once its transaction ended.
 _OPEN_ERASURES = (
     select(erasures.c.seq, erasures.c.kind, erasures.c.name)
@@ -179,7 +194,8 @@ def faults(conn: Connection, *, where: str) -> list[str]:
     erasure left open too), gaps in ``seq``,
     headers that do not decode or name another row (``where``: the sessions
     table), sessions missing from the listing or listed at another write
-    than their last, the first row of each session whose line no longer
+    than their last, positions missing from a head's or titles' history,
+    the first row of each session whose line no longer
     matches its chain of digests, and the first message of each session
     whose words the word index does not hold (`wordcheck`)."""
     found = []
@@ -213,6 +229,15 @@ def faults(conn: Connection, *, where: str) -> list[str]:
     found += [
         f"session {session_id!r}: listed at another write than its last activity"
         for (session_id,) in conn.execute(_NOT_AT_LAST_ACTIVITY)
+    ]
+    found += [
+        f"head {name!r}: {count} positions but seq runs to {high} (a position was deleted)"
+        for name, count, high in conn.execute(_HEAD_GAPS)
+    ]
+    found += [
+        f"session {session_id!r}: {count} title changes but seq runs to {high} "
+        "(a change was deleted)"
+        for session_id, count, high in conn.execute(_TITLE_GAPS)
     ]
     found += broken_chains(conn)
     found += wordcheck.faults(conn)
