@@ -241,8 +241,9 @@ def _sessions_on_terminal(
     by_activity = order == "last_activity"
     when = [moment(s.last_activity if by_activity else s.meta.created_at) for s in summaries]
     owners = [preview(s.meta.owner or "-", _OWNER_WIDTH) for s in summaries]
+    ids = [cell(s.meta.id) for s in summaries]
     # Ids too long for the terminal widen their own line only.
-    fits = [len(s.meta.id) for s in summaries if len(s.meta.id) + 40 <= console.width]
+    fits = [len(id_) for id_ in ids if len(id_) + 40 <= console.width]
     width = max([2, *fits])
     stamp = max([len("last activity" if by_activity else "created"), *map(len, when)])
     owned = max([len("owner"), *map(len, owners)])
@@ -261,8 +262,8 @@ def _sessions_on_terminal(
     at = "last activity" if by_activity else "created"
     columns = line("id", at, "entries", "owner", "title", "bold")
     console.print(columns if one_line else columns.append("\n   title", style="bold"))
-    for s, at, owned_by in zip(summaries, when, owners, strict=True):
-        shown = line(s.meta.id, at, str(s.entries), owned_by, s.title or "")
+    for s, id_, at, owned_by in zip(summaries, ids, when, owners, strict=True):
+        shown = line(id_, at, str(s.entries), owned_by, s.title or "")
         if s.fault:
             shown.append("  corrupt", style="bold red")
         if s.title and not one_line:

@@ -46,11 +46,11 @@ async def run_migrate(args: argparse.Namespace) -> int:
         await check_store(args.db, read=True, schema=False)
         current, head = await migrate.current(args.db), migrate.head()
         state = "up to date" if current == head else "needs `sessionstore migrate`"
-        print(f"{args.db}: revision {current or '(none)'}, newest {head}: {state}")
+        print(f"{escaped(args.db)}: revision {current or '(none)'}, newest {head}: {state}")
         return 0
     await check_store(args.db, read=False)
     await migrate.upgrade(args.db)
-    print(f"{args.db}: at revision {migrate.head()}")
+    print(f"{escaped(args.db)}: at revision {migrate.head()}")
     return 0
 
 
@@ -63,7 +63,7 @@ async def run_fork(args: argparse.Namespace) -> int:
         made = await store.fork(args.source, at=args.at, meta=meta)
         if args.head is not None:
             await store.set_head(args.head, made.id)
-    print(made.id)
+    print(escaped(made.id))
     return 0
 
 
@@ -90,7 +90,7 @@ def _pairs(title: str, columns: tuple[str, str], rows: Sequence[tuple[str, str]]
     if not console.is_terminal:
         table(title, columns, rows)
         return
-    console.print(Text(title, style="bold"))
+    console.print(Text(cell(title), style="bold"))
     for left, right in rows:
         console.print(Text(f" {cell(left)}{sep}").append(cell(right), style="bold"))
 
@@ -191,7 +191,7 @@ async def run_demo(args: argparse.Namespace) -> int:
 
     async with opened(args, read=False) as store:
         result = await play_demo(store)
-    print(f"Played a {result.entries}-entry conversation into {args.db}")
+    print(f"Played a {result.entries}-entry conversation into {escaped(args.db)}")
     print(f"session {result.session_id}, the context sent to the model:")
     for message in result.context:
         print(f"  {cell(message.role):>9}: {preview(message.text(), 66)}")
@@ -205,5 +205,5 @@ async def run_demo(args: argparse.Namespace) -> int:
         f"archive round trip (export, import, export): {counted(result.archive_files, 'file')}, "
         f"{counted(result.archive_bytes, 'byte')}, {same}"
     )
-    print(f"next: sessionstore show {result.session_id} --db {args.db}")
+    print(escaped(f"next: sessionstore show {result.session_id} --db {args.db}"))
     return 0 if result.identical else 1

@@ -1,11 +1,21 @@
 """What the command line prints: stored text made safe for a terminal and a
-tab-separated line; tables and progress bars on a terminal, plain text when piped."""
+tab-separated line; tables and progress bars on a terminal, plain text when piped.
+
+Every string a user or a store supplied (ids, titles, owners, heads, texts,
+paths, error messages) is printed through `shown`, by way of `escaped`,
+`cell`, `literal` or `preview`: a character a terminal would act on or not
+show as itself is written as an escape instead (``\x1b``, ``\u202e``), so
+that no stored text can run a terminal's escape sequence, hide itself (a
+zero-width space in an id), or reorder what is printed around it (a
+right-to-left override turning ``\u202egnp.exe`` into ``exe.png``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import re
 import sys
+import unicodedata
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -26,6 +36,7 @@ __all__ = [
     "moment",
     "preview",
     "progress_bar",
+    "shown",
     "table",
     "tsv",
     "warn",
@@ -41,32 +52,60 @@ class Refused(Exception):
     """The command line refuses what it was asked: one line on stderr, status 1."""
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_LITERAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_HIDDEN = frozenset({"Cc", "Cf", "Co", "Cs", "Zl", "Zp"})
+"""The Unicode categories written as escapes: controls, format characters
+(bidirectional overrides and isolates, zero-width spaces and joiners),
+private use, lone surrogates, and the line and paragraph separators."""
+
 _SPACE = re.compile(r"\s")
 _UTC = re.compile(r"(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d)(?:\.\d+)?(?:[Zz]|[+-]00:?00)")
 
 
-def _hex(match: re.Match[str]) -> str:
-    return f"\\x{ord(match.group()):02x}"
+class _Escapes:
+    """A `str.translate` table writing each character of the `_HIDDEN`
+    categories (but those ``kept``) as ``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN``."""
+
+    def __init__(self, kept: str) -> None:
+        self._kept = kept
+
+    def __getitem__(self, code: int) -> str:
+        char = chr(code)
+        if char in self._kept or unicodedata.category(char) not in _HIDDEN:
+            raise LookupError  # translate keeps the character as it is
+        if code < 0x100:
+            return f"\\x{code:02x}"
+        return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def shown(text: str, *, kept: str = "") -> str:
+    """``text`` safe to print: each control, format, private-use, surrogate
+    or line/paragraph separator character, but those in ``kept``, written as
+    an escape. The one function every printed string goes through."""
+    printable = text
+    for char in kept:
+        printable = printable.replace(char, "")
+    if printable.isprintable():  # the usual case, checked at C speed
+        return text
+    return text.translate(_Escapes(kept))
 
 
 def escaped(text: str) -> str:
-    """A message on one line: control characters (a newline in a file name
-    or an id) written as ``\\xNN``, so each message stays one line."""
-    return _CONTROL.sub(_hex, text)
+    """A message on one line: hidden characters (a newline in a file name,
+    a bidirectional override in an id) written as escapes (`shown`), so
+    each message stays one line and reads as it is."""
+    return shown(text)
 
 
 def cell(text: str) -> str:
     """Stored text on one line, safe for a terminal and a tab-separated line:
-    runs of whitespace become one space, other control characters are
-    written as ``\\xNN`` (an escape sequence in a message is shown, not run)."""
-    return escaped(" ".join(text.split()))
+    runs of whitespace become one space, other hidden characters are
+    written as escapes (an escape sequence in a message is shown, not run)."""
+    return shown(" ".join(text.split()))
 
 
 def literal(text: str) -> str:
-    """Stored text as it is, lines kept, other control characters escaped."""
-    return _LITERAL.sub(_hex, text)
+    """Stored text as it is, lines and tabs kept, other hidden characters escaped."""
+    return shown(text, kept="\n\t")
 
 
 def preview(text: str, width: int = 72) -> str:
@@ -138,7 +177,7 @@ def table(
     from rich import box  # rich's tables load only for a terminal
     from rich.table import Table
 
-    grid = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    grid = Table(title=Text(cell(title)), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for at, column in enumerate(columns):
         longest = max((len(cell(str(row[at]))) for row in rows), default=0)
         grid.add_column(

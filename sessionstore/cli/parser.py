@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import re
+import sys
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from sessionstore import __version__
@@ -27,6 +28,11 @@ _DB_HELP = (
 )
 
 
+_COUNT_MAX = sys.maxsize // 2
+"""More entries or sessions than any store holds: a larger count means the
+same, and is brought down to it (Python's and the databases' integers hold it)."""
+
+
 def _count_argument(text: str) -> int:
     try:
         number = int(text)
@@ -34,7 +40,7 @@ def _count_argument(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if number < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
-    return number
+    return min(number, _COUNT_MAX)
 
 
 def _page_argument(text: str) -> int:
@@ -57,7 +63,12 @@ def _idle_argument(text: str) -> timedelta:
     if match is None:
         raise argparse.ArgumentTypeError(f"not a number of days or hours (90d, 12h): {text!r}")
     number = int(match[1])
-    return timedelta(days=number) if match[2] == "d" else timedelta(hours=number)
+    try:
+        age = timedelta(days=number) if match[2] == "d" else timedelta(hours=number)
+        datetime.now(UTC) - age  # a time a date can still name
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"reaches back before the year 1: {text!r}") from None
+    return age
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 from rich.text import Text
 
-from sessionstore.cli.output import Command, Refused, err_console, warn
+from sessionstore.cli.output import Command, Refused, err_console, escaped, warn
 from sessionstore.errors import SessionStoreError
 
 __all__ = ["BROKEN_PIPE", "INTERRUPTED", "run"]
@@ -132,7 +132,8 @@ class _Warnings(logging.Handler):
 
 
 def _one_line(error: BaseException) -> str:
-    return "; ".join(part.strip() for part in str(error).splitlines() if part.strip())
+    """An error's message on one line, safe to print (`escaped`)."""
+    return escaped("; ".join(part.strip() for part in str(error).splitlines() if part.strip()))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -157,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     except (Refused, SessionStoreError) as exc:
         err_console.print(Text(f"sessionstore: error: {_one_line(exc)}"))
     except OSError as exc:
-        err_console.print(Text(f"sessionstore: error: {exc}"))
+        err_console.print(Text(f"sessionstore: error: {_one_line(exc)}"))
     finally:
         library.removeHandler(handler)
     return 1
