@@ -10,6 +10,7 @@ import asyncio
 import sys
 
 from sessionstore.cli.opening import opened
+from sessionstore.cli.output import escaped
 from sessionstore.transcript import render_html, write_html
 
 __all__ = ["run_html"]
@@ -29,4 +30,5 @@ async def run_html(args: argparse.Namespace) -> int:
             out.write(first)
             async for chunk in chunks:
                 out.write(chunk)
+    print(f"wrote the page of session {escaped(args.id)} to {escaped(args.out)}")
     return 0

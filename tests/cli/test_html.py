@@ -58,7 +58,8 @@ def test_html_out_writes_a_file(
 ) -> None:
     target = tmp_path / "branch.html"
     status, out, err = run(capsys, "--db", db, "html", "branch", "--out", str(target))
-    assert (status, out, err) == (0, "", "")
+    assert (status, err) == (0, "")
+    assert out == f"wrote the page of session branch to {target}\n"
     page = parse(target.read_text(encoding="utf-8"))
     assert page.find("a").attrs["href"] == "chat.html"
 
