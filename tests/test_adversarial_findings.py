@@ -133,7 +133,7 @@ def test_file_journal_append_raw_is_all_or_none_when_the_disk_fills(tmp_path: Pa
         [sys.executable, "-c", textwrap.dedent(_FILL_UP), str(path), str(limit)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,  # a guard against a hang: a loaded machine may take minutes
         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
     )
     assert done.stdout.strip() == "refused", done.stderr

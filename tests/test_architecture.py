@@ -417,7 +417,7 @@ def run_fresh(code: str, directory: Path) -> HeavyImports:
         env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,  # a guard against a hang: a loaded machine may take minutes
         check=False,
     )
     assert child.returncode == 0, child.stderr
@@ -468,7 +468,7 @@ def test_import_sessionstore_leaves_what_a_turn_may_not_need_for_first_use(
         env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,  # a guard against a hang: a loaded machine may take minutes
         check=False,
     )
     assert child.returncode == 0, child.stderr

@@ -37,7 +37,7 @@ def test_sessionstore_imports_no_framework(tmp_path: Path) -> None:
         env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,  # a guard against a hang: a loaded machine may take minutes
         check=True,
     )
     assert json.loads(child.stdout) == []
