@@ -60,7 +60,7 @@ async def run_import(args: argparse.Namespace) -> int:
         f"imported {counted(report.sessions, 'session')} "
         f"({counted(report.entries, 'new entry', 'new entries')}), "
         f"{counted(report.journals, 'journal')} and {counted(report.heads, 'head')} "
-        f"from {args.path}"
+        f"from {escaped(args.path)}"
     )
     if refused is not None:
         raise Refused(f"import refused {counted(len(report.refused), 'file')} (listed above)")
@@ -119,13 +119,17 @@ async def run_export(args: argparse.Namespace) -> int:
         err_console.print(Text(f"fault: no page for {escaped(session_id)}: {escaped(why)}"))
     for summary in faults:
         err_console.print(
-            Text(f"fault: {summary.fault} (exported as stored: `import` will refuse that file)")
+            Text(
+                f"fault: {escaped(summary.fault or '')} "
+                "(exported as stored: `import` will refuse that file)"
+            )
         )
     print(
         f"exported {counted(report.sessions, 'session')} "
         f"({counted(report.entries, 'new entry', 'new entries')}, "
         f"{counted(report.bytes, 'byte')} written), "
-        f"{counted(report.journals, 'journal')} and {counted(report.heads, 'head')} to {args.dir}"
+        f"{counted(report.journals, 'journal')} and {counted(report.heads, 'head')} "
+        f"to {escaped(args.dir)}"
     )
     if refused is not None:
         what = counted(len(report.refused), "file") + (
@@ -165,7 +169,7 @@ async def run_retire(args: argparse.Namespace) -> int:
         err_console.print(Text(f"{label} {escaped(str(issue))}"))
     print(
         f"retired {counted(len(report.retired), 'session')} "
-        f"({counted(report.bytes, 'byte')}) to {report.archive}; "
+        f"({counted(report.bytes, 'byte')}) to {escaped(str(report.archive))}; "
         f"skipped {len(report.skipped)}"
     )
     faults = sum(issue.fault for issue in report.skipped)

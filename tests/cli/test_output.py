@@ -134,6 +134,23 @@ def test_no_command_prints_a_hidden_character(
     assert _raw(err) == [], err
 
 
+def test_the_archive_commands_escape_the_paths_they_name(
+    capsys: pytest.CaptureFixture[str], store: str, tmp_path: Path
+) -> None:
+    archive = str(tmp_path / "arch\u202eive")
+    copy = str(tmp_path / "co\u200bpy")
+    for command in (
+        ["--db", store, "export", archive],
+        ["--db", copy, "import", archive],
+        ["--db", copy, "retire", "--to", archive, "--session", REVERSED],
+    ):
+        status, out, err = run(capsys, *command)
+        assert status == 0, err
+        assert "arch\\u202eive" in out
+        assert _raw(out) == [], out
+        assert _raw(err) == [], err
+
+
 def test_ls_and_show_on_a_terminal_escape_what_would_hide_or_reorder(store: str) -> None:
     done = on_terminal("--db", store, "ls")
     assert done.returncode == 0, done.stderr
