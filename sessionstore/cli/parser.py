@@ -34,6 +34,9 @@ same, and is brought down to it (Python's and the databases' integers hold it)."
 
 
 def _count_argument(text: str) -> int:
+    digits = text.strip()
+    if digits.isascii() and digits.isdigit() and len(digits) > 18:
+        return _COUNT_MAX  # more than any count (and more digits than int() may read)
     try:
         number = int(text)
     except ValueError:

@@ -204,6 +204,7 @@ def filled(target: str) -> str:
     ("command", "rows"),
     [
         (["ls", "--limit", HUGE], 1 + 2),
+        (["ls", "--limit", "9" * 5000], 1 + 2),  # more digits than int() reads
         (["search", "hello", "--limit", HUGE], 1 + 6),
         (["show", "one", "--limit", HUGE], 1 + 3),
         (["show", "one", "--tail", HUGE], 1 + 3),
