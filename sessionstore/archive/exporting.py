@@ -48,7 +48,10 @@ from sessionstore.models import TitleChange
 from sessionstore.store import SessionJournal, SessionStore
 from sessionstore.wire import encode_line
 
-__all__ = ["export_archive"]
+__all__ = ["LEFT_OUT", "export_archive", "export_chosen"]
+
+LEFT_OUT = "erased while exporting: left out"
+"""The warning's reason for a session erased since it was chosen."""
 
 
 async def export_archive(
@@ -86,6 +89,31 @@ async def export_archive(
         SessionNotFoundError: a session named in ``sessions`` does not exist.
         StorageError: the archive or the store could not be written or read.
     """
+    everything = sessions is None and journals is None and heads is None
+    return await export_chosen(
+        store,
+        dest,
+        sessions=sessions,
+        journals=journals,
+        heads=heads,
+        progress=progress,
+        erased_left_out=everything,
+    )
+
+
+async def export_chosen(
+    store: SessionStore,
+    dest: str | os.PathLike[str],
+    *,
+    sessions: Sequence[str] | None,
+    journals: Sequence[str] | None,
+    heads: Sequence[str] | None,
+    progress: Progress | None,
+    erased_left_out: bool,
+) -> ArchiveReport:
+    """`export_archive`; with ``erased_left_out``, a session erased since it
+    was chosen (listed, or named by `retire`) is left out with a warning
+    rather than a `SessionNotFoundError`."""
     root = Path(dest)
     report = ArchiveReport()
     everything = sessions is None and journals is None and heads is None
@@ -101,7 +129,7 @@ async def export_archive(
     steps = []
     for session_id in ids:
         path = directory / f"{session_id}{SUFFIX}"
-        export = partial(_export_session, store, root, session_id, path, report, everything)
+        export = partial(_export_session, store, root, session_id, path, report, erased_left_out)
         steps.append((path, export))
     for name in names:
         path = root / JOURNALS / name / JOURNAL_FILE
@@ -237,11 +265,11 @@ async def _export_session(
     session_id: str,
     path: Path,
     report: ArchiveReport,
-    listed: bool,
+    erased_left_out: bool,
 ) -> None:
-    """Export one session and its titles; one ``listed`` (not named) and
-    erased since the listing is left out with a warning, as if it had never
-    been: nothing of it is written.
+    """Export one session and its titles; with ``erased_left_out``, one
+    erased since it was chosen is left out with a warning, as if it had
+    never been: nothing of it is written.
 
     The titles are read first and written last: an erase before the
     session's bytes are read leaves nothing in the archive, and one after
@@ -259,9 +287,9 @@ async def _export_session(
     except CorruptSessionError as exc:  # what the store holds does not read back
         raise Refused(exc.line, f"not exported: {exc}") from None
     except SessionNotFoundError:
-        if not listed:
+        if not erased_left_out:
             raise
-        report.warnings.append(ArchiveIssue(str(path), None, "erased while exporting: left out"))
+        report.warnings.append(ArchiveIssue(str(path), None, LEFT_OUT))
         return
     report.entries += written - (1 if written and not matched else 0)  # not the header
     report.titles += await _export_titles(root, session_id, changes, report)

@@ -26,7 +26,7 @@ from sessionstore.archive.choosing import (
     verdict,
     without_kept_forks,
 )
-from sessionstore.archive.exporting import export_archive
+from sessionstore.archive.exporting import LEFT_OUT, export_chosen
 from sessionstore.archive.report import (
     SESSIONS,
     SUFFIX,
@@ -217,12 +217,21 @@ async def retire(
             progress(done, total)
 
     try:
-        report.exported = await export_archive(store, root, sessions=order, progress=exported)
+        report.exported = await export_chosen(
+            store,
+            root,
+            sessions=order,
+            journals=None,
+            heads=None,
+            progress=exported,
+            erased_left_out=True,
+        )
     except ArchiveError as exc:
         if not isinstance(exc.report, ArchiveReport):
             raise
         report.exported = exc.report
     refused = {issue.file: issue for issue in report.exported.refused}
+    gone = {issue.file for issue in report.exported.warnings if issue.reason == LEFT_OUT}
 
     erased: set[str] = set()
     for done, session_id in enumerate(order, len(order) + 1):
@@ -231,6 +240,9 @@ async def retire(
         if issue is not None:
             why = f"the archive's copy was not written ({issue}); not erased"
             report.skipped.append(RetireIssue(session_id, why, True))
+        elif str(path) in gone:  # left out of the export: erased since it was chosen
+            report.skipped.append(RetireIssue(session_id, "erased meanwhile, by another", False))
+            erased.add(session_id)
         elif kept := [c for c in children.get(session_id, []) if c not in erased]:
             why = f"its fork(s) {', '.join(sorted(kept))} stay in the store; not erased"
             report.skipped.append(RetireIssue(session_id, why, False))

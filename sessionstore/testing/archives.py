@@ -216,6 +216,23 @@ class ArchiveContract:
         assert "its fork(s) below stay in the store" in issue.reason
         assert sorted(m.id for m in await store.list()) == ["a", "below"]
 
+    @pytest.mark.parametrize("point", ["titles", "raw_blocks"])
+    async def test_a_session_erased_while_retire_exports_it_is_skipped_not_a_fault(
+        self, store: SessionStore, tmp_path: Path, point: str
+    ) -> None:
+        for session_id in ("a", "b", "c"):
+            await store.create(SessionMeta(id=session_id, created_at="2020-01-01T00:00:00Z"))
+            await store.append(session_id, message(f"{session_id}-1", "hello"))
+        racing = _ErasingStore(store, "b", point)
+        report = await retire(cast(SessionStore, racing), tmp_path, before="2021-01-01T00:00:00Z")
+        assert racing.erased
+        assert (sorted(report.retired), report.ok) == (["a", "c"], True)
+        assert [(i.session_id, i.reason) for i in report.skipped] == [
+            ("b", "erased meanwhile, by another")
+        ]
+        assert sorted(p.name for p in (tmp_path / "sessions").iterdir()) == ["a.jsonl", "c.jsonl"]
+        assert await store.list() == []
+
     async def test_a_fork_erased_by_another_during_retire_no_longer_holds_its_parent(
         self, store: SessionStore, tmp_path: Path
     ) -> None:
