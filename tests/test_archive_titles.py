@@ -23,6 +23,7 @@ from sessionstore import (
     retire,
 )
 from sessionstore.archive import ArchiveReport, export_archive, import_archive
+from sessionstore.archive.exporting import export_chosen
 from sessionstore.testing.common import message
 from tests.kinds import STORE_KINDS, StoreTargets
 from tests.test_archive import tree
@@ -198,11 +199,11 @@ async def test_retire_leaves_a_session_retitled_after_its_export(
     await fill_titles(store)
 
     async def export_then_retitle(*args: Any, **kwargs: Any) -> ArchiveReport:
-        report = await export_archive(*args, **kwargs)
+        report = await export_chosen(*args, **kwargs)
         await store.set_title("titled", "chosen meanwhile")  # an erase would lose it
         return report
 
-    monkeypatch.setattr("sessionstore.archive.retiring.export_archive", export_then_retitle)
+    monkeypatch.setattr("sessionstore.archive.retiring.export_chosen", export_then_retitle)
     report = await retire(store, tmp_path, sessions=["titled"])
     assert report.retired == []
     [issue] = report.skipped
