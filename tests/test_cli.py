@@ -181,6 +181,37 @@ def test_verify_finds_faults_and_exits_non_zero(
     assert "does not match its digest" in err
 
 
+def test_verify_keeps_anchors_and_names_a_session_cut_short(
+    capsys: pytest.CaptureFixture[str], db: str, tmp_path: Path
+) -> None:
+    run(capsys, "--db", db, "demo")
+    sessions = len(session_ids(capsys, db))
+    anchors = tmp_path / "sessions.anchors"
+    status, out, _ = run(capsys, "--db", db, "verify", "--anchors", str(anchors))
+    assert status == 0
+    assert out.splitlines()[-1] == f"anchored {sessions} session{'s' * (sessions > 1)} in {anchors}"
+    status, out, _ = run(capsys, "--db", db, "verify", "--anchors", str(anchors))
+    assert status == 0
+    assert f" {sessions} anchor" in out.splitlines()[0]
+    kept = anchors.read_bytes()
+    connection = sqlite3.connect(db, isolation_level=None)
+    connection.execute("DROP TRIGGER entries_no_delete")
+    connection.execute("DELETE FROM entries WHERE seq = (SELECT max(seq) FROM entries)")
+    connection.close()
+    assert run(capsys, "--db", db, "verify")[0] == 0  # unseen without the anchors
+    status, out, err = run(capsys, "--db", db, "verify", "--anchors", str(anchors))
+    assert status == 1
+    assert out.startswith("1 fault: ")
+    assert "with no erasure recorded since: entries were deleted" in err
+    assert f"{anchors} left as it was" in err
+    assert anchors.read_bytes() == kept
+    anchors.write_text("not json\n")
+    status, _, err = run(capsys, "--db", db, "verify", "--anchors", str(anchors))
+    assert status == 1
+    assert err.count("\n") == 1
+    assert f"{anchors}, line 1: " in err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from sessionstore.anchors import read_anchors, write_anchors
 from sessionstore.cli.opening import check_store, opened
 from sessionstore.cli.output import (
     Refused,
@@ -146,19 +147,28 @@ async def run_erasures(args: argparse.Namespace) -> int:
 
 
 async def run_verify(args: argparse.Namespace) -> int:
+    older = None if args.anchors is None else read_anchors(args.anchors)
     async with opened(args, read=True) as store:
         with progress_bar("verifying") as progress:
-            report = await verify_store(store, progress=progress)
+            report = await verify_store(store, progress=progress, anchors=older)
     for note in report.notes:
         err_console.print(Text(f"note: {escaped(note)}"))
     for fault in report.faults:
         err_console.print(Text(f"fault: {escaped(fault)}"))
     verdict = "ok" if report.ok else counted(len(report.faults), "fault")
     noted = f" ({counted(len(report.notes), 'note')})" if report.notes else ""
+    anchored = f", {counted(len(older), 'anchor')}" if older else ""
     print(
         f"{verdict}: {counted(report.sessions, 'session')}, "
-        f"{counted(report.entries, 'entry', 'entries')} checked{noted}"
+        f"{counted(report.entries, 'entry', 'entries')}{anchored} checked{noted}"
     )
+    if args.anchors is not None:
+        where = escaped(str(args.anchors))
+        if report.ok:
+            write_anchors(args.anchors, report.anchors)
+            print(f"anchored {counted(len(report.anchors), 'session')} in {where}")
+        else:
+            err_console.print(Text(f"{where} left as it was: the faults above come first"))
     return 0 if report.ok else 1
 
 

@@ -337,13 +337,20 @@ def build_parser() -> argparse.ArgumentParser:
     retired.add_argument(
         "--session", action="append", metavar="ID", help="only this session (repeatable)"
     )
-    _command(
+    verify = _command(
         commands,
         common,
         "verify",
         "commands",
         "check every line decodes, seq has no gap, compaction targets exist, integrity",
         "sessionstore verify --db sessions.db",
+        "sessionstore verify --db sessions.db --anchors /backups/sessions.anchors",
+    )
+    verify.add_argument(
+        "--anchors",
+        metavar="FILE",
+        help="check the sessions against the anchors in FILE (none yet: a new file), "
+        "then, when nothing is wrong, write their new anchors there (docs/sql.md, Anchors)",
     )
     erase = _command(
         commands,
