@@ -9,9 +9,11 @@ Groups:
   must succeed (``ok``); an `ArchiveError` or another `SessionStoreError`
   is ``clean`` (the export failed whole). Then every session not erased is
   in the archive byte for byte with its titles, and an erased one is either
-  there whole (read before its erase) or absent and named in the report's
-  warnings; anything else (a partial file, a session missing unreported,
-  titles without their session) is ``lost``.
+  there whole with its titles (read before its erase) or absent (erased
+  before the listing, or left out and named in the report's warnings);
+  anything else (a partial file, a session without its titles or titles
+  without their session, one not erased missing or named as left out) is
+  ``lost``.
 * ``cycles import (jsonl|sqlite|postgresql|CLI)``: archives whose sessions
   name each other as parents (itself, two, three, a thousand; with
   sessions hanging below; closing a cycle with the store). The import must
@@ -28,6 +30,7 @@ PostgreSQL runs when ``--pg-url`` (or ``SESSIONSTORE_PG_URL``) names a
 server; each trial uses a schema of its own, dropped at the end.
 
 Usage: python scripts/adversarial/archives.py [--trials 15] [--groups export-erase,cycles]
+    [--backends jsonl,sqlite,postgresql] [--seed N]
 """
 
 from __future__ import annotations
@@ -149,9 +152,9 @@ def check_archive(
     for session_id, (lines, titles) in stored.items():
         path = dest / "sessions" / f"{session_id}.jsonl"
         titles_path = dest / "titles" / f"{session_id}.jsonl"
-        if not path.exists():
-            if session_id not in erased or session_id not in warned_ids:
-                wrong.append(f"{session_id} missing (erased: {session_id in erased})")
+        if not path.exists():  # erased before the listing, or left out and named
+            if session_id not in erased:
+                wrong.append(f"{session_id} missing, not erased")
             if titles_path.exists():
                 wrong.append(f"{session_id}: titles without their session")
             continue
@@ -161,6 +164,8 @@ def check_archive(
             wrong.append(f"{session_id}: in the archive, yet reported left out")
         if bool(titles) != titles_path.exists():
             wrong.append(f"{session_id}: titles {'missing' if titles else 'extra'}")
+    for session_id in sorted(warned_ids - set(erased)):
+        wrong.append(f"{session_id}: reported left out, not erased")
     return ("lost", "; ".join(wrong)[:500]) if wrong else ("ok", "")
 
 
@@ -348,13 +353,14 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=15, help="export-erase trials per backend")
     parser.add_argument("--groups", default="export-erase,cycles")
     parser.add_argument("--pg-url", default=os.environ.get("SESSIONSTORE_PG_URL"))
+    parser.add_argument("--backends", default="jsonl,sqlite,postgresql")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=TIMEOUT)
     parser.add_argument("--output", help="also write the report to this file")
     opts = parser.parse_args()
     seed = opts.seed if opts.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
-    backends = ["jsonl", "sqlite"] + (["postgresql"] if opts.pg_url else [])
+    backends = [b for b in opts.backends.split(",") if b != "postgresql" or opts.pg_url]
     tally = Tally(f"archives.py: {opts.trials} export-erase trials per backend, seed {seed}")
     print(f"archive campaign (seed {seed}); backends: {', '.join(backends)}")
     groups = opts.groups.split(",")

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from sessionstore import JsonlStore, SessionMeta
+from sessionstore import JsonlStore, SessionMeta, SessionNotFoundError
 from sessionstore.archive import export_archive
+from sessionstore.backends.jsonl import file as jsonl_file
 from sessionstore.backends.jsonl import titles as title_files
 from sessionstore.testing.common import message
 
@@ -85,3 +86,52 @@ async def test_an_erase_that_died_after_its_record_is_still_a_fault(
     monkeypatch.undo()
     [fault] = await store.integrity()
     assert "the erase of session 's' did not finish" in fault
+
+
+async def test_a_session_erased_between_listing_its_name_and_reading_it_is_no_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, other = JsonlStore(tmp_path), JsonlStore(tmp_path)
+    for session_id in ("a", "b", "c"):
+        await store.create(SessionMeta(id=session_id))
+    real = jsonl_file.read_header
+
+    def erased_first(path: Path, session_id: str) -> SessionMeta:
+        if session_id == "b" and (tmp_path / "b.jsonl").exists():
+            asyncio.run(other.erase("b", reason="by another"))  # its name was read already
+        return real(path, session_id)
+
+    monkeypatch.setattr(jsonl_file, "read_header", erased_first)
+    assert await store.integrity() == []
+    assert not (tmp_path / "b.jsonl").exists()
+
+
+def _waiting_for_a_lock() -> bool:
+    """Whether some process waits for a file lock (``->`` in /proc/locks)."""
+    return "->" in Path("/proc/locks").read_text()
+
+
+async def test_titles_read_during_an_erase_wait_for_it_never_read_as_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, other = JsonlStore(tmp_path), JsonlStore(tmp_path)
+    await store.create(SessionMeta(id="s"))
+    await store.set_title("s", "secret")
+    paused, go_on = threading.Event(), threading.Event()
+    forget = title_files.forget
+
+    def held(directory: Path, session_id: str) -> None:  # titles gone, the file not yet
+        forget(directory, session_id)
+        paused.set()
+        assert go_on.wait(timeout=60)
+
+    monkeypatch.setattr(title_files, "forget", held)
+    erase = asyncio.ensure_future(other.erase("s", reason="asked"))
+    assert await asyncio.to_thread(paused.wait, 60)
+    reading = asyncio.ensure_future(store.titles("s"))
+    while not reading.done() and not _waiting_for_a_lock():
+        await asyncio.wait({reading}, timeout=0.01)  # answered, or waiting for the erase
+    go_on.set()
+    await erase
+    with pytest.raises(SessionNotFoundError):
+        await reading  # the session, not the session without its titles

@@ -278,11 +278,14 @@ def read_header(path: Path, session_id: str) -> SessionMeta:
     return decode_stored_meta(session_id, line[:-1].removesuffix(b"\r"), path=str(path), line_no=1)
 
 
-def header_or_fault(path: Path, session_id: str) -> SessionMeta | str:
+def header_or_fault(path: Path, session_id: str) -> SessionMeta | str | None:
     """The header of a file named like a session, or why it has none,
-    naming the file: what makes a store unable to list it."""
+    naming the file: what makes a store unable to list it; None when the
+    file is gone since its name was read (erased meanwhile: no fault)."""
     try:
         return read_header(path, session_id)
+    except FileNotFoundError:
+        return None
     except CorruptSessionError as exc:
         return f"{exc}: not listed"
     except SessionStoreError as exc:  # the name

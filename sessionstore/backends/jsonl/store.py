@@ -852,7 +852,7 @@ class JsonlStore(StoreBase):
                 found = header_or_fault(self._dir / name, name[: -len(SUFFIX)])
                 if isinstance(found, str):
                     faults.append(found)
-                else:
+                elif found is not None:
                     metas.append(found)
         return metas, faults
 

@@ -25,12 +25,20 @@ also a file of titles whose session is gone (removed behind the store).
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from sessionstore.backends.files import fsync_directory
-from sessionstore.backends.jsonl.file import SUFFIX, id_files, open_locked, open_session
+from sessionstore.backends.jsonl.file import (
+    SUFFIX,
+    file_id,
+    id_files,
+    named_file,
+    open_locked,
+    open_session,
+)
 from sessionstore.backends.jsonl.records import append_lines, read_lines
 from sessionstore.errors import (
     CorruptSessionError,
@@ -105,13 +113,25 @@ def record_changes(
 def read_changes(directory: Path, session_id: str) -> list[TitleChange]:
     """The title changes of an existing session, oldest first.
 
+    Read under the session file's shared lock: an erase takes the titles,
+    then the file, under its exclusive lock, so a read sees the session with
+    its titles or not at all, never the session without them.
+
     Raises:
         SessionNotFoundError: no session ``session_id``.
         CorruptSessionError: a complete line of its file of titles does not
             decode, or names another session (naming the file and line).
     """
-    os.close(open_session(session_id, directory / f"{session_id}{SUFFIX}", os.O_RDONLY))
-    return changes_of(directory, session_id)
+    path = directory / f"{session_id}{SUFFIX}"
+    while True:
+        fd = open_session(session_id, path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if file_id(fd) == named_file(path):
+                return changes_of(directory, session_id)
+        finally:
+            os.close(fd)
+        # Erased while we waited: look at the name again.
 
 
 def changes_of(directory: Path, session_id: str) -> list[TitleChange]:
