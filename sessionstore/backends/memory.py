@@ -48,7 +48,14 @@ from sessionstore.errors import (
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.models import Erasure, HeadMove, SessionEntry, SessionMeta, TitleChange
+from sessionstore.models import (
+    CompactionEntry,
+    Erasure,
+    HeadMove,
+    SessionEntry,
+    SessionMeta,
+    TitleChange,
+)
 from sessionstore.store import Order, SessionSummary
 from sessionstore.timestamps import now_rfc3339
 from sessionstore.wire.stored import read_stored_entry
@@ -63,6 +70,20 @@ class _Session:
     ticks: builtins.list[int] = field(default_factory=builtins.list)  # of each write
     active_at: str = ""  # the time of the last write
     titles: builtins.list[TitleChange] = field(default_factory=builtins.list)
+    # The position (from 1) of its first compaction: a summary reads no line
+    # but the last, so a family of forks is summarised in a step a session.
+    first_compaction: int | None = None
+
+    def extend(self, entries: Sequence[SessionEntry], lines: Sequence[str]) -> None:
+        """Add the lines of ``entries``."""
+        if self.first_compaction is None:
+            found = (
+                number
+                for number, entry in enumerate(entries, len(self.lines) + 1)
+                if isinstance(entry, CompactionEntry)
+            )
+            self.first_compaction = next(found, None)
+        self.lines.extend(lines)
 
 
 class MemoryStore(StoreBase):
@@ -121,7 +142,7 @@ class MemoryStore(StoreBase):
             if expect_head is not None:
                 check_head(expect_head, session_id, self._head_now(expect_head), by="append")
             if lines:
-                session.lines.extend(lines)
+                session.extend(entries, lines)
                 self._touch(session)
 
     def _last(self, session: _Session) -> str:
@@ -154,15 +175,17 @@ class MemoryStore(StoreBase):
         meta = imported_header(header)
         self._check(meta.id)
         lines: builtins.list[str] = []
+        decoded: builtins.list[SessionEntry] = []
         async for line in entries:
-            imported_entry(meta.id, (after or 0) + len(lines) + 1, line)
+            decoded.append(imported_entry(meta.id, (after or 0) + len(lines) + 1, line))
             lines.append(line)
         # Checked only now, with no await left before the change.
         session = self._sessions.get(meta.id)
         if after is None:
             if session is not None:
                 raise DuplicateSessionError(meta.id)
-            self._sessions[meta.id] = session = _Session(header, lines)
+            self._sessions[meta.id] = session = _Session(header)
+            session.extend(decoded, lines)
             self._touch(session)
             return len(lines)
         if session is None:
@@ -172,7 +195,7 @@ class MemoryStore(StoreBase):
         if len(session.lines) != after:
             raise SessionConflictError(meta.id, f"holds {len(session.lines)} entries, not {after}")
         if lines:
-            session.lines.extend(lines)
+            session.extend(decoded, lines)
             self._touch(session)
         return len(lines)
 
@@ -183,6 +206,8 @@ class MemoryStore(StoreBase):
         if meta.id in self._sessions:
             raise DuplicateSessionError(meta.id)
         self._sessions[meta.id] = fork = _Session(header, source.lines[:count])
+        if source.first_compaction is not None and source.first_compaction <= count:
+            fork.first_compaction = source.first_compaction
         self._touch(fork)
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
@@ -227,14 +252,17 @@ class MemoryStore(StoreBase):
         result = []
         for key, meta in found if limit is None else found[:limit]:
             session = self._sessions[meta.id]
-            summary = await self._summary(
-                meta,
+            last = read_stored_entry(session.lines[-1]) if session.lines else None
+            summary = SessionSummary(
+                meta=meta,
+                entries=len(session.lines),
+                last_timestamp=None if last is None else last.timestamp,
+                compacted=session.first_compaction is not None,
                 title=current_title(meta, session.titles),
                 last_activity=session.active_at,
                 cursor=Cursor(kind, mark, tuple(str(part) for part in key)).encode(),
             )
-            if summary is not None:
-                result.append(summary)
+            result.append(summary)
         return result
 
     async def _set_title(self, session_id: str, change: TitleChange) -> None:
