@@ -29,7 +29,7 @@ from sessionstore.backends.base import check_unchanged, erasure_of
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import wordindex
 from sessionstore.backends.sql.database import SessionRow, last_seq
-from sessionstore.backends.sql.lineage import END, lineage
+from sessionstore.backends.sql.lineage import END, lineage, lines
 from sessionstore.backends.sql.tables import activity, listing, spent_ticks, titles
 from sessionstore.errors import SessionConflictError, SessionNotFoundError
 from sessionstore.models import Erasure
@@ -127,9 +127,12 @@ def _session_bytes(conn: Connection, session_id: str, row: SessionRow) -> Iterat
     """The session's file as `raw_blocks` gives it, a line at a time: its
     header, then every entry of its history, those a base holds included."""
     yield row.header.encode() + b"\n"
-    for pk, after, end in lineage(conn, session_id, row).within(0, END):
-        for _, line in Q.LINES.each(conn, pk=pk, after=after, end=end):
+    rows = lines(conn, lineage(conn, session_id, row), 0, END)
+    try:
+        for _, line in rows:
             yield bytes(line) + b"\n"
+    finally:
+        rows.close()
 
 
 def _record(conn: Connection, record: Erasure) -> int:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import itertools
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from functools import partial
 from operator import itemgetter
@@ -79,6 +78,8 @@ from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT, is_sqlite
 from sessionstore.backends.sql.group import GroupCommit
 from sessionstore.backends.sql.journal import SqlJournal
 from sessionstore.backends.sql.lineage import END, Lineage, branch, lineage
+from sessionstore.backends.sql.lineage import lines as history_lines
+from sessionstore.backends.sql.lineage import page as history_page
 from sessionstore.backends.sql.listing import Listing
 from sessionstore.backends.sql.tables import journal_lines
 from sessionstore.errors import CorruptSessionError, SessionConflictError, validate_session_id
@@ -192,9 +193,10 @@ class SqlStore(StoreBase):
     def _locations(self, session_id: str) -> tuple[str, str]:
         return self._database.headers_at, self._database.entries_at
 
-    async def _pages(self, session_id: str, page: Q.Query) -> AsyncIterator[builtins.list[Any]]:
-        """The header line, then the entry lines in pages (``page``'s rows), each
-        of `paging.ROWS` rows or about `paging.BYTES` of lines."""
+    async def _pages(self, session_id: str, *, raw: bool) -> AsyncIterator[builtins.list[Any]]:
+        """The header line, then the entry lines in pages (as text, or as UTF-8
+        bytes when ``raw``), each of `paging.ROWS` rows or about `paging.BYTES`
+        of lines."""
         self._check(session_id)
 
         def start(conn: Connection) -> tuple[str, Lineage, int]:
@@ -204,31 +206,31 @@ class SqlStore(StoreBase):
         transaction = self._database.transaction
         header, spans, end = await transaction(session_id, start, lean=True)
         yield [header]
-        size = paging.FIRST
-        for pk, done, span_end in spans.within(0, end):
-            while done < span_end:
-                # Pages in their own short transactions: the log only grows,
-                # so seq order makes them one consistent prefix of the session.
-                read = partial(page.all, pk=pk, after=done, end=span_end, size=size)
-                rows = await transaction(session_id, read, lean=True)
-                if not rows:  # seq said more rows exist: erased meanwhile, or corrupt
-                    # An erase since the first page: not found, as it is now.
-                    await transaction(session_id, partial(find_session, session_id=session_id))
-                    reason = f"entry seq {done + 1} is missing (the last seq is {end})"
-                    where = self._database.entries_at
-                    raise CorruptSessionError(session_id, reason, path=where)
-                done = rows[-1][0]
-                lines = builtins.list(map(itemgetter(1), rows))
-                size = paging.next_rows(len(lines), sum(map(len, lines)))
-                yield lines
+        size, done = paging.FIRST, 0
+        while done < end:
+            # Pages in their own short transactions: the log only grows, so
+            # seq order makes them one consistent prefix of the session. A
+            # page is one statement, however many spans of a fork it covers.
+            read = partial(history_page, spans=spans, after=done, end=end, size=size, as_bytes=raw)
+            rows = await transaction(session_id, read, lean=True)
+            if not rows:  # seq said more rows exist: erased meanwhile, or corrupt
+                # An erase since the first page: not found, as it is now.
+                await transaction(session_id, partial(find_session, session_id=session_id))
+                reason = f"entry seq {done + 1} is missing (the last seq is {end})"
+                where = self._database.entries_at
+                raise CorruptSessionError(session_id, reason, path=where)
+            done = rows[-1][0]
+            lines = builtins.list(map(itemgetter(1), rows))
+            size = paging.next_rows(len(lines), sum(map(len, lines)))
+            yield lines
 
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
-        async for lines in self._pages(session_id, Q.PAGE):
+        async for lines in self._pages(session_id, raw=False):
             for line in lines:
                 yield line
 
     async def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
-        pages = self._pages(session_id, Q.PAGE_BYTES)
+        pages = self._pages(session_id, raw=True)
         async for (header,) in pages:
             yield header.encode() + b"\n"
             break
@@ -321,13 +323,11 @@ class SqlStore(StoreBase):
             # Decoded as the rows come, in the thread: the loop stays free,
             # and each row's line is dropped once decoded.
             row = find_session(conn, session_id)
-            spans = lineage(conn, session_id, row).within(0, END)
-            rows = [Q.LINES.each(conn, pk=pk, after=after, end=end) for pk, after, end in spans]
+            rows = history_lines(conn, lineage(conn, session_id, row), 0, END)
             try:
-                return decode_stored_entries(session_id, itertools.chain(*rows), path=where)
+                return decode_stored_entries(session_id, rows, path=where)
             finally:
-                for each in rows:
-                    each.close()
+                rows.close()
 
         return await self._database.transaction(session_id, body, lean=True)
 

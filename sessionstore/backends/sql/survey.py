@@ -16,14 +16,13 @@ from sqlalchemy import Connection, bindparam, func, literal_column, select
 from sessionstore.backends.base import decode_stored_meta
 from sessionstore.backends.sql import paging, wordcheck
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql.database import SessionRow
 from sessionstore.backends.sql.digests import (
     ENTRY_COLUMNS,
     entry_digest,
     fork_digest,
     header_digest,
 )
-from sessionstore.backends.sql.lineage import lineage
+from sessionstore.backends.sql.lineage import Family
 from sessionstore.backends.sql.queries import Query
 from sessionstore.backends.sql.tables import (
     activity,
@@ -114,15 +113,18 @@ def summaries(conn: Connection, pks: Sequence[int], *, where: str) -> dict[int, 
     fork's count, last timestamp and compaction take in what it shares.
     """
     found: dict[int, SessionSummary] = {}
+    family = Family()  # the chains of bases above these sessions, each read once
     for start in range(0, len(pks), _CHUNK):
-        rows = conn.execute(_SUMMARIES, {"pks": list(pks[start : start + _CHUNK])})
+        rows = conn.execute(_SUMMARIES, {"pks": list(pks[start : start + _CHUNK])}).all()
+        family.read(conn, [row.base_pk for row in rows if row.base_pk is not None])
         for row in rows:
-            found[row[0]] = _summary(conn, *row, where=where)
+            found[row[0]] = _summary(conn, family, *row, where=where)
     return found
 
 
 def _summary(
     conn: Connection,
+    family: Family,
     pk: int,
     session_id: str,
     header: str,
@@ -143,18 +145,13 @@ def _summary(
     except CorruptSessionError as exc:
         meta, fault = SessionMeta(id=session_id), str(exc)
     if base_pk is not None and base_seq:
-        row = SessionRow(pk, header, digest, base_pk, base_seq)
-        try:
-            shared = list(lineage(conn, session_id, row).within(0, base_seq))
-        except CorruptSessionError as exc:
-            shared, fault = [], fault or str(exc)
-        if last is None and shared:
-            holder = shared[-1].pk
-            last_timestamp = _TIMESTAMP_AT.scalar(conn, pk=holder, seq=base_seq)
-        compacted = compacted or any(
-            Q.LAST_COMPACTION.first(conn, pk=span.pk, after=span.after, end=span.end)
-            for span in shared
-        )
+        broken = family.broken(base_pk, base_seq)
+        if broken is not None:
+            fault = fault or str(CorruptSessionError(session_id, broken))
+        else:
+            if last is None:  # the base holds the last shared entry as its own row
+                last_timestamp = _TIMESTAMP_AT.scalar(conn, pk=base_pk, seq=base_seq)
+            compacted = compacted or family.compacted(base_pk, base_seq)
     return SessionSummary(
         meta=meta,
         entries=count,
