@@ -52,7 +52,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "langchain-core": ("--noconftest",),
 }
 
-RUN_TIMEOUT = 600
+RUN_TIMEOUT = 1800
 
 
 def peer_tests_or_skip(peer: str) -> Path:

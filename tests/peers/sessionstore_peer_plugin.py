@@ -53,7 +53,7 @@ KINDS = ("memory", "jsonl", "sqlite")
 
 PEERS = ("openai-agents", "langchain-core")
 
-TEST_TIMEOUT = 60.0
+TEST_TIMEOUT = 300.0
 """Seconds a test may take before the run is ended, every thread's traceback
 written to ``<report>.timeout`` (pytest captures the standard error)."""
 
