@@ -49,7 +49,10 @@ each adds to the database (its file's growth, the write-ahead log
 checkpointed, over the forks made; the rows it adds are in the row's
 name). The same at 1,000 entries shows both flat as the history grows; a
 JSONL fork, which copies the history by design, is shown beside it once
-the JSONL store implements forks.
+the JSONL store implements forks. Then chains of forks (a fork of a fork
+...) 1,000 deep against 10 deep on SQLite: summaries, what ``ls --tree``
+reads, integrity per session and an export per line written, flat when
+linear in depth (benchmarks/chains.py).
 
 Erases: sessions of 50 entries erased, one by one, from the SQLite
 databases holding the 1,000-entry and the longest histories (flat as the
@@ -121,6 +124,7 @@ from pathlib import Path
 from typing import Annotated
 
 from browse import browse
+from chains import fork_chains
 from frameworks import frameworks
 from memory import memory
 from messages import batches, entry, text
@@ -141,8 +145,8 @@ from sessionstore import (
     encode,
     export_archive,
 )
-from sessionstore.backends.base import gc_paused
 from sessionstore.backends.jsonl import HINTS
+from sessionstore.backends.records import gc_paused
 from sessionstore.backends.sql import wordindex
 from sessionstore.backends.sql.digests import entry_digest
 from sessionstore.backends.words import words
@@ -491,6 +495,11 @@ class Bench:
         self.forked = Table(
             "fork at an entry, as the history grows", "long history", "1,000 entries"
         )
+        self.chained = Table(
+            "a chain of forks (a fork of a fork ...), 1,000 deep against 10 deep",
+            "1,000 deep",
+            "10 deep",
+        )
         self.erased = Table(
             f"erase a session of {ERASED} entries, as the history beside it grows",
             "long history",
@@ -533,6 +542,7 @@ class Bench:
             self.raw,
             self.flat,
             self.forked,
+            self.chained,
             self.erased,
             self.start,
             self.cli,
@@ -794,6 +804,7 @@ class Bench:
             [size[1_000]],
             unit="bytes",
         )
+        await fork_chains(self.chained, self.fresh, self.rounds)
         if inspect.isabstract(JsonlStore):
             print("\n(jsonl forks skipped: this JsonlStore does not implement forks yet)")
             return
