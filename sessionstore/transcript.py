@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from sessionstore.backends.base import current_title
+from sessionstore.backends.records import current_title
 from sessionstore.errors import (
     InvalidRecordError,
     SessionNotFoundError,

@@ -22,7 +22,7 @@ from sessionstore import (
     encode,
     encode_line,
 )
-from sessionstore.backends.base import decode_stored_entry
+from sessionstore.backends.records import decode_stored_entry
 from sessionstore.testing.journal_contract import post
 from sessionstore.wire.stored import read_stored_entry, read_stored_meta, trusted_entry
 

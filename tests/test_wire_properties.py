@@ -24,7 +24,7 @@ from sessionstore import (
     decode_meta,
     encode,
 )
-from sessionstore.backends.base import decode_stored_entry
+from sessionstore.backends.records import decode_stored_entry
 from sessionstore.wire import Record, encode_string
 from sessionstore.wire.stored import read_stored_meta
 

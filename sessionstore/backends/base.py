@@ -11,11 +11,10 @@ one read behind `load_context`, `load_context_with_ids` and `compact`,
 where it can build a context without loading the whole session). A journal backend
 subclasses `JournalBase` likewise.
 
-The helpers check what is about to be stored (`header_line`,
-`entry_lines`, `imported_header`, `imported_entry`) and read back what was
-stored, naming the session, file and line of a fault
-(`decode_stored_meta`, `decode_stored_entry`, `decode_stored_entries`).
-`sessionstore.testing` proves a backend against the contract.
+Beside them, what every backend shares: the checks of a store's arguments
+(`sessionstore.backends.checks`), and records to stored lines and back
+(`sessionstore.backends.records`). `sessionstore.testing` proves a
+backend against the contract.
 """
 
 from __future__ import annotations
@@ -23,28 +22,39 @@ from __future__ import annotations
 import abc
 import builtins
 import collections
-import contextlib
-import gc
-import hashlib
 import heapq
 import re
-import sys
-import threading
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
-    Callable,
-    Iterable,
-    Iterator,
     Sequence,
 )
 from types import EllipsisType, TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Self
 
+from sessionstore.backends.checks import (
+    COUNT_MAX,
+    check_after,
+    check_expect_last,
+    check_limit,
+    check_owner,
+    check_reason,
+    check_slice,
+    check_text,
+)
 from sessionstore.backends.compaction import arrived_since, check_compaction, compaction_of
 from sessionstore.backends.contexts import BuiltContext, built_from
 from sessionstore.backends.cursors import Cursor, listing_kind
+from sessionstore.backends.records import (
+    current_title,
+    decode_stored_entry,
+    decode_stored_meta,
+    encoded,
+    header_line,
+    journal_line,
+    lines_block,
+)
 from sessionstore.backends.words import matches, score, snippet, words
 from sessionstore.context import repair_pairing
 from sessionstore.errors import (
@@ -52,25 +62,20 @@ from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
-    EntryNotFoundError,
     InvalidCursorError,
     InvalidRecordError,
     SessionConflictError,
     SessionNotFoundError,
-    SessionStoreError,
-    StreamingMessageError,
     validate_session_id,
 )
 from sessionstore.journal import Journal
 from sessionstore.models import (
-    CommentWrite,
     CompactionEntry,
     Erasure,
     HeadMove,
     JournalLine,
     Message,
     MessageEntry,
-    PostWrite,
     SessionEntry,
     SessionHeader,
     SessionMeta,
@@ -78,46 +83,12 @@ from sessionstore.models import (
 )
 from sessionstore.pairing import PairingDialect, rules
 from sessionstore.store import EntrySlice, Order, SearchHit, SessionJournal, SessionSummary
-from sessionstore.timestamps import now_rfc3339
-from sessionstore.wire import Record, decode_entry, decode_meta, encode
-from sessionstore.wire.limits import SURROGATE
-from sessionstore.wire.stored import read_stored_meta, trusted_entry
 
 __all__ = [
     "BLOCK",
     "COMPACT_ATTEMPTS",
-    "COUNT_MAX",
-    "Durability",
     "JournalBase",
     "StoreBase",
-    "check_durability",
-    "check_expect_last",
-    "check_expectations",
-    "check_head",
-    "check_last",
-    "check_limit",
-    "check_owner",
-    "check_reason",
-    "check_slice",
-    "check_text",
-    "check_unchanged",
-    "current_title",
-    "decode_stored_entries",
-    "decode_stored_entry",
-    "decode_stored_meta",
-    "encoded",
-    "entry_lines",
-    "erasure_of",
-    "fork_point",
-    "gc_paused",
-    "header_line",
-    "imported_entry",
-    "imported_header",
-    "journal_bytes",
-    "journal_line",
-    "lines_block",
-    "lines_since_clear",
-    "raw_journal_lines",
     "search_hit",
 ]
 
@@ -126,20 +97,6 @@ COMPACT_ATTEMPTS = 16
 
 BLOCK = 1 << 20
 """Bytes in a block of `StoreBase.raw_blocks`, about."""
-
-COUNT_MAX = sys.maxsize // 2
-"""More than any store holds: a larger limit or slice position means the same
-as this one, to which it is brought down before a backend sees it (a
-database's integer, an index, one more than it: each still holds it)."""
-
-Durability = Literal["normal", "full"]
-"""What a committed write survives: a crash of the process, or a power loss."""
-
-
-def check_durability(durability: object) -> None:
-    """Refuse a durability level that is neither ``"normal"`` nor ``"full"``."""
-    if durability not in ("normal", "full"):
-        raise ConfigurationError(f"durability must be 'normal' or 'full', not {durability!r}")
 
 
 class StoreBase(abc.ABC):
@@ -757,136 +714,6 @@ class JournalBase(abc.ABC):
 # ---------------------------------------------------------------- writing
 
 
-def lines_block(lines: Sequence[str]) -> bytes:
-    """Lines as file bytes: UTF-8, each ending in a newline."""
-    return ("\n".join(lines) + "\n").encode()
-
-
-def current_title(meta: SessionMeta, changes: Sequence[TitleChange]) -> str | None:
-    """A session's title now: the last change's, or the header's when there is
-    none or the last change gave None."""
-    last = changes[-1].title if changes else None
-    return meta.title if last is None else last
-
-
-def check_text(
-    text: str,
-    what: str,
-    *,
-    session_id: str | None = None,
-    kind: str = "session",
-    error: Callable[[str], SessionStoreError] = ConfigurationError,
-) -> None:
-    """Refuse a text argument no backend can store or compare: one holding a
-    lone surrogate, which UTF-8 (a file, SQLite, PostgreSQL) cannot carry.
-
-    Args:
-        text: the argument, known to be a string.
-        what: its name, for the message.
-        session_id: the session it is about (``kind="head"``: the head), named
-            in the message when given.
-        error: what refuses it: the argument's own error.
-    """
-    found = None if text.isascii() else SURROGATE.search(text)
-    if found is None:
-        return
-    where = "" if session_id is None else f"{kind} {session_id!r}: "
-    raise error(
-        f"{where}{what} holds a lone surrogate ({found.group()!r} at index {found.start()}), "
-        "which UTF-8 cannot carry"
-    )
-
-
-def check_after(after: object) -> None:
-    """Refuse an ``after`` that cannot be a cursor (a cursor is ASCII)."""
-    if after is not None and not isinstance(after, str):
-        raise InvalidCursorError(f"not a cursor: {after!r}")
-    if after is not None:
-        check_text(after, "after", error=InvalidCursorError)
-
-
-def check_expect_last(
-    expect_last: object, *, session_id: str | None = None, kind: str = "session"
-) -> None:
-    """Refuse an ``expect_last`` that is neither an entry id nor None."""
-    if expect_last is None:
-        return
-    if not isinstance(expect_last, str):
-        raise ConfigurationError(
-            f"expect_last must be an entry id, '' (no entry) or None, not {expect_last!r}"
-        )
-    check_text(expect_last, "expect_last", session_id=session_id, kind=kind)
-
-
-def check_last(session_id: str, expect_last: str | None, last: str, *, by: str = "append") -> None:
-    """Refuse an append (or, ``by="move"``, a head move) whose ``expect_last``
-    is not the session's ``last`` entry id (``""`` for none).
-
-    Raises:
-        SessionConflictError: it is another.
-    """
-    if expect_last is not None and expect_last != last:
-        raise SessionConflictError.last_entry(session_id, expect_last, last, by=by)
-
-
-def check_expectations(
-    expect_last: object, expect_head: object, *, session_id: str | None = None
-) -> None:
-    """Refuse an append's expectations (to ``session_id``) before anything is
-    read: an ``expect_last`` that is no entry id, an ``expect_head`` that is no
-    head name."""
-    check_expect_last(expect_last, session_id=session_id)
-    if expect_head is not None:
-        if not isinstance(expect_head, str):
-            raise ConfigurationError(f"expect_head must be a head's name, not {expect_head!r}")
-        validate_session_id(expect_head)
-
-
-def check_head(
-    name: str, expect: str | EllipsisType | None, current: str | None, *, by: str = "move"
-) -> None:
-    """Refuse a head move (or, ``by="append"``, an append) whose ``expect`` is
-    not where the head stands (``current``, None for a head never set);
-    ``...`` expects nothing.
-
-    Raises:
-        SessionConflictError: it stands elsewhere.
-    """
-    if expect is not ... and expect != current:
-        raise SessionConflictError.head_moved(name, expect, current, by=by)
-
-
-def check_slice(start: object, stop: object) -> tuple[int, int | None]:
-    """Refuse slice positions that are not ints (``stop`` may be None); give
-    them back brought within `COUNT_MAX` either way, which slices the same."""
-    if not isinstance(start, int) or isinstance(start, bool):
-        raise ConfigurationError(f"start must be an int, not {start!r}")
-    if stop is not None and (not isinstance(stop, int) or isinstance(stop, bool)):
-        raise ConfigurationError(f"stop must be an int or None, not {stop!r}")
-    return _within(start), None if stop is None else _within(stop)
-
-
-def _within(position: int) -> int:
-    return max(-COUNT_MAX, min(position, COUNT_MAX))
-
-
-def check_limit(limit: object, *, allow_none: bool) -> None:
-    """Refuse a page size that is not a count of 1 or more (or None, where allowed)."""
-    if limit is None and allow_none:
-        return
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        more = " or None" if allow_none else ""
-        raise ConfigurationError(f"limit must be 1 or more{more}, not {limit!r}")
-
-
-def check_owner(owner: object) -> None:
-    """Refuse an owner filter that is not a string (or None), or no backend can compare."""
-    if owner is not None and not isinstance(owner, str):
-        raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
-    if owner is not None:
-        check_text(owner, "owner")
-
-
 def _cursor_float(text: str, cursor: str) -> float:
     try:
         return float(text)
@@ -928,278 +755,3 @@ def search_hit(
         highlights=shown.highlights,
         cursor=Cursor(kind, "", key).encode(),
     )
-
-
-def header_line(meta: SessionMeta) -> str:
-    """The stored line of a header (no newline), after checking its id."""
-    if not isinstance(meta, SessionMeta):
-        raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
-    validate_session_id(meta.id)
-    if meta.parent_session == meta.id:
-        raise InvalidRecordError(f"session {meta.id!r} cannot be its own parent_session")
-    return encoded(meta, f"session {meta.id!r}, header")
-
-
-def encoded(record: Record, where: str) -> str:
-    """`encode`, its refusal naming ``where`` and, for a lone surrogate, the field.
-
-    Raises:
-        InvalidRecordError: the record cannot be a line.
-    """
-    try:
-        return encode(record)
-    except InvalidRecordError as exc:
-        field = _surrogate_field(record.model_dump(by_alias=True), "")
-        if field is None:
-            raise InvalidRecordError(f"{where}: {exc}") from None
-        raise InvalidRecordError(
-            f"{where}: {field} holds a lone surrogate, which UTF-8 cannot carry"
-        ) from None
-
-
-def _surrogate_field(value: object, path: str) -> str | None:
-    """The path (``tags[0]``, ``message.content``) of the first string under
-    ``value`` holding a lone surrogate, a key or a value; None when none does."""
-    if isinstance(value, str):
-        return (path or "text") if SURROGATE.search(value) else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            inner = f"{path}.{key}" if path else str(key)
-            if isinstance(key, str) and SURROGATE.search(key):
-                return f"{path or 'a'} key {key!r}"
-            found = _surrogate_field(item, inner)
-            if found is not None:
-                return found
-    elif isinstance(value, list | tuple):
-        for number, item in enumerate(value):
-            found = _surrogate_field(item, f"{path}[{number}]")
-            if found is not None:
-                return found
-    return None
-
-
-def entry_lines(session_id: str, entries: Sequence[SessionEntry]) -> builtins.list[str]:
-    """The stored lines (no newline) of entries, refusing any that may not be stored.
-
-    Every entry is checked before the caller writes anything, which is what
-    makes `append_many` all-or-nothing.
-    """
-    lines = []
-    for entry in entries:
-        if isinstance(entry, MessageEntry):
-            if entry.message.streaming:
-                raise StreamingMessageError(session_id, entry.id)
-        elif not isinstance(entry, CompactionEntry):
-            raise InvalidRecordError(
-                f"session {session_id!r}: expected a session entry, got {type(entry).__name__}"
-            )
-        lines.append(encoded(entry, f"session {session_id!r}, entry {entry.id!r}"))
-    return lines
-
-
-def check_reason(reason: object, *, session_id: str | None = None) -> None:
-    """Refuse an erasure reason (of ``session_id``) that is not a non-empty
-    string UTF-8 can carry."""
-    if not isinstance(reason, str) or not reason.strip():
-        raise ConfigurationError(f"an erasure needs a reason (a non-empty string), not {reason!r}")
-    check_text(reason, "reason", session_id=session_id)
-
-
-def check_unchanged(record: Erasure, digest: str | None) -> None:
-    """Refuse an erase whose session changed since its bytes had ``digest``.
-
-    Raises:
-        SessionConflictError: ``digest`` is given and is not the record's.
-    """
-    if digest is not None and digest.lower() != record.digest:
-        raise SessionConflictError(
-            record.name, "its bytes changed since they had the digest given: not erased"
-        )
-
-
-def erasure_of(
-    kind: Literal["session", "journal"], name: str, reason: str, blocks: Iterable[bytes], lines: int
-) -> Erasure:
-    """The record of erasing ``name``, whose bytes (a file's: each line ending
-    in a newline) were ``blocks``, holding ``lines`` entries or journal lines."""
-    digest = hashlib.blake2b(digest_size=32)
-    for block in blocks:
-        digest.update(block)
-    return Erasure(
-        kind=kind,
-        name=name,
-        at=now_rfc3339(),
-        reason=reason,
-        lines=lines,
-        digest=digest.hexdigest(),
-    )
-
-
-def fork_point(source_id: str, at: str | None, entry_ids: Iterable[str]) -> int:
-    """How many of the source's entries a fork keeps: all of them when ``at``
-    is None, else up to and including the first whose id is ``at``.
-
-    Args:
-        entry_ids: the source's entry ids, in order (read no further than needed).
-
-    Raises:
-        EntryNotFoundError: no entry of the source has the id ``at``.
-    """
-    count = 0
-    for count, entry_id in enumerate(entry_ids, 1):
-        if entry_id == at:
-            return count
-    if at is None:
-        return count
-    raise EntryNotFoundError(source_id, at)
-
-
-def imported_header(line: str) -> SessionMeta:
-    """Check an imported header line: one line, a valid header and id, not
-    its own parent (as `create` refuses)."""
-    try:
-        meta = decode_meta(_one_line(line))
-    except InvalidRecordError as exc:
-        raise InvalidRecordError(f"header line: {exc}") from None
-    validate_session_id(meta.id)
-    if meta.parent_session == meta.id:
-        raise InvalidRecordError(f"session {meta.id!r} cannot be its own parent_session")
-    return meta
-
-
-def imported_entry(session_id: str, number: int, line: str) -> SessionEntry:
-    """Check an imported entry line: one line that decodes (streaming kept).
-
-    Raises:
-        InvalidRecordError: it does not, naming the session and the entry's
-            number (1 for the session's first entry).
-    """
-    try:
-        return decode_entry(_one_line(line))
-    except InvalidRecordError as exc:
-        raise InvalidRecordError(f"session {session_id!r}, entry {number}: {exc}") from None
-
-
-def _one_line(line: str) -> str:
-    if "\n" in line:
-        raise InvalidRecordError("a stored line cannot contain a newline")
-    return line
-
-
-def journal_line(line: JournalLine) -> bytes:
-    """The stored bytes of a journal line (no newline), after checking its type."""
-    if not isinstance(line, SessionHeader | PostWrite | CommentWrite):
-        raise InvalidRecordError(f"expected a journal line, got {type(line).__name__}")
-    return encoded(line, "journal line").encode()
-
-
-def raw_journal_lines(lines: Iterable[bytes]) -> builtins.list[bytes]:
-    """Verbatim journal lines, refused when one would stand on more than one line."""
-    checked = [bytes(line) for line in lines]
-    for line in checked:
-        if b"\n" in line:
-            raise InvalidRecordError("a journal line cannot contain a newline")
-    return checked
-
-
-def journal_bytes(lines: Iterable[bytes]) -> bytes:
-    """The bytes of a journal file holding these complete lines."""
-    return b"".join(line + b"\n" for line in lines)
-
-
-def lines_since_clear(rows: Iterable[bytes | None]) -> builtins.list[bytes]:
-    """The lines after the last clear marker (None) of a journal's history."""
-    current: builtins.list[bytes] = []
-    for row in rows:
-        if row is None:
-            current.clear()
-        else:
-            current.append(row)
-    return current
-
-
-# ---------------------------------------------------------------- reading
-
-
-def decode_stored_meta(
-    session_id: str, line: str | bytes, *, path: str | None, line_no: int
-) -> SessionMeta:
-    """Decode a stored header of ``session_id``; a fault is a `CorruptSessionError`."""
-    try:
-        meta = read_stored_meta(line)
-    except InvalidRecordError as exc:
-        raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
-    if meta.id != session_id:
-        raise CorruptSessionError(
-            session_id, f"header names session {meta.id!r}", path=path, line=line_no
-        )
-    return meta
-
-
-def decode_stored_entry(
-    session_id: str, line: str | bytes, *, path: str | None, line_no: int
-) -> SessionEntry:
-    """Decode a stored entry (`sessionstore.wire.stored`); a fault is a
-    `CorruptSessionError` naming ``path`` and ``line_no``."""
-    entry = trusted_entry(line)
-    return entry if entry is not None else _strict_entry(session_id, line, path, line_no)
-
-
-def _strict_entry(
-    session_id: str, line: str | bytes, path: str | None, line_no: int
-) -> SessionEntry:
-    """What the strict decoder reads, its refusal a `CorruptSessionError`."""
-    try:
-        return decode_entry(line)
-    except InvalidRecordError as exc:
-        raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
-
-
-def decode_stored_entries(
-    session_id: str, rows: Iterable[tuple[int, str | bytes]], *, path: str | None
-) -> builtins.list[SessionEntry]:
-    """`decode_stored_entry` over ``(seq, line)`` rows, the collector paused.
-
-    ``seq`` counts entries from 1: the line is number ``seq + 1`` of the
-    session's file, after its header.
-    """
-    decoded: builtins.list[SessionEntry] = []
-    with gc_paused():
-        for seq, line in rows:
-            entry = trusted_entry(line)
-            if entry is None:
-                entry = _strict_entry(session_id, line, path, seq + 1)
-            decoded.append(entry)
-    return decoded
-
-
-_pauses = 0  # gc_paused blocks running, in any thread
-_resume = False  # whether the collector was enabled when the first began
-_pauses_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Hold the cyclic garbage collector while a large read builds its records.
-
-    A load makes two objects per entry, none in a reference cycle, so the
-    collector finds nothing to free; left on, its passes over the growing
-    heap took half the time of a 100,000-entry load. Reference counting
-    still frees everything as usual. The collector is process-wide: the
-    first block to begin (in any thread) records whether it was enabled and
-    the last to end restores exactly that, so overlapping blocks in several
-    threads never leave it off, nor turn on one the application turned off.
-    """
-    global _pauses, _resume
-    with _pauses_lock:
-        if _pauses == 0:
-            _resume = gc.isenabled()
-            gc.disable()
-        _pauses += 1
-    try:
-        yield
-    finally:
-        with _pauses_lock:
-            _pauses -= 1
-            if _pauses == 0 and _resume:
-                gc.enable()

@@ -19,13 +19,10 @@ from functools import partial
 from types import EllipsisType
 from typing import Any
 
-from sessionstore.backends.base import (
-    JournalBase,
-    StoreBase,
-    check_expectations,
-    check_head,
-    check_last,
-    check_unchanged,
+from sessionstore.backends.base import JournalBase, StoreBase
+from sessionstore.backends.checks import check_expectations, check_head, check_last, check_unchanged
+from sessionstore.backends.cursors import Cursor
+from sessionstore.backends.records import (
     current_title,
     decode_stored_entries,
     decode_stored_meta,
@@ -40,7 +37,6 @@ from sessionstore.backends.base import (
     lines_since_clear,
     raw_journal_lines,
 )
-from sessionstore.backends.cursors import Cursor
 from sessionstore.errors import (
     DuplicateSessionError,
     InvalidCursorError,

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from rich.text import Text
 
-from sessionstore.backends.base import decode_stored_entry, decode_stored_meta
+from sessionstore.backends.records import decode_stored_entry, decode_stored_meta
 from sessionstore.cli.opening import opened
 from sessionstore.cli.output import (
     Refused,

@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator
 
 from rich.text import Text
 
-from sessionstore.backends.base import current_title, decode_stored_meta
+from sessionstore.backends.records import current_title, decode_stored_meta
 from sessionstore.cli.opening import opened
 from sessionstore.cli.output import Refused, cell, console, escaped, moment, tsv
 from sessionstore.errors import SessionNotFoundError

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sessionstore import CorruptSessionError, JsonlStore, SessionMeta
-from sessionstore.backends.base import gc_paused
+from sessionstore.backends.records import gc_paused
 from sessionstore.testing.contract import message
 
 

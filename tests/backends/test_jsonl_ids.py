@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionstore import CompactionEntry, JsonlStore, Message, MessageEntry, SessionMeta, encode
-from sessionstore.backends.base import header_line
 from sessionstore.backends.jsonl import hints as jsonl_hints
 from sessionstore.backends.jsonl import ids as jsonl_ids
 from sessionstore.backends.jsonl import store as jsonl_store
 from sessionstore.backends.jsonl.context import first_kept_in
+from sessionstore.backends.records import header_line
 from sessionstore.context import build_context
 from sessionstore.models import SessionEntry
 

@@ -22,8 +22,8 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from sessionstore.backends.base import decode_stored_entry, decode_stored_meta
 from sessionstore.backends.contexts import BuiltContext
+from sessionstore.backends.records import decode_stored_entry, decode_stored_meta
 from sessionstore.context import summary_message
 from sessionstore.errors import CorruptSessionError
 from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry

@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Literal
 
-from sessionstore.backends.base import erasure_of
 from sessionstore.backends.files import (
     FILE_MODE,
     fsync_directory,
@@ -39,6 +38,7 @@ from sessionstore.backends.files import (
     write_all,
 )
 from sessionstore.backends.jsonl.records import append_lines, read_lines
+from sessionstore.backends.records import erasure_of
 from sessionstore.errors import CorruptSessionError, InvalidRecordError
 from sessionstore.models import Erasure
 from sessionstore.wire import decode_erasure, encode

@@ -27,13 +27,13 @@ import stat
 import time
 from pathlib import Path
 
-from sessionstore.backends.base import decode_stored_entries, decode_stored_meta
 from sessionstore.backends.files import (
     NotRegularFileError,
     complete_length,
     make_directory,
     open_regular,
 )
+from sessionstore.backends.records import decode_stored_entries, decode_stored_meta
 from sessionstore.errors import (
     CorruptSessionError,
     SessionNotFoundError,

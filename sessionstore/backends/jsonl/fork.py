@@ -33,11 +33,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from sessionstore.backends.base import decode_stored_entry, decode_stored_meta
 from sessionstore.backends.files import write_all
 from sessionstore.backends.jsonl.context import first_line
 from sessionstore.backends.jsonl.file import complete_size, open_session
 from sessionstore.backends.jsonl.temporary import Temporary, refuse_taken
+from sessionstore.backends.records import decode_stored_entry, decode_stored_meta
 from sessionstore.errors import CorruptSessionError, EntryNotFoundError
 
 __all__ = ["copy_range", "entry_end", "write_fork"]

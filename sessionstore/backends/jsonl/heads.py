@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import EllipsisType
 
-from sessionstore.backends.base import check_head
+from sessionstore.backends.checks import check_head
 from sessionstore.backends.jsonl.file import SUFFIX, id_files
 from sessionstore.backends.jsonl.records import append_lines, read_lines
 from sessionstore.errors import (

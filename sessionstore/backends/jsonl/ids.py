@@ -39,9 +39,9 @@ import struct
 from pathlib import Path
 from typing import BinaryIO
 
-from sessionstore.backends.base import decode_stored_entry
 from sessionstore.backends.files import make_directory, open_regular, write_all
 from sessionstore.backends.jsonl.context import CHUNK, first_kept_in, first_line
+from sessionstore.backends.records import decode_stored_entry
 from sessionstore.errors import CorruptSessionError
 from sessionstore.models import MessageEntry
 

@@ -42,7 +42,7 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from sessionstore.backends.base import JournalBase, raw_journal_lines
+from sessionstore.backends.base import JournalBase
 from sessionstore.backends.files import (
     FILE_MODE,
     fsync_directory,
@@ -54,6 +54,7 @@ from sessionstore.backends.files import (
 )
 from sessionstore.backends.jsonl.erasures import ErasureLog, digest_file
 from sessionstore.backends.jsonl.file import file_id, named_file
+from sessionstore.backends.records import raw_journal_lines
 from sessionstore.journal import READ, Journal
 from sessionstore.models import Erasure
 

@@ -70,19 +70,14 @@ from pathlib import Path
 from types import EllipsisType
 from typing import BinaryIO, TypeVar
 
-from sessionstore.backends.base import (
+from sessionstore.backends.base import StoreBase
+from sessionstore.backends.checks import (
     Durability,
-    StoreBase,
     check_durability,
     check_expectations,
     check_head,
     check_last,
     check_unchanged,
-    current_title,
-    entry_lines,
-    header_line,
-    imported_entry,
-    imported_header,
 )
 from sessionstore.backends.contexts import BuiltContext, ContextCache
 from sessionstore.backends.cursors import Cursor
@@ -127,6 +122,13 @@ from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
 from sessionstore.backends.jsonl.listing import Kept, ListingGate, Listings, after_key, facts
 from sessionstore.backends.jsonl.temporary import Temporary
+from sessionstore.backends.records import (
+    current_title,
+    entry_lines,
+    header_line,
+    imported_entry,
+    imported_header,
+)
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,

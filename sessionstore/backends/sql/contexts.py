@@ -30,8 +30,8 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection
 
-from sessionstore.backends.base import decode_stored_entries
 from sessionstore.backends.contexts import BuiltContext, ContextCache, leaves_cut
+from sessionstore.backends.records import decode_stored_entries
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database, find_session
 from sessionstore.backends.sql.engine import is_sqlite

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, TypeVar
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from sessionstore.backends.base import Durability
+from sessionstore.backends.checks import Durability
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.digests import fork_digest, header_digest
 from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT, describe, is_busy

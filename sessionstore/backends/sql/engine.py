@@ -25,7 +25,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import NullPool, PoolProxiedConnection
 
-from sessionstore.backends.base import Durability, check_durability
+from sessionstore.backends.checks import Durability, check_durability
 from sessionstore.backends.targets import SQLITE_SUFFIXES, is_sql_target
 from sessionstore.errors import ConfigurationError, StorageError
 

@@ -25,7 +25,8 @@ from contextlib import closing
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select
 
-from sessionstore.backends.base import check_unchanged, erasure_of
+from sessionstore.backends.checks import check_unchanged
+from sessionstore.backends.records import erasure_of
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import wordindex
 from sessionstore.backends.sql.database import SessionRow, last_seq

@@ -32,7 +32,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from sessionstore.backends.base import check_head, check_last
+from sessionstore.backends.checks import check_head, check_last
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import wordindex
 from sessionstore.backends.sql.activity import touched

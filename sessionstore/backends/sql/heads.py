@@ -13,7 +13,7 @@ from types import EllipsisType
 
 from sqlalchemy import Connection
 
-from sessionstore.backends.base import check_head, check_last
+from sessionstore.backends.checks import check_head, check_last
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import chain_end, find_session, last_entry_id
 from sessionstore.errors import SessionConflictError

@@ -15,7 +15,8 @@ from functools import partial
 
 from sqlalchemy import Connection
 
-from sessionstore.backends.base import JournalBase, journal_bytes, raw_journal_lines
+from sessionstore.backends.base import JournalBase
+from sessionstore.backends.records import journal_bytes, raw_journal_lines
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
 from sessionstore.backends.sql.erase import erase_journal

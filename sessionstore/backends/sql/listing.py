@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from sessionstore.backends.base import decode_stored_meta, gc_paused
+from sessionstore.backends.records import decode_stored_meta, gc_paused
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
 from sessionstore.errors import InvalidRecordError

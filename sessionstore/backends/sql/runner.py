@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine
 
-from sessionstore.backends.base import Durability
+from sessionstore.backends.checks import Durability
 from sessionstore.backends.sql.engine import (
     DEFAULT_BUSY_TIMEOUT,
     DURABLE,

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from sessionstore.backends.base import decode_stored_entries
+from sessionstore.backends.records import decode_stored_entries
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.contexts import QUICK_ROWS
 from sessionstore.backends.sql.database import Database, find_session, last_seq

@@ -38,11 +38,11 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from sessionstore.backends.base import (
-    Durability,
-    StoreBase,
-    check_expectations,
-    check_slice,
+from sessionstore.backends.base import StoreBase
+from sessionstore.backends.checks import Durability, check_expectations, check_slice
+from sessionstore.backends.contexts import BuiltContext
+from sessionstore.backends.cursors import Cursor
+from sessionstore.backends.records import (
     decode_stored_entries,
     decode_stored_meta,
     entry_lines,
@@ -50,8 +50,6 @@ from sessionstore.backends.base import (
     imported_entry,
     imported_header,
 )
-from sessionstore.backends.contexts import BuiltContext
-from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.sql import (
     activity,
     browse,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, bindparam, func, literal_column, select
 
-from sessionstore.backends.base import decode_stored_meta
+from sessionstore.backends.records import decode_stored_meta
 from sessionstore.backends.sql import paging, wordcheck
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.digests import (

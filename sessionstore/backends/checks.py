@@ -1,0 +1,200 @@
+"""The checks a store applies to its arguments before it reads or writes.
+
+Every backend calls them at the same points (`StoreBase` does for what it
+derives), so an argument is refused the same way everywhere, with the
+argument's own error naming it: a text holding a lone surrogate, a limit
+that counts nothing, an expectation that names no entry or head. Counts
+past anything a store holds are brought down to `COUNT_MAX`, which means
+the same.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import (
+    Callable,
+)
+from types import EllipsisType
+from typing import Literal
+
+from sessionstore.errors import (
+    ConfigurationError,
+    InvalidCursorError,
+    SessionConflictError,
+    SessionStoreError,
+    validate_session_id,
+)
+from sessionstore.models import (
+    Erasure,
+)
+from sessionstore.wire.limits import SURROGATE
+
+__all__ = [
+    "COUNT_MAX",
+    "Durability",
+    "check_after",
+    "check_durability",
+    "check_expect_last",
+    "check_expectations",
+    "check_head",
+    "check_last",
+    "check_limit",
+    "check_owner",
+    "check_reason",
+    "check_slice",
+    "check_text",
+    "check_unchanged",
+]
+
+COUNT_MAX = sys.maxsize // 2
+"""More than any store holds: a larger limit or slice position means the same
+as this one, to which it is brought down before a backend sees it (a
+database's integer, an index, one more than it: each still holds it)."""
+
+
+Durability = Literal["normal", "full"]
+"""What a committed write survives: a crash of the process, or a power loss."""
+
+
+def check_durability(durability: object) -> None:
+    """Refuse a durability level that is neither ``"normal"`` nor ``"full"``."""
+    if durability not in ("normal", "full"):
+        raise ConfigurationError(f"durability must be 'normal' or 'full', not {durability!r}")
+
+
+def check_text(
+    text: str,
+    what: str,
+    *,
+    session_id: str | None = None,
+    kind: str = "session",
+    error: Callable[[str], SessionStoreError] = ConfigurationError,
+) -> None:
+    """Refuse a text argument no backend can store or compare: one holding a
+    lone surrogate, which UTF-8 (a file, SQLite, PostgreSQL) cannot carry.
+
+    Args:
+        text: the argument, known to be a string.
+        what: its name, for the message.
+        session_id: the session it is about (``kind="head"``: the head), named
+            in the message when given.
+        error: what refuses it: the argument's own error.
+    """
+    found = None if text.isascii() else SURROGATE.search(text)
+    if found is None:
+        return
+    where = "" if session_id is None else f"{kind} {session_id!r}: "
+    raise error(
+        f"{where}{what} holds a lone surrogate ({found.group()!r} at index {found.start()}), "
+        "which UTF-8 cannot carry"
+    )
+
+
+def check_after(after: object) -> None:
+    """Refuse an ``after`` that cannot be a cursor (a cursor is ASCII)."""
+    if after is not None and not isinstance(after, str):
+        raise InvalidCursorError(f"not a cursor: {after!r}")
+    if after is not None:
+        check_text(after, "after", error=InvalidCursorError)
+
+
+def check_expect_last(
+    expect_last: object, *, session_id: str | None = None, kind: str = "session"
+) -> None:
+    """Refuse an ``expect_last`` that is neither an entry id nor None."""
+    if expect_last is None:
+        return
+    if not isinstance(expect_last, str):
+        raise ConfigurationError(
+            f"expect_last must be an entry id, '' (no entry) or None, not {expect_last!r}"
+        )
+    check_text(expect_last, "expect_last", session_id=session_id, kind=kind)
+
+
+def check_last(session_id: str, expect_last: str | None, last: str, *, by: str = "append") -> None:
+    """Refuse an append (or, ``by="move"``, a head move) whose ``expect_last``
+    is not the session's ``last`` entry id (``""`` for none).
+
+    Raises:
+        SessionConflictError: it is another.
+    """
+    if expect_last is not None and expect_last != last:
+        raise SessionConflictError.last_entry(session_id, expect_last, last, by=by)
+
+
+def check_expectations(
+    expect_last: object, expect_head: object, *, session_id: str | None = None
+) -> None:
+    """Refuse an append's expectations (to ``session_id``) before anything is
+    read: an ``expect_last`` that is no entry id, an ``expect_head`` that is no
+    head name."""
+    check_expect_last(expect_last, session_id=session_id)
+    if expect_head is not None:
+        if not isinstance(expect_head, str):
+            raise ConfigurationError(f"expect_head must be a head's name, not {expect_head!r}")
+        validate_session_id(expect_head)
+
+
+def check_head(
+    name: str, expect: str | EllipsisType | None, current: str | None, *, by: str = "move"
+) -> None:
+    """Refuse a head move (or, ``by="append"``, an append) whose ``expect`` is
+    not where the head stands (``current``, None for a head never set);
+    ``...`` expects nothing.
+
+    Raises:
+        SessionConflictError: it stands elsewhere.
+    """
+    if expect is not ... and expect != current:
+        raise SessionConflictError.head_moved(name, expect, current, by=by)
+
+
+def check_slice(start: object, stop: object) -> tuple[int, int | None]:
+    """Refuse slice positions that are not ints (``stop`` may be None); give
+    them back brought within `COUNT_MAX` either way, which slices the same."""
+    if not isinstance(start, int) or isinstance(start, bool):
+        raise ConfigurationError(f"start must be an int, not {start!r}")
+    if stop is not None and (not isinstance(stop, int) or isinstance(stop, bool)):
+        raise ConfigurationError(f"stop must be an int or None, not {stop!r}")
+    return _within(start), None if stop is None else _within(stop)
+
+
+def _within(position: int) -> int:
+    return max(-COUNT_MAX, min(position, COUNT_MAX))
+
+
+def check_limit(limit: object, *, allow_none: bool) -> None:
+    """Refuse a page size that is not a count of 1 or more (or None, where allowed)."""
+    if limit is None and allow_none:
+        return
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        more = " or None" if allow_none else ""
+        raise ConfigurationError(f"limit must be 1 or more{more}, not {limit!r}")
+
+
+def check_owner(owner: object) -> None:
+    """Refuse an owner filter that is not a string (or None), or no backend can compare."""
+    if owner is not None and not isinstance(owner, str):
+        raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
+    if owner is not None:
+        check_text(owner, "owner")
+
+
+def check_reason(reason: object, *, session_id: str | None = None) -> None:
+    """Refuse an erasure reason (of ``session_id``) that is not a non-empty
+    string UTF-8 can carry."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise ConfigurationError(f"an erasure needs a reason (a non-empty string), not {reason!r}")
+    check_text(reason, "reason", session_id=session_id)
+
+
+def check_unchanged(record: Erasure, digest: str | None) -> None:
+    """Refuse an erase whose session changed since its bytes had ``digest``.
+
+    Raises:
+        SessionConflictError: ``digest`` is given and is not the record's.
+    """
+    if digest is not None and digest.lower() != record.digest:
+        raise SessionConflictError(
+            record.name, "its bytes changed since they had the digest given: not erased"
+        )

@@ -1,0 +1,330 @@
+"""Records to stored lines and back, as every backend stores them.
+
+Before anything is written, a record is checked and encoded (`header_line`,
+`entry_lines`, `imported_header`, `imported_entry`, the journal's lines);
+what was stored is decoded naming the session, file and line of a fault
+(`decode_stored_meta`, `decode_stored_entry`, `decode_stored_entries`).
+An erasure's record is made from the bytes it removes (`erasure_of`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import gc
+import hashlib
+import threading
+from collections.abc import (
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from typing import Literal
+
+from sessionstore.errors import (
+    CorruptSessionError,
+    EntryNotFoundError,
+    InvalidRecordError,
+    StreamingMessageError,
+    validate_session_id,
+)
+from sessionstore.models import (
+    CommentWrite,
+    CompactionEntry,
+    Erasure,
+    JournalLine,
+    MessageEntry,
+    PostWrite,
+    SessionEntry,
+    SessionHeader,
+    SessionMeta,
+    TitleChange,
+)
+from sessionstore.timestamps import now_rfc3339
+from sessionstore.wire import Record, decode_entry, decode_meta, encode
+from sessionstore.wire.limits import SURROGATE
+from sessionstore.wire.stored import read_stored_meta, trusted_entry
+
+__all__ = [
+    "current_title",
+    "decode_stored_entries",
+    "decode_stored_entry",
+    "decode_stored_meta",
+    "encoded",
+    "entry_lines",
+    "erasure_of",
+    "fork_point",
+    "gc_paused",
+    "header_line",
+    "imported_entry",
+    "imported_header",
+    "journal_bytes",
+    "journal_line",
+    "lines_block",
+    "lines_since_clear",
+    "raw_journal_lines",
+]
+
+
+def lines_block(lines: Sequence[str]) -> bytes:
+    """Lines as file bytes: UTF-8, each ending in a newline."""
+    return ("\n".join(lines) + "\n").encode()
+
+
+def current_title(meta: SessionMeta, changes: Sequence[TitleChange]) -> str | None:
+    """A session's title now: the last change's, or the header's when there is
+    none or the last change gave None."""
+    last = changes[-1].title if changes else None
+    return meta.title if last is None else last
+
+
+def header_line(meta: SessionMeta) -> str:
+    """The stored line of a header (no newline), after checking its id."""
+    if not isinstance(meta, SessionMeta):
+        raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
+    validate_session_id(meta.id)
+    if meta.parent_session == meta.id:
+        raise InvalidRecordError(f"session {meta.id!r} cannot be its own parent_session")
+    return encoded(meta, f"session {meta.id!r}, header")
+
+
+def encoded(record: Record, where: str) -> str:
+    """`encode`, its refusal naming ``where`` and, for a lone surrogate, the field.
+
+    Raises:
+        InvalidRecordError: the record cannot be a line.
+    """
+    try:
+        return encode(record)
+    except InvalidRecordError as exc:
+        field = _surrogate_field(record.model_dump(by_alias=True), "")
+        if field is None:
+            raise InvalidRecordError(f"{where}: {exc}") from None
+        raise InvalidRecordError(
+            f"{where}: {field} holds a lone surrogate, which UTF-8 cannot carry"
+        ) from None
+
+
+def _surrogate_field(value: object, path: str) -> str | None:
+    """The path (``tags[0]``, ``message.content``) of the first string under
+    ``value`` holding a lone surrogate, a key or a value; None when none does."""
+    if isinstance(value, str):
+        return (path or "text") if SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and SURROGATE.search(key):
+                return f"{path or 'a'} key {key!r}"
+            found = _surrogate_field(item, inner)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for number, item in enumerate(value):
+            found = _surrogate_field(item, f"{path}[{number}]")
+            if found is not None:
+                return found
+    return None
+
+
+def entry_lines(session_id: str, entries: Sequence[SessionEntry]) -> builtins.list[str]:
+    """The stored lines (no newline) of entries, refusing any that may not be stored.
+
+    Every entry is checked before the caller writes anything, which is what
+    makes `append_many` all-or-nothing.
+    """
+    lines = []
+    for entry in entries:
+        if isinstance(entry, MessageEntry):
+            if entry.message.streaming:
+                raise StreamingMessageError(session_id, entry.id)
+        elif not isinstance(entry, CompactionEntry):
+            raise InvalidRecordError(
+                f"session {session_id!r}: expected a session entry, got {type(entry).__name__}"
+            )
+        lines.append(encoded(entry, f"session {session_id!r}, entry {entry.id!r}"))
+    return lines
+
+
+def erasure_of(
+    kind: Literal["session", "journal"], name: str, reason: str, blocks: Iterable[bytes], lines: int
+) -> Erasure:
+    """The record of erasing ``name``, whose bytes (a file's: each line ending
+    in a newline) were ``blocks``, holding ``lines`` entries or journal lines."""
+    digest = hashlib.blake2b(digest_size=32)
+    for block in blocks:
+        digest.update(block)
+    return Erasure(
+        kind=kind,
+        name=name,
+        at=now_rfc3339(),
+        reason=reason,
+        lines=lines,
+        digest=digest.hexdigest(),
+    )
+
+
+def fork_point(source_id: str, at: str | None, entry_ids: Iterable[str]) -> int:
+    """How many of the source's entries a fork keeps: all of them when ``at``
+    is None, else up to and including the first whose id is ``at``.
+
+    Args:
+        entry_ids: the source's entry ids, in order (read no further than needed).
+
+    Raises:
+        EntryNotFoundError: no entry of the source has the id ``at``.
+    """
+    count = 0
+    for count, entry_id in enumerate(entry_ids, 1):
+        if entry_id == at:
+            return count
+    if at is None:
+        return count
+    raise EntryNotFoundError(source_id, at)
+
+
+def imported_header(line: str) -> SessionMeta:
+    """Check an imported header line: one line, a valid header and id, not
+    its own parent (as `create` refuses)."""
+    try:
+        meta = decode_meta(_one_line(line))
+    except InvalidRecordError as exc:
+        raise InvalidRecordError(f"header line: {exc}") from None
+    validate_session_id(meta.id)
+    if meta.parent_session == meta.id:
+        raise InvalidRecordError(f"session {meta.id!r} cannot be its own parent_session")
+    return meta
+
+
+def imported_entry(session_id: str, number: int, line: str) -> SessionEntry:
+    """Check an imported entry line: one line that decodes (streaming kept).
+
+    Raises:
+        InvalidRecordError: it does not, naming the session and the entry's
+            number (1 for the session's first entry).
+    """
+    try:
+        return decode_entry(_one_line(line))
+    except InvalidRecordError as exc:
+        raise InvalidRecordError(f"session {session_id!r}, entry {number}: {exc}") from None
+
+
+def _one_line(line: str) -> str:
+    if "\n" in line:
+        raise InvalidRecordError("a stored line cannot contain a newline")
+    return line
+
+
+def journal_line(line: JournalLine) -> bytes:
+    """The stored bytes of a journal line (no newline), after checking its type."""
+    if not isinstance(line, SessionHeader | PostWrite | CommentWrite):
+        raise InvalidRecordError(f"expected a journal line, got {type(line).__name__}")
+    return encoded(line, "journal line").encode()
+
+
+def raw_journal_lines(lines: Iterable[bytes]) -> builtins.list[bytes]:
+    """Verbatim journal lines, refused when one would stand on more than one line."""
+    checked = [bytes(line) for line in lines]
+    for line in checked:
+        if b"\n" in line:
+            raise InvalidRecordError("a journal line cannot contain a newline")
+    return checked
+
+
+def journal_bytes(lines: Iterable[bytes]) -> bytes:
+    """The bytes of a journal file holding these complete lines."""
+    return b"".join(line + b"\n" for line in lines)
+
+
+def lines_since_clear(rows: Iterable[bytes | None]) -> builtins.list[bytes]:
+    """The lines after the last clear marker (None) of a journal's history."""
+    current: builtins.list[bytes] = []
+    for row in rows:
+        if row is None:
+            current.clear()
+        else:
+            current.append(row)
+    return current
+
+
+def decode_stored_meta(
+    session_id: str, line: str | bytes, *, path: str | None, line_no: int
+) -> SessionMeta:
+    """Decode a stored header of ``session_id``; a fault is a `CorruptSessionError`."""
+    try:
+        meta = read_stored_meta(line)
+    except InvalidRecordError as exc:
+        raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
+    if meta.id != session_id:
+        raise CorruptSessionError(
+            session_id, f"header names session {meta.id!r}", path=path, line=line_no
+        )
+    return meta
+
+
+def decode_stored_entry(
+    session_id: str, line: str | bytes, *, path: str | None, line_no: int
+) -> SessionEntry:
+    """Decode a stored entry (`sessionstore.wire.stored`); a fault is a
+    `CorruptSessionError` naming ``path`` and ``line_no``."""
+    entry = trusted_entry(line)
+    return entry if entry is not None else _strict_entry(session_id, line, path, line_no)
+
+
+def _strict_entry(
+    session_id: str, line: str | bytes, path: str | None, line_no: int
+) -> SessionEntry:
+    """What the strict decoder reads, its refusal a `CorruptSessionError`."""
+    try:
+        return decode_entry(line)
+    except InvalidRecordError as exc:
+        raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
+
+
+def decode_stored_entries(
+    session_id: str, rows: Iterable[tuple[int, str | bytes]], *, path: str | None
+) -> builtins.list[SessionEntry]:
+    """`decode_stored_entry` over ``(seq, line)`` rows, the collector paused.
+
+    ``seq`` counts entries from 1: the line is number ``seq + 1`` of the
+    session's file, after its header.
+    """
+    decoded: builtins.list[SessionEntry] = []
+    with gc_paused():
+        for seq, line in rows:
+            entry = trusted_entry(line)
+            if entry is None:
+                entry = _strict_entry(session_id, line, path, seq + 1)
+            decoded.append(entry)
+    return decoded
+
+
+_pauses = 0  # gc_paused blocks running, in any thread
+_resume = False  # whether the collector was enabled when the first began
+_pauses_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Hold the cyclic garbage collector while a large read builds its records.
+
+    A load makes two objects per entry, none in a reference cycle, so the
+    collector finds nothing to free; left on, its passes over the growing
+    heap took half the time of a 100,000-entry load. Reference counting
+    still frees everything as usual. The collector is process-wide: the
+    first block to begin (in any thread) records whether it was enabled and
+    the last to end restores exactly that, so overlapping blocks in several
+    threads never leave it off, nor turn on one the application turned off.
+    """
+    global _pauses, _resume
+    with _pauses_lock:
+        if _pauses == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pauses_lock:
+            _pauses -= 1
+            if _pauses == 0 and _resume:
+                gc.enable()
