@@ -625,3 +625,27 @@ def test_integrations_use_only_the_public_api() -> None:
     assert not found, "integrations reach past sessionstore and sessionstore.sync:\n" + "\n".join(
         found
     )
+
+
+def test_a_module_of_the_sql_package_loads_without_the_store(tmp_path: Path) -> None:
+    """The package's face names `SqlStore` but loads it on first use: the
+    migrations import the tables without the store, and no import runs the
+    store's module before the module asked for."""
+    code = (
+        "import sys\n"
+        "import sessionstore.backends.sql.tables\n"
+        "assert 'sessionstore.backends.sql.store' not in sys.modules\n"
+        "from sessionstore.backends.sql import SqlStore\n"
+        "assert SqlStore.__module__ == 'sessionstore.backends.sql.store'\n"
+    )
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    child = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=600,  # a guard against a hang
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr
