@@ -31,6 +31,7 @@ from sessionstore import (
 from sessionstore.backends.jsonl import file as session_file
 from sessionstore.backends.jsonl import hints as jsonl_hints
 from sessionstore.backends.jsonl import store as jsonl_store
+from sessionstore.backends.jsonl.file import READ
 from sessionstore.backends.jsonl.temporary import ABANDONED_AFTER
 from sessionstore.testing.common import (
     IMPORTED_LINES,
@@ -85,7 +86,7 @@ async def large_imported_session(store: JsonlStore, size: int = 2000) -> tuple[b
 # ------------------------------------------------------------ the fork's bytes
 
 
-@pytest.mark.parametrize("read", [jsonl_store.READ, 4096])
+@pytest.mark.parametrize("read", [READ, 4096])
 async def test_a_fork_is_its_header_then_the_source_lines_byte_for_byte(
     store: JsonlStore, monkeypatch: pytest.MonkeyPatch, read: int
 ) -> None:

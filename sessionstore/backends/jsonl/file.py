@@ -44,6 +44,7 @@ from sessionstore.models import SessionEntry, SessionMeta
 
 __all__ = [
     "BATCHES",
+    "READ",
     "SUFFIX",
     "batch_ended",
     "batch_started",
@@ -69,6 +70,9 @@ SUFFIX = ".jsonl"
 
 BATCHES = ".batch"
 """``<dir>/.batch/<file>``: the length of a file before an unfinished batch."""
+
+READ = 1 << 20
+"""Bytes per read or write when streaming a session file."""
 
 
 def _note(path: Path) -> Path:

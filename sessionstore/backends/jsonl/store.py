@@ -63,12 +63,11 @@ import fcntl
 import logging
 import os
 import stat
-import tempfile
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from pathlib import Path
 from types import EllipsisType
-from typing import BinaryIO, TypeVar
+from typing import TypeVar
 
 from sessionstore.backends.base import StoreBase
 from sessionstore.backends.checks import (
@@ -103,6 +102,7 @@ from sessionstore.backends.jsonl.context import (
 )
 from sessionstore.backends.jsonl.erasures import ErasureLog, FileId, digest_file
 from sessionstore.backends.jsonl.file import (
+    READ,
     SUFFIX,
     batch_ended,
     batch_started,
@@ -119,14 +119,13 @@ from sessionstore.backends.jsonl.file import (
 )
 from sessionstore.backends.jsonl.fork import write_fork
 from sessionstore.backends.jsonl.hints import first_kept
+from sessionstore.backends.jsonl.importing import Importer
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
 from sessionstore.backends.jsonl.listing import Kept, ListingGate, Listings, after_key, facts
-from sessionstore.backends.jsonl.temporary import Temporary
 from sessionstore.backends.records import (
     current_title,
     entry_lines,
     header_line,
-    imported_entry,
     imported_header,
 )
 from sessionstore.errors import (
@@ -148,13 +147,11 @@ from sessionstore.models import (
 from sessionstore.store import Order, SessionSummary
 from sessionstore.timestamps import Timestamp, rfc3339_of_ns
 
-__all__ = ["JOURNALS", "READ", "SUFFIX", "JsonlStore"]
+__all__ = ["JOURNALS", "SUFFIX", "JsonlStore"]
 
 JOURNALS = "journals"  # <dir>/journals/<name>/session_journal.jsonl
 _T = TypeVar("_T")
 logger = logging.getLogger(__name__)
-READ = 1 << 20
-"""Bytes per read or write when streaming a session file."""
 
 
 class JsonlStore(StoreBase):
@@ -446,121 +443,10 @@ class JsonlStore(StoreBase):
         self._check(meta.id)
         path = self.path(meta.id)
         await self._gate.passed()
+        writer = Importer(meta.id, path, self._dir, self._full, partial(self._run, meta.id))
         if after is None:
-            return await self._import_new(meta.id, path, header, entries)
-        return await self._import_more(meta.id, path, header, entries, after)
-
-    async def _import_new(
-        self, session_id: str, path: Path, header: str, entries: AsyncIterable[str]
-    ) -> int:
-        # Written aside, then linked into place: the session appears whole or
-        # not at all, and never replaces one that exists.
-        temporary = await self._run(session_id, partial(Temporary.create, path, "import"))
-        # Its index of ids is spooled as the lines go (about 16 bytes a
-        # message, in an unnamed file no crash leaves), and written once the
-        # session is published, under the lock the temporary still holds.
-        with tempfile.TemporaryFile() as spool:
-            try:
-                count, size = await self._write_lines(
-                    session_id, temporary.fd, header, entries, spool=spool
-                )
-                await self._run(session_id, partial(temporary.publish, session_id, full=self._full))
-                adopt = partial(message_ids.adopt, self._dir, session_id, temporary.fd, size)
-                await self._run(session_id, partial(adopt, spool))
-            finally:
-                temporary.close()
-        return count
-
-    async def _import_more(
-        self, session_id: str, path: Path, header: str, entries: AsyncIterable[str], after: int
-    ) -> int:
-        def open_checked() -> tuple[int, int]:
-            fd = open_locked(session_id, path, os.O_RDWR | os.O_APPEND)
-            try:  # the lock is held until the file is closed
-                repair(session_id, path, fd, full=self._full)
-                self._expect(session_id, fd, header, after)
-            except BaseException:
-                os.close(fd)
-                raise
-            return fd, os.fstat(fd).st_size
-
-        fd, size = await self._run(session_id, open_checked)
-        try:
-            count, _ = await self._write_lines(session_id, fd, None, entries, after, at=size)
-            if count:
-                await self._run(session_id, partial(stamp, fd))
-            if self._full:
-                await self._run(session_id, lambda: os.fdatasync(fd))
-        except BaseException:
-            await self._run(session_id, lambda: os.ftruncate(fd, size))  # all or nothing
-            raise
-        finally:
-            os.close(fd)
-        return count
-
-    @staticmethod
-    def _expect(session_id: str, fd: int, header: str, count: int) -> None:
-        """Check a locked session file's header line and number of entries."""
-        first = (header + "\n").encode()
-        if os.pread(fd, len(first), 0) != first:
-            raise SessionConflictError(session_id, "the stored header line differs")
-        lines, offset = 0, 0
-        while chunk := os.pread(fd, READ, offset):
-            lines += chunk.count(b"\n")
-            offset += len(chunk)
-        if lines - 1 != count:
-            raise SessionConflictError(session_id, f"holds {lines - 1} entries, not {count}")
-
-    async def _write_lines(
-        self,
-        session_id: str,
-        fd: int,
-        header: str | None,
-        entries: AsyncIterable[str],
-        after: int = 0,
-        *,
-        at: int = 0,
-        spool: BinaryIO | None = None,
-    ) -> tuple[int, int]:
-        """Check and write lines in large writes at offset ``at`` of a file
-        (the session holds ``after`` entries before them), indexing their
-        messages' ids: into ``spool``, or else the session's index
-        (`sessionstore.backends.jsonl.ids`). Return how many entries, and
-        the file's size after them."""
-        buffer = [] if header is None else [(header + "\n").encode()]
-        pending, count = len(buffer[0]) if buffer else 0, 0
-        messages: list[tuple[str, int]] = []
-
-        def write_indexed(data: bytes) -> None:
-            """Write ``data`` at ``at``, then index its messages (one hop off the loop)."""
-            write_all(fd, data)
-            if spool is not None:
-                spool.write(message_ids.spooled(at, messages))
-            else:
-                message_ids.note(self._dir, session_id, fd, at, data, messages)
-
-        async def write() -> None:
-            nonlocal at, pending
-            data = b"".join(buffer)
-            await self._run(session_id, partial(write_indexed, data))
-            at += len(data)
-            buffer.clear()
-            messages.clear()
-            pending = 0
-
-        async for line in entries:
-            entry = imported_entry(session_id, after + count + 1, line)
-            if isinstance(entry, MessageEntry):
-                messages.append((entry.id, pending))
-            encoded = (line + "\n").encode()
-            buffer.append(encoded)
-            pending += len(encoded)
-            count += 1
-            if pending >= READ:
-                await write()
-        if buffer:
-            await write()
-        return count, at
+            return await writer.new(header, entries)
+        return await writer.more(header, entries, after)
 
     # ------------------------------------------------------------ branches
 

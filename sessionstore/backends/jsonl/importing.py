@@ -1,0 +1,162 @@
+"""Importing a session's lines into a JSONL store: a new session, or more of one.
+
+A new session is written aside and linked into place whole
+(`sessionstore.backends.jsonl.temporary`): it appears with all its lines or
+not at all, and never replaces one that exists. More lines for a session go
+under its lock, after its header and entry count are found as the caller
+expects, and are cut back off the file if anything fails: all or nothing.
+Lines are checked as the wire decoders check them and written in large
+writes, their messages' ids indexed as they go (`sessionstore.backends.jsonl.ids`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import AsyncIterable, Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from sessionstore.backends.files import write_all
+from sessionstore.backends.jsonl import ids as message_ids
+from sessionstore.backends.jsonl.file import READ, open_locked, repair, stamp
+from sessionstore.backends.jsonl.temporary import Temporary
+from sessionstore.backends.records import imported_entry
+from sessionstore.errors import SessionConflictError
+from sessionstore.models import MessageEntry
+
+__all__ = ["Importer"]
+
+
+@dataclass(frozen=True)
+class Importer:
+    """Writes imported lines of one session.
+
+    Attributes:
+        session_id: the session.
+        path: its file.
+        directory: the store's directory (for the index of ids).
+        full: whether writes are synced (``durability="full"``).
+        run: runs blocking file work off the event loop, its OS errors made
+            a `StorageError` naming the session's file.
+    """
+
+    session_id: str
+    path: Path
+    directory: Path
+    full: bool
+    run: Callable[[Callable[[], Any]], Awaitable[Any]]
+
+    async def new(self, header: str, entries: AsyncIterable[str]) -> int:
+        """Write a new session of these lines; how many entries it holds."""
+        session_id, path, run = self.session_id, self.path, self.run
+        # Written aside, then linked into place: the session appears whole or
+        # not at all, and never replaces one that exists.
+        temporary = await run(partial(Temporary.create, path, "import"))
+        # Its index of ids is spooled as the lines go (about 16 bytes a
+        # message, in an unnamed file no crash leaves), and written once the
+        # session is published, under the lock the temporary still holds.
+        with tempfile.TemporaryFile() as spool:
+            try:
+                count, size = await self._write_lines(temporary.fd, header, entries, spool=spool)
+                await run(partial(temporary.publish, session_id, full=self.full))
+                adopt = partial(message_ids.adopt, self.directory, session_id, temporary.fd, size)
+                await run(partial(adopt, spool))
+            finally:
+                temporary.close()
+        return count
+
+    async def more(self, header: str, entries: AsyncIterable[str], after: int) -> int:
+        """Write these lines after the ``after`` entries of the session, whose
+        header line is ``header``; how many entries they are."""
+        session_id, path, run = self.session_id, self.path, self.run
+
+        def open_checked() -> tuple[int, int]:
+            fd = open_locked(session_id, path, os.O_RDWR | os.O_APPEND)
+            try:  # the lock is held until the file is closed
+                repair(session_id, path, fd, full=self.full)
+                _expect(session_id, fd, header, after)
+            except BaseException:
+                os.close(fd)
+                raise
+            return fd, os.fstat(fd).st_size
+
+        fd, size = await run(open_checked)
+        try:
+            count, _ = await self._write_lines(fd, None, entries, after, at=size)
+            if count:
+                await run(partial(stamp, fd))
+            if self.full:
+                await run(lambda: os.fdatasync(fd))
+        except BaseException:
+            await run(lambda: os.ftruncate(fd, size))  # all or nothing
+            raise
+        finally:
+            os.close(fd)
+        return count
+
+    async def _write_lines(
+        self,
+        fd: int,
+        header: str | None,
+        entries: AsyncIterable[str],
+        after: int = 0,
+        *,
+        at: int = 0,
+        spool: BinaryIO | None = None,
+    ) -> tuple[int, int]:
+        """Check and write lines in large writes at offset ``at`` of a file
+        (the session holds ``after`` entries before them), indexing their
+        messages' ids: into ``spool``, or else the session's index
+        (`sessionstore.backends.jsonl.ids`). Return how many entries, and
+        the file's size after them."""
+        session_id, run = self.session_id, self.run
+        buffer = [] if header is None else [(header + "\n").encode()]
+        pending, count = len(buffer[0]) if buffer else 0, 0
+        messages: list[tuple[str, int]] = []
+
+        def write_indexed(data: bytes) -> None:
+            """Write ``data`` at ``at``, then index its messages (one hop off the loop)."""
+            write_all(fd, data)
+            if spool is not None:
+                spool.write(message_ids.spooled(at, messages))
+            else:
+                message_ids.note(self.directory, session_id, fd, at, data, messages)
+
+        async def write() -> None:
+            nonlocal at, pending
+            data = b"".join(buffer)
+            await run(partial(write_indexed, data))
+            at += len(data)
+            buffer.clear()
+            messages.clear()
+            pending = 0
+
+        async for line in entries:
+            entry = imported_entry(session_id, after + count + 1, line)
+            if isinstance(entry, MessageEntry):
+                messages.append((entry.id, pending))
+            encoded = (line + "\n").encode()
+            buffer.append(encoded)
+            pending += len(encoded)
+            count += 1
+            if pending >= READ:
+                await write()
+        if buffer:
+            await write()
+        return count, at
+
+
+def _expect(session_id: str, fd: int, header: str, count: int) -> None:
+    """Check a locked session file's header line and number of entries."""
+    first = (header + "\n").encode()
+    if os.pread(fd, len(first), 0) != first:
+        raise SessionConflictError(session_id, "the stored header line differs")
+    lines, offset = 0, 0
+    while chunk := os.pread(fd, READ, offset):
+        lines += chunk.count(b"\n")
+        offset += len(chunk)
+    if lines - 1 != count:
+        raise SessionConflictError(session_id, f"holds {lines - 1} entries, not {count}")
