@@ -109,3 +109,40 @@ async def test_each_session_is_named_once_with_its_count(
         f"{BACKLOG + 9} more "
         "(search would miss or invent hits; docs/sql.md, Search, says how to rebuild it)",
     ]
+
+
+async def test_a_session_erased_while_postgresql_checks_is_no_fault(
+    store_targets: StoreTargets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks read one snapshot: a session erased by another process
+    between two of their statements is checked as it was when they began."""
+    from sessionstore.backends.sql import wordcheck
+
+    target = store_targets.new("postgresql")
+    async with await open_store(target) as store:
+        await store.create(SessionMeta(id="a"))
+        await store.append_many("a", [message(f"a{n}", f"apple {n}") for n in range(3)])
+        await store.create(SessionMeta(id="b"))
+        await store.append_many("b", [message(f"b{n}", f"banana {n}") for n in range(600)])
+        erase = raw("postgresql", target)
+        checked = wordcheck._differing
+
+        def erased_first(*args: object) -> object:
+            if not erased:
+                erased.append(True)
+                erase(  # as an erase does, in a transaction of its own
+                    "INSERT INTO erasures (kind, name, at, reason, lines, digest) VALUES "
+                    f"('session', 'a', 't', 'meanwhile', 3, 'x'); "
+                    + "; ".join(
+                        f"DELETE FROM {table} WHERE session_pk = {A}"
+                        for table in ("titles", "listing", "activity", "search_vectors", "entries")
+                    )
+                    + "; DELETE FROM sessions WHERE id = 'a'"
+                )
+            return checked(*args)  # type: ignore[arg-type]
+
+        erased: list[bool] = []
+        monkeypatch.setattr(wordcheck, "_differing", erased_first)
+        assert await store.integrity() == []
+        assert erased
+        assert [meta.id for meta in await store.list()] == ["b"]
