@@ -132,7 +132,7 @@ async def test_a_session_erased_while_postgresql_checks_is_no_fault(
                 erased.append(True)
                 erase(  # as an erase does, in a transaction of its own
                     "INSERT INTO erasures (kind, name, at, reason, lines, digest) VALUES "
-                    f"('session', 'a', 't', 'meanwhile', 3, 'x'); "
+                    "('session', 'a', 't', 'meanwhile', 3, 'x'); "
                     + "; ".join(
                         f"DELETE FROM {table} WHERE session_pk = {A}"
                         for table in ("titles", "listing", "activity", "search_vectors", "entries")
