@@ -87,6 +87,28 @@ class Lineage:
         return next(span.pk for span in self.spans if span.after < seq <= span.end)
 
 
+def _up(chain: Any) -> tuple[Any, Any, Any]:
+    """The next step of a recursive walk down a chain of bases: the base's
+    ``(pk, base_pk, base_seq)``, each found by its key. Correlated lookups,
+    not a join: PostgreSQL would otherwise scan the sessions table at every
+    step of a deep chain. A base was stored before its fork: the smaller key
+    also ends any loop a row written behind the store's back could make; a
+    base that is missing ends the walk."""
+    base = sessions.alias("base")
+    found = base.c.pk == chain.c.base_pk
+    return (
+        chain.c.base_pk,
+        select(base.c.base_pk).where(found).scalar_subquery(),
+        select(func.coalesce(base.c.base_seq, 0)).where(found).scalar_subquery(),
+    )
+
+
+def _continues(chain: Any) -> Any:
+    base = sessions.alias("held")
+    exists = select(base.c.pk).where(base.c.pk == chain.c.base_pk).exists()
+    return and_(chain.c.base_pk < chain.c.pk, exists)
+
+
 # The spans of a history overlapping ``after < seq <= end``, from the holder
 # of ``end`` (``pk``) down its chain of bases while earlier rows are wanted.
 _after = bindparam("after", type_=BigInteger)
@@ -97,13 +119,8 @@ _start = select(
     cast(bindparam("end", type_=BigInteger), BigInteger).label("high"),
 ).where(sessions.c.pk == bindparam("pk"))
 _walk = _start.cte("walk", recursive=True)
-_older = sessions.alias("older")
 _walk = _walk.union_all(
-    # A base was stored before its fork: the smaller key also ends any loop
-    # a row written behind the store's back could make.
-    select(_older.c.pk, _older.c.base_pk, func.coalesce(_older.c.base_seq, 0), _walk.c.low).where(
-        _older.c.pk == _walk.c.base_pk, _older.c.pk < _walk.c.pk, _walk.c.low > _after
-    )
+    select(*_up(_walk), _walk.c.low).where(_continues(_walk), _walk.c.low > _after)
 )
 # One lower bound a row, so that each span is one range of the primary key.
 _from = case((_walk.c.low > _after, _walk.c.low), else_=_after)
@@ -138,7 +155,7 @@ def lineage(conn: Connection, session_id: str, row: SessionRow) -> Lineage:
     if row.base_pk is None:
         return Lineage(row.pk, 0, (Span(row.pk, 0, END),))
     bases = {
-        pk: (base_pk, base_seq) for pk, base_pk, base_seq in Q.ANCESTRY.all(conn, pk=row.base_pk)
+        pk: (base_pk, base_seq) for pk, base_pk, base_seq in _ANCESTRY.all(conn, pk=row.base_pk)
     }
     spans = [Span(row.pk, row.base_seq or 0, END)]
     pk, end = row.base_pk, row.base_seq or 0
@@ -156,6 +173,14 @@ def lineage(conn: Connection, session_id: str, row: SessionRow) -> Lineage:
         pk, end = base_pk, after
     return Lineage(row.pk, row.base_seq or 0, tuple(reversed(spans)))
 
+
+_one = select(sessions.c.pk, sessions.c.base_pk, sessions.c.base_seq).where(
+    sessions.c.pk == bindparam("pk")
+)
+_chain = _one.cte("chain", recursive=True)
+_chain = _chain.union_all(select(*_up(_chain)).where(_continues(_chain)))
+_ANCESTRY = Query(select(_chain.c.pk, _chain.c.base_pk, _chain.c.base_seq))
+"""``(pk, base_pk, base_seq)`` of a session (``pk``) and of each base down its chain."""
 
 _FIRST_WITH_ID = Query(
     select(func.min(entries.c.seq)).select_from(
@@ -255,13 +280,8 @@ def _run(conn: Connection, run: Sequence[Span]) -> Iterator[Any]:
 _given = sessions.c.pk.in_(bindparam("pks", expanding=True))
 _above = select(sessions.c.pk, sessions.c.base_pk, sessions.c.base_seq).where(_given)
 _bases = _above.cte("bases", recursive=True)
-_base = sessions.alias("base")
 # UNION, not UNION ALL: a base many sessions share is read once.
-_bases = _bases.union(
-    select(_base.c.pk, _base.c.base_pk, _base.c.base_seq).where(
-        _base.c.pk == _bases.c.base_pk, _base.c.pk < _bases.c.pk
-    )
-)
+_bases = _bases.union(select(*_up(_bases)).where(_continues(_bases)))
 _own_compactions = and_(
     entries.c.session_pk == _bases.c.pk, entries.c.type == literal_column("'compaction'")
 )
