@@ -41,7 +41,6 @@ from sessionstore.backends.sql.tables import (
 )
 
 __all__ = [
-    "ANCESTRY",
     "CLOSE_ERASING",
     "CONTEXT_PROBE",
     "DELETE_ENTRIES",
@@ -229,22 +228,6 @@ FIND_SESSION_LOCKED = Query(_find.with_for_update(key_share=True))
 """The same, locking the row until commit (PostgreSQL; SQLite's writer lock
 suffices). ``FOR NO KEY UPDATE``: a fork of the session, whose foreign key
 takes a key-share lock on it, need not wait for the appends."""
-
-_up = (
-    select(sessions.c.pk, sessions.c.base_pk, sessions.c.base_seq)
-    .where(sessions.c.pk == bindparam("pk"))
-    .cte("up", recursive=True)
-)
-_base = sessions.alias("base")
-_up = _up.union_all(
-    # A base was stored before its fork: the smaller key also ends any loop
-    # a row written behind the store's back could make.
-    select(_base.c.pk, _base.c.base_pk, _base.c.base_seq).where(
-        _base.c.pk == _up.c.base_pk, _base.c.pk < _up.c.pk
-    )
-)
-ANCESTRY = Query(select(_up.c.pk, _up.c.base_pk, _up.c.base_seq))
-"""``(pk, base_pk, base_seq)`` of a session (``pk``) and of each base up its chain."""
 
 INSERT_SESSION = Query(
     insert(sessions)
