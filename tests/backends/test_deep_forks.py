@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine
 from sessionstore import SessionMeta, SessionStore, open_store
 from sessionstore.archive import export_archive, retire
 from sessionstore.backends.records import decode_stored_entries
-from sessionstore.backends.sql.queries import Query
+from sessionstore.backends.sql.query import Query
 from sessionstore.errors import CorruptSessionError
 from sessionstore.testing.common import compaction, message
 from sessionstore.verify import verify_store

@@ -33,7 +33,7 @@ from sessionstore.backends.cursors import Cursor, listing_kind
 from sessionstore.backends.sql import browse
 from sessionstore.backends.sql.digests import entry_digest, fork_digest, header_digest
 from sessionstore.backends.sql.engine import open_sync_engine
-from sessionstore.backends.sql.queries import Query
+from sessionstore.backends.sql.query import Query
 from sessionstore.store import Order
 from sessionstore.testing.browse import every_page
 from sessionstore.testing.contract import message

@@ -27,7 +27,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
-from sessionstore.backends.sql.queries import Query
+from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import activity, listing
 from sessionstore.models import SessionMeta
 from sessionstore.timestamps import now_rfc3339

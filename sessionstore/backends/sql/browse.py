@@ -36,7 +36,7 @@ from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.sql import activity as A
 from sessionstore.backends.sql import survey
 from sessionstore.backends.sql.lineage import END
-from sessionstore.backends.sql.queries import Query
+from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import activity, listing
 from sessionstore.errors import InvalidCursorError
 from sessionstore.store import Order, SessionSummary

@@ -36,6 +36,7 @@ from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database, find_session
 from sessionstore.backends.sql.engine import is_sqlite
 from sessionstore.backends.sql.lineage import Lineage, lineage
+from sessionstore.backends.sql.query import Query
 from sessionstore.context import summary_message
 from sessionstore.errors import CorruptSessionError, SessionNotFoundError
 from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry
@@ -244,14 +245,14 @@ def _last_id(
 
 
 def _rows(
-    conn: Connection, query: Q.Query, bounds: dict[str, Any], most: int | None
+    conn: Connection, query: Query, bounds: dict[str, Any], most: int | None
 ) -> list[Any] | None:
     """``query``'s rows; with ``most``, None when there are more."""
     return query.all(conn, **bounds) if most is None else query.some(conn, most, **bounds)
 
 
 def _each(
-    conn: Connection, query: Q.Query, spans: Lineage, after: int, end: int, most: int | None = None
+    conn: Connection, query: Query, spans: Lineage, after: int, end: int, most: int | None = None
 ) -> list[Any] | None:
     """``query``'s rows over every span of ``after < seq <= end``, in order;
     with ``most``, None when there are more."""

@@ -31,6 +31,7 @@ from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import wordindex
 from sessionstore.backends.sql.database import SessionRow, last_seq
 from sessionstore.backends.sql.lineage import END, lineage, lines
+from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import activity, listing, spent_ticks, titles
 from sessionstore.errors import SessionConflictError, SessionNotFoundError
 from sessionstore.models import Erasure
@@ -39,12 +40,12 @@ __all__ = ["erase_journal", "erase_session", "erasures"]
 
 # What is kept beside a session's log (``pk``): its rows go before its own.
 _DELETE_BESIDE = [
-    Q.Query(delete(table).where(table.c.session_pk == bindparam("pk")))
+    Query(delete(table).where(table.c.session_pk == bindparam("pk")))
     for table in (titles, listing, activity)
 ]
 # SQLite: the session's last tick, kept when no tick kept is greater, so
 # that no later write takes it again (see `activity.NextTick`).
-_SPEND_TICK = Q.Query(
+_SPEND_TICK = Query(
     insert(spent_ticks).from_select(
         ["tick"],
         select(listing.c.tick).where(

@@ -42,7 +42,7 @@ from sqlalchemy import (
 from sessionstore.backends.sql import paging
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import SessionRow, find_session, insert_session, last_seq
-from sessionstore.backends.sql.queries import Query, Utf8Bytes
+from sessionstore.backends.sql.query import Query, Utf8Bytes
 from sessionstore.backends.sql.tables import entries, sessions
 from sessionstore.errors import CorruptSessionError, EntryNotFoundError
 from sessionstore.models import SessionMeta

@@ -1,22 +1,10 @@
-"""The SQL store's frequent statements, compiled once and run on the driver.
-
-The statements are written with SQLAlchemy Core, so one text serves SQLite
-and PostgreSQL, and each is compiled once per dialect. They run on the
-driver's own cursor, inside the transaction SQLAlchemy began: SQLAlchemy's
-execution path (cache lookup, parameter processing, events, result
-wrapping) cost about 35 us a statement on SQLite, more than most of these
-statements take to run, and an append runs several. Their columns are
-plain integers, text and bytes, which the drivers return as they are.
-"""
+"""The SQL store's frequent statements, each a `Query` (compiled once per
+dialect and run on the driver's cursor, `sessionstore.backends.sql.query`),
+named by what it reads or writes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import Any, cast
-
 from sqlalchemy import (
-    Connection,
-    LargeBinary,
     bindparam,
     delete,
     func,
@@ -24,13 +12,9 @@ from sqlalchemy import (
     literal_column,
     select,
 )
-from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql import ClauseElement
-from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.functions import FunctionElement
 
 from sessionstore.backends.sql.digests import ENTRY_COLUMNS
+from sessionstore.backends.sql.query import Query, Utf8Bytes
 from sessionstore.backends.sql.tables import (
     entries,
     erasing,
@@ -55,7 +39,6 @@ __all__ = [
     "FIND_SESSION",
     "FIND_SESSION_ERASED",
     "FIND_SESSION_LOCKED",
-    "FIRST_ENTRY_WITH_ID",
     "FIRST_MESSAGE_WITH_ID",
     "FORKS_OF",
     "HEADERS_AFTER",
@@ -84,132 +67,7 @@ __all__ = [
     "SESSIONS",
     "SESSION_COUNT",
     "SESSION_DIGESTS",
-    "Query",
 ]
-
-_Params = Callable[[Mapping[str, Any]], Any]
-
-
-class Query:
-    """A Core statement, compiled once per dialect, run on the driver's cursor."""
-
-    def __init__(self, statement: ClauseElement) -> None:
-        self.statement = statement
-        self._compiled: dict[str, tuple[str, _Params]] = {}
-        self._orders: dict[str, tuple[str, ...] | None] = {}
-
-    def _compile(self, dialect: Dialect) -> tuple[str, _Params]:
-        compiled = cast(SQLCompiler, self.statement.compile(dialect=dialect))
-        fixed = dict(compiled.params)  # literals of the statement, as bound values
-        self._orders[dialect.name] = None
-        if compiled.positional:
-            order = compiled.positiontup or []
-            self._orders[dialect.name] = tuple(order)
-
-            def positional(given: Mapping[str, Any]) -> tuple[Any, ...]:
-                values = {**fixed, **given}
-                return tuple(values[name] for name in order)
-
-            return compiled.string, positional
-        return compiled.string, lambda given: {**fixed, **given}
-
-    def _cursor(self, conn: Connection) -> tuple[Any, str, _Params]:
-        name = conn.dialect.name
-        if name not in self._compiled:
-            self._compiled[name] = self._compile(conn.dialect)
-        sql, params = self._compiled[name]
-        return conn.connection.dbapi_connection.cursor(), sql, params  # type: ignore[union-attr]
-
-    def all(self, conn: Connection, **given: Any) -> list[Any]:
-        """Every row, as tuples."""
-        cursor, sql, params = self._cursor(conn)
-        cursor.execute(sql, params(given))
-        rows = cursor.fetchall()
-        cursor.close()
-        return list(rows)
-
-    def some(self, conn: Connection, most: int, **given: Any) -> list[Any] | None:
-        """Every row, as tuples; None when there are more than ``most`` (on
-        SQLite no more than ``most`` + 1 are read; psycopg receives them all)."""
-        cursor, sql, params = self._cursor(conn)
-        cursor.execute(sql, params(given))
-        rows = cursor.fetchmany(most + 1)
-        cursor.close()
-        return None if len(rows) > most else list(rows)
-
-    def each(self, conn: Connection, **given: Any) -> Generator[Any, None, None]:
-        """Every row, as tuples, one at a time (each dropped once the caller is done).
-
-        Close the iterator (`contextlib.closing`) if it may be left unfinished:
-        its cursor must close while the transaction is open.
-        """
-        cursor, sql, params = self._cursor(conn)
-        try:
-            cursor.execute(sql, params(given))
-            yield from cursor
-        finally:
-            cursor.close()
-
-    def first(self, conn: Connection, **given: Any) -> Any:
-        """The first row, or None."""
-        cursor, sql, params = self._cursor(conn)
-        cursor.execute(sql, params(given))
-        row = cursor.fetchone()
-        cursor.close()
-        return row
-
-    def scalar(self, conn: Connection, **given: Any) -> Any:
-        """The first column of the first row (there must be one)."""
-        row = self.first(conn, **given)
-        assert row is not None, "a scalar query returned no row"
-        return row[0]
-
-    def many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Run the statement once per row (an INSERT).
-
-        One row is executed alone: psycopg sends an ``executemany`` in a
-        pipeline of its own, which costs a lone append's insert three waits
-        for the server where one ``execute`` costs one."""
-        cursor, sql, params = self._cursor(conn)
-        if len(rows) == 1:
-            cursor.execute(sql, params(rows[0]))
-        else:
-            cursor.executemany(sql, [params(row) for row in rows])
-        cursor.close()
-
-    def many_in_order(
-        self, conn: Connection, names: tuple[str, ...], rows: Sequence[tuple[Any, ...]]
-    ) -> None:
-        """Run the statement once per row, each the values of ``names`` in
-        that order, which must be the statement's own (a positional driver:
-        SQLite). No mapping is built per row: for the word index, whose
-        rows are many and small, that was a fifth of the time to write them.
-        """
-        cursor, sql, _ = self._cursor(conn)
-        if self._orders[conn.dialect.name] != names:
-            cursor.close()
-            raise ValueError(f"the statement takes {self._orders[conn.dialect.name]}, not {names}")
-        cursor.executemany(sql, rows)
-        cursor.close()
-
-
-class Utf8Bytes(FunctionElement[bytes]):
-    """The UTF-8 bytes of a text column, as the database holds them."""
-
-    type = LargeBinary()
-    inherit_cache = True
-
-
-@compiles(Utf8Bytes, "sqlite")
-def _utf8_sqlite(element: Utf8Bytes, compiler: SQLCompiler, **kw: Any) -> str:
-    return f"CAST({compiler.process(element.clauses, **kw)} AS BLOB)"
-
-
-@compiles(Utf8Bytes, "postgresql")
-def _utf8_postgresql(element: Utf8Bytes, compiler: SQLCompiler, **kw: Any) -> str:
-    # Not CAST AS bytea, which would read backslashes as escapes.
-    return f"convert_to({compiler.process(element.clauses, **kw)}, 'UTF8')"
-
 
 _pk = entries.c.session_pk == bindparam("pk")
 # Entry types written as literals, not bound: SQLite can then tell at
@@ -305,11 +163,6 @@ FIRST_MESSAGE_WITH_ID = Query(
 )
 """The ``seq`` of the first message of a session (``pk``) in ``after < seq <=
 end`` whose id is ``id``; NULL when none is."""
-
-FIRST_ENTRY_WITH_ID = Query(
-    select(func.min(entries.c.seq)).where(*_page, entries.c.entry_id == bindparam("id"))
-)
-"""The same for any entry, message or compaction."""
 
 ENTRY_DIGEST = Query(
     select(entries.c.digest).where(

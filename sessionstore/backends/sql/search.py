@@ -41,6 +41,7 @@ from sessionstore.backends.base import search_hit
 from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.lineage import END
+from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import search_mark, sessions
 from sessionstore.backends.sql.wordindex import (
     BACKLOG_MESSAGES,
@@ -100,13 +101,13 @@ _KEYSET = (
 )
 
 
-def _sqlite_statement(slots: int) -> Q.Query:
+def _sqlite_statement(slots: int) -> Query:
     """SQLite: the ranked rows holding every word, found from the rarest
     (``driver``): its rows are read, and each looked up for the others.
     ``w0``... name the words (repeats allowed), ``count`` how many differ.
     CROSS JOIN keeps that order."""
     words = ", ".join(f":w{n}" for n in range(slots))
-    return Q.Query(
+    return Query(
         text(
             "SELECT session_pk, seq, score FROM ("
             "SELECT d.session_pk AS session_pk, d.seq AS seq, "
@@ -122,14 +123,14 @@ def _sqlite_statement(slots: int) -> Q.Query:
 
 _SQLITE_HITS = _sqlite_statement(_SLOTS)
 
-_SQLITE_PROBE = Q.Query(
+_SQLITE_PROBE = Query(
     text(f"SELECT count(*) FROM (SELECT 1 FROM search_words WHERE word = :word LIMIT {_PROBE})")
 )
 """SQLite: how many messages hold a word (up to a bound)."""
 
-_MARK = Q.Query(select(search_mark.c.indexed))
+_MARK = Query(select(search_mark.c.indexed))
 
-_POSTGRES_HITS = Q.Query(
+_POSTGRES_HITS = Query(
     text(
         "SELECT session_pk, seq, score FROM ("
         "SELECT v.session_pk, v.seq, CAST(h.hits * h.hits AS float8) / v.length AS score "
@@ -143,7 +144,7 @@ _POSTGRES_HITS = Q.Query(
 """PostgreSQL: the ranked rows whose vector holds every word (the GIN index
 answers ``@@``), scored from the positions of the words in it."""
 
-_POSTGRES_UNINDEXED = Q.Query(
+_POSTGRES_UNINDEXED = Query(
     text(
         "SELECT e.session_pk, e.seq, e.line FROM search_vectors AS v "
         "JOIN entries AS e ON e.session_pk = v.session_pk AND e.seq = v.seq "
@@ -152,8 +153,8 @@ _POSTGRES_UNINDEXED = Q.Query(
 )
 """PostgreSQL: the messages too large for a vector, through a partial index."""
 
-_SESSION = Q.Query(select(sessions.c.id, sessions.c.header).where(sessions.c.pk == bindparam("pk")))
-_FORKS = Q.Query(
+_SESSION = Query(select(sessions.c.id, sessions.c.header).where(sessions.c.pk == bindparam("pk")))
+_FORKS = Query(
     select(sessions.c.pk, sessions.c.id, sessions.c.header, sessions.c.base_seq).where(
         sessions.c.base_pk == bindparam("pk")
     )
@@ -278,17 +279,17 @@ def _lacks(text: str, wanted: Sequence[str], *, raw: bool = True) -> bool:
     return not all(word in lower for word in wanted)
 
 
-_POSTGRES_SESSIONS = Q.Query(
+_POSTGRES_SESSIONS = Query(
     text("SELECT pk, id, header FROM sessions WHERE pk = ANY(:pks)").bindparams(
         bindparam("pks", type_=ARRAY(BigInteger))
     )
 )
-_POSTGRES_FORKS = Q.Query(
+_POSTGRES_FORKS = Query(
     text(
         "SELECT base_pk, pk, id, header, base_seq FROM sessions WHERE base_pk = ANY(:pks)"
     ).bindparams(bindparam("pks", type_=ARRAY(BigInteger)))
 )
-_POSTGRES_LINES = Q.Query(
+_POSTGRES_LINES = Query(
     text(
         "SELECT e.session_pk, e.seq, e.line FROM unnest(:pks, :seqs) AS k(pk, seq) "
         "JOIN entries AS e ON e.session_pk = k.pk AND e.seq = k.seq"

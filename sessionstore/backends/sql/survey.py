@@ -23,7 +23,7 @@ from sessionstore.backends.sql.digests import (
     header_digest,
 )
 from sessionstore.backends.sql.lineage import Family
-from sessionstore.backends.sql.queries import Query
+from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import (
     activity,
     entries,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, bindparam, func, insert, select
 
 from sessionstore.backends.sql.database import find_session
-from sessionstore.backends.sql.queries import Query
+from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import titles
 from sessionstore.models import TitleChange
 

@@ -26,7 +26,7 @@ from itertools import groupby
 
 from sqlalchemy import BigInteger, Connection, bindparam, literal_column, select, text
 
-from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import entries, search_words, sessions
 from sessionstore.backends.sql.wordindex import (
     BACKLOG_SIZE,
@@ -41,17 +41,17 @@ __all__ = ["faults"]
 _MESSAGE = entries.c.type == literal_column("'message'")
 _rowid = literal_column("entries.rowid", BigInteger)
 
-_INDEXED_MESSAGES = Q.Query(
+_INDEXED_MESSAGES = Query(
     select(entries.c.session_pk, entries.c.seq, entries.c.line)
     .where(_MESSAGE, _rowid <= bindparam("mark"))
     .order_by(entries.c.session_pk, entries.c.seq)
 )
-_ALL_MESSAGES = Q.Query(
+_ALL_MESSAGES = Query(
     select(entries.c.session_pk, entries.c.seq, entries.c.line)
     .where(_MESSAGE)
     .order_by(entries.c.session_pk, entries.c.seq)
 )
-_WORD_ROWS = Q.Query(
+_WORD_ROWS = Query(
     select(
         search_words.c.session_pk,
         search_words.c.seq,
@@ -60,7 +60,7 @@ _WORD_ROWS = Q.Query(
         search_words.c.length,
     ).order_by(search_words.c.session_pk, search_words.c.seq)
 )
-_SESSION_ID = Q.Query(select(sessions.c.id).where(sessions.c.pk == bindparam("pk")))
+_SESSION_ID = Query(select(sessions.c.id).where(sessions.c.pk == bindparam("pk")))
 
 # PostgreSQL: a page of messages' expected rows against the stored ones.
 _VECTORS_DIFFER = text(

@@ -47,7 +47,7 @@ from sqlalchemy import (
 )
 from sqlalchemy import update as update_
 
-from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import (
     TsVector,
     entries,
@@ -175,7 +175,7 @@ _MESSAGE = entries.c.type == literal_column("'message'")
 
 _top = select(func.coalesce(func.max(_rowid), 0)).select_from(entries).scalar_subquery()
 
-BACKLOG_SIZE = Q.Query(
+BACKLOG_SIZE = Query(
     select(
         search_mark.c.indexed,
         search_mark.c.rule,
@@ -184,39 +184,37 @@ BACKLOG_SIZE = Q.Query(
 )
 """SQLite: the index's mark and rule, and the greatest rowid of ``entries``."""
 
-MARK_RULE = Q.Query(select(search_mark.c.rule))
+MARK_RULE = Query(select(search_mark.c.rule))
 """SQLite: the word rule the index's rows were made with (``mixed``: several)."""
 
-BACKLOG_MESSAGES = Q.Query(
+BACKLOG_MESSAGES = Query(
     select(entries.c.session_pk, entries.c.seq, entries.c.line)
     .where(_rowid > bindparam("after"), _rowid <= bindparam("upto"), _MESSAGE)
     .order_by(_rowid)
 )
 """SQLite: the messages of rowid in ``after < rowid <= upto``."""
 
-INSERT_WORDS = Q.Query(insert(search_words).prefix_with("OR REPLACE"))
+INSERT_WORDS = Query(insert(search_words).prefix_with("OR REPLACE"))
 """SQLite: word rows (`Query.many_in_order`); one already there is replaced,
 never doubled."""
 
-SET_MARK = Q.Query(
-    update_(search_mark).values(indexed=bindparam("indexed"), rule=bindparam("rule"))
-)
+SET_MARK = Query(update_(search_mark).values(indexed=bindparam("indexed"), rule=bindparam("rule")))
 """SQLite: the index's new mark, and the rule its rows were made with."""
 
-LOWER_MARK = Q.Query(update_(search_mark).values(indexed=func.min(search_mark.c.indexed, _top)))
+LOWER_MARK = Query(update_(search_mark).values(indexed=func.min(search_mark.c.indexed, _top)))
 """SQLite: the mark no higher than the greatest rowid left in ``entries``."""
 
-DELETE_WORDS = Q.Query(
+DELETE_WORDS = Query(
     delete(search_words).where(
         search_words.c.word == bindparam("word"), search_words.c.session_pk == bindparam("pk")
     )
 )
 """SQLite: a word's rows in one session's own entries (``word``, ``pk``)."""
 
-DELETE_ALL_WORDS = Q.Query(delete(search_words).where(search_words.c.session_pk == bindparam("pk")))
+DELETE_ALL_WORDS = Query(delete(search_words).where(search_words.c.session_pk == bindparam("pk")))
 """SQLite: every word row of a session (``pk``), reading the whole index."""
 
-INSERT_VECTORS = Q.Query(
+INSERT_VECTORS = Query(
     insert(search_vectors).values(
         session_pk=bindparam("session_pk"),
         seq=bindparam("seq"),
@@ -226,9 +224,7 @@ INSERT_VECTORS = Q.Query(
 )
 """PostgreSQL: vector rows (`Query.many`), ``words`` a `vector` literal or None."""
 
-DELETE_VECTORS = Q.Query(
-    delete(search_vectors).where(search_vectors.c.session_pk == bindparam("pk"))
-)
+DELETE_VECTORS = Query(delete(search_vectors).where(search_vectors.c.session_pk == bindparam("pk")))
 """PostgreSQL: a session's vector rows (``pk``)."""
 
 
