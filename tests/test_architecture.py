@@ -407,12 +407,12 @@ class HeavyImports:
         )
 
 
-def run_fresh(code: str, directory: Path) -> HeavyImports:
-    """Run ``code`` in a new interpreter (in ``directory``, this checkout's package
-    first on its path); what of SQLAlchemy and alembic it loaded, and who first did."""
+def fresh_python(code: str, directory: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a new interpreter (in ``directory``, this checkout's
+    package first on its path); it must succeed."""
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     child = subprocess.run(
-        [sys.executable, "-c", WATCH_HEAVY_IMPORTS + code + REPORT_HEAVY_IMPORTS],
+        [sys.executable, "-c", code],
         cwd=directory,
         env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
@@ -421,6 +421,13 @@ def run_fresh(code: str, directory: Path) -> HeavyImports:
         check=False,
     )
     assert child.returncode == 0, child.stderr
+    return child
+
+
+def run_fresh(code: str, directory: Path) -> HeavyImports:
+    """Run ``code`` in a new interpreter (in ``directory``, this checkout's package
+    first on its path); what of SQLAlchemy and alembic it loaded, and who first did."""
+    child = fresh_python(WATCH_HEAVY_IMPORTS + code + REPORT_HEAVY_IMPORTS, directory)
     report = json.loads(child.stdout.splitlines()[-1])
     return HeavyImports(report["loaded"], report["first_imported_by"])
 
@@ -461,17 +468,7 @@ def test_import_sessionstore_leaves_what_a_turn_may_not_need_for_first_use(
         "assert repair_pairing([], dialect='anthropic') == []\n"
         "print(json.dumps([at_start, loaded()]))\n"
     )
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    child = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": path},
-        capture_output=True,
-        text=True,
-        timeout=600,  # a guard against a hang: a loaded machine may take minutes
-        check=False,
-    )
-    assert child.returncode == 0, child.stderr
+    child = fresh_python(code, tmp_path)
     at_start, after = json.loads(child.stdout)
     assert at_start == []
     assert "sessionstore.archive" in after
@@ -638,14 +635,4 @@ def test_a_module_of_the_sql_package_loads_without_the_store(tmp_path: Path) -> 
         "from sessionstore.backends.sql import SqlStore\n"
         "assert SqlStore.__module__ == 'sessionstore.backends.sql.store'\n"
     )
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    child = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": path},
-        capture_output=True,
-        text=True,
-        timeout=600,  # a guard against a hang
-        check=False,
-    )
-    assert child.returncode == 0, child.stderr
+    fresh_python(code, tmp_path)
