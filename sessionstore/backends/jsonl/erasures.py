@@ -25,6 +25,7 @@ lists the notes whose file is still there: `JsonlStore.integrity` reports them.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -41,6 +42,7 @@ from sessionstore.backends.jsonl.records import append_lines, read_lines
 from sessionstore.backends.records import erasure_of
 from sessionstore.errors import CorruptSessionError, InvalidRecordError
 from sessionstore.models import Erasure
+from sessionstore.timestamps import Timestamp, rfc3339_of_ns
 from sessionstore.wire import decode_erasure, encode
 
 __all__ = ["ERASING", "ERASURES", "ErasureLog", "FileId", "digest_file"]
@@ -55,6 +57,7 @@ FileId = tuple[int, int]
 """A file's device and inode."""
 
 _LOG = "log.jsonl"
+logger = logging.getLogger(__name__)
 _KINDS: tuple[Literal["session", "journal"], ...] = ("session", "journal")
 
 
@@ -197,6 +200,28 @@ class ErasureLog:
                 ) from None
         return records
 
+    def erased_since(self, begun_ns: int) -> set[str]:
+        """The sessions erased since ``begun_ns`` (ns since the epoch): a
+        listing that began then leaves them out, even where their ids are
+        used again (and their new files got the old inodes back)."""
+        try:
+            changed = os.stat(self.path).st_mtime_ns
+        except FileNotFoundError:
+            return set()
+        if changed < begun_ns - 1_000_000_000:  # a coarse stamp lags by a tick
+            return set()
+        try:
+            records = self.read()
+        except CorruptSessionError as exc:  # the files' inodes still tell
+            logger.warning("listing without the erasure log: %s", exc)
+            return set()
+        since = Timestamp.parse(rfc3339_of_ns(begun_ns))
+        return {
+            record.name
+            for record in records
+            if record.kind == "session" and _not_before(record.at, since)
+        }
+
     def pending(self, file_of: Callable[[str, str], FileId | None]) -> list[str]:
         """A fault for each erase that recorded its removal and died before it.
 
@@ -220,3 +245,11 @@ class ErasureLog:
                     " erase it again to finish (its record is kept once)"
                 )
         return found
+
+
+def _not_before(at: str, since: Timestamp) -> bool:
+    """Whether an erasure record's time is ``since`` or later."""
+    try:
+        return not Timestamp.parse(at) < since
+    except ValueError:
+        return False  # no time this store wrote

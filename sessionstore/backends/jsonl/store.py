@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import fcntl
 import logging
 import os
 import stat
@@ -91,7 +90,7 @@ from sessionstore.backends.files import (
     write_all,
 )
 from sessionstore.backends.jsonl import heads as head_files
-from sessionstore.backends.jsonl import hints
+from sessionstore.backends.jsonl import hints, survey
 from sessionstore.backends.jsonl import ids as message_ids
 from sessionstore.backends.jsonl import titles as title_files
 from sessionstore.backends.jsonl.context import (
@@ -100,7 +99,7 @@ from sessionstore.backends.jsonl.context import (
     line_number,
     read_context,
 )
-from sessionstore.backends.jsonl.erasures import ErasureLog, FileId, digest_file
+from sessionstore.backends.jsonl.erasures import ErasureLog, digest_file
 from sessionstore.backends.jsonl.file import (
     READ,
     SUFFIX,
@@ -108,8 +107,6 @@ from sessionstore.backends.jsonl.file import (
     batch_started,
     complete_size,
     file_id,
-    header_or_fault,
-    named_file,
     open_locked,
     open_session,
     parse,
@@ -120,8 +117,9 @@ from sessionstore.backends.jsonl.file import (
 from sessionstore.backends.jsonl.fork import write_fork
 from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.importing import Importer
-from sessionstore.backends.jsonl.journal import JOURNAL_FILE, FileJournal
+from sessionstore.backends.jsonl.journal import FileJournal
 from sessionstore.backends.jsonl.listing import Kept, ListingGate, Listings, after_key, facts
+from sessionstore.backends.jsonl.survey import journal_path, journals, sessions
 from sessionstore.backends.records import (
     current_title,
     entry_lines,
@@ -145,11 +143,10 @@ from sessionstore.models import (
     TitleChange,
 )
 from sessionstore.store import Order, SessionSummary
-from sessionstore.timestamps import Timestamp, rfc3339_of_ns
+from sessionstore.timestamps import rfc3339_of_ns
 
-__all__ = ["JOURNALS", "SUFFIX", "JsonlStore"]
+__all__ = ["SUFFIX", "JsonlStore"]
 
-JOURNALS = "journals"  # <dir>/journals/<name>/session_journal.jsonl
 _T = TypeVar("_T")
 logger = logging.getLogger(__name__)
 
@@ -211,31 +208,12 @@ class JsonlStore(StoreBase):
         """The journal file ``<dir>/journals/<name>/session_journal.jsonl``."""
         validate_session_id(name)
         self._check_open(name)
-        return FileJournal(self._dir / JOURNALS / name / JOURNAL_FILE, erasures=self._erasures)
+        return FileJournal(journal_path(self._dir, name), erasures=self._erasures)
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()
 
-        return await self._run(None, lambda: self._journals()[0])
-
-    def _journals(self) -> tuple[builtins.list[str], builtins.list[str]]:
-        """The journals' names, and the faults of what is named like one."""
-        try:
-            found = sorted(os.listdir(self._dir / JOURNALS))
-        except FileNotFoundError:
-            return [], []
-        names, faults = [], []
-        for name in found:
-            path = self._dir / JOURNALS / name / JOURNAL_FILE
-            try:
-                mode = os.lstat(path).st_mode
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            if stat.S_ISREG(mode):
-                names.append(name)
-            else:
-                faults.append(f"{path}: {NotRegularFileError(path, mode).strerror}: not listed")
-        return names, faults
+        return await self._run(None, lambda: journals(self._dir)[0])
 
     def path(self, session_id: str) -> Path:
         """The file of a session (after checking the id)."""
@@ -582,7 +560,7 @@ class JsonlStore(StoreBase):
                 kept, start = Kept("", 0, await self._run(None, later)), 0
             else:
                 kept, start = await self._run(None, partial(self._listings.resume, cursor))
-                erased = await self._run(None, partial(self._erased_since, kept.begun_ns))
+                erased = await self._run(None, partial(self._erasures.erased_since, kept.begun_ns))
         rows = [
             (
                 row.session_id,
@@ -602,28 +580,6 @@ class JsonlStore(StoreBase):
             if summary is not None:  # erased since the listing began: left out
                 page.append(summary)
         return page
-
-    def _erased_since(self, begun_ns: int) -> set[str]:
-        """The sessions erased since ``begun_ns``: left out of a listing that
-        began then, even where their ids are used again (and their new files
-        got the old inodes back)."""
-        try:
-            changed = os.stat(self._erasures.path).st_mtime_ns
-        except FileNotFoundError:
-            return set()
-        if changed < begun_ns - 1_000_000_000:  # a coarse stamp lags by a tick
-            return set()
-        try:
-            records = self._erasures.read()
-        except CorruptSessionError as exc:  # the files' inodes still tell
-            logger.warning("listing without the erasure log: %s", exc)
-            return set()
-        since = Timestamp.parse(rfc3339_of_ns(begun_ns))
-        return {
-            record.name
-            for record in records
-            if record.kind == "session" and _not_before(record.at, since)
-        }
 
     async def _summary_of(
         self, session_id: str, inode: int, cursor: Cursor
@@ -693,27 +649,6 @@ class JsonlStore(StoreBase):
         self._check_open()
         return await self._run(None, self._erasures.read)
 
-    def _file_of(self, kind: str, name: str) -> FileId | None:
-        """The file of a session or journal an erase noted, as `pending`
-        asks: None when there is none, or when its lock is held. An erase
-        holds the lock from its record to the unlink, so a locked file is an
-        erase under way (or a write), not one that died: no fault yet."""
-        path = self.path(name) if kind == "session" else self._dir / JOURNALS / name / JOURNAL_FILE
-        found = named_file(path)
-        if found is None:
-            return None
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-        except OSError:
-            return found  # a link, a file unreadable here: what the name shows
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return None
-        finally:
-            os.close(fd)
-        return found
-
     # ------------------------------------------------------------ list
 
     async def list(self) -> builtins.list[SessionMeta]:
@@ -721,28 +656,10 @@ class JsonlStore(StoreBase):
         return await self._run(None, self._list)
 
     def _list(self) -> builtins.list[SessionMeta]:
-        metas, faults = self._survey()
+        metas, faults = sessions(self._dir)
         for fault in faults:
             logger.warning("skipping %s", fault)
         return metas
-
-    def _survey(self) -> tuple[builtins.list[SessionMeta], builtins.list[str]]:
-        """The headers of the sessions, and a fault for each file named like
-        a session (``*.jsonl``) that is none: a file without a sound header,
-        something other than a regular file, a name that is no session id."""
-        try:
-            names = sorted(os.listdir(self._dir))
-        except FileNotFoundError:
-            return [], []
-        metas, faults = [], []
-        for name in names:
-            if name.endswith(SUFFIX):
-                found = header_or_fault(self._dir / name, name[: -len(SUFFIX)])
-                if isinstance(found, str):
-                    faults.append(found)
-                elif found is not None:
-                    metas.append(found)
-        return metas, faults
 
     async def integrity(self) -> builtins.list[str]:
         """What `list` cannot list, each naming its file: a session file that
@@ -756,18 +673,4 @@ class JsonlStore(StoreBase):
         everything) leaves it out: these faults say so.
         """
         self._check_open()
-
-        def faults() -> builtins.list[str]:
-            found = self._survey()[1] + self._journals()[1]
-            found += head_files.faults(self._dir) + title_files.faults(self._dir)
-            return found + self._erasures.pending(self._file_of)
-
-        return await self._run(None, faults)
-
-
-def _not_before(at: str, since: Timestamp) -> bool:
-    """Whether an erasure record's time is ``since`` or later."""
-    try:
-        return not Timestamp.parse(at) < since
-    except ValueError:
-        return False  # no time this store wrote
+        return await self._run(None, partial(survey.faults, self._dir, self._erasures))

@@ -1,0 +1,101 @@
+"""What a JSONL store's directory holds, and what in it is a fault.
+
+`sessions` reads the header of every file named like a session;
+`journals` names the journals; `faults` is what `JsonlStore.integrity`
+reports: each file named like a session, journal, head or title that is
+none, and each erase that recorded its removal and died before it. These
+only read: nothing here writes to the directory.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+from pathlib import Path
+
+from sessionstore.backends.files import NotRegularFileError
+from sessionstore.backends.jsonl import heads as head_files
+from sessionstore.backends.jsonl import titles as title_files
+from sessionstore.backends.jsonl.erasures import ErasureLog, FileId
+from sessionstore.backends.jsonl.file import SUFFIX, header_or_fault, named_file
+from sessionstore.backends.jsonl.journal import JOURNAL_FILE
+from sessionstore.models import SessionMeta
+
+__all__ = ["JOURNALS", "faults", "journal_path", "journals", "sessions"]
+
+JOURNALS = "journals"
+"""``<dir>/journals/<name>/session_journal.jsonl``: the journals."""
+
+
+def journal_path(directory: Path, name: str) -> Path:
+    """The file of the journal ``name`` (its name already checked)."""
+    return directory / JOURNALS / name / JOURNAL_FILE
+
+
+def sessions(directory: Path) -> tuple[list[SessionMeta], list[str]]:
+    """The headers of the sessions, and a fault for each file named like a
+    session (``*.jsonl``) that is none: a file without a sound header,
+    something other than a regular file, a name that is no session id."""
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return [], []
+    metas, found = [], []
+    for name in names:
+        if name.endswith(SUFFIX):
+            header = header_or_fault(directory / name, name[: -len(SUFFIX)])
+            if isinstance(header, str):
+                found.append(header)
+            elif header is not None:
+                metas.append(header)
+    return metas, found
+
+
+def journals(directory: Path) -> tuple[list[str], list[str]]:
+    """The journals' names, and the faults of what is named like one."""
+    try:
+        listed = sorted(os.listdir(directory / JOURNALS))
+    except FileNotFoundError:
+        return [], []
+    names, found = [], []
+    for name in listed:
+        path = journal_path(directory, name)
+        try:
+            mode = os.lstat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISREG(mode):
+            names.append(name)
+        else:
+            found.append(f"{path}: {NotRegularFileError(path, mode).strerror}: not listed")
+    return names, found
+
+
+def faults(directory: Path, erasures: ErasureLog) -> list[str]:
+    """Every fault `JsonlStore.integrity` reports, each naming its file."""
+    found = sessions(directory)[1] + journals(directory)[1]
+    found += head_files.faults(directory) + title_files.faults(directory)
+    return found + erasures.pending(lambda kind, name: _erased_file(directory, kind, name))
+
+
+def _erased_file(directory: Path, kind: str, name: str) -> FileId | None:
+    """The file of a session or journal an erase noted, as `ErasureLog.pending`
+    asks: None when there is none, or when its lock is held. An erase holds
+    the lock from its record to the unlink, so a locked file is an erase
+    under way (or a write), not one that died: no fault yet."""
+    path = directory / f"{name}{SUFFIX}" if kind == "session" else journal_path(directory, name)
+    found = named_file(path)
+    if found is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return found  # a link, a file unreadable here: what the name shows
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return None
+    finally:
+        os.close(fd)
+    return found
