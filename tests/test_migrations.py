@@ -172,9 +172,9 @@ def test_an_installed_wheel_migrates_a_new_database(tmp_path: Path) -> None:
     ).stdout.strip()
     lent = Path(sqlalchemy.__file__).parent.parent
     (Path(site) / "lent.pth").write_text(f"{lent}\n")
+    pip = [sys.executable, "-m", "pip", "--python", str(python)]
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q"]
-        + [str(wheel)],
+        [*pip, "install", "--no-deps", "-q", str(wheel)],
         capture_output=True,
         text=True,
         check=False,
