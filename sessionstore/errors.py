@@ -14,6 +14,7 @@ Leaves also derive from the builtin a caller would reach for first, so
      ├── SessionConflictError                          a session or head is not as a write expects
      ├── CorruptSessionError                           stored data does not decode
      ├── ConfigurationError        (also ValueError)   a target or option is not valid
+     │    └── EncryptionKeyError                       keys missing, wrong, or not wanted
      ├── SchemaError                                   the database schema does not fit
      │    ├── SchemaOutdatedError                      older than this code: migrate it
      │    └── SchemaTooNewError                        newer than this code: upgrade sessionstore
@@ -36,6 +37,7 @@ __all__ = [
     "ConfigurationError",
     "CorruptSessionError",
     "DuplicateSessionError",
+    "EncryptionKeyError",
     "EntryNotFoundError",
     "InvalidCursorError",
     "InvalidRecordError",
@@ -220,6 +222,13 @@ class InvalidCursorError(SessionStoreError, ValueError):
 
 class ConfigurationError(SessionStoreError, ValueError):
     """A store target (URL, path) or an option is not valid."""
+
+
+class EncryptionKeyError(ConfigurationError):
+    """The keys given do not fit the store: an encrypted store opened without
+    keys, with keys none of which wrapped its data keys, or with a keyring
+    that is not its own; or a plain store (or a backend that does not
+    encrypt) given keys. Nothing was read or written with them."""
 
 
 class SchemaError(SessionStoreError):

@@ -1,0 +1,130 @@
+"""The cipher: AES-256-GCM from the ``cryptography`` package, and keyed hashes.
+
+Every value sealed here is authenticated, and bound by its associated data
+to where it belongs (a record's kind, its session or journal, its
+position): moved anywhere else, it no longer opens. Its bytes::
+
+    version (1) | key id (12) | nonce (12) | ciphertext | tag (16)
+
+The key id names the data key that sealed it (`sessionstore.encryption.keyring`);
+the version and key id are part of the associated data, so neither can be
+swapped. Nonces are random: a data key seals one session's records, far
+below the 2**32 values a random 96-bit nonce allows a key.
+
+Keys wrap data keys the same way (`wrap`, `unwrap`), bound to the data
+key's id. `token` is a keyed hash (HMAC-SHA256, truncated to 96 bits): what
+the word index and the owner column hold in place of words and owners.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+__all__ = [
+    "KEY_ID_BYTES",
+    "VERSION",
+    "Sealed",
+    "new_key_id",
+    "open_value",
+    "seal",
+    "sealed_key_id",
+    "token",
+    "unwrap",
+    "wrap",
+]
+
+KEY_ID_BYTES = 12
+"""A data key's id: random, never reused in a keyring."""
+
+VERSION = b"\x01"
+"""The first byte of every sealed value."""
+_NONCE = 12
+_HEAD = 1 + KEY_ID_BYTES  # version and key id, before the nonce
+_LEAST = _HEAD + _NONCE + 16  # an empty value's tag
+
+
+class Sealed(ValueError):
+    """A value that does not open: not sealed by this scheme, sealed by
+    another key, or moved or changed since (the tag fails). The store turns
+    it into a `CorruptSessionError` naming the record."""
+
+
+def new_key_id() -> bytes:
+    """A new random data key id."""
+    return os.urandom(KEY_ID_BYTES)
+
+
+def _where(kind: str, name: str, position: int) -> bytes:
+    return f"sessionstore\x00{kind}\x00{name}\x00{position}".encode()
+
+
+def seal(cipher: AESGCM, key_id: bytes, kind: str, name: str, position: int, data: bytes) -> bytes:
+    """``data`` sealed under the data key ``cipher`` (whose id is ``key_id``),
+    bound to the record ``kind`` of ``name`` at ``position``."""
+    head = VERSION + key_id
+    nonce = os.urandom(_NONCE)
+    return head + nonce + cipher.encrypt(nonce, data, head + _where(kind, name, position))
+
+
+def sealed_key_id(value: bytes) -> bytes:
+    """The id of the data key that sealed ``value``.
+
+    Raises:
+        Sealed: ``value`` is not a sealed value of this scheme.
+    """
+    if len(value) < _LEAST or value[:1] != VERSION:
+        raise Sealed("not a value sealed by sessionstore's cipher (version 1)")
+    return value[1:_HEAD]
+
+
+def open_value(cipher: AESGCM, kind: str, name: str, position: int, value: bytes) -> bytes:
+    """The data ``value`` seals, checked to belong to the record ``kind`` of
+    ``name`` at ``position``.
+
+    Raises:
+        Sealed: it does not open so (another key, another place, changed).
+    """
+    sealed_key_id(value)
+    nonce = value[_HEAD : _HEAD + _NONCE]
+    try:
+        return cipher.decrypt(
+            nonce, value[_HEAD + _NONCE :], value[:_HEAD] + _where(kind, name, position)
+        )
+    except InvalidTag:
+        raise Sealed(
+            "its authentication tag does not match: changed, moved from another record, "
+            "or sealed under another key"
+        ) from None
+
+
+def wrap(master: bytes, key_id: bytes, data_key: bytes) -> bytes:
+    """``data_key`` wrapped by the master key ``master``, bound to its id."""
+    nonce = os.urandom(_NONCE)
+    return nonce + AESGCM(master).encrypt(nonce, data_key, b"sessionstore/wrap\x00" + key_id)
+
+
+def unwrap(master: bytes, key_id: bytes, wrapped: bytes) -> bytes:
+    """The data key ``wrapped`` holds.
+
+    Raises:
+        Sealed: ``master`` did not wrap it, or it was changed or moved.
+    """
+    try:
+        return AESGCM(master).decrypt(
+            wrapped[:_NONCE], wrapped[_NONCE:], b"sessionstore/wrap\x00" + key_id
+        )
+    except (InvalidTag, ValueError):
+        raise Sealed("the wrapped key does not open with this master key") from None
+
+
+def token(key: bytes, kind: str, text: str) -> str:
+    """A keyed hash of ``text`` (a word, an owner): equal texts give equal
+    tokens under one key, and nothing else can be learnt without it."""
+    digest = hmac.digest(key, f"{kind}\x00{text}".encode(), hashlib.sha256)[:12]
+    return base64.b32encode(digest).decode().rstrip("=").lower()

@@ -1,0 +1,104 @@
+"""The keyring: a store's data keys, each wrapped by a master key, kept
+apart from the data they open.
+
+Each session (and each journal) is sealed with a data key of its own; the
+word index with one key for the whole store. The keyring holds them
+wrapped (`cipher.wrap`) by a master key, named by its fingerprint, never
+the master key itself. It is the one mutable thing encryption adds:
+
+* a new session puts its key in *before* the session's first row is
+  written (a crash between leaves a key no row uses: harmless);
+* an erase marks the key *doomed* before its transaction, and destroys it
+  after the commit; a key left doomed by a crash is destroyed at the next
+  open once its session is gone (`Sealer.sweep`);
+* `rotate` rewraps every key under the first master key, one key at a
+  time, each change whole: a crash leaves each key wrapped by the old
+  master or the new, both of which open it.
+
+`Keyring` is what a store needs of one. `sessionstore.backends.sql.keyring`
+keeps it in a SQL database: a SQLite file (beside a SQLite store by
+default) or another PostgreSQL database; any object of this shape works.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Keyring", "Scope", "WrappedKey"]
+
+Scope = Literal["session", "journal", "index"]
+"""What a data key seals: a session, a journal, or the store's word index."""
+
+
+@dataclass(frozen=True)
+class WrappedKey:
+    """A data key as the keyring holds it.
+
+    Attributes:
+        key_id: its id (`cipher.KEY_ID_BYTES` random bytes).
+        scope: what it seals.
+        name: the session's id or the journal's name ("" for the index).
+        master: the fingerprint of the master key that wrapped it.
+        wrapped: the data key, wrapped (`cipher.wrap`).
+        doomed: an erase is destroying it.
+    """
+
+    key_id: bytes
+    scope: Scope
+    name: str
+    master: str
+    wrapped: bytes
+    doomed: bool = False
+
+
+class Keyring(abc.ABC):
+    """Where one store's wrapped data keys live. Blocking calls: the store
+    runs them in its worker threads. Each call is whole: it happens or not.
+
+    A keyring serves one store, named by the id the store's database holds
+    (`bind`): given another store's keyring, opening fails clearly instead of
+    reading nothing.
+    """
+
+    @abc.abstractmethod
+    def bind(self, store_id: str, *, create: bool) -> bool:
+        """Serve the store ``store_id``; with ``create``, begin serving it if
+        the keyring serves none. Whether it serves that store."""
+
+    @abc.abstractmethod
+    def put(self, key: WrappedKey) -> None:
+        """Keep a new key (its id is new)."""
+
+    @abc.abstractmethod
+    def get(self, key_id: bytes) -> WrappedKey | None:
+        """The key of that id, None once destroyed (or never kept)."""
+
+    @abc.abstractmethod
+    def find(self, scope: Scope, name: str) -> WrappedKey | None:
+        """The newest key kept for a journal or the index (not doomed)."""
+
+    @abc.abstractmethod
+    def doom(self, key_id: bytes) -> None:
+        """Mark a key as being destroyed by an erase (it still opens)."""
+
+    @abc.abstractmethod
+    def doomed(self) -> list[WrappedKey]:
+        """The keys marked doomed (few: erases under way, or cut short)."""
+
+    @abc.abstractmethod
+    def destroy(self, key_id: bytes) -> None:
+        """Remove a key for good, its bytes overwritten where the medium allows."""
+
+    @abc.abstractmethod
+    def all_keys(self) -> list[WrappedKey]:
+        """Every key kept, doomed ones included."""
+
+    @abc.abstractmethod
+    def rewrap(self, key_id: bytes, was: str, key: WrappedKey) -> bool:
+        """Replace the wrapping of ``key_id`` with ``key``'s if a master of
+        fingerprint ``was`` still wraps it; whether it did."""
+
+    def close(self) -> None:  # noqa: B027 (a keyring may hold nothing to close)
+        """Release what the keyring holds open."""

@@ -1,0 +1,258 @@
+"""`Sealer`: what an encrypted store seals and opens its records with.
+
+It holds the master keys, the store's keyring and the data keys it has
+unwrapped (a bounded cache: at most `CACHED` keys, the least recently used
+dropped first). Records are sealed per kind, bound to their session or
+journal and position (`cipher.seal`):
+
+=========  =============  ==========================================
+kind       name           position
+=========  =============  ==========================================
+header     session id     0
+entry      session id     seq (the session holding the row as its own)
+title      session id     the title change's seq
+journal    journal name   the line's seq
+=========  =============  ==========================================
+
+Words and owners become tokens under the index key (`cipher.token`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import threading
+from collections import OrderedDict
+from typing import NamedTuple
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from sessionstore.encryption import cipher
+from sessionstore.encryption.cipher import Sealed
+from sessionstore.encryption.keyring import Keyring, Scope, WrappedKey
+from sessionstore.encryption.keys import MasterKeys, new_key
+from sessionstore.errors import CorruptSessionError, EncryptionKeyError
+
+__all__ = ["CACHED", "DataKey", "Sealer"]
+
+CACHED = 4096
+"""Data keys a store keeps unwrapped (one per session or journal in use)."""
+
+
+class DataKey(NamedTuple):
+    """A data key, unwrapped: its id and its cipher."""
+
+    key_id: bytes
+    cipher: AESGCM
+
+
+class Sealer:
+    """Seals and opens one store's records; see the module docstring.
+
+    Thread-safe: a store's worker threads share it. Its lock guards the
+    cache alone, never a keyring call.
+    """
+
+    def __init__(self, keys: MasterKeys, keyring: Keyring, index: bytes) -> None:
+        self.keys = keys
+        self.keyring = keyring
+        self._index = index
+        self._cache: OrderedDict[bytes, DataKey] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls, keys: MasterKeys, keyring: Keyring, store_id: str, *, new: bool) -> Sealer:
+        """The sealer of the store ``store_id``: the keyring bound to it (made
+        to serve it when ``new``), the index key found or made.
+
+        Raises:
+            EncryptionKeyError: the keyring serves another store, or no key
+                given opens the store's keys.
+        """
+        if not keyring.bind(store_id, create=new):
+            raise EncryptionKeyError(
+                f"keyring {keyring!r} holds no keys of this store ({store_id}): "
+                "give the keyring made with it"
+            )
+        sealer = cls(keys, keyring, b"")
+        found = keyring.find("index", "")
+        if found is None:
+            if not new:
+                raise EncryptionKeyError(
+                    f"keyring {keyring!r} holds no index key of store {store_id}: "
+                    "it is damaged, or not the one made with the store"
+                )
+            sealer._index = sealer._made("index", "")[1]
+        else:
+            sealer._index = sealer._unwrapped(found)
+        return sealer
+
+    # ------------------------------------------------------------ keys
+
+    def _unwrapped(self, found: WrappedKey) -> bytes:
+        master = self.keys.key(found.master)
+        if master is None:
+            given = ", ".join(self.keys.fingerprints)
+            raise EncryptionKeyError(
+                f"data key {found.key_id.hex()} is wrapped by master key {found.master}, "
+                f"not by a key given ({given})"
+            )
+        try:
+            return cipher.unwrap(master, found.key_id, found.wrapped)
+        except Sealed as exc:
+            raise EncryptionKeyError(
+                f"data key {found.key_id.hex()} in keyring {self.keyring!r}: {exc}"
+            ) from None
+
+    def _made(self, scope: Scope, name: str) -> tuple[DataKey, bytes]:
+        """A new data key, kept in the keyring: it, and its bytes."""
+        raw, key_id = new_key(), cipher.new_key_id()
+        wrapped = cipher.wrap(self.keys.wrapping(), key_id, raw)
+        self.keyring.put(WrappedKey(key_id, scope, name, self.keys.first, wrapped))
+        return self._keep(DataKey(key_id, AESGCM(raw))), raw
+
+    def _keep(self, key: DataKey) -> DataKey:
+        with self._lock:
+            self._cache[key.key_id] = key
+            while len(self._cache) > CACHED:
+                self._cache.popitem(last=False)
+        return key
+
+    def new_key(self, scope: Scope, name: str) -> DataKey:
+        """A new data key for a new session (or journal), kept in the keyring
+        before anything is sealed with it."""
+        return self._made(scope, name)[0]
+
+    def journal_key(self, name: str) -> DataKey:
+        """The key the journal ``name`` seals its lines with (new if none)."""
+        found = self.keyring.find("journal", name)
+        if found is None:
+            return self.new_key("journal", name)
+        return self.key(found.key_id, what=("journal", name))
+
+    def key(self, key_id: bytes, *, what: tuple[str, str]) -> DataKey:
+        """The data key ``key_id``, from the cache or unwrapped from the keyring.
+
+        Raises:
+            CorruptSessionError: the keyring holds no such key (erased, or
+                another store's keyring), naming ``what`` (kind, name).
+            EncryptionKeyError: no key given wraps it.
+        """
+        with self._lock:
+            cached = self._cache.get(key_id)
+            if cached is not None:
+                self._cache.move_to_end(key_id)
+                return cached
+        found = self.keyring.get(key_id)
+        if found is None:
+            raise CorruptSessionError(
+                what[1],
+                f"its {what[0]} is sealed by data key {key_id.hex()}, which keyring "
+                f"{self.keyring!r} does not hold (destroyed by an erase, or another "
+                "store's keyring)",
+            )
+        return self._keep(DataKey(key_id, AESGCM(self._unwrapped(found))))
+
+    def forget(self, key_id: bytes) -> None:
+        """Drop a key from the cache (it is being destroyed)."""
+        with self._lock:
+            self._cache.pop(key_id, None)
+
+    def destroy(self, key_id: bytes) -> None:
+        """Destroy a key: out of the cache, then out of the keyring."""
+        self.forget(key_id)
+        self.keyring.destroy(key_id)
+
+    # ------------------------------------------------------------ values
+
+    def seal(self, key: DataKey, kind: str, name: str, position: int, data: bytes) -> bytes:
+        """``data`` sealed under ``key`` for the record ``kind`` of ``name`` at ``position``."""
+        return cipher.seal(key.cipher, key.key_id, kind, name, position, data)
+
+    def seal_text(self, key: DataKey, kind: str, name: str, position: int, text: str) -> str:
+        """`seal` of a text, as base64 text (what a text column holds)."""
+        sealed = cipher.seal(key.cipher, key.key_id, kind, name, position, text.encode())
+        return base64.b64encode(sealed).decode("ascii")
+
+    def key_of(self, value: bytes | str, kind: str, name: str) -> DataKey:
+        """The data key a stored value (sealed bytes, or their base64) was sealed with."""
+        return self.key(cipher.sealed_key_id(self._bytes(value, kind, name, 0)), what=(kind, name))
+
+    def open(
+        self, kind: str, name: str, position: int, value: bytes | str, *, where: str | None = None
+    ) -> bytes:
+        """The data of a stored value (sealed bytes, or their base64 text).
+
+        Raises:
+            CorruptSessionError: it does not open as that record (changed,
+                moved, another key), naming it and ``where`` it is kept.
+        """
+        sealed = self._bytes(value, kind, name, position, where)
+        try:
+            key = self.key(cipher.sealed_key_id(sealed), what=(kind, name))
+            return cipher.open_value(key.cipher, kind, name, position, sealed)
+        except Sealed as exc:
+            raise _corrupt(kind, name, position, str(exc), where) from None
+
+    def open_text(
+        self, kind: str, name: str, position: int, value: bytes | str, *, where: str | None = None
+    ) -> str:
+        """`open` of a sealed text."""
+        data = self.open(kind, name, position, value, where=where)
+        try:
+            return data.decode()
+        except UnicodeDecodeError as exc:
+            raise _corrupt(kind, name, position, f"not UTF-8: {exc}", where) from None
+
+    @staticmethod
+    def _bytes(
+        value: bytes | str, kind: str, name: str, position: int, where: str | None = None
+    ) -> bytes:
+        if isinstance(value, bytes | bytearray | memoryview):
+            value = bytes(value)
+            if value[:1] == cipher.VERSION:
+                return value
+            value = value.decode("ascii", "replace")
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise _corrupt(kind, name, position, "not a sealed value", where) from None
+
+    # ------------------------------------------------------------ tokens
+
+    def word(self, word: str) -> str:
+        """What the word index holds for ``word``."""
+        return cipher.token(self._index, "word", word)
+
+    def owner(self, owner: str) -> str:
+        """What the listing holds for ``owner``."""
+        return cipher.token(self._index, "owner", owner)
+
+    # ------------------------------------------------------------ rotation
+
+    def rotate(self) -> int:
+        """Rewrap every data key not wrapped by the first master key under it;
+        how many were. Each key's change is whole: stopped anywhere, every
+        key is wrapped by the old master or the new.
+
+        Raises:
+            EncryptionKeyError: a key's master is not among the keys given.
+        """
+        done = 0
+        for found in self.keyring.all_keys():
+            if found.master == self.keys.first:
+                continue
+            raw = self._unwrapped(found)
+            wrapped = cipher.wrap(self.keys.wrapping(), found.key_id, raw)
+            new = WrappedKey(found.key_id, found.scope, found.name, self.keys.first, wrapped)
+            done += self.keyring.rewrap(found.key_id, found.master, new)
+        return done
+
+
+def _corrupt(
+    kind: str, name: str, position: int, reason: str, where: str | None
+) -> CorruptSessionError:
+    place = {"header": "its header", "entry": f"entry seq {position}"}.get(
+        kind, f"{kind} {position}"
+    )
+    return CorruptSessionError(name, f"{place} does not open: {reason}", path=where)
