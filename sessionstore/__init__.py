@@ -31,6 +31,7 @@ from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
+    EncryptionKeyError,
     EntryNotFoundError,
     InvalidCursorError,
     InvalidRecordError,
@@ -88,6 +89,9 @@ if typing.TYPE_CHECKING:
     from sessionstore.backends.jsonl import FileJournal, JsonlStore
     from sessionstore.backends.memory import MemoryStore
     from sessionstore.backends.sql import SqlStore
+    from sessionstore.backends.sql.keyring import SqlKeyring
+    from sessionstore.encryption.keyring import Keyring, WrappedKey
+    from sessionstore.encryption.keys import generate_key
 
 _LAZY = {
     "ArchiveIssue": "sessionstore.archive",
@@ -101,6 +105,10 @@ _LAZY = {
     "JsonlStore": "sessionstore.backends.jsonl",
     "MemoryStore": "sessionstore.backends.memory",
     "SqlStore": "sessionstore.backends.sql",
+    "SqlKeyring": "sessionstore.backends.sql.keyring",
+    "Keyring": "sessionstore.encryption.keyring",
+    "WrappedKey": "sessionstore.encryption.keyring",
+    "generate_key": "sessionstore.encryption.keys",
 }
 """Names loaded on first use, and their modules."""
 
@@ -118,6 +126,7 @@ __all__ = [
     "ConfigurationError",
     "CorruptSessionError",
     "DuplicateSessionError",
+    "EncryptionKeyError",
     "EntryNotFoundError",
     "EntrySlice",
     "Erasure",
@@ -130,6 +139,7 @@ __all__ = [
     "JournalLine",
     "JournalSession",
     "JsonlStore",
+    "Keyring",
     "MemoryStore",
     "Message",
     "MessageEntry",
@@ -150,11 +160,13 @@ __all__ = [
     "SessionStore",
     "SessionStoreError",
     "SessionSummary",
+    "SqlKeyring",
     "SqlStore",
     "StorageError",
     "StreamingMessageError",
     "Timestamp",
     "TitleChange",
+    "WrappedKey",
     "Written",
     "__version__",
     "build_context",
@@ -168,6 +180,7 @@ __all__ = [
     "encode",
     "encode_line",
     "export_archive",
+    "generate_key",
     "import_archive",
     "open_store",
     "repair_pairing",

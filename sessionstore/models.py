@@ -312,6 +312,9 @@ class Erasure(_Record):
             them: a session's file (header and entries, each line ending in
             a newline, as `raw_blocks` gives it), a journal's bytes. An
             archive's copy can be checked against it.
+        key: in an encrypted store, the id (hex) of the data key destroyed
+            with it, which every copy of the removed rows was sealed with
+            (docs/encryption.md); left out otherwise.
     """
 
     model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
@@ -322,6 +325,7 @@ class Erasure(_Record):
     reason: str
     lines: U64
     digest: str
+    key: str | None = None
 
 
 class Anchor(_Record):

@@ -28,8 +28,16 @@ PERSISTENT_KINDS = tuple(kind for kind in STORE_KINDS if kind != "memory")
 """The store kinds whose storage outlives a store object: stores opened on one
 target, one after another or side by side (or in another process), share it."""
 
-JOURNAL_KINDS = ("file", *STORE_KINDS)
-"""Every journal backend: a `FileJournal`, or a journal kept in a store of each kind."""
+SEALED_KINDS = ("sqlite-sealed", "postgresql-sealed")
+"""The SQL stores sealed by encryption at rest (docs/encryption.md): opened
+with `TEST_KEYS`, their keyring a file beside their storage."""
+
+TEST_KEYS = ["dGVzdC1rZXktb2Ytc2Vzc2lvbnN0b3JlLXRlc3RzISE="]
+"""The master key of `SEALED_KINDS` (32 bytes, as `generate_key` writes one)."""
+
+JOURNAL_KINDS = ("file", *STORE_KINDS, *SEALED_KINDS)
+"""Every journal backend: a `FileJournal`, or a journal kept in a store of
+each kind, sealed ones too."""
 
 PERSISTENT_JOURNAL_KINDS = tuple(kind for kind in JOURNAL_KINDS if kind != "memory")
 """The journal kinds that outlive their process: a file, or a persistent store's."""
@@ -54,7 +62,9 @@ class StoreTargets:
         return self._root / f"{name}-{next(self._made)}"
 
     def new(self, kind: str) -> str:
-        """A target naming new, empty storage of ``kind`` (a store kind)."""
+        """A target naming new, empty storage of ``kind`` (a store kind, or
+        a sealed kind: the storage of its SQL kind)."""
+        kind = kind.removesuffix("-sealed")
         if kind == "memory":
             return "memory://"  # each open makes a new, empty store
         if kind == "postgresql":
@@ -69,15 +79,26 @@ class StoreTargets:
             return f"sqlite:///{where / 'sessions.db'}"
         raise ValueError(f"unknown store kind {kind!r}; the kinds are {STORE_KINDS}")
 
+    def options(self, kind: str) -> dict[str, object]:
+        """What `open_store` takes besides the target for ``kind``: a sealed
+        kind's keys, and its keyring (a file of its own)."""
+        if kind not in SEALED_KINDS:
+            return {}
+        keyring = self.directory("keyring")
+        keyring.mkdir(parents=True)
+        return {"keys": TEST_KEYS, "keyring": str(keyring / "store.keys")}
+
     def backend(self, kind: str) -> Backend:
         """The contract suite's `Backend` on new storage of ``kind``."""
-        target = self.new(kind)
+        target, options = self.new(kind), self.options(kind)
 
         async def open_target() -> SessionStore:
-            return await open_store(target)
+            return await open_store(target, **options)
 
-        damage = None if kind == "memory" else partial(damage_session, kind, target)
-        return Backend(open=open_target, persistent=kind in PERSISTENT_KINDS, damage=damage)
+        plain = kind.removesuffix("-sealed")
+        damage = None if kind == "memory" else partial(damage_session, plain, target)
+        persistent = plain in PERSISTENT_KINDS
+        return Backend(open=open_target, persistent=persistent, damage=damage)
 
     async def journal_backend(self, kind: str, stores: list[SessionStore]) -> JournalBackend:
         """The journal contract's `JournalBackend` on a new journal of ``kind``
@@ -89,8 +110,8 @@ class StoreTargets:
                 return FileJournal.in_dir(where)
 
             return JournalBackend(open=open_file)
-        target = self.new(kind)
-        if kind not in PERSISTENT_KINDS:  # every journal object must reach one store
+        target, options = self.new(kind), self.options(kind)
+        if kind not in PERSISTENT_KINDS and kind not in SEALED_KINDS:  # one store for all
             only = await open_store(target)
             stores.append(only)
 
@@ -100,7 +121,7 @@ class StoreTargets:
             return JournalBackend(open=open_in_only)
 
         async def open_in_new() -> SessionJournal:
-            store = await open_store(target)
+            store = await open_store(target, **options)
             stores.append(store)
             return store.journal("agent-1")
 

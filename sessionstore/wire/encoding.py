@@ -221,6 +221,7 @@ def _encode_record(record: Record, out: list[str]) -> None:
             + _escape(record.reason)
             + f',"lines":{record.lines},"digest":'
             + _escape(record.digest)
+            + _opt("key", record.key)
             + "}"
         )
     elif isinstance(record, Anchor):

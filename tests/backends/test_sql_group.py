@@ -98,7 +98,9 @@ async def test_a_failed_gathered_transaction_fails_its_callers_and_the_next_one_
 
     alone, gathered = threading.Event(), threading.Event()
 
-    def fail_the_first_gathering(appends: Sequence[group.Append], conn: Any) -> Any:
+    def fail_the_first_gathering(
+        appends: Sequence[group.Append], conn: Any, sealer: None = None
+    ) -> Any:
         if len(appends) == 1 and not alone.is_set():
             alone.set()
             gathered.wait(5)  # a0 commits alone, while a1 and a2 gather
@@ -106,7 +108,7 @@ async def test_a_failed_gathered_transaction_fails_its_callers_and_the_next_one_
             started.set()
             proceed.wait(5)  # meanwhile more appends gather
             raise sqlite3.OperationalError("disk I/O error")
-        return write_appends(appends, conn)
+        return write_appends(appends, conn, sealer)
 
     monkeypatch.setattr(group, "write_appends", fail_the_first_gathering)
     # At full durability every write runs in the writer thread, where it can wait.
@@ -139,11 +141,11 @@ async def test_a_caller_that_gives_up_waiting_leaves_the_others_to_commit(
     started, proceed = threading.Event(), threading.Event()
     write_appends = group.write_appends
 
-    def slow_gathering(appends: Sequence[group.Append], conn: Any) -> Any:
+    def slow_gathering(appends: Sequence[group.Append], conn: Any, sealer: None = None) -> Any:
         if len(appends) > 1 and not started.is_set():
             started.set()
             proceed.wait(5)
-        return write_appends(appends, conn)
+        return write_appends(appends, conn, sealer)
 
     monkeypatch.setattr(group, "write_appends", slow_gathering)
     # At full durability every write runs in the writer thread, where it can wait.

@@ -60,9 +60,9 @@ async def test_an_import_inserts_long_lines_about_a_megabyte_at_a_time(
     inserted: list[int] = []
     insert = store_module._insert
 
-    def recorded(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    def recorded(conn: Connection, rows: list[dict[str, Any]], sealer: None) -> None:
         inserted.append(sum(len(row["line"]) + 1 for row in rows))
-        insert(conn, rows)
+        insert(conn, rows, sealer)
 
     monkeypatch.setattr(store_module, "_insert", recorded)
     lines = (line.rstrip("\n") for line in LINES)

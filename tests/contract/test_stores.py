@@ -3,10 +3,10 @@
 import pytest
 
 from sessionstore.testing import Backend, SessionStoreContract
-from tests.kinds import STORE_KINDS, StoreTargets
+from tests.kinds import SEALED_KINDS, STORE_KINDS, StoreTargets
 
 
-@pytest.fixture(params=STORE_KINDS)
+@pytest.fixture(params=[*STORE_KINDS, *SEALED_KINDS])
 def backend(request: pytest.FixtureRequest, store_targets: StoreTargets) -> Backend:
     return store_targets.backend(request.param)
 

@@ -312,6 +312,7 @@ erasures = st.builds(
     reason=text,
     lines=st.integers(min_value=0, max_value=2**64 - 1),
     digest=text,
+    key=optional,
 )
 RECORDS: dict[str, st.SearchStrategy[Any]] = {
     "meta": metas,
@@ -330,7 +331,7 @@ KNOWN_KEYS = {
     "journal": ["line", "started_at", "model", "at", "id", "on"],
     "head": ["session_id", "at"],
     "title": ["session_id", "title", "at"],
-    "erasure": ["kind", "name", "at", "reason", "lines", "digest"],
+    "erasure": ["kind", "name", "at", "reason", "lines", "digest", "key"],
 }
 TIME_KEYS = ("at", "started_at")
 UUID_KEYS = ("id", "on")

@@ -28,7 +28,7 @@ reads, and a page shorter than the limit is the last.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Select, bindparam, func, select, tuple_
 
@@ -40,6 +40,9 @@ from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import activity, listing
 from sessionstore.errors import InvalidCursorError
 from sessionstore.store import Order, SessionSummary
+
+if TYPE_CHECKING:
+    from sessionstore.encryption.sealer import Sealer
 
 __all__ = ["CREATED", "MOVERS", "NEWEST", "Start", "page", "start"]
 
@@ -129,6 +132,7 @@ def page(
     limit: int | None,
     begun: Start | None,
     where: str,
+    sealer: Sealer | None = None,
 ) -> tuple[int, list[tuple[SessionSummary, tuple[str, ...]]]]:
     """A page of summaries, each with its key, and the mark it stands on.
 
@@ -137,6 +141,7 @@ def page(
             first page (on PostgreSQL, take `activity.mark` in a
             transaction of its own first, and pass it with an empty key).
         where: the sessions table, as an error names it.
+        sealer: a sealed store's (``owner`` is then its token, `Sealer.owner`).
     """
     if conn.dialect.name == "postgresql":
         conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -155,5 +160,5 @@ def page(
         ticks = NEWEST[owned].all(conn, **given) + MOVERS[owned].all(conn, **given)
         ticks = sorted(ticks, key=lambda row: row[1], reverse=True)[:size]
         rows = [(pk, (str(tick),)) for pk, tick in ticks]
-    found_summaries = survey.summaries(conn, [pk for pk, _ in rows], where=where)
+    found_summaries = survey.summaries(conn, [pk for pk, _ in rows], where=where, sealer=sealer)
     return mark, [(found_summaries[pk], key) for pk, key in rows if pk in found_summaries]

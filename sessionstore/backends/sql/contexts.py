@@ -23,7 +23,7 @@ store object or any other, the context is found and built again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
@@ -33,6 +33,7 @@ from sqlalchemy import Connection
 from sessionstore.backends.contexts import BuiltContext, ContextCache, leaves_cut
 from sessionstore.backends.records import decode_stored_entries
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql import sealing
 from sessionstore.backends.sql.database import Database, find_session
 from sessionstore.backends.sql.engine import is_sqlite
 from sessionstore.backends.sql.lineage import Lineage, lineage
@@ -71,6 +72,7 @@ class _Read:
     marker: Any = None  # the last compaction's (seq, line, first_kept_id, entry_id)
     rows: list[Any] | None = None  # (seq, entry_id, line): the messages the context holds
     last_id: str = ""  # the id of entry ``last`` ("" for none), when built afresh
+    holder: Callable[[int], str] | None = None  # in a sealed store (`sealing.holders`)
 
 
 class Contexts:
@@ -108,7 +110,8 @@ class Contexts:
             built = self._build(session_id, read)
         else:  # rows that leave the cut where it is (`_read` checked their columns)
             assert built is not None
-            extended = built.extended(read.last, self._entries(session_id, read.new_rows))
+            new = self._entries(session_id, read.new_rows, read.holder)
+            extended = built.extended(read.last, new)
             if extended is None:
                 raise CorruptSessionError(
                     session_id,
@@ -140,11 +143,14 @@ class Contexts:
         last = int(last) or spans.shared
         if built is not None and last == built.extent:
             return _Read(stamp, last, new_rows=[])
+        holder = None
+        if self._database.sealer is not None:
+            holder = sealing.holders(conn, session_id, spans)
         if built is not None and built.extent < last <= built.extent + (most or last):
             new = _each(conn, Q.ENTRIES_AFTER, spans, built.extent, last, most)
             cut = built.waiting_for
             if new is not None and all(leaves_cut(kind, id_, cut) for _, id_, _, kind in new):
-                return _Read(stamp, last, new_rows=new)
+                return _Read(stamp, last, new_rows=new, holder=holder)
         # Built afresh: a first call, too many new rows, or rows that move the cut.
         if most is not None and not self._quick_builds:
             return None
@@ -156,9 +162,8 @@ class Contexts:
             rows = _each(conn, Q.MESSAGES, spans, 0, last, most)
             if rows is None:
                 return None
-            return _Read(
-                stamp, last, rows=rows, last_id=_last_id(conn, session_id, spans, last, rows)
-            )
+            last_id = _last_id(conn, session_id, spans, last, rows)
+            return _Read(stamp, last, rows=rows, last_id=last_id, holder=holder)
         seq, _, kept, _ = marker
         if len(spans.spans) == 1:
             bounds = {"pk": spans.pk, "kept": kept, "after": seq + 1, "end": last}
@@ -172,18 +177,19 @@ class Contexts:
         if rows is None:
             return None
         last_id = _last_id(conn, session_id, spans, last, rows, marker)
-        return _Read(stamp, last, marker=marker, rows=rows, last_id=last_id)
+        return _Read(stamp, last, marker=marker, rows=rows, last_id=last_id, holder=holder)
 
     def _build(self, session_id: str, read: _Read) -> _Built:
         assert read.rows is not None
-        entries = self._entries(session_id, read.rows)
+        entries = self._entries(session_id, read.rows, read.holder)
         kept = [e for e in entries if isinstance(e, MessageEntry)]
         messages = tuple(e.message for e in kept)
         ids = tuple(e.id for e in kept)
         if read.marker is None:
             return _Built(read.stamp, read.last, messages, ids, False, None, read.last_id)
         seq, line, kept, _ = read.marker
-        compaction = decode_stored_entries(session_id, [(seq, line)], path=self._where)[0]
+        marked = self._opened(read.holder, [(seq, line)])
+        compaction = decode_stored_entries(session_id, marked, path=self._where)[0]
         if not isinstance(compaction, CompactionEntry):
             raise CorruptSessionError(
                 session_id,
@@ -202,11 +208,19 @@ class Contexts:
             read.last_id,
         )
 
-    def _entries(self, session_id: str, rows: Sequence[Any]) -> list[SessionEntry]:
+    def _entries(
+        self, session_id: str, rows: Sequence[Any], holder: Callable[[int], str] | None
+    ) -> list[SessionEntry]:
         """The entries of ``(seq, entry_id, line, ...)`` rows."""
-        return decode_stored_entries(
-            session_id, [(row[0], row[2]) for row in rows], path=self._where
-        )
+        lines = self._opened(holder, [(row[0], row[2]) for row in rows])
+        return decode_stored_entries(session_id, lines, path=self._where)
+
+    def _opened(self, holder: Callable[[int], str] | None, rows: list[Any]) -> list[Any]:
+        """``(seq, line)`` rows, their lines opened in a sealed store."""
+        sealer = self._database.sealer
+        if sealer is None or holder is None:
+            return rows
+        return list(sealing.open_lines(sealer, holder, rows, self._where, as_bytes=True))
 
     @property
     def _where(self) -> str:

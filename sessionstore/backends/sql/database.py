@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
@@ -38,6 +38,9 @@ from sessionstore.errors import (
 )
 from sessionstore.models import SessionMeta
 
+if TYPE_CHECKING:
+    from sessionstore.encryption.sealer import Sealer
+
 __all__ = [
     "Database",
     "SessionRow",
@@ -47,6 +50,7 @@ __all__ = [
     "insert_session",
     "last_entry_id",
     "last_seq",
+    "session_id",
 ]
 
 _T = TypeVar("_T")
@@ -134,6 +138,8 @@ class Database:
         self.entries_at = f"{self.where} entries"
         self._writer = WriterLock()
         self._closed = False
+        self.sealer: Sealer | None = None
+        """What seals the store's records, when it is encrypted (`sealing.start`)."""
         # What a transaction may raise: SQLAlchemy's errors, and the
         # driver's own from the statements run on its cursor (`queries`).
         driver = runner.sync_engine.dialect.loaded_dbapi
@@ -178,6 +184,8 @@ class Database:
         if not self._closed:
             self._closed = True
             await self._runner.dispose()
+            if self.sealer is not None:
+                self.sealer.keyring.close()
 
     async def transaction(
         self,
@@ -299,6 +307,12 @@ def find_session(conn: Connection, session_id: str, *, lock: bool = False) -> Se
     if found is None:
         raise SessionNotFoundError(session_id)
     return SessionRow(*found)
+
+
+def session_id(conn: Connection, pk: int) -> str:
+    """The id of the session of key ``pk`` (``#pk`` if there is none)."""
+    found = Q.SESSION_ID.first(conn, pk=pk)
+    return f"#{pk}" if found is None else str(found[0])
 
 
 def last_seq(conn: Connection, row: SessionRow) -> int:

@@ -15,28 +15,42 @@ time (migration 0007).
 
 An append waiting on the lock then finds no session: it lands before the
 erase, and is erased with it, or fails with `SessionNotFoundError`.
+
+In a sealed store (docs/encryption.md) the erase also destroys the data key
+the session's (or journal's) rows were sealed with, wherever copies of them
+are: `erase_sealed` marks the key doomed in the keyring, runs the
+transaction (which checks that the session still holds that key, and
+names it in the record's ``key``), then destroys it. A crash after the
+commit leaves the key doomed; the next open destroys it
+(`sealing.sweep`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import builtins
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
+from functools import partial
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select
 
 from sessionstore.backends.checks import check_unchanged
 from sessionstore.backends.records import erasure_of
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql import wordindex
-from sessionstore.backends.sql.database import SessionRow, last_seq
+from sessionstore.backends.sql import sealing, wordindex
+from sessionstore.backends.sql.database import Database, SessionRow, last_seq
 from sessionstore.backends.sql.lineage import END, lineage, lines
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import activity, listing, spent_ticks, titles
 from sessionstore.errors import SessionConflictError, SessionNotFoundError
 from sessionstore.models import Erasure
 
-__all__ = ["erase_journal", "erase_session", "erasures"]
+if TYPE_CHECKING:
+    from sessionstore.encryption.sealer import Sealer
+
+__all__ = ["erase_journal", "erase_journal_of", "erase_sealed", "erase_session", "erasures"]
 
 # What is kept beside a session's log (``pk``): its rows go before its own.
 _DELETE_BESIDE = [
@@ -57,14 +71,67 @@ _SPEND_TICK = Query(
 )
 
 
+async def erase_sealed(
+    database: Database, session_id: str, reason: str, digest: str | None
+) -> Erasure:
+    """Erase a session of a sealed store, and destroy its data key."""
+    sealer = database.sealer
+    assert sealer is not None
+    key_id = await database.transaction(
+        session_id, partial(sealing.session_key_id, session_id=session_id)
+    )
+    await asyncio.to_thread(sealer.keyring.doom, key_id)
+    body = partial(
+        erase_session,
+        session_id=session_id,
+        reason=reason,
+        digest=digest,
+        sealer=sealer,
+        sealed=key_id,
+    )
+    record = await database.erase(session_id, body)
+    await asyncio.to_thread(sealer.destroy, key_id)
+    return record
+
+
+async def erase_journal_of(database: Database, name: str, reason: str) -> Erasure | None:
+    """Erase a journal whole (`erase_journal`); in a sealed store, and
+    destroy its data key."""
+    sealer = database.sealer
+    found = (
+        None if sealer is None else await asyncio.to_thread(sealer.keyring.find, "journal", name)
+    )
+    if sealer is not None and found is not None:
+        await asyncio.to_thread(sealer.keyring.doom, found.key_id)
+    key_id = None if found is None else found.key_id
+    record = await database.erase(
+        name, partial(erase_journal, name=name, reason=reason, sealer=sealer, sealed=key_id)
+    )
+    if sealer is not None and found is not None:
+        await asyncio.to_thread(sealer.destroy, found.key_id)
+    return record
+
+
 def erase_session(
-    conn: Connection, *, session_id: str, reason: str, digest: str | None = None
+    conn: Connection,
+    *,
+    session_id: str,
+    reason: str,
+    digest: str | None = None,
+    sealer: Sealer | None = None,
+    sealed: bytes | None = None,
 ) -> Erasure:
     """Erase ``session_id`` whole and record it (a write transaction's body).
 
+    Args:
+        sealer, sealed: in a sealed store, its sealer and the session's
+            data key id (doomed by `erase_sealed`), which its header must
+            still name.
+
     Raises:
         SessionNotFoundError: no such session.
-        SessionConflictError: forks share its rows (named).
+        SessionConflictError: forks share its rows (named), or the session
+            was created again with another key meanwhile.
     """
     row = _locked(conn, session_id)
     forks = [fork for (fork,) in Q.FORKS_OF.all(conn, pk=row.pk)]
@@ -72,16 +139,22 @@ def erase_session(
         raise SessionConflictError(
             session_id, f"forks share its entries: {', '.join(forks)}; erase them first"
         )
-    blocks = _session_bytes(conn, session_id, row)
+    if sealer is not None and sealing.key_id_of(row.header) != sealed:
+        raise SessionConflictError(session_id, "it was erased and created again: erase it again")
+    blocks = _session_bytes(conn, session_id, row, sealer)
     record = erasure_of("session", session_id, reason, blocks, last_seq(conn, row))
     check_unchanged(record, digest)
+    if sealed is not None:
+        record = record.model_copy(update={"key": sealed.hex()})
     seq = _record(conn, record)
     if conn.dialect.name == "sqlite":
         _SPEND_TICK.many(conn, [{"pk": row.pk}])
     for rows in _DELETE_BESIDE:
         rows.many(conn, [{"pk": row.pk}])
     with closing(Q.LINES.each(conn, pk=row.pk, after=row.base_seq or 0, end=END)) as own:
-        wordindex.forget(conn, row.pk, (line for _, line in own))
+        where = "entries"
+        lines = sealing.open_lines(sealer, _own(session_id), own, where, as_bytes=True)
+        wordindex.forget(conn, row.pk, (line for _, line in lines), sealer)
     Q.DELETE_ENTRIES.many(conn, [{"pk": row.pk}])
     Q.DELETE_SESSION.many(conn, [{"pk": row.pk}])
     wordindex.lower_mark(conn)
@@ -89,9 +162,17 @@ def erase_session(
     return record
 
 
-def erase_journal(conn: Connection, *, name: str, reason: str) -> Erasure | None:
+def erase_journal(
+    conn: Connection,
+    *,
+    name: str,
+    reason: str,
+    sealer: Sealer | None = None,
+    sealed: bytes | None = None,
+) -> Erasure | None:
     """Erase the journal ``name`` whole, its history included, and record it;
-    None when it holds no row at all (a write transaction's body)."""
+    None when it holds no row at all (a write transaction's body). In a
+    sealed store, ``sealed`` is its data key's id (None: it has none)."""
     if conn.dialect.name == "postgresql":
         Q.LOCK_JOURNAL.first(conn, name=name)
     if Q.JOURNAL_LAST_ROW.first(conn, name=name) is None:
@@ -100,12 +181,17 @@ def erase_journal(conn: Connection, *, name: str, reason: str) -> Erasure | None
 
     def blocks() -> Iterator[bytes]:
         nonlocal count
-        for (line,) in Q.JOURNAL_HISTORY.each(conn, name=name):
+        for seq, line in Q.JOURNAL_HISTORY.each(conn, name=name):
             count += 1
+            if sealer is not None:
+                line = sealer.open("journal", name, seq, line, where="journal_lines")
             yield bytes(line) + b"\n"
 
     digested = erasure_of("journal", name, reason, blocks(), 0)
-    record = digested.model_copy(update={"lines": count})
+    update: dict[str, object] = {"lines": count}
+    if sealed is not None:
+        update["key"] = sealed.hex()
+    record = digested.model_copy(update=update)
     seq = _record(conn, record)
     Q.DELETE_JOURNAL.many(conn, [{"name": name}])
     _done(conn, seq)
@@ -114,7 +200,7 @@ def erase_journal(conn: Connection, *, name: str, reason: str) -> Erasure | None
 
 def erasures(conn: Connection) -> builtins.list[Erasure]:
     """Every erasure record, oldest first."""
-    fields = ("kind", "name", "at", "reason", "lines", "digest")
+    fields = ("kind", "name", "at", "reason", "lines", "digest", "key")
     return [Erasure(**dict(zip(fields, row, strict=True))) for row in Q.ERASURES.all(conn)]
 
 
@@ -125,16 +211,25 @@ def _locked(conn: Connection, session_id: str) -> SessionRow:
     return SessionRow(*found)
 
 
-def _session_bytes(conn: Connection, session_id: str, row: SessionRow) -> Iterator[bytes]:
+def _session_bytes(
+    conn: Connection, session_id: str, row: SessionRow, sealer: Sealer | None
+) -> Iterator[bytes]:
     """The session's file as `raw_blocks` gives it, a line at a time: its
-    header, then every entry of its history, those a base holds included."""
-    yield row.header.encode() + b"\n"
-    rows = lines(conn, lineage(conn, session_id, row), 0, END)
+    header, then every entry of its history, those a base holds included
+    (opened, in a sealed store)."""
+    yield sealing.open_header(sealer, session_id, row.header, "sessions").encode() + b"\n"
+    spans = lineage(conn, session_id, row)
+    rows = lines(conn, spans, 0, END)
+    holder = sealing.holders(conn, session_id, spans) if sealer is not None else None
     try:
-        for _, line in rows:
+        for _, line in sealing.open_lines(sealer, holder, rows, "entries", as_bytes=True):
             yield bytes(line) + b"\n"
     finally:
         rows.close()
+
+
+def _own(session_id: str) -> Callable[[int], str]:
+    return lambda seq: session_id
 
 
 def _record(conn: Connection, record: Erasure) -> int:

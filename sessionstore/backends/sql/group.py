@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
@@ -46,6 +46,9 @@ from sessionstore.backends.sql.database import (
 from sessionstore.backends.sql.digests import entry_digest
 from sessionstore.errors import SessionStoreError
 
+if TYPE_CHECKING:
+    from sessionstore.encryption.sealer import DataKey, Sealer
+
 __all__ = ["Append", "GroupCommit", "write_appends"]
 
 Append = tuple[str, Sequence[dict[str, Any]], str | None, str | None]
@@ -55,7 +58,7 @@ head that must name it (None: no condition)."""
 
 
 def write_appends(
-    appends: Sequence[Append], conn: Connection
+    appends: Sequence[Append], conn: Connection, sealer: Sealer | None = None
 ) -> tuple[list[SessionStoreError | None], bool]:
     """Write appends in one transaction: each one's refusal, or None, and
     whether the word index has a backlog to catch up with (`wordindex.keep_up`).
@@ -76,7 +79,8 @@ def write_appends(
         try:
             session = find_session(conn, session_id, lock=True)
             seq, digest = chain_end(conn, session_id, session)
-            found[session_id] = _End(session, seq, digest)
+            key = None if sealer is None else sealer.key_of(session.header, "header", session_id)
+            found[session_id] = _End(session, seq, digest, key)
         except SessionStoreError as exc:  # no such session, or a broken chain
             found[session_id] = exc
     heads: dict[str, str | None] = {}
@@ -103,6 +107,10 @@ def write_appends(
         errors.append(None)
         for row in rows:
             end.seq += 1
+            if sealer is not None and end.key is not None:
+                line = row["line"]
+                sealed = sealer.seal_text(end.key, "entry", session_id, end.seq, line)
+                row = {**row, "line": sealed, wordindex.TEXT: line}
             end.digest = entry_digest(end.digest, row)
             batch.append({**row, "session_pk": end.row.pk, "seq": end.seq, "digest": end.digest})
             written[end.row.pk] = None
@@ -111,7 +119,7 @@ def write_appends(
     if batch:
         Q.INSERT_ENTRIES.many(conn, batch)
         touched(conn, written)
-        due = wordindex.keep_up(conn, batch)
+        due = wordindex.keep_up(conn, batch, sealer)
     return errors, due
 
 
@@ -122,6 +130,7 @@ class _End:
     row: SessionRow
     seq: int
     digest: bytes
+    key: DataKey | None  # its data key, in a sealed store
     last: str | None = None  # its last entry's id, once read or written
 
     def last_id(self, conn: Connection, session_id: str) -> str:
@@ -186,7 +195,7 @@ class _LoopGroup:
         try:
             await asyncio.sleep(0)
             alone = not self._pending
-            write = partial(write_appends, [append])
+            write = partial(write_appends, [append], sealer=self._database.sealer)
             transaction = self._database.transaction
             (error,), due = await transaction(None, write, write=True, lean=True, quick=alone)
             if due:
@@ -211,7 +220,10 @@ class _LoopGroup:
             appends = [append for append, _ in jobs]
             try:
                 errors, due = await self._database.transaction(
-                    None, partial(write_appends, appends), write=True, lean=True
+                    None,
+                    partial(write_appends, appends, sealer=self._database.sealer),
+                    write=True,
+                    lean=True,
                 )
             except BaseException as exc:
                 for _, future in jobs:
@@ -236,4 +248,5 @@ class _LoopGroup:
         either way: one that fails is left to the next write, and a search
         reads the backlog meanwhile."""
         with contextlib.suppress(SessionStoreError):
-            await self._database.transaction(None, wordindex.catch_up, write=True)
+            body = partial(wordindex.catch_up, sealer=self._database.sealer)
+            await self._database.transaction(None, body, write=True)

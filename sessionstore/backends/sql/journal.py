@@ -7,11 +7,14 @@ holding them would be parsed. Every write commits with a full fsync
 (``synchronous=FULL`` for that transaction on SQLite, always on
 PostgreSQL), even in a store opened with ``durability="normal"``: an append
 that returned survives a power loss.
+
+In a sealed store each line is kept sealed (`Sealer`) under the journal's
+data key, made by its first write (its writers take turns in the write
+transaction, so one key is made), bound to the journal and the line's
+``seq``; an erase destroys the key.
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 from sqlalchemy import Connection
 
@@ -19,7 +22,7 @@ from sessionstore.backends.base import JournalBase
 from sessionstore.backends.records import journal_bytes, raw_journal_lines
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
-from sessionstore.backends.sql.erase import erase_journal
+from sessionstore.backends.sql.erase import erase_journal_of
 from sessionstore.models import Erasure
 
 __all__ = ["SqlJournal"]
@@ -38,14 +41,22 @@ class SqlJournal(JournalBase):
     async def read_bytes(self) -> bytes:
         self._database.check_open(self._name)
 
+        sealer, name = self._database.sealer, self._name
+
         def body(conn: Connection) -> list[bytes]:
-            return [line for (line,) in Q.JOURNAL_LINES.all(conn, name=self._name)]
+            rows = Q.JOURNAL_LINES.all(conn, name=name)
+            if sealer is None:
+                return [line for _, line in rows]
+            return [
+                sealer.open("journal", name, seq, line, where="journal_lines") for seq, line in rows
+            ]
 
         return journal_bytes(await self._database.transaction(self._name, body))
 
     async def _add(self, lines: list[bytes | None]) -> None:
         """Append rows (None: a clear marker, written only when it changes something)."""
         self._database.check_open(self._name)
+        sealer, name = self._database.sealer, self._name
 
         def body(conn: Connection) -> None:
             if conn.dialect.name == "postgresql":
@@ -56,8 +67,15 @@ class SqlJournal(JournalBase):
             if lines == [None] and (last is None or last[1] is None):
                 return  # nothing to clear
             seq = 0 if last is None else last[0]
+            key = None if sealer is None else sealer.journal_key(name)
             rows = [
-                {"journal": self._name, "seq": seq + n, "line": line}
+                {
+                    "journal": name,
+                    "seq": seq + n,
+                    "line": line
+                    if sealer is None or key is None or line is None
+                    else sealer.seal(key, "journal", name, seq + n, line),
+                }
                 for n, line in enumerate(lines, 1)
             ]
             Q.INSERT_JOURNAL_LINES.many(conn, rows)
@@ -75,5 +93,4 @@ class SqlJournal(JournalBase):
     async def _erase(self, reason: str) -> Erasure | None:
         """Every row goes, its clears too; see `sessionstore.backends.sql.erase`."""
         self._database.check_open(self._name)
-        body = partial(erase_journal, name=self._name, reason=reason)
-        return await self._database.erase(self._name, body)
+        return await erase_journal_of(self._database, self._name, reason)

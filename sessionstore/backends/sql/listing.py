@@ -31,6 +31,7 @@ from sqlalchemy import Connection
 from sessionstore.backends.records import decode_stored_meta, gc_paused
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
+from sessionstore.backends.sql.sealing import open_header
 from sessionstore.errors import InvalidRecordError
 from sessionstore.models import SessionMeta
 from sessionstore.wire.stored import read_stored_meta
@@ -85,14 +86,17 @@ class Listing:
         return builtins.list(metas)
 
     async def _decode(self, rows: builtins.list[Any]) -> builtins.list[SessionMeta]:
+        sealer, where = self._database.sealer, self._database.headers_at
+        if sealer is not None:  # opened here: a header that does not open is named
+            rows = [(pk, open_header(sealer, id_, header, where), id_) for pk, header, id_ in rows]
         try:
             with gc_paused():  # a first list builds a model per session
-                return [read_stored_meta(header) for _, header in rows]
+                return [read_stored_meta(header) for _, header, _ in rows]
         except InvalidRecordError:
             pass
         # A header that does not decode: name its session.
-        for session_id, header in await self._database.transaction(None, Q.SESSIONS.all):
-            decode_stored_meta(session_id, header, path=self._database.headers_at, line_no=1)
+        for _, header, session_id in rows:
+            decode_stored_meta(session_id, header, path=where, line_no=1)
         raise AssertionError("a header failed to decode, then decoded")  # pragma: no cover
 
     def clear(self) -> None:

@@ -67,6 +67,7 @@ __all__ = [
     "SESSIONS",
     "SESSION_COUNT",
     "SESSION_DIGESTS",
+    "SESSION_ID",
 ]
 
 _pk = entries.c.session_pk == bindparam("pk")
@@ -86,6 +87,9 @@ FIND_SESSION_LOCKED = Query(_find.with_for_update(key_share=True))
 """The same, locking the row until commit (PostgreSQL; SQLite's writer lock
 suffices). ``FOR NO KEY UPDATE``: a fork of the session, whose foreign key
 takes a key-share lock on it, need not wait for the appends."""
+
+SESSION_ID = Query(select(sessions.c.id).where(sessions.c.pk == bindparam("pk")))
+"""A session's id by its key (``pk``)."""
 
 INSERT_SESSION = Query(
     insert(sessions)
@@ -201,11 +205,11 @@ SESSION_COUNT = Query(select(func.count()).select_from(sessions))
 """How many sessions the database holds."""
 
 HEADERS_AFTER = Query(
-    select(sessions.c.pk, sessions.c.header)
+    select(sessions.c.pk, sessions.c.header, sessions.c.id)
     .where(sessions.c.pk > bindparam("after"))
     .order_by(sessions.c.pk)
 )
-"""The ``(pk, header)`` of every session whose ``pk`` is past ``after``, in order."""
+"""The ``(pk, header, id)`` of every session whose ``pk`` is past ``after``, in order."""
 
 SESSIONS = Query(select(sessions.c.id, sessions.c.header).order_by(sessions.c.pk))
 """Every session's id and header line, in creation order."""
@@ -243,11 +247,11 @@ _last_clear = (
     .scalar_subquery()
 )
 JOURNAL_LINES = Query(
-    select(journal_lines.c.line)
+    select(journal_lines.c.seq, journal_lines.c.line)
     .where(_journal, journal_lines.c.seq > _last_clear)
     .order_by(journal_lines.c.seq)
 )
-"""A journal's lines after its last clear (``name``)."""
+"""A journal's ``(seq, line)`` after its last clear (``name``)."""
 
 JOURNAL_LAST_ROW = Query(
     select(journal_lines.c.seq, journal_lines.c.line)
@@ -323,6 +327,7 @@ ERASURES = Query(
         erasures.c.reason,
         erasures.c.lines,
         erasures.c.digest,
+        erasures.c.key,
     ).order_by(erasures.c.seq)
 )
 """Every erasure's columns but ``seq``, oldest first."""
@@ -343,8 +348,8 @@ DELETE_JOURNAL = Query(delete(journal_lines).where(_journal))
 """Every row of a journal (``name``), its clears too."""
 
 JOURNAL_HISTORY = Query(
-    select(journal_lines.c.line)
+    select(journal_lines.c.seq, journal_lines.c.line)
     .where(_journal, journal_lines.c.line.is_not(None))
     .order_by(journal_lines.c.seq)
 )
-"""Every line a journal ever held (``name``), before its clears too."""
+"""Every ``(seq, line)`` a journal ever held (``name``), before its clears too."""

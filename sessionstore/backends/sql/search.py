@@ -32,7 +32,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from sqlalchemy import ARRAY, BigInteger, Connection, bindparam, select, text
 from sqlalchemy.types import Text
@@ -42,18 +42,23 @@ from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.lineage import END
 from sessionstore.backends.sql.query import Query
+from sessionstore.backends.sql.sealing import open_header
 from sessionstore.backends.sql.tables import search_mark, sessions
 from sessionstore.backends.sql.wordindex import (
     BACKLOG_MESSAGES,
     indexed,
     message_of,
+    opened_rows,
     score,
     word_key,
 )
-from sessionstore.errors import InvalidCursorError, InvalidRecordError
+from sessionstore.errors import CorruptSessionError, InvalidCursorError, InvalidRecordError
 from sessionstore.models import MessageEntry
 from sessionstore.store import SearchHit
 from sessionstore.wire.stored import read_stored_meta
+
+if TYPE_CHECKING:
+    from sessionstore.encryption.sealer import Sealer
 
 __all__ = ["KEY_PARTS", "Start", "search", "start_of"]
 
@@ -169,12 +174,17 @@ def search(
     limit: int,
     start: Start | None,
     kind: str,
+    sealer: Sealer | None = None,
 ) -> list[SearchHit]:
-    """A page of hits (a read transaction's body); see the module doc."""
+    """A page of hits (a read transaction's body); see the module doc. In a
+    sealed store the index is asked for the words' tokens, and the lines
+    and headers read are opened."""
     keys = list(dict.fromkeys(map(word_key, wanted)))
-    holders = _Holders(conn)
+    if sealer is not None:
+        keys = [sealer.word(key) for key in keys]
+    holders = _Holders(conn, sealer)
     hits: list[SearchHit] = []
-    ranked = _ranked(conn, wanted, keys, start)
+    ranked = _ranked(conn, wanted, keys, start, sealer)
     # Rows taken a few at a time, as many as hits are still wanted (a row
     # gives one hit or more): on PostgreSQL their sessions, forks and lines
     # are then read in one statement each, not one per row.
@@ -198,12 +208,16 @@ def search(
 
 
 def _ranked(
-    conn: Connection, wanted: Sequence[str], keys: list[str], start: Start | None
+    conn: Connection,
+    wanted: Sequence[str],
+    keys: list[str],
+    start: Start | None,
+    sealer: Sealer | None,
 ) -> Iterator[_Row]:
     """Every row holding every word, best first, from ``start``'s row on."""
     first = (-start.score, start.pk, start.seq) if start is not None else None
     unindexed = sorted(
-        row for row in _unindexed(conn, wanted, keys) if first is None or row[:3] >= first
+        row for row in _unindexed(conn, wanted, keys, sealer) if first is None or row[:3] >= first
     )
     return heapq.merge(_from_index(conn, keys, start), unindexed, key=lambda row: row[:3])
 
@@ -245,20 +259,23 @@ def _rarest(conn: Connection, keys: list[str]) -> str | None:
     return key if fewest else None
 
 
-def _unindexed(conn: Connection, wanted: Sequence[str], keys: list[str]) -> Iterator[_Row]:
+def _unindexed(
+    conn: Connection, wanted: Sequence[str], keys: list[str], sealer: Sealer | None
+) -> Iterator[_Row]:
     """The messages the index does not hold that hold every word, read here."""
     if conn.dialect.name == "postgresql":
         rows = _POSTGRES_UNINDEXED.each(conn)
     else:
         rows = BACKLOG_MESSAGES.each(conn, after=_MARK.scalar(conn), upto=END)
+    lines = rows if sealer is None else opened_rows(conn, sealer, rows)
     try:
-        for pk, seq, line in rows:
+        for pk, seq, line in lines:
             if _lacks(line, wanted):
                 continue
             entry = message_of(line)
             if entry is None or _lacks(entry.message.text(), wanted, raw=False):
                 continue
-            found = indexed(entry)
+            found = indexed(entry, sealer)
             if found is not None and all(key in found.hits for key in keys):
                 hits = sum(found.hits[key] for key in keys)
                 yield -score(hits, found.length), pk, seq, entry
@@ -311,8 +328,9 @@ class _Fork(NamedTuple):
 class _Holders:
     """The sessions holding each row, and their owners, read once per page."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, sealer: Sealer | None) -> None:
         self._conn = conn
+        self._sealer = sealer
         self._sessions: dict[int, tuple[str, str] | None] = {}
         self._forks: dict[int, list[_Fork]] = {}
         self._owners: dict[str, str | None] = {}
@@ -339,11 +357,18 @@ class _Holders:
                 self._lines[pk, seq] = line
 
     def message_at(self, pk: int, seq: int) -> MessageEntry | None:
-        """The message of row ``(pk, seq)``; None when it does not decode."""
+        """The message of row ``(pk, seq)``; None when it does not decode
+        (or, sealed, does not open)."""
         line = self._lines.pop((pk, seq), None)
         if line is None:
             row = Q.LINES.first(self._conn, pk=pk, after=seq - 1, end=seq)
             line = row[1] if row is not None else None
+        if line is not None and self._sealer is not None:
+            own = self._sessions.get(pk)
+            try:
+                line = self._sealer.open("entry", own[0] if own else f"#{pk}", seq, line)
+            except CorruptSessionError:
+                return None
         return message_of(line) if line is not None else None
 
     def of(self, pk: int, seq: int) -> list[tuple[str, str]]:
@@ -373,7 +398,8 @@ class _Holders:
         """The owner a session's header names (None if it does not decode)."""
         if session_id not in self._owners:
             try:
+                header = open_header(self._sealer, session_id, header, "sessions")
                 self._owners[session_id] = read_stored_meta(header).owner
-            except InvalidRecordError:
+            except (InvalidRecordError, CorruptSessionError):
                 self._owners[session_id] = None
         return self._owners[session_id]

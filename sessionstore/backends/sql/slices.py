@@ -15,17 +15,21 @@ is read again in a thread.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
 from sessionstore.backends.records import decode_stored_entries
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql import sealing
 from sessionstore.backends.sql.contexts import QUICK_ROWS
 from sessionstore.backends.sql.database import Database, find_session, last_seq
 from sessionstore.backends.sql.engine import is_sqlite
 from sessionstore.backends.sql.lineage import END, lineage
 from sessionstore.store import EntrySlice
+
+if TYPE_CHECKING:
+    from sessionstore.encryption.sealer import Sealer
 
 __all__ = ["load_slice"]
 
@@ -35,12 +39,11 @@ async def load_slice(
 ) -> EntrySlice:
     """``load(session_id)[start:stop]``; see `SessionStore.load_slice`."""
     read = None
+    given = partial(_read, session_id=session_id, start=start, stop=stop, sealer=database.sealer)
     if is_sqlite(database.runner.url) and _most(start, stop) <= QUICK_ROWS:
-        quick = partial(_read, session_id=session_id, start=start, stop=stop, most=QUICK_ROWS)
-        read = await database.transaction(session_id, quick, quick=True)
+        read = await database.transaction(session_id, partial(given, most=QUICK_ROWS), quick=True)
     if read is None:
-        full = partial(_read, session_id=session_id, start=start, stop=stop)
-        read = await database.transaction(session_id, full, lean=True)
+        read = await database.transaction(session_id, given, lean=True)
     assert read is not None
     first, length, rows = read
     entries = decode_stored_entries(session_id, rows, path=database.entries_at)
@@ -62,10 +65,12 @@ def _read(
     session_id: str,
     start: int,
     stop: int | None,
+    sealer: Sealer | None,
     most: int | None = None,
 ) -> tuple[int, int, list[Any]] | None:
     """The slice's first position, the session's length and the rows
-    ``(seq, line)``; with ``most``, None when there are more rows."""
+    ``(seq, line)`` (opened, when sealed); with ``most``, None when there
+    are more rows."""
     row = find_session(conn, session_id)
     spans = lineage(conn, session_id, row)
     if start >= 0 and stop is None:  # to the end: its rows give the length
@@ -73,13 +78,20 @@ def _read(
         if rows is None:
             return None
         if rows:
-            return start, start + len(rows), rows
+            first, length = start, start + len(rows)
+        else:
+            length = last_seq(conn, row)
+            first = min(start, length)
+    else:
         length = last_seq(conn, row)
-        return min(start, length), length, rows
-    length = last_seq(conn, row)
-    first, end, _ = slice(start, stop).indices(length)
-    rows = _rows(conn, spans.within(first, end), most) if first < end else []
-    return None if rows is None else (first, length, rows)
+        first, end, _ = slice(start, stop).indices(length)
+        rows = _rows(conn, spans.within(first, end), most) if first < end else []
+        if rows is None:
+            return None
+    if sealer is not None and rows:
+        holder = sealing.holders(conn, session_id, spans)
+        rows = list(sealing.open_lines(sealer, holder, rows, "entries", as_bytes=True))
+    return first, length, rows
 
 
 def _rows(conn: Connection, spans: Any, most: int | None) -> list[Any] | None:

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+import os
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
 from functools import partial
 from operator import itemgetter
 from types import EllipsisType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, select
 
@@ -56,6 +57,7 @@ from sessionstore.backends.sql import (
     erase,
     heads,
     paging,
+    sealing,
     search,
     slices,
     survey,
@@ -91,6 +93,11 @@ from sessionstore.models import (
 )
 from sessionstore.store import EntrySlice, Order, SearchHit, SessionSummary
 
+if TYPE_CHECKING:
+    from sessionstore.encryption.keyring import Keyring
+    from sessionstore.encryption.keys import Key
+    from sessionstore.encryption.sealer import DataKey, Sealer
+
 __all__ = ["SqlStore"]
 
 
@@ -117,6 +124,8 @@ class SqlStore(StoreBase):
         *,
         durability: Durability = "normal",
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        keys: Key | Iterable[Key] | None = None,
+        keyring: Keyring | str | os.PathLike[str] | None = None,
     ) -> SqlStore:
         """Open the store in a database, creating its schema when it is empty.
 
@@ -127,14 +136,27 @@ class SqlStore(StoreBase):
             durability: ``"normal"`` (a committed append survives a process
                 crash) or ``"full"`` (it survives a power loss).
             busy_timeout: seconds a writer waits for another process's lock.
+            keys: encryption at rest (docs/encryption.md): a master key, or a
+                list, the newest first. A store first opened with keys is
+                sealed for good; one opened without them stays plain.
+            keyring: where a sealed store's data keys are kept: a file, a
+                database URL, or a `Keyring` (by default, for SQLite, the file
+                ``<database>.keys`` beside it; PostgreSQL needs one named).
 
         Raises:
             ConfigurationError: the target or an option is not valid.
+            EncryptionKeyError: keys missing, wrong, or given to a plain store.
             SchemaOutdatedError: the schema is older; migrate it first.
             SchemaTooNewError: the schema comes from a newer sessionstore.
             StorageError: the database cannot be opened.
         """
-        return cls(await Database.open(target, durability=durability, busy_timeout=busy_timeout))
+        database = await Database.open(target, durability=durability, busy_timeout=busy_timeout)
+        try:
+            database.sealer = await sealing.start(database, keys, keyring)
+        except BaseException:
+            await database.close()
+            raise
+        return cls(database)
 
     @property
     def database(self) -> Database:
@@ -169,8 +191,10 @@ class SqlStore(StoreBase):
     async def create(self, meta: SessionMeta) -> str:
         line = header_line(meta)
         self._check_open(meta.id)
-        insert = partial(_new_session, meta=meta, header=line)
-        await self._database.transaction(meta.id, insert, write=True, quick=True)
+        sealer = self._database.sealer
+        insert = partial(_new_session, meta=meta, header=line, sealer=sealer)
+        # Sealed, a new key goes to the keyring first: not on the event loop.
+        await self._database.transaction(meta.id, insert, write=True, quick=sealer is None)
         return meta.id
 
     async def append_many(
@@ -197,12 +221,18 @@ class SqlStore(StoreBase):
         of lines."""
         self._check(session_id)
 
-        def start(conn: Connection) -> tuple[str, Lineage, int]:
+        sealer = self._database.sealer
+        where = self._database.entries_at
+
+        def start(conn: Connection) -> tuple[str, Lineage, int, Callable[[int], str] | None]:
             row = find_session(conn, session_id)
-            return row.header, lineage(conn, session_id, row), last_seq(conn, row)
+            spans = lineage(conn, session_id, row)
+            header = sealing.open_header(sealer, session_id, row.header, self._database.headers_at)
+            holder = sealing.holders(conn, session_id, spans) if sealer else None
+            return header, spans, last_seq(conn, row), holder
 
         transaction = self._database.transaction
-        header, spans, end = await transaction(session_id, start, lean=True)
+        header, spans, end, holder = await transaction(session_id, start, lean=True)
         yield [header]
         size, done = paging.FIRST, 0
         while done < end:
@@ -215,10 +245,10 @@ class SqlStore(StoreBase):
                 # An erase since the first page: not found, as it is now.
                 await transaction(session_id, partial(find_session, session_id=session_id))
                 reason = f"entry seq {done + 1} is missing (the last seq is {end})"
-                where = self._database.entries_at
                 raise CorruptSessionError(session_id, reason, path=where)
             done = rows[-1][0]
-            lines = builtins.list(map(itemgetter(1), rows))
+            opened = sealing.open_lines(sealer, holder, rows, where, as_bytes=raw)
+            lines = builtins.list(map(itemgetter(1), opened))
             size = paging.next_rows(len(lines), sum(map(len, lines)))
             yield lines
 
@@ -241,43 +271,53 @@ class SqlStore(StoreBase):
     ) -> int:
         meta = imported_header(header)
         self._check(meta.id)
+        sealer = self._database.sealer
+        key: DataKey | None = None
         async with self._database.steps(meta.id) as step:
             if after is None:
-                pk = await step(partial(insert_session, meta=meta, header=header))
-                count, digest = 0, header_digest(header)
+                new = partial(_imported_session, meta=meta, header=header, sealer=sealer)
+                pk, digest, key = await step(new)
+                count = 0
             else:
-                pk, count, digest = await step(
-                    partial(_expect, session_id=meta.id, header=header, count=after)
+                pk, count, digest, key = await step(
+                    partial(_expect, session_id=meta.id, header=header, count=after, sealer=sealer)
                 )
             batch: builtins.list[dict[str, Any]] = []
             held = 0  # characters of the batch's lines
             async for line in lines:
                 count += 1
                 row = _row(imported_entry(meta.id, count, line), line)
+                if sealer is not None and key is not None:
+                    sealed = sealing.seal_line(sealer, key, meta.id, count, line)
+                    row = {**row, "line": sealed, wordindex.TEXT: line}
                 digest = entry_digest(digest, row)
                 batch.append({**row, "session_pk": pk, "seq": count, "digest": digest})
                 held += len(line)
                 if len(batch) == paging.ROWS or held >= paging.BYTES:
-                    await step(partial(_insert, rows=batch[:]))
+                    await step(partial(_insert, rows=batch[:], sealer=sealer))
                     batch.clear()
                     held = 0
             if batch:
-                await step(partial(_insert, rows=batch))
+                await step(partial(_insert, rows=batch, sealer=sealer))
             # Last: a listing's first page waits for this write (see `activity.mark`).
             if after is None:
-                await step(partial(activity.listed, pk=pk, meta=meta))
+                listed = sealing.listed_meta(sealer, meta)
+                await step(partial(activity.listed, pk=pk, meta=listed))
             elif count > after:
                 await step(partial(activity.touched, pks=[pk]))
         return count - (after or 0)
 
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
-        fork = partial(_fork, source_id=source_id, at=at, meta=meta, header=header)
-        await self._database.transaction(source_id, fork, write=True, quick=True)
+        sealer = self._database.sealer
+        fork = partial(_fork, source_id=source_id, at=at, meta=meta, header=header, sealer=sealer)
+        await self._database.transaction(source_id, fork, write=True, quick=sealer is None)
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
         """See `sessionstore.backends.sql.erase`; the bytes' fate is in docs/sql.md."""
         body = partial(erase.erase_session, session_id=session_id, reason=reason, digest=digest)
         try:
+            if self._database.sealer is not None:
+                return await erase.erase_sealed(self._database, session_id, reason, digest)
             return await self._database.erase(session_id, body)
         finally:  # even when the checkpoint after the commit failed
             self._contexts.cache.discard(session_id)
@@ -316,13 +356,19 @@ class SqlStore(StoreBase):
     async def load(self, session_id: str) -> builtins.list[SessionEntry]:
         self._check(session_id)
         where = self._database.entries_at
+        sealer = self._database.sealer
 
         def body(conn: Connection) -> builtins.list[SessionEntry]:
             # Decoded as the rows come, in the thread: the loop stays free,
             # and each row's line is dropped once decoded.
             row = find_session(conn, session_id)
-            rows = history_lines(conn, lineage(conn, session_id, row), 0, END)
+            spans = lineage(conn, session_id, row)
+            rows = history_lines(conn, spans, 0, END)
             try:
+                if sealer is not None:
+                    holder = sealing.holders(conn, session_id, spans)
+                    opened = sealing.open_lines(sealer, holder, rows, where, as_bytes=True)
+                    return decode_stored_entries(session_id, opened, path=where)
                 return decode_stored_entries(session_id, rows, path=where)
             finally:
                 rows.close()
@@ -348,6 +394,9 @@ class SqlStore(StoreBase):
     ) -> builtins.list[SessionSummary]:
         """A page read from the listing's indexes; see `sessionstore.backends.sql.browse`."""
         transaction = self._database.transaction
+        sealer = self._database.sealer
+        if sealer is not None and owner is not None:
+            owner = sealer.owner(owner)  # the listing holds owners' tokens
         begun = None if after is None else browse.start(after, kind, order)
         if begun is None and not is_sqlite(self._database.runner.url):
             # The mark's lock is held by a transaction of its own, not the page's.
@@ -359,6 +408,7 @@ class SqlStore(StoreBase):
             limit=limit,
             begun=begun,
             where=self._database.headers_at,
+            sealer=sealer,
         )
         mark, found = await transaction(None, body)
         return [
@@ -367,11 +417,11 @@ class SqlStore(StoreBase):
         ]
 
     async def _set_title(self, session_id: str, change: TitleChange) -> None:
-        body = partial(titles.record, change=change)
+        body = partial(titles.record, change=change, sealer=self._database.sealer)
         await self._database.transaction(session_id, body, write=True, quick=True)
 
     async def _titles(self, session_id: str) -> builtins.list[TitleChange]:
-        body = partial(titles.changes, session_id=session_id)
+        body = partial(titles.changes, session_id=session_id, sealer=self._database.sealer)
         return await self._database.transaction(session_id, body, quick=True)
 
     async def _meta(self, session_id: str) -> SessionMeta:
@@ -380,12 +430,19 @@ class SqlStore(StoreBase):
         body = partial(find_session, session_id=session_id)
         row = await self._database.transaction(session_id, body, quick=True)
         where = self._database.headers_at
-        return decode_stored_meta(session_id, row.header, path=where, line_no=1)
+        header = sealing.open_header(self._database.sealer, session_id, row.header, where)
+        return decode_stored_meta(session_id, header, path=where, line_no=1)
 
     async def _import_titles(
         self, session_id: str, changes: builtins.list[TitleChange], after: int
     ) -> int:
-        body = partial(titles.extend, session_id=session_id, changes=changes, after=after)
+        body = partial(
+            titles.extend,
+            session_id=session_id,
+            changes=changes,
+            after=after,
+            sealer=self._database.sealer,
+        )
         return await self._database.transaction(session_id, body, write=True, lean=True)
 
     async def _search(
@@ -399,13 +456,21 @@ class SqlStore(StoreBase):
         """Search the word index; see `sessionstore.backends.sql.search`."""
         start = search.start_of(after, kind) if after is not None else None
         body = partial(
-            search.search, wanted=wanted, owner=owner, limit=limit, start=start, kind=kind
+            search.search,
+            wanted=wanted,
+            owner=owner,
+            limit=limit,
+            start=start,
+            kind=kind,
+            sealer=self._database.sealer,
         )
         return await self._database.transaction(None, body, lean=True)
 
     async def integrity(self) -> builtins.list[str]:
         self._check_open()
-        faults = partial(survey.faults, where=self._database.headers_at)
+        faults = partial(
+            survey.faults, where=self._database.headers_at, sealer=self._database.sealer
+        )
         return await self._database.transaction(None, faults)
 
     async def _built_context(self, session_id: str) -> BuiltContext[Stamp]:
@@ -417,24 +482,47 @@ class SqlStore(StoreBase):
         return await self._contexts.load(session_id)
 
 
-def _new_session(conn: Connection, *, meta: SessionMeta, header: str) -> None:
-    """Insert a session's row and list it."""
-    activity.listed(conn, pk=insert_session(conn, meta, header), meta=meta)
+def _new_session(
+    conn: Connection, *, meta: SessionMeta, header: str, sealer: Sealer | None
+) -> None:
+    """Insert a session's row and list it; sealed, under a new data key."""
+    with sealing.new_key(sealer, "session", meta.id) as key:
+        stored = sealing.seal_header(sealer, key, meta.id, header)
+        pk = insert_session(conn, meta, stored)
+    activity.listed(conn, pk=pk, meta=sealing.listed_meta(sealer, meta))
 
 
 def _fork(
-    conn: Connection, *, source_id: str, at: str | None, meta: SessionMeta, header: str
+    conn: Connection,
+    *,
+    source_id: str,
+    at: str | None,
+    meta: SessionMeta,
+    header: str,
+    sealer: Sealer | None,
 ) -> None:
-    """Insert a fork (`branch`) and list it."""
-    pk = branch(conn, source_id=source_id, at=at, meta=meta, header=header)
-    activity.listed(conn, pk=pk, meta=meta)
+    """Insert a fork (`branch`) and list it; sealed, under a new data key."""
+    with sealing.new_key(sealer, "session", meta.id) as key:
+        stored = sealing.seal_header(sealer, key, meta.id, header)
+        pk = branch(conn, source_id=source_id, at=at, meta=meta, header=stored)
+    activity.listed(conn, pk=pk, meta=sealing.listed_meta(sealer, meta))
 
 
-def _insert(conn: Connection, rows: builtins.list[dict[str, Any]]) -> None:
+def _insert(conn: Connection, rows: builtins.list[dict[str, Any]], sealer: Sealer | None) -> None:
     """Imported rows, and the word index keeping up with them."""
     Q.INSERT_ENTRIES.many(conn, rows)
-    if wordindex.keep_up(conn, rows):
-        wordindex.catch_up(conn)
+    if wordindex.keep_up(conn, rows, sealer):
+        wordindex.catch_up(conn, sealer)
+
+
+def _imported_session(
+    conn: Connection, *, meta: SessionMeta, header: str, sealer: Sealer | None
+) -> tuple[int, bytes, DataKey | None]:
+    """Insert an imported session's row (not listed yet): its key, the
+    digest its chain starts from, and its data key when sealed."""
+    with sealing.new_key(sealer, "session", meta.id) as key:
+        stored = sealing.seal_header(sealer, key, meta.id, header)
+        return insert_session(conn, meta, stored), header_digest(stored), key
 
 
 def _row(entry: SessionEntry, line: str) -> dict[str, Any]:
@@ -449,14 +537,15 @@ def _row(entry: SessionEntry, line: str) -> dict[str, Any]:
 
 
 def _expect(
-    conn: Connection, *, session_id: str, header: str, count: int
-) -> tuple[int, int, bytes]:
-    """The session's key, count and digest to chain from, after checking its
-    header line and entry count."""
+    conn: Connection, *, session_id: str, header: str, count: int, sealer: Sealer | None
+) -> tuple[int, int, bytes, DataKey | None]:
+    """The session's key, count and digest to chain from, and its data key
+    when sealed, after checking its header line and entry count."""
     row = find_session(conn, session_id, lock=True)
-    if row.header != header:
+    if sealing.open_header(sealer, session_id, row.header, "sessions") != header:
         raise SessionConflictError(session_id, "the stored header line differs")
     held, digest = chain_end(conn, session_id, row)
     if held != count:
         raise SessionConflictError(session_id, f"holds {held} entries, not {count}")
-    return row.pk, count, digest
+    key = None if sealer is None else sealer.key_of(row.header, "header", session_id)
+    return row.pk, count, digest, key

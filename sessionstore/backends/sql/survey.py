@@ -10,12 +10,14 @@ few statements over many sessions, not out of a query per session.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, bindparam, func, literal_column, select
 
 from sessionstore.backends.records import decode_stored_meta
 from sessionstore.backends.sql import paging, wordcheck
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql import titles as titles_module
 from sessionstore.backends.sql.digests import (
     ENTRY_COLUMNS,
     entry_digest,
@@ -24,6 +26,7 @@ from sessionstore.backends.sql.digests import (
 )
 from sessionstore.backends.sql.lineage import Family
 from sessionstore.backends.sql.query import Query
+from sessionstore.backends.sql.sealing import open_header
 from sessionstore.backends.sql.tables import (
     activity,
     entries,
@@ -37,6 +40,9 @@ from sessionstore.backends.sql.tables import (
 from sessionstore.errors import CorruptSessionError
 from sessionstore.models import SessionMeta
 from sessionstore.store import SessionSummary
+
+if TYPE_CHECKING:
+    from sessionstore.encryption.sealer import Sealer
 
 __all__ = ["broken_chains", "faults", "summaries"]
 
@@ -65,6 +71,9 @@ _SUMMARIES = (
         .limit(1)
         .scalar_subquery(),
         listing.c.at,
+        select(func.max(titles.c.seq))
+        .where(titles.c.session_pk == sessions.c.pk)
+        .scalar_subquery(),
     )
     .join(listing, listing.c.session_pk == sessions.c.pk)
     .where(sessions.c.pk.in_(bindparam("pks", expanding=True)))
@@ -103,7 +112,9 @@ _TIMESTAMP_AT = Query(
 )
 
 
-def summaries(conn: Connection, pks: Sequence[int], *, where: str) -> dict[int, SessionSummary]:
+def summaries(
+    conn: Connection, pks: Sequence[int], *, where: str, sealer: Sealer | None = None
+) -> dict[int, SessionSummary]:
     """The summaries of the sessions ``pks`` (``where``: the sessions table),
     by key; a session not found (erased) is left out. No cursor is set.
 
@@ -118,7 +129,8 @@ def summaries(conn: Connection, pks: Sequence[int], *, where: str) -> dict[int, 
         rows = conn.execute(_SUMMARIES, {"pks": list(pks[start : start + _CHUNK])}).all()
         family.read(conn, [row.base_pk for row in rows if row.base_pk is not None])
         for row in rows:
-            found[row[0]] = _summary(conn, family, *row, where=where)
+            fields: tuple[Any, ...] = tuple(row)
+            found[row[0]] = _summary(conn, family, *fields, where=where, sealer=sealer)
     return found
 
 
@@ -136,14 +148,18 @@ def _summary(
     first_compaction: int | None,
     title: str | None,
     active_at: str,
+    title_seq: int | None,
     *,
     where: str,
+    sealer: Sealer | None,
 ) -> SessionSummary:
     count, compacted, fault = last or base_seq or 0, first_compaction is not None, None
     try:
+        header = open_header(sealer, session_id, header, where)
         meta = decode_stored_meta(session_id, header, path=where, line_no=1)
+        title = titles_module.opened(sealer, session_id, title_seq or 0, title)
     except CorruptSessionError as exc:
-        meta, fault = SessionMeta(id=session_id), str(exc)
+        meta, fault, title = SessionMeta(id=session_id), str(exc), None
     if base_pk is not None and base_seq:
         broken = family.broken(base_pk, base_seq)
         if broken is not None:
@@ -186,7 +202,7 @@ _OPEN_ERASURES = (
 )
 
 
-def faults(conn: Connection, *, where: str) -> list[str]:
+def faults(conn: Connection, *, where: str, sealer: Sealer | None = None) -> list[str]:
     """The storage's faults: the database's own checks (on SQLite, an
     erasure left open too), gaps in ``seq``,
     headers that do not decode or name another row (``where``: the sessions
@@ -216,6 +232,7 @@ def faults(conn: Connection, *, where: str) -> list[str]:
     # list() reads headers alone; here each must also name its row.
     for session_id, header in Q.SESSIONS.all(conn):
         try:
+            header = open_header(sealer, session_id, header, where)
             decode_stored_meta(session_id, header, path=where, line_no=1)
         except CorruptSessionError as exc:
             found.append(str(exc))
@@ -238,13 +255,14 @@ def faults(conn: Connection, *, where: str) -> list[str]:
         "(a change was deleted)"
         for session_id, count, high in conn.execute(_TITLE_GAPS)
     ]
-    found += broken_chains(conn)
-    found += wordcheck.faults(conn)
+    found += broken_chains(conn, sealer)
+    found += wordcheck.faults(conn, sealer)
     return found
 
 
-def broken_chains(conn: Connection) -> list[str]:
-    """For each session whose chain of digests breaks, where it first breaks.
+def broken_chains(conn: Connection, sealer: Sealer | None = None) -> list[str]:
+    """For each session whose chain of digests breaks, where it first breaks;
+    in a sealed store, also its first row whose line does not open.
 
     Reads every line once, a page of rows at a time (`paging`).
     """
@@ -260,9 +278,15 @@ def broken_chains(conn: Connection) -> list[str]:
         if stored is None or bytes(stored) != digest:
             found.append(_broken(session_id, "its header", stored))
             continue
-        done, size = 0, paging.FIRST
+        done, size, sealed = 0, paging.FIRST, sealer is not None
         while rows := Q.ENTRY_DIGESTS.all(conn, pk=pk, after=done, size=size):
             for seq, stored, *columns in rows:
+                if sealed and sealer is not None:
+                    try:
+                        sealer.open("entry", session_id, seq, bytes(columns[-1]), where="entries")
+                    except CorruptSessionError as exc:
+                        found.append(str(exc))
+                        sealed = False  # the first such row of the session
                 digest = entry_digest(digest, dict(zip(ENTRY_COLUMNS, columns, strict=True)))
                 if stored is None or bytes(stored) != digest:
                     entry_id = bytes(columns[0]).decode(errors="replace")

@@ -44,6 +44,9 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
   on ``activity`` moves ahead (the one table whose rows change, and only
   so). Titles, activity and listing rows leave with their session's
   erasure (0005).
+* ``sealing``: one row in a store sealed by encryption at rest (0008): the
+  store's id, which its keyring serves, and the cipher's scheme; none in a
+  plain store (`sessionstore.backends.sql.sealing`).
 * The word index of `search` (`sessionstore.backends.sql.wordindex`),
   derived from the entries and so not append-only: on SQLite
   ``search_words``, one row per word of each message (its ``hits`` and the
@@ -58,6 +61,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    CheckConstraint,
     Column,
     ForeignKey,
     Index,
@@ -86,6 +90,7 @@ __all__ = [
     "journal_lines",
     "listing",
     "metadata",
+    "sealing",
     "search_mark",
     "search_vectors",
     "search_words",
@@ -209,6 +214,7 @@ erasures = Table(
     Column("reason", Text, nullable=False),
     Column("lines", BigInteger, nullable=False),
     Column("digest", Text, nullable=False),
+    Column("key", Text, nullable=True),  # the data key destroyed, in a sealed store (0008)
     # The DELETE triggers look an erasure up by what it erases.
     Index("ix_erasures_kind_name", "kind", "name"),
 )
@@ -274,6 +280,15 @@ spent_ticks = Table(
     Column("tick", _Key, primary_key=True, autoincrement=False),
 )
 
+sealing = Table(
+    "sealing",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),  # the one row: 1
+    Column("store_id", Text, nullable=False),
+    Column("scheme", Text, nullable=False),
+    CheckConstraint("id = 1", name="one_row"),
+)
+
 # The word index: derived from the entries' lines, rebuilt by the migration
 # that adds it (0006); its rows go with their entries' in an erase.
 search_words = Table(
@@ -319,6 +334,7 @@ APPEND_ONLY_TABLES = (
     "activity",
     "spent_ticks",
     "erasures_spent",
+    "sealing",
 )
 """The tables whose rows never change (``listing`` moves its ticks ahead)."""
 

@@ -23,9 +23,11 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import closing
 from itertools import groupby
+from typing import TYPE_CHECKING
 
 from sqlalchemy import BigInteger, Connection, bindparam, literal_column, select, text
 
+from sessionstore.backends.sql.database import session_id
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import entries, search_words, sessions
 from sessionstore.backends.sql.wordindex import (
@@ -35,6 +37,10 @@ from sessionstore.backends.sql.wordindex import (
     message_of,
     vector,
 )
+from sessionstore.errors import CorruptSessionError
+
+if TYPE_CHECKING:
+    from sessionstore.encryption.sealer import Sealer
 
 __all__ = ["faults"]
 
@@ -82,23 +88,45 @@ _Words = tuple[tuple[str, int], ...]  # a message's (word, hits), sorted
 _Key = tuple[int, int]  # (session_pk, seq)
 
 
-def faults(conn: Connection) -> list[str]:
-    """Where the word index disagrees with the messages it indexes."""
+def faults(conn: Connection, sealer: Sealer | None = None) -> list[str]:
+    """Where the word index disagrees with the messages it indexes (in a
+    sealed store, with their words' tokens; a line that does not open has
+    no words here, and is a fault of its own, `survey.broken_chains`)."""
     if conn.dialect.name == "postgresql":
-        wrong = _vector_faults(conn)
+        wrong = _vector_faults(conn, sealer)
     else:
         mark, rule, _ = BACKLOG_SIZE.first(conn)
         if rule != RULE:
             return []
-        wrong = _word_faults(conn, mark)
+        wrong = _word_faults(conn, mark, sealer)
     return _named(conn, wrong)
 
 
-def _expected(rows: Iterator[tuple[int, int, str | bytes]]) -> Iterator[tuple[_Key, _Words, int]]:
+def _opened(
+    conn: Connection, rows: Iterator[tuple[int, int, str | bytes]], sealer: Sealer | None
+) -> Iterator[tuple[int, int, str | bytes]]:
+    """The rows with their lines opened, in a sealed store; ``""`` for a
+    line that does not open."""
+    if sealer is None:
+        yield from rows
+        return
+    names: dict[int, str] = {}
+    for pk, seq, line in rows:
+        if pk not in names:
+            names[pk] = session_id(conn, pk)
+        try:
+            yield pk, seq, sealer.open_text("entry", names[pk], seq, line)
+        except CorruptSessionError:
+            yield pk, seq, ""
+
+
+def _expected(
+    rows: Iterator[tuple[int, int, str | bytes]], sealer: Sealer | None
+) -> Iterator[tuple[_Key, _Words, int]]:
     """Each message's words and length, as the index should hold them."""
     for pk, seq, line in rows:
         message = message_of(line)
-        found = indexed(message) if message is not None else None
+        found = indexed(message, sealer) if message is not None else None
         if found is not None:
             yield (pk, seq), tuple(sorted(found.hits.items())), found.length
 
@@ -112,14 +140,14 @@ def _stored(rows: Iterator[tuple[int, int, str, int, int]]) -> Iterator[tuple[_K
         yield key, tuple(sorted((row[2], row[3]) for row in found)), length
 
 
-def _word_faults(conn: Connection, mark: int) -> list[_Key]:
+def _word_faults(conn: Connection, mark: int, sealer: Sealer | None) -> list[_Key]:
     """SQLite: the messages whose rows in ``search_words`` are not their words."""
     wrong: list[_Key] = []
     with (
         closing(_INDEXED_MESSAGES.each(conn, mark=mark)) as messages,
         closing(_WORD_ROWS.each(conn)) as rows,
     ):
-        expected, stored = _expected(messages), _stored(rows)
+        expected, stored = _expected(_opened(conn, messages, sealer), sealer), _stored(rows)
         want, have = next(expected, None), next(stored, None)
         while want is not None or have is not None:
             if have is None or (want is not None and want[0] < have[0]):
@@ -136,15 +164,15 @@ def _word_faults(conn: Connection, mark: int) -> list[_Key]:
     return wrong
 
 
-def _vector_faults(conn: Connection) -> list[_Key]:
+def _vector_faults(conn: Connection, sealer: Sealer | None) -> list[_Key]:
     """PostgreSQL: the messages whose row in ``search_vectors`` is not theirs,
     and rows of what is no message."""
     wrong: list[_Key] = []
     with closing(_ALL_MESSAGES.each(conn)) as messages:
         page: list[tuple[int, int, bool, str | None, int]] = []
-        for pk, seq, line in messages:
+        for pk, seq, line in _opened(conn, messages, sealer):
             message = message_of(line)
-            found = indexed(message) if message is not None else None
+            found = indexed(message, sealer) if message is not None else None
             if found is None:
                 page.append((pk, seq, False, None, 0))
             else:

@@ -32,7 +32,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     BigInteger,
@@ -47,6 +47,7 @@ from sqlalchemy import (
 )
 from sqlalchemy import update as update_
 
+from sessionstore.backends.sql.database import session_id
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import (
     TsVector,
@@ -61,10 +62,14 @@ from sessionstore.models import MessageEntry, SessionEntry
 from sessionstore.wire import decode_entry
 from sessionstore.wire.stored import trusted_entry
 
+if TYPE_CHECKING:
+    from sessionstore.encryption.sealer import Sealer
+
 __all__ = [
     "BACKLOG",
     "LONG_WORD",
     "RULE",
+    "TEXT",
     "Indexed",
     "catch_up",
     "forget",
@@ -73,6 +78,7 @@ __all__ = [
     "keep_up",
     "lower_mark",
     "message_of",
+    "opened_rows",
     "score",
     "vector",
     "word_key",
@@ -139,8 +145,9 @@ def _decoded(line: str | bytes) -> SessionEntry | None:
     return entry
 
 
-def indexed(entry: MessageEntry) -> Indexed | None:
-    """A message's words; None when it has none."""
+def indexed(entry: MessageEntry, sealer: Sealer | None = None) -> Indexed | None:
+    """A message's words, as the index keeps them (their tokens, sealed);
+    None when it has none."""
     found = words(entry.message.text())
     if not found:
         return None
@@ -148,6 +155,8 @@ def indexed(entry: MessageEntry) -> Indexed | None:
     for word in [word for word in hits if len(word) * 4 > LONG_WORD]:  # maybe too long
         if (key := word_key(word)) != word:
             hits[key] += hits.pop(word)
+    if sealer is not None:
+        return Indexed({sealer.word(word): count for word, count in hits.items()}, len(found))
     return Indexed(hits, len(found))
 
 
@@ -231,19 +240,23 @@ DELETE_VECTORS = Query(delete(search_vectors).where(search_vectors.c.session_pk 
 # ---------------------------------------------------------------- keeping it
 
 
-def index_rows(conn: Connection, rows: Iterable[tuple[int, int, str | bytes]]) -> None:
-    """Index the messages of ``(session_pk, seq, line)`` rows (others skipped)."""
+def index_rows(
+    conn: Connection, rows: Iterable[tuple[int, int, str | bytes]], sealer: Sealer | None = None
+) -> None:
+    """Index the messages of ``(session_pk, seq, line)`` rows (others
+    skipped), their lines as written (opened, in a sealed store: the index
+    then holds each word's token, `Sealer.word`)."""
     if conn.dialect.name == "postgresql":
         vectors = [
             {"session_pk": pk, "seq": seq, "words": vector(found.hits), "length": found.length}
-            for pk, seq, found in _indexed_rows(rows)
+            for pk, seq, found in _indexed_rows(rows, sealer)
         ]
         if vectors:
             INSERT_VECTORS.many(conn, vectors)
         return
     made = [
         (key, pk, seq, count, found.length)
-        for pk, seq, found in _indexed_rows(rows)
+        for pk, seq, found in _indexed_rows(rows, sealer)
         for key, count in found.hits.items()
     ]
     if made:
@@ -255,37 +268,50 @@ _WORD_COLUMNS = ("word", "session_pk", "seq", "hits", "length")
 
 
 def _indexed_rows(
-    rows: Iterable[tuple[int, int, str | bytes]],
+    rows: Iterable[tuple[int, int, str | bytes]], sealer: Sealer | None
 ) -> Iterator[tuple[int, int, Indexed]]:
     for pk, seq, line in rows:
         message = message_of(line)
-        found = indexed(message) if message is not None else None
+        found = indexed(message, sealer) if message is not None else None
         if found is not None:
             yield pk, seq, found
 
 
-def keep_up(conn: Connection, inserted: Sequence[Mapping[str, Any]]) -> bool:
+TEXT = "text"
+"""In a sealed store, the key of an entry row's line as written (its
+``line`` then holds it sealed): what `keep_up` indexes."""
+
+
+def keep_up(
+    conn: Connection, inserted: Sequence[Mapping[str, Any]], sealer: Sealer | None = None
+) -> bool:
     """After ``inserted`` entry rows went in (in this write transaction):
     PostgreSQL indexes them now. On SQLite, whether the backlog holds
     `BACKLOG` entries: index it then with `catch_up`, in a transaction of
     its own (an append's stays a few rows, even where it commits on the
     event loop's thread)."""
     if conn.dialect.name == "postgresql":
+        line = TEXT if sealer is not None else "line"
         index_rows(
             conn,
-            ((row["session_pk"], row["seq"], row["line"]) for row in inserted if _message(row)),
+            ((row["session_pk"], row["seq"], row[line]) for row in inserted if _message(row)),
+            sealer,
         )
         return False
     mark, _, top = BACKLOG_SIZE.first(conn)
     return bool(top - mark >= BACKLOG)
 
 
-def catch_up(conn: Connection) -> None:
+def catch_up(conn: Connection, sealer: Sealer | None = None) -> None:
     """SQLite: index the backlog once it holds `BACKLOG` entries (a write
     transaction's body)."""
     mark, rule, top = BACKLOG_SIZE.first(conn)
     if top - mark >= BACKLOG:
-        index_rows(conn, BACKLOG_MESSAGES.each(conn, after=mark, upto=top))
+        rows = BACKLOG_MESSAGES.each(conn, after=mark, upto=top)
+        if sealer is None:
+            index_rows(conn, rows)
+        else:
+            index_rows(conn, opened_rows(conn, sealer, list(rows)), sealer)
         # Rows made with another rule stay: an erase then reads the whole index.
         made = RULE if rule == RULE else "mixed"
         SET_MARK.many(conn, [{"indexed": top, "rule": made}])
@@ -295,9 +321,23 @@ def _message(row: Mapping[str, Any]) -> bool:
     return bool(row["type"] == "message")
 
 
-def forget(conn: Connection, pk: int, lines: Iterable[str | bytes]) -> None:
-    """Delete the index rows of a session's own entries, whose lines are
-    ``lines`` (an erase's body, before the entries go).
+def opened_rows(
+    conn: Connection, sealer: Sealer, rows: Iterable[tuple[int, int, str]]
+) -> Iterator[tuple[int, int, str]]:
+    """Rows ``(session_pk, seq, line)`` of entries, each its session's own,
+    with their lines opened."""
+    names: dict[int, str] = {}
+    for pk, seq, line in rows:
+        if pk not in names:
+            names[pk] = session_id(conn, pk)
+        yield pk, seq, sealer.open_text("entry", names[pk], seq, line, where="entries")
+
+
+def forget(
+    conn: Connection, pk: int, lines: Iterable[str | bytes], sealer: Sealer | None = None
+) -> None:
+    """Delete the index rows of a session's own entries, whose lines (as
+    written) are ``lines`` (an erase's body, before the entries go).
 
     SQLite: each word of those lines is deleted for the session, through
     the index; when a line does not decode, or rows were made with another
@@ -313,7 +353,7 @@ def forget(conn: Connection, pk: int, lines: Iterable[str | bytes]) -> None:
         entry = _decoded(line)
         if entry is None:
             whole = True  # what its words were when it was indexed is unknown now
-        elif isinstance(entry, MessageEntry) and (found := indexed(entry)) is not None:
+        elif isinstance(entry, MessageEntry) and (found := indexed(entry, sealer)) is not None:
             keys.update(found.hits)
     if whole:
         DELETE_ALL_WORDS.many(conn, [{"pk": pk}])

@@ -133,6 +133,8 @@ struct Erasure {
     reason: String,
     lines: u64,
     digest: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
 }
 
 fn reencoded<T>(text: &str) -> Result<String, String>

@@ -1,0 +1,197 @@
+"""`SqlKeyring`: a store's wrapped data keys in a SQL database of their own.
+
+A SQLite file (by default ``<database>.keys`` beside a SQLite store) or a
+PostgreSQL database: anywhere but the store's own database and its backups,
+so that a copy of the data alone opens nothing (docs/encryption.md). One
+keyring database may serve many stores, each named by its id.
+
+A SQLite keyring runs with ``secure_delete`` and a rollback journal (no
+write-ahead log keeping old pages), ``synchronous=FULL``: a destroyed key's
+bytes are overwritten in the file, and every change survives a power loss.
+A PostgreSQL keyring keeps a destroyed key's bytes in free space until the
+table is vacuumed, and in its write-ahead log and backups: rotate to a new
+master key after erasures and drop the old one (docs/encryption.md).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Connection,
+    Index,
+    LargeBinary,
+    MetaData,
+    Table,
+    Text,
+    create_engine,
+    delete,
+    event,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.exc import SQLAlchemyError
+
+from sessionstore.backends.sql.engine import describe, is_sqlite, sync_url
+from sessionstore.encryption.keyring import Keyring, Scope, WrappedKey
+from sessionstore.errors import ConfigurationError, StorageError
+
+__all__ = ["SqlKeyring"]
+
+_metadata = MetaData()
+_stores = Table(
+    "sessionstore_keyring_stores",
+    _metadata,
+    Column("store_id", Text, primary_key=True),
+)
+_keys = Table(
+    "sessionstore_keyring_keys",
+    _metadata,
+    Column("store_id", Text, primary_key=True),
+    Column("key_id", LargeBinary, primary_key=True),
+    Column("scope", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("master", Text, nullable=False),
+    Column("wrapped", LargeBinary, nullable=False),
+    Column("doomed", Boolean, nullable=False, default=False),
+    Index("ix_sessionstore_keyring_keys_name", "store_id", "scope", "name"),
+)
+_COLUMNS = (_keys.c.key_id, _keys.c.scope, _keys.c.name, _keys.c.master, _keys.c.wrapped)
+
+
+class SqlKeyring(Keyring):
+    """Wrapped data keys in a SQL database.
+
+    Args:
+        target: a path (a SQLite file, created private to its owner), or a
+            ``sqlite:///`` or ``postgresql://`` URL; never the store's own
+            database.
+    """
+
+    def __init__(self, target: str | os.PathLike[str]) -> None:
+        text = os.fspath(target)
+        url = sync_url(text if "://" in text else f"sqlite:///{os.path.abspath(text)}")
+        self._where = describe(url)
+        self._store: str | None = None
+        try:
+            if is_sqlite(url):
+                assert url.database is not None
+                _private_file(url.database)
+                self._engine = create_engine(url)
+                event.listen(self._engine, "connect", _sqlite_pragmas)
+            else:
+                self._engine = create_engine(url, pool_pre_ping=True)
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"keyring {self._where}: PostgreSQL needs psycopg ({exc})"
+            ) from None
+        self._run(lambda conn: _metadata.create_all(conn, checkfirst=True))
+
+    def __repr__(self) -> str:
+        return f"SqlKeyring({self._where!r})"
+
+    @property
+    def where(self) -> str:
+        """The keyring's database, for messages (no password)."""
+        return self._where
+
+    def _run(self, body: Any) -> Any:
+        try:
+            with self._engine.begin() as conn:
+                return body(conn)
+        except SQLAlchemyError as exc:
+            raise StorageError(f"keyring {self._where}: {exc.__class__.__name__}: {exc}") from exc
+
+    def _mine(self) -> Any:
+        if self._store is None:
+            raise RuntimeError("a keyring serves a store once bound to it")
+        return _keys.c.store_id == self._store
+
+    def bind(self, store_id: str, *, create: bool) -> bool:
+        def body(conn: Connection) -> bool:
+            query = select(_stores.c.store_id).where(_stores.c.store_id == store_id)
+            if conn.execute(query).first() is not None:
+                return True
+            if create:
+                conn.execute(insert(_stores).values(store_id=store_id))
+            return create
+
+        served: bool = self._run(body)
+        if served:
+            self._store = store_id
+        return served
+
+    def put(self, key: WrappedKey) -> None:
+        values = {c.name: getattr(key, c.name) for c in _COLUMNS}
+        self._run(lambda conn: conn.execute(insert(_keys).values(store_id=self._store, **values)))
+
+    def get(self, key_id: bytes) -> WrappedKey | None:
+        query = select(*_COLUMNS, _keys.c.doomed).where(self._mine(), _keys.c.key_id == key_id)
+        row = self._run(lambda conn: conn.execute(query).first())
+        return None if row is None else WrappedKey(*row)
+
+    def find(self, scope: Scope, name: str) -> WrappedKey | None:
+        query = (
+            select(*_COLUMNS, _keys.c.doomed)
+            .where(self._mine(), _keys.c.scope == scope, _keys.c.name == name)
+            .where(_keys.c.doomed.is_(False))
+        )
+        rows = self._run(lambda conn: conn.execute(query).all())
+        if len(rows) > 1:
+            ids = ", ".join(row.key_id.hex() for row in rows)
+            raise StorageError(f"keyring {self._where}: {scope} {name!r} has keys {ids}")
+        return WrappedKey(*rows[0]) if rows else None
+
+    def doom(self, key_id: bytes) -> None:
+        change = update(_keys).where(self._mine(), _keys.c.key_id == key_id).values(doomed=True)
+        self._run(lambda conn: conn.execute(change))
+
+    def doomed(self) -> list[WrappedKey]:
+        query = select(*_COLUMNS, _keys.c.doomed).where(self._mine(), _keys.c.doomed.is_(True))
+        return [WrappedKey(*row) for row in self._run(lambda conn: conn.execute(query).all())]
+
+    def destroy(self, key_id: bytes) -> None:
+        gone = delete(_keys).where(self._mine(), _keys.c.key_id == key_id)
+        self._run(lambda conn: conn.execute(gone))
+
+    def all_keys(self) -> list[WrappedKey]:
+        query = select(*_COLUMNS, _keys.c.doomed).where(self._mine()).order_by(_keys.c.key_id)
+        return [WrappedKey(*row) for row in self._run(lambda conn: conn.execute(query).all())]
+
+    def rewrap(self, key_id: bytes, was: str, key: WrappedKey) -> bool:
+        change = (
+            update(_keys)
+            .where(self._mine(), _keys.c.key_id == key_id, _keys.c.master == was)
+            .values(master=key.master, wrapped=key.wrapped)
+        )
+        return bool(self._run(lambda conn: conn.execute(change).rowcount) == 1)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+
+def _private_file(path: str) -> None:
+    """Create the keyring's file readable by its owner only, if it is new."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise StorageError(f"cannot create keyring {path}: {exc.strerror}") from exc
+    os.close(fd)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    for pragma in (
+        "PRAGMA journal_mode=DELETE",  # no write-ahead log keeping a destroyed key's page
+        "PRAGMA secure_delete=ON",
+        "PRAGMA synchronous=FULL",
+        "PRAGMA busy_timeout=30000",
+    ):
+        cursor.execute(pragma)
+    cursor.close()

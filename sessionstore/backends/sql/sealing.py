@@ -1,0 +1,341 @@
+"""Encryption at rest on the SQL store: which stores are sealed, and their rows.
+
+A store is sealed from its first open with ``keys=`` (docs/encryption.md):
+its database then holds the one row of ``sealing`` (migration 0008),
+naming the store's id, which its keyring serves. Sealed, the store keeps
+in place of each text that says what a session holds its sealed form
+(`Sealer`, base64 in text columns, bytes in ``journal_lines``):
+
+* ``sessions.header``, ``entries.line``, ``titles.title``,
+  ``journal_lines.line``: sealed, each bound to its session (or journal)
+  and position;
+* ``listing.owner`` and the word index's words: keyed tokens
+  (`Sealer.owner`, `Sealer.word`), equal for equal texts;
+* ids, ``seq``, timestamps, entry types, ``first_kept_id``, lengths, heads
+  and erasure records: clear, as the store's structure needs them.
+
+Digests chain what is stored: the sealed texts.
+
+The helpers here seal what a write stores and open what a read finds;
+every other module of the package passes them its rows and never sees
+the cipher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sqlalchemy import Connection, bindparam, func, insert, select, union_all
+
+from sessionstore.backends.sql.database import find_session
+from sessionstore.backends.sql.database import session_id as stored_id
+from sessionstore.backends.sql.engine import is_sqlite
+from sessionstore.backends.sql.queries import FIND_SESSION
+from sessionstore.backends.sql.query import Query
+from sessionstore.backends.sql.tables import heads, journal_lines, sealing, sessions
+from sessionstore.errors import ConfigurationError, CorruptSessionError, EncryptionKeyError
+from sessionstore.models import SessionMeta
+
+if TYPE_CHECKING:
+    from sessionstore.backends.sql.database import Database
+    from sessionstore.backends.sql.lineage import Lineage
+    from sessionstore.encryption.keyring import Keyring, Scope
+    from sessionstore.encryption.keys import Key
+    from sessionstore.encryption.sealer import DataKey, Sealer
+
+__all__ = [
+    "KEYRING_SUFFIX",
+    "SCHEME",
+    "cipher_key_id",
+    "holders",
+    "key_id_of",
+    "listed_meta",
+    "new_key",
+    "open_header",
+    "open_lines",
+    "seal_header",
+    "seal_line",
+    "session_key_id",
+    "start",
+    "sweep",
+]
+
+_T = TypeVar("_T")
+
+SCHEME = "aes-256-gcm/1"
+"""The cipher scheme a sealed store's row names (`sessionstore.encryption.cipher`)."""
+
+KEYRING_SUFFIX = ".keys"
+"""A SQLite store's default keyring: a file beside the database, this added to its name."""
+
+_ROW = Query(select(sealing.c.store_id, sealing.c.scheme))
+_ANYTHING = Query(
+    union_all(
+        select(func.count()).select_from(select(sessions.c.pk).limit(1).subquery()),
+        select(func.count()).select_from(select(journal_lines.c.seq).limit(1).subquery()),
+        select(func.count()).select_from(select(heads.c.seq).limit(1).subquery()),
+    )
+)
+
+
+async def start(
+    database: Database,
+    keys: Key | Iterable[Key] | None,
+    keyring: Keyring | str | os.PathLike[str] | None,
+) -> Sealer | None:
+    """The sealer of the store in ``database``, or None for a plain one.
+
+    Raises:
+        EncryptionKeyError: a sealed store opened without keys, a plain one
+            that holds anything opened with them, keys that do not open it.
+        ConfigurationError: a keyring without keys, or none for PostgreSQL.
+    """
+    found, holds = await database.transaction(None, _state, quick=True)
+    if keys is None:
+        if keyring is not None:
+            raise ConfigurationError("keyring= is given without keys=: give both, or neither")
+        if found is not None:
+            raise EncryptionKeyError(
+                f"{database.where} is encrypted: open it with keys= (and its keyring)"
+            )
+        return None
+    if found is None and holds:
+        raise _plain()
+    from sessionstore.encryption.keys import MasterKeys
+
+    try:
+        from sessionstore.encryption.sealer import Sealer  # cryptography loads only now
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"encryption at rest needs the cryptography package: "
+            f"pip install 'sessionstore[encryption]' ({exc})"
+        ) from None
+
+    master = MasterKeys(keys)
+    ring = _keyring(database, keyring)
+    try:
+        if found is not None:
+            sealer = await _in_thread(partial(Sealer.start, master, ring, found[0], new=False))
+            await sweep(database, sealer)
+            return sealer
+        # Bound first, then named in the database: a process that finds the
+        # row finds its keyring ready. Another process naming its own first
+        # wins; ours is left unused.
+        store_id = uuid.uuid4().hex
+        sealer = await _in_thread(partial(Sealer.start, master, ring, store_id, new=True))
+        seal = partial(_seal_store, store_id=store_id)
+        named = await database.transaction(None, seal, write=True, durable=True, lean=True)
+        if named == store_id:
+            return sealer
+        return await _in_thread(partial(Sealer.start, master, ring, named, new=False))
+    except BaseException:
+        ring.close()
+        raise
+
+
+async def sweep(database: Database, sealer: Sealer) -> int:
+    """Destroy the keys an erase doomed and then died before destroying:
+    those whose session (or journal) no longer holds them. A doomed key
+    still held is an erase cut short before its commit: erasing again ends
+    it. How many were destroyed."""
+    destroyed = 0
+    for key in await _in_thread(sealer.keyring.doomed):
+        held = await database.transaction(
+            None, partial(_holds, key_id=key.key_id, scope=key.scope, name=key.name)
+        )
+        if not held:
+            await _in_thread(partial(sealer.destroy, key.key_id))
+            destroyed += 1
+    return destroyed
+
+
+def _holds(conn: Connection, *, key_id: bytes, scope: str, name: str) -> bool:
+    """Whether the session (or journal) ``name`` still holds rows sealed by ``key_id``."""
+    if scope == "session":
+        found = FIND_SESSION.first(conn, id=name)
+        return found is not None and key_id_of(found[1]) == key_id
+    if scope == "journal":
+        line = _FIRST_JOURNAL_LINE.first(conn, name=name)
+        return line is not None and cipher_key_id(bytes(line[0])) == key_id
+    return True  # the index key is never doomed
+
+
+def _keyring(database: Database, keyring: Keyring | str | os.PathLike[str] | None) -> Keyring:
+    from sessionstore.backends.sql.keyring import SqlKeyring
+    from sessionstore.encryption.keyring import Keyring
+
+    if isinstance(keyring, Keyring):
+        return keyring
+    if keyring is not None:
+        return SqlKeyring(keyring)
+    url = database.runner.url
+    if not is_sqlite(url) or url.database is None:
+        raise ConfigurationError(
+            f"{database.where}: a PostgreSQL store's keyring must live apart from its data: "
+            "give keyring= (a file, another database's URL, or a Keyring)"
+        )
+    return SqlKeyring(Path(url.database).with_name(Path(url.database).name + KEYRING_SUFFIX))
+
+
+async def _in_thread(call: Callable[[], _T]) -> _T:
+    """A keyring's blocking call (at open only), off the event loop."""
+    return await asyncio.to_thread(call)
+
+
+_FIRST_JOURNAL_LINE = Query(
+    select(journal_lines.c.line)
+    .where(journal_lines.c.journal == bindparam("name"), journal_lines.c.line.is_not(None))
+    .order_by(journal_lines.c.seq)
+    .limit(1)
+)
+
+_SEAL = Query(insert(sealing).values(id=1, scheme=SCHEME, store_id=bindparam("store_id")))
+
+
+def _sealing_row(conn: Connection) -> tuple[str, str] | None:
+    row = _ROW.first(conn)
+    if row is not None and row[1] != SCHEME:
+        raise EncryptionKeyError(f"the store is sealed by {row[1]!r}, not {SCHEME!r}")
+    return None if row is None else (row[0], row[1])
+
+
+def _state(conn: Connection) -> tuple[tuple[str, str] | None, bool]:
+    """The sealing row, and whether the store holds anything."""
+    return _sealing_row(conn), any(count for (count,) in _ANYTHING.all(conn))
+
+
+def _plain() -> EncryptionKeyError:
+    return EncryptionKeyError(
+        "this store holds plain sessions, journals or heads: keys= seals a new store "
+        "from its first open (export this one and import it into a store opened with keys)"
+    )
+
+
+def _seal_store(conn: Connection, *, store_id: str) -> str:
+    """Name the store sealed (a write transaction's body); the id named."""
+    found, holds = _state(conn)
+    if found is not None:
+        return found[0]
+    if holds:
+        raise _plain()
+    _SEAL.many(conn, [{"store_id": store_id}])
+    return store_id
+
+
+# ---------------------------------------------------------------- rows
+
+
+@contextmanager
+def new_key(sealer: Sealer | None, scope: Scope, name: str) -> Iterator[DataKey | None]:
+    """A new data key for a new session or journal (None when plain), kept
+    in the keyring before the rows sealed with it; destroyed again if the
+    block fails (a duplicate id, say)."""
+    if sealer is None:
+        yield None
+        return
+    key = sealer.new_key(scope, name)
+    try:
+        yield key
+    except BaseException:
+        sealer.destroy(key.key_id)
+        raise
+
+
+def seal_header(sealer: Sealer | None, key: DataKey | None, session_id: str, header: str) -> str:
+    """What ``sessions.header`` holds for a header line."""
+    if sealer is None or key is None:
+        return header
+    return sealer.seal_text(key, "header", session_id, 0, header)
+
+
+def open_header(sealer: Sealer | None, session_id: str, stored: str, where: str) -> str:
+    """The header line ``sessions.header`` holds."""
+    if sealer is None:
+        return stored
+    return sealer.open_text("header", session_id, 0, stored, where=where)
+
+
+def cipher_key_id(value: bytes) -> bytes | None:
+    """The id of the data key of a sealed value; None if it is none."""
+    from sessionstore.encryption.cipher import Sealed, sealed_key_id
+
+    try:
+        return sealed_key_id(value)
+    except Sealed:
+        return None
+
+
+def key_id_of(stored: str) -> bytes | None:
+    """The id of the data key a stored (sealed) header names; None if it names none."""
+    from sessionstore.encryption.cipher import Sealed, sealed_key_id
+
+    try:
+        return sealed_key_id(base64.b64decode(stored, validate=True))
+    except (Sealed, ValueError):
+        return None
+
+
+def session_key_id(conn: Connection, *, session_id: str) -> bytes:
+    """The id of the data key of a session of a sealed store (a read
+    transaction's body).
+
+    Raises:
+        SessionNotFoundError: no such session.
+        CorruptSessionError: its header names no key.
+    """
+    found = key_id_of(find_session(conn, session_id).header)
+    if found is None:
+        raise CorruptSessionError(session_id, "its header is not sealed", path="sessions")
+    return found
+
+
+def seal_line(sealer: Sealer, key: DataKey, session_id: str, seq: int, line: str) -> str:
+    """What ``entries.line`` holds for entry ``seq`` of a session."""
+    return sealer.seal_text(key, "entry", session_id, seq, line)
+
+
+def holders(conn: Connection, session_id: str, spans: Lineage) -> Callable[[int], str]:
+    """The id of the session holding each ``seq`` of a history as its own
+    row: the session itself, or for what a fork shares, its bases (read
+    once, here)."""
+    if len(spans.spans) == 1:
+        return lambda seq: session_id
+    names = {span.pk: stored_id(conn, span.pk) for span in spans.spans if span.pk != spans.pk}
+    names[spans.pk] = session_id
+    return lambda seq: names[spans.holder(seq)]
+
+
+def open_lines(
+    sealer: Sealer | None,
+    holder: Callable[[int], str] | None,
+    rows: Iterable[Any],
+    where: str,
+    *,
+    as_bytes: bool = False,
+) -> Iterator[Any]:
+    """The rows ``(seq, stored line, ...)`` of a history with their lines
+    opened (as text, or UTF-8 bytes with ``as_bytes``), the rest of each row
+    as it was. Each line is opened as the session ``holder(seq)``, which
+    holds it as its own row, sealed it (`holders`)."""
+    if sealer is None or holder is None:
+        yield from rows
+        return
+    for row in rows:
+        seq = row[0]
+        data = sealer.open("entry", holder(seq), seq, row[1], where=where)
+        yield (seq, data if as_bytes else data.decode(), *row[2:])
+
+
+def listed_meta(sealer: Sealer | None, meta: SessionMeta) -> SessionMeta:
+    """The header as the listing keeps it: its owner a token when sealed."""
+    if sealer is None or meta.owner is None:
+        return meta
+    return meta.model_copy(update={"owner": sealer.owner(meta.owner)})
