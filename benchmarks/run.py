@@ -71,6 +71,10 @@ server): appends, a load and a context against psycopg by hand on the
 same server; with the ``bench`` extra, the same appends (one writer) and
 load against openai-agents' SQLAlchemySession on that server too.
 
+Sealed (benchmarks/sealed.py): a SQLite store opened with ``keys=``
+(encryption at rest) against the same store plain: an append, a turn, a
+first context, a search, a load of 100,000 entries.
+
 Memory (benchmarks/memory.py): the peak resident memory of a new process
 importing an archive of about 2 GB (64 MB with --quick) into a new SQLite
 store, and of one exporting that store, against the same process doing
@@ -132,6 +136,7 @@ from peers import find_peers
 from postgres import postgres
 from pydantic import Field, TypeAdapter
 from results import Setting, Table, aper_call, per_call, process_seconds, write_report
+from sealed import sealed
 from startup import command_line
 
 import sessionstore
@@ -1038,6 +1043,7 @@ PARTS = (
     "peers",
     "frameworks",
     "postgres",
+    "sealed",
     "memory",
 )
 """The parts of a run, in order; ``--only`` picks some."""
@@ -1054,6 +1060,7 @@ async def run(
     browsed: list[Table] = []
     framed: list[Table] = []
     served: list[Table] = []
+    sealed_: list[Table] = []
     held: list[Table] = []
     try:
         if "cold-start" in only:
@@ -1079,11 +1086,13 @@ async def run(
             framed = await frameworks(work, kept or work, quick)
         if "postgres" in only:
             served = await postgres(quick, bench.rounds)
+        if "sealed" in only:
+            sealed_ = await sealed(quick, bench.rounds)
         if "memory" in only:
             held = await memory(kept or work, quick)
     finally:
         shutil.rmtree(work)
-    tables = [*bench.tables(), *browsed, *framed, *served, *held]
+    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *held]
     return [table for table in tables if table.rows]
 
 

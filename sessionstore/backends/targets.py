@@ -11,7 +11,7 @@ from collections.abc import Coroutine, Generator
 from types import TracebackType
 from typing import Any
 
-from sessionstore.errors import ConfigurationError
+from sessionstore.errors import ConfigurationError, EncryptionKeyError
 from sessionstore.store import SessionStore
 
 __all__ = ["SQLITE_SUFFIXES", "is_sql_target", "open_store"]
@@ -48,6 +48,13 @@ async def _backend_for(text: str, options: dict[str, Any]) -> SessionStore:
         from sessionstore.backends.sql import SqlStore  # SQLAlchemy loads only now
 
         return await SqlStore.open(text, **options)
+    if options.get("keys") is not None or options.get("keyring") is not None:
+        raise EncryptionKeyError(
+            f"{text!r}: encryption at rest is for SQL stores (SQLite, PostgreSQL). A JSONL "
+            "directory holds the plain files the Rust implementation reads; memory:// keeps "
+            "nothing on disk to protect. Open a .db (or sqlite:///) target with keys="
+        )
+    options = {name: value for name, value in options.items() if name not in ("keys", "keyring")}
     if text == "memory://":
         from sessionstore.backends.memory import MemoryStore  # loaded on first use
 
@@ -129,6 +136,8 @@ def open_store(target: str | os.PathLike[str], **options: Any) -> _Opening:
       ending in ``.db``, ``.sqlite`` or ``.sqlite3``: a `SqlStore` on SQLite.
 
     Options (``durability="full"``...) go to the backend's constructor.
+    ``keys=`` (and ``keyring=``) seal a SQL store: encryption at rest
+    (docs/encryption.md); other backends refuse them.
     Use it either way::
 
         store = await open_store("./sessions")

@@ -9,11 +9,31 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["DB_ENV", "DEFAULT_DB", "HITS", "HTML", "PAGE", "default_target"]
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_DB",
+    "HITS",
+    "HTML",
+    "KEYRING_ENV",
+    "KEYS_ENV",
+    "KEY_FILE_ENV",
+    "PAGE",
+    "default_target",
+]
 
 DEFAULT_DB = "./sessions.db"
 DB_ENV = "SESSIONSTORE_DB"
 """The environment variable naming the store (alembic's ``env.py`` reads it too)."""
+
+KEY_FILE_ENV = "SESSIONSTORE_KEY_FILE"
+"""The environment variable naming a key file (``--key-file``)."""
+
+KEYS_ENV = "SESSIONSTORE_KEYS"
+"""The environment variable holding master keys themselves, newest first,
+separated by commas (for a secret a container is given as a variable)."""
+
+KEYRING_ENV = "SESSIONSTORE_KEYRING"
+"""The environment variable naming the keyring (``--keyring``)."""
 
 PAGE = 50
 """How many sessions ``ls`` shows on a terminal unless told (``--limit``)."""

@@ -15,7 +15,17 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from sessionstore import __version__
-from sessionstore.cli.defaults import DB_ENV, DEFAULT_DB, HITS, HTML, PAGE, default_target
+from sessionstore.cli.defaults import (
+    DB_ENV,
+    DEFAULT_DB,
+    HITS,
+    HTML,
+    KEY_FILE_ENV,
+    KEYRING_ENV,
+    KEYS_ENV,
+    PAGE,
+    default_target,
+)
 
 if TYPE_CHECKING:
     from sessionstore.cli.output import Command
@@ -26,7 +36,14 @@ _DB_HELP = (
     "the store: a .db path or sqlite:///file.db, postgresql://..., a directory "
     f"(JSONL) or jsonl:///dir (default: ${DB_ENV}, else {DEFAULT_DB})"
 )
-
+_KEY_FILE_HELP = (
+    "a sealed store's master keys, one a line, the newest first (default: "
+    f"${KEY_FILE_ENV}, else the keys in ${KEYS_ENV}); never a key on the command line"
+)
+_KEYRING_HELP = (
+    f"a sealed store's keyring: a file or a database URL (default: ${KEYRING_ENV}, else, "
+    "for SQLite, <database>.keys beside it)"
+)
 
 _COUNT_MAX = sys.maxsize // 2
 """More entries or sessions than any store holds: a larger count means the
@@ -124,9 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sessionstore {__version__}")
     parser.add_argument("--db", metavar="TARGET", default=default_target(), help=_DB_HELP)
+    parser.add_argument("--key-file", metavar="FILE", default=None, help=_KEY_FILE_HELP)
+    parser.add_argument("--keyring", metavar="TARGET", default=None, help=_KEYRING_HELP)
     # --db may also follow the command; SUPPRESS keeps the value given before it.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", metavar="TARGET", default=argparse.SUPPRESS, help=_DB_HELP)
+    common.add_argument(
+        "--key-file", metavar="FILE", default=argparse.SUPPRESS, help=_KEY_FILE_HELP
+    )
+    common.add_argument(
+        "--keyring", metavar="TARGET", default=argparse.SUPPRESS, help=_KEYRING_HELP
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     migrate_ = _command(
@@ -383,6 +408,26 @@ def build_parser() -> argparse.ArgumentParser:
         "sessionstore journal demo-agent",
     )
     journal.add_argument("name", help="the journal name")
+    keys = _command(
+        commands,
+        common,
+        "keys",
+        "keys",
+        "encryption at rest: make a master key, see what a sealed store's keyring "
+        "holds, rewrap its data keys under a new master key",
+        "sessionstore keys generate --out new.key",
+        "sessionstore keys status --db sessions.db --key-file store.key",
+        "cat new.key old.key > both.key && sessionstore keys rotate --key-file both.key",
+    )
+    keys.add_argument(
+        "action",
+        choices=["generate", "status", "rotate"],
+        help="generate: print (or --out) a new key; status: the store's keyring; rotate: "
+        "rewrap every data key under the key file's first key",
+    )
+    keys.add_argument(
+        "--out", metavar="FILE", help="generate: write the key to FILE (created private, 0600)"
+    )
     _command(
         commands,
         common,

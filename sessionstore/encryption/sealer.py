@@ -23,8 +23,10 @@ import base64
 import binascii
 import threading
 from collections import OrderedDict
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
 
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from sessionstore.encryption import cipher
@@ -33,10 +35,16 @@ from sessionstore.encryption.keyring import Keyring, Scope, WrappedKey
 from sessionstore.encryption.keys import MasterKeys, new_key
 from sessionstore.errors import CorruptSessionError, EncryptionKeyError
 
-__all__ = ["CACHED", "DataKey", "Sealer"]
+__all__ = ["CACHED", "TOKENS", "DataKey", "Sealer"]
 
 CACHED = 4096
 """Data keys a store keeps unwrapped (one per session or journal in use)."""
+
+TOKENS = 65536
+"""Word tokens a store keeps made (a few MB): a word's HMAC costs more than
+the lookup, and most words of a conversation recur."""
+
+_HEAD = 1 + cipher.KEY_ID_BYTES  # a sealed value's version and key id
 
 
 class DataKey(NamedTuple):
@@ -53,15 +61,24 @@ class Sealer:
     cache alone, never a keyring call.
     """
 
-    def __init__(self, keys: MasterKeys, keyring: Keyring, index: bytes) -> None:
+    def __init__(
+        self, keys: MasterKeys, keyring: Keyring, index: bytes, *, as_text: bool = True
+    ) -> None:
         self.keys = keys
         self.keyring = keyring
+        self.as_text = as_text
+        """Whether what a text column holds is the sealed bytes' base64 (it
+        must be text: PostgreSQL), or the bytes themselves (SQLite keeps a
+        blob in any column, and spares the encoding)."""
         self._index = index
         self._cache: OrderedDict[bytes, DataKey] = OrderedDict()
         self._lock = threading.Lock()
+        self._tokens: dict[str, str] = {}  # word tokens made, most `TOKENS`
 
     @classmethod
-    def start(cls, keys: MasterKeys, keyring: Keyring, store_id: str, *, new: bool) -> Sealer:
+    def start(
+        cls, keys: MasterKeys, keyring: Keyring, store_id: str, *, new: bool, as_text: bool = True
+    ) -> Sealer:
         """The sealer of the store ``store_id``: the keyring bound to it (made
         to serve it when ``new``), the index key found or made.
 
@@ -74,7 +91,7 @@ class Sealer:
                 f"keyring {keyring!r} holds no keys of this store ({store_id}): "
                 "give the keyring made with it"
             )
-        sealer = cls(keys, keyring, b"")
+        sealer = cls(keys, keyring, b"", as_text=as_text)
         found = keyring.find("index", "")
         if found is None:
             if not new:
@@ -169,10 +186,12 @@ class Sealer:
         """``data`` sealed under ``key`` for the record ``kind`` of ``name`` at ``position``."""
         return cipher.seal(key.cipher, key.key_id, kind, name, position, data)
 
-    def seal_text(self, key: DataKey, kind: str, name: str, position: int, text: str) -> str:
-        """`seal` of a text, as base64 text (what a text column holds)."""
+    def seal_text(
+        self, key: DataKey, kind: str, name: str, position: int, text: str
+    ) -> str | bytes:
+        """`seal` of a text, as a text column keeps it (`as_text`)."""
         sealed = cipher.seal(key.cipher, key.key_id, kind, name, position, text.encode())
-        return base64.b64encode(sealed).decode("ascii")
+        return base64.b64encode(sealed).decode("ascii") if self.as_text else sealed
 
     def key_of(self, value: bytes | str, kind: str, name: str) -> DataKey:
         """The data key a stored value (sealed bytes, or their base64) was sealed with."""
@@ -204,6 +223,46 @@ class Sealer:
         except UnicodeDecodeError as exc:
             raise _corrupt(kind, name, position, f"not UTF-8: {exc}", where) from None
 
+    def open_rows(
+        self,
+        kind: str,
+        holder: Callable[[int], str],
+        rows: Iterable[Any],
+        where: str | None = None,
+    ) -> Iterator[tuple[Any, ...]]:
+        """Rows ``(position, stored value, ...)`` with their values opened (as
+        bytes), each as the record ``kind`` of ``holder(position)``; the rest
+        of each row as it was. `open` for many rows: each data key and each
+        name's part of the associated data are looked up once.
+
+        Raises:
+            CorruptSessionError: a value does not open as its record.
+        """
+        ciphers: dict[bytes, AESGCM] = {}
+        named: dict[str, bytes] = {}
+        for row in rows:
+            position, value = row[0], row[1]
+            name = holder(position)
+            if type(value) is not bytes or value[:1] != cipher.VERSION:
+                value = self._bytes(value, kind, name, position, where)
+            key_id = value[1:_HEAD]
+            aead = ciphers.get(key_id)
+            if aead is None:
+                aead = ciphers[key_id] = self.key(key_id, what=(kind, name)).cipher
+            prefix = named.get(name)
+            if prefix is None:
+                prefix = named[name] = f"sessionstore\x00{kind}\x00{name}\x00".encode()
+            try:
+                data = aead.decrypt(
+                    value[_HEAD : _HEAD + 12],
+                    value[_HEAD + 12 :],
+                    value[:_HEAD] + prefix + str(position).encode(),
+                )
+            except (InvalidTag, ValueError):
+                self.open(kind, name, position, value, where=where)  # raises, naming why
+                raise AssertionError("a value failed to open, then opened") from None
+            yield (position, data, *row[2:])
+
     @staticmethod
     def _bytes(
         value: bytes | str, kind: str, name: str, position: int, where: str | None = None
@@ -221,8 +280,13 @@ class Sealer:
     # ------------------------------------------------------------ tokens
 
     def word(self, word: str) -> str:
-        """What the word index holds for ``word``."""
-        return cipher.token(self._index, "word", word)
+        """What the word index holds for ``word`` (kept: words recur)."""
+        found = self._tokens.get(word)
+        if found is None:
+            if len(self._tokens) >= TOKENS:
+                self._tokens.clear()
+            found = self._tokens[word] = cipher.token(self._index, "word", word)
+        return found
 
     def owner(self, owner: str) -> str:
         """What the listing holds for ``owner``."""

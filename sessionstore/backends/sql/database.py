@@ -356,13 +356,14 @@ def last_entry_id(conn: Connection, session_id: str, row: SessionRow, seq: int) 
 def insert_session(
     conn: Connection,
     meta: SessionMeta,
-    header: str,
+    header: str | bytes,
     *,
     base: tuple[int, int, bytes] | None = None,
 ) -> int:
     """Insert a session's row; its key.
 
     Args:
+        header: the header line, as the row keeps it (sealed: `sealing`).
         base: for a fork sharing entries, its base's key, how many entries
             it shares, and the digest of the last of them.
 

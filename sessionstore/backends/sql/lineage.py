@@ -193,7 +193,12 @@ statement through the index of entry ids, whatever the depth."""
 
 
 def branch(
-    conn: Connection, *, source_id: str, at: str | None, meta: SessionMeta, header: str
+    conn: Connection,
+    *,
+    source_id: str,
+    at: str | None,
+    meta: SessionMeta,
+    header: str | bytes,
 ) -> int:
     """Insert the fork ``meta`` of ``source_id`` sharing its entries up to the
     first whose id is ``at`` (all when None): a row, whatever the length.

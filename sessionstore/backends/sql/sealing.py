@@ -95,13 +95,14 @@ async def start(
 
     Raises:
         EncryptionKeyError: a sealed store opened without keys, a plain one
-            that holds anything opened with them, keys that do not open it.
-        ConfigurationError: a keyring without keys, or none for PostgreSQL.
+            that holds anything opened with them, keys that do not open it,
+            a keyring without keys, or none for PostgreSQL.
+        ConfigurationError: no cryptography package.
     """
     found, holds = await database.transaction(None, _state, quick=True)
     if keys is None:
         if keyring is not None:
-            raise ConfigurationError("keyring= is given without keys=: give both, or neither")
+            raise EncryptionKeyError("keyring= is given without keys=: give both, or neither")
         if found is not None:
             raise EncryptionKeyError(
                 f"{database.where} is encrypted: open it with keys= (and its keyring)"
@@ -121,21 +122,26 @@ async def start(
 
     master = MasterKeys(keys)
     ring = _keyring(database, keyring)
+    as_text = not is_sqlite(database.runner.url)  # SQLite keeps the sealed bytes as they are
     try:
         if found is not None:
-            sealer = await _in_thread(partial(Sealer.start, master, ring, found[0], new=False))
+            start = partial(Sealer.start, master, ring, found[0], new=False, as_text=as_text)
+            sealer = await _in_thread(start)
             await sweep(database, sealer)
             return sealer
         # Bound first, then named in the database: a process that finds the
         # row finds its keyring ready. Another process naming its own first
         # wins; ours is left unused.
         store_id = uuid.uuid4().hex
-        sealer = await _in_thread(partial(Sealer.start, master, ring, store_id, new=True))
+        start = partial(Sealer.start, master, ring, store_id, new=True, as_text=as_text)
+        sealer = await _in_thread(start)
         seal = partial(_seal_store, store_id=store_id)
         named = await database.transaction(None, seal, write=True, durable=True, lean=True)
         if named == store_id:
             return sealer
-        return await _in_thread(partial(Sealer.start, master, ring, named, new=False))
+        return await _in_thread(
+            partial(Sealer.start, master, ring, named, new=False, as_text=as_text)
+        )
     except BaseException:
         ring.close()
         raise
@@ -178,7 +184,7 @@ def _keyring(database: Database, keyring: Keyring | str | os.PathLike[str] | Non
         return SqlKeyring(keyring)
     url = database.runner.url
     if not is_sqlite(url) or url.database is None:
-        raise ConfigurationError(
+        raise EncryptionKeyError(
             f"{database.where}: a PostgreSQL store's keyring must live apart from its data: "
             "give keyring= (a file, another database's URL, or a Keyring)"
         )
@@ -249,7 +255,9 @@ def new_key(sealer: Sealer | None, scope: Scope, name: str) -> Iterator[DataKey 
         raise
 
 
-def seal_header(sealer: Sealer | None, key: DataKey | None, session_id: str, header: str) -> str:
+def seal_header(
+    sealer: Sealer | None, key: DataKey | None, session_id: str, header: str
+) -> str | bytes:
     """What ``sessions.header`` holds for a header line."""
     if sealer is None or key is None:
         return header
@@ -273,13 +281,15 @@ def cipher_key_id(value: bytes) -> bytes | None:
         return None
 
 
-def key_id_of(stored: str) -> bytes | None:
+def key_id_of(stored: str | bytes) -> bytes | None:
     """The id of the data key a stored (sealed) header names; None if it names none."""
-    from sessionstore.encryption.cipher import Sealed, sealed_key_id
-
+    if isinstance(stored, bytes):
+        found = cipher_key_id(stored)
+        if found is not None:
+            return found
     try:
-        return sealed_key_id(base64.b64decode(stored, validate=True))
-    except (Sealed, ValueError):
+        return cipher_key_id(base64.b64decode(stored, validate=True))
+    except ValueError:
         return None
 
 
@@ -297,7 +307,7 @@ def session_key_id(conn: Connection, *, session_id: str) -> bytes:
     return found
 
 
-def seal_line(sealer: Sealer, key: DataKey, session_id: str, seq: int, line: str) -> str:
+def seal_line(sealer: Sealer, key: DataKey, session_id: str, seq: int, line: str) -> str | bytes:
     """What ``entries.line`` holds for entry ``seq`` of a session."""
     return sealer.seal_text(key, "entry", session_id, seq, line)
 
@@ -328,10 +338,12 @@ def open_lines(
     if sealer is None or holder is None:
         yield from rows
         return
-    for row in rows:
-        seq = row[0]
-        data = sealer.open("entry", holder(seq), seq, row[1], where=where)
-        yield (seq, data if as_bytes else data.decode(), *row[2:])
+    opened = sealer.open_rows("entry", holder, rows, where)
+    if as_bytes:
+        yield from opened
+    else:
+        for row in opened:
+            yield (row[0], row[1].decode(), *row[2:])
 
 
 def listed_meta(sealer: Sealer | None, meta: SessionMeta) -> SessionMeta:

@@ -28,6 +28,7 @@ survive a power loss too. On PostgreSQL every commit is durable.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import dataclasses
 import os
@@ -82,7 +83,12 @@ from sessionstore.backends.sql.lineage import lines as history_lines
 from sessionstore.backends.sql.lineage import page as history_page
 from sessionstore.backends.sql.listing import Listing
 from sessionstore.backends.sql.tables import journal_lines
-from sessionstore.errors import CorruptSessionError, SessionConflictError, validate_session_id
+from sessionstore.errors import (
+    CorruptSessionError,
+    EncryptionKeyError,
+    SessionConflictError,
+    validate_session_id,
+)
 from sessionstore.models import (
     CompactionEntry,
     Erasure,
@@ -162,6 +168,41 @@ class SqlStore(StoreBase):
     def database(self) -> Database:
         """The database the store runs on (for tools: its runner, its name)."""
         return self._database
+
+    @property
+    def encrypted(self) -> bool:
+        """Whether the store is sealed by encryption at rest (docs/encryption.md)."""
+        return self._database.sealer is not None
+
+    async def rotate_keys(self) -> int:
+        """Rewrap every data key of a sealed store under the first of the keys
+        it was opened with (``keys=[new, old]``); how many were rewrapped.
+        The entries are never rewritten. Each key changes whole: stopped
+        anywhere, every key is wrapped by the old master key or the new,
+        and the store opens with both; once it returns, with the new alone.
+
+        Raises:
+            EncryptionKeyError: the store is not sealed, or a data key is
+                wrapped by a master key not given.
+        """
+        sealer = self._database.sealer
+        if sealer is None:
+            raise EncryptionKeyError(f"{self._database.where} is not encrypted: no key to rotate")
+        return await asyncio.to_thread(sealer.rotate)
+
+    async def keyring_report(self) -> dict[str, int]:
+        """A sealed store's keyring at a glance: how many data keys each
+        master key (by fingerprint) wraps, and ``"doomed"``, how many an
+        erase is destroying. Empty for a plain store."""
+        sealer = self._database.sealer
+        if sealer is None:
+            return {}
+        report: dict[str, int] = {}
+        for key in await asyncio.to_thread(sealer.keyring.all_keys):
+            report[key.master] = report.get(key.master, 0) + 1
+            if key.doomed:
+                report["doomed"] = report.get("doomed", 0) + 1
+        return report
 
     def drop_caches(self) -> None:
         """Forget the contexts built and the headers listed."""
