@@ -27,6 +27,7 @@ from sessionstore import (
 from sessionstore.journal import Journal
 from sessionstore.models import CompactionEntry, SessionHeader
 from sessionstore.timestamps import Timestamp
+from tests.integrations import require
 from tests.kinds import TEST_KEYS, StoreTargets
 
 KEY = TEST_KEYS[0]
@@ -272,3 +273,28 @@ async def test_exports_of_a_sealed_store_are_plain_and_import_back(
     async with open_store(store_targets.new(kind), **again) as store:
         await import_archive(store, tmp_path / "archive")
         await read_back(store, marker)
+
+
+def test_the_blocking_facade_opens_a_sealed_store_with_its_keys(tmp_path: Path) -> None:
+    from sessionstore.sync import open_store as open_blocking
+
+    with open_blocking(tmp_path / "s.db", keys=KEY) as store:
+        store.create(SessionMeta(id="s"))
+        store.append("s", MessageEntry.new(Message.user("kept sealed")))
+    with open_blocking(tmp_path / "s.db", keys=KEY) as store:
+        assert store.load("s")[0].message.text() == "kept sealed"  # type: ignore[union-attr]
+    with pytest.raises(EncryptionKeyError):
+        open_blocking(tmp_path / "s.db")
+
+
+async def test_an_openai_agents_session_on_a_sealed_store(tmp_path: Path) -> None:
+    require("agents", extra="openai-agents")
+    from sessionstore.integrations.openai_agents import StoreSession
+
+    db = tmp_path / "s.db"
+    async with StoreSession.open(db, "chat", keys=KEY) as session:
+        await session.add_items([{"role": "user", "content": "a sealed turn"}])
+    async with StoreSession.open(db, "chat", keys=KEY) as session:
+        assert await session.get_items() == [{"role": "user", "content": "a sealed turn"}]
+    with open(db, "rb") as file:
+        assert b"a sealed turn" not in file.read()

@@ -23,8 +23,8 @@ and rows are never rewritten), so a `Lineage` read once stays true.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
@@ -69,11 +69,14 @@ class Lineage:
         pk: the session's key.
         shared: how many entries it shares with its base (0 when none).
         spans: every span, oldest first.
+        names: the id of each base holding a span, by key (a sealed store
+            opens a row as the session holding it sealed it).
     """
 
     pk: int
     shared: int
     spans: tuple[Span, ...]
+    names: Mapping[int, str] = field(default_factory=dict)
 
     def within(self, after: int, end: int) -> Iterator[Span]:
         """The spans clipped to ``after < seq <= end``, oldest first, empty ones left out."""
@@ -154,9 +157,9 @@ def lineage(conn: Connection, session_id: str, row: SessionRow) -> Lineage:
     """
     if row.base_pk is None:
         return Lineage(row.pk, 0, (Span(row.pk, 0, END),))
-    bases = {
-        pk: (base_pk, base_seq) for pk, base_pk, base_seq in _ANCESTRY.all(conn, pk=row.base_pk)
-    }
+    rows = _ANCESTRY.all(conn, pk=row.base_pk)
+    bases = {pk: (base_pk, base_seq) for pk, base_pk, base_seq, _ in rows}
+    names = {pk: name for pk, _, _, name in rows}
     spans = [Span(row.pk, row.base_seq or 0, END)]
     pk, end = row.base_pk, row.base_seq or 0
     while pk is not None:
@@ -171,7 +174,7 @@ def lineage(conn: Connection, session_id: str, row: SessionRow) -> Lineage:
             raise CorruptSessionError(session_id, f"its chain of bases is broken: {what}")
         spans.append(Span(pk, after, end))
         pk, end = base_pk, after
-    return Lineage(row.pk, row.base_seq or 0, tuple(reversed(spans)))
+    return Lineage(row.pk, row.base_seq or 0, tuple(reversed(spans)), names)
 
 
 _one = select(sessions.c.pk, sessions.c.base_pk, sessions.c.base_seq).where(
@@ -179,8 +182,9 @@ _one = select(sessions.c.pk, sessions.c.base_pk, sessions.c.base_seq).where(
 )
 _chain = _one.cte("chain", recursive=True)
 _chain = _chain.union_all(select(*_up(_chain)).where(_continues(_chain)))
-_ANCESTRY = Query(select(_chain.c.pk, _chain.c.base_pk, _chain.c.base_seq))
-"""``(pk, base_pk, base_seq)`` of a session (``pk``) and of each base down its chain."""
+_named = select(sessions.c.id).where(sessions.c.pk == _chain.c.pk).scalar_subquery()
+_ANCESTRY = Query(select(_chain.c.pk, _chain.c.base_pk, _chain.c.base_seq, _named))
+"""``(pk, base_pk, base_seq, id)`` of a session (``pk``) and of each base down its chain."""
 
 _FIRST_WITH_ID = Query(
     select(func.min(entries.c.seq)).select_from(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import bisect
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -318,9 +319,14 @@ def holders(conn: Connection, session_id: str, spans: Lineage) -> Callable[[int]
     once, here)."""
     if len(spans.spans) == 1:
         return lambda seq: session_id
-    names = {span.pk: stored_id(conn, span.pk) for span in spans.spans if span.pk != spans.pk}
-    names[spans.pk] = session_id
-    return lambda seq: names[spans.holder(seq)]
+    names = {**spans.names, spans.pk: session_id}
+    for span in spans.spans:
+        if span.pk not in names:  # read with no names (a lineage made by hand)
+            names[span.pk] = stored_id(conn, span.pk)
+    # Spans run in order without gaps: the holder of seq is found by bisection.
+    ends = [span.end for span in spans.spans]
+    holding = [names[span.pk] for span in spans.spans]
+    return lambda seq: holding[bisect.bisect_left(ends, seq)]
 
 
 def open_lines(
