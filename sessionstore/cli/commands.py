@@ -127,8 +127,8 @@ async def run_erasures(args: argparse.Namespace) -> int:
     async with opened(args, read=True) as store:
         records = await store.erasures()
     if not console.is_terminal:  # whole digests, for scripts to compare
-        rows = [(r.kind, r.name, r.at, r.reason, r.lines, r.digest) for r in records]
-        table("erasures", ("kind", "name", "at", "reason", "lines", "digest"), rows)
+        rows = [(r.kind, r.name, r.at, r.reason, r.lines, r.digest, r.key or "") for r in records]
+        table("erasures", ("kind", "name", "at", "reason", "lines", "digest", "key"), rows)
         return 0
     # On a terminal, a few lines per record, readable at any width (the
     # digest cut to 16 digits; piped, it comes whole).
@@ -142,6 +142,8 @@ async def run_erasures(args: argparse.Namespace) -> int:
         head = Text(f" {r.kind} ").append(cell(r.name), style="bold")
         console.print(head.append(f"  erased {cell(r.at)}", style="dim"))
         console.print(Text(f"   {lines}, blake2b-256 {r.digest[:16]}…  reason: {cell(r.reason)}"))
+        if r.key is not None:
+            console.print(Text(f"   data key {cell(r.key)} destroyed: no copy opens it"))
     console.print(Text(counted(len(records), "erasure"), style="dim"))
     return 0
 

@@ -232,36 +232,34 @@ class Sealer:
     ) -> Iterator[tuple[Any, ...]]:
         """Rows ``(position, stored value, ...)`` with their values opened (as
         bytes), each as the record ``kind`` of ``holder(position)``; the rest
-        of each row as it was. `open` for many rows: each data key and each
-        name's part of the associated data are looked up once.
+        of each row as it was. `open` for many rows, lean: a run of rows of
+        one session and key (most reads) costs a decryption each and little
+        more.
 
         Raises:
             CorruptSessionError: a value does not open as its record.
         """
-        ciphers: dict[bytes, AESGCM] = {}
-        named: dict[str, bytes] = {}
+        head = b""  # version and key id of the run of rows before
+        run_name = ""
+        aead: AESGCM | None = None
+        bound = b""  # head, then the run's part of the associated data
         for row in rows:
             position, value = row[0], row[1]
             name = holder(position)
             if type(value) is not bytes or value[:1] != cipher.VERSION:
                 value = self._bytes(value, kind, name, position, where)
-            key_id = value[1:_HEAD]
-            aead = ciphers.get(key_id)
-            if aead is None:
-                aead = ciphers[key_id] = self.key(key_id, what=(kind, name)).cipher
-            prefix = named.get(name)
-            if prefix is None:
-                prefix = named[name] = f"sessionstore\x00{kind}\x00{name}\x00".encode()
+            if aead is None or name != run_name or not value.startswith(head):
+                head, run_name = value[:_HEAD], name
+                aead = self.key(value[1:_HEAD], what=(kind, name)).cipher
+                bound = head + f"sessionstore\x00{kind}\x00{name}\x00".encode()
             try:
                 data = aead.decrypt(
-                    value[_HEAD : _HEAD + 12],
-                    value[_HEAD + 12 :],
-                    value[:_HEAD] + prefix + str(position).encode(),
+                    value[_HEAD : _HEAD + 12], value[_HEAD + 12 :], bound + b"%d" % position
                 )
             except (InvalidTag, ValueError):
                 self.open(kind, name, position, value, where=where)  # raises, naming why
                 raise AssertionError("a value failed to open, then opened") from None
-            yield (position, data, *row[2:])
+            yield (position, data) if len(row) == 2 else (position, data, *row[2:])
 
     @staticmethod
     def _bytes(

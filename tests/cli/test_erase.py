@@ -40,9 +40,10 @@ def test_erase_with_yes_prints_what_went_and_erasures_lists_it(
     status, out, _ = run(capsys, "--db", db, "erasures")
     assert status == 0
     header, row = out.splitlines()
-    assert header == "kind\tname\tat\treason\tlines\tdigest"
-    kind, name, _, reason, lines, stored = row.split("\t")
+    assert header == "kind\tname\tat\treason\tlines\tdigest\tkey"
+    kind, name, _, reason, lines, stored, key = row.split("\t")
     assert (kind, name, reason, lines, stored) == ("session", "chat", "user asked", "3", digest)
+    assert key == ""  # a plain store destroys no key
     status, _, err = run(capsys, "--db", db, "show", "chat")
     assert status == 1
     assert "not found" in err
@@ -56,7 +57,7 @@ def test_piped_stdin_without_yes_is_refused_and_nothing_changes(
     assert (status, out) == (1, "")
     assert err.count("\n") == 1
     assert "pass --yes" in err
-    assert run(capsys, "--db", db, "erasures")[1] == "kind\tname\tat\treason\tlines\tdigest\n"
+    assert run(capsys, "--db", db, "erasures")[1] == "kind\tname\tat\treason\tlines\tdigest\tkey\n"
 
 
 def test_on_a_terminal_it_asks_naming_the_session_and_its_entries(
