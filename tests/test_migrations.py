@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import venv
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,30 @@ async def test_opening_an_empty_database_migrates_it(tmp_path: Path) -> None:
     async with open_store(db) as store:
         await store.create(SessionMeta.new())
     assert version(db) == [(migrate.head(),)]
+
+
+def schema_and_rows(db: Path) -> tuple[list[tuple[str, ...]], dict[str, list[tuple[object, ...]]]]:
+    """Every object of a SQLite database (kind, name, table, SQL) and every row."""
+    with closing(sqlite3.connect(db)) as connection:
+        objects = sorted(
+            connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+        )
+        names = [name for kind, name, _, _ in objects if kind == "table"]
+        rows = {name: sorted(connection.execute(f'SELECT * FROM "{name}"')) for name in names}
+    return objects, rows
+
+
+async def test_a_new_sqlite_store_is_the_database_the_migrations_make(tmp_path: Path) -> None:
+    migrated, opened = tmp_path / "migrated.db", tmp_path / "opened.db"
+    await migrate.upgrade(str(migrated))  # alembic, revision by revision
+    async with open_store(opened):  # the migrations' result, replayed
+        pass
+    objects, rows = schema_and_rows(opened)
+    assert (objects, rows) == schema_and_rows(migrated)
+    assert any(kind == "trigger" for kind, *_ in objects)
+    assert rows["sessionstore_alembic_version"] == [(migrate.head(),)]
+    checked = alembic("-x", f"url=sqlite:///{opened}", "check")
+    assert checked.returncode == 0, checked.stderr
 
 
 async def test_an_older_schema_is_refused_naming_the_upgrade_command(
