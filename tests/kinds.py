@@ -35,9 +35,10 @@ with `TEST_KEYS`, their keyring a file beside their storage."""
 TEST_KEYS = ["dGVzdC1rZXktb2Ytc2Vzc2lvbnN0b3JlLXRlc3RzISE="]
 """The master key of `SEALED_KINDS` (32 bytes, as `generate_key` writes one)."""
 
-JOURNAL_KINDS = ("file", *STORE_KINDS, *SEALED_KINDS)
+JOURNAL_KINDS = ("file", *STORE_KINDS)
 """Every journal backend: a `FileJournal`, or a journal kept in a store of
-each kind, sealed ones too."""
+each kind (a sealed store's journals run the journal contract too:
+tests/contract/test_journals.py)."""
 
 PERSISTENT_JOURNAL_KINDS = tuple(kind for kind in JOURNAL_KINDS if kind != "memory")
 """The journal kinds that outlive their process: a file, or a persistent store's."""

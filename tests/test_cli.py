@@ -31,6 +31,7 @@ COMMANDS = [
     "journal",
     "erase",
     "erasures",
+    "keys",
     "demo",
 ]
 

@@ -6,10 +6,10 @@ import pytest
 
 from sessionstore import SessionStore
 from sessionstore.testing import JournalBackend, SessionJournalContract
-from tests.kinds import JOURNAL_KINDS, StoreTargets
+from tests.kinds import JOURNAL_KINDS, SEALED_KINDS, StoreTargets
 
 
-@pytest.fixture(params=JOURNAL_KINDS)
+@pytest.fixture(params=[*JOURNAL_KINDS, *SEALED_KINDS])
 async def journal_backend(
     request: pytest.FixtureRequest, store_targets: StoreTargets
 ) -> AsyncIterator[JournalBackend]:
