@@ -6,7 +6,10 @@ Every row is timed round by round, ours then theirs, and is the median of
 the rounds (3; with --quick, 1, at 100 and 1,000 items only). A call is
 timed on one long-lived adapter object, as an agent's runner keeps one
 across turns (after a first call, so that the row is the steady state), as
-the mean of calls in a row until the round's budget of time is spent; one
+the mean of calls in a row until the round's budget of time is spent (50
+ms; 1 s for turns, so that the collector's full passes, which a turn's
+allocations bring every few turns at 10,000 items, land in every round as
+they do in an agent's loop, and not in one round in three); one
 row times the first call on a new object instead, so that no cache of ours
 can hide a cold read. Items are
 the benchmark's texts (benchmarks/messages.py, some 260 bytes), users and

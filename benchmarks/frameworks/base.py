@@ -27,6 +27,12 @@ class Plan:
 
     rounds: int
     budget: float
+    # A round of turns runs long enough for the collector's full passes to
+    # land in it as they do in an agent's loop: each side's turn allocates a
+    # container per item of the history, so every few turns at 10,000 items
+    # a full pass (some 140 ms in a process that imported openai-agents)
+    # comes; in a 50 ms round it came in one round and not the next.
+    turn_budget: float
     agents: tuple[int, ...]  # openai-agents: every row
     longest: int  # openai-agents: get_items(limit=20) alone
     cold: int  # openai-agents: the first call on a new object
@@ -39,6 +45,7 @@ class Plan:
             return cls(
                 rounds=1,
                 budget=0.03,
+                turn_budget=0.03,
                 agents=(100, 1_000),
                 longest=1_000,
                 cold=1_000,
@@ -48,6 +55,7 @@ class Plan:
         return cls(
             rounds=3,
             budget=0.05,
+            turn_budget=1.0,
             agents=(100, 1_000, 10_000),
             longest=100_000,
             cold=10_000,

@@ -127,7 +127,7 @@ async def langchain(
                 with chat(await copy(side, size)) as history:
                     read(history)  # the turn before
                     call = partial(turn, history, itertools.count(10_000_000, 2))
-                    times.append(per_call_within(call, plan.budget, turns_at_most(size)))
+                    times.append(per_call_within(call, plan.turn_budget, turns_at_most(size)))
     for size, figures in reads.items():
         table.add(f".messages, {size:,} messages (target ≤0.2x)", *figures)
     for size, figures in turns.items():

@@ -218,7 +218,7 @@ async def _turns(backend: OnSqlite | OnPostgres, pair: Pair, size: int, plan: Pl
             for side, times in ((turns.ours, mine), (turns.theirs, their)):
                 await side.get_items()
                 call = partial(turn, side, itertools.count(10_000_000, 2))
-                times.append(await aper_call_within(call, plan.budget, turns_at_most(size)))
+                times.append(await aper_call_within(call, plan.turn_budget, turns_at_most(size)))
     return mine, their
 
 

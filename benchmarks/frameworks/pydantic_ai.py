@@ -89,7 +89,7 @@ async def pydantic_ai(
                 histories = MessageHistories(store)
                 await our_turn(histories, itertools.count(10_000_000, 2))  # the turn before
                 call = partial(our_turn, histories, itertools.count(20_000_000, 2))
-                mine.append(await aper_call_within(call, plan.budget, turns_at_most(size)))
+                mine.append(await aper_call_within(call, plan.turn_budget, turns_at_most(size)))
             if compared:
                 # Not warmed by a turn before: this store keeps nothing between
                 # calls (each load copies every entry), and its fill paid the
@@ -98,7 +98,7 @@ async def pydantic_ai(
                 messages = model_messages(size)
                 await memory.save(Conversation(conversation_id=NAME, messages=messages))
                 call = partial(their_turn, memory, itertools.count(20_000_000, 2))
-                their.append(await aper_call_within(call, plan.budget, turns_at_most(size)))
+                their.append(await aper_call_within(call, plan.turn_budget, turns_at_most(size)))
         ours[size] = mine
         if compared:
             name = f"a turn: load, then save a request and a response, {size:,} messages"
