@@ -19,6 +19,7 @@ the word index and the owner column hold in place of words and owners.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import os
@@ -34,6 +35,7 @@ __all__ = [
     "open_value",
     "seal",
     "sealed_key_id",
+    "stored",
     "token",
     "unwrap",
     "wrap",
@@ -70,6 +72,24 @@ def seal(cipher: AESGCM, key_id: bytes, kind: str, name: str, position: int, dat
     head = VERSION + key_id
     nonce = os.urandom(_NONCE)
     return head + nonce + cipher.encrypt(nonce, data, head + _where(kind, name, position))
+
+
+def stored(value: bytes | bytearray | memoryview | str) -> bytes:
+    """A sealed value as a column keeps it (its bytes, or their base64 where
+    the column must hold text), as bytes.
+
+    Raises:
+        Sealed: neither.
+    """
+    if isinstance(value, bytes | bytearray | memoryview):
+        value = bytes(value)
+        if value[:1] == VERSION:
+            return value
+        value = value.decode("ascii", "replace")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise Sealed("not a sealed value") from None
 
 
 def sealed_key_id(value: bytes) -> bytes:

@@ -20,7 +20,6 @@ Words and owners become tokens under the index key (`cipher.token`).
 from __future__ import annotations
 
 import base64
-import binascii
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -265,15 +264,10 @@ class Sealer:
     def _bytes(
         value: bytes | str, kind: str, name: str, position: int, where: str | None = None
     ) -> bytes:
-        if isinstance(value, bytes | bytearray | memoryview):
-            value = bytes(value)
-            if value[:1] == cipher.VERSION:
-                return value
-            value = value.decode("ascii", "replace")
         try:
-            return base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            raise _corrupt(kind, name, position, "not a sealed value", where) from None
+            return cipher.stored(value)
+        except Sealed as exc:
+            raise _corrupt(kind, name, position, str(exc), where) from None
 
     # ------------------------------------------------------------ tokens
 

@@ -34,6 +34,7 @@ __all__ = [
     "DURABLE",
     "WRITE",
     "begin_on_driver",
+    "create_private_file",
     "describe",
     "is_busy",
     "is_sqlite",
@@ -116,19 +117,16 @@ def describe(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
 
-def _create_private_file(url: URL) -> None:
-    """Create the database file readable by its owner only, if it is new.
-
-    SQLite gives its -wal and -shm files the permissions of the database.
-    """
-    path = url.database
-    assert path is not None  # parse_target refuses URLs without one
+def create_private_file(path: str, what: str = "database") -> None:
+    """Create a SQLite file readable by its owner only, if it is new (a
+    store's database, a keyring). SQLite gives its -wal and -shm files the
+    permissions of the database."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except FileExistsError:
         return
     except OSError as exc:
-        raise StorageError(f"cannot create database {path}: {exc.strerror}") from exc
+        raise StorageError(f"cannot create {what} {path}: {exc.strerror}") from exc
     os.close(fd)
 
 
@@ -212,7 +210,8 @@ def open_sync_engine(
             raise ConfigurationError(
                 f"PostgreSQL needs psycopg: pip install 'sessionstore[postgres]' ({exc})"
             ) from None
-    _create_private_file(url)
+    assert url.database is not None  # parse_target refuses URLs without one
+    create_private_file(url.database)
     if pooled:  # one connection per thread using the store, however many threads
         pool["max_overflow"] = -1
     engine = create_engine(url, **pool)

@@ -36,7 +36,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SQLAlchemyError
 
-from sessionstore.backends.sql.engine import describe, is_sqlite, sync_url
+from sessionstore.backends.sql.engine import create_private_file, describe, is_sqlite, sync_url
 from sessionstore.encryption.keyring import Keyring, Scope, WrappedKey
 from sessionstore.errors import ConfigurationError, StorageError
 
@@ -80,7 +80,7 @@ class SqlKeyring(Keyring):
         try:
             if is_sqlite(url):
                 assert url.database is not None
-                _private_file(url.database)
+                create_private_file(url.database, "keyring")
                 self._engine = create_engine(url)
                 event.listen(self._engine, "connect", _sqlite_pragmas)
             else:
@@ -172,17 +172,6 @@ class SqlKeyring(Keyring):
 
     def close(self) -> None:
         self._engine.dispose()
-
-
-def _private_file(path: str) -> None:
-    """Create the keyring's file readable by its owner only, if it is new."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        return
-    except OSError as exc:
-        raise StorageError(f"cannot create keyring {path}: {exc.strerror}") from exc
-    os.close(fd)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, record: Any) -> None:

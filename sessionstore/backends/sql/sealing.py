@@ -24,7 +24,6 @@ the cipher.
 from __future__ import annotations
 
 import asyncio
-import base64
 import bisect
 import os
 import uuid
@@ -48,21 +47,19 @@ from sessionstore.models import SessionMeta
 if TYPE_CHECKING:
     from sessionstore.backends.sql.database import Database
     from sessionstore.backends.sql.lineage import Lineage
-    from sessionstore.encryption.keyring import Keyring, Scope
+    from sessionstore.encryption.keyring import Keyring
     from sessionstore.encryption.keys import Key
     from sessionstore.encryption.sealer import DataKey, Sealer
 
 __all__ = [
     "KEYRING_SUFFIX",
     "SCHEME",
-    "cipher_key_id",
     "holders",
     "key_id_of",
     "listed_meta",
-    "new_key",
+    "new_header",
     "open_header",
     "open_lines",
-    "seal_header",
     "seal_line",
     "session_key_id",
     "start",
@@ -100,7 +97,7 @@ async def start(
             a keyring without keys, or none for PostgreSQL.
         ConfigurationError: no cryptography package.
     """
-    found, holds = await database.transaction(None, _state, quick=True)
+    found = await database.transaction(None, _sealing_row, quick=True)
     if keys is None:
         if keyring is not None:
             raise EncryptionKeyError("keyring= is given without keys=: give both, or neither")
@@ -109,8 +106,8 @@ async def start(
                 f"{database.where} is encrypted: open it with keys= (and its keyring)"
             )
         return None
-    if found is None and holds:
-        raise _plain()
+    if found is None and await database.transaction(None, _holds_anything, quick=True):
+        raise _plain()  # before any keyring is made
     from sessionstore.encryption.keys import MasterKeys
 
     try:
@@ -171,7 +168,7 @@ def _holds(conn: Connection, *, key_id: bytes, scope: str, name: str) -> bool:
         return found is not None and key_id_of(found[1]) == key_id
     if scope == "journal":
         line = _FIRST_JOURNAL_LINE.first(conn, name=name)
-        return line is not None and cipher_key_id(bytes(line[0])) == key_id
+        return line is not None and key_id_of(bytes(line[0])) == key_id
     return True  # the index key is never doomed
 
 
@@ -214,9 +211,9 @@ def _sealing_row(conn: Connection) -> tuple[str, str] | None:
     return None if row is None else (row[0], row[1])
 
 
-def _state(conn: Connection) -> tuple[tuple[str, str] | None, bool]:
-    """The sealing row, and whether the store holds anything."""
-    return _sealing_row(conn), any(count for (count,) in _ANYTHING.all(conn))
+def _holds_anything(conn: Connection) -> bool:
+    """Whether the store holds a session, a journal line or a head."""
+    return any(count for (count,) in _ANYTHING.all(conn))
 
 
 def _plain() -> EncryptionKeyError:
@@ -228,10 +225,10 @@ def _plain() -> EncryptionKeyError:
 
 def _seal_store(conn: Connection, *, store_id: str) -> str:
     """Name the store sealed (a write transaction's body); the id named."""
-    found, holds = _state(conn)
+    found = _sealing_row(conn)
     if found is not None:
         return found[0]
-    if holds:
+    if _holds_anything(conn):
         raise _plain()
     _SEAL.many(conn, [{"store_id": store_id}])
     return store_id
@@ -241,28 +238,22 @@ def _seal_store(conn: Connection, *, store_id: str) -> str:
 
 
 @contextmanager
-def new_key(sealer: Sealer | None, scope: Scope, name: str) -> Iterator[DataKey | None]:
-    """A new data key for a new session or journal (None when plain), kept
-    in the keyring before the rows sealed with it; destroyed again if the
-    block fails (a duplicate id, say)."""
+def new_header(
+    sealer: Sealer | None, session_id: str, header: str
+) -> Iterator[tuple[str | bytes, DataKey | None]]:
+    """A new session's header line as its row keeps it, and the session's
+    new data key (the line itself and None, when plain). The key is kept in
+    the keyring before anything is sealed with it, and destroyed again if
+    the block fails (a duplicate id, say)."""
     if sealer is None:
-        yield None
+        yield header, None
         return
-    key = sealer.new_key(scope, name)
+    key = sealer.new_key("session", session_id)
     try:
-        yield key
+        yield sealer.seal_text(key, "header", session_id, 0, header), key
     except BaseException:
         sealer.destroy(key.key_id)
         raise
-
-
-def seal_header(
-    sealer: Sealer | None, key: DataKey | None, session_id: str, header: str
-) -> str | bytes:
-    """What ``sessions.header`` holds for a header line."""
-    if sealer is None or key is None:
-        return header
-    return sealer.seal_text(key, "header", session_id, 0, header)
 
 
 def open_header(sealer: Sealer | None, session_id: str, stored: str, where: str) -> str:
@@ -272,25 +263,14 @@ def open_header(sealer: Sealer | None, session_id: str, stored: str, where: str)
     return sealer.open_text("header", session_id, 0, stored, where=where)
 
 
-def cipher_key_id(value: bytes) -> bytes | None:
-    """The id of the data key of a sealed value; None if it is none."""
-    from sessionstore.encryption.cipher import Sealed, sealed_key_id
+def key_id_of(value: str | bytes) -> bytes | None:
+    """The id of the data key a stored (sealed) value names; None if it is
+    no sealed value."""
+    from sessionstore.encryption.cipher import Sealed, sealed_key_id, stored
 
     try:
-        return sealed_key_id(value)
+        return sealed_key_id(stored(value))
     except Sealed:
-        return None
-
-
-def key_id_of(stored: str | bytes) -> bytes | None:
-    """The id of the data key a stored (sealed) header names; None if it names none."""
-    if isinstance(stored, bytes):
-        found = cipher_key_id(stored)
-        if found is not None:
-            return found
-    try:
-        return cipher_key_id(base64.b64decode(stored, validate=True))
-    except ValueError:
         return None
 
 

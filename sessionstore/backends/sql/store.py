@@ -527,8 +527,7 @@ def _new_session(
     conn: Connection, *, meta: SessionMeta, header: str, sealer: Sealer | None
 ) -> None:
     """Insert a session's row and list it; sealed, under a new data key."""
-    with sealing.new_key(sealer, "session", meta.id) as key:
-        stored = sealing.seal_header(sealer, key, meta.id, header)
+    with sealing.new_header(sealer, meta.id, header) as (stored, _):
         pk = insert_session(conn, meta, stored)
     activity.listed(conn, pk=pk, meta=sealing.listed_meta(sealer, meta))
 
@@ -543,8 +542,7 @@ def _fork(
     sealer: Sealer | None,
 ) -> None:
     """Insert a fork (`branch`) and list it; sealed, under a new data key."""
-    with sealing.new_key(sealer, "session", meta.id) as key:
-        stored = sealing.seal_header(sealer, key, meta.id, header)
+    with sealing.new_header(sealer, meta.id, header) as (stored, _):
         pk = branch(conn, source_id=source_id, at=at, meta=meta, header=stored)
     activity.listed(conn, pk=pk, meta=sealing.listed_meta(sealer, meta))
 
@@ -561,8 +559,7 @@ def _imported_session(
 ) -> tuple[int, bytes, DataKey | None]:
     """Insert an imported session's row (not listed yet): its key, the
     digest its chain starts from, and its data key when sealed."""
-    with sealing.new_key(sealer, "session", meta.id) as key:
-        stored = sealing.seal_header(sealer, key, meta.id, header)
+    with sealing.new_header(sealer, meta.id, header) as (stored, key):
         return insert_session(conn, meta, stored), header_digest(stored), key
 
 

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import BigInteger, Connection, bindparam, literal_column, select, text
 
-from sessionstore.backends.sql.database import session_id
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import entries, search_words, sessions
 from sessionstore.backends.sql.wordindex import (
@@ -35,9 +34,9 @@ from sessionstore.backends.sql.wordindex import (
     RULE,
     indexed,
     message_of,
+    opened_rows,
     vector,
 )
-from sessionstore.errors import CorruptSessionError
 
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
@@ -107,17 +106,7 @@ def _opened(
 ) -> Iterator[tuple[int, int, str | bytes]]:
     """The rows with their lines opened, in a sealed store; ``""`` for a
     line that does not open."""
-    if sealer is None:
-        yield from rows
-        return
-    names: dict[int, str] = {}
-    for pk, seq, line in rows:
-        if pk not in names:
-            names[pk] = session_id(conn, pk)
-        try:
-            yield pk, seq, sealer.open_text("entry", names[pk], seq, line)
-        except CorruptSessionError:
-            yield pk, seq, ""
+    return rows if sealer is None else opened_rows(conn, sealer, rows, unopened="")
 
 
 def _expected(

@@ -57,7 +57,7 @@ from sessionstore.backends.sql.tables import (
     search_words,
 )
 from sessionstore.backends.words import words
-from sessionstore.errors import InvalidRecordError
+from sessionstore.errors import CorruptSessionError, InvalidRecordError
 from sessionstore.models import MessageEntry, SessionEntry
 from sessionstore.wire import decode_entry
 from sessionstore.wire.stored import trusted_entry
@@ -322,15 +322,25 @@ def _message(row: Mapping[str, Any]) -> bool:
 
 
 def opened_rows(
-    conn: Connection, sealer: Sealer, rows: Iterable[tuple[int, int, str]]
+    conn: Connection,
+    sealer: Sealer,
+    rows: Iterable[tuple[int, int, str | bytes]],
+    *,
+    unopened: str | None = None,
 ) -> Iterator[tuple[int, int, str]]:
     """Rows ``(session_pk, seq, line)`` of entries, each its session's own,
-    with their lines opened."""
+    with their lines opened; a line that does not open raises
+    `CorruptSessionError`, or with ``unopened`` stands as that."""
     names: dict[int, str] = {}
     for pk, seq, line in rows:
         if pk not in names:
             names[pk] = session_id(conn, pk)
-        yield pk, seq, sealer.open_text("entry", names[pk], seq, line, where="entries")
+        try:
+            yield pk, seq, sealer.open_text("entry", names[pk], seq, line, where="entries")
+        except CorruptSessionError:
+            if unopened is None:
+                raise
+            yield pk, seq, unopened
 
 
 def forget(
