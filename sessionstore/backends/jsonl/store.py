@@ -17,8 +17,8 @@ Crash safety:
   the operating system and survives a crash of the process.
   ``durability="full"``: it is also ``fsync``ed (and a new file's directory
   entry too), so it survives a power loss.
-* A fork (`fork`) and a new imported session are written to a temporary
-  and linked into place whole (`sessionstore.backends.jsonl.temporary`):
+* A new session's header, a fork (`fork`) and a new imported session
+  are written to a temporary and linked into place whole (`sessionstore.backends.jsonl.temporary`):
   a process killed at any moment leaves none or a complete one. With
   ``durability="full"`` the file and its name are ``fsync``ed before the
   call returns; with ``"normal"`` a power loss can lose one that returned,
@@ -61,7 +61,6 @@ import builtins
 import dataclasses
 import logging
 import os
-import stat
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -80,12 +79,8 @@ from sessionstore.backends.checks import (
 from sessionstore.backends.contexts import BuiltContext, ContextCache
 from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.files import (
-    FILE_MODE,
-    NotRegularFileError,
     fsync_directory,
     in_thread,
-    make_directory,
-    open_regular,
     truncate_back,
     write_all,
 )
@@ -120,6 +115,7 @@ from sessionstore.backends.jsonl.importing import Importer
 from sessionstore.backends.jsonl.journal import FileJournal
 from sessionstore.backends.jsonl.listing import Kept, ListingGate, Listings, after_key, facts
 from sessionstore.backends.jsonl.survey import journal_path, journals, sessions
+from sessionstore.backends.jsonl.temporary import Temporary
 from sessionstore.backends.records import (
     current_title,
     entry_lines,
@@ -129,7 +125,6 @@ from sessionstore.backends.records import (
 from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
-    DuplicateSessionError,
     SessionConflictError,
     SessionNotFoundError,
     validate_session_id,
@@ -235,29 +230,14 @@ class JsonlStore(StoreBase):
         return meta.id
 
     def _create(self, session_id: str, line: bytes) -> None:
-        new_dir = make_directory(self._dir)
-        path = self.path(session_id)
+        """Write the header aside and link it into place (`Temporary`): a
+        reader never finds the session's file without its header."""
+        temporary = Temporary.create(self.path(session_id), "create", swept=False)
         try:
-            fd = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-        except FileExistsError:
-            mode = os.lstat(path).st_mode
-            if not stat.S_ISREG(mode):
-                raise NotRegularFileError(path, mode) from None
-            raise DuplicateSessionError(session_id) from None
-        try:
-            write_all(fd, line)
-            stamp(fd)
-            if self._full:
-                os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            path.unlink(missing_ok=True)  # no header-less file left behind
-            raise
-        os.close(fd)
-        if self._full:
-            fsync_directory(self._dir)
-            if new_dir:
-                fsync_directory(self._dir.parent)
+            write_all(temporary.fd, line)
+            temporary.publish(session_id, full=self._full)
+        finally:
+            temporary.close()
 
     # ------------------------------------------------------------ append
 

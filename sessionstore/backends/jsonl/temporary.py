@@ -1,7 +1,9 @@
-"""New session files written aside, then published whole: forks and imports.
+"""New session files written aside, then published whole: new sessions,
+forks and imports.
 
-A fork (the copied prefix of its source) and an import (streamed lines)
-write their new session file in several steps, so they write it into a
+A new session (its header), a fork (the copied prefix of its source) and
+an import (streamed lines) write their new session file in one step or
+several, and no reader may see it before it is whole, so they write it into a
 temporary in the store's directory, ``.<id>.jsonl.<kind>-<32 hex digits>``,
 then link it to ``<id>.jsonl`` (``link`` never replaces a name, so an
 existing session is refused) and unlink the temporary. A process killed
@@ -65,10 +67,14 @@ class Temporary:
     new_directory: bool
 
     @classmethod
-    def create(cls, final: Path, kind: str) -> Temporary:
-        """Create and lock a temporary beside ``final`` (``kind``: what writes it)."""
+    def create(cls, final: Path, kind: str, *, swept: bool = True) -> Temporary:
+        """Create and lock a temporary beside ``final`` (``kind``: what writes
+        it), the leftovers of dead writers deleted first unless not ``swept``
+        (a new session's header, written often: the next fork or import
+        sweeps)."""
         new_directory = make_directory(final.parent)
-        sweep(final.parent)
+        if swept:
+            sweep(final.parent)
         path = final.parent / f".{final.name}.{kind}-{uuid.uuid4().hex}"
         # Readable too: an import indexes what it wrote (`jsonl.ids.adopt`).
         fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, FILE_MODE)
