@@ -358,6 +358,28 @@ class Anchor(_Record):
     at: str
 
 
+class ArchivedKey(_Record):
+    """A data key as an encrypted archive's ``keys.jsonl`` holds it: wrapped
+    by a master key, as the store's keyring held it when exported
+    (`sessionstore.archive`, docs/encryption.md).
+
+    Attributes:
+        key: the data key's id, in hex.
+        scope: what it seals: ``session`` or ``journal``.
+        name: the session's id or the journal's name.
+        master: the fingerprint of the master key that wrapped it.
+        wrapped: the wrapped key, in base64.
+    """
+
+    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
+
+    key: str
+    scope: str
+    name: str
+    master: str
+    wrapped: str
+
+
 class SessionHeader(_Record):
     """The journal line that opens a session: when it began, on what model."""
 

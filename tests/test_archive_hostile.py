@@ -90,7 +90,7 @@ async def test_import_reports_every_other_file_it_does_not_read(
         str(sessions / ".fine.jsonl.tmp-0123"): (
             "a dot-named file (an unfinished export's temporary?)"
         ),
-        str(sessions / "notes.txt"): "not named *.jsonl",
+        str(sessions / "notes.txt"): "not named *.jsonl or *.sealed",
         str(sessions / "sub.jsonl"): "a directory, not a session file",
         str(sessions / "linkdir.jsonl"): "a symbolic link to a directory, not a session file",
         str(sessions / "broken.jsonl"): "a broken symbolic link, not a session file",

@@ -8,6 +8,11 @@ An archive is a directory::
     <archive>/heads/<name>.jsonl                       every position of a named head
     <archive>/titles/<id>.jsonl                        every title a session was given later
 
+An encrypted store's archive can stay encrypted (``export_archive(...,
+encrypted=True)``): its sessions, titles and journals in ``.sealed``
+files, with the data keys wrapped in ``keys.jsonl``
+(`sessionstore.archive.sealing`); import opens them given the master keys.
+
 A fork's file is its whole history (what `SessionStore.raw_lines` gives,
 the part it shares with its source included), so every session file
 stands alone; imported, a fork is a session of its own. A head's file

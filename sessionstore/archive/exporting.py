@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from sessionstore.archive.report import (
     CHUNK,
@@ -33,6 +33,15 @@ from sessionstore.archive.report import (
     io,
     outside,
 )
+from sessionstore.archive.sealing import (
+    SEALED,
+    KeysFile,
+    Sealing,
+    lines_of,
+    other_form,
+    sealed_lines,
+    stem,
+)
 from sessionstore.backends.base import JournalBase
 from sessionstore.backends.files import (
     FILE_MODE,
@@ -48,6 +57,9 @@ from sessionstore.models import TitleChange
 from sessionstore.store import SessionJournal, SessionStore
 from sessionstore.wire import encode_line
 
+if TYPE_CHECKING:
+    from sessionstore.encryption.sealer import DataKey
+
 __all__ = ["LEFT_OUT", "export_archive", "export_chosen"]
 
 LEFT_OUT = "erased while exporting: left out"
@@ -62,6 +74,7 @@ async def export_archive(
     journals: Sequence[str] | None = None,
     heads: Sequence[str] | None = None,
     progress: Progress | None = None,
+    encrypted: bool = False,
 ) -> ArchiveReport:
     """Export sessions, journals and named heads into an archive.
 
@@ -77,15 +90,20 @@ async def export_archive(
             faults (sessions it holds but cannot list) go to
             ``report.faults``; otherwise exactly what they list.
         progress: called as ``progress(done, total)`` after each file.
+        encrypted: write what the store keeps sealed sealed again, with the
+            data keys in ``keys.jsonl`` (`sessionstore.archive.sealing`,
+            docs/encryption.md); the store must be encrypted.
 
     Returns:
         The report; its ``refused`` and ``faults`` are empty.
 
     Raises:
         ArchiveError: some files were refused (an archive file that is not a
-            prefix of its session or head, or not a regular file), or the store
-            holds what it could not export (``faults``); the others were
-            exported. Its ``report`` lists them.
+            prefix of its session or head, or not a regular file, or a
+            session the archive holds in the other form, plain or sealed),
+            or the store holds what it could not export (``faults``); the
+            others were exported. Its ``report`` lists them. Also when
+            ``encrypted`` is given for a store that is not.
         SessionNotFoundError: a session named in ``sessions`` does not exist.
         StorageError: the archive or the store could not be written or read.
     """
@@ -98,6 +116,7 @@ async def export_archive(
         heads=heads,
         progress=progress,
         erased_left_out=everything,
+        sealing=Sealing.of_store(store) if encrypted else None,
     )
 
 
@@ -110,10 +129,11 @@ async def export_chosen(
     heads: Sequence[str] | None,
     progress: Progress | None,
     erased_left_out: bool,
+    sealing: Sealing | None = None,
 ) -> ArchiveReport:
     """`export_archive`; with ``erased_left_out``, a session erased since it
     was chosen (listed, or named by `retire`) is left out with a warning
-    rather than a `SessionNotFoundError`."""
+    rather than a `SessionNotFoundError`; with ``sealing``, encrypted."""
     root = Path(dest)
     report = ArchiveReport()
     everything = sessions is None and journals is None and heads is None
@@ -126,19 +146,41 @@ async def export_chosen(
         validate_session_id(name)
     directory = root / SESSIONS
     await io(partial(make_directory, directory), directory)
+    suffix = SUFFIX if sealing is None else SEALED
     steps = []
     for session_id in ids:
-        path = directory / f"{session_id}{SUFFIX}"
-        export = partial(_export_session, store, root, session_id, path, report, erased_left_out)
+        path = directory / f"{session_id}{suffix}"
+        export = partial(
+            _export_session, store, root, session_id, path, report, erased_left_out, sealing
+        )
         steps.append((path, export))
     for name in names:
         path = root / JOURNALS / name / JOURNAL_FILE
-        steps.append((path, partial(_export_journal, store, root, name, path, report)))
+        if sealing is not None:
+            path = other_form(path)
+        steps.append((path, partial(_export_journal, store, root, name, path, report, sealing)))
     for name in head_names:
         path = root / HEADS / f"{name}{SUFFIX}"
         steps.append((path, partial(_export_head, store, root, name, path, report)))
+    if sealing is not None:
+        keys = KeysFile(root)
+        steps.append((keys.path, partial(_export_keys, root, keys, sealing, report)))
     await each_file(steps, report, progress)
     return finish(report, "export")
+
+
+def _one_form(root: Path, path: Path, what: str) -> None:
+    """Refuse to write ``path`` when the archive holds its ``what`` in the
+    other form (plain beside sealed, or sealed beside plain): an import
+    would meet both."""
+    other = other_form(path)
+    if os.path.lexists(other):
+        form = "sealed" if other.name.endswith(SEALED) else "plain"
+        raise Refused(
+            None,
+            f"the archive holds this {what} {form} ({other.name}): "
+            "export it the same way, or into another directory",
+        )
 
 
 def _existing(root: Path, path: Path) -> BinaryIO | None:
@@ -266,24 +308,28 @@ async def _export_session(
     path: Path,
     report: ArchiveReport,
     erased_left_out: bool,
+    sealing: Sealing | None,
 ) -> None:
-    """Export one session and its titles; with ``erased_left_out``, one
-    erased since it was chosen is left out with a warning, as if it had
-    never been: nothing of it is written.
+    """Export one session and its titles (sealed, with ``sealing``); with
+    ``erased_left_out``, one erased since it was chosen is left out with a
+    warning, as if it had never been: nothing of it is written.
 
     The titles are read first and written last: an erase before the
     session's bytes are read leaves nothing in the archive, and one after
     leaves the whole session with the titles it had.
     """
+    await io(partial(_one_form, root, path, "session"), path)
     try:
+        key = None if sealing is None else await sealing.key("session", session_id)
         try:
             changes = await store.titles(session_id)
         except CorruptSessionError as exc:
-            titles = root / TITLES / f"{session_id}{SUFFIX}"
+            titles = root / TITLES / path.name
             raise Refused(None, f"{titles}: not exported: {exc}") from None
-        matched, written = await _extend(
-            root, path, store.raw_blocks(session_id), "session", report
-        )
+        blocks = store.raw_blocks(session_id)
+        if sealing is not None and key is not None:
+            blocks = sealed_lines(lines_of(blocks), sealing, key, SESSIONS, session_id)
+        matched, written = await _extend(root, path, blocks, "session", report)
     except CorruptSessionError as exc:  # what the store holds does not read back
         raise Refused(exc.line, f"not exported: {exc}") from None
     except SessionNotFoundError:
@@ -292,19 +338,28 @@ async def _export_session(
         report.warnings.append(ArchiveIssue(str(path), None, LEFT_OUT))
         return
     report.entries += written - (1 if written and not matched else 0)  # not the header
-    report.titles += await _export_titles(root, session_id, changes, report)
+    report.titles += await _export_titles(root, path, changes, report, sealing, key)
     report.sessions += 1
 
 
 async def _export_titles(
-    root: Path, session_id: str, changes: list[TitleChange], report: ArchiveReport
+    root: Path,
+    session_file: Path,
+    changes: list[TitleChange],
+    report: ArchiveReport,
+    sealing: Sealing | None,
+    key: DataKey | None,
 ) -> int:
-    """Give the archive's file of the session's titles the changes it lacks
-    (none: no file); return how many were written. A refusal names the file
-    (the step's is the session's)."""
-    path = root / TITLES / f"{session_id}{SUFFIX}"
+    """Give the archive's file of the session's titles (named as its
+    ``session_file``) the changes it lacks (none: no file), sealed under
+    ``key`` with ``sealing``; return how many were written. A refusal names
+    the file (the step's is the session's)."""
+    path = root / TITLES / session_file.name
+    lines = _title_lines(changes)
+    if sealing is not None and key is not None:
+        lines = sealed_lines(lines_of(lines), sealing, key, TITLES, stem(session_file))
     try:
-        return (await _extend(root, path, _title_lines(changes), "titles", report))[1]
+        return (await _extend(root, path, lines, "titles", report))[1]
     except Refused as refused:
         where = path if refused.line is None else f"{path} line {refused.line}"
         raise Refused(None, f"{where}: {refused.reason}") from None
@@ -340,16 +395,31 @@ async def _journal_blocks(journal: SessionJournal) -> AsyncIterator[bytes]:
 
 
 async def _export_journal(
-    store: SessionStore, root: Path, name: str, path: Path, report: ArchiveReport
+    store: SessionStore,
+    root: Path,
+    name: str,
+    path: Path,
+    report: ArchiveReport,
+    sealing: Sealing | None,
 ) -> None:
-    """Replace the archive's journal file with the journal as it stands,
-    streamed; left as it is when they are the same bytes."""
+    """Replace the archive's journal file with the journal as it stands
+    (sealed, with ``sealing``), streamed; left as it is when they are the
+    same bytes."""
+    await io(partial(_one_form, root, path, "journal"), path)
+    blocks = _journal_blocks(store.journal(name))
+    if sealing is not None:
+        key = await sealing.key("journal", name)
+        blocks = (
+            _nothing()
+            if key is None
+            else sealed_lines(lines_of(blocks), sealing, key, JOURNALS, name)
+        )
     existing = await io(partial(_existing, root, path), path)
     same = existing is not None  # so far, the existing file holds what was read
     out: _AtomicFile | None = None
     written = 0
     try:
-        async for block in _journal_blocks(store.journal(name)):
+        async for block in blocks:
             if existing is not None and same:
                 same = await io(partial(existing.read, len(block)), path) == block
             if out is None:
@@ -372,3 +442,37 @@ async def _export_journal(
         if out is not None:
             await io(out.discard, path)
     report.journals += 1
+
+
+async def _nothing() -> AsyncIterator[bytes]:
+    """No blocks: a sealed store's journal that has sealed no line."""
+    empty: tuple[bytes, ...] = ()
+    for block in empty:
+        yield block
+
+
+async def _export_keys(root: Path, keys: KeysFile, sealing: Sealing, report: ArchiveReport) -> None:
+    """Give the archive's ``keys.jsonl`` the data keys this export sealed
+    with, each replacing what it held of that key (rewrapped since)."""
+
+    def write() -> None:
+        existing = _existing(root, keys.path)
+        try:
+            held = b"" if existing is None else existing.read()
+        finally:
+            if existing is not None:
+                existing.close()
+        new = keys.merged(held, sealing.met)
+        if new == held:
+            return
+        out = _AtomicFile(keys.path)
+        try:
+            out.open()
+            out.write(new)
+            out.publish()
+        except BaseException:
+            out.discard()
+            raise
+        report.bytes += len(new)
+
+    await io(write, keys.path)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sessionstore.archive.report import (
     CHUNK,
@@ -34,6 +34,7 @@ from sessionstore.archive.report import (
     open_inside,
     parent_cycles,
 )
+from sessionstore.archive.sealing import SEALED, KeysFile, Sealing, lines_of, stem
 from sessionstore.backends.base import JournalBase
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
 from sessionstore.errors import (
@@ -45,6 +46,10 @@ from sessionstore.errors import (
 )
 from sessionstore.models import TitleChange
 from sessionstore.store import SessionJournal, SessionStore
+
+if TYPE_CHECKING:
+    from sessionstore.encryption.keyring import Keyring
+    from sessionstore.encryption.keys import Key
 from sessionstore.wire import Record, decode_head_move, decode_meta, decode_title_change, encode
 
 __all__ = ["import_archive"]
@@ -53,7 +58,12 @@ _R = TypeVar("_R", bound=Record)
 
 
 async def import_archive(
-    store: SessionStore, src: str | os.PathLike[str], *, progress: Progress | None = None
+    store: SessionStore,
+    src: str | os.PathLike[str],
+    *,
+    progress: Progress | None = None,
+    keys: Key | list[Key] | None = None,
+    keyring: Keyring | str | os.PathLike[str] | None = None,
 ) -> ArchiveReport:
     """Import an archive into a store; the archive is only read.
 
@@ -62,6 +72,13 @@ async def import_archive(
         src: the archive directory (``sessions/``, ``journals/``, ``heads/``,
             ``titles/``, any of them).
         progress: called as ``progress(done, total)`` after each file.
+        keys: the master keys that open an encrypted archive's data keys
+            (``export --encrypted``); by default, those of ``store`` when it
+            is encrypted. Its sealed files are opened and imported as their
+            plain twins would be.
+        keyring: where a data key the archive's ``keys.jsonl`` does not
+            give is looked up (a `Keyring`, or its file or URL); with
+            ``keys``. By default, the store's when it is encrypted.
 
     Returns:
         The report; its ``refused`` is empty.
@@ -85,18 +102,72 @@ async def import_archive(
             _find_sessions(root, report),
             _find_journals(root, report),
             _find_files(root, HEADS, "head", report),
-            _find_files(root, TITLES, "titles", report),
+            _find_files(root, TITLES, "titles", report, sealed=True),
         )
 
     files, journals, heads, titles = await io(find, root)
-    files = await _without_cycles(store, root, files, report)
-    steps = [(path, partial(_import_session, store, root, path, report)) for path in files]
-    steps += [(path, partial(_import_journal, store, root, path, report)) for path in journals]
-    # After the sessions: a head's moves and titles name sessions that must exist.
-    steps += [(path, partial(_import_head, store, root, path, report)) for path in heads]
-    steps += [(path, partial(_import_titles, store, root, path, report)) for path in titles]
-    await each_file(steps, report, progress)
+    sealing = await _sealing(store, root, (*files, *journals, *titles), keys, keyring, report)
+    if sealing is None:  # sealed files, and nothing to open them: each refused
+        files, journals, titles = (_plain(paths, report) for paths in (files, journals, titles))
+    try:
+        files = await _without_cycles(store, root, files, report, sealing)
+        sealed = partial(_steps, store, root, report, sealing)
+        # Titles after the sessions, and heads: they name sessions that must exist.
+        steps = [*sealed(files, _import_session), *sealed(journals, _import_journal)]
+        steps += [(path, partial(_import_head, store, root, path, report)) for path in heads]
+        steps += sealed(titles, _import_titles)
+        await each_file(steps, report, progress)
+    finally:
+        if sealing is not None:
+            sealing.close()
     return finish(report, "import")
+
+
+def _steps(
+    store: SessionStore,
+    root: Path,
+    report: ArchiveReport,
+    sealing: Sealing | None,
+    paths: list[Path],
+    step: Callable[..., Awaitable[None]],
+) -> list[tuple[Path, Callable[[], Awaitable[None]]]]:
+    """Each file's step of the import (session, journal or titles)."""
+    return [(path, partial(step, store, root, path, report, sealing)) for path in paths]
+
+
+async def _sealing(
+    store: SessionStore,
+    root: Path,
+    paths: tuple[Path, ...],
+    keys: Key | list[Key] | None,
+    keyring: Keyring | str | os.PathLike[str] | None,
+    report: ArchiveReport,
+) -> Sealing | None:
+    """What opens the archive's sealed files, with the keys of its
+    ``keys.jsonl`` known; None when it has none, or nothing to open them."""
+    if not any(path.name.endswith(SEALED) for path in paths):
+        return None
+    sealing = Sealing.for_import(store, keys, keyring)
+    if sealing is not None:
+        keys_file = KeysFile(root)
+        try:
+            bad = await io(partial(keys_file.read, sealing), keys_file.path)
+        except Refused as refused:
+            bad = [(refused.line, refused.reason)]
+        report.refused += [ArchiveIssue(str(keys_file.path), n, why) for n, why in bad]
+    return sealing
+
+
+def _plain(paths: list[Path], report: ArchiveReport) -> list[Path]:
+    """The plain files of ``paths``; the sealed ones refused, as nothing opens them."""
+    for path in paths:
+        if path.name.endswith(SEALED):
+            reason = (
+                "encrypted (export --encrypted): give the master key that sealed it "
+                "(--key-file, or keys=)"
+            )
+            report.refused.append(ArchiveIssue(str(path), None, reason))
+    return [path for path in paths if not path.name.endswith(SEALED)]
 
 
 _HEADER_AT_MOST = 1 << 20
@@ -104,7 +175,9 @@ _HEADER_AT_MOST = 1 << 20
 longer first line is left to the import, which refuses or takes it."""
 
 
-def _parent_links(root: Path, files: list[Path]) -> dict[str, tuple[str, Path]]:
+def _parent_links(
+    root: Path, files: list[Path], sealing: Sealing | None
+) -> dict[str, tuple[str, Path]]:
     """Each session file's ``parent_session``, by session id, where its header
     decodes and names one (what does not decode is the import's to refuse)."""
     links = {}
@@ -113,24 +186,27 @@ def _parent_links(root: Path, files: list[Path]) -> dict[str, tuple[str, Path]]:
             fd = open_inside(root, path)
             with os.fdopen(fd, "rb") as file:
                 first = file.readline(_HEADER_AT_MOST)
-        except (Refused, OSError):
+            header = first.rstrip(b"\n").decode("utf-8")
+            opener = _opener(sealing, SESSIONS, path)
+            meta = decode_meta(header if opener is None else opener(1, header).decode("utf-8"))
+        except (Refused, OSError, UnicodeDecodeError, SessionStoreError):
             continue
-        try:
-            meta = decode_meta(first.rstrip(b"\n").decode("utf-8"))
-        except (UnicodeDecodeError, SessionStoreError):
-            continue
-        if meta.parent_session is not None and meta.id == path.name[: -len(SUFFIX)]:
+        if meta.parent_session is not None and meta.id == stem(path):
             links[meta.id] = (meta.parent_session, path)
     return links
 
 
 async def _without_cycles(
-    store: SessionStore, root: Path, files: list[Path], report: ArchiveReport
+    store: SessionStore,
+    root: Path,
+    files: list[Path],
+    report: ArchiveReport,
+    sealing: Sealing | None,
 ) -> list[Path]:
     """The session files, but for those whose ``parent_session`` links (with
     the store's) form a cycle: a session would be its own ancestor, which
     no fork can make. Each of those is refused, naming the cycle."""
-    links = await io(partial(_parent_links, root, files), root / SESSIONS)
+    links = await io(partial(_parent_links, root, files, sealing), root / SESSIONS)
     if not links:
         return files
     parents = {meta.id: meta.parent_session for meta in await store.list() if meta.parent_session}
@@ -138,7 +214,7 @@ async def _without_cycles(
     cycles = parent_cycles(parents)
     kept = []
     for path in files:
-        cycle = cycles.get(path.name[: -len(SUFFIX)])
+        cycle = cycles.get(stem(path))
         if cycle is None:
             kept.append(path)
             continue
@@ -166,14 +242,17 @@ def _entries(directory: Path) -> list[Path]:
 
 
 def _find_sessions(root: Path, report: ArchiveReport) -> list[Path]:
-    """The session files to import (``sessions/*.jsonl``)."""
-    return _find_files(root, SESSIONS, "session", report)
+    """The session files to import (``sessions/*.jsonl``, ``sessions/*.sealed``)."""
+    return _find_files(root, SESSIONS, "session", report, sealed=True)
 
 
-def _find_files(root: Path, part: str, what: str, report: ArchiveReport) -> list[Path]:
+def _find_files(
+    root: Path, part: str, what: str, report: ArchiveReport, *, sealed: bool = False
+) -> list[Path]:
     """The ``*.jsonl`` files of a directory of the archive (``sessions/``,
-    ``heads/``, ``titles/``) to import, each a ``what`` file; everything else there goes
-    to the report, skipped (or refused: a link leading out)."""
+    ``heads/``, ``titles/``) to import, each a ``what`` file, and with
+    ``sealed`` the ``*.sealed`` ones; everything else there goes to the
+    report, skipped (or refused: a link leading out)."""
     directory = root / part
     try:
         look(root, directory)
@@ -185,8 +264,8 @@ def _find_files(root: Path, part: str, what: str, report: ArchiveReport) -> list
         if path.name.startswith("."):
             _skip(report, path, "a dot-named file (an unfinished export's temporary?)")
             continue
-        if not path.name.endswith(SUFFIX):
-            _skip(report, path, f"not named *{SUFFIX}")
+        if not path.name.endswith(SUFFIX) and not (sealed and path.name.endswith(SEALED)):
+            _skip(report, path, f"not named *{SUFFIX}" + (f" or *{SEALED}" if sealed else ""))
             continue
         try:
             mode, description = look(root, path)
@@ -218,16 +297,16 @@ def _find_journals(root: Path, report: ArchiveReport) -> list[Path]:
         if mode is None or not stat.S_ISDIR(mode):
             _skip(report, path, f"{what}, not a journal's directory")
             continue
-        file = path / JOURNAL_FILE
-        try:
-            mode, what = look(root, file)
-        except Refused as refused:
-            report.refused.append(ArchiveIssue(str(file), None, refused.reason))
-            continue
-        if mode is not None and stat.S_ISREG(mode):
-            found.append(file)
-        elif what != "missing":
-            _skip(report, file, f"{what}, not a journal file")
+        for file in (path / JOURNAL_FILE, path / f"{stem(path / JOURNAL_FILE)}{SEALED}"):
+            try:
+                mode, what = look(root, file)
+            except Refused as refused:
+                report.refused.append(ArchiveIssue(str(file), None, refused.reason))
+                continue
+            if mode is not None and stat.S_ISREG(mode):
+                found.append(file)
+            elif what != "missing":
+                _skip(report, file, f"{what}, not a journal file")
     return found
 
 
@@ -235,13 +314,29 @@ def _skip(report: ArchiveReport, path: Path, reason: str) -> None:
     report.skipped.append(ArchiveIssue(str(path), None, reason))
 
 
-class _FileLines:
-    """A session file's complete lines, read in chunks, numbered from 1."""
+def _opener(sealing: Sealing | None, part: str, path: Path) -> Callable[[int, str], bytes] | None:
+    """What opens the lines of ``path`` when it is sealed (None: plain)."""
+    if sealing is None or not path.name.endswith(SEALED):
+        return None
+    name = path.parent.name if part == JOURNALS else stem(path)
+    return sealing.opener(part, name)
 
-    def __init__(self, root: Path, path: Path, report: ArchiveReport) -> None:
+
+class _FileLines:
+    """A file's complete lines, read in chunks, numbered from 1; with
+    ``opener``, a sealed file's lines opened."""
+
+    def __init__(
+        self,
+        root: Path,
+        path: Path,
+        report: ArchiveReport,
+        opener: Callable[[int, str], bytes] | None = None,
+    ) -> None:
         self.root = root
         self.path = path
         self.report = report
+        self.opener = opener
         self.number = 0  # the line last given out
 
     async def __aiter__(self) -> AsyncGenerator[str, None]:
@@ -259,19 +354,33 @@ class _FileLines:
                         text = piece.decode("utf-8")
                     except UnicodeDecodeError as exc:
                         raise Refused(self.number, f"invalid UTF-8 at byte {exc.start}") from None
-                    yield text
+                    if self.opener is not None:
+                        yield await self._opened(text)
+                    else:
+                        yield text
             if rest:
                 issue = ArchiveIssue(str(self.path), self.number + 1, "torn last line skipped")
                 self.report.warnings.append(issue)
         finally:
             file.close()
 
+    async def _opened(self, line: str) -> str:
+        assert self.opener is not None
+        if self.number == 1:  # the first finds the key: a keyring's call
+            data = await io(partial(self.opener, 1, line), self.path)
+        else:
+            data = self.opener(self.number, line)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise Refused(self.number, f"opens to invalid UTF-8 at byte {exc.start}") from None
+
 
 async def _import_session(
-    store: SessionStore, root: Path, path: Path, report: ArchiveReport
+    store: SessionStore, root: Path, path: Path, report: ArchiveReport, sealing: Sealing | None
 ) -> None:
-    session_id = path.name[: -len(SUFFIX)]
-    source = _FileLines(root, path, report)
+    session_id = stem(path)
+    source = _FileLines(root, path, report, _opener(sealing, SESSIONS, path))
     lines = source.__aiter__()
     try:
         header = await anext(lines, None)
@@ -330,7 +439,7 @@ async def _shared_part(
 async def _import_head(store: SessionStore, root: Path, path: Path, report: ArchiveReport) -> None:
     """Add to the store's head the positions the archive's file has beyond
     it, once the positions they share are checked equal."""
-    name = path.name[: -len(SUFFIX)]
+    name = stem(path)
     try:
         validate_session_id(name)
     except SessionStoreError as exc:
@@ -375,17 +484,17 @@ async def _canonical(source: _FileLines, decode: Callable[[str], _R]) -> list[_R
 
 
 async def _import_titles(
-    store: SessionStore, root: Path, path: Path, report: ArchiveReport
+    store: SessionStore, root: Path, path: Path, report: ArchiveReport, sealing: Sealing | None
 ) -> None:
     """Add to the session's titles the changes the archive's file has beyond
     the store's, once the changes they share are checked equal."""
-    session_id = path.name[: -len(SUFFIX)]
+    session_id = stem(path)
     try:
         validate_session_id(session_id)
     except SessionStoreError as exc:
         raise Refused(None, f"session id: {exc}") from None
     changes: list[TitleChange] = await _canonical(
-        _FileLines(root, path, report), decode_title_change
+        _FileLines(root, path, report, _opener(sealing, TITLES, path)), decode_title_change
     )
     for number, change in enumerate(changes, 1):
         if change.session_id != session_id:
@@ -404,7 +513,7 @@ async def _import_titles(
 
 
 async def _import_journal(
-    store: SessionStore, root: Path, path: Path, report: ArchiveReport
+    store: SessionStore, root: Path, path: Path, report: ArchiveReport, sealing: Sealing | None
 ) -> None:
     """Add to the store's journal the lines the archive's has beyond it, once
     the lines they share are checked equal; both are streamed."""
@@ -416,8 +525,11 @@ async def _import_journal(
     journal = store.journal(name)
     fd = await io(partial(open_inside, root, path), path)
     try:
-        mine = _lines(_file_blocks(fd, path, report))
-        held = _lines(_journal_blocks(journal))
+        mine = lines_of(_file_blocks(fd, path, report))
+        opener = _opener(sealing, JOURNALS, path)
+        if opener is not None:
+            mine = _opened(mine, opener, path)
+        held = lines_of(_journal_blocks(journal))
         try:
             number = 0
             async for line in mine:
@@ -467,19 +579,21 @@ async def _journal_blocks(journal: SessionJournal) -> AsyncIterator[bytes]:
         yield await journal.read_bytes()
 
 
-async def _lines(blocks: AsyncIterable[bytes]) -> AsyncGenerator[bytes, None]:
-    """A journal's lines; a torn last one is kept (it reads as skipped either way)."""
-    rest = bytearray()  # a line begun in an earlier block
-    async for block in blocks:
-        start = 0
-        while (end := block.find(b"\n", start)) >= 0:
-            if rest:
-                rest += block[start:end]
-                yield bytes(rest)
-                rest.clear()
+async def _opened(
+    lines: AsyncGenerator[bytes, None], opener: Callable[[int, str], bytes], path: Path
+) -> AsyncGenerator[bytes, None]:
+    """A sealed journal file's lines, opened."""
+    try:
+        number = 0
+        async for line in lines:
+            number += 1
+            try:
+                text = line.decode("ascii")
+            except UnicodeDecodeError:
+                raise Refused(number, "not a sealed line (base64)") from None
+            if number == 1:  # the first finds the key: a keyring's call
+                yield await io(partial(opener, 1, text), path)
             else:
-                yield block[start:end]
-            start = end + 1
-        rest += block[start:]
-    if rest:
-        yield bytes(rest)
+                yield opener(number, text)
+    finally:
+        await lines.aclose()

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from sessionstore.archive import ArchiveReport, export_archive, import_archive, retire
 from sessionstore.archive.report import HEADS, JOURNALS, SESSIONS, TITLES
+from sessionstore.archive.sealing import KEYS
 from sessionstore.cli.defaults import HTML
 from sessionstore.cli.opening import opened, path_exists
 from sessionstore.cli.output import Refused, counted, err_console, escaped, progress_bar, warn
@@ -67,8 +68,9 @@ async def run_import(args: argparse.Namespace) -> int:
     return 0
 
 
-_PARTS = (SESSIONS, JOURNALS, HEADS, TITLES, HTML)
-"""What an archive directory holds (``html/``: the pages of ``export --html``)."""
+_PARTS = (SESSIONS, JOURNALS, HEADS, TITLES, KEYS, HTML)
+"""What an archive directory holds (``keys.jsonl``: the data keys of an
+``export --encrypted``; ``html/``: the pages of ``export --html``)."""
 
 
 def _check_export_directory(dest: Path, command: str) -> None:
@@ -82,7 +84,7 @@ def _check_export_directory(dest: Path, command: str) -> None:
     foreign = sorted(p.name for p in dest.iterdir() if p.name not in _PARTS)
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-        held = ", ".join(f"{part}/" for part in _PARTS[:-1])
+        held = ", ".join(f"{part}/" for part in _PARTS[:-2]) + f", {KEYS}"
         raise Refused(
             f"cannot {command} to {dest}: not empty and not an archive (it holds {shown}); "
             f"an archive holds only {held} (and {HTML}/): "
@@ -103,7 +105,11 @@ async def run_export(args: argparse.Namespace) -> int:
         with progress_bar("exporting") as progress:
             try:
                 report = await export_archive(
-                    store, args.dir, sessions=args.session or None, progress=progress
+                    store,
+                    args.dir,
+                    sessions=args.session or None,
+                    progress=progress,
+                    encrypted=args.encrypted,
                 )
             except ArchiveError as exc:
                 report, refused = _archive_error(exc), exc

@@ -305,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
         "archives",
         "import a JSONL archive (sessions/, journals/, heads/); importing twice adds nothing",
         "sessionstore import ./archive --db sessions.db",
+        "sessionstore import ./backup --db restored.db --key-file store.key   # an encrypted one",
     )
     imported.add_argument("path", help="the archive directory")
     exported = _command(
@@ -315,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
         "export sessions, journals and heads as a JSONL archive (incremental)",
         "sessionstore export ./archive --session 3f2b9c1e-0000-4000-8000-000000000000",
         "sessionstore export ./archive --html   # and archive/html/<id>.html to read",
+        "sessionstore export ./backup --encrypted --db sessions.db --key-file store.key",
     )
     exported.add_argument("dir", help="the archive directory: new, empty, or an archive to extend")
     exported.add_argument(
@@ -324,6 +326,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--html",
         action="store_true",
         help=f"also write DIR/{HTML}/<id>.html, a readable page per session (import ignores it)",
+    )
+    exported.add_argument(
+        "--encrypted",
+        action="store_true",
+        help="keep what an encrypted store seals sealed: DIR/sessions/<id>.sealed and "
+        "DIR/keys.jsonl, the data keys wrapped (import opens them with the key file)",
     )
     page = _command(
         commands,

@@ -9,7 +9,9 @@ position): moved anywhere else, it no longer opens. Its bytes::
 The key id names the data key that sealed it (`sessionstore.encryption.keyring`);
 the version and key id are part of the associated data, so neither can be
 swapped. Nonces are random: a data key seals one session's records, far
-below the 2**32 values a random 96-bit nonce allows a key.
+below the 2**32 values a random 96-bit nonce allows a key. An archive
+exported sealed (`seal_fixed`) derives its nonces instead, so that the
+same line exported again gives the same bytes.
 
 Keys wrap data keys the same way (`wrap`, `unwrap`), bound to the data
 key's id. `token` is a keyed hash (HMAC-SHA256, truncated to 96 bits): what
@@ -32,8 +34,10 @@ __all__ = [
     "VERSION",
     "Sealed",
     "new_key_id",
+    "nonce_key",
     "open_value",
     "seal",
+    "seal_fixed",
     "sealed_key_id",
     "stored",
     "token",
@@ -72,6 +76,32 @@ def seal(cipher: AESGCM, key_id: bytes, kind: str, name: str, position: int, dat
     head = VERSION + key_id
     nonce = os.urandom(_NONCE)
     return head + nonce + cipher.encrypt(nonce, data, head + _where(kind, name, position))
+
+
+def seal_fixed(
+    cipher: AESGCM,
+    key_id: bytes,
+    nonces: bytes,
+    kind: str,
+    name: str,
+    position: int,
+    data: bytes,
+) -> bytes:
+    """`seal`, deterministic: the nonce is a keyed hash (under ``nonces``, a
+    key of its own) of where the value goes and of ``data``, as in SIV
+    modes. The same data sealed for the same place gives the same bytes,
+    which is what an archive exported again compares; anything else gives
+    another nonce. It reveals only that: equal data at equal places.
+    `open_value` opens it."""
+    head = VERSION + key_id
+    where = _where(kind, name, position)
+    nonce = hmac.digest(nonces, head + where + b"\x00" + data, hashlib.sha256)[:_NONCE]
+    return head + nonce + cipher.encrypt(nonce, data, head + where)
+
+
+def nonce_key(data_key: bytes) -> bytes:
+    """The key `seal_fixed` derives its nonces with, from a data key's bytes."""
+    return hmac.digest(data_key, b"sessionstore/synthetic-nonce", hashlib.sha256)
 
 
 def stored(value: bytes | bytearray | memoryview | str) -> bytes:

@@ -75,6 +75,13 @@ class Keyring(abc.ABC):
     def get(self, key_id: bytes) -> WrappedKey | None:
         """The key of that id, None once destroyed (or never kept)."""
 
+    def lookup(self, key_id: bytes) -> WrappedKey | None:
+        """The key of that id, of whichever store the keyring serves (ids are
+        random, never reused): what opens an encrypted archive's lines when
+        the keyring is given apart from its store. By default `get`, which
+        needs the keyring bound."""
+        return self.get(key_id)
+
     @abc.abstractmethod
     def find(self, scope: Scope, name: str) -> WrappedKey | None:
         """The newest key kept for a journal or the index (not doomed)."""

@@ -34,7 +34,7 @@ from sessionstore.encryption.keyring import Keyring, Scope, WrappedKey
 from sessionstore.encryption.keys import MasterKeys, new_key
 from sessionstore.errors import CorruptSessionError, EncryptionKeyError
 
-__all__ = ["CACHED", "TOKENS", "DataKey", "Sealer"]
+__all__ = ["CACHED", "TOKENS", "DataKey", "Sealer", "unwrap_key"]
 
 CACHED = 4096
 """Data keys a store keeps unwrapped (one per session or journal in use)."""
@@ -47,10 +47,38 @@ _HEAD = 1 + cipher.KEY_ID_BYTES  # a sealed value's version and key id
 
 
 class DataKey(NamedTuple):
-    """A data key, unwrapped: its id and its cipher."""
+    """A data key, unwrapped: its id, its cipher, and the key its
+    deterministic nonces are derived with (`cipher.seal_fixed`)."""
 
     key_id: bytes
     cipher: AESGCM
+    nonces: bytes
+
+    @classmethod
+    def of(cls, key_id: bytes, raw: bytes) -> DataKey:
+        """The data key ``key_id`` whose bytes are ``raw``."""
+        return cls(key_id, AESGCM(raw), cipher.nonce_key(raw))
+
+
+def unwrap_key(keys: MasterKeys, found: WrappedKey, where: str) -> bytes:
+    """The bytes of the data key ``found`` wraps, unwrapped by the master
+    key that wrapped it.
+
+    Raises:
+        EncryptionKeyError: no key of ``keys`` is that master, or it does
+            not open (changed); the message names ``where`` it was found.
+    """
+    master = keys.key(found.master)
+    if master is None:
+        given = ", ".join(keys.fingerprints)
+        raise EncryptionKeyError(
+            f"data key {found.key_id.hex()} is wrapped by master key {found.master}, "
+            f"not by a key given ({given})"
+        )
+    try:
+        return cipher.unwrap(master, found.key_id, found.wrapped)
+    except Sealed as exc:
+        raise EncryptionKeyError(f"data key {found.key_id.hex()} in {where}: {exc}") from None
 
 
 class Sealer:
@@ -106,26 +134,14 @@ class Sealer:
     # ------------------------------------------------------------ keys
 
     def _unwrapped(self, found: WrappedKey) -> bytes:
-        master = self.keys.key(found.master)
-        if master is None:
-            given = ", ".join(self.keys.fingerprints)
-            raise EncryptionKeyError(
-                f"data key {found.key_id.hex()} is wrapped by master key {found.master}, "
-                f"not by a key given ({given})"
-            )
-        try:
-            return cipher.unwrap(master, found.key_id, found.wrapped)
-        except Sealed as exc:
-            raise EncryptionKeyError(
-                f"data key {found.key_id.hex()} in keyring {self.keyring!r}: {exc}"
-            ) from None
+        return unwrap_key(self.keys, found, f"keyring {self.keyring!r}")
 
     def _made(self, scope: Scope, name: str) -> tuple[DataKey, bytes]:
         """A new data key, kept in the keyring: it, and its bytes."""
         raw, key_id = new_key(), cipher.new_key_id()
         wrapped = cipher.wrap(self.keys.wrapping(), key_id, raw)
         self.keyring.put(WrappedKey(key_id, scope, name, self.keys.first, wrapped))
-        return self._keep(DataKey(key_id, AESGCM(raw))), raw
+        return self._keep(DataKey.of(key_id, raw)), raw
 
     def _keep(self, key: DataKey) -> DataKey:
         with self._lock:
@@ -167,7 +183,7 @@ class Sealer:
                 f"{self.keyring!r} does not hold (destroyed by an erase, or another "
                 "store's keyring)",
             )
-        return self._keep(DataKey(key_id, AESGCM(self._unwrapped(found))))
+        return self._keep(DataKey.of(key_id, self._unwrapped(found)))
 
     def forget(self, key_id: bytes) -> None:
         """Drop a key from the cache (it is being destroyed)."""

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from sessionstore.wire.decoding import (
     decode_anchor,
+    decode_archived_key,
     decode_entry,
     decode_erasure,
     decode_head_move,
@@ -60,6 +61,7 @@ __all__ = [
     "MAX_DEPTH",
     "Record",
     "decode_anchor",
+    "decode_archived_key",
     "decode_entry",
     "decode_erasure",
     "decode_head_move",

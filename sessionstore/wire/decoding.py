@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 from sessionstore.errors import InvalidRecordError
 from sessionstore.models import (
     Anchor,
+    ArchivedKey,
     CommentWrite,
     CompactionEntry,
     Erasure,
@@ -274,6 +275,7 @@ _FIELDS: dict[type[BaseModel], frozenset[str]] = {
         TitleChange,
         Erasure,
         Anchor,
+        ArchivedKey,
     )
 }
 
@@ -399,6 +401,17 @@ def decode_anchor(data: str | bytes | bytearray | memoryview) -> Anchor:
     obj, repeats = _load_object(_text_of(data), "anchor")
     _refuse_repeats(obj, repeats, _FIELDS[Anchor], "")
     return _validate(Anchor, _known(obj, Anchor), "anchor")
+
+
+def decode_archived_key(data: str | bytes | bytearray | memoryview) -> ArchivedKey:
+    """Decode a wrapped data key (a line of an encrypted archive's ``keys.jsonl``).
+
+    Raises:
+        InvalidRecordError: not a valid archived key; the message says why.
+    """
+    obj, repeats = _load_object(_text_of(data), "archived key")
+    _refuse_repeats(obj, repeats, _FIELDS[ArchivedKey], "")
+    return _validate(ArchivedKey, _known(obj, ArchivedKey), "archived key")
 
 
 def decode_title_change(data: str | bytes | bytearray | memoryview) -> TitleChange:

@@ -10,6 +10,7 @@ from typing import Any
 from sessionstore.errors import InvalidRecordError
 from sessionstore.models import (
     Anchor,
+    ArchivedKey,
     CommentWrite,
     CompactionEntry,
     Erasure,
@@ -37,6 +38,7 @@ Record = (
     | TitleChange
     | Erasure
     | Anchor
+    | ArchivedKey
 )
 
 _escape: Callable[[str], str] = json.encoder.encode_basestring
@@ -232,6 +234,20 @@ def _encode_record(record: Record, out: list[str]) -> None:
             + _escape(record.digest)
             + f',"erasures":{record.erasures},"at":'
             + _escape(record.at)
+            + "}"
+        )
+    elif isinstance(record, ArchivedKey):
+        out.append(
+            '{"key":'
+            + _escape(record.key)
+            + ',"scope":'
+            + _escape(record.scope)
+            + ',"name":'
+            + _escape(record.name)
+            + ',"master":'
+            + _escape(record.master)
+            + ',"wrapped":'
+            + _escape(record.wrapped)
             + "}"
         )
     else:

@@ -131,3 +131,26 @@ def test_keys_status_of_a_plain_store_says_so(
 async def _plain(db: str) -> None:
     async with open_store(db) as store:
         await store.create(SessionMeta(id="chat"))
+
+
+def test_an_encrypted_export_imports_back_with_the_key_file_alone(
+    capsys: pytest.CaptureFixture[str], sealed: tuple[str, str], tmp_path: Path
+) -> None:
+    db, key = sealed
+    keys, backup = key_file(tmp_path / "store.key", key), str(tmp_path / "backup")
+    status, out, err = run(capsys, "--db", db, "--key-file", keys, "export", backup, "--encrypted")
+    assert (status, err) == (0, "")
+    assert out.startswith("exported 1 session (3 new entries")
+    assert sorted(os.listdir(backup)) == ["keys.jsonl", "sessions"]
+    assert b"secret" not in (tmp_path / "backup" / "sessions" / "chat.sealed").read_bytes()
+    restored = str(tmp_path / "restored.db")
+    status, out, err = run(capsys, "--db", restored, "import", backup)
+    assert status != 0
+    assert "give the master key that sealed it (--key-file, or keys=)" in err
+    status, out, err = run(capsys, "--db", restored, "--key-file", keys, "import", backup)
+    assert (status, err) == (0, "")
+    status, out, _ = run(capsys, "--db", restored, "--key-file", keys, "show", "chat")
+    assert "secret 2" in out
+    status, _, err = run(capsys, "--db", restored, "export", str(tmp_path / "b2"), "--encrypted")
+    assert status != 0
+    assert "is encrypted: open it with keys=" in err

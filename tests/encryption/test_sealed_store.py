@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
@@ -86,11 +85,6 @@ def files_holding(root: Path, marker: str) -> list[str]:
         if path.is_file() and marker.encode() in path.read_bytes():
             found.append(str(path))
     return found
-
-
-@pytest.fixture
-def marker() -> str:
-    return f"zq{uuid.uuid4().hex[:12]}"
 
 
 async def test_no_file_of_a_sealed_sqlite_store_holds_what_it_seals(

@@ -134,6 +134,11 @@ class SqlKeyring(Keyring):
         row = self._run(lambda conn: conn.execute(query).first())
         return None if row is None else WrappedKey(*row)
 
+    def lookup(self, key_id: bytes) -> WrappedKey | None:
+        query = select(*_COLUMNS, _keys.c.doomed).where(_keys.c.key_id == key_id)
+        row = self._run(lambda conn: conn.execute(query).first())
+        return None if row is None else WrappedKey(*row)
+
     def find(self, scope: Scope, name: str) -> WrappedKey | None:
         query = (
             select(*_COLUMNS, _keys.c.doomed)

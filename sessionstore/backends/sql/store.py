@@ -36,7 +36,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Se
 from functools import partial
 from operator import itemgetter
 from types import EllipsisType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Connection, select
 
@@ -100,7 +100,8 @@ from sessionstore.models import (
 from sessionstore.store import EntrySlice, Order, SearchHit, SessionSummary
 
 if TYPE_CHECKING:
-    from sessionstore.encryption.keyring import Keyring
+    from sessionstore.encryption.archive import ArchiveSealer
+    from sessionstore.encryption.keyring import Keyring, WrappedKey
     from sessionstore.encryption.keys import Key
     from sessionstore.encryption.sealer import DataKey, Sealer
 
@@ -203,6 +204,44 @@ class SqlStore(StoreBase):
             if key.doomed:
                 report["doomed"] = report.get("doomed", 0) + 1
         return report
+
+    def archive_sealer(self) -> ArchiveSealer:
+        """What seals an encrypted archive of this sealed store, and opens
+        one: its master keys, its keyring to look keys up
+        (`sessionstore.encryption.archive`).
+
+        Raises:
+            EncryptionKeyError: the store is not sealed.
+        """
+        from sessionstore.encryption.archive import ArchiveSealer
+
+        sealer = self._database.sealer
+        if sealer is None:
+            raise EncryptionKeyError(f"{self._database.where} is not encrypted: it has no keys")
+        return ArchiveSealer(sealer.keys, sealer.keyring.get)
+
+    async def data_key(self, scope: Literal["session", "journal"], name: str) -> WrappedKey | None:
+        """The data key that seals a session's rows (or a journal's new
+        lines), as the keyring holds it: wrapped. None for a journal that
+        has sealed nothing yet.
+
+        Raises:
+            EncryptionKeyError: the store is not sealed.
+            SessionNotFoundError: no such session.
+            CorruptSessionError: the keyring no longer holds the session's key.
+        """
+        sealer = self._database.sealer
+        if sealer is None:
+            raise EncryptionKeyError(f"{self._database.where} is not encrypted: it has no keys")
+        if scope == "journal":
+            return await asyncio.to_thread(sealer.keyring.find, "journal", name)
+        key_id = await self._database.transaction(
+            name, partial(sealing.session_key_id, session_id=name)
+        )
+        found = await asyncio.to_thread(sealer.keyring.get, key_id)
+        if found is None:
+            sealer.key(key_id, what=("header", name))  # raises, naming the session
+        return found
 
     def drop_caches(self) -> None:
         """Forget the contexts built and the headers listed."""
