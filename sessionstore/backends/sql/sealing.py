@@ -322,14 +322,11 @@ def open_lines(
     as it was. Each line is opened as the session ``holder(seq)``, which
     holds it as its own row, sealed it (`holders`)."""
     if sealer is None or holder is None:
-        yield from rows
-        return
+        return iter(rows)
     opened = sealer.open_rows("entry", holder, rows, where)
     if as_bytes:
-        yield from opened
-    else:
-        for row in opened:
-            yield (row[0], row[1].decode(), *row[2:])
+        return opened
+    return ((row[0], row[1].decode(), *row[2:]) for row in opened)
 
 
 def listed_meta(sealer: Sealer | None, meta: SessionMeta) -> SessionMeta:
