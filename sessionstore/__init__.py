@@ -25,12 +25,16 @@ from sessionstore.context import (
     repair_pairing,
     safe_cut,
 )
+from sessionstore.effects import NOT_DONE, EffectLog, EffectState
 from sessionstore.errors import (
     ArchiveError,
     ClosedError,
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
+    EffectConflictError,
+    EffectFailedError,
+    EffectInDoubtError,
     EncryptionKeyError,
     EntryNotFoundError,
     InvalidCursorError,
@@ -51,6 +55,7 @@ from sessionstore.models import (
     Anchor,
     CommentWrite,
     CompactionEntry,
+    Effect,
     Erasure,
     HeadMove,
     JournalLine,
@@ -115,6 +120,7 @@ _LAZY = {
 __version__ = "0.1.0"
 
 __all__ = [
+    "NOT_DONE",
     "SYNTHETIC_FIELD",
     "Anchor",
     "ArchiveError",
@@ -126,6 +132,12 @@ __all__ = [
     "ConfigurationError",
     "CorruptSessionError",
     "DuplicateSessionError",
+    "Effect",
+    "EffectConflictError",
+    "EffectFailedError",
+    "EffectInDoubtError",
+    "EffectLog",
+    "EffectState",
     "EncryptionKeyError",
     "EntryNotFoundError",
     "EntrySlice",

@@ -30,6 +30,10 @@ backend and chained (``raise StorageError(...) from exc``): no ``OSError``,
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sessionstore.models import Effect
 
 __all__ = [
     "ArchiveError",
@@ -37,6 +41,9 @@ __all__ = [
     "ConfigurationError",
     "CorruptSessionError",
     "DuplicateSessionError",
+    "EffectConflictError",
+    "EffectFailedError",
+    "EffectInDoubtError",
     "EncryptionKeyError",
     "EntryNotFoundError",
     "InvalidCursorError",
@@ -257,6 +264,42 @@ class ArchiveError(SessionStoreError):
     def __init__(self, message: str, report: object) -> None:
         super().__init__(message)
         self.report = report
+
+
+class EffectInDoubtError(SessionStoreError):
+    """An effect was started and has no outcome: a crash came between its
+    intent and its outcome (or it is running elsewhere). Whether it
+    happened is unknown; it is not run again.
+
+    Attributes:
+        intent: the recorded intent (key, tool, digest of the arguments,
+            session, time).
+    """
+
+    def __init__(self, intent: Effect) -> None:
+        super().__init__(
+            f"effect {intent.key!r} ({intent.tool}) is in doubt: started at {intent.at} and "
+            "never finished (a crash, or still running elsewhere); check whether it happened "
+            "(check=), or say it may run again (idempotent=True)"
+        )
+        self.intent = intent
+
+
+class EffectFailedError(SessionStoreError):
+    """An effect's recorded outcome is a failure: run again with its key, it
+    fails again the same way rather than running.
+
+    Attributes:
+        outcome: the recorded ``failed`` line (its ``error``).
+    """
+
+    def __init__(self, outcome: Effect) -> None:
+        super().__init__(f"effect {outcome.key!r} failed at {outcome.at}: {outcome.error}")
+        self.outcome = outcome
+
+
+class EffectConflictError(SessionStoreError):
+    """A key already names another effect (another tool, other arguments)."""
 
 
 class StorageError(SessionStoreError):

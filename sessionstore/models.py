@@ -358,6 +358,35 @@ class Anchor(_Record):
     at: str
 
 
+class Effect(_Record):
+    """A line of a journal's effects (`sessionstore.effects`): a side effect's
+    intent, made durable before it runs, or its outcome, after.
+
+    Attributes:
+        effect: ``intent`` (about to run), ``done`` (it ran: ``result``) or
+            ``failed`` (it raised: ``error``).
+        key: what names the effect across runs (by default the session and
+            the model's tool-call id).
+        tool: the intent's tool name.
+        args: the intent's digest of its arguments (SHA-256 of their JSON, hex).
+        session: the intent's session id, when it belongs to one.
+        result: a ``done``'s result, any JSON value (written even when null).
+        error: a ``failed``'s error, as text.
+        at: RFC 3339 time the line was written.
+    """
+
+    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
+
+    effect: Literal["intent", "done", "failed"]
+    key: str
+    tool: str | None = None
+    args: str | None = None
+    session: str | None = None
+    result: Any = None
+    error: str | None = None
+    at: str
+
+
 class ArchivedKey(_Record):
     """A data key as an encrypted archive's ``keys.jsonl`` holds it: wrapped
     by a master key, as the store's keyring held it when exported

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import EllipsisType, TracebackType
 from typing import Literal, Protocol, Self, runtime_checkable
 
+from sessionstore.effects import EffectLog
 from sessionstore.journal import Journal
 from sessionstore.models import (
     CompactionEntry,
@@ -196,8 +197,16 @@ class SessionJournal(Protocol):
         """
         ...
 
+    @property
+    def effects(self) -> EffectLog:
+        """The journal's side effects (`sessionstore.effects`): `EffectLog.once`
+        runs one at most once per key, across crashes and runs. Kept apart
+        from the journal's lines, never cleared with them; erased with them."""
+        ...
+
     async def erase(self, *, reason: str) -> Erasure | None:
-        """Remove the journal whole, its history included: the bytes go.
+        """Remove the journal whole, its history and its effects included:
+        the bytes go.
 
         Unlike `clear`, nothing of it is kept but the `Erasure` record
         (``kind="journal"``), which the store's `erasures` lists. A journal

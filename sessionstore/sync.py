@@ -40,14 +40,17 @@ from collections.abc import (
     Iterable,
     Sequence,
 )
+from functools import partial
 from types import EllipsisType, TracebackType
 from typing import Any, Self, TypeVar
 
 from sessionstore.backends import open_store as open_async_store
+from sessionstore.effects import EffectLog, EffectState
 from sessionstore.errors import ClosedError, StorageError
 from sessionstore.journal import Journal
 from sessionstore.models import (
     CompactionEntry,
+    Effect,
     Erasure,
     HeadMove,
     JournalLine,
@@ -429,6 +432,70 @@ class SyncJournal:
 
     def erase(self, *, reason: str) -> Erasure | None:
         return self._loop.run(self._journal.erase(reason=reason))
+
+    @property
+    def effects(self) -> SyncEffects:
+        """The journal's side effects; see `sessionstore.effects.EffectLog`."""
+        return SyncEffects(self._journal.effects, self._loop)
+
+
+def _in_thread(check: Callable[[Effect], Any]) -> Callable[[Effect], Awaitable[Any]]:
+    """``check``, run in a worker thread."""
+
+    async def checked(intent: Effect) -> Any:
+        return await asyncio.to_thread(check, intent)
+
+    return checked
+
+
+class SyncEffects:
+    """A journal's effects whose methods block; see `sessionstore.effects.EffectLog`.
+
+    `once` runs the effect (and a ``check``) in a worker thread of the
+    store's loop, while the calling thread waits: the loop stays free for
+    the store's other users meanwhile.
+    """
+
+    def __init__(self, effects: EffectLog, loop: _Loop) -> None:
+        self._effects = effects
+        self._loop = loop
+
+    def once(
+        self,
+        call: Callable[[], Any],
+        *,
+        tool: str,
+        args: Any = None,
+        key: str | None = None,
+        session: str | None = None,
+        call_id: str | None = None,
+        check: Callable[[Effect], Any] | None = None,
+        idempotent: bool = False,
+    ) -> Any:
+        return self._loop.run(
+            self._effects.once(
+                partial(asyncio.to_thread, call),
+                tool=tool,
+                args=args,
+                key=key,
+                session=session,
+                call_id=call_id,
+                check=None if check is None else _in_thread(check),
+                idempotent=idempotent,
+            )
+        )
+
+    def read(self) -> builtins.list[EffectState]:
+        return self._loop.run(self._effects.read())
+
+    def in_doubt(self) -> builtins.list[EffectState]:
+        return self._loop.run(self._effects.in_doubt())
+
+    def find(self, key: str) -> EffectState | None:
+        return self._loop.run(self._effects.find(key))
+
+    def result(self, key: str) -> Any:
+        return self._loop.run(self._effects.result(key))
 
 
 def open_store(target: str | os.PathLike[str], **options: Any) -> SyncStore:

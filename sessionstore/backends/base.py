@@ -28,10 +28,12 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
+    Callable,
+    Iterator,
     Sequence,
 )
 from types import EllipsisType, TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from sessionstore.backends.checks import (
     COUNT_MAX,
@@ -57,6 +59,7 @@ from sessionstore.backends.records import (
 )
 from sessionstore.backends.words import matches, score, snippet, words
 from sessionstore.context import repair_pairing
+from sessionstore.effects import EffectLog
 from sessionstore.errors import (
     ClosedError,
     ConfigurationError,
@@ -83,6 +86,8 @@ from sessionstore.models import (
 )
 from sessionstore.pairing import PairingDialect, rules
 from sessionstore.store import EntrySlice, Order, SearchHit, SessionJournal, SessionSummary
+
+_T = TypeVar("_T")
 
 __all__ = [
     "BLOCK",
@@ -680,14 +685,38 @@ class JournalBase(abc.ABC):
         """Append lines verbatim, all or none; see `SessionJournal.append_raw`."""
 
     @abc.abstractmethod
+    async def append_unless(
+        self, found: Callable[[Iterator[bytes]], _T | None], *lines: bytes
+    ) -> _T | None:
+        """Append lines verbatim, all or none, unless the journal already
+        says otherwise: ``found`` is given its lines as they stand (since
+        its last clear, without newlines) and its answer, when not None, is
+        returned with nothing appended. Whole: no other append to the
+        journal (from any thread or process) comes between the look and the
+        append. ``found`` may run in a worker thread, under the journal's
+        lock: it only reads what it is given. What conditional writes to a
+        journal (`sessionstore.effects`) rest on."""
+
+    @abc.abstractmethod
     async def _erase(self, reason: str) -> Erasure | None:
         """Remove the journal whole and record it (reason checked); see
         `SessionJournal.erase`."""
 
+    @abc.abstractmethod
+    def _effects_journal(self) -> JournalBase:
+        """The journal this one keeps its effects in (`sessionstore.effects`)."""
+
+    @property
+    def effects(self) -> EffectLog:
+        """This journal's effects; see `SessionJournal.effects`."""
+        return EffectLog(self._effects_journal())
+
     async def erase(self, *, reason: str) -> Erasure | None:
-        """Remove the journal whole; see `SessionJournal.erase`."""
+        """Remove the journal whole, and its effects; see `SessionJournal.erase`."""
         check_reason(reason)
-        return await self._erase(reason)
+        effects = await self._effects_journal()._erase(reason)
+        record = await self._erase(reason)
+        return effects if record is None else record
 
     async def read(self) -> Journal:
         """The journal as it stands; see `SessionJournal.read`."""

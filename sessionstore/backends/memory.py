@@ -13,11 +13,11 @@ from __future__ import annotations
 import bisect
 import builtins
 import threading
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from types import EllipsisType
-from typing import Any
+from typing import Any, TypeVar
 
 from sessionstore.backends.base import JournalBase, StoreBase
 from sessionstore.backends.checks import check_expectations, check_head, check_last, check_unchanged
@@ -37,6 +37,7 @@ from sessionstore.backends.records import (
     lines_since_clear,
     raw_journal_lines,
 )
+from sessionstore.effects import EFFECTS_SUFFIX
 from sessionstore.errors import (
     DuplicateSessionError,
     InvalidCursorError,
@@ -316,7 +317,14 @@ class MemoryStore(StoreBase):
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()
-        return builtins.list(self._journals)
+        names = (name.removesuffix(EFFECTS_SUFFIX) for name in self._journals)
+        return builtins.list(dict.fromkeys(names))  # a journal holding only effects too
+
+
+_T = TypeVar("_T")
+
+_JOURNAL_LOCK = threading.Lock()
+"""Held by a conditional append to a memory journal, from its look to its write."""
 
 
 class _MemoryJournal(JournalBase):
@@ -349,6 +357,22 @@ class _MemoryJournal(JournalBase):
         checked = raw_journal_lines(lines)
         self._check_open()
         self._journals.setdefault(self._name, []).extend(checked)
+
+    async def append_unless(
+        self, found: Callable[[Iterator[bytes]], _T | None], *lines: bytes
+    ) -> _T | None:
+        checked = raw_journal_lines(lines)
+        self._check_open()
+        with _JOURNAL_LOCK:  # threads sharing the store (the blocking facade's)
+            history = self._journals.setdefault(self._name, [])
+            seen = found(iter(lines_since_clear(history)))
+            if seen is None:
+                history.extend(checked)
+            return seen
+
+    def _effects_journal(self) -> _MemoryJournal:
+        name = self._name + EFFECTS_SUFFIX
+        return _MemoryJournal(self._journals, self._erasures, name, self._check_open)
 
     async def clear(self) -> None:
         self._check_open()

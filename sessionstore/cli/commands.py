@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import hashlib
 import sys
+from collections import Counter
 from collections.abc import Sequence
 
 from rich.text import Text
@@ -20,10 +21,12 @@ from sessionstore.cli.output import (
     counted,
     err_console,
     escaped,
+    moment,
     preview,
     progress_bar,
     table,
 )
+from sessionstore.effects import EffectState
 from sessionstore.errors import validate_session_id
 from sessionstore.models import SessionMeta
 from sessionstore.verify import verify_store
@@ -175,8 +178,13 @@ async def run_verify(args: argparse.Namespace) -> int:
 
 
 async def run_journal(args: argparse.Namespace) -> int:
+    if args.in_doubt:
+        return await _in_doubt(args)
+    if args.name is None:
+        raise Refused("journal needs a NAME (or --in-doubt, for every journal's effects in doubt)")
     async with opened(args, read=True) as store:
         journal = await store.journal(args.name).read()
+        effects = await store.journal(args.name).effects.read()
     rows = [
         (
             number,
@@ -195,7 +203,56 @@ async def run_journal(args: argparse.Namespace) -> int:
         f"{counted(journal.writes(), 'write')}, "
         f"{counted(interrupted, 'interrupted session')}, skipped lines: {skipped}"
     )
+    if effects:
+        _effects_table(f"effects of {args.name}", effects)
+        tally = Counter(state.state for state in effects)
+        print(
+            f"effects: {tally['done']} done, {tally['failed']} failed, {tally['in doubt']} in doubt"
+        )
     return 0
+
+
+def _effects_table(title: str, effects: list[EffectState]) -> None:
+    columns = ("key", "state", "tool", "session", "started", "finished", "error")
+    rows = [
+        (
+            state.key,
+            state.state,
+            state.tool or "-",
+            state.session or "-",
+            moment(state.started or ""),
+            moment(state.finished or ""),
+            state.error or "-",
+        )
+        for state in effects
+    ]
+    table(title, columns, rows, whole=("key",))
+
+
+async def _in_doubt(args: argparse.Namespace) -> int:
+    """Every effect in doubt, of one journal or all: what an operator checks
+    by hand after a crash (whether it happened), exit 1 when there is one."""
+    found: list[tuple[str, EffectState]] = []
+    async with opened(args, read=True) as store:
+        names = [args.name] if args.name is not None else await store.journals()
+        for name in names:
+            found += [(name, state) for state in await store.journal(name).effects.in_doubt()]
+    columns = ("journal", "key", "tool", "session", "started", "args")
+    rows = [
+        (
+            name,
+            s.key,
+            s.tool or "-",
+            s.session or "-",
+            moment(s.started or ""),
+            (s.args or "-")[:12],
+        )
+        for name, s in found
+    ]
+    table("effects in doubt", columns, rows, whole=("journal", "key"))
+    where = f"journal {args.name}" if args.name is not None else counted(len(names), "journal")
+    print(f"{counted(len(found), 'effect')} in doubt in {where}")
+    return 1 if found else 0
 
 
 async def run_demo(args: argparse.Namespace) -> int:

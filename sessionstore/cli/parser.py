@@ -412,10 +412,16 @@ def build_parser() -> argparse.ArgumentParser:
         common,
         "journal",
         "commands",
-        "show an agent's crash-recovery journal",
+        "show an agent's crash-recovery journal and its side effects",
         "sessionstore journal demo-agent",
+        "sessionstore journal --in-doubt   # every journal's effects in doubt; exit 1 if any",
     )
-    journal.add_argument("name", help="the journal name")
+    journal.add_argument("name", nargs="?", help="the journal name (all of them, with --in-doubt)")
+    journal.add_argument(
+        "--in-doubt",
+        action="store_true",
+        help="only the effects started and never finished (a crash between); exit 1 if any",
+    )
     keys = _command(
         commands,
         common,

@@ -19,7 +19,8 @@ fixture returning a `JournalBackend`.
 The suites need pytest and pytest-asyncio (the ``dev`` extra).
 """
 
+from sessionstore.testing.common import JournalBackend
 from sessionstore.testing.contract import Backend, SessionStoreContract
-from sessionstore.testing.journal_contract import JournalBackend, SessionJournalContract
+from sessionstore.testing.journal_contract import SessionJournalContract
 
 __all__ = ["Backend", "JournalBackend", "SessionJournalContract", "SessionStoreContract"]

@@ -6,10 +6,22 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from sessionstore import CompactionEntry, Message, MessageEntry, SessionEntry, encode
-from sessionstore.store import SessionStore
+from sessionstore.store import SessionJournal, SessionStore
 
 INVALID_IDS = ["../x", "a/b", "a\\b", ".hidden", "", "x" * 201, "tab\there", "nul\x00", "del\x7f"]
 UNUSUAL_VALID_IDS = ["tenant:42", "Ünïcode", "x" * 200, "é" * 100, "with space", "a.b"]
+
+
+@dataclass
+class JournalBackend:
+    """How the journal contract suite reaches a backend.
+
+    Attributes:
+        open: makes a new journal object; every call must reach the same
+            journal, so that a second object reads what the first wrote.
+    """
+
+    open: Callable[[], Awaitable[SessionJournal]]
 
 
 @dataclass

@@ -4,29 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 import pytest
 
 from sessionstore.errors import InvalidRecordError
 from sessionstore.journal import Journal, JournalSession
 from sessionstore.models import CommentWrite, PostWrite, SessionHeader
-from sessionstore.store import SessionJournal
+from sessionstore.testing.common import JournalBackend
+from sessionstore.testing.effects_contract import EffectsContract
 from sessionstore.timestamps import Timestamp
 from sessionstore.wire import encode
-
-
-@dataclass
-class JournalBackend:
-    """How the journal contract suite reaches a backend.
-
-    Attributes:
-        open: makes a new journal object; every call must reach the same
-            journal, so that a second object reads what the first wrote.
-    """
-
-    open: Callable[[], Awaitable[SessionJournal]]
 
 
 def at(minute: int) -> Timestamp:
@@ -50,8 +37,9 @@ def comment(minute: int, on: uuid.UUID | None = None) -> CommentWrite:
 
 
 @pytest.mark.asyncio
-class SessionJournalContract:
-    """Every rule of the journal contract, over the ``journal_backend`` fixture."""
+class SessionJournalContract(EffectsContract):
+    """Every rule of the journal contract, its effects' included
+    (`EffectsContract`), over the ``journal_backend`` fixture."""
 
     async def test_appended_lines_read_back_by_session(
         self, journal_backend: JournalBackend

@@ -39,6 +39,7 @@ from __future__ import annotations
 from sessionstore.wire.decoding import (
     decode_anchor,
     decode_archived_key,
+    decode_effect,
     decode_entry,
     decode_erasure,
     decode_head_move,
@@ -62,6 +63,7 @@ __all__ = [
     "Record",
     "decode_anchor",
     "decode_archived_key",
+    "decode_effect",
     "decode_entry",
     "decode_erasure",
     "decode_head_move",

@@ -15,6 +15,7 @@ from sessionstore.models import (
     ArchivedKey,
     CommentWrite,
     CompactionEntry,
+    Effect,
     Erasure,
     HeadMove,
     Message,
@@ -276,6 +277,7 @@ _FIELDS: dict[type[BaseModel], frozenset[str]] = {
         Erasure,
         Anchor,
         ArchivedKey,
+        Effect,
     )
 }
 
@@ -412,6 +414,17 @@ def decode_archived_key(data: str | bytes | bytearray | memoryview) -> ArchivedK
     obj, repeats = _load_object(_text_of(data), "archived key")
     _refuse_repeats(obj, repeats, _FIELDS[ArchivedKey], "")
     return _validate(ArchivedKey, _known(obj, ArchivedKey), "archived key")
+
+
+def decode_effect(data: str | bytes | bytearray | memoryview) -> Effect:
+    """Decode a line of a journal's effects (`sessionstore.effects`).
+
+    Raises:
+        InvalidRecordError: not a valid effect line; the message says why.
+    """
+    obj, repeats = _load_object(_text_of(data), "effect")
+    _refuse_repeats(obj, repeats, _FIELDS[Effect], "")
+    return _validate(Effect, _known(obj, Effect), "effect")
 
 
 def decode_title_change(data: str | bytes | bytearray | memoryview) -> TitleChange:

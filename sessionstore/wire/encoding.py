@@ -13,6 +13,7 @@ from sessionstore.models import (
     ArchivedKey,
     CommentWrite,
     CompactionEntry,
+    Effect,
     Erasure,
     HeadMove,
     Message,
@@ -39,6 +40,7 @@ Record = (
     | Erasure
     | Anchor
     | ArchivedKey
+    | Effect
 )
 
 _escape: Callable[[str], str] = json.encoder.encode_basestring
@@ -236,6 +238,14 @@ def _encode_record(record: Record, out: list[str]) -> None:
             + _escape(record.at)
             + "}"
         )
+    elif isinstance(record, Effect):
+        out.append('{"effect":' + _escape(record.effect) + ',"key":' + _escape(record.key))
+        for name in ("tool", "args", "session"):
+            out.append(_opt(name, getattr(record, name)))
+        if record.effect == "done":
+            out.append(',"result":')
+            _encode_value(record.result, out, 1, "result")
+        out.append(_opt("error", record.error) + ',"at":' + _escape(record.at) + "}")
     elif isinstance(record, ArchivedKey):
         out.append(
             '{"key":'

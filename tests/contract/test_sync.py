@@ -50,6 +50,14 @@ class _Calls:
         return call
 
 
+class _JournalCalls(_Calls):
+    """A `SyncJournal`'s methods, and its effects', each called in a worker thread."""
+
+    @property
+    def effects(self) -> _Calls:
+        return _Calls(self._target.effects)
+
+
 class AsyncOverSync(_Calls):
     """The async store protocol, each call going through a `SyncStore`."""
 
@@ -126,7 +134,7 @@ async def journal_backend(
     stores = [await asyncio.to_thread(open_store, target)]  # one store: memory's storage
 
     async def opened() -> SessionJournal:
-        return _Calls(stores[0].journal("agent-1"))  # type: ignore[return-value,unused-ignore]
+        return _JournalCalls(stores[0].journal("agent-1"))  # type: ignore[return-value,unused-ignore]
 
     yield JournalBackend(open=opened)
     for store in stores:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -55,6 +55,7 @@ from sessionstore.backends.files import (
 from sessionstore.backends.jsonl.erasures import ErasureLog, digest_file
 from sessionstore.backends.jsonl.file import file_id, named_file
 from sessionstore.backends.records import raw_journal_lines
+from sessionstore.effects import EFFECTS_FILE
 from sessionstore.journal import READ, Journal
 from sessionstore.models import Erasure
 
@@ -134,9 +135,23 @@ class FileJournal(JournalBase):
         if lines:
             await self._run(lambda: self._append(data))
 
-    def _append(self, line: bytes) -> None:
+    async def append_unless(
+        self, found: Callable[[Iterator[bytes]], _T | None], *lines: bytes
+    ) -> _T | None:
+        data = b"\n".join(raw_journal_lines(lines))
+        return await self._run(lambda: self._append(data, found))
+
+    def _append(
+        self, line: bytes, found: Callable[[Iterator[bytes]], _T | None] | None = None
+    ) -> _T | None:
+        """Append ``line`` (lines joined) under the file's lock, unless
+        ``found`` finds in the lines already there a reason not to."""
         fd = self._open_locked()
         try:
+            if found is not None:
+                seen = found(_lines_of(fd))
+                if seen is not None:
+                    return seen
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line  # never glue onto a torn line
@@ -150,6 +165,7 @@ class FileJournal(JournalBase):
             os.close(fd)
         if size == 0:
             fsync_directory(self._path.parent)  # make the new name durable too
+        return None
 
     def _open_locked(self) -> int:
         """The journal file (created when missing) open to append, under its
@@ -170,6 +186,9 @@ class FileJournal(JournalBase):
                 os.close(fd)
                 raise
             os.close(fd)  # erased while we waited: start the journal again
+
+    def _effects_journal(self) -> FileJournal:
+        return FileJournal(self._path.with_name(EFFECTS_FILE))
 
     async def clear(self) -> None:
         await self._run(self._clear)
@@ -213,3 +232,16 @@ class FileJournal(JournalBase):
                 fsync_directory(self._path.parent.parent)
             self._erasures.done("journal", name)
         return record
+
+
+def _lines_of(fd: int) -> Iterator[bytes]:
+    """The lines of an open file, from its start, without their newlines (a
+    torn last one too), read `READ` bytes at a time."""
+    offset, rest = 0, b""
+    while chunk := os.pread(fd, READ, offset):
+        offset += len(chunk)
+        pieces = (rest + chunk).split(b"\n")
+        rest = pieces.pop()
+        yield from pieces
+    if rest:
+        yield rest

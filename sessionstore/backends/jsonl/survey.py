@@ -20,6 +20,7 @@ from sessionstore.backends.jsonl import titles as title_files
 from sessionstore.backends.jsonl.erasures import ErasureLog, FileId
 from sessionstore.backends.jsonl.file import SUFFIX, header_or_fault, named_file
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
+from sessionstore.effects import EFFECTS_FILE
 from sessionstore.models import SessionMeta
 
 __all__ = ["JOURNALS", "faults", "journal_path", "journals", "sessions"]
@@ -53,22 +54,27 @@ def sessions(directory: Path) -> tuple[list[SessionMeta], list[str]]:
 
 
 def journals(directory: Path) -> tuple[list[str], list[str]]:
-    """The journals' names, and the faults of what is named like one."""
+    """The journals' names (those holding lines or effects), and the faults
+    of what is named like one."""
     try:
         listed = sorted(os.listdir(directory / JOURNALS))
     except FileNotFoundError:
         return [], []
     names, found = [], []
     for name in listed:
-        path = journal_path(directory, name)
-        try:
-            mode = os.lstat(path).st_mode
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        if stat.S_ISREG(mode):
+        journal = journal_path(directory, name)
+        held = False
+        for path in (journal, journal.with_name(EFFECTS_FILE)):
+            try:
+                mode = os.lstat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            if stat.S_ISREG(mode):
+                held = True
+            else:
+                found.append(f"{path}: {NotRegularFileError(path, mode).strerror}: not listed")
+        if held:
             names.append(name)
-        else:
-            found.append(f"{path}: {NotRegularFileError(path, mode).strerror}: not listed")
     return names, found
 
 

@@ -16,6 +16,9 @@ transaction, so one key is made), bound to the journal and the line's
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
 from sqlalchemy import Connection
 
 from sessionstore.backends.base import JournalBase
@@ -23,9 +26,12 @@ from sessionstore.backends.records import journal_bytes, raw_journal_lines
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
 from sessionstore.backends.sql.erase import erase_journal_of
+from sessionstore.effects import EFFECTS_SUFFIX
 from sessionstore.models import Erasure
 
 __all__ = ["SqlJournal"]
+
+_T = TypeVar("_T")
 
 
 class SqlJournal(JournalBase):
@@ -38,34 +44,43 @@ class SqlJournal(JournalBase):
     def __repr__(self) -> str:
         return f"SqlJournal({self._database.where!r}, {self._name!r})"
 
+    def _lines(self, conn: Connection) -> list[bytes]:
+        """The journal's lines after its last clear, opened in a sealed store."""
+        rows = Q.JOURNAL_LINES.all(conn, name=self._name)
+        sealer = self._database.sealer
+        if sealer is None:
+            return [line for _, line in rows]
+        return [
+            sealer.open("journal", self._name, seq, line, where="journal_lines")
+            for seq, line in rows
+        ]
+
     async def read_bytes(self) -> bytes:
         self._database.check_open(self._name)
+        return journal_bytes(await self._database.transaction(self._name, self._lines))
 
-        sealer, name = self._database.sealer, self._name
-
-        def body(conn: Connection) -> list[bytes]:
-            rows = Q.JOURNAL_LINES.all(conn, name=name)
-            if sealer is None:
-                return [line for _, line in rows]
-            return [
-                sealer.open("journal", name, seq, line, where="journal_lines") for seq, line in rows
-            ]
-
-        return journal_bytes(await self._database.transaction(self._name, body))
-
-    async def _add(self, lines: list[bytes | None]) -> None:
-        """Append rows (None: a clear marker, written only when it changes something)."""
+    async def _add(
+        self,
+        lines: list[bytes | None],
+        found: Callable[[Iterator[bytes]], _T | None] | None = None,
+    ) -> _T | None:
+        """Append rows (None: a clear marker, written only when it changes
+        something), unless ``found`` finds a reason not to in the lines there."""
         self._database.check_open(self._name)
         sealer, name = self._database.sealer, self._name
 
-        def body(conn: Connection) -> None:
+        def body(conn: Connection) -> _T | None:
             if conn.dialect.name == "postgresql":
                 # Writers of one journal queue here; SQLite's BEGIN IMMEDIATE
                 # already lets one writer in at a time.
                 Q.LOCK_JOURNAL.first(conn, name=self._name)
+            if found is not None:
+                seen = found(iter(self._lines(conn)))
+                if seen is not None:
+                    return seen
             last = Q.JOURNAL_LAST_ROW.first(conn, name=self._name)
             if lines == [None] and (last is None or last[1] is None):
-                return  # nothing to clear
+                return None  # nothing to clear
             seq = 0 if last is None else last[0]
             key = None if sealer is None else sealer.journal_key(name)
             rows = [
@@ -79,13 +94,22 @@ class SqlJournal(JournalBase):
                 for n, line in enumerate(lines, 1)
             ]
             Q.INSERT_JOURNAL_LINES.many(conn, rows)
+            return None
 
-        await self._database.transaction(self._name, body, write=True, durable=True)
+        return await self._database.transaction(self._name, body, write=True, durable=True)
 
     async def append_raw(self, *lines: bytes) -> None:
         checked: list[bytes | None] = [*raw_journal_lines(lines)]
         if checked:
             await self._add(checked)
+
+    async def append_unless(
+        self, found: Callable[[Iterator[bytes]], _T | None], *lines: bytes
+    ) -> _T | None:
+        return await self._add([*raw_journal_lines(lines)], found)
+
+    def _effects_journal(self) -> SqlJournal:
+        return SqlJournal(self._database, self._name + EFFECTS_SUFFIX)
 
     async def clear(self) -> None:
         await self._add([None])

@@ -83,6 +83,7 @@ from sessionstore.backends.sql.lineage import lines as history_lines
 from sessionstore.backends.sql.lineage import page as history_page
 from sessionstore.backends.sql.listing import Listing
 from sessionstore.backends.sql.tables import journal_lines
+from sessionstore.effects import EFFECTS_SUFFIX
 from sessionstore.errors import (
     CorruptSessionError,
     EncryptionKeyError,
@@ -262,7 +263,8 @@ class SqlStore(StoreBase):
 
         def body(conn: Connection) -> builtins.list[str]:
             query = select(journal_lines.c.journal).distinct().order_by(journal_lines.c.journal)
-            return builtins.list((conn.execute(query)).scalars())
+            names = (name.removesuffix(EFFECTS_SUFFIX) for name in conn.execute(query).scalars())
+            return builtins.list(dict.fromkeys(names))  # one holding only effects too
 
         return await self._database.transaction(None, body)
 

@@ -1,0 +1,182 @@
+"""The effects contract as tests: `EffectsContract`, part of the journal
+contract (`SessionJournalContract`) over the same ``journal_backend``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from sessionstore.effects import NOT_DONE
+from sessionstore.errors import (
+    EffectConflictError,
+    EffectFailedError,
+    EffectInDoubtError,
+    InvalidRecordError,
+)
+from sessionstore.journal import Journal, JournalSession
+from sessionstore.models import Effect, SessionHeader
+from sessionstore.testing.common import JournalBackend
+from sessionstore.timestamps import Timestamp
+
+
+class Crash(BaseException):
+    """Stands for a process killed while its effect ran: not an `Exception`,
+    so no failure is recorded and the effect is left in doubt."""
+
+
+class Tool:
+    """A side effect that counts its runs (from any thread)."""
+
+    def __init__(self, result: Any = "sent") -> None:
+        self.runs = 0
+        self.result = result
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Any:
+        with self._lock:
+            self.runs += 1
+        return self.result
+
+
+@pytest.mark.asyncio
+class EffectsContract:
+    """Every rule of `EffectLog` (`sessionstore.effects`), on each journal backend."""
+
+    async def test_an_effect_runs_once_and_its_result_is_given_back_after(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        send = Tool({"id": 7, "to": ["a@example.com"]})
+        first = (await journal_backend.open()).effects
+        args = {"to": "a@example.com", "body": "hi"}
+        assert await first.once(send, tool="send", args=args, session="s", call_id="c1") == {
+            "id": 7,
+            "to": ["a@example.com"],
+        }
+        again = (await journal_backend.open()).effects  # another object: the same journal
+        result = await again.once(send, tool="send", args=args, session="s", call_id="c1")
+        assert result == {"id": 7, "to": ["a@example.com"]}
+        assert send.runs == 1
+        (state,) = await again.read()
+        assert (state.key, state.state, state.tool, state.session) == ("s:c1", "done", "send", "s")
+        assert state.finished is not None
+
+    async def test_a_key_with_other_arguments_or_tool_is_a_conflict_and_never_runs(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        effects = (await journal_backend.open()).effects
+        send = Tool()
+        await effects.once(send, tool="send", args={"to": "a"}, key="k")
+        with pytest.raises(EffectConflictError, match="'k'"):
+            await effects.once(send, tool="send", args={"to": "b"}, key="k")
+        with pytest.raises(EffectConflictError):
+            await effects.once(send, tool="charge", args={"to": "a"}, key="k")
+        assert send.runs == 1
+        with pytest.raises(InvalidRecordError, match="key="):
+            await effects.once(send, tool="send")
+
+    async def test_a_failure_is_recorded_and_replayed_without_running(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        effects = (await journal_backend.open()).effects
+        runs = []
+
+        def fail() -> None:
+            runs.append(1)
+            raise ConnectionError("smtp down")
+
+        with pytest.raises(ConnectionError, match="smtp down"):
+            await effects.once(fail, tool="send", key="k")
+        with pytest.raises(EffectFailedError, match="ConnectionError: smtp down") as raised:
+            await effects.once(fail, tool="send", key="k")
+        assert raised.value.outcome.error == "ConnectionError: smtp down"
+        assert len(runs) == 1
+        (state,) = await effects.read()
+        assert (state.state, state.error) == ("failed", "ConnectionError: smtp down")
+
+    async def test_an_effect_cut_short_is_in_doubt_until_checked_or_said_idempotent(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        effects = (await journal_backend.open()).effects
+
+        def crash() -> None:
+            raise Crash
+
+        with pytest.raises(Crash):
+            await effects.once(crash, tool="charge", args={"cents": 500}, session="s", key="k")
+        send = Tool("charged")
+        with pytest.raises(EffectInDoubtError, match="'k'") as raised:
+            await effects.once(send, tool="charge", args={"cents": 500}, key="k")
+        intent = raised.value.intent
+        assert (intent.key, intent.tool, intent.session) == ("k", "charge", "s")
+        assert [state.key for state in await effects.in_doubt()] == ["k"]
+        seen: list[Effect] = []
+
+        def not_done(intent: Effect) -> object:
+            seen.append(intent)
+            return NOT_DONE
+
+        assert await effects.once(send, tool="charge", args={"cents": 500}, key="k", check=not_done)
+        assert (send.runs, [effect.key for effect in seen]) == (1, ["k"])
+        assert await effects.in_doubt() == []
+        # Another in doubt, found done by the check: recorded, never run.
+        with pytest.raises(Crash):
+            await effects.once(crash, tool="charge", key="k2")
+        found = await effects.once(send, tool="charge", key="k2", check=lambda _: "found")
+        assert (found, send.runs) == ("found", 1)
+        assert await effects.once(send, tool="charge", key="k2") == "found"
+        # Said idempotent: it runs again.
+        with pytest.raises(Crash):
+            await effects.once(crash, tool="charge", key="k3")
+        assert await effects.once(send, tool="charge", key="k3", idempotent=True) == "charged"
+        assert send.runs == 2
+        states = {state.key: state.state for state in await effects.read()}
+        assert states == {"k": "done", "k2": "done", "k3": "done"}
+
+    async def test_effects_outlive_clear_and_begin_and_go_with_erase(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        journal = await journal_backend.open()
+        started = SessionHeader(started_at=Timestamp.parse("2026-12-02T10:00:00Z"), model="m")
+        await journal.begin(started, Journal())
+        send = Tool()
+        await journal.effects.once(send, tool="send", key="k")
+        assert await journal.read() == Journal(sessions=[JournalSession(header=started)])
+        assert b"send" not in await journal.read_bytes()  # effects are kept apart
+        await journal.clear()
+        await journal.begin(started, await journal.read())
+        assert await journal.effects.once(send, tool="send", key="k") == "sent"
+        assert send.runs == 1
+        assert await journal.erase(reason="asked") is not None
+        assert await journal.effects.read() == []
+        assert await journal.effects.once(send, tool="send", key="k") == "sent"
+        assert send.runs == 2
+
+    async def test_a_large_result_is_kept_whole(self, journal_backend: JournalBackend) -> None:
+        effects = (await journal_backend.open()).effects
+        big = "x" * 300_000 + "é\u2028\n"
+        assert await effects.once(Tool(big), tool="fetch", key="k") == big
+        assert await effects.once(Tool("other"), tool="fetch", key="k") == big
+        assert await effects.result("k") == big
+        (state,) = await effects.read()
+        assert state.size > 300_000
+
+    async def test_concurrent_runs_of_one_key_start_it_once(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        journals = [await journal_backend.open() for _ in range(8)]
+        runs = Tool("done")
+
+        async def one(index: int) -> Any:
+            try:
+                return await journals[index].effects.once(runs, tool="t", key="k")
+            except EffectInDoubtError:  # looked while another ran it
+                return "in doubt"
+
+        for _ in range(3):
+            outcomes = await asyncio.gather(*(one(index) for index in range(len(journals))))
+            assert runs.runs == 1
+            assert "done" in outcomes
+            assert set(outcomes) <= {"done", "in doubt"}
