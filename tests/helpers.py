@@ -4,6 +4,10 @@ tests, and a trace of the SQL store's statements."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import random
+import signal
 import sqlite3
 import sys
 import threading
@@ -15,6 +19,29 @@ from sessionstore import SqlStore
 
 WORKERS = Path(__file__).parent / "workers"
 APPENDER = WORKERS / "appender.py"
+
+
+async def forked_run(worker: asyncio.subprocess.Process, kill_within: float | None) -> list[str]:
+    """One run of a forking worker (tests/workers/effect_runner.py,
+    framework_turn.py), killed with SIGKILL at a random moment within
+    ``kill_within`` seconds of its ``ready`` (None: let it end). The lines
+    it printed from ``ready`` on."""
+    assert worker.stdin is not None
+    assert worker.stdout is not None
+    worker.stdin.write(b"run\n")
+    await worker.stdin.drain()
+    pid = int((await worker.stdout.readline()).removeprefix(b"pid "))
+    assert await worker.stdout.readline() == b"ready\n"
+    printed = ["ready"]
+    if kill_within is not None:
+        await asyncio.sleep(random.uniform(0, kill_within))
+        with contextlib.suppress(ProcessLookupError):  # ended before: not a kill
+            os.kill(pid, signal.SIGKILL)
+    while not (line := (await worker.stdout.readline()).decode()).startswith("exit"):
+        assert line, "the worker ended"
+        if line.strip():  # a line cut short by the kill is ended by the next
+            printed.append(line.strip())
+    return printed
 
 
 async def spawn_appender(

@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
-import os
-import random
-import signal
 import sys
 from pathlib import Path
 
@@ -18,34 +14,12 @@ import pytest
 
 from sessionstore import FileJournal, open_store
 from sessionstore.effects import EffectState
+from tests.helpers import forked_run
 from tests.kinds import StoreTargets
 
 WORKER = Path(__file__).parent / "workers" / "effect_runner.py"
 KILLS = 32
 KEYS = 150
-
-
-async def run(worker: asyncio.subprocess.Process, kill_within: float | None) -> list[str]:
-    """One run of the worker's effects, killed at a random moment within
-    ``kill_within`` seconds of its start (None: let it end). What it printed."""
-    assert worker.stdin is not None
-    assert worker.stdout is not None
-    worker.stdin.write(b"run\n")
-    await worker.stdin.drain()
-    pid = int((await worker.stdout.readline()).removeprefix(b"pid "))
-    assert await worker.stdout.readline() == b"ready\n"  # the journal is open
-    printed = ["ready"]
-    if kill_within is not None:
-        await asyncio.sleep(random.uniform(0, kill_within))
-        with contextlib.suppress(ProcessLookupError):  # ended before: not a kill
-            os.kill(pid, signal.SIGKILL)
-    while not (line := (await worker.stdout.readline()).decode()).startswith("exit"):
-        assert line, "the worker ended"
-        if line.strip():  # a line cut short by the kill is ended by the next
-            printed.append(line.strip())
-    if kill_within is None:
-        assert printed[-1] == "end"
-    return printed
 
 
 @pytest.mark.parametrize("kind", ["file", "sqlite", "postgresql"])
@@ -67,8 +41,9 @@ async def test_killed_effects_run_once_or_are_in_doubt_where_the_kill_fell(
     try:
         cut = 0  # runs killed while they ran effects
         for _ in range(KILLS):
-            cut += "end" not in await run(worker, 0.1)
-        printed = await run(worker, None)
+            cut += "end" not in await forked_run(worker, 0.1)
+        printed = await forked_run(worker, None)
+        assert printed[-1] == "end"
     finally:
         assert worker.stdin is not None
         worker.stdin.close()

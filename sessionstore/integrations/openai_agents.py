@@ -51,15 +51,18 @@ Values go through the wire format: JSON values only, and an integer beyond
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
-from collections.abc import Awaitable, Coroutine, Generator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
+from functools import partial
 from types import TracebackType
 from typing import Any, Self, cast
 
 try:
-    from agents import TResponseInputItem
+    from agents import FunctionTool, TResponseInputItem
     from agents.memory import SessionSettings
     from agents.memory.session_settings import coerce_session_settings
+    from agents.tool_context import ToolContext
 except ImportError as exc:
     raise ImportError(
         "sessionstore.integrations.openai_agents needs openai-agents 0.8 or newer: "
@@ -76,8 +79,10 @@ from sessionstore import (
     open_store,
     validate_session_id,
 )
+from sessionstore.effects import EffectLog, json_arguments
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptItems
+from sessionstore.models import Effect
 
 __all__ = [
     "MARKER",
@@ -85,6 +90,7 @@ __all__ = [
     "StoreSession",
     "item_from_message",
     "message_from_item",
+    "once_tool",
 ]
 
 MARKER = "openai_agents"
@@ -337,6 +343,49 @@ class StoreSession:
         traceback: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+def once_tool(
+    tool: FunctionTool,
+    effects: EffectLog,
+    *,
+    session: str | None = None,
+    key: Callable[[ToolContext[Any], str], str] | None = None,
+    check: Callable[[Effect], Any] | None = None,
+    idempotent: bool = False,
+) -> FunctionTool:
+    """``tool`` (a ``FunctionTool``, as ``@function_tool`` makes), each call
+    run through `EffectLog.once` (docs/effects.md): a run replayed after a
+    crash gets the recorded output of each call that finished, without the
+    tool running again.
+
+    Args:
+        tool: the tool.
+        effects: where its calls are recorded (``store.journal(name).effects``).
+        session: the conversation the calls belong to; each call's key is
+            the session and the model's tool-call id.
+        key: what names a call instead, from its ``ToolContext`` and its
+            JSON arguments.
+        check, idempotent: for a call in doubt (see `EffectLog.once`); without
+            either, `EffectInDoubtError` ends the run.
+
+    What the tool returns is recorded as JSON (its text, for what is not JSON).
+    """
+    invoke = tool.on_invoke_tool
+
+    async def on_invoke_tool(context: ToolContext[Any], arguments: str) -> Any:
+        return await effects.once(
+            partial(invoke, context, arguments),
+            tool=tool.name,
+            args=json_arguments(arguments),
+            session=session,
+            call_id=context.tool_call_id,
+            key=None if key is None else key(context, arguments),
+            check=check,
+            idempotent=idempotent,
+        )
+
+    return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
 
 
 class _Opening:

@@ -38,7 +38,9 @@ mapped by role; see `from_context`.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 try:
@@ -56,6 +58,9 @@ try:
         ToolReturnPart,
         UserPromptPart,
     )
+    from pydantic_ai.tools import RunContext
+    from pydantic_ai.toolsets import WrapperToolset
+    from pydantic_ai.toolsets.abstract import ToolsetTool
 except ImportError as exc:
     raise ImportError(
         f"sessionstore.integrations.pydantic_ai needs pydantic-ai ({exc}): "
@@ -63,12 +68,15 @@ except ImportError as exc:
     ) from exc
 
 from sessionstore import Message, MessageEntry, SessionStore, validate_session_id
+from sessionstore.effects import EffectLog
 from sessionstore.integrations.kept import KeptContext, Latest
+from sessionstore.models import Effect
 from sessionstore.sync import SyncStore
 
 __all__ = [
     "PYDANTIC_AI_FIELD",
     "MessageHistories",
+    "OnceToolset",
     "from_context",
     "load_history",
     "load_history_sync",
@@ -113,6 +121,45 @@ def load_history_sync(store: SyncStore, session_id: str) -> list[ModelMessage]:
 def save_messages_sync(store: SyncStore, session_id: str, messages: Sequence[ModelMessage]) -> None:
     """`save_messages` on a blocking store."""
     store.append_many(session_id, to_entries(messages))
+
+
+@dataclass
+class OnceToolset(WrapperToolset[Any]):
+    """A toolset whose every tool call runs through `EffectLog.once`
+    (docs/effects.md): a run replayed after a crash gets the recorded
+    result of each call that finished, without the tool running again::
+
+        toolset = OnceToolset(FunctionToolset([send_email]), store.journal("mailer").effects,
+                              session=session_id)
+        agent = Agent(model, toolsets=[toolset])
+
+    Each call's key is ``session`` and the model's tool-call id; its
+    arguments' digest is recorded. For a call in doubt, ``check`` and
+    ``idempotent`` are `EffectLog.once`'s; without either,
+    `EffectInDoubtError` ends the run.
+    """
+
+    effects: EffectLog
+    session: str | None = None
+    check: Callable[[Effect], Any] | None = None
+    idempotent: bool = False
+
+    async def call_tool(
+        self,
+        name: str,
+        tool_args: dict[str, Any],
+        ctx: RunContext[Any],
+        tool: ToolsetTool[Any],
+    ) -> Any:
+        return await self.effects.once(
+            partial(self.wrapped.call_tool, name, tool_args, ctx, tool),
+            tool=name,
+            args=tool_args,
+            session=self.session,
+            call_id=ctx.tool_call_id,
+            check=self.check,
+            idempotent=self.idempotent,
+        )
 
 
 class MessageHistories:

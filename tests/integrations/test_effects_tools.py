@@ -1,0 +1,157 @@
+"""Tools run once across crashes, through each framework's own tool slot:
+`once_tool` for openai-agents, `OnceToolset` for pydantic-ai
+(docs/effects.md). A real turn, killed (SIGKILL) mid-turn and run again,
+never runs a tool call whose outcome was recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import WORKERS, forked_run
+from tests.integrations import require
+
+require("agents", extra="openai-agents")
+require("pydantic_ai", extra="pydantic-ai")
+
+from agents import Agent, Runner, function_tool
+from agents.items import TResponseOutputItem
+from openai.types.responses import ResponseFunctionToolCall
+from pydantic_ai import Agent as PydanticAgent
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.toolsets import FunctionToolset
+
+from sessionstore import EffectInDoubtError, SessionStore, open_store
+from sessionstore.integrations.openai_agents import StoreSession, once_tool
+from sessionstore.integrations.pydantic_ai import OnceToolset
+from tests.integrations.test_openai_agents import NO_TRACING, ScriptedModel, answer
+
+KILLS = 12
+CALLS = {"openai-agents": ["n0", "n1", "n2"], "pydantic-ai": ["a", "b", "c"]}
+
+
+def calls(*numbers: int) -> list[TResponseOutputItem]:
+    return [
+        ResponseFunctionToolCall(
+            id=f"fc_{n}",
+            call_id=f"call_{n}",
+            type="function_call",
+            name="send",
+            arguments=f'{{"to": "u{n}"}}',
+        )
+        for n in numbers
+    ]
+
+
+async def test_an_openai_agents_turn_run_again_gets_the_recorded_outputs(
+    async_store: SessionStore,
+) -> None:
+    sent: list[str] = []
+
+    @function_tool
+    def send(to: str) -> str:
+        """Send a message."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    effects = async_store.journal("agent").effects
+    tool = once_tool(send, effects, session="chat")
+    for _ in range(2):  # the same turn twice: a replay after a crash
+        model = ScriptedModel(calls(1, 2), answer("Sent.", "msg_1"))
+        agent = Agent(name="a", instructions="Send.", model=model, tools=[tool])
+        result = await Runner.run(
+            agent, "go", session=StoreSession(async_store, "chat"), run_config=NO_TRACING
+        )
+        assert result.final_output == "Sent."
+    assert sent == ["u1", "u2"]
+    states = {state.key: (state.state, state.tool) for state in await effects.read()}
+    assert states == {"chat:call_1": ("done", "send"), "chat:call_2": ("done", "send")}
+    assert await effects.result("chat:call_1") == "sent to u1"
+
+
+async def test_a_pydantic_ai_run_again_gets_the_recorded_results(
+    async_store: SessionStore,
+) -> None:
+    sent: list[str] = []
+
+    def send(to: str) -> str:
+        """Send a message."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    effects = async_store.journal("agent").effects
+    for _ in range(2):
+        toolset = OnceToolset(FunctionToolset([send]), effects, session="chat")
+        result = await PydanticAgent(TestModel(), toolsets=[toolset]).run("go")
+        assert "sent to" in result.output
+    assert len(sent) == 1
+    (state,) = await effects.read()
+    assert (state.state, state.tool, state.session) == ("done", "send", "chat")
+
+
+async def test_a_call_left_in_doubt_ends_the_run_until_checked(
+    async_store: SessionStore,
+) -> None:
+    effects = async_store.journal("agent").effects
+
+    class Killed(BaseException):
+        pass
+
+    def crash(to: str) -> str:
+        """Send a message, and die."""
+        raise Killed
+
+    with pytest.raises(Killed):
+        await PydanticAgent(
+            TestModel(), toolsets=[OnceToolset(FunctionToolset([crash]), effects)]
+        ).run("go")
+    toolset = OnceToolset(FunctionToolset([crash]), effects)
+    with pytest.raises(EffectInDoubtError):
+        await PydanticAgent(TestModel(), toolsets=[toolset]).run("go")
+    checked = OnceToolset(FunctionToolset([crash]), effects, check=lambda intent: "was sent")
+    result = await PydanticAgent(TestModel(), toolsets=[checked]).run("go")
+    assert "was sent" in result.output
+
+
+@pytest.mark.parametrize("framework", ["openai-agents", "pydantic-ai"])
+async def test_a_turn_killed_mid_turn_and_run_again_never_repeats_a_recorded_call(
+    framework: str, tmp_path: Path
+) -> None:
+    db, counter = str(tmp_path / "s.db"), tmp_path / "counter"
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(WORKERS / "framework_turn.py"),
+        framework,
+        db,
+        str(counter),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        cut = 0
+        for _ in range(KILLS):
+            cut += not {"end", "doubt"} & set(await forked_run(worker, 0.12))
+        printed = await forked_run(worker, None)
+    finally:
+        assert worker.stdin is not None
+        worker.stdin.close()
+        await worker.wait()
+    assert cut >= KILLS // 3, f"only {cut} kills fell in the turn"
+    ran = collections.Counter(counter.read_text().split()) if counter.exists() else {}
+    async with open_store(db) as store:
+        states = {state.key: state.state for state in await store.journal("agent").effects.read()}
+    for key, state in states.items():
+        name = key.rsplit("_", 1)[-1] if framework == "pydantic-ai" else "n" + key[-1]
+        assert ran.get(name, 0) <= 1, f"{key} ran {ran[name]} times"
+        if state == "done":
+            assert ran.get(name, 0) == 1, f"{key} done, ran {ran.get(name, 0)} times"
+    assert max(ran.values(), default=0) <= 1
+    if "in doubt" in states.values():
+        assert printed[-1] == "doubt"  # the run stops there, reported
+    else:
+        assert printed[-1] == "end"
+        assert sorted(ran) == CALLS[framework]

@@ -1,0 +1,170 @@
+"""A separate process that runs one agent turn whose tools go through
+`EffectLog.once`, for kill tests (tests/integrations/test_effects_tools.py).
+
+Usage: python framework_turn.py FRAMEWORK DB COUNTER
+
+FRAMEWORK is ``openai-agents`` (a `Runner` turn on a scripted model that
+calls the tool ``bump`` three times, then answers) or ``pydantic-ai`` (an
+agent on ``TestModel``, which calls each of the tools ``bump_a``,
+``bump_b``, ``bump_c`` once). Each call appends its name to the file
+COUNTER, syncs it, and takes 20 ms more: the world the tools change.
+
+As tests/workers/effect_runner.py: the framework is imported once, and
+each line ``run`` read on stdin runs a turn in a forked child, which
+prints ``pid P``, ``ready``, then ``end`` (or ``doubt`` when a call was
+found in doubt); then ``exit S`` follows on a line of its own.
+"""
+
+import asyncio
+import os
+import sys
+import time
+from typing import Any
+
+from sessionstore import EffectInDoubtError, open_store
+
+CHAT = "chat"
+
+
+def bump(counter: str, name: str) -> str:
+    fd = os.open(counter, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, f"{name}\n".encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    time.sleep(0.02)
+    return f"bumped {name}"
+
+
+def openai_agents_turn(db: str, counter: str) -> Any:
+    from agents import Agent, RunConfig, Runner, function_tool
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+
+    from sessionstore.integrations.openai_agents import StoreSession, once_tool
+
+    @function_tool
+    def bump_tool(n: int) -> str:
+        """Bump the counter."""
+        return bump(counter, f"n{n}")
+
+    class Scripted(Model):
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            self.calls += 1
+            if self.calls == 1:
+                output: list[Any] = [
+                    ResponseFunctionToolCall(
+                        id=f"fc_{n}",
+                        call_id=f"call_{n}",
+                        type="function_call",
+                        name="bump_tool",
+                        arguments=f'{{"n": {n}}}',
+                    )
+                    for n in range(3)
+                ]
+            else:
+                text = ResponseOutputText(
+                    text="done", type="output_text", annotations=[], logprobs=[]
+                )
+                output = [
+                    ResponseOutputMessage(
+                        id="msg",
+                        type="message",
+                        role="assistant",
+                        status="completed",
+                        content=[text],
+                    )
+                ]
+            return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+    async def turn() -> None:
+        async with open_store(db) as store:
+            tool = once_tool(bump_tool, store.journal("agent").effects, session=CHAT)
+            agent = Agent(name="a", instructions="Bump.", model=Scripted(), tools=[tool])
+            print("ready", flush=True)
+            await Runner.run(
+                agent,
+                "go",
+                session=StoreSession(store, CHAT),
+                run_config=RunConfig(tracing_disabled=True),
+            )
+
+    return turn
+
+
+def pydantic_ai_turn(db: str, counter: str) -> Any:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.test import TestModel
+    from pydantic_ai.toolsets import FunctionToolset
+
+    from sessionstore.integrations.pydantic_ai import OnceToolset
+
+    def bump_a() -> str:
+        """Bump a."""
+        return bump(counter, "a")
+
+    def bump_b() -> str:
+        """Bump b."""
+        return bump(counter, "b")
+
+    def bump_c() -> str:
+        """Bump c."""
+        return bump(counter, "c")
+
+    async def turn() -> None:
+        async with open_store(db) as store:
+            tools = FunctionToolset([bump_a, bump_b, bump_c])
+            toolset = OnceToolset(tools, store.journal("agent").effects, session=CHAT)
+            agent = Agent(TestModel(), toolsets=[toolset])
+            print("ready", flush=True)
+            await agent.run("go")
+
+    return turn
+
+
+def child(turn: Any) -> None:
+    try:
+        asyncio.run(turn())
+    except Exception as exc:  # the framework may wrap it
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, EffectInDoubtError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            raise
+        print("doubt", flush=True)
+        return
+    print("end", flush=True)
+
+
+def serve(framework: str, db: str, counter: str) -> None:
+    make = openai_agents_turn if framework == "openai-agents" else pydantic_ai_turn
+    turn = make(db, counter)
+    for command in sys.stdin:
+        if command.strip() != "run":
+            break
+        pid = os.fork()
+        if pid == 0:
+            try:
+                print("pid", os.getpid(), flush=True)
+                child(turn)
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        print(f"\nexit {status}", flush=True)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], sys.argv[2], sys.argv[3])
