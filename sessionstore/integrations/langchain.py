@@ -66,6 +66,8 @@ try:
         messages_from_dict,
     )
     from langchain_core.messages.tool import invalid_tool_call, tool_call
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import BaseTool
 except ImportError as exc:
     raise ImportError(
         f"sessionstore.integrations.langchain needs langchain-core ({exc}): "
@@ -79,13 +81,16 @@ from sessionstore import (
     SessionStore,
     validate_session_id,
 )
+from sessionstore.effects import EffectLog
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptContext, Latest
-from sessionstore.sync import SyncStore
+from sessionstore.models import Effect
+from sessionstore.sync import SyncEffects, SyncStore
 
 __all__ = [
     "LANGCHAIN_FIELD",
     "ChatHistories",
+    "OnceTool",
     "SessionStoreChatMessageHistory",
     "from_context",
     "to_message",
@@ -392,3 +397,101 @@ def _tool_calls(calls: Any) -> tuple[list[ToolCall], list[InvalidToolCall]]:
             )
         )
     return valid, invalid
+
+
+_RECORDED_MESSAGE = "langchain_message"
+"""How `OnceTool` records a message a tool returned (its ``message_to_dict``)."""
+
+
+class OnceTool(BaseTool):
+    """A LangChain tool whose every call runs through `EffectLog.once`
+    (docs/effects.md): a graph or agent replayed after a crash gets the
+    recorded output of each call that finished, without the tool running
+    again::
+
+        tools = [OnceTool(send_email, store.journal("mailer").effects, session=thread_id)]
+
+    A call given as a tool call (``{"type": "tool_call", "id": ..., "args":
+    ...}``, as ``ToolNode`` and agents call tools) is keyed by ``session``
+    and its id; one given plain arguments needs ``key``, a function of
+    them. ``effects`` is an async store's (for ``ainvoke``) or a blocking
+    store's (`sessionstore.sync`, for ``invoke``). What the tool returns is
+    recorded: a message (the `ToolMessage` of a tool call) as LangChain
+    serializes it, anything else as JSON (its text, when it is not).
+    """
+
+    wrapped: BaseTool
+    effects: Any
+    session: str | None = None
+    key: Callable[[Any], str] | None = None
+    check: Callable[[Effect], Any] | None = None
+    idempotent: bool = False
+
+    def __init__(
+        self,
+        wrapped: BaseTool,
+        effects: EffectLog | SyncEffects,
+        *,
+        session: str | None = None,
+        key: Callable[[Any], str] | None = None,
+        check: Callable[[Effect], Any] | None = None,
+        idempotent: bool = False,
+    ) -> None:
+        super().__init__(
+            name=wrapped.name,
+            description=wrapped.description,
+            args_schema=wrapped.args_schema,
+            wrapped=wrapped,
+            effects=effects,
+            session=session,
+            key=key,
+            check=check,
+            idempotent=idempotent,
+        )
+
+    def _call(self, input: Any) -> dict[str, Any]:
+        """`EffectLog.once`'s arguments for a call given ``input``."""
+        call = isinstance(input, dict) and input.get("type") == "tool_call"
+        args = input["args"] if call else input
+        return {
+            "tool": self.name,
+            "args": args,
+            "session": self.session,
+            "call_id": input.get("id") if call else None,
+            "key": None if self.key is None else self.key(args),
+            "check": self.check,
+            "idempotent": self.idempotent,
+        }
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if not isinstance(self.effects, EffectLog):
+            raise ConfigurationError("OnceTool.ainvoke needs an async store's effects")
+
+        async def call() -> Any:
+            return _recorded(await self.wrapped.ainvoke(input, config, **kwargs))
+
+        return _restored(await self.effects.once(call, **self._call(input)))
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if not isinstance(self.effects, SyncEffects):
+            raise ConfigurationError("OnceTool.invoke needs a blocking store's effects")
+
+        def call() -> Any:
+            return _recorded(self.wrapped.invoke(input, config, **kwargs))
+
+        return _restored(self.effects.once(call, **self._call(input)))
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("OnceTool runs through invoke and ainvoke")
+
+
+def _recorded(output: Any) -> Any:
+    if isinstance(output, BaseMessage):
+        return {_RECORDED_MESSAGE: message_to_dict(output)}
+    return output
+
+
+def _restored(output: Any) -> Any:
+    if isinstance(output, dict) and set(output) == {_RECORDED_MESSAGE}:
+        return messages_from_dict([output[_RECORDED_MESSAGE]])[0]
+    return output

@@ -17,17 +17,22 @@ from tests.integrations import require
 
 require("agents", extra="openai-agents")
 require("pydantic_ai", extra="pydantic-ai")
+require("langchain_core", extra="langchain")
 
 from agents import Agent, Runner, function_tool
 from agents.items import TResponseOutputItem
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import tool
 from openai.types.responses import ResponseFunctionToolCall
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.toolsets import FunctionToolset
 
 from sessionstore import EffectInDoubtError, SessionStore, open_store
+from sessionstore.integrations.langchain import OnceTool
 from sessionstore.integrations.openai_agents import StoreSession, once_tool
 from sessionstore.integrations.pydantic_ai import OnceToolset
+from sessionstore.sync import SyncStore
 from tests.integrations.test_openai_agents import NO_TRACING, ScriptedModel, answer
 
 KILLS = 12
@@ -91,6 +96,48 @@ async def test_a_pydantic_ai_run_again_gets_the_recorded_results(
     assert len(sent) == 1
     (state,) = await effects.read()
     assert (state.state, state.tool, state.session) == ("done", "send", "chat")
+
+
+async def test_a_langchain_tool_call_run_again_gets_the_recorded_tool_message(
+    async_store: SessionStore,
+) -> None:
+    sent: list[str] = []
+
+    @tool
+    def send(to: str) -> str:
+        """Send a message."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    once = OnceTool(send, async_store.journal("agent").effects, session="thread-1")
+    assert (once.name, once.description, once.args) == (send.name, send.description, send.args)
+    call = {"type": "tool_call", "id": "call_9", "name": "send", "args": {"to": "ada"}}
+    first = await once.ainvoke(call)
+    again = await once.ainvoke(call)
+    assert isinstance(again, ToolMessage)
+    assert (again.content, again.tool_call_id, again.name) == ("sent to ada", "call_9", "send")
+    assert again == first
+    assert sent == ["ada"]
+    (state,) = await async_store.journal("agent").effects.read()
+    assert (state.key, state.state) == ("thread-1:call_9", "done")
+
+
+def test_a_langchain_tool_on_a_blocking_store_keyed_by_its_arguments(
+    sync_store: SyncStore,
+) -> None:
+    sent: list[str] = []
+
+    @tool
+    def send(to: str) -> str:
+        """Send a message."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    effects = sync_store.journal("agent").effects
+    once = OnceTool(send, effects, key=lambda args: f"mail-to-{args['to']}")
+    assert once.invoke({"to": "bob"}) == once.invoke({"to": "bob"}) == "sent to bob"
+    assert sent == ["bob"]
+    assert [state.key for state in effects.read()] == ["mail-to-bob"]
 
 
 async def test_a_call_left_in_doubt_ends_the_run_until_checked(
