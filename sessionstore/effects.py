@@ -330,6 +330,14 @@ class EffectLog:
             _take(states, rest)
         return list(states.values())
 
+    async def by_session(self) -> dict[str | None, list[EffectState]]:
+        """`read`'s effects, per session (None: those of no session), each
+        session's in the order they started."""
+        found: dict[str | None, list[EffectState]] = {}
+        for state in await self.read():
+            found.setdefault(state.session, []).append(state)
+        return found
+
     async def in_doubt(self) -> list[EffectState]:
         """The effects started and never finished."""
         return [state for state in await self.read() if state.state == "in doubt"]

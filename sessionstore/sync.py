@@ -488,6 +488,9 @@ class SyncEffects:
     def read(self) -> builtins.list[EffectState]:
         return self._loop.run(self._effects.read())
 
+    def by_session(self) -> dict[str | None, builtins.list[EffectState]]:
+        return self._loop.run(self._effects.by_session())
+
     def in_doubt(self) -> builtins.list[EffectState]:
         return self._loop.run(self._effects.in_doubt())
 

@@ -134,6 +134,11 @@ class EffectsContract:
         assert send.runs == 2
         states = {state.key: state.state for state in await effects.read()}
         assert states == {"k": "done", "k2": "done", "k3": "done"}
+        sessions = await effects.by_session()
+        assert {session: [s.key for s in held] for session, held in sessions.items()} == {
+            "s": ["k"],
+            None: ["k2", "k3"],
+        }
 
     async def test_effects_outlive_clear_and_begin_and_go_with_erase(
         self, journal_backend: JournalBackend

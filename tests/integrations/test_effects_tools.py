@@ -72,7 +72,7 @@ async def test_an_openai_agents_turn_run_again_gets_the_recorded_outputs(
             agent, "go", session=StoreSession(async_store, "chat"), run_config=NO_TRACING
         )
         assert result.final_output == "Sent."
-    assert sent == ["u1", "u2"]
+    assert sorted(sent) == ["u1", "u2"]  # run side by side: in either order
     states = {state.key: (state.state, state.tool) for state in await effects.read()}
     assert states == {"chat:call_1": ("done", "send"), "chat:call_2": ("done", "send")}
     assert await effects.result("chat:call_1") == "sent to u1"

@@ -16,7 +16,9 @@ transaction, so one key is made), bound to the journal and the line's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import contextlib
+from collections.abc import Callable, Generator, Iterator
+from functools import partial
 from typing import TypeVar
 
 from sqlalchemy import Connection
@@ -44,20 +46,21 @@ class SqlJournal(JournalBase):
     def __repr__(self) -> str:
         return f"SqlJournal({self._database.where!r}, {self._name!r})"
 
-    def _lines(self, conn: Connection) -> list[bytes]:
-        """The journal's lines after its last clear, opened in a sealed store."""
-        rows = Q.JOURNAL_LINES.all(conn, name=self._name)
+    def _lines(self, conn: Connection) -> Generator[bytes, None, None]:
+        """The journal's lines after its last clear, opened in a sealed store,
+        a few rows at a time (close it if left unfinished: its cursor)."""
         sealer = self._database.sealer
-        if sealer is None:
-            return [line for _, line in rows]
-        return [
-            sealer.open("journal", self._name, seq, line, where="journal_lines")
-            for seq, line in rows
-        ]
+        with contextlib.closing(Q.JOURNAL_LINES.each(conn, name=self._name)) as rows:
+            for seq, line in rows:
+                if sealer is None:
+                    yield line
+                else:
+                    yield sealer.open("journal", self._name, seq, line, where="journal_lines")
 
     async def read_bytes(self) -> bytes:
         self._database.check_open(self._name)
-        return journal_bytes(await self._database.transaction(self._name, self._lines))
+        lines = partial(_listed, self._lines)
+        return journal_bytes(await self._database.transaction(self._name, lines))
 
     async def _add(
         self,
@@ -75,7 +78,8 @@ class SqlJournal(JournalBase):
                 # already lets one writer in at a time.
                 Q.LOCK_JOURNAL.first(conn, name=self._name)
             if found is not None:
-                seen = found(iter(self._lines(conn)))
+                with contextlib.closing(self._lines(conn)) as held:
+                    seen = found(held)
                 if seen is not None:
                     return seen
             last = Q.JOURNAL_LAST_ROW.first(conn, name=self._name)
@@ -118,3 +122,7 @@ class SqlJournal(JournalBase):
         """Every row goes, its clears too; see `sessionstore.backends.sql.erase`."""
         self._database.check_open(self._name)
         return await erase_journal_of(self._database, self._name, reason)
+
+
+def _listed(lines: Callable[[Connection], Iterator[bytes]], conn: Connection) -> list[bytes]:
+    return list(lines(conn))
