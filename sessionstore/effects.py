@@ -210,6 +210,11 @@ class EffectLog:
     def __repr__(self) -> str:
         return f"EffectLog({self._journal!r})"
 
+    @property
+    def lines(self) -> EffectLines:
+        """Where the effects are kept, a line each (what an archive exports)."""
+        return self._journal
+
     async def once(
         self,
         call: Callable[[], Awaitable[Any]] | Callable[[], Any],

@@ -1,6 +1,7 @@
 """The archive: lossless export and import across every backend (SPEC section 6)."""
 
 import asyncio
+import contextlib
 import shutil
 import signal
 import sys
@@ -23,6 +24,7 @@ from sessionstore import (
 )
 from sessionstore.archive import ArchiveReport, export_archive, import_archive
 from sessionstore.testing.contract import compaction, message
+from sessionstore.testing.effects_contract import Crash
 from sessionstore.testing.journal_contract import header, post
 from tests.forks import SESSIONS as FORK_SESSIONS
 from tests.forks import fill_forks
@@ -60,11 +62,19 @@ async def fill(store: SessionStore) -> None:
     await store.create(SessionMeta(id="empty-session"))
     await store.journal("agent-2").begin(header(0), Journal())
     await store.journal("agent-2").append(post(1))
+    effects = store.journal("agent-2").effects  # side effects, one done, one in doubt
+    await effects.once(lambda: {"id": "m-1"}, tool="send", args={"to": "a"}, key="k1")
+    with contextlib.suppress(Crash):
+        await effects.once(_crash, tool="charge", args={"cents": 5}, session="s", key="k2")
     await fill_forks(store)
     for session_id in ("root", "middle", "deep", "middle"):
         await store.set_head("chat", session_id)
     await store.set_head("sub-agent", "from-imported")
     await import_archive(store, FIXTURE)
+
+
+def _crash() -> None:
+    raise Crash
 
 
 # ---------------------------------------------------------------- round trips
@@ -82,8 +92,13 @@ async def test_export_import_export_is_byte_identical_across_backends(
         await import_archive(second, tmp_path / "one")
         await export_archive(second, tmp_path / "two")
         assert await second.integrity() == []
+        effects = {
+            state.key: state.state for state in await second.journal("agent-2").effects.read()
+        }
+        assert effects == {"k1": "done", "k2": "in doubt"}
     assert tree(tmp_path / "one") == tree(tmp_path / "two")
-    assert len(tree(tmp_path / "one")) == 6 + len(FORK_SESSIONS) + 2  # and two heads
+    assert "journals/agent-2/session_effects.jsonl" in tree(tmp_path / "one")
+    assert len(tree(tmp_path / "one")) == 7 + len(FORK_SESSIONS) + 2  # and two heads
 
 
 async def test_imported_fixture_exports_back_identical(store: SessionStore, tmp_path: Path) -> None:
@@ -229,7 +244,7 @@ async def test_progress_is_reported_in_both_directions(store: SessionStore, tmp_
     assert seen == [(1, 3), (2, 3), (3, 3)]
     seen.clear()
     await export_archive(store, tmp_path / "out", progress=lambda d, t: seen.append((d, t)))
-    assert seen == [(1, 3), (2, 3), (3, 3)]
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]  # a journal's effects are a file's step
 
 
 # ---------------------------------------------------------------- export rules

@@ -5,6 +5,7 @@ An archive is a directory::
 
     <archive>/sessions/<id>.jsonl                      a valid directory store
     <archive>/journals/<name>/session_journal.jsonl    a valid journal file
+    <archive>/journals/<name>/session_effects.jsonl    its side effects (`sessionstore.effects`)
     <archive>/heads/<name>.jsonl                       every position of a named head
     <archive>/titles/<id>.jsonl                        every title a session was given later
 

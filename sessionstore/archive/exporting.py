@@ -31,6 +31,7 @@ from sessionstore.archive.report import (
     each_file,
     finish,
     io,
+    journal_blocks,
     outside,
 )
 from sessionstore.archive.sealing import (
@@ -42,7 +43,6 @@ from sessionstore.archive.sealing import (
     sealed_lines,
     stem,
 )
-from sessionstore.backends.base import JournalBase
 from sessionstore.backends.files import (
     FILE_MODE,
     NotRegularFileError,
@@ -52,9 +52,10 @@ from sessionstore.backends.files import (
     write_all,
 )
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
+from sessionstore.effects import EFFECTS_FILE, EFFECTS_SUFFIX
 from sessionstore.errors import CorruptSessionError, SessionNotFoundError, validate_session_id
 from sessionstore.models import TitleChange
-from sessionstore.store import SessionJournal, SessionStore
+from sessionstore.store import SessionStore
 from sessionstore.wire import encode_line
 
 if TYPE_CHECKING:
@@ -155,10 +156,12 @@ async def export_chosen(
         )
         steps.append((path, export))
     for name in names:
-        path = root / JOURNALS / name / JOURNAL_FILE
-        if sealing is not None:
-            path = other_form(path)
-        steps.append((path, partial(_export_journal, store, root, name, path, report, sealing)))
+        for file, effects in ((JOURNAL_FILE, False), (EFFECTS_FILE, True)):
+            path = root / JOURNALS / name / file
+            if sealing is not None:
+                path = other_form(path)
+            export = partial(_export_journal, store, root, name, path, report, sealing, effects)
+            steps.append((path, export))
     for name in head_names:
         path = root / HEADS / f"{name}{SUFFIX}"
         steps.append((path, partial(_export_head, store, root, name, path, report)))
@@ -386,14 +389,6 @@ async def _export_head(
     report.heads += 1
 
 
-async def _journal_blocks(journal: SessionJournal) -> AsyncIterator[bytes]:
-    if isinstance(journal, JournalBase):
-        async for block in journal.read_blocks():
-            yield block
-    else:
-        yield await journal.read_bytes()
-
-
 async def _export_journal(
     store: SessionStore,
     root: Path,
@@ -401,18 +396,23 @@ async def _export_journal(
     path: Path,
     report: ArchiveReport,
     sealing: Sealing | None,
+    effects: bool,
 ) -> None:
-    """Replace the archive's journal file with the journal as it stands
-    (sealed, with ``sealing``), streamed; left as it is when they are the
-    same bytes."""
+    """Replace the archive's journal file (with ``effects``, its effects')
+    with the journal as it stands (sealed, with ``sealing``), streamed;
+    left as it is when they are the same bytes."""
     await io(partial(_one_form, root, path, "journal"), path)
-    blocks = _journal_blocks(store.journal(name))
+    journal = store.journal(name)
+    blocks = journal_blocks(journal.effects.lines if effects else journal)
+    if effects:  # none is no file (a journal's empty file says it was cleared)
+        blocks = _filled(blocks)
     if sealing is not None:
-        key = await sealing.key("journal", name)
+        held = name + EFFECTS_SUFFIX if effects else name  # the journal holding the lines
+        key = await sealing.key("journal", held)
         blocks = (
             _nothing()
             if key is None
-            else sealed_lines(lines_of(blocks), sealing, key, JOURNALS, name)
+            else sealed_lines(lines_of(blocks), sealing, key, JOURNALS, held)
         )
     existing = await io(partial(_existing, root, path), path)
     same = existing is not None  # so far, the existing file holds what was read
@@ -441,7 +441,14 @@ async def _export_journal(
             existing.close()
         if out is not None:
             await io(out.discard, path)
-    report.journals += 1
+    report.journals += not effects
+
+
+async def _filled(blocks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The blocks that hold anything."""
+    async for block in blocks:
+        if block:
+            yield block
 
 
 async def _nothing() -> AsyncIterator[bytes]:

@@ -30,13 +30,14 @@ from sessionstore.archive.report import (
     each_file,
     finish,
     io,
+    journal_blocks,
     look,
     open_inside,
     parent_cycles,
 )
-from sessionstore.archive.sealing import SEALED, KeysFile, Sealing, lines_of, stem
-from sessionstore.backends.base import JournalBase
+from sessionstore.archive.sealing import SEALED, KeysFile, Sealing, lines_of, other_form, stem
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
+from sessionstore.effects import EFFECTS_FILE, EFFECTS_SUFFIX, EffectLines
 from sessionstore.errors import (
     ArchiveError,
     InvalidRecordError,
@@ -297,16 +298,17 @@ def _find_journals(root: Path, report: ArchiveReport) -> list[Path]:
         if mode is None or not stat.S_ISDIR(mode):
             _skip(report, path, f"{what}, not a journal's directory")
             continue
-        for file in (path / JOURNAL_FILE, path / f"{stem(path / JOURNAL_FILE)}{SEALED}"):
-            try:
-                mode, what = look(root, file)
-            except Refused as refused:
-                report.refused.append(ArchiveIssue(str(file), None, refused.reason))
-                continue
-            if mode is not None and stat.S_ISREG(mode):
-                found.append(file)
-            elif what != "missing":
-                _skip(report, file, f"{what}, not a journal file")
+        for name in (JOURNAL_FILE, EFFECTS_FILE):  # its lines, its effects: plain or sealed
+            for file in (path / name, other_form(path / name)):
+                try:
+                    mode, what = look(root, file)
+                except Refused as refused:
+                    report.refused.append(ArchiveIssue(str(file), None, refused.reason))
+                    continue
+                if mode is not None and stat.S_ISREG(mode):
+                    found.append(file)
+                elif what != "missing":
+                    _skip(report, file, f"{what}, not a journal file")
     return found
 
 
@@ -318,8 +320,15 @@ def _opener(sealing: Sealing | None, part: str, path: Path) -> Callable[[int, st
     """What opens the lines of ``path`` when it is sealed (None: plain)."""
     if sealing is None or not path.name.endswith(SEALED):
         return None
-    name = path.parent.name if part == JOURNALS else stem(path)
-    return sealing.opener(part, name)
+    if part != JOURNALS:
+        return sealing.opener(part, stem(path))
+    effects = EFFECTS_SUFFIX if _is_effects(path) else ""
+    return sealing.opener(part, path.parent.name + effects)
+
+
+def _is_effects(path: Path) -> bool:
+    """Whether a file of a journal's directory holds its effects."""
+    return stem(path) == stem(Path(EFFECTS_FILE))
 
 
 class _FileLines:
@@ -515,21 +524,23 @@ async def _import_titles(
 async def _import_journal(
     store: SessionStore, root: Path, path: Path, report: ArchiveReport, sealing: Sealing | None
 ) -> None:
-    """Add to the store's journal the lines the archive's has beyond it, once
-    the lines they share are checked equal; both are streamed."""
+    """Add to the store's journal (or its effects) the lines the archive's
+    has beyond it, once the lines they share are checked equal; both are
+    streamed."""
     name = path.parent.name
     try:
         validate_session_id(name)
     except SessionStoreError as exc:
         raise Refused(None, f"journal name: {exc}") from None
-    journal = store.journal(name)
+    effects = _is_effects(path)
+    journal = store.journal(name).effects.lines if effects else store.journal(name)
     fd = await io(partial(open_inside, root, path), path)
     try:
         mine = lines_of(_file_blocks(fd, path, report))
         opener = _opener(sealing, JOURNALS, path)
         if opener is not None:
             mine = _opened(mine, opener, path)
-        held = lines_of(_journal_blocks(journal))
+        held = lines_of(journal_blocks(journal))
         try:
             number = 0
             async for line in mine:
@@ -546,7 +557,7 @@ async def _import_journal(
             await mine.aclose()
     finally:
         os.close(fd)
-    report.journals += 1
+    report.journals += not effects
 
 
 _BATCH = 1 << 20
@@ -554,7 +565,9 @@ _BATCH = 1 << 20
 batches, each whole or absent; importing again completes an interrupted one."""
 
 
-async def _append_lines(journal: SessionJournal, first: bytes, rest: AsyncIterator[bytes]) -> None:
+async def _append_lines(
+    journal: SessionJournal | EffectLines, first: bytes, rest: AsyncIterator[bytes]
+) -> None:
     batch, size = [first], len(first)
     async for line in rest:
         if size >= _BATCH:
@@ -569,14 +582,6 @@ async def _file_blocks(fd: int, path: Path, report: ArchiveReport) -> AsyncItera
     while block := await io(partial(os.read, fd, CHUNK), path):
         report.bytes += len(block)
         yield block
-
-
-async def _journal_blocks(journal: SessionJournal) -> AsyncIterator[bytes]:
-    if isinstance(journal, JournalBase):
-        async for block in journal.read_blocks():
-            yield block
-    else:
-        yield await journal.read_bytes()
 
 
 async def _opened(

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sessionstore.backends.files import NotRegularFileError, describe, in_thread, open_regular
 from sessionstore.errors import ArchiveError
+
+if TYPE_CHECKING:
+    from sessionstore.effects import EffectLines
+    from sessionstore.store import SessionJournal
 
 __all__ = [
     "CHUNK",
@@ -27,6 +31,7 @@ __all__ = [
     "each_file",
     "finish",
     "io",
+    "journal_blocks",
     "look",
     "open_inside",
     "outside",
@@ -115,6 +120,16 @@ class Refused(Exception):
         super().__init__(reason)
         self.line = line
         self.reason = reason
+
+
+async def journal_blocks(journal: SessionJournal | EffectLines) -> AsyncIterator[bytes]:
+    """A journal's bytes (or its effects'), in blocks where it streams them."""
+    read_blocks = getattr(journal, "read_blocks", None)  # a backend's, or effects': streamed
+    if read_blocks is None:
+        yield await journal.read_bytes()
+        return
+    async for block in read_blocks():
+        yield block
 
 
 async def io(call: Callable[[], _T], what: Path) -> _T:

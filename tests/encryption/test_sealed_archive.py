@@ -63,12 +63,14 @@ async def test_an_encrypted_export_holds_nothing_sealed_and_imports_back_whole(
         await s.fork("s1", meta=SessionMeta(id="f1", title=f"fork {marker}"))
         await s.append("f1", MessageEntry.new(Message.user(f"forked {marker}")))
         await s.set_head("main", "f1")
+        await s.journal("agent").effects.once(lambda: f"sent {marker}", tool="send", key="k")
         report = await export_archive(s, archive, encrypted=True)
         original = await plain_export(s, tmp_path / "original")
     assert (report.sessions, report.journals, report.heads, report.titles) == (2, 1, 1, 1)
     assert files_holding(archive, marker) == []
     assert sorted(str(p.relative_to(archive)) for p in archive.rglob("*") if p.is_file()) == [
         "heads/main.jsonl",
+        "journals/agent/session_effects.sealed",
         "journals/agent/session_journal.sealed",
         "keys.jsonl",
         "sessions/f1.sealed",
@@ -84,6 +86,7 @@ async def test_an_encrypted_export_holds_nothing_sealed_and_imports_back_whole(
     async with open_store(tmp_path / "plain.db") as plain:
         await import_archive(plain, archive, keys=KEY)
         assert same_trees(original, await plain_export(plain, tmp_path / "plain"))
+        assert await plain.journal("agent").effects.result("k") == f"sent {marker}"
 
 
 async def test_an_encrypted_export_grows_by_what_it_lacks(tmp_path: Path, marker: str) -> None:
