@@ -45,7 +45,7 @@ from sessionstore.errors import (
 )
 from sessionstore.models import Effect
 from sessionstore.timestamps import now_rfc3339
-from sessionstore.wire import decode_effect, decode_value, encode, encode_string, encode_value
+from sessionstore.wire import decode_effect, encode, encode_string, encode_value
 
 _T = TypeVar("_T")
 
@@ -72,7 +72,6 @@ __all__ = [
     "EffectLog",
     "EffectState",
     "effect_key",
-    "json_arguments",
 ]
 
 EFFECTS_FILE = "session_effects.jsonl"
@@ -110,15 +109,6 @@ def _json(value: Any) -> Any:
     except InvalidRecordError:
         return str(value)
     return value
-
-
-def json_arguments(text: str) -> Any:
-    """A tool call's arguments as a model gives them (JSON text), as a value;
-    the text itself when it is not JSON."""
-    try:
-        return decode_value(text)
-    except InvalidRecordError:
-        return text
 
 
 def args_digest(args: Any) -> str:

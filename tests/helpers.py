@@ -21,11 +21,14 @@ WORKERS = Path(__file__).parent / "workers"
 APPENDER = WORKERS / "appender.py"
 
 
-async def forked_run(worker: asyncio.subprocess.Process, kill_within: float | None) -> list[str]:
+async def forked_run(
+    worker: asyncio.subprocess.Process, kill_within: float | None, *, after: str = "ready"
+) -> list[str]:
     """One run of a forking worker (tests/workers/effect_runner.py,
     framework_turn.py), killed with SIGKILL at a random moment within
-    ``kill_within`` seconds of its ``ready`` (None: let it end). The lines
-    it printed from ``ready`` on."""
+    ``kill_within`` seconds of its first line starting with ``after`` (its
+    ``ready``, by default; not killed when it ends first; None: let it
+    end). The lines it printed from ``ready`` on."""
     assert worker.stdin is not None
     assert worker.stdout is not None
     worker.stdin.write(b"run\n")
@@ -33,6 +36,13 @@ async def forked_run(worker: asyncio.subprocess.Process, kill_within: float | No
     pid = int((await worker.stdout.readline()).removeprefix(b"pid "))
     assert await worker.stdout.readline() == b"ready\n"
     printed = ["ready"]
+    while after != "ready" and kill_within is not None:
+        line = (await worker.stdout.readline()).decode()
+        if line.startswith("exit"):
+            return printed
+        printed.append(line.strip())
+        if line.startswith(after):
+            break
     if kill_within is not None:
         await asyncio.sleep(random.uniform(0, kill_within))
         with contextlib.suppress(ProcessLookupError):  # ended before: not a kill

@@ -76,15 +76,15 @@ except ImportError as exc:
 
 from sessionstore import (
     ConfigurationError,
+    Effect,
+    EffectLog,
     Message,
     MessageEntry,
     SessionStore,
     validate_session_id,
 )
-from sessionstore.effects import EffectLog
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptContext, Latest
-from sessionstore.models import Effect
 from sessionstore.sync import SyncEffects, SyncStore
 
 __all__ = [

@@ -72,6 +72,8 @@ except ImportError as exc:
 from sessionstore import (
     ClosedError,
     CorruptSessionError,
+    Effect,
+    EffectLog,
     InvalidRecordError,
     Message,
     MessageEntry,
@@ -79,10 +81,8 @@ from sessionstore import (
     open_store,
     validate_session_id,
 )
-from sessionstore.effects import EffectLog, json_arguments
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptItems
-from sessionstore.models import Effect
 
 __all__ = [
     "MARKER",
@@ -377,7 +377,7 @@ def once_tool(
         return await effects.once(
             partial(invoke, context, arguments),
             tool=tool.name,
-            args=json_arguments(arguments),
+            args=arguments,  # the model's JSON text, as it gave it
             session=session,
             call_id=context.tool_call_id,
             key=None if key is None else key(context, arguments),

@@ -67,10 +67,15 @@ except ImportError as exc:
         "pip install 'sessionstore[pydantic-ai]'"
     ) from exc
 
-from sessionstore import Message, MessageEntry, SessionStore, validate_session_id
-from sessionstore.effects import EffectLog
+from sessionstore import (
+    Effect,
+    EffectLog,
+    Message,
+    MessageEntry,
+    SessionStore,
+    validate_session_id,
+)
 from sessionstore.integrations.kept import KeptContext, Latest
-from sessionstore.models import Effect
 from sessionstore.sync import SyncStore
 
 __all__ = [

@@ -131,16 +131,6 @@ def _parse_json(text: str) -> tuple[Any, _Repeats]:
     return value, repeats
 
 
-def decode_value(data: str | bytes | bytearray | memoryview) -> Any:
-    """Decode any JSON value, as the records' values are read (numbers
-    within serde's ranges, no ``NaN``; a repeated key keeps its last value).
-
-    Raises:
-        InvalidRecordError: not JSON; the message says where.
-    """
-    return _parse_json(_text_of(data))[0]
-
-
 _SCALAR = json.JSONDecoder(
     parse_int=_parse_int, parse_float=_parse_float, parse_constant=_refuse_constant
 )

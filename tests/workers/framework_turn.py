@@ -4,10 +4,13 @@
 Usage: python framework_turn.py FRAMEWORK DB COUNTER
 
 FRAMEWORK is ``openai-agents`` (a `Runner` turn on a scripted model that
-calls the tool ``bump`` three times, then answers) or ``pydantic-ai`` (an
-agent on ``TestModel``, which calls each of the tools ``bump_a``,
-``bump_b``, ``bump_c`` once). Each call appends its name to the file
-COUNTER, syncs it, and takes 20 ms more: the world the tools change.
+calls the tool ``bump_tool`` six times, one call a response, then answers)
+or ``pydantic-ai`` (an agent on ``TestModel``, which calls each of the
+tools ``bump_a``, ``bump_b``, ``bump_c`` once, side by side). A call found
+in doubt is settled by a check that looks in COUNTER, as a real one would
+ask the service the tool called. Each call appends its name to the file
+COUNTER, syncs it, prints ``tool NAME`` and takes 50 ms more: the world the
+tools change.
 
 As tests/workers/effect_runner.py: the framework is imported once, and
 each line ``run`` read on stdin runs a turn in a forked child, which
@@ -21,9 +24,27 @@ import sys
 import time
 from typing import Any
 
-from sessionstore import EffectInDoubtError, open_store
+from sessionstore import NOT_DONE, Effect, EffectInDoubtError, open_store
 
 CHAT = "chat"
+CALLS = 6
+
+
+def checker(counter: str) -> Any:
+    """The check of a call in doubt: whether its name is in COUNTER (the
+    name is the end of its key: ``call_3`` is ``n3``, ``..._bump_a`` is ``a``)."""
+
+    def check(intent: Effect) -> Any:
+        end = intent.key.rsplit("_", 1)[-1]
+        name = f"n{end}" if intent.tool == "bump_tool" else end
+        try:
+            with open(counter) as file:
+                done = name in file.read().split()
+        except FileNotFoundError:
+            done = False
+        return f"bumped {name}" if done else NOT_DONE
+
+    return check
 
 
 def bump(counter: str, name: str) -> str:
@@ -33,7 +54,8 @@ def bump(counter: str, name: str) -> str:
         os.fsync(fd)
     finally:
         os.close(fd)
-    time.sleep(0.02)
+    print("tool", name, flush=True)  # done: the kill test may strike from here
+    time.sleep(0.05)
     return f"bumped {name}"
 
 
@@ -60,8 +82,8 @@ def openai_agents_turn(db: str, counter: str) -> Any:
             self.calls = 0
 
         async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
-            self.calls += 1
-            if self.calls == 1:
+            n, self.calls = self.calls, self.calls + 1
+            if n < CALLS:
                 output: list[Any] = [
                     ResponseFunctionToolCall(
                         id=f"fc_{n}",
@@ -70,7 +92,6 @@ def openai_agents_turn(db: str, counter: str) -> Any:
                         name="bump_tool",
                         arguments=f'{{"n": {n}}}',
                     )
-                    for n in range(3)
                 ]
             else:
                 text = ResponseOutputText(
@@ -92,7 +113,8 @@ def openai_agents_turn(db: str, counter: str) -> Any:
 
     async def turn() -> None:
         async with open_store(db) as store:
-            tool = once_tool(bump_tool, store.journal("agent").effects, session=CHAT)
+            effects = store.journal("agent").effects
+            tool = once_tool(bump_tool, effects, session=CHAT, check=checker(counter))
             agent = Agent(name="a", instructions="Bump.", model=Scripted(), tools=[tool])
             print("ready", flush=True)
             await Runner.run(
@@ -127,7 +149,8 @@ def pydantic_ai_turn(db: str, counter: str) -> Any:
     async def turn() -> None:
         async with open_store(db) as store:
             tools = FunctionToolset([bump_a, bump_b, bump_c])
-            toolset = OnceToolset(tools, store.journal("agent").effects, session=CHAT)
+            effects = store.journal("agent").effects
+            toolset = OnceToolset(tools, effects, session=CHAT, check=checker(counter))
             agent = Agent(TestModel(), toolsets=[toolset])
             print("ready", flush=True)
             await agent.run("go")
