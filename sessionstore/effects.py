@@ -99,21 +99,52 @@ def effect_key(key: str | None, session: str | None, call_id: str | None) -> str
     return call_id if session is None else f"{session}:{call_id}"
 
 
+def _text(value: Any) -> str:
+    """``str(value)`` as a line can keep it: a lone surrogate (a file name
+    decoded with ``os.fsdecode``) written as its escape."""
+    return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _json(value: Any) -> Any:
-    """A result as the log keeps it: a JSON value as it is, a pydantic
-    model as its JSON form, anything else as its text."""
+    """A result as the log keeps it, and as a replay gives it back: a JSON
+    value as reading its line gives it (an integer beyond 64 bits as a
+    float), a pydantic model as its JSON form, anything else (or nested too
+    deep to keep) as its text."""
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+        value = value.model_dump(mode="json")
     try:
-        encode_value(value)
+        line = encode(Effect(effect="done", key="", result=value, at=""))
+        return decode_effect(line).result  # as a replay reads it
     except InvalidRecordError:
-        return str(value)
-    return value
+        return _text(value)
+
+
+def _canonical(value: Any) -> Any:
+    """Arguments in a form whose JSON is the same in every process: a set
+    in order, an integer beyond 64 bits and anything not JSON as text."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {_text(key): _canonical(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(item) for item in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_canonical(item) for item in value), key=encode_value)
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**64 else str(value)
+    return _text(value)
 
 
 def args_digest(args: Any) -> str:
-    """The digest an intent records of a call's arguments (SHA-256 of their JSON)."""
-    return hashlib.sha256(encode_value(_json(args)).encode()).hexdigest()
+    """The digest an intent records of a call's arguments (SHA-256 of their
+    JSON, in a form the same in every process: `_canonical`)."""
+    try:
+        text = encode_value(_canonical(args))
+    except InvalidRecordError:  # nested too deep, a float NaN: its text
+        text = _text(args)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -145,10 +176,12 @@ class EffectState:
 
 @dataclass
 class _Found:
-    """What the log holds of one key: its intent and its outcome, if any."""
+    """What the log holds of one key: its first intent, its outcome if any,
+    and its last line."""
 
     intent: Effect | None = None
     outcome: Effect | None = None
+    last: Effect | None = None
 
 
 def _needle(key: str) -> bytes:
@@ -174,7 +207,15 @@ def _find(key: str, lines: Iterator[bytes]) -> _Found | None:
             found.intent = found.intent or effect
         else:
             found.outcome = effect
+        found.last = effect
     return found
+
+
+def _moved(key: str, seen: Effect, lines: Iterator[bytes]) -> _Found | None:
+    """What the log holds of ``key`` when its last line is no longer
+    ``seen`` (another run took the key meanwhile); None when it still is."""
+    found = _find(key, lines)
+    return None if found is not None and found.last == seen else found or _Found()
 
 
 def _line(effect: Effect) -> bytes:
@@ -230,14 +271,17 @@ class EffectLog:
             session, call_id: see ``key``; ``session`` is recorded.
             check: for an effect in doubt, asked with its intent whether it
                 happened: what it returns is recorded as the result, and
-                returned; `NOT_DONE` runs the effect.
+                returned; `NOT_DONE` runs the effect, if this run is the
+                first to take the key up again (the others raise
+                `EffectInDoubtError`).
             idempotent: an effect in doubt runs again (it may: running it
                 twice does no harm).
 
         Returns:
-            The effect's result: what ``call`` returned this time, or the
-            recorded result (as JSON holds it: a pydantic model as its
-            JSON form, anything else not JSON as its text).
+            The effect's result as the log keeps it, the same on the first
+            run and on every replay: a JSON value as its line reads back
+            (an integer beyond 64 bits as a float), a pydantic model as its
+            JSON form, anything else (a value nested too deep) as its text.
 
         Raises:
             EffectInDoubtError: the effect was started and never finished,
@@ -271,10 +315,23 @@ class EffectLog:
                     return await self._done(key, result)
             elif not idempotent:
                 raise EffectInDoubtError(recorded)
+            # Take the key again, as only one of the runs resuming it may.
+            again = Effect(
+                effect="intent", key=key, tool=tool, args=digest, session=session, at=now_rfc3339()
+            )
+            assert found.last is not None
+            seen = found.last
+            taken = await self._journal.append_unless(partial(_moved, key, seen), _line(again))
+            if taken is not None:  # another run resumed it first
+                if taken.outcome is not None and taken.outcome.effect == "done":
+                    return taken.outcome.result
+                if taken.outcome is not None:
+                    raise EffectFailedError(taken.outcome)
+                raise EffectInDoubtError(taken.last or recorded)
         try:
             result = await _called(call)
         except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            error = _text(f"{type(exc).__name__}: {exc}")
             await self._append(Effect(effect="failed", key=key, error=error, at=now_rfc3339()))
             raise
         return await self._done(key, result)

@@ -29,6 +29,7 @@ import asyncio
 import builtins
 import concurrent.futures
 import contextlib
+import inspect
 import os
 import threading
 from collections.abc import (
@@ -40,7 +41,6 @@ from collections.abc import (
     Iterable,
     Sequence,
 )
-from functools import partial
 from types import EllipsisType, TracebackType
 from typing import Any, Self, TypeVar
 
@@ -439,13 +439,28 @@ class SyncJournal:
         return SyncEffects(self._journal.effects, self._loop)
 
 
-def _in_thread(check: Callable[[Effect], Any]) -> Callable[[Effect], Awaitable[Any]]:
-    """``check``, run in a worker thread."""
+class _Interrupted(BaseException):
+    """A ``SystemExit`` or ``KeyboardInterrupt`` an effect raised, carried
+    out of the store's loop (which either would stop) to the caller. Not an
+    `Exception`: the effect is left in doubt, as a kill would leave it."""
 
-    async def checked(intent: Effect) -> Any:
-        return await asyncio.to_thread(check, intent)
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(raised)
+        self.raised = raised
 
-    return checked
+
+def _in_thread(call: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """``call`` (an effect or a check, plain or async), run in a worker
+    thread; what it returns awaited when it is awaitable."""
+
+    async def called(*args: Any) -> Any:
+        try:
+            result = await asyncio.to_thread(call, *args)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            raise _Interrupted(exc) from None
+        return await result if inspect.isawaitable(result) else result
+
+    return called
 
 
 class SyncEffects:
@@ -472,18 +487,21 @@ class SyncEffects:
         check: Callable[[Effect], Any] | None = None,
         idempotent: bool = False,
     ) -> Any:
-        return self._loop.run(
-            self._effects.once(
-                partial(asyncio.to_thread, call),
-                tool=tool,
-                args=args,
-                key=key,
-                session=session,
-                call_id=call_id,
-                check=None if check is None else _in_thread(check),
-                idempotent=idempotent,
+        try:
+            return self._loop.run(
+                self._effects.once(
+                    _in_thread(call),
+                    tool=tool,
+                    args=args,
+                    key=key,
+                    session=session,
+                    call_id=call_id,
+                    check=None if check is None else _in_thread(check),
+                    idempotent=idempotent,
+                )
             )
-        )
+        except _Interrupted as interrupted:  # raised here, in the caller's thread
+            raise interrupted.raised from None
 
     def read(self) -> builtins.list[EffectState]:
         return self._loop.run(self._effects.read())

@@ -168,6 +168,58 @@ class EffectsContract:
         (state,) = await effects.read()
         assert state.size > 300_000
 
+    async def test_runs_resuming_one_effect_in_doubt_run_it_once(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        journals = [await journal_backend.open() for _ in range(4)]
+
+        def crash() -> None:
+            raise Crash
+
+        with pytest.raises(Crash):
+            await journals[0].effects.once(crash, tool="charge", key="k")
+        charge = Tool("charged")
+
+        async def not_yet(intent: Effect) -> object:
+            await asyncio.sleep(0.05)  # asks the payment service: every run hears "no"
+            return NOT_DONE
+
+        async def one(index: int) -> Any:
+            try:
+                effects = journals[index].effects
+                return await effects.once(charge, tool="charge", key="k", check=not_yet)
+            except EffectInDoubtError:  # another run took it up first
+                return "in doubt"
+
+        outcomes = await asyncio.gather(*(one(index) for index in range(len(journals))))
+        assert charge.runs == 1
+        assert "charged" in outcomes
+        assert set(outcomes) <= {"charged", "in doubt"}
+        assert await journals[0].effects.once(charge, tool="charge", key="k") == "charged"
+
+    async def test_what_a_line_cannot_hold_is_kept_as_text_and_the_effect_done(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        effects = (await journal_backend.open()).effects
+        deep: Any = "x"
+        for _ in range(200):
+            deep = [deep]
+        name = "caf\udce9.txt"  # a file name os.fsdecode gave
+        for key, value in (("deep", deep), ("surrogate", name), ("big", 2**70)):
+            first = await effects.once(Tool(value), tool="t", key=key)
+            assert await effects.once(Tool("other"), tool="t", key=key) == first
+        assert await effects.once(Tool(), tool="t", key="surrogate") == "caf\\udce9.txt"
+
+        def fail() -> None:
+            raise OSError(f"no such file {name}")
+
+        with pytest.raises(OSError, match="no such file"):
+            await effects.once(fail, tool="t", key="error")
+        with pytest.raises(EffectFailedError, match=r"caf\\udce9"):
+            await effects.once(fail, tool="t", key="error")
+        states = {state.key: state.state for state in await effects.read()}
+        assert states == {"deep": "done", "surrogate": "done", "big": "done", "error": "failed"}
+
     async def test_concurrent_runs_of_one_key_start_it_once(
         self, journal_backend: JournalBackend
     ) -> None:
