@@ -218,6 +218,17 @@ def _moved(key: str, seen: Effect, lines: Iterator[bytes]) -> _Found | None:
     return None if found is not None and found.last == seen else found or _Found()
 
 
+def _recorded(outcome: Effect) -> Any:
+    """What a recorded outcome gives a run: its result, or its failure again.
+
+    Raises:
+        EffectFailedError: the outcome is a failure.
+    """
+    if outcome.effect == "failed":
+        raise EffectFailedError(outcome)
+    return outcome.result
+
+
 def _line(effect: Effect) -> bytes:
     return encode(effect).encode()
 
@@ -305,9 +316,7 @@ class EffectLog:
                     f"(digest {recorded.args}), not {tool} with these ({digest})"
                 )
             if found.outcome is not None:
-                if found.outcome.effect == "done":
-                    return found.outcome.result
-                raise EffectFailedError(found.outcome)
+                return _recorded(found.outcome)
             assert recorded is not None, "a key with neither intent nor outcome is not found"
             if check is not None:
                 result = await _called(check, recorded)
@@ -316,17 +325,14 @@ class EffectLog:
             elif not idempotent:
                 raise EffectInDoubtError(recorded)
             # Take the key again, as only one of the runs resuming it may.
-            again = Effect(
-                effect="intent", key=key, tool=tool, args=digest, session=session, at=now_rfc3339()
-            )
+            again = intent.model_copy(update={"at": now_rfc3339()})
             assert found.last is not None
-            seen = found.last
-            taken = await self._journal.append_unless(partial(_moved, key, seen), _line(again))
+            taken = await self._journal.append_unless(
+                partial(_moved, key, found.last), _line(again)
+            )
             if taken is not None:  # another run resumed it first
-                if taken.outcome is not None and taken.outcome.effect == "done":
-                    return taken.outcome.result
                 if taken.outcome is not None:
-                    raise EffectFailedError(taken.outcome)
+                    return _recorded(taken.outcome)
                 raise EffectInDoubtError(taken.last or recorded)
         try:
             result = await _called(call)
@@ -364,9 +370,7 @@ class EffectLog:
         if found.outcome is None:
             assert found.intent is not None
             raise EffectInDoubtError(found.intent)
-        if found.outcome.effect == "failed":
-            raise EffectFailedError(found.outcome)
-        return found.outcome.result
+        return _recorded(found.outcome)
 
     async def read(self) -> list[EffectState]:
         """Every effect, in the order they were started, with where each
