@@ -1,6 +1,8 @@
 """SqlStore on PostgreSQL beyond the contract: triggers, processes, migrations."""
 
-from collections.abc import AsyncIterator
+import glob
+import subprocess
+from collections.abc import AsyncIterator, Callable
 
 import psycopg
 import pytest
@@ -117,6 +119,41 @@ def test_alembic_round_trip_and_drift_check_on_postgresql(pg_url: str) -> None:
     assert tables.isdisjoint({"sessions", "entries", "journal_lines"})
     assert functions == (0,)
     assert alembic("-x", url, "upgrade", "head").returncode == 0
+
+
+def dump(url: str) -> list[str]:
+    """pg_dump of the test's schema, objects and rows, its name made neutral."""
+    target = make_url(url)
+    schema = str(target.query["options"]).removeprefix("-csearch_path=")
+    server = target.difference_update_query(["options"]).set(drivername="postgresql")
+    pg_dump = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_dump"))[-1]
+    dumped = subprocess.run(
+        [pg_dump, "--no-owner", "-n", schema, server.render_as_string(hide_password=False)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [
+        line.replace(schema, "SCHEMA")
+        for line in dumped.splitlines()
+        if not line.startswith(("\\restrict", "\\unrestrict", "-- Dumped"))
+    ]
+
+
+async def test_a_new_postgresql_store_is_the_schema_the_migrations_make(
+    pg_schemas: Callable[[], str],
+) -> None:
+    migrated, first, replayed = pg_schemas(), pg_schemas(), pg_schemas()
+    await migrate.upgrade(migrated)  # alembic, revision by revision
+    for url in (first, replayed):  # the second at least is the migrations replayed
+        async with open_store(url):
+            pass
+    made = dump(migrated)
+    assert any(line.startswith("CREATE TRIGGER") for line in made)
+    assert any("sessionstore_alembic_version" in line for line in made)
+    assert dump(replayed) == made
+    checked = alembic("-x", f"url={replayed}", "check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 async def test_upgrade_from_code_on_postgresql(pg_url: str) -> None:

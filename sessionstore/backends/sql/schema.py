@@ -6,23 +6,30 @@ histories apart. A database at `REVISION`, the newest this code knows, is
 recognised by one query; alembic (and its migration scripts) load only to
 create the schema, or to say what an unknown revision is.
 
-The migrations are the one definition of the schema. On SQLite a new
-database is given it by replaying what they made (`_SqliteSchema`): the
-first new database a process creates runs them on a private in-memory
-database, whose every object's SQL (``sqlite_master`` keeps it verbatim)
-and every row (the revision, the word index's mark) are then written to
-each new database in one transaction. The result is the same database,
-statement for statement (a test compares them), at a tenth of the cost:
-a suite or a service making many small stores pays for alembic once.
+The migrations are the one definition of the schema. A new database is
+given it by replaying what they did, so a suite or a service making many
+small stores pays for alembic once per process (tests compare the result
+with a migrated database, object for object and row for row):
+
+* SQLite (`_SqliteSchema`): the first new database a process creates runs
+  the migrations on a private in-memory database, whose every object's
+  SQL (``sqlite_master`` keeps it verbatim) and every row (the revision,
+  the word index's mark) are then written to each new database in one
+  transaction: a tenth of alembic's cost.
+* PostgreSQL (`_PostgresSchema`): the first new schema a process creates
+  (per server version) runs the migrations there, and every statement
+  they send to the driver, with its parameters, is kept; each later one
+  is sent the same statements, in the caller's transaction. Nothing in
+  them names the schema: it is the connection's ``search_path``.
 """
 
 from __future__ import annotations
 
 import functools
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from sqlalchemy import Connection, column, func, inspect, select, table
+from sqlalchemy import Connection, column, event, func, inspect, select, table
 
 from sessionstore.backends.sql.tables import metadata
 from sessionstore.errors import SchemaError, SchemaOutdatedError, SchemaTooNewError
@@ -103,9 +110,7 @@ def ensure_schema(connection: Connection, target: str, *, create: bool) -> bool:
             if connection.dialect.name == "sqlite":
                 _sqlite_schema().write(connection)
             else:
-                from alembic import command
-
-                command.upgrade(alembic_config(connection), "head")
+                _PostgresSchema.write(connection)
         return not create
     if not _known(current):
         raise SchemaTooNewError(
@@ -175,6 +180,51 @@ def _sqlite_schema() -> _SqliteSchema:
     """What the migrations make, made once per process: a constant, as the
     migrations shipped with this code are."""
     return _SqliteSchema.made()
+
+
+class _PostgresSchema:
+    """The statements the migrations send to a new PostgreSQL schema."""
+
+    # (statement, parameters, executemany) as given to the driver's cursor,
+    # kept per server version, since the dialect may word them by version.
+    _sent: ClassVar[dict[Any, list[tuple[str, Any, bool]]]] = {}
+
+    @classmethod
+    def write(cls, connection: Connection) -> None:
+        """Make the schema in ``connection``'s empty schema, in its write transaction."""
+        version = connection.dialect.server_version_info
+        sent = cls._sent.get(version)
+        if sent is None:
+            cls._sent[version] = cls._migrate(connection)
+            return
+        cursor = connection.connection.cursor()
+        try:
+            for statement, parameters, many in sent:
+                if many:
+                    cursor.executemany(statement, parameters)
+                else:
+                    cursor.execute(statement, parameters)
+        finally:
+            cursor.close()
+
+    @staticmethod
+    def _migrate(connection: Connection) -> list[tuple[str, Any, bool]]:
+        """Run the migrations on ``connection``, keeping every statement they send."""
+        from alembic import command
+
+        sent: list[tuple[str, Any, bool]] = []
+
+        def keep(
+            _c: Any, _cursor: Any, statement: str, parameters: Any, _x: Any, many: bool
+        ) -> None:
+            sent.append((statement, parameters, many))
+
+        event.listen(connection, "before_cursor_execute", keep)
+        try:
+            command.upgrade(alembic_config(connection), "head")
+        finally:
+            event.remove(connection, "before_cursor_execute", keep)
+        return sent
 
 
 def _known(revision: str) -> bool:
