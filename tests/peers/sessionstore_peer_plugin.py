@@ -6,7 +6,7 @@
 
 - ``SESSIONSTORE_PEER``: ``openai-agents`` or ``langchain-core``;
 - ``SESSIONSTORE_PEER_KIND``: the kind of store our adapter is built on,
-  ``memory`` or ``sqlite`` (`KINDS`), or ``jsonl``, by hand;
+  ``sqlite`` (`RUN`), or ``memory`` or ``jsonl`` by hand (`KINDS`);
 - ``SESSIONSTORE_PEER_REPORT`` (optional): where to write each test's
   outcome as JSON, for the runner to count.
 
@@ -48,13 +48,16 @@ PEER_ENV = "SESSIONSTORE_PEER"
 KIND_ENV = "SESSIONSTORE_PEER_KIND"
 REPORT_ENV = "SESSIONSTORE_PEER_REPORT"
 
-KINDS = ("memory", "sqlite")
-"""The store kinds the peers' tests run on: the memory store, and SQLite,
-the default. What a peer's tests check is its protocol, which the adapters
-meet through the store's own; that the store's protocol holds on every
-backend is the contract suite's to show (tests/contract), so a JSONL run
+KINDS = ("memory", "sqlite", "jsonl")
+"""The store kinds our adapters can be built on here."""
+
+RUN = ("sqlite",)
+"""The kinds the test suite runs the peers' tests on: SQLite, the default.
+What a peer's tests check is its protocol, which the adapters meet through
+the store's own; that the store's protocol holds on every backend is the
+contract suite's to show (tests/contract), so a run on another kind
 repeated these ~500 tests for nothing new (and PostgreSQL would need a
-server of its own)."""
+server of its own). The other kinds run by hand."""
 
 PEERS = ("openai-agents", "langchain-core")
 
