@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import signal
@@ -21,37 +22,111 @@ WORKERS = Path(__file__).parent / "workers"
 APPENDER = WORKERS / "appender.py"
 
 
-async def forked_run(
-    worker: asyncio.subprocess.Process, kill_within: float | None, *, after: str = "ready"
+class ForkedRun:
+    """One run of a worker under a `ForkServer`: a child process, its pid,
+    and what it prints, read as from a process's stdout."""
+
+    def __init__(self, pid: int, stdout: asyncio.StreamReader) -> None:
+        self.pid = pid
+        self._stdout = stdout
+        self.returncode: int | None = None
+        """As `subprocess` gives it (-9 for SIGKILL), once read."""
+
+    async def readline(self) -> bytes:
+        """The child's next line; b"" once it is gone (its ``exit`` read)."""
+        while self.returncode is None:
+            line = await self._stdout.readline()
+            assert line, "the fork server ended"
+            if line.startswith(b"exit "):
+                self.returncode = int(line.split()[1])
+            elif line != b"\n":  # the server's own, ending a line a kill cut short
+                return line
+        return b""
+
+    async def read(self) -> bytes:
+        """Every line the child prints from here on, up to its end."""
+        lines = []
+        while line := await self.readline():
+            lines.append(line)
+        return b"".join(lines)
+
+    def kill(self) -> None:
+        """SIGKILL the child; nothing when it is gone already."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+    async def wait(self) -> int:
+        """Its exit code, once it is gone (what it still prints is dropped)."""
+        await self.read()
+        assert self.returncode is not None
+        return self.returncode
+
+
+class ForkServer:
+    """Runs of one worker script, each a child forked from one process that
+    imported the script once (tests/workers/forking.py): a kill test kills
+    many runs, and a fork costs far less than a new interpreter. One run at
+    a time; use as ``async with ForkServer(script) as server``. ``preload``:
+    arguments for the script's import, before the forks (see forking.py)."""
+
+    def __init__(self, script: Path, *preload: str) -> None:
+        self.script = script
+        self.preload = preload
+        self._process: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> ForkServer:
+        self._process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(WORKERS / "forking.py"),
+            str(self.script),
+            *self.preload,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._process is not None
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        await self._process.wait()
+
+    async def run(self, *args: str) -> ForkedRun:
+        """Start a run of the script with ``args``, as ``python SCRIPT ARGS...``."""
+        process = self._process
+        assert process is not None
+        assert process.stdin is not None
+        assert process.stdout is not None
+        process.stdin.write(json.dumps(args).encode() + b"\n")
+        await process.stdin.drain()
+        first = await process.stdout.readline()
+        assert first.startswith(b"pid "), first
+        return ForkedRun(int(first.split()[1]), process.stdout)
+
+
+async def killed_run(
+    server: ForkServer, args: list[str], kill_within: float | None, *, after: str = "ready"
 ) -> list[str]:
-    """One run of a forking worker (tests/workers/effect_runner.py,
-    framework_turn.py), killed with SIGKILL at a random moment within
-    ``kill_within`` seconds of its first line starting with ``after`` (its
-    ``ready``, by default; not killed when it ends first; None: let it
-    end). The lines it printed from ``ready`` on."""
-    assert worker.stdin is not None
-    assert worker.stdout is not None
-    worker.stdin.write(b"run\n")
-    await worker.stdin.drain()
-    pid = int((await worker.stdout.readline()).removeprefix(b"pid "))
-    assert await worker.stdout.readline() == b"ready\n"
+    """One run of a worker that prints ``ready`` first (tests/workers/
+    effect_runner.py, framework_turn.py), killed with SIGKILL at a random
+    moment within ``kill_within`` seconds of its first line starting with
+    ``after`` (its ``ready``, by default; not killed when it ends first;
+    None: let it end). The lines it printed from ``ready`` on."""
+    run = await server.run(*args)
+    assert await run.readline() == b"ready\n"
     printed = ["ready"]
     while after != "ready" and kill_within is not None:
-        line = (await worker.stdout.readline()).decode()
-        if line.startswith("exit"):
+        line = (await run.readline()).decode()
+        if not line:
             return printed
         printed.append(line.strip())
         if line.startswith(after):
             break
     if kill_within is not None:
         await asyncio.sleep(random.uniform(0, kill_within))
-        with contextlib.suppress(ProcessLookupError):  # ended before: not a kill
-            os.kill(pid, signal.SIGKILL)
-    while not (line := (await worker.stdout.readline()).decode()).startswith("exit"):
-        assert line, "the worker ended"
-        if line.strip():  # a line cut short by the kill is ended by the next
-            printed.append(line.strip())
-    return printed
+        run.kill()  # nothing when it ended before: not a kill
+    printed += (await run.read()).decode().split("\n")
+    return [line.strip() for line in printed if line.strip()]
 
 
 async def spawn_appender(

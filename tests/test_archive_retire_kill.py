@@ -10,18 +10,15 @@ a process: its crash logic is tested in ``test_archive_retire.py``.
 
 from __future__ import annotations
 
-import asyncio
-import os
 import random
 import signal
-import sys
 from pathlib import Path
 
 import pytest
 
 from sessionstore import SessionMeta, SessionStore, import_archive, open_store, retire
 from sessionstore.testing.common import message, raw
-from tests.helpers import WORKERS
+from tests.helpers import WORKERS, ForkServer
 from tests.kinds import PERSISTENT_KINDS, StoreTargets
 
 RETIRER = WORKERS / "retirer.py"
@@ -63,25 +60,19 @@ def archive_files(archive: Path) -> dict[str, bytes]:
     }
 
 
-async def run_and_kill(target: str, archive: Path, kill_after: int) -> bool:
+async def run_and_kill(server: ForkServer, target: str, archive: Path, kill_after: int) -> bool:
     """Run the worker; kill it once it reported ``kill_after`` steps. Whether
     it was killed (rather than finishing first)."""
-    worker = await asyncio.create_subprocess_exec(
-        sys.executable, str(RETIRER), target, str(archive), stdout=asyncio.subprocess.PIPE
-    )
-    assert worker.stdout is not None
-    assert await worker.stdout.readline() == b"ready\n"
+    worker = await server.run(target, str(archive))
+    assert await worker.readline() == b"ready\n"
     steps = 0
     while steps < kill_after:
-        line = await worker.stdout.readline()
+        line = await worker.readline()
         if not line or line.startswith(b"ok"):
             break
         steps += 1
-    killed = worker.returncode is None
-    if killed:
-        os.kill(worker.pid, signal.SIGKILL)
-    await worker.wait()
-    return killed and worker.returncode == -signal.SIGKILL
+    worker.kill()  # nothing when it ended before
+    return await worker.wait() == -signal.SIGKILL
 
 
 @pytest.mark.parametrize("kind", PERSISTENT_KINDS)
@@ -97,19 +88,21 @@ async def test_retire_killed_at_random_moments_loses_nothing(
     seed = random.randrange(1 << 32)
     chance = random.Random(seed)
     killed = 0
-    for _ in range(KILLS):
-        # A step of the run: 0 is before the export ends, up to 2 * sessions.
-        killed += await run_and_kill(target, archive, chance.randrange(0, 2 * sessions))
-        async with open_store(target) as store:
-            stored = await snapshot(store)
-        copies = archive_files(archive)
-        for session_id, data in original.items():
-            assert session_id in stored or session_id in copies, (seed, session_id)
-            if session_id in stored:
-                assert stored[session_id] == data, (seed, session_id)
-            if session_id in copies:
-                assert copies[session_id] == data, (seed, session_id)
-        assert set(stored) <= set(original), seed
+    async with ForkServer(RETIRER) as server:
+        for _ in range(KILLS):
+            # A step of the run: 0 is before the export ends, up to 2 * sessions.
+            step = chance.randrange(0, 2 * sessions)
+            killed += await run_and_kill(server, target, archive, step)
+            async with open_store(target) as store:
+                stored = await snapshot(store)
+            copies = archive_files(archive)
+            for session_id, data in original.items():
+                assert session_id in stored or session_id in copies, (seed, session_id)
+                if session_id in stored:
+                    assert stored[session_id] == data, (seed, session_id)
+                if session_id in copies:
+                    assert copies[session_id] == data, (seed, session_id)
+            assert set(stored) <= set(original), seed
     assert killed >= 2, f"seed {seed}: the kills did not land mid-run"
 
     async with open_store(target) as store:

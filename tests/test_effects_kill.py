@@ -5,16 +5,14 @@ in doubt, and only where a kill fell between its intent and its outcome
 
 from __future__ import annotations
 
-import asyncio
 import collections
-import sys
 from pathlib import Path
 
 import pytest
 
 from sessionstore import FileJournal, open_store
 from sessionstore.effects import EffectState
-from tests.helpers import forked_run
+from tests.helpers import ForkServer, killed_run
 from tests.kinds import StoreTargets
 
 WORKER = Path(__file__).parent / "workers" / "effect_runner.py"
@@ -28,26 +26,13 @@ async def test_killed_effects_run_once_or_are_in_doubt_where_the_kill_fell(
 ) -> None:
     where = str(tmp_path / "agent") if kind == "file" else store_targets.new(kind)
     counter = tmp_path / "counter"
-    worker = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(WORKER),
-        "file" if kind == "file" else "store",
-        where,
-        str(counter),
-        str(KEYS),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    try:
+    args = ["file" if kind == "file" else "store", where, str(counter), str(KEYS)]
+    async with ForkServer(WORKER) as server:
         cut = 0  # runs killed while they ran effects
         for _ in range(KILLS):
-            cut += "end" not in await forked_run(worker, 0.1)
-        printed = await forked_run(worker, None)
+            cut += "end" not in await killed_run(server, args, 0.1)
+        printed = await killed_run(server, args, None)
         assert printed[-1] == "end"
-    finally:
-        assert worker.stdin is not None
-        worker.stdin.close()
-        await worker.wait()
 
     if kind == "file":
         states = await FileJournal.in_dir(where).effects.read()

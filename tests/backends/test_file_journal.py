@@ -1,10 +1,7 @@
 """FileJournal beyond the contract: the file itself, torn writes, crashes."""
 
-import asyncio
-import os
 import signal
 import stat
-import sys
 import uuid
 from pathlib import Path
 
@@ -12,7 +9,7 @@ import pytest
 
 from sessionstore import FileJournal, Journal, StorageError, encode_line, open_store
 from sessionstore.testing.journal_contract import header, post
-from tests.helpers import WORKERS
+from tests.helpers import WORKERS, ForkServer
 from tests.kinds import PERSISTENT_JOURNAL_KINDS, StoreTargets
 
 
@@ -81,22 +78,15 @@ async def test_jsonl_store_keeps_journals_beside_its_sessions(tmp_path: Path) ->
 async def kill_while_appending(worker_kind: str, where: str, rounds: int) -> list[int]:
     """Kill journal writers mid-append; return how many appends each had seen return."""
     returned = []
-    for round_ in range(rounds):
-        worker = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(WORKERS / "journal_appender.py"),
-            worker_kind,
-            where,
-            "1000000",
-            stdout=asyncio.subprocess.PIPE,
-        )
-        assert worker.stdout is not None
-        for _ in range(3 + round_ * 2):
-            await worker.stdout.readline()
-        os.kill(worker.pid, signal.SIGKILL)
-        rest = await worker.stdout.read()
-        await worker.wait()
-        returned.append(3 + round_ * 2 + len(rest.split()))
+    async with ForkServer(WORKERS / "journal_appender.py") as server:
+        for round_ in range(rounds):
+            worker = await server.run(worker_kind, where, "1000000")
+            for _ in range(3 + round_ * 2):
+                await worker.readline()
+            worker.kill()
+            rest = await worker.read()
+            assert await worker.wait() == -signal.SIGKILL
+            returned.append(3 + round_ * 2 + len(rest.split()))
     return returned
 
 

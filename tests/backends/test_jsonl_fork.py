@@ -4,6 +4,7 @@ bytes, how they are copied, what a crash leaves, and the head files."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import fcntl
 import logging
@@ -13,7 +14,7 @@ import signal
 import stat
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ from sessionstore.testing.common import (
     message,
     stream,
 )
-from tests.helpers import WORKERS
+from tests.helpers import WORKERS, ForkServer
 from tests.workers.jsonl_forker import header
 
 FORKER = WORKERS / "jsonl_forker.py"
@@ -325,25 +326,17 @@ async def test_a_fork_of_a_long_compacted_session_builds_its_own_context(
 # ------------------------------------------------------------ crashes
 
 
-async def fork_until_killed(directory: Path, prefix: str, at: str, full: bool, delay: float) -> int:
-    """Start a process forking ``src`` again and again; kill it ``delay``
+async def fork_until_killed(
+    server: ForkServer, directory: Path, prefix: str, at: str, full: bool, delay: float
+) -> int:
+    """Run a process forking ``src`` again and again; kill it ``delay``
     seconds after it is ready. Return how many forks had returned."""
-    worker = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(FORKER),
-        str(directory),
-        "src",
-        prefix,
-        at,
-        "full" if full else "normal",
-        stdout=asyncio.subprocess.PIPE,
-    )
-    assert worker.stdout is not None
-    assert await worker.stdout.readline() == b"ready\n"
+    worker = await server.run(str(directory), "src", prefix, at, "full" if full else "normal")
+    assert await worker.readline() == b"ready\n"
     await asyncio.sleep(delay)
-    os.kill(worker.pid, signal.SIGKILL)
-    returned = (await worker.stdout.read()).split()
-    await worker.wait()
+    worker.kill()
+    returned = (await worker.read()).split()
+    assert await worker.wait() == -signal.SIGKILL
     assert returned == [str(n).encode() for n in range(len(returned))]
     return len(returned)
 
@@ -355,8 +348,24 @@ async def test_a_fork_killed_at_any_moment_leaves_no_fork_or_a_whole_one(
     entries = [message(f"e{n}", "x" * 1000) for n in range(3000)]  # 3 MB
     await store.append_many("src", entries)
     source = store.path("src").read_bytes()
-    last = encode(entries[-2])
     rng = random.Random(20260719)
+    servers = [ForkServer(FORKER) for _ in range(4)]  # one per worker at once
+    async with contextlib.AsyncExitStack() as stack:
+        for server in servers:
+            await stack.enter_async_context(server)
+        await kill_forks(store, servers, entries, source, rng)
+    assert store.path("src").read_bytes() == source
+
+
+async def kill_forks(
+    store: JsonlStore,
+    servers: list[ForkServer],
+    entries: Sequence[SessionEntry],
+    source: bytes,
+    rng: random.Random,
+) -> None:
+    """Five rounds of four workers forking at once, each killed at random."""
+    last = encode(entries[-2])
     for round_ in range(5):
         # Four at once, each to its own forks: all the lines (mostly copying
         # and publishing), or up to an entry near the end (decoding most of
@@ -365,8 +374,8 @@ async def test_a_fork_killed_at_any_moment_leaves_no_fork_or_a_whole_one(
         delays = [rng.uniform(0, 0.03) for _ in runs]
         returned = await asyncio.gather(
             *(
-                fork_until_killed(store.directory, prefix, at, full, delay)
-                for (prefix, at, full), delay in zip(runs, delays, strict=True)
+                fork_until_killed(server, store.directory, prefix, at, full, delay)
+                for server, (prefix, at, full), delay in zip(servers, runs, delays, strict=True)
             )
         )
         temporaries = [name for name in os.listdir(store.directory) if name.startswith(".r")]
@@ -385,7 +394,6 @@ async def test_a_fork_killed_at_any_moment_leaves_no_fork_or_a_whole_one(
         assert await store.integrity() == []
         for name in temporaries:
             (store.directory / name).unlink()
-    assert store.path("src").read_bytes() == source
 
 
 async def test_the_next_fork_deletes_a_temporary_only_once_its_writer_is_gone(

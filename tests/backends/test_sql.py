@@ -1,7 +1,6 @@
 """SqlStore on SQLite beyond the contract: schema, pragmas, append-only, processes."""
 
 import asyncio
-import os
 import signal
 import sqlite3
 import stat
@@ -26,7 +25,7 @@ from sessionstore import (
     open_store,
 )
 from sessionstore.testing.contract import compaction, message
-from tests.helpers import run_appenders, spawn_appender, traced
+from tests.helpers import APPENDER, ForkServer, run_appenders, traced
 
 
 @pytest.fixture
@@ -271,28 +270,28 @@ async def test_appends_that_returned_survive_sigkill_20_times(store: SqlStore, d
     session_id = await store.create(SessionMeta.new())
     target = f"sqlite:///{db}"
     returned = 0
-    for round_ in range(20):
-        worker = await spawn_appender(target, session_id, f"r{round_}", 100_000, 200)
-        assert worker.stdout is not None
-        # Let it append for a while, then kill it mid-stream.
-        acknowledged = []
-        for _ in range(5 + round_ * 3):
-            acknowledged.append(await worker.stdout.readline())
-        os.kill(worker.pid, signal.SIGKILL)
-        rest = await worker.stdout.read()
-        await worker.wait()
-        done = len(acknowledged) + len(rest.split())
-        returned += done
+    async with ForkServer(APPENDER) as server:
+        for round_ in range(20):
+            worker = await server.run(target, session_id, f"r{round_}", "100000", "200")
+            # Let it append for a while, then kill it mid-stream.
+            acknowledged = []
+            for _ in range(5 + round_ * 3):
+                acknowledged.append(await worker.readline())
+            worker.kill()
+            rest = await worker.read()
+            assert await worker.wait() == -signal.SIGKILL
+            done = len(acknowledged) + len(rest.split())
+            returned += done
 
-        loaded = await store.load(session_id)
-        mine = [
-            e.message.text().split(":")[1]
-            for e in loaded
-            if isinstance(e, MessageEntry) and e.message.text().startswith(f"r{round_}:")
-        ]
-        # Every append that had returned is there; at most the one in flight more.
-        assert mine[:done] == [str(n) for n in range(done)]
-        assert len(mine) in (done, done + 1)
+            loaded = await store.load(session_id)
+            mine = [
+                e.message.text().split(":")[1]
+                for e in loaded
+                if isinstance(e, MessageEntry) and e.message.text().startswith(f"r{round_}:")
+            ]
+            # Every append that had returned is there; at most the one in flight more.
+            assert mine[:done] == [str(n) for n in range(done)]
+            assert len(mine) in (done, done + 1)
     connection = raw(db)
     assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     seqs = [row[0] for row in connection.execute("SELECT seq FROM entries ORDER BY seq")]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import sqlite3
 import sys
@@ -17,7 +16,7 @@ import pytest
 
 from sessionstore import MessageEntry, SessionMeta, SqlStore, open_store
 from sessionstore.testing.contract import message
-from tests.helpers import WORKERS
+from tests.helpers import WORKERS, ForkServer
 from tests.kinds import StoreTargets
 
 
@@ -186,21 +185,13 @@ async def test_a_process_killed_while_forking_leaves_whole_forks_or_none(
 ) -> None:
     source = await store.create(SessionMeta(id="source"))
     await store.append_many(source, [message(f"e{n}", "x" * 200) for n in range(200)])
-    for round_ in range(8):
-        worker = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(WORKERS / "forker.py"),
-            f"sqlite:///{db}",
-            source,
-            f"k{round_}",
-            "100000",
-            stdout=asyncio.subprocess.PIPE,
-        )
-        assert worker.stdout is not None
-        for _ in range(3 + round_):  # let it fork a while, then kill it mid-stream
-            await worker.stdout.readline()
-        os.kill(worker.pid, signal.SIGKILL)
-        await worker.wait()
+    async with ForkServer(WORKERS / "forker.py") as server:
+        for round_ in range(8):
+            worker = await server.run(f"sqlite:///{db}", source, f"k{round_}", "100000")
+            for _ in range(3 + round_):  # let it fork a while, then kill it mid-stream
+                await worker.readline()
+            worker.kill()
+            assert await worker.wait() == -signal.SIGKILL
     whole = await store.load(source)
     forks = [meta.id for meta in await store.list() if meta.id != source]
     assert len(forks) >= sum(3 + n for n in range(8))

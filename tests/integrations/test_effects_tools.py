@@ -7,14 +7,12 @@ settled by a check of the world it changed."""
 
 from __future__ import annotations
 
-import asyncio
 import collections
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import WORKERS, forked_run
+from tests.helpers import WORKERS, ForkServer, killed_run
 from tests.integrations import require
 
 require("agents", extra="openai-agents")
@@ -171,27 +169,15 @@ async def test_a_turn_killed_mid_turn_and_run_again_never_repeats_a_recorded_cal
     framework: str, tmp_path: Path
 ) -> None:
     db, counter = str(tmp_path / "s.db"), tmp_path / "counter"
-    worker = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(WORKERS / "framework_turn.py"),
-        framework,
-        db,
-        str(counter),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    try:
+    args = [framework, db, str(counter)]
+    async with ForkServer(WORKERS / "framework_turn.py", *args) as server:
         cut = 0  # runs killed after a tool ran, before the turn ended
         for _ in range(KILLS):
-            run = await forked_run(worker, 0.04, after="tool")  # before its outcome
+            run = await killed_run(server, args, 0.04, after="tool")  # before its outcome
             cut += not {"end", "doubt"} & set(run)
             if not any(line.startswith("tool") for line in run):
                 break  # every call is recorded: nothing runs any more
-        printed = await forked_run(worker, None)
-    finally:
-        assert worker.stdin is not None
-        worker.stdin.close()
-        await worker.wait()
+        printed = await killed_run(server, args, None)
     assert cut >= 1, "no kill fell in the turn"
     # Each call ran exactly once: never again once recorded, and those a
     # kill left in doubt were settled by the check, never run twice.

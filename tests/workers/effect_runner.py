@@ -8,13 +8,9 @@ target; the journal is named ``agent``). For each key ``k0``... in turn,
 the effect appends the key to the file COUNTER and syncs it: the world the
 effect changes, kept apart from the journal.
 
-The process imports sessionstore once, then runs the effects in a child
-forked for each line ``run`` it reads on stdin (a kill test kills many
-runs, and a fork costs far less than a new interpreter). For each run the
-child prints ``pid P`` (its own), ``ready`` once its journal is open,
-then, per key, ``done K`` or ``doubt K`` (an effect found in doubt is
-reported and left) and ``end``; once the child is gone, the
-process prints ``exit S``, its wait status, on a line of its own.
+Kill tests run it under tests/workers/forking.py, a child forked per run.
+It prints ``ready`` once its journal is open, then, per key, ``done K`` or
+``doubt K`` (an effect found in doubt is reported and left), and ``end``.
 """
 
 import asyncio
@@ -55,20 +51,5 @@ async def child(kind: str, where: str, counter: str, keys: int) -> None:
         await run(store.journal("agent"), counter, keys)
 
 
-def serve(kind: str, where: str, counter: str, keys: int) -> None:
-    for command in sys.stdin:
-        if command.strip() != "run":
-            break
-        pid = os.fork()
-        if pid == 0:
-            try:
-                print("pid", os.getpid(), flush=True)  # before anything else it prints
-                asyncio.run(child(kind, where, counter, keys))
-            finally:
-                os._exit(0)
-        _, status = os.waitpid(pid, 0)
-        print(f"\nexit {status}", flush=True)  # on a line of its own: a kill may cut one
-
-
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    asyncio.run(child(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))

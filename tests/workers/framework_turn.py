@@ -12,10 +12,10 @@ ask the service the tool called. Each call appends its name to the file
 COUNTER, syncs it, prints ``tool NAME`` and takes 50 ms more: the world the
 tools change.
 
-As tests/workers/effect_runner.py: the framework is imported once, and
-each line ``run`` read on stdin runs a turn in a forked child, which
-prints ``pid P``, ``ready``, then ``end`` (or ``doubt`` when a call was
-found in doubt); then ``exit S`` follows on a line of its own.
+Kill tests run it under tests/workers/forking.py, a turn in a child forked
+per run; the framework is imported once, before the forks (under the
+server, this module's name is ``forked_worker``). A turn prints ``ready``,
+then ``end`` (or ``doubt`` when a call was found in doubt).
 """
 
 import asyncio
@@ -172,22 +172,12 @@ def child(turn: Any) -> None:
     print("end", flush=True)
 
 
-def serve(framework: str, db: str, counter: str) -> None:
+def make_turn(framework: str, db: str, counter: str) -> Any:
     make = openai_agents_turn if framework == "openai-agents" else pydantic_ai_turn
-    turn = make(db, counter)
-    for command in sys.stdin:
-        if command.strip() != "run":
-            break
-        pid = os.fork()
-        if pid == 0:
-            try:
-                print("pid", os.getpid(), flush=True)
-                child(turn)
-            finally:
-                os._exit(0)
-        _, status = os.waitpid(pid, 0)
-        print(f"\nexit {status}", flush=True)
+    return make(db, counter)
 
 
+if __name__ == "forked_worker":  # under tests/workers/forking.py: import the framework
+    make_turn(*sys.argv[1:4])
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2], sys.argv[3])
+    child(make_turn(*sys.argv[1:4]))
