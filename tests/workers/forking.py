@@ -15,6 +15,7 @@ in ``sys.argv``, as ``python SCRIPT ARGS...`` would. The child prints
 prints ``exit CODE`` on a line of its own (a kill may cut the child's last
 line short), CODE as `subprocess` gives it (``-9`` for SIGKILL).
 
+It imports beforehand what opening a SQL store imports on demand.
 Nothing runs before a fork but imports: no thread, event loop or store
 exists yet, so each child starts as a new process would.
 """
@@ -43,7 +44,17 @@ def child(script: str, args: list[str]) -> None:
         os._exit(code)
 
 
+def preload() -> None:
+    """Import what opening a SQL store imports on demand (SQLAlchemy, the SQL
+    backend, both drivers), once here rather than in every child."""
+    import sqlalchemy.dialects.postgresql.psycopg
+    import sqlalchemy.dialects.sqlite.pysqlite  # noqa: F401
+
+    import sessionstore.backends.sql.store  # noqa: F401
+
+
 def serve(script: str, args: list[str]) -> None:
+    preload()
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     sys.argv = [script, *args]
     runpy.run_path(script, run_name="forked_worker")
