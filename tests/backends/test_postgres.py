@@ -126,7 +126,10 @@ def dump(url: str) -> list[str]:
     target = make_url(url)
     schema = str(target.query["options"]).removeprefix("-csearch_path=")
     server = target.difference_update_query(["options"]).set(drivername="postgresql")
-    pg_dump = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_dump"))[-1]
+    # The newest installed, as .ci/postgres picks its binaries.
+    pg_dump = max(
+        glob.glob("/usr/lib/postgresql/*/bin/pg_dump"), key=lambda p: int(p.split("/")[4])
+    )
     dumped = subprocess.run(
         [pg_dump, "--no-owner", "-n", schema, server.render_as_string(hide_password=False)],
         capture_output=True,
