@@ -30,8 +30,9 @@ across a read of the store: any number of threads and event loops may read
 through one object at once (two reads racing both read the store, and
 either result may stay kept: each is true of the session). `Latest`
 keeps what a factory of histories made, for the names used last. The
-lists returned are new; the items in them are the kept objects themselves
-unless the caller copies them (`KeptItems` takes a ``copy``).
+lists returned are new; `KeptItems` hands out what its ``hand_out`` makes
+of each kept item (a copy, for items a caller may change), `KeptContext`
+the kept objects themselves.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ each as Python objects, tens of megabytes for one conversation."""
 
 _T = TypeVar("_T")
 _V = TypeVar("_V")
+_Out = TypeVar("_Out")
 
 _FIRST = 64
 """Entries read from the end first, for a limited read with nothing kept."""
@@ -92,27 +94,26 @@ async def _since(store: SessionStore, kept: _Snapshot[_T] | _Context[_T]) -> Ent
     return EntrySlice(read.entries[1:], kept.stop, read.length)
 
 
-class KeptItems(Generic[_T]):
+class KeptItems(Generic[_T, _Out]):
     """The items of a session's message entries, kept between reads.
 
     Args:
-        convert: an item from a message entry (and its session's id, for
-            errors).
-        copy: what each read hands out for a kept item (a deep copy, for
-            items the caller may change); None hands out the kept objects.
+        convert: an item to keep from a message entry (and its session's
+            id, for errors).
+        hand_out: what each read hands out for a kept item (a deep copy,
+            for items the caller may change).
     """
 
     def __init__(
         self,
         convert: Callable[[str, MessageEntry], _T],
-        *,
-        copy: Callable[[_T], _T] | None = None,
+        hand_out: Callable[[_T], _Out],
     ) -> None:
         self._convert = convert
-        self._copy = copy
+        self._hand_out = hand_out
         self._kept: _Snapshot[_T] | None = None
 
-    async def read(self, store: SessionStore, session_id: str, limit: int | None) -> list[_T]:
+    async def read(self, store: SessionStore, session_id: str, limit: int | None) -> list[_Out]:
         """The items of ``session_id``, oldest first: the last ``limit``, or all.
 
         Raises:
@@ -126,8 +127,8 @@ class KeptItems(Generic[_T]):
             items = kept.items
         else:  # more than is kept: the rest read, and kept no longer
             items = await self._before(store, kept, limit) + list(kept.items)
-        copy = self._copy
-        return list(items) if copy is None else [copy(item) for item in items]
+        hand_out = self._hand_out
+        return [hand_out(item) for item in items]
 
     async def _refreshed(
         self, store: SessionStore, session_id: str, limit: int | None

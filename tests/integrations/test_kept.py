@@ -6,6 +6,7 @@ Without the frameworks these tests skip (fail under CI=true): `require`.
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -111,6 +112,19 @@ async def test_items_changed_by_the_caller_change_nothing_kept(async_store: Sess
     assert type(flat) is dict
     flat["content"] = "changed"
     assert (await session.get_items())[-1] == user(1)
+
+
+async def test_flat_items_handed_out_give_the_collector_nothing_to_walk(
+    async_store: SessionStore,
+) -> None:
+    # A get_items of 10,000 items tracked by the collector pushes them into
+    # its oldest generation, and a full collection follows every other call.
+    session = StoreSession(async_store, "chat")
+    nested: Any = {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    await session.add_items([user(n) for n in range(3)] + [nested])
+    handed = await session.get_items()
+    assert [gc.is_tracked(item) for item in handed] == [False, False, False, True]
+    assert handed[-1] == nested
 
 
 async def test_what_other_objects_did_is_read(async_store: SessionStore) -> None:
