@@ -29,6 +29,7 @@ from sessionstore.cli.output import (
 from sessionstore.effects import EffectState
 from sessionstore.errors import validate_session_id
 from sessionstore.models import SessionMeta
+from sessionstore.store import SessionStore
 from sessionstore.verify import verify_store
 
 __all__ = [
@@ -183,6 +184,7 @@ async def run_journal(args: argparse.Namespace) -> int:
     if args.name is None:
         raise Refused("journal needs a NAME (or --in-doubt, for every journal's effects in doubt)")
     async with opened(args, read=True) as store:
+        await _check_journal(store, args.name)
         journal = await store.journal(args.name).read()
         effects = await store.journal(args.name).effects.read()
     rows = [
@@ -212,6 +214,16 @@ async def run_journal(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _check_journal(store: SessionStore, name: str) -> None:
+    """Refuse a journal that holds nothing (a name mistyped, most likely),
+    naming those there are. A name the journal rule refuses is named so first."""
+    store.journal(name)
+    known = sorted(await store.journals())
+    if name not in known:
+        there = ", ".join(map(repr, known[:10])) + (", ..." if len(known) > 10 else "")
+        raise Refused(f"journal not found: {name!r} (journals here: {there or 'none'})")
+
+
 def _effects_table(title: str, effects: list[EffectState]) -> None:
     columns = ("key", "state", "tool", "session", "started", "finished", "error")
     rows = [
@@ -234,6 +246,8 @@ async def _in_doubt(args: argparse.Namespace) -> int:
     by hand after a crash (whether it happened), exit 1 when there is one."""
     found: list[tuple[str, EffectState]] = []
     async with opened(args, read=True) as store:
+        if args.name is not None:
+            await _check_journal(store, args.name)
         names = [args.name] if args.name is not None else await store.journals()
         for name in names:
             found += [(name, state) for state in await store.journal(name).effects.in_doubt()]

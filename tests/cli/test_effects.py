@@ -57,3 +57,14 @@ def test_journal_shows_each_effect_and_in_doubt_lists_them_for_operators(
     status, _, err = run(capsys, "--db", db, "journal")
     assert status != 0
     assert "journal needs a NAME" in err
+
+
+@pytest.mark.parametrize("in_doubt", [[], ["--in-doubt"]])
+def test_a_journal_that_holds_nothing_is_refused_naming_those_there_are(
+    capsys: pytest.CaptureFixture[str], target: str, in_doubt: list[str]
+) -> None:
+    run(capsys, "--db", target, "demo")
+    status, out, err = run(capsys, "--db", target, "journal", "demo-agnet", *in_doubt)
+    assert status == 1
+    assert out == ""
+    assert "journal not found: 'demo-agnet' (journals here: 'demo-agent')" in err
