@@ -3,12 +3,16 @@
 import glob
 import subprocess
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 
 import psycopg
 import pytest
+from psycopg.pq import TransactionStatus
+from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
 
 from sessionstore import MessageEntry, SessionMeta, SqlStore, encode, migrate, open_store
+from sessionstore.backends.sql import queries as Q
 from sessionstore.testing.contract import message
 from tests.helpers import run_appenders
 from tests.test_migrations import alembic
@@ -63,6 +67,31 @@ async def test_eight_processes_appending_to_one_session_give_seq_1_to_2000(
         own = [int(t.split(":")[1]) for t in texts if t.startswith(f"w{worker}:")]
         assert own == list(range(250))
     assert await store.integrity() == []
+
+
+async def test_lean_reads_run_without_begin_and_commit_and_writes_in_transactions(
+    store: SqlStore,
+) -> None:
+    # At READ COMMITTED each statement has a snapshot of its own anyway:
+    # a lean read spares the BEGIN and COMMIT round trips.
+    seen: list[tuple[str, bool]] = []
+
+    def body(kind: str, conn: Connection) -> None:
+        Q.HEAD_NAMES.all(conn)
+        driver = conn.connection.dbapi_connection
+        assert isinstance(driver, psycopg.Connection)
+        seen.append((kind, driver.info.transaction_status == TransactionStatus.INTRANS))
+
+    transaction = store.database.transaction
+    await transaction(None, partial(body, "lean"), lean=True)
+    await transaction(None, partial(body, "plain"))
+    await transaction(None, partial(body, "write"), write=True, lean=True)
+    await transaction(None, partial(body, "lean again"), lean=True)
+    assert seen == [("lean", False), ("plain", True), ("write", True), ("lean again", False)]
+    meta = SessionMeta.new()  # and the store works on, on the same connections
+    await store.create(meta)
+    await store.append(meta.id, message("e1", "x"))
+    assert [entry.id for entry in (await store.load_slice(meta.id, 0)).entries] == ["e1"]
 
 
 async def test_integrity_finds_a_gap_in_seq(store: SqlStore, pg_url: str) -> None:

@@ -132,6 +132,28 @@ def finish_on_driver(conn: Connection, body: Callable[[Connection], _T]) -> _T:
     return result
 
 
+def _autocommitted(conn: Connection, body: Callable[[Connection], _T]) -> _T:
+    """Run a lean read on PostgreSQL, each statement committed on its own.
+
+    The store reads at PostgreSQL's default, READ COMMITTED, where each
+    statement of a transaction takes a snapshot of its own already: run
+    alone, each sees what it would have seen in the transaction, and the
+    BEGIN and COMMIT round trips are spared (a one-statement read is one
+    round trip, not three: about 130 us instead of 450 with a server on the
+    same machine). A read that needs one snapshot for several statements
+    (a page of summaries, the survey) sets REPEATABLE READ in a transaction
+    of its own, and is not lean.
+    """
+    driver = conn.connection.dbapi_connection
+    assert driver is not None
+    driver.autocommit = True
+    try:
+        return body(conn)
+    finally:
+        if not driver.closed:
+            driver.autocommit = False
+
+
 _CHECKPOINT_EVERY = 100
 """Writes on the event loop between two checkpoints of the WAL, run by the
 writer thread (a checkpoint's fsync would stall the loop): about 700 pages
@@ -213,6 +235,8 @@ class Runner:
         conn = self._connection(write, durable)
         if lean and self._sqlite:
             return on_driver(conn, body, write, durable)
+        if lean and not write:
+            return _autocommitted(conn, body)
         with conn.begin() as transaction:
             return body(transaction.connection)
 
