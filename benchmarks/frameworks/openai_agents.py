@@ -3,6 +3,7 @@ on SQLite and ``SQLAlchemySession`` on PostgreSQL."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -50,13 +51,15 @@ async def add_one(session: Session, numbers: Iterator[int]) -> None:
 @dataclass
 class Pair:
     """Both sides on one history: the long-lived objects, and how to make new
-    ones on it as a new process would (ours with the store's caches dropped)."""
+    ones on it: as a server's request would (ours on the same store object),
+    and as a new process would (ours on a store object of its own)."""
 
     ours: Session
     theirs: Session
     new_ours: Callable[[], Session]
     new_theirs: Callable[[], Session]
     release: Callable[[Session], None]  # what one of their new objects needs at the end
+    cold_ours: Callable[[], AbstractAsyncContextManager[Session]]
 
 
 def _close(session: Session) -> None:
@@ -102,15 +105,15 @@ class OnSqlite:
         store = await SqlStore.open(str(ours_at))
 
         def new_ours() -> Session:
-            store.drop_caches()
             return StoreSession(store, NAME)
 
         def new_theirs() -> Session:
             return self.their_session(NAME, theirs_at)
 
         theirs = self.their_session(NAME, theirs_at)
+        cold = partial(_on_new_store, str(ours_at), NAME)
         try:
-            yield Pair(StoreSession(store, NAME), theirs, new_ours, new_theirs, _close)
+            yield Pair(StoreSession(store, NAME), theirs, new_ours, new_theirs, _close, cold)
         finally:
             theirs.close()
             await store.close()
@@ -128,7 +131,7 @@ class OnPostgres:
     def __init__(self, url: str, store: SqlStore) -> None:
         from peers import OpenAIAgentsOnPostgres
 
-        self.store, self.peer = store, OpenAIAgentsOnPostgres(url)
+        self.store, self.peer, self.url = store, OpenAIAgentsOnPostgres(url), url
         self.tag = uuid.uuid4().hex[:8]
 
     @asynccontextmanager
@@ -138,7 +141,6 @@ class OnPostgres:
         name = f"fw-{self.tag}-{size}"
 
         def new_ours() -> Session:
-            self.store.drop_caches()
             return StoreSession(self.store, name)
 
         def new_theirs() -> Session:
@@ -147,12 +149,22 @@ class OnPostgres:
         ours, theirs = StoreSession(self.store, name), new_theirs()
         await add_in_batches(ours, size)
         await add_in_batches(theirs, size)
-        yield Pair(ours, theirs, new_ours, new_theirs, _leave)
+        cold = partial(_on_new_store, self.url, name)
+        yield Pair(ours, theirs, new_ours, new_theirs, _leave, cold)
 
     @asynccontextmanager
     async def turns(self, size: int, reads: Pair) -> AsyncIterator[Pair]:
         """New objects on the same conversations, which grow round by round."""
-        yield Pair(reads.new_ours(), reads.new_theirs(), reads.new_ours, reads.new_theirs, _leave)
+        yield dataclasses.replace(reads, ours=reads.new_ours(), theirs=reads.new_theirs())
+
+
+@asynccontextmanager
+async def _on_new_store(target: str, name: str) -> AsyncIterator[Session]:
+    """A session on a store object of its own, as a new process opens it."""
+    from sessionstore.integrations.openai_agents import StoreSession
+
+    async with await SqlStore.open(target) as store:
+        yield StoreSession(store, name)
 
 
 async def openai_agents(
@@ -161,7 +173,7 @@ async def openai_agents(
     """The openai-agents rows on ``backend``, in ``table``, grouped by work;
     returns the ``get_items(limit=20)`` figures at each size, for the flat rows."""
     rows: dict[str, list[tuple[str, Figures]]] = {
-        kind: [] for kind in ("all", "limit", "turn", "add", "cold")
+        kind: [] for kind in ("all", "limit", "turn", "add", "request", "cold")
     }
     limited: dict[int, Figures] = {}
 
@@ -191,9 +203,8 @@ async def openai_agents(
             figures = await both(pair.ours.get_items, pair.theirs.get_items, READS)
             rows["all"].append((f"get_items(), {at} (target ≤0.5x)", figures))
             if size == plan.cold:
-                rows["cold"].append(
-                    (f"first get_items() on a new adapter object, {at}", await _cold(pair, plan))
-                )
+                name = f"first get_items() on a new store object (a new process), {at}"
+                rows["cold"].append((name, await _cold(pair, plan)))
             target = " (target ≤0.5x)" if size >= 1_000 else ""
             name = f"a turn: get_items(), then add_items([user, assistant]), {at}{target}"
             rows["turn"].append((name, await _turns(backend, pair, size, plan)))
@@ -202,6 +213,8 @@ async def openai_agents(
                 partial(add_one, pair.ours, numbers), partial(add_one, pair.theirs, numbers), 200
             )
             rows["add"].append((f"add_items([one item]), {at} (target ≤1x)", figures))
+            name = f"a server's request: a new session object, then a turn, {at}"
+            rows["request"].append((name, await _requests(pair, size, plan)))
     for kind in rows.values():
         for name, figures in kind:
             table.add(name, *figures)
@@ -223,12 +236,37 @@ async def _turns(backend: OnSqlite | OnPostgres, pair: Pair, size: int, plan: Pl
     return mine, their
 
 
-async def _cold(pair: Pair, plan: Plan) -> Figures:
-    """The first ``get_items()`` of a new object, round by round."""
+async def _requests(pair: Pair, size: int, plan: Plan) -> Figures:
+    """Turns each on a new session object, as a server makes one for each
+    request (ours on the one store object the server opened)."""
+    numbers = itertools.count(30_000_000, 2)
+
+    async def ours() -> None:
+        await turn(pair.new_ours(), numbers)
+
+    async def theirs() -> None:
+        session = pair.new_theirs()
+        try:
+            await turn(session, numbers)
+        finally:
+            pair.release(session)
+
     mine: list[float] = []
     their: list[float] = []
     for _ in range(plan.rounds):
-        mine.append(await aper_call_within(pair.new_ours().get_items, 0, 1))
+        mine.append(await aper_call_within(ours, plan.turn_budget, turns_at_most(size)))
+        their.append(await aper_call_within(theirs, plan.turn_budget, turns_at_most(size)))
+    return mine, their
+
+
+async def _cold(pair: Pair, plan: Plan) -> Figures:
+    """The first ``get_items()`` of a new object, round by round: ours on a
+    new store object, as a new process makes it."""
+    mine: list[float] = []
+    their: list[float] = []
+    for _ in range(plan.rounds):
+        async with pair.cold_ours() as fresh_ours:
+            mine.append(await aper_call_within(fresh_ours.get_items, 0, 1))
         fresh = pair.new_theirs()
         their.append(await aper_call_within(fresh.get_items, 0, 1))
         pair.release(fresh)

@@ -29,8 +29,9 @@ in place, under a lock held only while it does), and no lock is held
 across a read of the store: any number of threads and event loops may read
 through one object at once (two reads racing both read the store, and
 either result may stay kept: each is true of the session). `Latest`
-keeps what a factory of histories made, for the names used last. The
-lists returned are new; `KeptItems` hands out what its ``hand_out`` makes
+keeps what a factory of histories made (or the openai-agents sessions of
+one store object), for the names used last, and at most about
+`KEPT_IN_ALL` items in all. The lists returned are new; `KeptItems` hands out what its ``hand_out`` makes
 of each kept item (a copy, for items a caller may change), `KeptContext`
 the kept objects themselves.
 """
@@ -52,11 +53,18 @@ from sessionstore import (
     build_context,
 )
 
-__all__ = ["KEPT", "KeptContext", "KeptItems", "Latest"]
+__all__ = ["KEPT", "KEPT_IN_ALL", "KeptContext", "KeptItems", "Latest"]
 
 KEPT = 20_000
 """Items (or context messages) kept at most, the latest: at a few kilobytes
 each as Python objects, tens of megabytes for one conversation."""
+
+KEPT_IN_ALL = 100_000
+"""Items (or context messages) a `Latest` keeps at most across its
+conversations, when it weighs them: some 100 MB at a kilobyte an item."""
+
+_REWEIGH = 64
+"""A `Latest` weighs its values again every this many uses."""
 
 _T = TypeVar("_T")
 _V = TypeVar("_V")
@@ -113,6 +121,12 @@ class KeptItems(Generic[_T, _Out]):
         self._hand_out = hand_out
         self._kept: _Snapshot[_T] | None = None
 
+    @property
+    def count(self) -> int:
+        """The items kept now."""
+        kept = self._kept
+        return 0 if kept is None else len(kept.items)
+
     async def read(self, store: SessionStore, session_id: str, limit: int | None) -> list[_Out]:
         """The items of ``session_id``, oldest first: the last ``limit``, or all.
 
@@ -168,12 +182,13 @@ class KeptItems(Generic[_T, _Out]):
         self, session_id: str, read: EntrySlice
     ) -> tuple[tuple[_T, ...], tuple[int, ...]]:
         convert = self._convert
-        pairs = [
-            (convert(session_id, entry), read.start + at)
-            for at, entry in enumerate(read.entries)
-            if isinstance(entry, MessageEntry)
-        ]
-        return tuple(item for item, _ in pairs), tuple(at for _, at in pairs)
+        items: list[_T] = []
+        positions: list[int] = []
+        for at, entry in enumerate(read.entries, read.start):
+            if isinstance(entry, MessageEntry):
+                items.append(convert(session_id, entry))
+                positions.append(at)
+        return tuple(items), tuple(positions)
 
     def _joined(
         self,
@@ -230,6 +245,12 @@ class KeptContext(Generic[_T]):
         self._convert = convert
         self._kept: _Context[_T] | None = None
         self._extending = threading.Lock()
+
+    @property
+    def count(self) -> int:
+        """The context messages kept now."""
+        kept = self._kept
+        return 0 if kept is None else kept.count
 
     async def read(self, store: SessionStore, session_id: str) -> list[_T]:
         """The converted context of ``session_id``, as `SessionStore.load_context` builds it.
@@ -289,17 +310,27 @@ class Latest(Generic[_V]):
     Args:
         make: makes the value of a name it has none for (any more).
         most: names kept at most; the one used longest ago goes first.
+        weigh: the items a value keeps (`KeptItems.count`); given, the
+            values used longest ago also go while all of them together
+            keep more than `KEPT_IN_ALL`. They are weighed when a name is
+            made, and every `_REWEIGH` uses: between two weighings the
+            values may keep more, by what reads since converted.
     """
 
-    def __init__(self, make: Callable[[str], _V], *, most: int) -> None:
+    def __init__(
+        self, make: Callable[[str], _V], *, most: int, weigh: Callable[[_V], int] | None = None
+    ) -> None:
         self._make = make
         self._most = most
+        self._weigh = weigh
         self._kept: OrderedDict[str, _V] = OrderedDict()
+        self._uses = 0
         self._lock = threading.Lock()  # held to look a name up, never across a read
 
     def get(self, name: str) -> _V:
         """The value of ``name``, made now if it has none (any more)."""
         with self._lock:
+            self._uses += 1
             value = self._kept.get(name)
             if value is None:
                 value = self._kept[name] = self._make(name)
@@ -307,4 +338,16 @@ class Latest(Generic[_V]):
                     self._kept.popitem(last=False)
             else:
                 self._kept.move_to_end(name)
+                if self._uses % _REWEIGH:
+                    return value
+            if self._weigh is not None:
+                self._lighten(self._weigh)
             return value
+
+    def _lighten(self, weigh: Callable[[_V], int]) -> None:
+        """The values used longest ago dropped until the rest keep at most
+        `KEPT_IN_ALL` items (the latest always stays)."""
+        total = sum(weigh(value) for value in self._kept.values())
+        while total > KEPT_IN_ALL and len(self._kept) > 1:
+            _, value = self._kept.popitem(last=False)
+            total -= weigh(value)

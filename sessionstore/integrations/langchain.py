@@ -134,6 +134,11 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
     def __repr__(self) -> str:
         return f"SessionStoreChatMessageHistory({self.store!r}, {self.name!r})"
 
+    @property
+    def kept_count(self) -> int:
+        """The context messages this history keeps converted between reads."""
+        return self._kept.count
+
     # ------------------------------------------------------------ sync
 
     @property
@@ -232,12 +237,15 @@ class ChatHistories:
     """
 
     CONVERSATIONS = 256
-    """Conversations whose histories are kept at most, the latest used."""
+    """Conversations whose histories are kept at most, the latest used (and
+    at most `sessionstore.integrations.kept.KEPT_IN_ALL` messages in all)."""
 
     def __init__(self, store: SessionStore | SyncStore) -> None:
         self.store = store
         self._histories: Latest[SessionStoreChatMessageHistory] = Latest(
-            partial(SessionStoreChatMessageHistory, store), most=self.CONVERSATIONS
+            partial(SessionStoreChatMessageHistory, store),
+            most=self.CONVERSATIONS,
+            weigh=_kept_count,
         )
 
     def __repr__(self) -> str:
@@ -251,6 +259,10 @@ class ChatHistories:
         """
         validate_session_id(name)
         return self._histories.get(name)
+
+
+def _kept_count(history: SessionStoreChatMessageHistory) -> int:
+    return history.kept_count
 
 
 def _from_context(messages: Sequence[Message], before: Sequence[BaseMessage]) -> list[BaseMessage]:

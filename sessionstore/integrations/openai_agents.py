@@ -22,6 +22,10 @@ Where things are:
   share a conversation: each change is a conditional write that the store
   checks as it writes (`sessionstore.integrations.conversation`), and no
   lock is held between calls.
+* What a session converted is kept per store object and conversation
+  (`sessionstore.integrations.kept`), not per session object: a
+  `StoreSession` made for each request of a server reads only what was
+  appended since the last one on that store.
 
 An item becomes a message (`message_from_item`, reversed by
 `item_from_message`; ``get_items`` gives back dicts equal to the ones
@@ -53,10 +57,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from functools import partial
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, Self, TypeAlias, cast
 
 try:
     from agents import FunctionTool, TResponseInputItem
@@ -82,7 +88,7 @@ from sessionstore import (
     validate_session_id,
 )
 from sessionstore.integrations.conversation import Conversation
-from sessionstore.integrations.kept import KeptItems
+from sessionstore.integrations.kept import KeptItems, Latest
 
 __all__ = [
     "MARKER",
@@ -195,7 +201,7 @@ class StoreSession:
             SessionSettings() if session_settings is None else _settings(session_settings)
         )
         self._store = store
-        self._kept = KeptItems(_kept_item, _handed_out)
+        self._kept = _kept_of(store).get(session_id)
         self._owns_store = False
         self._closed = False
 
@@ -463,6 +469,33 @@ def _settings(settings: SessionSettings | dict[str, Any]) -> SessionSettings:
     return coerce_session_settings(settings)
 
 
+CONVERSATIONS = 256
+"""Conversations whose items are kept at most per store object, the latest
+used (and at most `sessionstore.integrations.kept.KEPT_IN_ALL` items)."""
+
+_kept_by_store: weakref.WeakKeyDictionary[SessionStore, Latest[_Kept]] = weakref.WeakKeyDictionary()
+_kept_by_store_lock = threading.Lock()
+
+
+def _kept_of(store: SessionStore) -> Latest[_Kept]:
+    """What the sessions on ``store`` keep, per conversation, for as long
+    as the store object lives: a session made for each request of a server
+    reads on from what the last one read."""
+    with _kept_by_store_lock:
+        kept = _kept_by_store.get(store)
+        if kept is None:
+            kept = _kept_by_store[store] = Latest(_new_kept, most=CONVERSATIONS, weigh=_counted)
+        return kept
+
+
+def _new_kept(name: str) -> _Kept:
+    return KeptItems(_kept_item, _handed_out)
+
+
+def _counted(kept: _Kept) -> int:
+    return kept.count
+
+
 def _item(session_id: str, entry: MessageEntry) -> TResponseInputItem:
     try:
         item = item_from_message(entry.message)
@@ -474,26 +507,41 @@ def _item(session_id: str, entry: MessageEntry) -> TResponseInputItem:
 _ATOMS = frozenset({str, int, float, bool, type(None)})
 
 
-def _kept_item(session_id: str, entry: MessageEntry) -> tuple[dict[str, Any], bool]:
-    """The item ``entry`` stands for, as `StoreSession` keeps it: with whether
-    its values are all strings, numbers, booleans or None (most messages),
-    which makes a plain copy of it a deep one.
+def _kept_item(session_id: str, entry: MessageEntry) -> dict[str, Any] | _Nested:
+    """The item ``entry`` stands for, as `StoreSession` keeps it: a plain
+    ``dict`` when its values are all strings, numbers, booleans or None (most
+    messages: a plain copy of it is a deep one), else wrapped in `_Nested`.
 
-    The item stays a plain ``dict``: CPython's garbage collector does not
-    track a dict of such values, nor a plain copy of it, so a `get_items`
-    of 10,000 of them adds nothing for the collector to walk. (A dict
-    subclass is always tracked: copies of 10,000 pushed into the oldest
-    generation made a full collection every other call, some 80% of the
-    call's time.)
+    CPython's garbage collector does not track a plain dict of such values,
+    nor a plain copy of it: kept items of 10,000-item conversations, and a
+    `get_items` handing out copies of them, add nothing for the collector to
+    walk. (A dict subclass, or a tuple holding a dict, is always tracked:
+    copies of 10,000 pushed into the oldest generation made a full
+    collection every other call, some 80% of the call's time.)
     """
     item = cast(dict[str, Any], _item(session_id, entry))
-    return item, all(type(value) in _ATOMS for value in item.values())
+    if all(type(value) in _ATOMS for value in item.values()):
+        return item
+    return _Nested(item)
 
 
-def _handed_out(kept: tuple[dict[str, Any], bool]) -> Any:
+class _Nested:
+    """A kept item holding lists or objects: handed out as a deep copy."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        self.item = item
+
+
+_Kept: TypeAlias = KeptItems[dict[str, Any] | _Nested, Any]
+
+
+def _handed_out(kept: dict[str, Any] | _Nested) -> Any:
     """A kept item as `get_items` hands it out: a deep copy of its own."""
-    item, flat = kept
-    return item.copy() if flat else _copied(item)
+    if type(kept) is dict:
+        return kept.copy()
+    return _copied(cast(_Nested, kept).item)
 
 
 def _copied(value: Any) -> Any:

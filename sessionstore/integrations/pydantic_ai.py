@@ -190,12 +190,13 @@ class MessageHistories:
     """
 
     SESSIONS = 256
-    """Sessions whose conversions are kept at most, the latest used."""
+    """Sessions whose conversions are kept at most, the latest used (and at
+    most `sessionstore.integrations.kept.KEPT_IN_ALL` messages in all)."""
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
         self._kept: Latest[KeptContext[ModelMessage]] = Latest(
-            lambda name: KeptContext(_converted), most=self.SESSIONS
+            lambda name: KeptContext(_converted), most=self.SESSIONS, weigh=_kept_count
         )
 
     def __repr__(self) -> str:
@@ -254,6 +255,10 @@ def from_context(messages: Sequence[Message]) -> list[ModelMessage]:
     and any other role to a request with a `UserPromptPart`.
     """
     return _converted(messages, ())
+
+
+def _kept_count(kept: KeptContext[ModelMessage]) -> int:
+    return kept.count
 
 
 def _converted(messages: Sequence[Message], before: Sequence[ModelMessage]) -> list[ModelMessage]:

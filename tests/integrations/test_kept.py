@@ -68,8 +68,14 @@ def user(n: int) -> Any:
     return {"role": "user", "content": f"message {n}"}
 
 
+def elsewhere(store: SessionStore) -> Any:
+    """``store`` through another object, as another process sees it: the
+    sessions on it keep nothing the sessions on ``store`` kept."""
+    return Counting(store)
+
+
 async def fresh_items(store: SessionStore, limit: int | None = None) -> list[Any]:
-    return await StoreSession(store, "chat").get_items(limit)
+    return await StoreSession(elsewhere(store), "chat").get_items(limit)
 
 
 # ------------------------------------------------------------ openai-agents
@@ -127,8 +133,25 @@ async def test_flat_items_handed_out_give_the_collector_nothing_to_walk(
     assert handed[-1] == nested
 
 
+async def test_a_new_session_object_reads_on_from_what_the_last_one_read(
+    async_store: SessionStore,
+) -> None:
+    # A server makes a StoreSession for each request, on one store object.
+    counting: Any = Counting(async_store)
+    await StoreSession(counting, "chat").add_items([user(n) for n in range(300)])
+    assert len(await StoreSession(counting, "chat").get_items()) == 300
+    assert counting.counted() >= 300
+    await StoreSession(counting, "chat").add_items([user(300), user(301)])
+    got = await StoreSession(counting, "chat").get_items()
+    assert counting.counted() <= 3  # the last entry kept, re-read, and the two new
+    assert got == await fresh_items(async_store)
+    await StoreSession(counting, "other").add_items([user(0)])
+    assert await StoreSession(counting, "other").get_items() == [user(0)]
+    assert len(await StoreSession(counting, "chat").get_items()) == 302
+
+
 async def test_what_other_objects_did_is_read(async_store: SessionStore) -> None:
-    ours, theirs = StoreSession(async_store, "chat"), StoreSession(async_store, "chat")
+    ours, theirs = StoreSession(async_store, "chat"), StoreSession(elsewhere(async_store), "chat")
     await ours.add_items([user(n) for n in range(5)])
     assert len(await ours.get_items()) == 5
     await theirs.add_items([user(5)])
@@ -289,3 +312,57 @@ async def test_a_factory_keeps_a_value_per_name_for_the_last_names_used() -> Non
     assert latest.get("a") is first
     assert latest.get("b") is not second
     assert made == ["a", "b", "c", "b"]
+
+
+async def test_a_factory_weighing_its_values_drops_the_oldest_past_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(kept, "KEPT_IN_ALL", 10)
+    latest: kept.Latest[list[str]] = kept.Latest(lambda name: [], most=100, weigh=len)
+    a, b = latest.get("a"), latest.get("b")
+    a.extend("x" * 6)  # as a first read fills what a new name kept
+    b.extend("x" * 4)
+    latest.get("c")  # 10 kept: within the budget
+    assert latest.get("a") is a
+    assert latest.get("b") is b
+    latest.get("c").extend("x")  # 11, weighed when the next name is made
+    latest.get("d")
+    assert latest.get("b") is b  # "a", used longest ago, went
+    assert latest.get("a") is not a
+    for _ in range(kept._REWEIGH):  # weighed again every so many uses
+        latest.get("b")
+    b.extend("x" * 20)  # one value past the budget alone stays, the latest
+    for _ in range(kept._REWEIGH):
+        latest.get("b")
+    assert latest.get("b") is b
+    latest.get("c")  # a name made: "b", used longest ago, goes
+    assert latest.get("b") is not b
+
+
+async def test_every_keeper_drops_the_conversations_used_longest_ago_past_its_budget(
+    async_store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kept, "KEPT_IN_ALL", 6)
+    sessions = []
+    for name in ("a", "b", "c"):  # four messages each: two conversations pass the budget
+        await StoreSession(async_store, name).add_items([user(n) for n in range(4)])
+        sessions.append(await async_store.head(name))
+    counting: Any = Counting(async_store)
+    histories, conversions = ChatHistories(counting), MessageHistories(counting)
+    readers: dict[str, Any] = {
+        "openai-agents": lambda name, _: StoreSession(counting, name).get_items(),
+        "LangChain": lambda name, _: histories(name).aget_messages(),
+        "pydantic-ai": lambda _, session: conversions.load(session),
+    }
+    for keeper, read in readers.items():
+        for name, session in zip(("a", "b"), sessions, strict=False):
+            assert len(await read(name, session)) == 4
+        counting.counted()
+        await read("b", sessions[1])
+        assert counting.counted() <= 1, keeper  # "b" is kept
+        await read("c", sessions[2])  # made: 8 kept, and "a", used longest ago, goes
+        assert counting.counted() == 4, keeper
+        await read("a", sessions[0])
+        assert counting.counted() == 4, keeper  # read whole again
+        await read("c", sessions[2])
+        assert counting.counted() <= 1, keeper
