@@ -31,9 +31,9 @@ through one object at once (two reads racing both read the store, and
 either result may stay kept: each is true of the session). `Latest`
 keeps what a factory of histories made (or the openai-agents sessions of
 one store object), for the names used last, and at most about
-`KEPT_IN_ALL` items in all. The lists returned are new; `KeptItems` hands out what its ``hand_out`` makes
-of each kept item (a copy, for items a caller may change), `KeptContext`
-the kept objects themselves.
+`KEPT_IN_ALL` items in all. The lists returned are new; `KeptItems`
+hands out what its ``hand_out`` makes of each kept item (a copy, for
+items a caller may change), `KeptContext` the kept objects themselves.
 """
 
 from __future__ import annotations

@@ -201,7 +201,7 @@ class StoreSession:
             SessionSettings() if session_settings is None else _settings(session_settings)
         )
         self._store = store
-        self._kept = _kept_of(store).get(session_id)
+        self._kept = _kept_for(store, session_id)
         self._owns_store = False
         self._closed = False
 
@@ -477,15 +477,20 @@ _kept_by_store: weakref.WeakKeyDictionary[SessionStore, Latest[_Kept]] = weakref
 _kept_by_store_lock = threading.Lock()
 
 
-def _kept_of(store: SessionStore) -> Latest[_Kept]:
-    """What the sessions on ``store`` keep, per conversation, for as long
-    as the store object lives: a session made for each request of a server
-    reads on from what the last one read."""
-    with _kept_by_store_lock:
-        kept = _kept_by_store.get(store)
-        if kept is None:
-            kept = _kept_by_store[store] = Latest(_new_kept, most=CONVERSATIONS, weigh=_counted)
-        return kept
+def _kept_for(store: SessionStore, name: str) -> _Kept:
+    """What the sessions on ``store`` keep of conversation ``name``, for as
+    long as the store object lives: a session made for each request of a
+    server reads on from what the last one read. A store object that cannot
+    be weakly referenced, or hashed, keeps nothing: each session keeps its own."""
+    try:
+        with _kept_by_store_lock:
+            kept = _kept_by_store.get(store)
+            if kept is None:
+                kept = Latest(_new_kept, most=CONVERSATIONS, weigh=_counted)
+                _kept_by_store[store] = kept
+    except TypeError:
+        return _new_kept(name)
+    return kept.get(name)
 
 
 def _new_kept(name: str) -> _Kept:

@@ -366,3 +366,34 @@ async def test_every_keeper_drops_the_conversations_used_longest_ago_past_its_bu
         assert counting.counted() == 4, keeper  # read whole again
         await read("c", sessions[2])
         assert counting.counted() <= 1, keeper
+
+
+class Unhashable(Counting):
+    """A store of a kind that cannot key a dictionary."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Slotted:
+    """A store of a kind that cannot be weakly referenced."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+@pytest.mark.parametrize("wrapper", [Unhashable, Slotted])
+async def test_sessions_on_a_store_that_cannot_key_a_dictionary_keep_their_own(
+    async_store: SessionStore, wrapper: type
+) -> None:
+    store: Any = wrapper(async_store)
+    session = StoreSession(store, "chat")
+    await session.add_items([user(0)])
+    assert await session.get_items() == [user(0)]
+    await StoreSession(store, "chat").add_items([user(1)])
+    assert await StoreSession(store, "chat").get_items() == [user(0), user(1)]
+    assert await session.get_items() == [user(0), user(1)]
