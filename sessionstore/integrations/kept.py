@@ -22,7 +22,8 @@ named at its last read. A read of another session (after a fork, a clear,
 a pop, a head moved by anyone) replaces it. Each read first re-reads the
 last entry it kept and checks its id, so a session erased and created
 again under the same id is read afresh. At most `KEPT` items are kept
-(the latest); a read wanting more reads the rest and keeps it no longer.
+(the latest): a read wanting more than is kept (after a limited read)
+reads the rest, and keeps what fits.
 
 What is kept is a snapshot replaced whole (`KeptContext` extends its list
 in place, under a lock held only while it does), and no lock is held
@@ -139,8 +140,10 @@ class KeptItems(Generic[_T, _Out]):
             items: Sequence[_T] = kept.items[-limit:] if limit else ()
         elif kept.start == 0:
             items = kept.items
-        else:  # more than is kept: the rest read, and kept no longer
-            items = await self._before(store, kept, limit) + list(kept.items)
+        else:  # more than is kept: the rest read, and kept up to the bound
+            whole = await self._whole(store, kept)
+            self._kept = self._bounded(whole)
+            items = whole.items if limit is None else whole.items[-limit:]
         hand_out = self._hand_out
         return [hand_out(item) for item in items]
 
@@ -215,17 +218,19 @@ class KeptItems(Generic[_T, _Out]):
         items, positions = kept.items[-KEPT:], kept.positions[-KEPT:]
         return _Snapshot(kept.session_id, positions[0], kept.stop, kept.last_id, items, positions)
 
-    async def _before(
-        self, store: SessionStore, kept: _Snapshot[_T], limit: int | None
-    ) -> list[_T]:
-        """The items before what is kept: the last ``limit - len(kept.items)``
-        of them, or all."""
+    async def _whole(self, store: SessionStore, kept: _Snapshot[_T]) -> _Snapshot[_T]:
+        """``kept`` with the items before it: all of the session's items up
+        to ``kept.stop``."""
         read = await store.load_slice(kept.session_id, 0, kept.start)
-        items, _ = self._converted(kept.session_id, read)
-        if limit is None:
-            return list(items)
-        wanted = limit - len(kept.items)
-        return list(items[-wanted:]) if wanted > 0 else []
+        items, positions = self._converted(kept.session_id, read)
+        return _Snapshot(
+            kept.session_id,
+            0,
+            kept.stop,
+            kept.last_id,
+            items + kept.items,
+            positions + kept.positions,
+        )
 
 
 class KeptContext(Generic[_T]):

@@ -103,6 +103,23 @@ async def test_a_limited_first_read_reads_about_the_limit(async_store: SessionSt
     assert counting.counted() <= 64
 
 
+async def test_a_whole_read_after_a_limited_one_keeps_the_whole(async_store: SessionStore) -> None:
+    # A preview asks for the last 20, the Runner for everything: its next
+    # turns read what they added, not everything before the preview's part.
+    await StoreSession(async_store, "chat").add_items([user(n) for n in range(1000)])
+    counting: Any = Counting(async_store)
+    assert len(await StoreSession(counting, "chat").get_items(limit=20)) == 20
+    assert await StoreSession(counting, "chat").get_items() == [user(n) for n in range(1000)]
+    counting.counted()
+    await StoreSession(counting, "chat").add_items([user(1000)])
+    assert len(await StoreSession(counting, "chat").get_items()) == 1001
+    assert counting.counted() <= 2
+    assert await StoreSession(counting, "chat").get_items(limit=500) == [
+        user(n) for n in range(501, 1001)
+    ]
+    assert counting.counted() <= 1
+
+
 async def test_items_changed_by_the_caller_change_nothing_kept(async_store: SessionStore) -> None:
     session = StoreSession(async_store, "chat")
     item: Any = {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}
