@@ -341,11 +341,11 @@ class Latest(Generic[_V]):
                 value = self._kept[name] = self._make(name)
                 while len(self._kept) > self._most:
                     self._kept.popitem(last=False)
+                weigh_now = True
             else:
                 self._kept.move_to_end(name)
-                if self._uses % _REWEIGH:
-                    return value
-            if self._weigh is not None:
+                weigh_now = self._uses % _REWEIGH == 0
+            if weigh_now and self._weigh is not None:
                 self._lighten(self._weigh)
             return value
 

@@ -48,6 +48,7 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
+from operator import attrgetter
 from typing import Any, TypeVar
 
 try:
@@ -245,7 +246,7 @@ class ChatHistories:
         self._histories: Latest[SessionStoreChatMessageHistory] = Latest(
             partial(SessionStoreChatMessageHistory, store),
             most=self.CONVERSATIONS,
-            weigh=_kept_count,
+            weigh=attrgetter("kept_count"),
         )
 
     def __repr__(self) -> str:
@@ -259,10 +260,6 @@ class ChatHistories:
         """
         validate_session_id(name)
         return self._histories.get(name)
-
-
-def _kept_count(history: SessionStoreChatMessageHistory) -> int:
-    return history.kept_count
 
 
 def _from_context(messages: Sequence[Message], before: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -61,6 +61,7 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from functools import partial
+from operator import attrgetter
 from types import TracebackType
 from typing import Any, Self, TypeAlias, cast
 
@@ -486,7 +487,7 @@ def _kept_for(store: SessionStore, name: str) -> _Kept:
         with _kept_by_store_lock:
             kept = _kept_by_store.get(store)
             if kept is None:
-                kept = Latest(_new_kept, most=CONVERSATIONS, weigh=_counted)
+                kept = Latest(_new_kept, most=CONVERSATIONS, weigh=attrgetter("count"))
                 _kept_by_store[store] = kept
     except TypeError:
         return _new_kept(name)
@@ -495,10 +496,6 @@ def _kept_for(store: SessionStore, name: str) -> _Kept:
 
 def _new_kept(name: str) -> _Kept:
     return KeptItems(_kept_item, _handed_out)
-
-
-def _counted(kept: _Kept) -> int:
-    return kept.count
 
 
 def _item(session_id: str, entry: MessageEntry) -> TResponseInputItem:

@@ -41,6 +41,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from operator import attrgetter
 from typing import Any
 
 try:
@@ -196,7 +197,7 @@ class MessageHistories:
     def __init__(self, store: SessionStore) -> None:
         self.store = store
         self._kept: Latest[KeptContext[ModelMessage]] = Latest(
-            lambda name: KeptContext(_converted), most=self.SESSIONS, weigh=_kept_count
+            lambda name: KeptContext(_converted), most=self.SESSIONS, weigh=attrgetter("count")
         )
 
     def __repr__(self) -> str:
@@ -255,10 +256,6 @@ def from_context(messages: Sequence[Message]) -> list[ModelMessage]:
     and any other role to a request with a `UserPromptPart`.
     """
     return _converted(messages, ())
-
-
-def _kept_count(kept: KeptContext[ModelMessage]) -> int:
-    return kept.count
 
 
 def _converted(messages: Sequence[Message], before: Sequence[ModelMessage]) -> list[ModelMessage]:
