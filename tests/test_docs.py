@@ -1,9 +1,11 @@
 """The README and docs/: every Python example runs as a script, links hold.
 
 Every ```python block in README.md and docs/*.md is a complete script. Each
-runs in a subprocess (``sys.executable snippet.py``) with a fresh temporary
-directory as its working directory, and must exit 0. Examples that are not
-meant to run use another fence (```text), so that rule stays simple.
+runs in a subprocess (``sys.executable snippet.py``) in a directory of its
+own, and must exit 0 twice in that directory: a reader runs an example
+again, and it finds what its first run left (a ``sessions.db``, an effect
+recorded). Examples that are not meant to run use another fence
+(```text), so that rule stays simple.
 """
 
 import os
@@ -35,7 +37,7 @@ def blocks(page: Path) -> list[tuple[str, int, str]]:
 
 
 SNIPPETS = [
-    pytest.param(code, id=f"{page.relative_to(ROOT)}:{line}")
+    pytest.param(f"{page.relative_to(ROOT)}", line, code, id=f"{page.relative_to(ROOT)}:{line}")
     for page in PAGES
     for language, line, code in blocks(page)
     if language == "python"
@@ -54,23 +56,38 @@ def test_python_examples_use_the_python_fence(page: Path) -> None:
         assert language not in ("py", "py3", "python3"), f"{page.name}:{line}: use ```python"
 
 
-@pytest.mark.parametrize("code", SNIPPETS)
-def test_example_runs_as_a_script(code: str, tmp_path: Path) -> None:
-    script = tmp_path / "example.py"
-    script.write_text(code)
+def run_script(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     # The checkout's package, whatever the environment installed.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    done = subprocess.run(
-        [sys.executable, script.name],
-        cwd=tmp_path,
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
         timeout=600,  # a guard against a hang: a loaded machine may take minutes
         check=False,
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+
+
+@pytest.mark.parametrize(("page", "line", "code"), SNIPPETS)
+def test_example_runs_as_a_script_twice(page: str, line: int, code: str, tmp_path: Path) -> None:
+    # The script sits beside the example's directory, not in it: the
+    # directory holds only what the example writes.
+    script = tmp_path / "example.py"
+    script.write_text(code)
+    directory = tmp_path / "run"
+    directory.mkdir()
+    for run in ("first", "second"):
+        done = run_script(script, directory)
+        if done.returncode != 0:
+            pytest.fail(
+                f"{page}:{line}: the example failed on its {run} run in {directory}"
+                f" (the script's line n is the page's line {line} + n)\n"
+                f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}",
+                pytrace=False,
+            )
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
