@@ -37,7 +37,7 @@ def blocks(page: Path) -> list[tuple[str, int, str]]:
 
 
 SNIPPETS = [
-    pytest.param(f"{page.relative_to(ROOT)}", line, code, id=f"{page.relative_to(ROOT)}:{line}")
+    pytest.param(str(page.relative_to(ROOT)), line, code, id=f"{page.relative_to(ROOT)}:{line}")
     for page in PAGES
     for language, line, code in blocks(page)
     if language == "python"
