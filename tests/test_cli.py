@@ -109,7 +109,7 @@ def test_show_entries_context_and_stored_lines(capsys: pytest.CaptureFixture[str
     status, out, _ = run(capsys, "show", session_id, "--db", db)
     assert status == 0
     assert "compaction" in out
-    assert "get_weather" not in out  # a preview of text, not of tool calls
+    assert 'get_weather({"city": "Lisbon"})' in out  # a tool call shows what it asked
     status, out, _ = run(capsys, "--db", db, "show", session_id, "--context")
     assert out.splitlines()[0].startswith("user: [Conversation summary]")
     status, out, _ = run(capsys, "--db", db, "show", session_id, "--json")
