@@ -5,6 +5,12 @@ with user, assistant and tool messages and a compaction, the context built
 from it, a journal left with an interrupted session, and an archive round
 trip (export, import into an empty store, export again) that comes back
 byte for byte.
+
+The agent's system prompt is kept in code and sent before the stored
+context, as agents keep theirs (openai-agents' instructions, a LangChain
+prompt, pydantic-ai's ``instructions``): a compaction's context begins
+with its summary, so a system prompt stored before the cut would be cut
+with the rest (docs/stores.md, "Compaction and the system prompt").
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from sessionstore.timestamps import Timestamp
 __all__ = ["DemoResult", "play_demo"]
 
 AGENT = "demo-agent"
+SYSTEM = Message.system("You are a concise travel assistant.")
+"""The demo agent's system prompt: in code, sent first on every model call."""
 
 
 @dataclass
@@ -41,6 +49,7 @@ class DemoResult:
     session_id: str
     entries: int
     context: list[Message]
+    """What the model is sent: `SYSTEM`, then the session's context."""
     journal: Journal
     archive_files: int
     archive_bytes: int
@@ -51,7 +60,6 @@ def _conversation() -> list[MessageEntry | CompactionEntry]:
     function = {"name": "get_weather", "arguments": '{"city": "Lisbon"}'}
     call = {"id": "call_1", "type": "function", "function": function}
     early = [
-        Message.system("You are a concise travel assistant."),
         Message.user("What's the weather in Lisbon tomorrow?"),
         Message(role="assistant", content="", tool_calls=[call]),
         Message(role="tool", content='{"high_c": 24, "sky": "sunny"}', tool_call_id="call_1"),
@@ -107,7 +115,7 @@ async def play_demo(store: SessionStore) -> DemoResult:
     entries = _conversation()
     for entry in entries:
         await store.append(meta.id, entry)
-    context = await store.load_context(meta.id)
+    context = [SYSTEM, *await store.load_context(meta.id)]
     journal = await _journal_with_an_interruption(store)
     with tempfile.TemporaryDirectory(prefix="sessionstore-demo-") as work:
         first, second = Path(work) / "first", Path(work) / "second"

@@ -25,11 +25,12 @@ painted, and the others keep an estimated height for the scroll bar. The
 page stays one file (find-in-page and one link per session still work);
 splitting it into pages was not needed for that.
 
-Tool exchanges, in any of the three shapes `sessionstore.pairing` knows
-(OpenAI ``tool_calls`` and ``tool`` messages; Anthropic ``tool_use`` /
-``tool_result`` content blocks; openai-agents ``function_call`` /
-``function_call_output`` items), are folded in ``<details>``; a result
-names its call and links to it when an earlier call had its id.
+What each message says is `sessionstore.parts.read_message`'s reading, the
+one ``sessionstore show`` prints too: its text, and the tool calls and
+results of every shape the store keeps (OpenAI, Anthropic, openai-agents
+items, and the LangChain and pydantic-ai adapters' messages). Each call and
+result is folded in ``<details>``, named by its tool; a result names its
+call and links to it when an earlier call had its id.
 
 This is a tool over the public store API; it reads no backend's internals.
 """
@@ -54,6 +55,7 @@ from sessionstore.errors import (
     StorageError,
 )
 from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionMeta
+from sessionstore.parts import Piece, Reading, Said, ToolCall, ToolResult, read_message
 from sessionstore.store import SessionStore
 from sessionstore.wire import encode_value
 
@@ -146,8 +148,11 @@ def _json(value: Any) -> str:
     return f'<pre class="json">{_text(shown)}</pre>'
 
 
-def _string(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+def _role_class(role: str, label: str) -> str:
+    """An entry's colour: its role's, a tool's for an openai-agents tool item."""
+    if role in _ROLES:
+        return f"role-{role}"
+    return "role-tool" if label in ("tool call", "tool result") else "role-other"
 
 
 class _Renderer:
@@ -203,12 +208,15 @@ class _Renderer:
     def entry(self, entry: MessageEntry | CompactionEntry) -> str:
         self.count += 1
         marked = entry.id in self.in_context
-        classes = ["entry"]
         if isinstance(entry, MessageEntry):
-            role = entry.message.role
-            classes += ["message", f"role-{role}" if role in _ROLES else "role-other"]
+            reading = read_message(entry.message)
+            classes = ["entry", "message", _role_class(entry.message.role, reading.label)]
+            body = self._message(entry.message, reading)
+            who = f'<div class="role">{_text(reading.label)}</div>'
         else:
-            classes.append("compaction")
+            classes = ["entry", "compaction"]
+            body = self._compaction(entry)
+            who = '<div class="role">compaction</div>'
         if marked:
             classes.append("in-context")
         note = '<span class="ctx-note">in the model\'s context</span> ' if marked else ""
@@ -217,12 +225,6 @@ class _Renderer:
             f'<span class="entry-id">{_text(entry.id)}</span> &middot; '
             f'<time class="timestamp">{_text(entry.timestamp)}</time></div>'
         )
-        if isinstance(entry, MessageEntry):
-            body = self._message(entry.message)
-            who = f'<div class="role">{_text(entry.message.role)}</div>'
-        else:
-            body = self._compaction(entry)
-            who = '<div class="role">compaction</div>'
         return (
             f'<article class="{" ".join(classes)}" id="{_attribute(_anchor(entry.id))}">'
             f"{who}{meta}{body}</article>\n"
@@ -232,124 +234,79 @@ class _Renderer:
         before = "" if entry.tokens_before is None else f", {entry.tokens_before} tokens before"
         href = _attribute("#" + _anchor(entry.first_kept_id))
         return (
+            f'<div class="text summary">{_text(entry.summary)}</div>'
             '<div class="meta">the history before '
             f'<a href="{href}">{_text(entry.first_kept_id)}</a> '
             f"is summarized for the model{before}; it stays stored</div>"
-            f'<div class="text summary">{_text(entry.summary)}</div>'
         )
 
-    def _message(self, message: Message) -> str:
-        extra = message.extra
-        parts: list[str] = []
-        handled = {"tool_calls", "tool_call_id"}
-        if extra.get("type") in ("function_call", "function_call_output"):
-            # openai-agents: the message's own fields are the item.
-            parts.append(self._item(extra))
-            handled |= set(extra)
-            if message.content not in ("", None, []):
-                parts.append(self._content(message.content))
-        elif isinstance(_string(extra.get("tool_call_id")), str):
-            call_id = extra["tool_call_id"]
-            parts.append(self._result(call_id, self._content(message.content)))
-        else:
-            parts.append(self._content(message.content))
-        calls = extra.get("tool_calls")
-        if isinstance(calls, list):
-            for call in calls:
-                parts.append(self._openai_call(call))
-        elif calls is not None:
-            handled.discard("tool_calls")
+    def _message(self, message: Message, reading: Reading) -> str:
+        parts = [self._pieces(reading.pieces)]
         if message.streaming:
             parts.append('<div class="meta">streaming: true</div>')
-        rest = {key: value for key, value in extra.items() if key not in handled}
-        if rest:
+        if reading.fields:
             parts.append(
-                f'<details class="fields"><summary>other fields ({len(rest)})</summary>'
-                f"{_json(rest)}</details>"
+                f'<details class="fields"><summary>other fields ({len(reading.fields)})</summary>'
+                f"{_json(reading.fields)}</details>"
             )
         return "".join(parts)
 
-    def _content(self, content: Any) -> str:
-        if isinstance(content, str):
-            return f'<div class="text">{_text(content)}</div>' if content else ""
-        if isinstance(content, dict):
-            return self._part(content)
-        if isinstance(content, list):
-            return "".join(self._part(part) for part in content)
-        return _json(content)
+    def _pieces(self, pieces: Sequence[Piece]) -> str:
+        return "".join(self._piece(piece) for piece in pieces)
 
-    def _part(self, part: Any) -> str:
-        if not isinstance(part, dict):
-            return _json(part)
-        kind = part.get("type")
-        if kind == "text" and isinstance(part.get("text"), str) and len(part) == 2:
-            return f'<div class="text">{_text(part["text"])}</div>'
-        if kind == "tool_use" and isinstance(part.get("id"), str):
-            return self._call(part["id"], _string(part.get("name")), _json(part.get("input")))
-        if kind == "tool_result" and isinstance(part.get("tool_use_id"), str):
-            inner = part.get("content")
-            body = self._content(inner) if inner is not None else ""
-            if part.get("is_error") is True:
-                body = '<div class="meta error">is_error: true</div>' + body
-            return self._result(part["tool_use_id"], body)
-        if kind in ("function_call", "function_call_output"):
-            return self._item(part)
-        return _json(part)
+    def _piece(self, piece: Piece) -> str:
+        if isinstance(piece, Said):
+            shown = f'<div class="text">{_text(piece.text)}</div>'
+            if piece.fields:
+                shown += (
+                    '<details class="fields"><summary>part fields</summary>'
+                    f"{_json(piece.fields)}</details>"
+                )
+            return shown
+        if isinstance(piece, ToolCall):
+            return self._call(piece)
+        if isinstance(piece, ToolResult):
+            return self._result(piece)
+        return _json(piece.value)
 
     # ------------------------------------------------------------ tools
 
-    def _openai_call(self, call: Any) -> str:
-        if not isinstance(call, dict) or not isinstance(call.get("id"), str):
-            return _json(call)
-        function = call.get("function")
-        name = _string(function.get("name")) if isinstance(function, dict) else None
-        arguments = function.get("arguments") if isinstance(function, dict) else None
-        shown = (
-            f'<pre class="arguments">{_text(arguments)}</pre>'
-            if isinstance(arguments, str)
-            else _json(call)
-        )
-        return self._call(call["id"], name, shown)
-
-    def _item(self, item: dict[str, Any]) -> str:
-        call_id = _string(item.get("call_id"))
-        if call_id is None:
-            return _json(item)
-        if item.get("type") == "function_call":
-            arguments = item.get("arguments")
-            shown = (
-                f'<pre class="arguments">{_text(arguments)}</pre>'
-                if isinstance(arguments, str)
-                else _json(arguments)
-            )
-            return self._call(call_id, _string(item.get("name")), shown)
-        output = item.get("output")
-        shown = f'<div class="text">{_text(output)}</div>' if isinstance(output, str) else ""
-        return self._result(call_id, shown or _json(output))
-
-    def _call(self, call_id: str, name: str | None, body: str) -> str:
+    def _call(self, call: ToolCall) -> str:
         self.made_calls += 1
         anchor = f"call-{self.made_calls}"
-        shown_name = name if name is not None else "(unnamed)"
-        self.calls[call_id] = (anchor, shown_name)
+        shown_name = call.name if call.name is not None else "(unnamed)"
+        named = ""
+        if call.call_id is not None:
+            self.calls[call.call_id] = (anchor, shown_name)
+            named = f' data-call-id="{_attribute(call.call_id)}"'
+        if isinstance(call.arguments, str):
+            body = f'<pre class="arguments">{_text(call.arguments)}</pre>'
+        else:
+            body = "" if call.arguments is None else _json(call.arguments)
         return (
-            f'<details class="tool-call" id="{anchor}" data-call-id="{_attribute(call_id)}">'
+            f'<details class="tool-call" id="{anchor}"{named}>'
             f'<summary>tool call <code class="tool-name">{_text(shown_name)}</code> '
-            f'<span class="meta">{_text(call_id)}</span></summary>{body}</details>'
+            f'<span class="meta">{_text(call.call_id or "")}</span></summary>{body}</details>'
         )
 
-    def _result(self, call_id: str, body: str) -> str:
-        found = self.calls.pop(call_id, None)
+    def _result(self, result: ToolResult) -> str:
+        call_id = result.call_id or ""
+        found = self.calls.pop(call_id, None) if result.call_id is not None else None
+        name = result.name if result.name is not None else None if found is None else found[1]
+        shown_name = f'<code class="tool-name">{_text(name)}</code>' if name is not None else ""
         if found is None:
-            summary = f'result of an unknown call <span class="meta">{_text(call_id)}</span>'
+            what = f"result of {shown_name}" if name is not None else "result of an unknown call"
+            summary = f'{what} <span class="meta">{_text(call_id)}</span>'
             classes = "tool-result unpaired"
         else:
-            anchor, name = found
             summary = (
-                f'result of <a class="pair" href="#{anchor}"><code class="tool-name">'
-                f'{_text(name)}</code></a> <span class="meta">{_text(call_id)}</span>'
+                f'result of <a class="pair" href="#{found[0]}">{shown_name}</a> '
+                f'<span class="meta">{_text(call_id)}</span>'
             )
             classes = "tool-result paired"
+        body = self._pieces(result.output)
+        if result.status is not None:
+            body = f'<div class="meta error">{_text(result.status)}</div>' + body
         return (
             f'<details class="{classes}" data-call-id="{_attribute(call_id)}">'
             f"<summary>{summary}</summary>{body}</details>"

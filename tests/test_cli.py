@@ -82,7 +82,6 @@ def test_demo_plays_a_conversation_and_round_trips_it(
     assert status == 0, err
     assert "byte-identical" in out
     assert "[Conversation summary]" in out
-    assert "2 interrupted sessions" in out
     assert len(session_ids(capsys, db)) == 1
     status, out, _ = run(capsys, "--db", db, "ls")
     header, row = out.splitlines()
@@ -98,9 +97,37 @@ def test_demo_plays_a_conversation_and_round_trips_it(
         "owner",
         "title",
     ]
-    assert row.split("\t")[2:3] == ["10"]
+    assert row.split("\t")[2:3] == ["9"]
     assert row.split("\t")[4:7] == ["yes", "-", "-"]  # compacted, no fault, no parent
     assert row.split("\t")[8:] == ["-", ""]  # no owner, no title
+
+
+def test_the_demo_sends_its_system_prompt_before_the_compacted_context(
+    capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    status, out, err = run(capsys, "--db", db, "demo")
+    assert status == 0, err
+    sent = [line.strip() for line in out.splitlines() if line.startswith("    ")]
+    assert sent[0] == "system: You are a concise travel assistant."
+    assert sent[1].startswith("user: [Conversation summary] The user asked")
+
+
+def test_the_demo_says_what_its_journal_holds_and_how_to_see_it(
+    capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    status, out, err = run(capsys, "--db", db, "demo")
+    assert status == 0, err
+    said = " ".join(out.split())
+    assert (
+        "journal of agent 'demo-agent', what survives a crash: 2 runs stopped before saving "
+        "their state, and the 2 writes they made (1 post and 1 comment) are on record for "
+        "the agent's next start to report; see them: sessionstore journal demo-agent --db "
+    ) in said
+    assert max(len(line) for line in out.splitlines() if db not in line) <= 80
+    command = next(line for line in out.splitlines() if "sessionstore journal" in line)
+    status, out, _ = run(capsys, *command.split()[1:])
+    assert status == 0
+    assert "2 writes, 2 interrupted sessions" in out
 
 
 def test_show_entries_context_and_stored_lines(capsys: pytest.CaptureFixture[str], db: str) -> None:
@@ -109,14 +136,14 @@ def test_show_entries_context_and_stored_lines(capsys: pytest.CaptureFixture[str
     status, out, _ = run(capsys, "show", session_id, "--db", db)
     assert status == 0
     assert "compaction" in out
-    assert "get_weather" not in out  # a preview of text, not of tool calls
+    assert 'get_weather({"city": "Lisbon"})' in out  # a tool call shows what it asked
     status, out, _ = run(capsys, "--db", db, "show", session_id, "--context")
     assert out.splitlines()[0].startswith("user: [Conversation summary]")
     status, out, _ = run(capsys, "--db", db, "show", session_id, "--json")
     lines = out.splitlines()
     assert decode_meta(lines[0]).id == session_id
     assert [decode_entry(line).type for line in lines[1:]].count("compaction") == 1
-    assert json.loads(lines[3])["message"]["tool_calls"][0]["id"] == "call_1"
+    assert json.loads(lines[2])["message"]["tool_calls"][0]["id"] == "call_1"
 
 
 def test_import_export_and_verify(
@@ -473,7 +500,7 @@ def test_show_limit_and_tail_number_entries_by_their_place(
     _, out, _ = run(capsys, "--db", db, "show", session_id, "--limit", "2")
     assert [line.split("\t")[0] for line in out.splitlines()] == ["#", "1", "2"]
     _, out, _ = run(capsys, "--db", db, "show", session_id, "--tail", "3")
-    assert [line.split("\t")[0] for line in out.splitlines()] == ["#", "8", "9", "10"]
+    assert [line.split("\t")[0] for line in out.splitlines()] == ["#", "7", "8", "9"]
     assert out.splitlines()[1].split("\t")[1] == "compaction"
     _, out, _ = run(capsys, "--db", db, "show", session_id, "--json", "--tail", "1")
     assert [decode_entry(line).type for line in out.splitlines()[1:]] == ["message"]

@@ -22,6 +22,7 @@ from sessionstore import (
     open_store,
 )
 from sessionstore.transcript import export_html, render_html, write_html
+from tests.dialects import FORECAST, require_frameworks, write_every_dialect
 from tests.kinds import STORE_KINDS, StoreTargets
 from tests.page import Element, parse
 
@@ -191,6 +192,26 @@ async def test_openai_agents_items_pair_whether_fields_or_content(memory: Sessio
     result = blocks["g2"].find("details", "tool-result")
     assert "paired" in result.classes
     assert result.find(cls="text").text() == "done"
+
+
+@pytest.mark.parametrize(
+    "dialect", ["openai", "anthropic", "openai-agents", "langchain", "pydantic-ai"]
+)
+async def test_each_writer_s_tool_call_and_result_are_named_and_paired(
+    memory: SessionStore, dialect: str
+) -> None:
+    require_frameworks()
+    sessions = await write_every_dialect(memory)
+    asked, answered = list(articles(await page_of(memory, sessions[dialect])).values())[1:3]
+    assert asked.find(cls="role").text() == "tool call"  # what `show` labels it too
+    call = asked.find("details", "tool-call")
+    assert call.find(cls="tool-name").text() == "get_weather"
+    assert "Lisbon" in call.find("pre").text()
+    assert answered.find(cls="role").text() == "tool result"
+    result = answered.find("details", "tool-result")
+    assert "paired" in result.classes
+    assert result.find("a", "pair").find(cls="tool-name").text() == "get_weather"
+    assert result.find(cls="text").text() == FORECAST
 
 
 async def test_a_result_whose_call_is_not_on_the_page_is_marked_unpaired(

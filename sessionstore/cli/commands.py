@@ -9,6 +9,7 @@ import hashlib
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -31,6 +32,9 @@ from sessionstore.errors import validate_session_id
 from sessionstore.models import SessionMeta
 from sessionstore.store import SessionStore
 from sessionstore.verify import verify_store
+
+if TYPE_CHECKING:
+    from sessionstore.journal import Journal
 
 __all__ = [
     "run_demo",
@@ -270,19 +274,24 @@ async def _in_doubt(args: argparse.Namespace) -> int:
 
 
 async def run_demo(args: argparse.Namespace) -> int:
+    from sessionstore.cli.rows import ToolNames, message_line
     from sessionstore.demo import play_demo  # and the archive it round-trips: for this only
 
     async with opened(args, read=False) as store:
         result = await play_demo(store)
     print(f"Played a {result.entries}-entry conversation into {escaped(args.db)}")
-    print(f"session {result.session_id}, the context sent to the model:")
-    for message in result.context:
-        print(f"  {cell(message.role):>9}: {preview(message.text(), 66)}")
-    interrupted = list(result.journal.interrupted())
     print(
-        f"journal 'demo-agent': {counted(len(interrupted), 'interrupted session')}, "
-        f"{counted(result.journal.writes(), 'write')} to report"
+        _wrapped(
+            f"session {result.session_id}, what the model is sent on its next call: "
+            "the agent's system prompt (kept in code, not stored), a summary standing "
+            "for the turns a compaction cut, then the turns after them:"
+        )
     )
+    names = ToolNames()
+    for message in result.context:
+        label, text = message_line(message, names)
+        print(f"  {cell(label):>11}: {preview(text, 62)}")
+    print(_journal_lines(result.journal, args.db))
     same = "byte-identical" if result.identical else "DIFFERENT"
     print(
         f"archive round trip (export, import, export): {counted(result.archive_files, 'file')}, "
@@ -290,3 +299,27 @@ async def run_demo(args: argparse.Namespace) -> int:
     )
     print(escaped(f"next: sessionstore show {result.session_id} --db {args.db}"))
     return 0 if result.identical else 1
+
+
+def _journal_lines(journal: Journal, db: str) -> str:
+    """What the demo's journal holds, in words a newcomer reads."""
+    from sessionstore.demo import AGENT
+
+    runs = sum(1 for _ in journal.interrupted())
+    kinds = Counter(write.line for session in journal.sessions for write in session.writes)
+    what = " and ".join(counted(n, kind) for kind, n in sorted(kinds.items(), reverse=True))
+    said = _wrapped(
+        f"journal of agent {AGENT!r}, what survives a crash: "
+        f"{counted(runs, 'run')} stopped before saving their state, and the "
+        f"{counted(journal.writes(), 'write')} they made ({what}) are on record "
+        "for the agent's next start to report; see them:"
+    )
+    return said + "\n  " + escaped(f"sessionstore journal {AGENT} --db {db}")
+
+
+def _wrapped(text: str) -> str:
+    """A sentence of the demo's, in lines of 80 columns at most, each made safe to print."""
+    import textwrap
+
+    lines = textwrap.wrap(text, 78, subsequent_indent="  ", break_on_hyphens=False)
+    return "\n".join(escaped(line) for line in lines)

@@ -20,9 +20,11 @@ from sessionstore.cli.output import (
     err_console,
     escaped,
     literal,
+    moment,
     preview,
     tsv,
 )
+from sessionstore.cli.rows import ToolNames, compaction_text, message_line
 from sessionstore.cli.titles import session_title
 from sessionstore.context import check_pairing
 from sessionstore.models import MessageEntry, SessionEntry
@@ -33,11 +35,11 @@ __all__ = ["run_show"]
 _T = TypeVar("_T")
 
 
-def _entry_text(entry: SessionEntry) -> tuple[str, str]:
-    """An entry's role and text, as ``show`` lists them."""
+def _entry_text(entry: SessionEntry, names: ToolNames) -> tuple[str, str]:
+    """An entry's label and text, as ``show`` lists them (`message_line`)."""
     if isinstance(entry, MessageEntry):
-        return entry.message.role, entry.message.text()
-    return "-", f"[keeps from {entry.first_kept_id}] {entry.summary}"
+        return message_line(entry.message, names)
+    return "-", compaction_text(entry)
 
 
 async def _numbered(
@@ -75,6 +77,7 @@ class _EntryLines:
         self.terminal = console.is_terminal
         self.width = console.width
         self.rows = 0
+        self.names = ToolNames()  # a result names the tool of a call shown before it
 
     def header(self, session_id: str, title: str | None) -> None:
         if self.terminal:
@@ -85,12 +88,14 @@ class _EntryLines:
             tsv(("#", "type", "timestamp", "role", "text", "id"))
 
     def row(self, number: int, entry: SessionEntry) -> None:
-        role, text = _entry_text(entry)
+        label, text = _entry_text(entry, self.names)
         if self.terminal:
             console.print(
-                self._line(str(number), entry.id, entry.type, role, entry.timestamp, text)
+                self._line(str(number), entry.id, entry.type, label, moment(entry.timestamp), text)
             )
         else:
+            # A script reads the role as stored; the text says what the tools did.
+            role = entry.message.role if isinstance(entry, MessageEntry) else "-"
             tsv((number, entry.type, entry.timestamp, role, preview(text), entry.id))
             if self.rows % 1000 == 0:
                 sys.stdout.flush()  # the first line at once, then in large writes
@@ -101,7 +106,7 @@ class _EntryLines:
         number: str,
         entry_id: str,
         kind: str,
-        role: str,
+        label: str,
         timestamp: str,
         text: str,
         *,
@@ -110,9 +115,9 @@ class _EntryLines:
         """One entry: on one line when the terminal is wide enough for its text
         beside the rest, otherwise its text on a second, indented line. The
         id comes whole (`fork --at` takes it), on a line of its own below."""
-        head = f"{number:>7}  {cell(kind):<10}  {preview(role, 9):<9}  {cell(timestamp)}"
-        line = Text(head, style="bold" if bold else "")
+        head = f"{number:>7}  {cell(kind):<10}  {preview(label, 11):<11}  {cell(timestamp):<19}"
         room = self.width - len(head) - 2
+        line = Text(head if room >= 40 else head.rstrip(), style="bold" if bold else "")
         if room >= 40:
             line.append("  " + preview(text, room))
         elif not bold:
@@ -145,13 +150,15 @@ async def run_show(args: argparse.Namespace) -> int:
         if args.context:
             messages = await store.load_context(args.id)
             orphans = [] if args.check is None else check_pairing(messages, dialect=args.check)
-            shown = messages[len(messages) - tail :] if tail is not None else messages[:limit]
-            for message in shown:
+            names = ToolNames()  # read from the first: a result shown names an earlier call
+            said = [message_line(message, names) for message in messages]
+            shown = said[len(said) - tail :] if tail is not None else said[:limit]
+            for label, text in shown:
                 if console.is_terminal:
-                    role = Text(f"{cell(message.role)}: ", style="bold")
-                    console.print(role.append(literal(message.text())))
+                    head = Text(f"{cell(label)}: ", style="bold")
+                    console.print(head.append(literal(text)))
                 else:
-                    print(f"{cell(message.role)}: {literal(message.text())}")
+                    print(f"{cell(label)}: {literal(text)}")
             for orphan in orphans:
                 err_console.print(Text(f"orphan: {escaped(str(orphan))}"))
             if orphans:

@@ -191,6 +191,18 @@ class ContextContract:
         await store.append(empty, message("n1", "after"))
         assert [i for i, _ in await store.load_context_with_ids(empty)] == [only.id, "n1"]
 
+    async def test_a_compaction_cuts_a_stored_system_prompt_like_any_message(
+        self, store: SessionStore
+    ) -> None:
+        # The format's rule, the reference's too: the summary, then what is
+        # kept. A system prompt is the application's to send first (docs/stores.md).
+        session = await store.create(SessionMeta.new())
+        prompt = MessageEntry(id="s0", timestamp="t", message=Message.system("be brief"))
+        await store.append_many(session, [prompt, message("m1", "a"), message("m2", "b")])
+        entry = await store.compact(session, "asked for a", keep_last=1)
+        context = await store.load_context_with_ids(session)
+        assert context == [(entry.id, summary_message(entry)), ("m2", Message.user("b"))]
+
     @pytest.mark.parametrize("shape", SHAPES)
     @pytest.mark.parametrize("named", [True, False], ids=["named", "any-dialect"])
     async def test_compact_never_leaves_an_orphan_of_parallel_tool_calls(

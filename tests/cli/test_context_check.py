@@ -41,7 +41,7 @@ def test_an_interrupted_call_is_named_and_the_exit_status_says_so(
     )
     status, out, err = run(capsys, "--db", db, "show", "s", "--context", "--check", "openai")
     assert status == 1
-    assert out.splitlines() == ["user: weather?", "assistant: "]  # the context, as usual
+    assert out.splitlines() == ["user: weather?", "tool call: f({})"]  # the context, as usual
     assert "orphan: message 1: call 't1' got no result" in err
     assert "1 orphan" in err
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sessionstore import CompactionEntry, Message, MessageEntry, SessionMeta, encode
+from sessionstore import CompactionEntry, Message, MessageEntry, SessionMeta, encode, open_store
+from tests.dialects import FORECAST, require_frameworks, write_every_dialect
 
 COMMAND = [sys.executable, "-m", "sessionstore"]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
@@ -28,13 +29,13 @@ def environment(**extra: str) -> dict[str, str]:
     return env
 
 
-def on_terminal(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the command as if on an 80-column terminal; its output without colours."""
+def on_terminal(*args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
+    """Run the command as if on a terminal (80 columns); its output without colours."""
     done = subprocess.run(
         [*COMMAND, *args],
         capture_output=True,
         text=True,
-        env=environment(FORCE_COLOR="1", COLUMNS="80", LINES="40"),
+        env=environment(FORCE_COLOR="1", COLUMNS=str(columns), LINES="40"),
         timeout=60,
         check=False,
     )
@@ -70,12 +71,55 @@ def test_show_on_a_terminal_prints_stored_text_literally(tmp_path: Path) -> None
     for text in TRICKY[:-1]:
         assert text in done.stdout
     assert "\\x1b[31mred" in done.stdout  # an escape sequence is shown, never run
-    assert "[keeps from e1] [i]sum[/i]" in done.stdout
+    assert "[i]sum[/i] [keeps from e1]" in done.stdout  # the summary first
     assert max(len(line) for line in done.stdout.splitlines()) <= 80
     done = on_terminal("--db", str(store), "show", "tricky", "--context")
     assert "user: arr[i] = arr[j]" in done.stdout
     assert "user: [/bold]\n" not in done.stdout  # the context starts after the compaction
     assert "user: \\x1b[31mred" in done.stdout
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+async def test_show_names_each_writer_s_tool_calls_and_results(
+    tmp_path: Path, columns: int
+) -> None:
+    require_frameworks()
+    # Written by each framework through its adapter (or as its API has it).
+    store = tmp_path / "store"
+    async with open_store(str(store)) as opened:
+        sessions = await write_every_dialect(opened)
+    call = r'get_weather\(\{"city": ?"Lisbon"\}\)'  # as each writer spells its JSON
+    result = f"get_weather → {FORECAST}"
+    for dialect, session_id in sessions.items():
+        rows = on_terminal("--db", str(store), "show", session_id, columns=columns)
+        assert rows.returncode == 0, rows.stderr
+        assert max(len(line) for line in rows.stdout.splitlines()) <= columns, dialect
+        assert "…" not in rows.stdout  # no role cut (`function…`), no text cut
+        # A row's text is beside its role, or below it on a narrow terminal.
+        assert re.search(rf"message +tool call +\S+ \S+\s+{call}\n", rows.stdout), dialect
+        assert re.search(rf"message +tool result +\S+ \S+\s+{result}\n", rows.stdout), dialect
+        context = on_terminal("--db", str(store), "show", session_id, "--context", columns=columns)
+        lines = context.stdout.splitlines()
+        assert lines[0] == "user: Weather in Lisbon?"
+        assert re.fullmatch(f"tool call: {call}", lines[1]), dialect
+        assert lines[2:] == [f"tool result: {result}", "assistant: Sunny."], dialect
+        # The last two alone: the result names its call's id, the tool being out of sight.
+        tail = on_terminal("--db", str(store), "show", session_id, "--tail", "2", columns=columns)
+        assert re.search(rf"tool result +\S+ \S+\s+\S+ → {FORECAST}\n", tail.stdout), dialect
+
+
+def test_a_compaction_row_shows_its_summary_first_at_80_and_120_columns(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    kept = str(uuid.uuid4())
+    summary = "The user asked about Lisbon's weather tomorrow (sunny, 24 C)."
+    marker = CompactionEntry(id="c", timestamp="t", summary=summary, first_kept_id=kept)
+    write_session(store, SessionMeta(id="s"), [entry("hi", kept), encode(marker)])
+    for columns in (80, 120):
+        done = on_terminal("--db", str(store), "show", "s", columns=columns)
+        assert summary in done.stdout, columns
+        assert max(len(line) for line in done.stdout.splitlines()) <= columns
+    wide = on_terminal("--db", str(store), "show", "s", columns=140)
+    assert f"{summary} [keeps from {kept[:8]}…]" in wide.stdout
 
 
 def test_ls_on_an_80_column_terminal_shows_every_id_whole(tmp_path: Path) -> None:
