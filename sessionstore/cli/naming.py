@@ -72,7 +72,8 @@ async def session_named(store: SessionStore, name: str, *, exact: bool = False) 
     Raises:
         InvalidSessionIdError: ``name`` breaks the session-id rule.
         NotNamed: no session has that name.
-        Refused: more than one session has it.
+        Refused: more than one session has it, or it is a conversation
+            whose session now was erased.
     """
     validate_session_id(name)
     if exact:
@@ -81,6 +82,11 @@ async def session_named(store: SessionStore, name: str, *, exact: bool = False) 
         raise NotNamed(f"session not found: {name!r} (--exact: a whole session id only)")
     head = await store.head(name)
     if head is not None:
+        if head != name and not await _exists(store, head):
+            raise Refused(  # not NotNamed: the name is not free to mean the session of its id
+                f"the conversation {name!r} is at session {head}, which the store no longer "
+                f"holds (erased); `sessionstore head {name}` lists where it has been"
+            )
         if head != name and await _exists(store, name):
             await _check_shadowed(store, name, head)
             _note(

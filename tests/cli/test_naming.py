@@ -103,6 +103,19 @@ def test_a_head_that_never_named_the_session_of_its_name_is_ambiguous(
     assert texts(run(capsys, "--db", target, "show", "foo", "--exact")[1]) == ["in foo"]
 
 
+def test_a_conversation_whose_session_was_erased_says_so(
+    capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    now = fill(target, popped_conversation)
+    fill(target, lambda store: store.erase(now, reason="asked"))
+    status, _, err = run(capsys, "--db", target, "show", "chat-1")
+    assert status == 1
+    assert err == (
+        f"sessionstore: error: the conversation 'chat-1' is at session {now}, which the "
+        "store no longer holds (erased); `sessionstore head chat-1` lists where it has been\n"
+    )
+
+
 # ---------------------------------------------------------------- an id's start, latest
 
 
