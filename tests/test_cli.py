@@ -351,7 +351,9 @@ def test_python_dash_m_and_the_script_run_in_a_real_process(tmp_path: Path) -> N
             check=False,
         )
         assert done.returncode == 1
-        assert done.stderr == "sessionstore: error: session not found: 'missing'\n"
+        assert done.stderr == (
+            "sessionstore: error: session not found: 'missing'; the store holds no session\n"
+        )
 
 
 # ------------------------------------------------------------ a store that is not there

@@ -14,7 +14,8 @@ stops at once with status 130, and a closed pipe (``| head``) ends the output qu
 The package's modules, in the order a command runs through them: `parser`
 (every command and option; it names each command's module without loading
 it), `running` (errors, Ctrl-C, pipes), `opening` (the store ``--db``
-names), the one module of the command's family (`browse`, `search`,
+names), `naming` (the session a command is given: a conversation's name,
+an id, ``latest``, an id's start), the one module of the command's family (`browse`, `search`,
 `titles`, `show`, `pages`, `archives`, `commands`), and `output` (what every command
 prints, and how stored text is made safe to print). A run loads only the
 modules its command uses: ``--version`` loads none of them, ``ls`` neither

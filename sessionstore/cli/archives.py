@@ -11,6 +11,7 @@ from sessionstore.archive import ArchiveReport, export_archive, import_archive, 
 from sessionstore.archive.report import HEADS, JOURNALS, SESSIONS, TITLES
 from sessionstore.archive.sealing import KEYS
 from sessionstore.cli.defaults import HTML
+from sessionstore.cli.naming import sessions_named
 from sessionstore.cli.opening import opened, path_exists
 from sessionstore.cli.output import Refused, counted, err_console, escaped, progress_bar, warn
 from sessionstore.errors import ArchiveError
@@ -96,6 +97,7 @@ async def run_export(args: argparse.Namespace) -> int:
     _check_export_directory(Path(args.dir), "export")
     refused: ArchiveError | None = None
     async with opened(args, read=True) as store:
+        args.session = await sessions_named(store, args.session, exact=args.exact)
         with progress_bar("checking") as progress:
             progress(0, 1)
             faults = [s for s in await store.summaries(limit=None) if s.fault is not None]
@@ -159,13 +161,15 @@ async def run_retire(args: argparse.Namespace) -> int:
         raise Refused("retire needs --before, --idle or --session: it never retires everything")
     _check_export_directory(Path(args.to), "retire")
     async with opened(args, read=True) as store:
+        # A session not found is reported, and the others retired.
+        named = await sessions_named(store, args.session, exact=args.exact, missing_ok=True)
         with progress_bar("retiring") as progress:
             report = await retire(
                 store,
                 args.to,
                 before=args.before,
                 idle_for=args.idle,
-                sessions=args.session,
+                sessions=named,
                 progress=progress,
             )
     for session_id in report.retired:

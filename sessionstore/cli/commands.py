@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from sessionstore.anchors import read_anchors, write_anchors
+from sessionstore.cli.naming import session_named
 from sessionstore.cli.opening import check_store, opened
 from sessionstore.cli.output import (
     Refused,
@@ -69,7 +70,8 @@ async def run_fork(args: argparse.Namespace) -> int:
     # A chosen id gets what a new session has: a creation time, now.
     meta = None if args.id is None else SessionMeta.new().model_copy(update={"id": args.id})
     async with opened(args, read=True) as store:
-        made = await store.fork(args.source, at=args.at, meta=meta)
+        source = await session_named(store, args.source, exact=args.exact)
+        made = await store.fork(source, at=args.at, meta=meta)
         if args.head is not None:
             await store.set_head(args.head, made.id)
     print(escaped(made.id))
@@ -84,7 +86,7 @@ async def run_head(args: argparse.Namespace) -> int:
             _pairs("heads", ("head", "session"), rows, " -> ")
             return 0
         if args.set is not None:
-            await store.set_head(args.name, args.set)
+            await store.set_head(args.name, await session_named(store, args.set, exact=args.exact))
         history = await store.head_history(args.name)
     if not history:
         raise Refused(f"no head named {args.name!r} (`sessionstore head` lists them)")
@@ -112,6 +114,7 @@ async def run_erase(args: argparse.Namespace) -> int:
             "erase asks for confirmation on a terminal; pass --yes to erase from a script"
         )
     async with opened(args, read=True) as store:
+        args.id = await session_named(store, args.id, exact=args.exact)
         digest = None
         if not args.yes:
             seen, lines = hashlib.blake2b(digest_size=32), 0

@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import sys
 
+from sessionstore.cli.naming import session_named
 from sessionstore.cli.opening import opened
 from sessionstore.cli.output import escaped
 from sessionstore.transcript import render_html, write_html
@@ -18,6 +19,7 @@ __all__ = ["run_html"]
 
 async def run_html(args: argparse.Namespace) -> int:
     async with opened(args, read=True) as store:
+        args.id = await session_named(store, args.id, exact=args.exact)
         if args.out is None:
             await write_html(store, args.id, sys.stdout)
             return 0

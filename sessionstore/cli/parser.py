@@ -45,6 +45,16 @@ _KEYRING_HELP = (
     "for SQLite, <database>.keys beside it)"
 )
 
+_NAMED = (
+    "a conversation's name, an id, `latest` (the last written to) or the start of an id, "
+    "4 characters or more (`sessionstore ls` and `sessionstore head` list them)"
+)
+_SESSION_HELP = f"the session: {_NAMED}"
+_EXACT_HELP = (
+    "take the session given as a whole id only (not a conversation's name, `latest` or "
+    "an id's start): a conversation's first session, once the conversation moved on"
+)
+
 _COUNT_MAX = sys.maxsize // 2
 """More entries or sessions than any store holds: a larger count means the
 same, and is brought down to it (Python's and the databases' integers hold it)."""
@@ -129,6 +139,11 @@ def _command(
     )
     parser.set_defaults(run=LazyCommand(module, f"run_{name}"))
     return parser
+
+
+def _exact(parser: argparse.ArgumentParser) -> None:
+    """``--exact``, for a command that takes a session (`sessionstore.cli.naming`)."""
+    parser.add_argument("--exact", action="store_true", help=_EXACT_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -240,7 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
         "sessionstore title 3f2b9c1e-0000-4000-8000-000000000000 'Flaky CI test'",
         "sessionstore title 3f2b9c1e-0000-4000-8000-000000000000",
     )
-    titled.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
+    titled.add_argument("id", metavar="SESSION", help=_SESSION_HELP)
+    _exact(titled)
     titled.add_argument("text", nargs="?", metavar="TEXT", help="the new title (quote it)")
     titled.add_argument(
         "--clear", action="store_true", help="take the titles given back: the header's again"
@@ -253,7 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
         "branch a session: a new one holding its history up to an entry; prints the new id",
         "sessionstore fork 3f2b9c1e-0000-4000-8000-000000000000 --at 9d1c-entry --head chat-42",
     )
-    fork.add_argument("source", help="the session to branch from")
+    fork.add_argument("source", metavar="SESSION", help=f"the session to branch from: {_NAMED}")
+    _exact(fork)
     fork.add_argument(
         "--at", metavar="ENTRY", help="the id of the last entry to keep (default: all)"
     )
@@ -269,18 +286,21 @@ def build_parser() -> argparse.ArgumentParser:
         "sessionstore head chat-42 --set 3f2b9c1e-0000-4000-8000-000000000000",
     )
     head.add_argument("name", nargs="?", help="the head (default: list every head)")
-    head.add_argument("--set", metavar="ID", help="first move the head to session ID")
+    head.add_argument("--set", metavar="SESSION", help=f"first move the head to SESSION: {_NAMED}")
+    _exact(head)
     show = _command(
         commands,
         common,
         "show",
         "show",
         "show a session's entries, as they are read (Ctrl-C stops)",
-        "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --tail 20",
+        "sessionstore show chat-42 --tail 20   # the conversation chat-42, as its agent sees it",
+        "sessionstore show latest",
         "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --json > session.jsonl",
         "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --context --check openai",
     )
-    show.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
+    show.add_argument("id", metavar="SESSION", help=_SESSION_HELP)
+    _exact(show)
     view = show.add_mutually_exclusive_group()
     view.add_argument("--context", action="store_true", help="the context built for the model")
     show.add_argument(
@@ -320,8 +340,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exported.add_argument("dir", help="the archive directory: new, empty, or an archive to extend")
     exported.add_argument(
-        "--session", action="append", metavar="ID", help="export only this session (repeatable)"
+        "--session",
+        action="append",
+        metavar="SESSION",
+        help=f"export only this session (repeatable): {_NAMED}",
     )
+    _exact(exported)
     exported.add_argument(
         "--html",
         action="store_true",
@@ -341,7 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
         "write a session as one self-contained HTML page (no script, no fetch)",
         "sessionstore html 3f2b9c1e-0000-4000-8000-000000000000 --out session.html",
     )
-    page.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
+    page.add_argument("id", metavar="SESSION", help=_SESSION_HELP)
+    _exact(page)
     page.add_argument("--out", metavar="FILE", help="write the page to FILE (default: stdout)")
     retired = _command(
         commands,
@@ -368,8 +393,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="only sessions with no entry for AGE: Nd days or Nh hours (90d)",
     )
     retired.add_argument(
-        "--session", action="append", metavar="ID", help="only this session (repeatable)"
+        "--session",
+        action="append",
+        metavar="SESSION",
+        help=f"only this session (repeatable): {_NAMED}",
     )
+    _exact(retired)
     verify = _command(
         commands,
         common,
@@ -394,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
         "sessionstore erase 3f2b9c1e-0000-4000-8000-000000000000 --reason 'user request #812'",
         "sessionstore erase chat-7 --reason 'retention: 90 days' --yes",
     )
-    erase.add_argument("id", help="the session id (as `sessionstore ls` lists it)")
+    erase.add_argument("id", metavar="SESSION", help=_SESSION_HELP)
+    _exact(erase)
     erase.add_argument("--reason", required=True, metavar="TEXT", help="why: kept in the record")
     erase.add_argument(
         "--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)"

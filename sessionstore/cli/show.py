@@ -11,6 +11,7 @@ from typing import TypeVar
 from rich.text import Text
 
 from sessionstore.backends.records import decode_stored_entry, decode_stored_meta
+from sessionstore.cli.naming import session_named
 from sessionstore.cli.opening import opened
 from sessionstore.cli.output import (
     Refused,
@@ -135,6 +136,7 @@ async def run_show(args: argparse.Namespace) -> int:
     if args.check is not None and not args.context:
         raise Refused("--check looks at the context: give --context too")
     async with opened(args, read=True) as store:
+        args.id = await session_named(store, args.id, exact=args.exact)
         if args.json:
             lines = store.raw_lines(args.id)
             try:

@@ -8,6 +8,7 @@ from collections.abc import AsyncGenerator
 from rich.text import Text
 
 from sessionstore.backends.records import current_title, decode_stored_meta
+from sessionstore.cli.naming import session_named
 from sessionstore.cli.opening import opened
 from sessionstore.cli.output import Refused, cell, console, escaped, moment, tsv
 from sessionstore.errors import SessionNotFoundError
@@ -46,6 +47,7 @@ async def run_title(args: argparse.Namespace) -> int:
     if args.text is not None and not args.text.strip():
         raise Refused("a title needs some text (--clear goes back to the header's title)")
     async with opened(args, read=True) as store:
+        args.id = await session_named(store, args.id, exact=args.exact)
         if args.clear or args.text is not None:
             await store.set_title(args.id, None if args.clear else args.text)
         meta = await session_header(store, args.id)

@@ -10,12 +10,15 @@
     history = SessionStoreChatMessageHistory(store, "chat-42")
 
 The conversation ``"chat-42"`` is a named head (`SessionStore.set_head`): the
-session it names now holds the conversation. Messages go in with
-``append_many``, one batch per call; what LangChain reads back is the
-store's context (`SessionStore.load_context`), so a compaction appended to
-the session shows as its summary, a `HumanMessage`, then the messages it
-kept. ``clear`` deletes nothing: it starts an empty session whose
-``parent_session`` is the old one and moves the head there.
+session it names now holds the conversation. Its first session has the id
+``"chat-42"`` too, as openai-agents' session names it, so ``sessionstore show
+chat-42`` finds it; a conversation begun under the earlier naming (its first
+session's id derived from the name) is found by its head and continued.
+Messages go in with ``append_many``, one batch per call; what LangChain
+reads back is the store's context (`SessionStore.load_context`), so a
+compaction appended to the session shows as its summary, a `HumanMessage`,
+then the messages it kept. ``clear`` deletes nothing: it starts an empty
+session whose ``parent_session`` is the old one and moves the head there.
 
 Any number of histories, in any threads, event loops and processes, may
 share one conversation: their adds and clears are conditional writes
@@ -45,7 +48,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from operator import attrgetter
@@ -100,9 +102,6 @@ __all__ = [
 LANGCHAIN_FIELD = "langchain"
 """The `Message` field holding LangChain's serialization of the message."""
 
-# The namespace of the UUIDs of first sessions (`_first_session`).
-_FIRST_SESSION = uuid.UUID("4f7c1a52-9d3e-4b8a-a6e1-2c5b0d9e7f31")
-
 _Content = str | list[str | dict[str, Any]]
 _T = TypeVar("_T")
 
@@ -114,8 +113,9 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         store: a `sessionstore.sync.SyncStore` (every method works) or an
             async `SessionStore` (only the async methods work).
         name: the conversation: the name of the head that names its
-            current session (the session-id rule applies). For
-            ``RunnableWithMessageHistory``, its ``session_id``.
+            current session, and the id of its first session (the
+            session-id rule applies). For ``RunnableWithMessageHistory``,
+            its ``session_id``.
 
     Raises:
         InvalidSessionIdError: ``name`` breaks the session-id rule.
@@ -186,7 +186,7 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
     def _conversation(self, store: SessionStore) -> Conversation:
         on = self._on
         if on is None or on.store is not store:
-            on = self._on = Conversation(store, self.name, first_id=_first_session_id(self.name))
+            on = self._on = Conversation(store, self.name, first_id=self.name)
         return on
 
     async def _read(self, store: SessionStore) -> list[BaseMessage]:
@@ -266,12 +266,6 @@ def _from_context(messages: Sequence[Message], before: Sequence[BaseMessage]) ->
     """`from_context`, as `KeptContext` converts: a LangChain message needs
     nothing of those before it."""
     return from_context(messages)
-
-
-def _first_session_id(name: str) -> str:
-    """The id of a conversation's first session, derived from its name, so
-    that histories starting one conversation at once share it."""
-    return str(uuid.uuid5(_FIRST_SESSION, name))
 
 
 # ---------------------------------------------------------------- messages

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +37,8 @@ from sessionstore import (
     InvalidRecordError,
     InvalidSessionIdError,
     Message,
+    MessageEntry,
+    SessionMeta,
     SessionStore,
     open_store,
 )
@@ -46,6 +50,7 @@ from sessionstore.integrations.langchain import (
 from sessionstore.sync import SyncStore
 from sessionstore.sync import open_store as open_sync_store
 from tests.kinds import StoreTargets
+from tests.test_cli import run
 
 CONVERSATION = "chat-1"
 SUMMARY = "[Conversation summary]\n"
@@ -203,6 +208,47 @@ async def test_clear_branches_and_the_chain_starts_over(chat: Chat) -> None:
         new,
     ]
     assert await call(chat.store, "integrity") == []
+
+
+async def test_a_conversation_is_named_as_openai_agents_names_it(chat: Chat) -> None:
+    # The head and the first session both bear the conversation's name, so
+    # `sessionstore show chat-1` finds it by the name LangChain knows it by.
+    await chat.ask("I am Ana.")
+    assert await call(chat.store, "head", CONVERSATION) == CONVERSATION
+    assert len(await call(chat.store, "load", CONVERSATION)) == 2
+
+
+async def test_a_conversation_begun_under_the_derived_id_is_continued(
+    async_store: SessionStore,
+) -> None:
+    # As the earlier naming left it: the head names a session whose id was
+    # derived from the conversation's name.
+    derived = str(uuid.uuid5(uuid.UUID("4f7c1a52-9d3e-4b8a-a6e1-2c5b0d9e7f31"), CONVERSATION))
+    await async_store.create(SessionMeta.new().model_copy(update={"id": derived}))
+    await async_store.set_head(CONVERSATION, derived)
+    await async_store.append_many(
+        derived, [MessageEntry.new(to_message(HumanMessage("I am Ana.")))]
+    )
+
+    history = SessionStoreChatMessageHistory(async_store, CONVERSATION)
+    await history.aadd_messages([AIMessage("Hello, Ana.")])
+
+    assert said(await history.aget_messages()) == [("human", "I am Ana."), ("ai", "Hello, Ana.")]
+    assert await async_store.head(CONVERSATION) == derived
+    assert [meta.id for meta in await async_store.list()] == [derived]  # no second session
+
+
+def test_sessionstore_show_finds_a_conversation_by_its_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = str(tmp_path / "sessions.db")
+    with open_sync_store(db) as store:
+        SessionStoreChatMessageHistory(store, "ana").add_messages(
+            [HumanMessage("I am Ana."), AIMessage("Hello, Ana.")]
+        )
+    status, out, err = run(capsys, "--db", db, "show", "ana")
+    assert (status, err) == (0, "")
+    assert [line.split("\t")[4] for line in out.splitlines()[1:]] == ["I am Ana.", "Hello, Ana."]
 
 
 # ---------------------------------------------------------------- the history

@@ -54,6 +54,7 @@ from sessionstore.integrations.openai_agents import (
 )
 from sessionstore.verify import verify_store
 from tests.kinds import StoreTargets
+from tests.test_cli import run
 
 CHAT = "chat-42"
 NO_TRACING = RunConfig(tracing_disabled=True)
@@ -188,6 +189,28 @@ async def test_a_retry_pops_the_turn_and_reruns_it_on_a_branch(store: SessionSto
     ]
     assert [item_from_message(m) for m in await store.load_context(CHAT)] == first
     assert await store.integrity() == []
+
+
+def test_sessionstore_show_names_the_conversation_as_its_agent_sees_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = str(tmp_path / "sessions.db")
+
+    async def edit(change: Callable[[StoreSession], Awaitable[object]]) -> None:
+        async with open_store(db) as store:
+            await change(StoreSession(store, CHAT))
+
+    def shown() -> list[str]:
+        status, out, _ = run(capsys, "--db", db, "show", CHAT)
+        assert status == 0
+        return [line.split("\t")[4] for line in out.splitlines()[1:]]
+
+    asyncio.run(edit(lambda s: s.add_items(items(user("Time?"), user("Nine.")))))
+    asyncio.run(edit(lambda s: s.pop_item()))  # a retry: the answer goes
+    assert shown() == ["Time?"]
+    asyncio.run(edit(lambda s: s.clear_session()))
+    asyncio.run(edit(lambda s: s.add_items(items(user("Hello.")))))
+    assert shown() == ["Hello."]
 
 
 async def test_clear_session_then_a_run_starts_from_nothing(store: SessionStore) -> None:
