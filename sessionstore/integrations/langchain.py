@@ -9,6 +9,10 @@
     store = open_store("sessions.db")
     history = SessionStoreChatMessageHistory(store, "chat-42")
 
+or, as langchain-community's ``SQLChatMessageHistory`` is called, on a
+store of its own: ``SessionStoreChatMessageHistory(session_id="chat-42",
+connection="sessions.db")``.
+
 The conversation ``"chat-42"`` is a named head (`SessionStore.set_head`): the
 session it names now holds the conversation. Messages go in with
 ``append_many``, one batch per call; what LangChain reads back is the

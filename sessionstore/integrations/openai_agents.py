@@ -3,6 +3,8 @@
 ``Runner.run(agent, "hi", session=StoreSession(store, "chat-42"))``: the
 conversation ``chat-42`` lives in ``store`` (memory, JSONL, SQLite or
 PostgreSQL), and nothing the framework does to it deletes anything.
+``StoreSession("chat-42", "sessions.db")``, as openai-agents'
+``SQLiteSession`` is called, opens (and closes) a store of its own.
 
 Where things are:
 
