@@ -19,7 +19,7 @@ from tests.integrations import require
 require("agents", extra="openai-agents")
 require("langchain_core", extra="langchain")
 
-from agents import Runner, TResponseInputItem
+from agents import Runner, SQLiteSession, TResponseInputItem
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables.history import RunnableWithMessageHistory
@@ -32,6 +32,7 @@ from sessionstore.integrations.langchain import SessionStoreChatMessageHistory
 from sessionstore.integrations.openai_agents import StoreSession
 from sessionstore.sync import open_store as open_sync_store
 from tests.integrations.test_openai_agents import NO_TRACING, ScriptedModel, agent_on, answer
+from tests.kinds import StoreTargets
 
 CHAT = "chat-1"
 
@@ -133,6 +134,35 @@ async def test_the_sqlite_session_call_in_async_code(tmp_path: Path) -> None:
     async with open_store(db) as store:
         assert await StoreSession(store, CHAT).get_items() == stored
     assert [item.get("role") for item in stored] == ["user", "assistant"]
+
+
+def test_the_one_line_form_on_every_kind_of_target(kind: str, store_targets: StoreTargets) -> None:
+    target = store_targets.new(kind)
+    session = StoreSession(CHAT, target)
+    for n in range(2):  # a first use and a second, each in a thread and a loop of its own
+        in_thread(lambda n=n: asyncio.run(session.add_items([user(f"hi {n}")])))
+    assert asyncio.run(session.get_items()) == [user("hi 0"), user("hi 1")]
+    session.close()
+    if kind != "memory":  # memory:// is a new store at each open
+        reader = StoreSession(CHAT, target)
+        assert asyncio.run(reader.get_items()) == [user("hi 0"), user("hi 1")]
+        reader.close()
+
+
+def test_a_conversation_sqlite_session_stored_is_copied_over_in_one_call(tmp_path: Path) -> None:
+    db = str(tmp_path / "conv.db")
+    old = SQLiteSession(CHAT, db)
+    items = [user("hi"), {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}]
+    asyncio.run(old.add_items(items))  # type: ignore[arg-type]
+    session = StoreSession(CHAT, db)  # the same file: the peer's tables stay as they are
+
+    async def copy() -> None:
+        await session.add_items(await old.get_items())
+
+    asyncio.run(copy())
+    assert asyncio.run(session.get_items()) == asyncio.run(old.get_items()) == items
+    old.close()
+    session.close()
 
 
 def test_memory_is_the_default_and_a_store_of_each_session_own() -> None:
@@ -351,6 +381,19 @@ def test_every_form_of_the_history_arguments(tmp_path: Path) -> None:
             assert [message.content for message in given.messages] == ["hi"]
             given.close()
         assert store.head(CHAT) is not None  # a given store stays open
+
+
+def test_the_history_form_on_every_kind_of_target(kind: str, store_targets: StoreTargets) -> None:
+    target = store_targets.new(kind)
+    history = SessionStoreChatMessageHistory(session_id=CHAT, connection=target)
+    in_thread(lambda: history.add_messages([HumanMessage("hi")]))
+    asyncio.run(history.aadd_messages([AIMessage("hello")]))
+    assert [message.content for message in history.messages] == ["hi", "hello"]
+    history.close()
+    if kind != "memory":
+        reader = SessionStoreChatMessageHistory(session_id=CHAT, connection=target)
+        assert [message.content for message in reader.messages] == ["hi", "hello"]
+        reader.close()
 
 
 def test_an_in_memory_url_is_a_store_of_each_history_own() -> None:
