@@ -247,6 +247,12 @@ def _sql_history_form(
     ``SQLChatMessageHistory.__init__``'s arguments."""
 
 
+def _shown(form: inspect.Signature) -> str:
+    """A form as an error shows it: its parameters and defaults, without types."""
+    plain = [each.replace(annotation=each.empty) for each in form.parameters.values()]
+    return str(form.replace(parameters=plain, return_annotation=form.empty))
+
+
 _SESSION_FORMS = {
     True: inspect.signature(_session_store_form),
     False: inspect.signature(_sqlite_session_form),
@@ -271,7 +277,7 @@ def _bound(
     try:
         bound = form.bind(*args, **kwargs)
     except TypeError as exc:
-        raise TypeError(f"{cls}{form}: {exc}") from None
+        raise TypeError(f"{cls}{_shown(form)}: {exc}") from None
     bound.apply_defaults()
     given = bound.arguments
     if by_store and isinstance(given["store"], os.PathLike | bytes):
@@ -282,14 +288,16 @@ def _bound(
     return by_store, given
 
 
-def _defaults_only(cls: str, name: str, given: dict[str, Any], defaults: dict[str, Any]) -> None:
+def _defaults_only(
+    cls: str, name: str, given: dict[str, Any], defaults: dict[str, Any], peer: str
+) -> None:
     """Refuse a peer's argument that has no meaning on a store, unless at its default."""
     for argument, default in defaults.items():
         if given[argument] != default:
             raise ConfigurationError(
-                f"{cls}({name!r}, ...): {argument}={given[argument]!r} is not taken: a store "
-                "keeps conversations in tables and a format of its own (docs/integrations.md, "
-                f"migrating); leave it out"
+                f"{cls}({name!r}, ...): {argument}={given[argument]!r} has no meaning here: "
+                "the store keeps conversations in tables and a format of its own "
+                f"(docs/integrations.md, Migrating from {peer}); leave it out"
             )
 
 
@@ -314,7 +322,7 @@ def session_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Given:
         return Given(given["store"], given["session_id"], "", given["session_settings"])
     name = given["session_id"]
     tables = {"sessions_table": "agent_sessions", "messages_table": "agent_messages"}
-    _defaults_only("StoreSession", name, given, tables)
+    _defaults_only("StoreSession", name, given, tables, "SQLiteSession")
     db_path = given["db_path"]
     if not isinstance(db_path, str | os.PathLike):
         raise TypeError(f"StoreSession({name!r}, {db_path!r}): db_path is a path or a store target")
@@ -346,6 +354,8 @@ def history_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Given:
             engine (whose database no other engine sees).
     """
     cls = "SessionStoreChatMessageHistory"
+    if len(args) == 2 and not kwargs and not isinstance(args[0], str | os.PathLike):
+        return Given(args[0], args[1], "")  # a store and a name, read without binding
     by_store, given = _bound(cls, _HISTORY_FORMS, args, kwargs)
     if by_store:
         return Given(given["store"], given["name"], "")
@@ -356,7 +366,7 @@ def history_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Given:
         "custom_message_converter": None,
         "engine_args": None,
     }
-    _defaults_only(cls, name, given, peer_defaults)
+    _defaults_only(cls, name, given, peer_defaults, "SQLChatMessageHistory")
     connection, old = given["connection"], given["connection_string"]
     if connection is not None and old is not None:
         raise TypeError(f"{cls}({name!r}, ...): give connection or connection_string, not both")
