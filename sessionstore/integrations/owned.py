@@ -115,7 +115,9 @@ class OwnedStore(Generic[_S]):
         self.target = target
         self._open = open
         self._close = close
-        self._lock = threading.Lock()  # held while opening, in a thread that may block
+        # Held while opening, in a thread that may block; reentrant, for the
+        # owner collected (by the cycle collector) in the opening thread.
+        self._lock = threading.RLock()
         self._store = opened
         self._closed = False
         self._finalizer = weakref.finalize(owner, self._collected)
@@ -145,7 +147,11 @@ class OwnedStore(Generic[_S]):
             if self._store is None:
                 if self._closed:
                     raise ClosedError(f"closed before it opened {self.target!r}")
-                self._store = self._open(self.target)
+                opened = self._open(self.target)
+                if self._closed:  # the owner went while it opened
+                    self._close(opened)
+                    raise ClosedError(f"closed while it opened {self.target!r}")
+                self._store = opened
             return self._store
 
     async def aget(self) -> _S:
