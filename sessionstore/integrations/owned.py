@@ -97,9 +97,9 @@ class OwnedStore(Generic[_S]):
         owner: the adapter object; when it is collected unclosed, the store
             is closed (in a thread of its own: collection may happen in any
             thread, the store's own among them).
-        target: what `open` opens, named by errors.
-        open: opens the store (blocking).
-        close: closes it (blocking).
+        target: what ``opener`` opens, named by errors.
+        opener: opens the store (blocking).
+        closer: closes it (blocking).
         opened: a store opened already, which this object now owns.
     """
 
@@ -107,14 +107,14 @@ class OwnedStore(Generic[_S]):
         self,
         owner: object,
         target: str,
-        open: Callable[[str], _S],
-        close: Callable[[_S], None],
+        opener: Callable[[str], _S],
+        closer: Callable[[_S], None],
         *,
         opened: _S | None = None,
     ) -> None:
         self.target = target
-        self._open = open
-        self._close = close
+        self._open = opener
+        self._close = closer
         # Held while opening, in a thread that may block; reentrant, for the
         # owner collected (by the cycle collector) in the opening thread.
         self._lock = threading.RLock()
@@ -127,11 +127,6 @@ class OwnedStore(Generic[_S]):
 
     def __repr__(self) -> str:
         return f"OwnedStore({self.target!r})"
-
-    @property
-    def opened(self) -> _S | None:
-        """The store, once opened; None before."""
-        return self._store
 
     def get(self) -> _S:
         """The store, opened now if it is not yet (a blocking call).
@@ -187,10 +182,8 @@ class OwnedStore(Generic[_S]):
 
     def _collected(self) -> None:
         """The owner went away unclosed: close the store."""
-        with self._lock:
-            first, self._closed = not self._closed, True
-        store = self._store
-        if not first or store is None:
+        store = self._take()
+        if store is None:
             return
         thread = threading.Thread(target=self._close, args=(store,), name="sessionstore-close")
         thread.start()
