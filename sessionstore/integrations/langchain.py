@@ -9,6 +9,10 @@
     store = open_store("sessions.db")
     history = SessionStoreChatMessageHistory(store, "chat-42")
 
+or, as langchain-community's ``SQLChatMessageHistory`` is called, on a
+store of its own: ``SessionStoreChatMessageHistory(session_id="chat-42",
+connection="sessions.db")``.
+
 The conversation ``"chat-42"`` is a named head (`SessionStore.set_head`): the
 session it names now holds the conversation. Its first session has the id
 ``"chat-42"`` too, as openai-agents' session names it, so ``sessionstore show
@@ -51,7 +55,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 try:
     from langchain_core.chat_history import BaseChatMessageHistory
@@ -78,6 +82,7 @@ except ImportError as exc:
     ) from exc
 
 from sessionstore import (
+    ClosedError,
     ConfigurationError,
     Effect,
     EffectLog,
@@ -88,7 +93,9 @@ from sessionstore import (
 )
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptContext, Latest
+from sessionstore.integrations.owned import OwnedStore, history_arguments
 from sessionstore.sync import SyncEffects, SyncStore
+from sessionstore.sync import open_store as open_sync_store
 
 __all__ = [
     "LANGCHAIN_FIELD",
@@ -109,6 +116,26 @@ _T = TypeVar("_T")
 class SessionStoreChatMessageHistory(BaseChatMessageHistory):
     """The messages of one conversation, kept in a session store.
 
+    Made either way::
+
+        SessionStoreChatMessageHistory(store, "chat-42")
+        SessionStoreChatMessageHistory(session_id="chat-42", connection="conv.db")
+
+    The second form takes the arguments of langchain-community's
+    ``SQLChatMessageHistory`` (``session_id, connection_string=None,
+    table_name, session_id_field_name, custom_message_converter,
+    connection=None, engine_args=None, async_mode=None``), so that changing
+    the import is the whole migration. ``connection`` (or its old name
+    ``connection_string``) is any `open_store` target or database URL
+    (``conv.db``, ``sqlite:///conv.db``, ``postgresql://...``; an in-memory
+    SQLite URL is an in-memory store of this history's own), or a
+    SQLAlchemy engine, whose URL is opened. The history opens a blocking
+    store there on first use (`sessionstore.sync.open_store`: every method
+    works, whatever ``async_mode`` says) and closes it at `close`, or when
+    it is collected unclosed (`sessionstore.integrations.owned`). Each such
+    history opens a store of its own: an application with many
+    conversations opens one store and uses the first form (`ChatHistories`).
+
     Args:
         store: a `sessionstore.sync.SyncStore` (every method works) or an
             async `SessionStore` (only the async methods work).
@@ -116,15 +143,44 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
             current session, and the id of its first session (the
             session-id rule applies). For ``RunnableWithMessageHistory``,
             its ``session_id``.
+        session_id, connection: instead of ``store`` and ``name``, the
+            conversation and where the store the history opens and owns is.
+        table_name, session_id_field_name, custom_message_converter,
+            engine_args: ``SQLChatMessageHistory``'s, taken at their defaults
+            only: a store has tables and a format of its own.
 
     Raises:
         InvalidSessionIdError: ``name`` breaks the session-id rule.
+        ConfigurationError: one of the peer's arguments has no meaning here
+            (see `sessionstore.integrations.owned.history_arguments`).
+        TypeError: arguments that fit neither form.
     """
 
-    def __init__(self, store: SessionStore | SyncStore, name: str) -> None:
+    @overload
+    def __init__(self, store: SessionStore | SyncStore, name: str) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        session_id: str,
+        connection_string: str | None = None,
+        table_name: str = "message_store",
+        session_id_field_name: str = "session_id",
+        custom_message_converter: Any = None,
+        connection: Any = None,
+        engine_args: dict[str, Any] | None = None,
+        async_mode: bool | None = None,
+    ) -> None: ...
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
-        self.store = store
-        self.name = validate_session_id(name)
+        given = history_arguments(args, kwargs)
+        self.name = validate_session_id(given.name)
+        self._given: SessionStore | SyncStore | None = given.store
+        self._owner: OwnedStore[SyncStore] | None = None
+        if given.store is None:
+            self._owner = OwnedStore(self, given.target, open_sync_store, SyncStore.close)
+        self._closed = False
         # What this history's reads converted: the next read converts only
         # the messages added since (`sessionstore.integrations.kept`).
         self._kept = KeptContext(_from_context)
@@ -133,7 +189,26 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         self._on: Conversation | None = None
 
     def __repr__(self) -> str:
-        return f"SessionStoreChatMessageHistory({self.store!r}, {self.name!r})"
+        if self._owner is not None:
+            return f"SessionStoreChatMessageHistory({self.name!r}, {self._owner.target!r})"
+        return f"SessionStoreChatMessageHistory({self._given!r}, {self.name!r})"
+
+    @property
+    def store(self) -> SessionStore | SyncStore:
+        """The store; a history made with a connection opens it now if no
+        call has yet (a blocking call)."""
+        if self._owner is not None:
+            return self._owner.get()
+        assert self._given is not None
+        return self._given
+
+    def close(self) -> None:
+        """End the history: every later call raises `ClosedError`; a store
+        the history opened (made with a connection) is closed before this
+        returns, one it was given stays open. Closing again is fine."""
+        self._closed = True
+        if self._owner is not None:
+            self._owner.close()
 
     @property
     def kept_count(self) -> int:
@@ -202,14 +277,28 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
     async def _await(self, call: Callable[[SessionStore], Awaitable[_T]]) -> _T:
         """``call`` on the async store: awaited here, or on a sync store's own
         loop from a worker thread (this loop is not held up meanwhile)."""
-        store = self.store
+        self._check_open()
+        if self._owner is not None:  # opened, when first used, in the worker thread
+            return await asyncio.to_thread(lambda: self._owner_store().run(call))
+        store = self._given
         if isinstance(store, SyncStore):
             return await asyncio.to_thread(store.run, call)
+        assert store is not None
         return await call(store)
 
+    def _owner_store(self) -> SyncStore:
+        assert self._owner is not None
+        return self._owner.get()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(f"{type(self).__name__} is closed (conversation {self.name!r})")
+
     def _sync_store(self, method: str) -> SyncStore:
-        if isinstance(self.store, SyncStore):
-            return self.store
+        self._check_open()
+        store = self.store
+        if isinstance(store, SyncStore):
+            return store
         raise ConfigurationError(
             f"{method} is a blocking call, and this history is built on an async store: "
             "await its async methods (aget_messages, aadd_messages, aclear; a chain's "

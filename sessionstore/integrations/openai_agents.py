@@ -3,6 +3,8 @@
 ``Runner.run(agent, "hi", session=StoreSession(store, "chat-42"))``: the
 conversation ``chat-42`` lives in ``store`` (memory, JSONL, SQLite or
 PostgreSQL), and nothing the framework does to it deletes anything.
+``StoreSession("chat-42", "sessions.db")``, as openai-agents'
+``SQLiteSession`` is called, opens (and closes) a store of its own.
 
 Where things are:
 
@@ -54,16 +56,15 @@ Values go through the wire format: JSON values only, and an integer beyond
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from functools import partial
 from operator import attrgetter
 from types import TracebackType
-from typing import Any, Self, TypeAlias, cast
+from typing import Any, Self, TypeAlias, cast, overload
 
 try:
     from agents import FunctionTool, TResponseInputItem
@@ -90,6 +91,7 @@ from sessionstore import (
 )
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptItems, Latest
+from sessionstore.integrations.owned import DONE, OwnedStore, run_blocking, session_arguments
 
 __all__ = [
     "MARKER",
@@ -161,6 +163,24 @@ def item_from_message(message: Message) -> dict[str, Any]:
 class StoreSession:
     """An openai-agents ``Session`` whose conversation lives in a store.
 
+    Made either way::
+
+        StoreSession(store, "chat-42")       # on a store you opened (and close)
+        StoreSession("chat-42", "conv.db")   # as openai-agents' SQLiteSession
+
+    The second form takes ``SQLiteSession``'s arguments (``session_id,
+    db_path=":memory:", sessions_table, messages_table, session_settings``),
+    so that changing the import is the whole migration. ``db_path`` is any
+    `open_store` target (a path ending ``.db``, ``.sqlite`` or ``.sqlite3``
+    is SQLite, as ``sessionstore show`` reads it); ``":memory:"``, the
+    default, is an in-memory store of this object's own. The session opens
+    that store on first use, from whatever thread or event loop that is
+    (``Runner.run_sync`` in threads, ``asyncio.run`` again and again), and
+    closes it at `close`, or when it is collected unclosed
+    (`sessionstore.integrations.owned`). Each such session opens a store of
+    its own: a process making one per request opens one store and uses the
+    first form.
+
     Every method first reads the conversation's current session (the head
     named ``session_id``); `add_items` creates it on first use. Reads never
     write.
@@ -179,32 +199,54 @@ class StoreSession:
             session was made by `open`.
         session_id: the conversation's name: the framework's
             ``session_id``, the head's name and the first session's id.
+        db_path: instead of ``store``, the target of a store the session
+            opens and owns.
+        sessions_table, messages_table: ``SQLiteSession``'s table names,
+            taken at their defaults only: a store has tables of its own.
         session_settings: openai-agents' settings (or a dict of them); its
             ``limit`` is the default of `get_items`.
 
     Raises:
         InvalidSessionIdError: ``session_id`` breaks the session-id rule.
+        ConfigurationError: a table name other than ``SQLiteSession``'s default.
+        TypeError: arguments that fit neither form.
     """
 
     session_id: str
     session_settings: SessionSettings | None
 
+    @overload
     def __init__(
         self,
         store: SessionStore,
         session_id: str,
         *,
         session_settings: SessionSettings | dict[str, Any] | None = None,
-    ) -> None:
-        self._conversation = Conversation(store, session_id, first_id=session_id)
-        self.session_id = session_id
-        self.session_settings = (
-            SessionSettings() if session_settings is None else _settings(session_settings)
-        )
-        self._store = store
-        self._kept = _kept_for(store, session_id)
-        self._owns_store = False
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        session_id: str,
+        db_path: str | os.PathLike[str] = ":memory:",
+        sessions_table: str = "agent_sessions",
+        messages_table: str = "agent_messages",
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> None: ...
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        given = session_arguments(args, kwargs)
+        self.session_id = validate_session_id(given.name)
+        settings = given.settings
+        self.session_settings = SessionSettings() if settings is None else _settings(settings)
+        self._lock = threading.Lock()  # held to set `_on`, never across a call
         self._closed = False
+        self._owner: OwnedStore[SessionStore] | None = None
+        self._on: _On | None = None
+        if given.store is not None:
+            self._on = _On.of(given.store, self.session_id)
+        else:
+            self._owner = OwnedStore(self, given.target, _open_async, _close_async)
 
     @classmethod
     def open(
@@ -230,12 +272,20 @@ class StoreSession:
         return _Opening(cls, target, session_id, session_settings, options)
 
     def __repr__(self) -> str:
-        return f"StoreSession({self._store!r}, {self.session_id!r})"
+        if self._owner is not None:
+            return f"StoreSession({self.session_id!r}, {self._owner.target!r})"
+        assert self._on is not None
+        return f"StoreSession({self._on.store!r}, {self.session_id!r})"
 
     @property
     def store(self) -> SessionStore:
-        """The store the conversation lives in."""
-        return self._store
+        """The store the conversation lives in; a session made with a target
+        opens it now if no call has yet (a blocking call)."""
+        on = self._on
+        if on is None:
+            assert self._owner is not None
+            on = self._opened(self._owner.get())
+        return on.store
 
     async def current_session(self) -> str | None:
         """The id of the conversation's current session; None before first use.
@@ -243,8 +293,8 @@ class StoreSession:
         Raises:
             ClosedError: the session is closed.
         """
-        self._check_open()
-        return await self._conversation.current()
+        on = await self._ready()
+        return await on.conversation.current()
 
     # ------------------------------------------------ the Session protocol
 
@@ -262,15 +312,15 @@ class StoreSession:
                 item this version cannot read.
             ClosedError: the session is closed.
         """
-        self._check_open()
+        on = await self._ready()
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         if limit is not None and limit < 0:
             limit = None
-        current = await self._conversation.current()
+        current = await on.conversation.current()
         if current is None or limit == 0:
             return []
-        return await self._kept.read(self._store, current, limit)
+        return await on.kept.read(on.store, current, limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items to the current session: all of them, together, or none.
@@ -285,8 +335,9 @@ class StoreSession:
         self._check_open()
         entries = [MessageEntry.new(message_from_item(item)) for item in items]
         if entries:
+            on = await self._ready()
             try:
-                await self._conversation.add(entries)
+                await on.conversation.add(entries)
             except InvalidRecordError as exc:
                 raise InvalidItemError(str(exc)) from exc
 
@@ -304,8 +355,8 @@ class StoreSession:
             CorruptSessionError: as for `get_items`.
             ClosedError: the session is closed.
         """
-        self._check_open()
-        popped = await self._conversation.pop()
+        on = await self._ready()
+        popped = await on.conversation.pop()
         return None if popped is None else _item(popped.session_id, popped.entry)
 
     async def clear_session(self) -> None:
@@ -318,27 +369,44 @@ class StoreSession:
         Raises:
             ClosedError: the session is closed.
         """
-        self._check_open()
-        await self._conversation.clear()
+        on = await self._ready()
+        await on.conversation.clear()
 
     # ------------------------------------------------ owning the store
 
     def close(self) -> Awaitable[None]:
         """End the session: every later call raises `ClosedError`; a store
-        this session opened (`open`) is closed, one it was given is not.
+        this session opened (made with a target, or by `open`) is closed,
+        one it was given is not.
 
         Callable from blocking code, as openai-agents' ``SQLiteSession.close``
         is (the store is closed before it returns), and to be awaited in
-        async code, as ``AsyncSQLiteSession.close`` is (it closes the store
-        there). Closing again, from any thread or loop, is fine: only the
-        first close closes.
+        async code, as ``AsyncSQLiteSession.close`` is (the store's close
+        starts at the call, in a worker thread, and is done when the await
+        returns; not awaited, it ends on its own). Closing again, from any
+        thread or loop, is fine: only the first close closes.
         """
-        first, self._closed = not self._closed, True
-        return _closed(self._store) if first and self._owns_store else _DONE
+        self._closed = True
+        return DONE if self._owner is None else self._owner.close_soon()
 
     def _check_open(self) -> None:
         if self._closed:
             raise ClosedError(f"{type(self).__name__} is closed (conversation {self.session_id!r})")
+
+    async def _ready(self) -> _On:
+        """The store and what the session keeps on it, the store opened on first use."""
+        self._check_open()
+        on = self._on
+        if on is None:
+            assert self._owner is not None
+            on = self._opened(await self._owner.aget())
+        return on
+
+    def _opened(self, store: SessionStore) -> _On:
+        with self._lock:
+            if self._on is None:
+                self._on = _On.of(store, self.session_id)
+            return self._on
 
     async def __aenter__(self) -> Self:
         return self
@@ -350,6 +418,31 @@ class StoreSession:
         traceback: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _On:
+    """A session's store, its conversation there, and what it keeps of it."""
+
+    store: SessionStore
+    conversation: Conversation
+    kept: _Kept
+
+    @classmethod
+    def of(cls, store: SessionStore, name: str) -> _On:
+        return cls(store, Conversation(store, name, first_id=name), _kept_for(store, name))
+
+
+def _open_async(target: str) -> SessionStore:
+    return run_blocking(partial(_opened, target))
+
+
+async def _opened(target: str) -> SessionStore:
+    return await open_store(target)
+
+
+def _close_async(store: SessionStore) -> None:
+    run_blocking(store.close)
 
 
 def once_tool(
@@ -416,7 +509,8 @@ class _Opening:
     async def _open(self) -> StoreSession:
         store = await open_store(self._target, **self._options)
         session = self._cls(store, self._session_id, session_settings=self._session_settings)
-        session._owns_store = True
+        target = os.fspath(self._target)
+        session._owner = OwnedStore(session, target, _open_async, _close_async, opened=store)
         return session
 
     def __await__(self) -> Generator[Any, None, StoreSession]:
@@ -434,36 +528,6 @@ class _Opening:
     ) -> None:
         if self._session is not None:
             await self._session.close()
-
-
-class _Done(Coroutine[Any, Any, None]):
-    """A coroutine with nothing left to do: awaited, or run by ``asyncio.run``,
-    it returns at once; left alone, it warns of nothing."""
-
-    def send(self, value: Any) -> Any:
-        raise StopIteration
-
-    def throw(self, *args: Any) -> Any:
-        raise args[0] if len(args) == 1 else args[1]
-
-    def close(self) -> None:
-        pass
-
-    def __await__(self) -> Generator[Any, None, None]:
-        yield from ()
-
-
-_DONE = _Done()
-
-
-def _closed(store: SessionStore) -> Coroutine[Any, Any, None]:
-    """``store`` closed now from blocking code; from async code, what to await."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:  # no loop in this thread: a blocking caller
-        asyncio.run(store.close())
-        return _DONE
-    return store.close()
 
 
 def _settings(settings: SessionSettings | dict[str, Any]) -> SessionSettings:

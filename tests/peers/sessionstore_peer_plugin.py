@@ -384,10 +384,13 @@ async def _awaited(awaitable: Any) -> Any:
 class Stores:
     """Stores of one kind, one per database the peer's tests name.
 
-    Sessions the peer's tests open on one database path share a store, as
-    two ``SQLiteSession`` on one file share its tables; each session on
+    Sessions the peer's tests open on one database path share a store
+    (`get`), as two ``SQLiteSession`` on one file share its tables, or each
+    open one of their own on the path's stand-in (`own`), as two
+    ``SQLiteSession`` each open connections of their own; each session on
     ``:memory:`` (or ``None``) gets a new one, as in the peer. The stores
-    opened during a test are closed after it; the others at the end.
+    (and sessions) opened during a test are closed after it; the others at
+    the end.
     """
 
     def __init__(self, kind: str) -> None:
@@ -437,6 +440,17 @@ class Stores:
         self._opened.append(store)
         return store
 
+    def own(self, database: str | os.PathLike[str] | None) -> str:
+        """The target standing for ``database``, for a session to open
+        itself (a new one for ``:memory:``, as in the peer)."""
+        if database is None or str(database) == ":memory:":
+            database = self.new_path("memory")
+        return self.target(str(Path(database).expanduser().resolve()))
+
+    def adopt(self, session: Any) -> None:
+        """Close ``session`` (and the store it opened) after the test, as the stores."""
+        self._opened.append(session)
+
     def mark(self) -> int:
         return len(self._opened)
 
@@ -483,7 +497,11 @@ def _install_openai_agents(stores: Stores) -> None:
             raise TypeError(f"{name} on sessionstore: StoreSession has no table names")
 
     class SQLiteSession(StoreSession):
-        """Stands for agents' SQLiteSession: our StoreSession, on the run's kind of store."""
+        """Stands for agents' SQLiteSession: our StoreSession, on the run's kind
+        of store. On a kind with files, it is made as SQLiteSession is, with
+        the database's stand-in path (`Stores.own`): it opens a store of its
+        own there on first use and closes it. On memory, sessions on one
+        path share a store (`Stores.get`)."""
 
         def __init__(
             self,
@@ -495,8 +513,13 @@ def _install_openai_agents(stores: Stores) -> None:
         ) -> None:
             no_tables(type(self).__name__, sessions_table, messages_table)
             _BUILT[type(self).__name__] += 1
-            store = stores.get(db_path)
-            super().__init__(store, session_id, session_settings=session_settings)
+            if stores.kind == "memory":
+                store = stores.get(db_path)
+                super().__init__(store, session_id, session_settings=session_settings)
+            else:
+                own = stores.own(db_path)
+                super().__init__(session_id, own, session_settings=session_settings)
+                stores.adopt(self)
 
     class AsyncSQLiteSession(SQLiteSession):
         """Stands for agents' AsyncSQLiteSession (same arguments): our StoreSession."""

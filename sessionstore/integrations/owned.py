@@ -1,0 +1,393 @@
+"""A store an adapter object opens on first use and closes: the peers' one-line constructors.
+
+``StoreSession("chat-1", "conv.db")`` (openai-agents' ``SQLiteSession``
+shape) and ``SessionStoreChatMessageHistory(session_id="chat-1",
+connection="conv.db")`` (LangChain's ``SQLChatMessageHistory`` shape) name
+a target, not a store. The object owns an `OwnedStore`: the store is
+opened when the object is first used, from whatever thread or event loop
+that is, and closed by the object's ``close()`` or, left unclosed, when
+the object is garbage-collected.
+
+Nothing is shared between objects and nothing is kept process-wide: each
+object opens a store of its own, which costs an engine and its threads on
+SQL (docs/integrations.md gives the figures). A process making many such
+objects for one database (a server, per request) opens one store and gives
+it to each instead.
+
+Opening and closing are blocking calls made in a thread of their own
+(`run_blocking`), so they touch no event loop of the caller's: an async
+store is opened on a loop that then ends, which is fine because the stores
+belong to no loop (docs/stores.md), and the caller's thread keeps
+whatever event loop it had set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import os
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import Any, Generic, TypeVar
+
+from sessionstore import ClosedError, ConfigurationError
+
+__all__ = [
+    "DONE",
+    "IN_MEMORY",
+    "Given",
+    "OwnedStore",
+    "history_arguments",
+    "run_blocking",
+    "session_arguments",
+]
+
+_S = TypeVar("_S")
+_T = TypeVar("_T")
+
+
+def run_blocking(call: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    """Run the coroutine ``call()`` makes to its end in a thread of its own,
+    on a loop of its own, and return or raise what it did; callable from
+    any thread, with or without a running event loop (which it blocks)."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, asyncio.run(call())))
+        except BaseException as exc:  # handed to the caller
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name="sessionstore-open-close")
+    thread.start()
+    thread.join()
+    ok, value = outcome[0]
+    if ok:
+        return value  # type: ignore[no-any-return]
+    raise value
+
+
+class _Done(Coroutine[Any, Any, None]):
+    """A coroutine with nothing left to do: awaited, or run by ``asyncio.run``,
+    it returns at once; left alone, it warns of nothing."""
+
+    def send(self, value: Any) -> Any:
+        raise StopIteration
+
+    def throw(self, *args: Any) -> Any:
+        raise args[0] if len(args) == 1 else args[1]
+
+    def close(self) -> None:
+        pass
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield from ()
+
+
+DONE: Coroutine[Any, Any, None] = _Done()
+"""What a close that finished before it returned gives back, to await or not."""
+
+
+class OwnedStore(Generic[_S]):
+    """The store of one adapter object: opened once, on first use, and closed once.
+
+    Args:
+        owner: the adapter object; when it is collected unclosed, the store
+            is closed (in a thread of its own: collection may happen in any
+            thread, the store's own among them).
+        target: what ``opener`` opens, named by errors.
+        opener: opens the store (blocking).
+        closer: closes it (blocking).
+        opened: a store opened already, which this object now owns.
+    """
+
+    def __init__(
+        self,
+        owner: object,
+        target: str,
+        opener: Callable[[str], _S],
+        closer: Callable[[_S], None],
+        *,
+        opened: _S | None = None,
+    ) -> None:
+        self.target = target
+        self._open = opener
+        self._close = closer
+        # Held while opening, in a thread that may block; reentrant, for the
+        # owner collected (by the cycle collector) in the opening thread.
+        self._lock = threading.RLock()
+        self._store = opened
+        self._closed = False
+        self._finalizer = weakref.finalize(owner, self._collected)
+        # At exit, as any store left open: what was committed stays, and
+        # the interpreter no longer runs the worker threads a close needs.
+        self._finalizer.atexit = False
+
+    def __repr__(self) -> str:
+        return f"OwnedStore({self.target!r})"
+
+    def get(self) -> _S:
+        """The store, opened now if it is not yet (a blocking call).
+
+        Raises:
+            ClosedError: closed before anything opened it.
+            ConfigurationError, StorageError, SchemaError: as `open_store`.
+        """
+        store = self._store
+        if store is not None:
+            return store
+        with self._lock:
+            if self._store is None:
+                if self._closed:
+                    raise ClosedError(f"closed before it opened {self.target!r}")
+                opened = self._open(self.target)
+                if self._closed:  # the owner went while it opened
+                    self._close(opened)
+                    raise ClosedError(f"closed while it opened {self.target!r}")
+                self._store = opened
+            return self._store
+
+    async def aget(self) -> _S:
+        """`get`, the opening (once) in a worker thread: the loop is not held up."""
+        store = self._store
+        return store if store is not None else await asyncio.to_thread(self.get)
+
+    def close(self) -> None:
+        """Close the store if it was opened, before returning (a blocking
+        call); only the first close closes, and nothing opens afterwards."""
+        store = self._take()
+        if store is not None:
+            self._close(store)
+
+    def close_soon(self) -> Awaitable[None]:
+        """`close`, from blocking code; from a running event loop, the close
+        starts now in a worker thread and the awaitable returned is done
+        when it is (not awaited, it ends on its own)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # blocking code
+            self.close()
+            return DONE
+        store = self._take()
+        return DONE if store is None else loop.run_in_executor(None, self._close, store)
+
+    def _take(self) -> _S | None:
+        """The store to close, the first time; None after, or when none opened."""
+        with self._lock:
+            first, self._closed = not self._closed, True
+        self._finalizer.detach()
+        return self._store if first else None
+
+    def _collected(self) -> None:
+        """The owner went away unclosed: close the store."""
+        store = self._take()
+        if store is None:
+            return
+        thread = threading.Thread(target=self._close, args=(store,), name="sessionstore-close")
+        thread.start()
+        # The main thread is no store's worker, so it may wait; another
+        # thread may be one whose end the close waits for.
+        if threading.current_thread() is threading.main_thread():
+            thread.join()
+
+
+# ---------------------------------------------------------------- the peers' arguments
+
+IN_MEMORY = "memory://"
+"""The target of the in-memory store an object given the peer's in-memory
+database opens: a store of its own, as the peer's database is."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Given:
+    """What an adapter's constructor was given, in either of its forms."""
+
+    store: Any
+    """The store given, or None: the object opens `target`."""
+    name: str
+    """The conversation's name (the peer's ``session_id``)."""
+    target: str
+    """The target of the store to open; empty when a store was given."""
+    settings: Any = None
+    """openai-agents' ``session_settings``."""
+
+
+def _session_store_form(store: Any, session_id: str, *, session_settings: Any = None) -> None:
+    """``StoreSession(store, session_id, ...)``."""
+
+
+def _sqlite_session_form(
+    session_id: str,
+    db_path: str | os.PathLike[str] = ":memory:",
+    sessions_table: str = "agent_sessions",
+    messages_table: str = "agent_messages",
+    session_settings: Any = None,
+) -> None:
+    """``StoreSession(session_id, db_path, ...)``: ``SQLiteSession.__init__``'s arguments."""
+
+
+def _history_store_form(store: Any, name: str) -> None:
+    """``SessionStoreChatMessageHistory(store, name)``."""
+
+
+def _sql_history_form(
+    session_id: str,
+    connection_string: str | None = None,
+    table_name: str = "message_store",
+    session_id_field_name: str = "session_id",
+    custom_message_converter: Any = None,
+    connection: Any = None,
+    engine_args: dict[str, Any] | None = None,
+    async_mode: bool | None = None,
+) -> None:
+    """``SessionStoreChatMessageHistory(session_id=..., connection=...)``:
+    ``SQLChatMessageHistory.__init__``'s arguments."""
+
+
+def _shown(form: inspect.Signature) -> str:
+    """A form as an error shows it: its parameters and defaults, without types."""
+    plain = [each.replace(annotation=each.empty) for each in form.parameters.values()]
+    return str(form.replace(parameters=plain, return_annotation=form.empty))
+
+
+_SESSION_FORMS = {
+    True: inspect.signature(_session_store_form),
+    False: inspect.signature(_sqlite_session_form),
+}
+_HISTORY_FORMS = {
+    True: inspect.signature(_history_store_form),
+    False: inspect.signature(_sql_history_form),
+}
+
+
+def _bound(
+    cls: str, forms: dict[bool, inspect.Signature], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[bool, dict[str, Any]]:
+    """Which form the arguments take (a store first, or ``store=``; else a
+    session id first, a string) and the arguments by name, defaults filled in.
+
+    Raises:
+        TypeError: they do not fit that form, or the first is a path.
+    """
+    by_store = "store" in kwargs or (bool(args) and not isinstance(args[0], str))
+    form = forms[by_store]
+    try:
+        bound = form.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{cls}{_shown(form)}: {exc}") from None
+    bound.apply_defaults()
+    given = bound.arguments
+    if by_store and isinstance(given["store"], os.PathLike | bytes):
+        raise TypeError(
+            f"{cls}({given['store']!r}, ...): the first argument is a store, or the session "
+            "id (a string) followed by where the store is"
+        )
+    return by_store, given
+
+
+def _defaults_only(
+    cls: str, name: str, given: dict[str, Any], defaults: dict[str, Any], peer: str
+) -> None:
+    """Refuse a peer's argument that has no meaning on a store, unless at its default."""
+    for argument, default in defaults.items():
+        if given[argument] != default:
+            raise ConfigurationError(
+                f"{cls}({name!r}, ...): {argument}={given[argument]!r} has no meaning here: "
+                "the store keeps conversations in tables and a format of its own "
+                f"(docs/integrations.md, Migrating from {peer}); leave it out"
+            )
+
+
+def session_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Given:
+    """`StoreSession`'s arguments: ``(store, session_id, *, session_settings)``,
+    or ``SQLiteSession``'s ``(session_id, db_path=":memory:", sessions_table,
+    messages_table, session_settings)``; ``":memory:"`` is `IN_MEMORY`.
+
+    Raises:
+        TypeError: arguments that fit neither form.
+        ConfigurationError: a table name other than ``SQLiteSession``'s default.
+    """
+    if (
+        len(args) == 2
+        and not isinstance(args[0], str | os.PathLike)
+        and kwargs.keys() <= {"session_settings"}
+    ):
+        # A store and a name: a server's session per request, read without binding.
+        return Given(args[0], args[1], "", kwargs.get("session_settings"))
+    by_store, given = _bound("StoreSession", _SESSION_FORMS, args, kwargs)
+    if by_store:
+        return Given(given["store"], given["session_id"], "", given["session_settings"])
+    name = given["session_id"]
+    tables = {"sessions_table": "agent_sessions", "messages_table": "agent_messages"}
+    _defaults_only("StoreSession", name, given, tables, "SQLiteSession")
+    db_path = given["db_path"]
+    if not isinstance(db_path, str | os.PathLike):
+        raise TypeError(f"StoreSession({name!r}, {db_path!r}): db_path is a path or a store target")
+    target = os.fspath(db_path)
+    return Given(
+        None, name, IN_MEMORY if target == ":memory:" else target, given["session_settings"]
+    )
+
+
+_IN_MEMORY_SQLITE = ("sqlite://", "sqlite:///:memory:", "sqlite+pysqlite://", "sqlite+aiosqlite://")
+
+
+def history_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Given:
+    """`SessionStoreChatMessageHistory`'s arguments: ``(store, name)``, or
+    ``SQLChatMessageHistory``'s ``(session_id, connection_string=None,
+    table_name, session_id_field_name, custom_message_converter,
+    connection=None, engine_args=None, async_mode=None)``.
+
+    ``connection`` (or its old name ``connection_string``) is a store
+    target or a database URL (an in-memory SQLite URL is `IN_MEMORY`), or
+    a SQLAlchemy ``Engine`` or ``AsyncEngine``, whose URL is opened (the
+    engine itself is left alone). ``async_mode`` changes nothing: every
+    method works either way.
+
+    Raises:
+        TypeError: arguments that fit neither form, or no connection.
+        ConfigurationError: an argument of the peer's other than its default
+            (a table name, a converter, engine arguments), or an in-memory
+            engine (whose database no other engine sees).
+    """
+    cls = "SessionStoreChatMessageHistory"
+    if len(args) == 2 and not kwargs and not isinstance(args[0], str | os.PathLike):
+        return Given(args[0], args[1], "")  # a store and a name, read without binding
+    by_store, given = _bound(cls, _HISTORY_FORMS, args, kwargs)
+    if by_store:
+        return Given(given["store"], given["name"], "")
+    name = given["session_id"]
+    peer_defaults = {
+        "table_name": "message_store",
+        "session_id_field_name": "session_id",
+        "custom_message_converter": None,
+        "engine_args": None,
+    }
+    _defaults_only(cls, name, given, peer_defaults, "SQLChatMessageHistory")
+    connection, old = given["connection"], given["connection_string"]
+    if connection is not None and old is not None:
+        raise TypeError(f"{cls}({name!r}, ...): give connection or connection_string, not both")
+    connection = old if connection is None else connection
+    if connection is None:
+        raise TypeError(
+            f"{cls}({name!r}): needs connection=, a store target (conv.db, sqlite:///conv.db, "
+            "postgresql://...) or a SQLAlchemy engine"
+        )
+    if isinstance(connection, str | os.PathLike):
+        target = os.fspath(connection)
+        return Given(None, name, IN_MEMORY if target in _IN_MEMORY_SQLITE else target)
+    url: Any = getattr(connection, "url", None)
+    if not hasattr(url, "render_as_string"):
+        raise TypeError(
+            f"{cls}({name!r}, connection={connection!r}): connection is a store target, a "
+            "database URL or a SQLAlchemy engine"
+        )
+    if getattr(url, "database", None) in (None, "", ":memory:") and str(url).startswith("sqlite"):
+        raise ConfigurationError(
+            f"{cls}({name!r}, connection={connection!r}): an in-memory engine's database is "
+            "seen by that engine only; build the histories on one store instead: "
+            "SessionStoreChatMessageHistory(sessionstore.sync.open_store('memory://'), name)"
+        )
+    return Given(None, name, url.render_as_string(hide_password=False))
