@@ -75,6 +75,8 @@ except ImportError as exc:
         "pip install 'sessionstore[langchain]'"
     ) from exc
 
+from pydantic import PrivateAttr
+
 from sessionstore import (
     ConfigurationError,
     Effect,
@@ -84,8 +86,10 @@ from sessionstore import (
     SessionStore,
     validate_session_id,
 )
+from sessionstore.integrations import turns
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptContext, Latest
+from sessionstore.integrations.turns import CallRanks
 from sessionstore.sync import SyncEffects, SyncStore
 
 __all__ = [
@@ -150,7 +154,11 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Store messages at the end of the conversation, all or none.
 
-        The first call of a conversation creates its session and head.
+        The first call of a conversation creates its session and head. A
+        turn's input (human, system messages) that the conversation's open
+        turn began with (a rerun of a turn a crash cut: its messages, maybe
+        tool calls and results, no answer) is not stored again: the rerun
+        continues that turn (`sessionstore.integrations.turns`).
         """
         entries = [MessageEntry.new(to_message(message)) for message in messages]
         if entries:
@@ -194,7 +202,7 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         return [] if session is None else await self._kept.read(store, session)
 
     async def _add(self, store: SessionStore, *, entries: list[MessageEntry]) -> None:
-        await self._conversation(store).add(entries)
+        await self._conversation(store).add_input(entries)
 
     async def _clear(self, store: SessionStore) -> None:
         await self._conversation(store).clear()
@@ -418,23 +426,34 @@ class OnceTool(BaseTool):
     recorded output of each call that finished, without the tool running
     again::
 
-        tools = [OnceTool(send_email, store.journal("mailer").effects, session=thread_id)]
+        history = SessionStoreChatMessageHistory(store, "chat-42")
+        tools = [OnceTool(send_email, store.journal("mailer").effects, history=history)]
 
     A call given as a tool call (``{"type": "tool_call", "id": ..., "args":
-    ...}``, as ``ToolNode`` and agents call tools) is keyed by ``session``
-    and its id; one given plain arguments needs ``key``, a function of
-    them. ``effects`` is an async store's (for ``ainvoke``) or a blocking
-    store's (`sessionstore.sync`, for ``invoke``). What the tool returns is
-    recorded: a message (the `ToolMessage` of a tool call) as LangChain
-    serializes it, anything else as JSON (its text, when it is not).
+    ...}``, as ``ToolNode`` and agents call tools) is keyed, with
+    ``history`` (the conversation the turn is kept in), by what a model
+    asked again does not change (`sessionstore.integrations.turns.turn_key`:
+    the conversation, the turn's user message as stored, or where the
+    conversation stood when the turn began, the tool, its arguments, the
+    call's rank among the turn's identical calls); with ``session`` instead
+    (a graph's thread, whose checkpoints keep the model's response, so its
+    ids), by ``session`` and the call's id. One given plain arguments needs
+    ``key``, a function of them. ``effects`` is an async store's (for
+    ``ainvoke``) or a blocking store's (`sessionstore.sync`, for
+    ``invoke``), and ``history`` is kept in the same store. What the tool
+    returns is recorded: a message (the `ToolMessage` of a tool call) as
+    LangChain serializes it, anything else as JSON (its text, when it is
+    not).
     """
 
     wrapped: BaseTool
     effects: Any
     session: str | None = None
+    history: Any = None
     key: Callable[[Any], str] | None = None
     check: Callable[[Effect], Any] | None = None
     idempotent: bool = False
+    _ranks: CallRanks = PrivateAttr(default_factory=CallRanks)
 
     def __init__(
         self,
@@ -442,6 +461,7 @@ class OnceTool(BaseTool):
         effects: EffectLog | SyncEffects,
         *,
         session: str | None = None,
+        history: SessionStoreChatMessageHistory | None = None,
         key: Callable[[Any], str] | None = None,
         check: Callable[[Effect], Any] | None = None,
         idempotent: bool = False,
@@ -452,22 +472,33 @@ class OnceTool(BaseTool):
             args_schema=wrapped.args_schema,
             wrapped=wrapped,
             effects=effects,
-            session=session,
+            session=session if history is None else history.name,
+            history=history,
             key=key,
             check=check,
             idempotent=idempotent,
         )
 
-    def _call(self, input: Any) -> dict[str, Any]:
-        """`EffectLog.once`'s arguments for a call given ``input``."""
-        call = isinstance(input, dict) and input.get("type") == "tool_call"
+    def _turn_call(self, input: Any) -> tuple[str, str, Any] | None:
+        """A call keyed by its turn (its id, tool and arguments): a tool call,
+        with a history and no ``key``; None for any other."""
+        if self.history is None or self.key is not None or not _is_tool_call(input):
+            return None
+        return (str(input.get("id")), self.name, input["args"])
+
+    def _call(self, input: Any, key: str | None) -> dict[str, Any]:
+        """`EffectLog.once`'s arguments for a call given ``input`` (``key``:
+        its turn's key, if it has one)."""
+        call = _is_tool_call(input)
         args = input["args"] if call else input
+        if key is None and self.key is not None:
+            key = self.key(args)
         return {
             "tool": self.name,
             "args": args,
             "session": self.session,
             "call_id": input.get("id") if call else None,
-            "key": None if self.key is None else self.key(args),
+            "key": key,
             "check": self.check,
             "idempotent": self.idempotent,
         }
@@ -479,7 +510,11 @@ class OnceTool(BaseTool):
         async def call() -> Any:
             return _recorded(await self.wrapped.ainvoke(input, config, **kwargs))
 
-        return _restored(await self.effects.once(call, **self._call(input)))
+        turn_call, key = self._turn_call(input), None
+        if turn_call is not None:
+            history: SessionStoreChatMessageHistory = self.history
+            key = await history._await(partial(_turn_key, history, turn_call, self._ranks))
+        return _restored(await self.effects.once(call, **self._call(input, key)))
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if not isinstance(self.effects, SyncEffects):
@@ -488,10 +523,47 @@ class OnceTool(BaseTool):
         def call() -> Any:
             return _recorded(self.wrapped.invoke(input, config, **kwargs))
 
-        return _restored(self.effects.once(call, **self._call(input)))
+        turn_call, key = self._turn_call(input), None
+        if turn_call is not None:
+            history: SessionStoreChatMessageHistory = self.history
+            store = history._sync_store("OnceTool.invoke")
+            key = store.run(partial(_turn_key, history, turn_call, self._ranks))
+        return _restored(self.effects.once(call, **self._call(input, key)))
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("OnceTool runs through invoke and ainvoke")
+
+
+async def _turn_key(
+    history: SessionStoreChatMessageHistory,
+    call: tuple[str, str, Any],
+    ranks: CallRanks,
+    store: SessionStore,
+) -> str:
+    """The key of ``call`` in the turn ``history``'s conversation stands in."""
+    conversation = history._conversation(store)
+    current = await conversation.current()
+    if current is None:  # nothing stored yet: the first session's first turn
+        call_id, tool, args = call
+        rank = ranks.rank((conversation.first_id, tool, turns.digest(args)), call_id, [])
+        return turns.turn_key(history.name, conversation.first_id, tool, args, rank)
+    return await turns.stored_call_key(store, current, history.name, call, ranks, _calls)
+
+
+def _calls(entry: MessageEntry) -> list[tuple[str, str, Any]]:
+    """The tool calls a stored assistant message holds (OpenAI-shaped)."""
+    found = []
+    for call in entry.message.extra.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            found.append(
+                (str(call.get("id")), str(function.get("name")), function.get("arguments"))
+            )
+    return found
+
+
+def _is_tool_call(input: Any) -> bool:
+    return isinstance(input, dict) and input.get("type") == "tool_call"
 
 
 def _recorded(output: Any) -> Any:
