@@ -514,7 +514,7 @@ class OnceTool(BaseTool):
         if turn_call is not None:
             history: SessionStoreChatMessageHistory = self.history
             key = await history._await(partial(_turn_key, history, turn_call, self._ranks))
-        return _restored(await self.effects.once(call, **self._call(input, key)))
+        return _answered(input, self.name, await self.effects.once(call, **self._call(input, key)))
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if not isinstance(self.effects, SyncEffects):
@@ -528,7 +528,7 @@ class OnceTool(BaseTool):
             history: SessionStoreChatMessageHistory = self.history
             store = history._sync_store("OnceTool.invoke")
             key = store.run(partial(_turn_key, history, turn_call, self._ranks))
-        return _restored(self.effects.once(call, **self._call(input, key)))
+        return _answered(input, self.name, self.effects.once(call, **self._call(input, key)))
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("OnceTool runs through invoke and ainvoke")
@@ -570,6 +570,22 @@ def _recorded(output: Any) -> Any:
     if isinstance(output, BaseMessage):
         return {_RECORDED_MESSAGE: message_to_dict(output)}
     return output
+
+
+def _answered(input: Any, name: str, output: Any) -> Any:
+    """What a call given ``input`` returns, from its recorded ``output``: for
+    a tool call, a `ToolMessage` answering this call's id (a rerun's model
+    gave it anew; a check's result becomes the message's content)."""
+    restored = _restored(output)
+    if not _is_tool_call(input):
+        return restored
+    call_id = input.get("id")
+    if isinstance(restored, ToolMessage):
+        return restored.model_copy(update={"tool_call_id": call_id})
+    if isinstance(restored, BaseMessage):
+        return restored
+    content = restored if isinstance(restored, str) else json.dumps(restored, ensure_ascii=False)
+    return ToolMessage(content=content, name=name, tool_call_id=call_id)
 
 
 def _restored(output: Any) -> Any:

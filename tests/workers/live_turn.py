@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import importlib
 import os
 import sys
 import time
@@ -72,32 +73,52 @@ def fresh_id() -> str:
     return f"call_{uuid.uuid4().hex[:8]}"
 
 
-def send_to(world: str, name: str) -> str:
-    fd = os.open(world, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, f"{name}\n".encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    print("tool", name, flush=True)  # done: the kill test may strike from here
-    time.sleep(0.02)
-    return f"sent to {name}"
+class World:
+    """What the tools change: the file ``path``, a name a line.
+
+    Args:
+        path: the file.
+        after: called after each effect, with how many this object made
+            (a test's crash: it may raise).
+    """
+
+    def __init__(self, path: str, after: Callable[[int], None] | None = None) -> None:
+        self.path = path
+        self.after = after
+        self.made = 0
+
+    def send(self, name: str) -> str:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{name}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.made += 1
+        print("tool", name, flush=True)  # done: the kill test may strike from here
+        if self.after is not None:
+            self.after(self.made)
+        time.sleep(0.02)
+        return f"sent to {name}"
+
+    def sent(self) -> collections.Counter[str]:
+        """Each name, as many times as the world holds it."""
+        try:
+            with open(self.path) as file:
+                return collections.Counter(file.read().split())
+        except FileNotFoundError:
+            return collections.Counter()
 
 
-def checker(world: str) -> Callable[[Effect], Any]:
+def checker(world: World) -> Callable[[Effect], Any]:
     """Whether the call in doubt happened: the world holds its name more
     times than its rank (the key's end) among the turn's calls to it."""
     names = {turns.digest({"to": name}): name for name in EFFECTS}
 
     def check(intent: Effect) -> Any:
         rank = int(intent.key.rsplit(":", 1)[1])
-        try:
-            with open(world) as file:
-                sent = file.read().split()
-        except FileNotFoundError:
-            sent = []
         name = names[str(intent.args)]
-        return f"sent to {name}" if sent.count(name) > rank else NOT_DONE
+        return f"sent to {name}" if world.sent()[name] > rank else NOT_DONE
 
     return check
 
@@ -105,7 +126,7 @@ def checker(world: str) -> Callable[[Effect], Any]:
 # ---------------------------------------------------------------- openai-agents
 
 
-async def openai_agents_turn(store: SessionStore, world: str) -> None:
+async def openai_agents_turn(store: SessionStore, world: World) -> None:
     from agents import Agent, RunConfig, Runner, function_tool
     from agents.items import ModelResponse
     from agents.models.interface import Model
@@ -156,7 +177,7 @@ async def openai_agents_turn(store: SessionStore, world: str) -> None:
     @function_tool
     def send(to: str) -> str:
         """Send a message."""
-        return send_to(world, to)
+        return world.send(to)
 
     session = StoreSession(store, CHAT)
     tool = once_tool(send, store.journal("agent").effects, session=session, check=checker(world))
@@ -168,7 +189,7 @@ async def openai_agents_turn(store: SessionStore, world: str) -> None:
 # ---------------------------------------------------------------- pydantic-ai
 
 
-async def pydantic_ai_turn(store: SessionStore, world: str) -> None:
+async def pydantic_ai_turn(store: SessionStore, world: World) -> None:
     from pydantic_ai import Agent
     from pydantic_ai.messages import (
         ModelMessage,
@@ -205,7 +226,7 @@ async def pydantic_ai_turn(store: SessionStore, world: str) -> None:
 
     def send(to: str) -> str:
         """Send a message."""
-        return send_to(world, to)
+        return world.send(to)
 
     histories = MessageHistories(store)
     with contextlib.suppress(DuplicateSessionError):  # the conversation's first turn
@@ -217,16 +238,14 @@ async def pydantic_ai_turn(store: SessionStore, world: str) -> None:
         check=checker(world),
     )
     history = await histories.load(CHAT)
-    result = await Agent(FunctionModel(live), toolsets=[toolset]).run(
-        "go", message_history=history
-    )
+    result = await Agent(FunctionModel(live), toolsets=[toolset]).run("go", message_history=history)
     await histories.save(CHAT, result.new_messages())
 
 
 # ---------------------------------------------------------------- LangChain
 
 
-async def langchain_turn(store: SessionStore, world: str) -> None:
+async def langchain_turn(store: SessionStore, world: World) -> None:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -256,7 +275,7 @@ async def langchain_turn(store: SessionStore, world: str) -> None:
     @tool
     def send(to: str) -> str:
         """Send a message."""
-        return send_to(world, to)
+        return world.send(to)
 
     history = SessionStoreChatMessageHistory(store, CHAT)
     once = OnceTool(send, store.journal("agent").effects, history=history, check=checker(world))
@@ -281,13 +300,19 @@ TURNS = {
 async def child(framework: str, target: str, world: str) -> None:
     async with open_store(target) as store:
         print("ready", flush=True)
-        await TURNS[framework](store, world)
+        await TURNS[framework](store, World(world))
     print("end", flush=True)
 
 
-if __name__ == "forked_worker":  # under tests/workers/forking.py: import the frameworks
-    import agents  # noqa: F401
-    import langchain_core.language_models  # noqa: F401
-    import pydantic_ai  # noqa: F401
+FRAMEWORKS = {
+    "openai-agents": ["agents", "sessionstore.integrations.openai_agents"],
+    "pydantic-ai": ["pydantic_ai", "sessionstore.integrations.pydantic_ai"],
+    "langchain": ["langchain_core.language_models", "sessionstore.integrations.langchain"],
+}
+"""What each framework's turn imports: done once, before the forks."""
+
+if __name__ == "forked_worker":  # under tests/workers/forking.py: import the framework
+    for module in FRAMEWORKS[sys.argv[1]]:
+        importlib.import_module(module)
 if __name__ == "__main__":
     asyncio.run(child(*sys.argv[1:4]))
