@@ -608,6 +608,7 @@ PUBLIC_MODULES = {
     f"{PACKAGE}.sync",
     f"{PACKAGE}.integrations.conversation",
     f"{PACKAGE}.integrations.kept",
+    f"{PACKAGE}.integrations.turns",
 }
 
 

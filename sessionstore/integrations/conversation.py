@@ -40,6 +40,7 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import sessionstore.integrations.turns as turns
 from sessionstore import (
     DuplicateSessionError,
     MessageEntry,
@@ -51,7 +52,6 @@ from sessionstore import (
     encode,
     validate_session_id,
 )
-from sessionstore.integrations import turns
 
 __all__ = ["Conversation", "Popped"]
 

@@ -77,6 +77,7 @@ except ImportError as exc:
 
 from pydantic import PrivateAttr
 
+import sessionstore.integrations.turns as turns
 from sessionstore import (
     ConfigurationError,
     Effect,
@@ -86,7 +87,6 @@ from sessionstore import (
     SessionStore,
     validate_session_id,
 )
-from sessionstore.integrations import turns
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptContext, Latest
 from sessionstore.integrations.turns import CallRanks

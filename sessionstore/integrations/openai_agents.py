@@ -76,6 +76,7 @@ except ImportError as exc:
         "pip install 'sessionstore[openai-agents]'"
     ) from exc
 
+import sessionstore.integrations.turns as turns
 from sessionstore import (
     ClosedError,
     CorruptSessionError,
@@ -88,7 +89,6 @@ from sessionstore import (
     open_store,
     validate_session_id,
 )
-from sessionstore.integrations import turns
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptItems, Latest
 from sessionstore.integrations.turns import CallRanks

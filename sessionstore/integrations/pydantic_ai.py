@@ -68,6 +68,7 @@ except ImportError as exc:
         "pip install 'sessionstore[pydantic-ai]'"
     ) from exc
 
+import sessionstore.integrations.turns as turns
 from sessionstore import (
     Effect,
     EffectLog,
@@ -76,7 +77,6 @@ from sessionstore import (
     SessionStore,
     validate_session_id,
 )
-from sessionstore.integrations import turns
 from sessionstore.integrations.kept import KeptContext, Latest
 from sessionstore.sync import SyncStore
 

@@ -35,8 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sessionstore import MessageEntry, SessionEntry, SessionStore
-from sessionstore.effects import args_digest
+from sessionstore import MessageEntry, SessionEntry, SessionStore, args_digest
 
 __all__ = [
     "INPUT_ROLES",
