@@ -9,6 +9,7 @@ kill test at the end."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import random
 from pathlib import Path
@@ -23,8 +24,13 @@ require("agents", extra="openai-agents")
 require("pydantic_ai", extra="pydantic-ai")
 require("langchain_core", extra="langchain")
 
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
+
 from sessionstore import Message, MessageEntry, SessionStore, open_store
+from sessionstore.integrations.langchain import OnceTool, SessionStoreChatMessageHistory
 from sessionstore.integrations.openai_agents import StoreSession, continue_turn
+from sessionstore.sync import SyncStore
 from tests.kinds import StoreTargets
 from tests.workers.live_turn import CHAT, EFFECTS, TURNS, World
 
@@ -174,3 +180,42 @@ async def test_a_turn_killed_after_effects_and_run_again_runs_each_effect_once(
     assert World(world).sent() == EFFECTS
     assert same_up_to_ids(stored) == await one_turn(framework, tmp_path)
     assert collections.Counter(state.state for state in states) == {"done": EFFECTS.total()}
+
+
+async def test_the_same_input_sent_twice_at_once_is_one_turn(async_store: SessionStore) -> None:
+    # Each add reads the conversation and appends only if it still ends
+    # where it read: the second finds the first's input, unanswered.
+    go: Any = {"role": "user", "content": "go"}
+    first, second = StoreSession(async_store, CHAT), StoreSession(async_store, CHAT)
+    await first.add_items([{"role": "assistant", "content": "hello"}])
+    await asyncio.gather(first.add_items([go]), second.add_items([go]))
+    assert await first.get_items() == [{"role": "assistant", "content": "hello"}, go]
+
+
+def test_a_langchain_call_asked_again_with_a_new_id_gets_its_recorded_message(
+    sync_store: SyncStore,
+) -> None:
+    sent: list[str] = []
+
+    @tool
+    def send(to: str) -> str:
+        """Send a message."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    history = SessionStoreChatMessageHistory(sync_store, CHAT)
+    history.add_messages([HumanMessage("mail ada")])
+    effects = sync_store.journal("agent").effects
+    first = OnceTool(send, effects, history=history).invoke(
+        {"type": "tool_call", "id": "call_a", "name": "send", "args": {"to": "ada"}}
+    )
+    # The process died before the step was stored; the rerun's model asks
+    # again, with another id, and another tool object (a new process).
+    again = OnceTool(send, effects, history=history).invoke(
+        {"type": "tool_call", "id": "call_b", "name": "send", "args": {"to": "ada"}}
+    )
+    assert sent == ["ada"]
+    assert (first.tool_call_id, again.tool_call_id) == ("call_a", "call_b")
+    assert again.content == first.content == "sent to ada"
+    history.add_messages([HumanMessage("mail ada")])  # a rerun adds its input again
+    assert [message.content for message in history.messages] == ["mail ada"]
