@@ -146,7 +146,9 @@ class Conversation:
             if head is None or current is None:  # no head yet: the first add sets it
                 await self.add(entries)
                 return True
-            tail, _ = await turns.read_tail(self.store, current, len(entries))
+            tail, _ = await turns.read_tail(
+                self.store, current, turns.tells_a_resume(len(entries)), len(entries)
+            )
             if turns.resumes(tail, entries):
                 return False
             try:

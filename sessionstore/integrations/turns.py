@@ -49,6 +49,8 @@ __all__ = [
     "read_tail",
     "resumes",
     "stored_call_key",
+    "tells_a_resume",
+    "tells_the_turn",
     "turn_key",
 ]
 
@@ -142,20 +144,39 @@ def resumes(tail: Sequence[SessionEntry], entries: Sequence[SessionEntry]) -> bo
 
 
 async def read_tail(
-    store: SessionStore, session_id: str, need: int = 0
+    store: SessionStore,
+    session_id: str,
+    enough: Callable[[Sequence[SessionEntry]], bool],
+    first: int = _CHUNK,
 ) -> tuple[list[SessionEntry], bool]:
-    """The last entries of ``session_id``, back to its last ``user`` message
-    and ``need`` entries before it (or the whole session), and whether that
-    is the whole session."""
-    read = await store.load_slice(session_id, -_CHUNK)
+    """The last entries of ``session_id``: the last ``first``, and twice as
+    many each time until ``enough`` of them says they tell what is wanted
+    (or the whole session is read); and whether they are the whole session."""
+    read = await store.load_slice(session_id, -max(1, first))
     entries, start = list(read.entries), read.start
-    while start > 0:
-        last_user = next((i for i in range(len(entries) - 1, -1, -1) if _is_user(entries[i])), None)
-        if last_user is not None and last_user >= need:
-            break
-        more = await store.load_slice(session_id, max(0, start - _CHUNK), start)
+    while start > 0 and not enough(entries):
+        more = await store.load_slice(session_id, max(0, start - max(1, len(entries))), start)
         entries, start = [*more.entries, *entries], more.start
     return entries, start == 0
+
+
+def tells_the_turn(tail: Sequence[SessionEntry]) -> bool:
+    """Whether ``tail`` reaches back to the turn's start (`open_turn`)."""
+    return bool(tail) and (is_answer(tail[-1]) or any(_is_user(entry) for entry in tail))
+
+
+def tells_a_resume(count: int) -> Callable[[Sequence[SessionEntry]], bool]:
+    """Whether a tail tells if an input of ``count`` messages resumes its turn (`resumes`)."""
+
+    def enough(tail: Sequence[SessionEntry]) -> bool:
+        if tail and is_answer(tail[-1]):
+            return True
+        end = len(tail)
+        while end and not _is_input(tail[end - 1]):
+            end -= 1
+        return end >= count
+
+    return enough
 
 
 def arguments(text: Any) -> Any:
@@ -228,7 +249,7 @@ async def stored_call_key(
     turn's identical calls stored already, and those ``ranks`` saw since,
     come before it."""
     call_id, tool, args = call
-    tail, whole = await read_tail(store, session_id)
+    tail, whole = await read_tail(store, session_id, tells_the_turn)
     turn = open_turn(session_id, tail, whole=whole)
     assert turn is not None, "read_tail reads back to a user message or the start"
     wanted = digest(args)
