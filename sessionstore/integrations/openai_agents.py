@@ -13,7 +13,9 @@ Where things are:
   made by `StoreSession.pop_item` and `StoreSession.clear_session`, have
   fresh ids and name the session they came from as their parent.
 * Each item is one finalized `Message` entry. ``add_items`` appends the
-  items of one call with one `SessionStore.append_many`: all or none.
+  items of one call with one `SessionStore.append_many`: all or none. A
+  turn's input that the conversation's open turn began with (a rerun of a
+  turn a crash cut) is not stored again (`sessionstore.integrations.turns`).
 * ``pop_item`` forks the current session just before the last item and
   moves the head there; ``clear_session`` starts a new empty session and
   moves the head there. Every earlier session stays, whole, and every

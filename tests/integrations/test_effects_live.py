@@ -219,3 +219,14 @@ def test_a_langchain_call_asked_again_with_a_new_id_gets_its_recorded_message(
     assert again.content == first.content == "sent to ada"
     history.add_messages([HumanMessage("mail ada")])  # a rerun adds its input again
     assert [message.content for message in history.messages] == ["mail ada"]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_the_same_calls_in_the_next_turn_are_effects_of_their_own(
+    framework: str, async_store: SessionStore, tmp_path: Path
+) -> None:
+    world = World(str(tmp_path / "world"))
+    await TURNS[framework](async_store, world)
+    await TURNS[framework](async_store, world)  # "go" again, once answered: a new turn
+    assert world.sent() == EFFECTS + EFFECTS
+    assert users(await conversation(async_store)) == ["go", "go"]
