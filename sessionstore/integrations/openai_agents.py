@@ -397,7 +397,11 @@ def once_tool(
     ranks = CallRanks()
 
     async def on_invoke_tool(context: ToolContext[Any], arguments: str) -> Any:
-        args = turns.arguments(arguments)
+        # Keyed by the turn, a call names its arguments by their JSON value
+        # (a model asked again may space them otherwise); by its id, by the
+        # model's text, as it gave it.
+        by_turn = key is None and isinstance(session, StoreSession)
+        args = turns.arguments(arguments) if by_turn else arguments
         if key is not None:
             call_key: str | None = key(context, arguments)
         elif isinstance(session, StoreSession):

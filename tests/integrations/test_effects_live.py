@@ -24,12 +24,14 @@ require("agents", extra="openai-agents")
 require("pydantic_ai", extra="pydantic-ai")
 require("langchain_core", extra="langchain")
 
+from agents import function_tool
+from agents.tool_context import ToolContext
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
 from sessionstore import Message, MessageEntry, SessionStore, open_store
 from sessionstore.integrations.langchain import OnceTool, SessionStoreChatMessageHistory
-from sessionstore.integrations.openai_agents import StoreSession, continue_turn
+from sessionstore.integrations.openai_agents import StoreSession, continue_turn, once_tool
 from sessionstore.sync import SyncStore
 from tests.kinds import StoreTargets
 from tests.workers.live_turn import CHAT, EFFECTS, TURNS, World
@@ -230,3 +232,28 @@ async def test_the_same_calls_in_the_next_turn_are_effects_of_their_own(
     await TURNS[framework](async_store, world)  # "go" again, once answered: a new turn
     assert world.sent() == EFFECTS + EFFECTS
     assert users(await conversation(async_store)) == ["go", "go"]
+
+
+async def test_an_openai_agents_call_asked_again_with_a_new_id_and_spacing_is_one_effect(
+    async_store: SessionStore,
+) -> None:
+    sent: list[str] = []
+
+    @function_tool
+    def send(to: str) -> str:
+        """Send a message."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    session = StoreSession(async_store, CHAT)
+    await session.add_items([{"role": "user", "content": "mail ada"}])  # the turn's input
+    results = []
+    for call_id, arguments in (("call_a", '{"to": "ada"}'), ("call_b", '{ "to" : "ada" }')):
+        # A new process each time: a new wrapper, the model asked again.
+        tool = once_tool(send, async_store.journal("agent").effects, session=session)
+        context = ToolContext(
+            None, tool_name="send", tool_call_id=call_id, tool_arguments=arguments
+        )
+        results.append(await tool.on_invoke_tool(context, arguments))
+    assert sent == ["ada"]
+    assert results == ["sent to ada", "sent to ada"]
