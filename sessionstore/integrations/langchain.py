@@ -431,11 +431,13 @@ class OnceTool(BaseTool):
 
     A call given as a tool call (``{"type": "tool_call", "id": ..., "args":
     ...}``, as ``ToolNode`` and agents call tools) is keyed, with
-    ``history`` (the conversation the turn is kept in), by what a model
-    asked again does not change (`sessionstore.integrations.turns.turn_key`:
-    the conversation, the turn's user message as stored, or where the
-    conversation stood when the turn began, the tool, its arguments, the
-    call's rank among the turn's identical calls); with ``session`` instead
+    ``history`` (the conversation the turn is kept in; without ``history``
+    and ``session``, the history ``RunnableWithMessageHistory`` runs the
+    call in, from its config), by what a model asked again does not change
+    (`sessionstore.integrations.turns.turn_key`: the conversation, the
+    turn's user message as stored, or where the conversation stood when the
+    turn began, the tool, its arguments, the call's rank among the turn's
+    identical calls); with ``session`` instead
     (a graph's thread, whose checkpoints keep the model's response, so its
     ids), by ``session`` and the call's id. One given plain arguments needs
     ``key``, a function of them. ``effects`` is an async store's (for
@@ -472,23 +474,27 @@ class OnceTool(BaseTool):
             args_schema=wrapped.args_schema,
             wrapped=wrapped,
             effects=effects,
-            session=session if history is None else history.name,
+            session=session,
             history=history,
             key=key,
             check=check,
             idempotent=idempotent,
         )
 
-    def _turn_call(self, input: Any) -> tuple[str, str, Any] | None:
-        """A call keyed by its turn (its id, tool and arguments): a tool call,
-        with a history and no ``key``; None for any other."""
-        if self.history is None or self.key is not None or not _is_tool_call(input):
+    def _history(self, input: Any, config: RunnableConfig | None) -> Any:
+        """The history a call is keyed by the turn of: a tool call's, without
+        ``key``; ``history``, or without it and ``session`` the one
+        ``RunnableWithMessageHistory`` runs the call in. None: keyed otherwise."""
+        if self.key is not None or not _is_tool_call(input):
             return None
-        return (str(input.get("id")), self.name, input["args"])
+        if self.history is not None or self.session is not None:
+            return self.history
+        running = ((config or {}).get("configurable") or {}).get("message_history")
+        return running if isinstance(running, SessionStoreChatMessageHistory) else None
 
-    def _call(self, input: Any, key: str | None) -> dict[str, Any]:
+    def _call(self, input: Any, key: str | None, session: str | None) -> dict[str, Any]:
         """`EffectLog.once`'s arguments for a call given ``input`` (``key``:
-        its turn's key, if it has one)."""
+        its turn's key, if it has one, in the conversation ``session``)."""
         call = _is_tool_call(input)
         args = input["args"] if call else input
         if key is None and self.key is not None:
@@ -496,7 +502,7 @@ class OnceTool(BaseTool):
         return {
             "tool": self.name,
             "args": args,
-            "session": self.session,
+            "session": session,
             "call_id": input.get("id") if call else None,
             "key": key,
             "check": self.check,
@@ -510,11 +516,13 @@ class OnceTool(BaseTool):
         async def call() -> Any:
             return _recorded(await self.wrapped.ainvoke(input, config, **kwargs))
 
-        turn_call, key = self._turn_call(input), None
-        if turn_call is not None:
-            history: SessionStoreChatMessageHistory = self.history
+        history, key, session = self._history(input, config), None, self.session
+        if history is not None:
+            turn_call = (str(input.get("id")), self.name, input["args"])
             key = await history._await(partial(_turn_key, history, turn_call, self._ranks))
-        return _answered(input, self.name, await self.effects.once(call, **self._call(input, key)))
+            session = history.name
+        once = self._call(input, key, session)
+        return _answered(input, self.name, await self.effects.once(call, **once))
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if not isinstance(self.effects, SyncEffects):
@@ -523,12 +531,15 @@ class OnceTool(BaseTool):
         def call() -> Any:
             return _recorded(self.wrapped.invoke(input, config, **kwargs))
 
-        turn_call, key = self._turn_call(input), None
-        if turn_call is not None:
-            history: SessionStoreChatMessageHistory = self.history
+        history, key, session = self._history(input, config), None, self.session
+        if history is not None:
+            turn_call = (str(input.get("id")), self.name, input["args"])
             store = history._sync_store("OnceTool.invoke")
             key = store.run(partial(_turn_key, history, turn_call, self._ranks))
-        return _answered(input, self.name, self.effects.once(call, **self._call(input, key)))
+            session = history.name
+        return _answered(
+            input, self.name, self.effects.once(call, **self._call(input, key, session))
+        )
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("OnceTool runs through invoke and ainvoke")

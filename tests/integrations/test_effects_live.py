@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import random
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,17 @@ require("langchain_core", extra="langchain")
 
 from agents import function_tool
 from agents.tool_context import ToolContext
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables.history import RunnableWithMessageHistory
 from langchain_core.tools import tool
 
 from sessionstore import Message, MessageEntry, SessionStore, open_store
-from sessionstore.integrations.langchain import OnceTool, SessionStoreChatMessageHistory
+from sessionstore.integrations.langchain import (
+    ChatHistories,
+    OnceTool,
+    SessionStoreChatMessageHistory,
+)
 from sessionstore.integrations.openai_agents import StoreSession, continue_turn, once_tool
 from sessionstore.sync import SyncStore
 from tests.kinds import StoreTargets
@@ -257,3 +264,36 @@ async def test_an_openai_agents_call_asked_again_with_a_new_id_and_spacing_is_on
         results.append(await tool.on_invoke_tool(context, arguments))
     assert sent == ["ada"]
     assert results == ["sent to ada", "sent to ada"]
+
+
+@pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")
+def test_a_langchain_turn_run_again_under_runnable_with_message_history_runs_once(
+    sync_store: SyncStore,
+) -> None:
+    sent: list[str] = []
+
+    @tool
+    def send(to: str) -> str:
+        """Send a message."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    def turn(messages: list[Any], config: RunnableConfig) -> AIMessage:
+        # A model that calls send with a new id at each ask; the history is
+        # stored only once the turn ends, and the first run dies before.
+        once = OnceTool(send, sync_store.journal("agent").effects)
+        call = {"type": "tool_call", "id": f"call_{len(sent)}_{random.random()}", "name": "send"}
+        once.invoke({**call, "args": {"to": "ada"}}, config)
+        if len(attempts) == 1:
+            raise RuntimeError("the process died")
+        return AIMessage("done")
+
+    attempts: list[int] = []
+    chain = RunnableWithMessageHistory(RunnableLambda(turn), ChatHistories(sync_store))
+    for _ in range(2):
+        attempts.append(1)
+        with contextlib.suppress(RuntimeError):
+            chain.invoke([HumanMessage("mail ada")], {"configurable": {"session_id": CHAT}})
+    assert sent == ["ada"]
+    history = SessionStoreChatMessageHistory(sync_store, CHAT)
+    assert [message.content for message in history.messages] == ["mail ada", "done"]
