@@ -35,6 +35,7 @@ import contextlib
 import importlib
 import os
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -78,26 +79,37 @@ class World:
 
     Args:
         path: the file.
-        after: called after each effect, with how many this object made
-            (a test's crash: it may raise).
+        after: called after each effect, with how many this object made:
+            a test's crash, when it raises. The world is then dead, as the
+            process would be: a call running beside it (in another thread,
+            or a task the crash left) raises the same, and changes nothing.
     """
 
     def __init__(self, path: str, after: Callable[[int], None] | None = None) -> None:
         self.path = path
         self.after = after
         self.made = 0
+        self._dead: type[BaseException] | None = None
+        self._lock = threading.Lock()
 
     def send(self, name: str) -> str:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, f"{name}\n".encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        self.made += 1
-        print("tool", name, flush=True)  # done: the kill test may strike from here
-        if self.after is not None:
-            self.after(self.made)
+        with self._lock:
+            if self._dead is not None:
+                raise self._dead()
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, f"{name}\n".encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self.made += 1
+            print("tool", name, flush=True)  # done: the kill test may strike from here
+            try:
+                if self.after is not None:
+                    self.after(self.made)
+            except BaseException as exc:
+                self._dead = type(exc)
+                raise
         time.sleep(0.02)
         return f"sent to {name}"
 
