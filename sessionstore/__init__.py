@@ -25,7 +25,7 @@ from sessionstore.context import (
     repair_pairing,
     safe_cut,
 )
-from sessionstore.effects import NOT_DONE, EffectLog, EffectState
+from sessionstore.effects import NOT_DONE, EffectLog, EffectState, args_digest
 from sessionstore.errors import (
     ArchiveError,
     ClosedError,
@@ -181,6 +181,7 @@ __all__ = [
     "WrappedKey",
     "Written",
     "__version__",
+    "args_digest",
     "build_context",
     "check_pairing",
     "decode_entry",

@@ -71,6 +71,7 @@ __all__ = [
     "EffectLines",
     "EffectLog",
     "EffectState",
+    "args_digest",
     "effect_key",
 ]
 

@@ -609,6 +609,7 @@ PUBLIC_MODULES = {
     f"{PACKAGE}.integrations.conversation",
     f"{PACKAGE}.integrations.kept",
     f"{PACKAGE}.integrations.owned",
+    f"{PACKAGE}.integrations.turns",
 }
 
 

@@ -16,6 +16,10 @@ what it read, and the store checks it in the same step as it writes.
   the condition that the head still names it (``expect_head``): the batch
   lands whole on the current session, or is refused and tried again on the
   session the head names then.
+* `Conversation.add_input` appends a turn's input the same way, unless the
+  conversation's open turn began with it (a rerun resuming a crashed turn,
+  `sessionstore.integrations.turns`): it checks what it read in the same
+  step (``expect_last``), so a turn answered meanwhile takes the input.
 * `Conversation.pop` reads the current session, forks it just before its
   last message, and moves the head there on the condition that the head
   still names the session read and that session still ends where it was
@@ -36,6 +40,7 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import sessionstore.integrations.turns as turns
 from sessionstore import (
     DuplicateSessionError,
     MessageEntry,
@@ -118,6 +123,44 @@ class Conversation:
                 if exc.what != "head" or exc.actual is None:
                     raise
                 target = exc.actual  # moved meanwhile: where it stands now
+
+    async def add_input(self, entries: Sequence[SessionEntry]) -> bool:
+        """`add` a turn's input, unless it is the input of the conversation's
+        open turn, stored already: a rerun after a crash continues the turn
+        it resumes (`sessionstore.integrations.turns.resumes`).
+
+        The check and the append are one step: the append is stored only if
+        the session still ends as read (``expect_last``), else it reads again.
+
+        Returns:
+            Whether ``entries`` were stored (False: the turn is resumed).
+
+        Raises:
+            as `add`.
+        """
+        if not turns.is_input(entries):
+            await self.add(entries)
+            return True
+        while True:
+            head, current = await self._read()
+            if head is None or current is None:  # no head yet: the first add sets it
+                await self.add(entries)
+                return True
+            tail, _ = await turns.read_tail(
+                self.store, current, turns.tells_a_resume(len(entries)), len(entries)
+            )
+            if turns.resumes(tail, entries):
+                return False
+            try:
+                await self.store.append_many(
+                    current, entries, expect_head=self.name, expect_last=tail[-1].id if tail else ""
+                )
+            except SessionConflictError:
+                continue  # moved, or appended to, meanwhile: read again
+            except SessionNotFoundError:
+                continue  # erased since the head was read
+            self._seen = current
+            return True
 
     async def pop(self) -> Popped | None:
         """Take the last message off the conversation, losing nothing.

@@ -81,6 +81,9 @@ except ImportError as exc:
         "pip install 'sessionstore[langchain]'"
     ) from exc
 
+from pydantic import PrivateAttr
+
+import sessionstore.integrations.turns as turns
 from sessionstore import (
     ClosedError,
     ConfigurationError,
@@ -94,6 +97,7 @@ from sessionstore import (
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptContext, Latest
 from sessionstore.integrations.owned import OwnedStore, history_arguments
+from sessionstore.integrations.turns import CallRanks
 from sessionstore.sync import SyncEffects, SyncStore
 from sessionstore.sync import open_store as open_sync_store
 
@@ -225,7 +229,11 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Store messages at the end of the conversation, all or none.
 
-        The first call of a conversation creates its session and head.
+        The first call of a conversation creates its session and head. A
+        turn's input (human, system messages) that the conversation's open
+        turn began with (a rerun of a turn a crash cut: its messages, maybe
+        tool calls and results, no answer) is not stored again: the rerun
+        continues that turn (`sessionstore.integrations.turns`).
         """
         entries = [MessageEntry.new(to_message(message)) for message in messages]
         if entries:
@@ -269,7 +277,7 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         return [] if session is None else await self._kept.read(store, session)
 
     async def _add(self, store: SessionStore, *, entries: list[MessageEntry]) -> None:
-        await self._conversation(store).add(entries)
+        await self._conversation(store).add_input(entries)
 
     async def _clear(self, store: SessionStore) -> None:
         await self._conversation(store).clear()
@@ -501,23 +509,36 @@ class OnceTool(BaseTool):
     recorded output of each call that finished, without the tool running
     again::
 
-        tools = [OnceTool(send_email, store.journal("mailer").effects, session=thread_id)]
+        history = SessionStoreChatMessageHistory(store, "chat-42")
+        tools = [OnceTool(send_email, store.journal("mailer").effects, history=history)]
 
     A call given as a tool call (``{"type": "tool_call", "id": ..., "args":
-    ...}``, as ``ToolNode`` and agents call tools) is keyed by ``session``
-    and its id; one given plain arguments needs ``key``, a function of
-    them. ``effects`` is an async store's (for ``ainvoke``) or a blocking
-    store's (`sessionstore.sync`, for ``invoke``). What the tool returns is
-    recorded: a message (the `ToolMessage` of a tool call) as LangChain
-    serializes it, anything else as JSON (its text, when it is not).
+    ...}``, as ``ToolNode`` and agents call tools) is keyed, with
+    ``history`` (the conversation the turn is kept in; without ``history``
+    and ``session``, the history ``RunnableWithMessageHistory`` runs the
+    call in, from its config), by what a model asked again does not change
+    (`sessionstore.integrations.turns.turn_key`: the conversation, the
+    turn's user message as stored, or where the conversation stood when the
+    turn began, the tool, its arguments, the call's rank among the turn's
+    identical calls); with ``session`` instead
+    (a graph's thread, whose checkpoints keep the model's response, so its
+    ids), by ``session`` and the call's id. One given plain arguments needs
+    ``key``, a function of them. ``effects`` is an async store's (for
+    ``ainvoke``) or a blocking store's (`sessionstore.sync`, for
+    ``invoke``), and ``history`` is kept in the same store. What the tool
+    returns is recorded: a message (the `ToolMessage` of a tool call) as
+    LangChain serializes it, anything else as JSON (its text, when it is
+    not).
     """
 
     wrapped: BaseTool
     effects: Any
     session: str | None = None
+    history: Any = None
     key: Callable[[Any], str] | None = None
     check: Callable[[Effect], Any] | None = None
     idempotent: bool = False
+    _ranks: CallRanks = PrivateAttr(default_factory=CallRanks)
 
     def __init__(
         self,
@@ -525,6 +546,7 @@ class OnceTool(BaseTool):
         effects: EffectLog | SyncEffects,
         *,
         session: str | None = None,
+        history: SessionStoreChatMessageHistory | None = None,
         key: Callable[[Any], str] | None = None,
         check: Callable[[Effect], Any] | None = None,
         idempotent: bool = False,
@@ -536,21 +558,36 @@ class OnceTool(BaseTool):
             wrapped=wrapped,
             effects=effects,
             session=session,
+            history=history,
             key=key,
             check=check,
             idempotent=idempotent,
         )
 
-    def _call(self, input: Any) -> dict[str, Any]:
-        """`EffectLog.once`'s arguments for a call given ``input``."""
-        call = isinstance(input, dict) and input.get("type") == "tool_call"
+    def _history(self, input: Any, config: RunnableConfig | None) -> Any:
+        """The history a call is keyed by the turn of: a tool call's, without
+        ``key``; ``history``, or without it and ``session`` the one
+        ``RunnableWithMessageHistory`` runs the call in. None: keyed otherwise."""
+        if self.key is not None or not _is_tool_call(input):
+            return None
+        if self.history is not None or self.session is not None:
+            return self.history
+        running = ((config or {}).get("configurable") or {}).get("message_history")
+        return running if isinstance(running, SessionStoreChatMessageHistory) else None
+
+    def _call(self, input: Any, key: str | None, session: str | None) -> dict[str, Any]:
+        """`EffectLog.once`'s arguments for a call given ``input`` (``key``:
+        its turn's key, if it has one, in the conversation ``session``)."""
+        call = _is_tool_call(input)
         args = input["args"] if call else input
+        if key is None and self.key is not None:
+            key = self.key(args)
         return {
             "tool": self.name,
             "args": args,
-            "session": self.session,
+            "session": session,
             "call_id": input.get("id") if call else None,
-            "key": None if self.key is None else self.key(args),
+            "key": key,
             "check": self.check,
             "idempotent": self.idempotent,
         }
@@ -562,7 +599,13 @@ class OnceTool(BaseTool):
         async def call() -> Any:
             return _recorded(await self.wrapped.ainvoke(input, config, **kwargs))
 
-        return _restored(await self.effects.once(call, **self._call(input)))
+        history, key, session = self._history(input, config), None, self.session
+        if history is not None:
+            turn_call = (str(input.get("id")), self.name, input["args"])
+            key = await history._await(partial(_turn_key, history, turn_call, self._ranks))
+            session = history.name
+        once = self._call(input, key, session)
+        return _answered(input, self.name, await self.effects.once(call, **once))
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if not isinstance(self.effects, SyncEffects):
@@ -571,16 +614,72 @@ class OnceTool(BaseTool):
         def call() -> Any:
             return _recorded(self.wrapped.invoke(input, config, **kwargs))
 
-        return _restored(self.effects.once(call, **self._call(input)))
+        history, key, session = self._history(input, config), None, self.session
+        if history is not None:
+            turn_call = (str(input.get("id")), self.name, input["args"])
+            store = history._sync_store("OnceTool.invoke")
+            key = store.run(partial(_turn_key, history, turn_call, self._ranks))
+            session = history.name
+        return _answered(
+            input, self.name, self.effects.once(call, **self._call(input, key, session))
+        )
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("OnceTool runs through invoke and ainvoke")
+
+
+async def _turn_key(
+    history: SessionStoreChatMessageHistory,
+    call: tuple[str, str, Any],
+    ranks: CallRanks,
+    store: SessionStore,
+) -> str:
+    """The key of ``call`` in the turn ``history``'s conversation stands in."""
+    conversation = history._conversation(store)
+    current = await conversation.current()
+    if current is None:  # nothing stored yet: the first session's first turn
+        call_id, tool, args = call
+        rank = ranks.rank((conversation.first_id, tool, turns.digest(args)), call_id, [])
+        return turns.turn_key(history.name, conversation.first_id, tool, args, rank)
+    return await turns.stored_call_key(store, current, history.name, call, ranks, _calls)
+
+
+def _calls(entry: MessageEntry) -> list[tuple[str, str, Any]]:
+    """The tool calls a stored assistant message holds (OpenAI-shaped)."""
+    found = []
+    for call in entry.message.extra.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            found.append(
+                (str(call.get("id")), str(function.get("name")), function.get("arguments"))
+            )
+    return found
+
+
+def _is_tool_call(input: Any) -> bool:
+    return isinstance(input, dict) and input.get("type") == "tool_call"
 
 
 def _recorded(output: Any) -> Any:
     if isinstance(output, BaseMessage):
         return {_RECORDED_MESSAGE: message_to_dict(output)}
     return output
+
+
+def _answered(input: Any, name: str, output: Any) -> Any:
+    """What a call given ``input`` returns, from its recorded ``output``: for
+    a tool call, a `ToolMessage` answering this call's id (a rerun's model
+    gave it anew; a check's result becomes the message's content)."""
+    restored = _restored(output)
+    if not _is_tool_call(input):
+        return restored
+    call_id = input.get("id")
+    if isinstance(restored, ToolMessage):
+        return restored.model_copy(update={"tool_call_id": call_id})
+    if isinstance(restored, BaseMessage):
+        return restored
+    content = restored if isinstance(restored, str) else json.dumps(restored, ensure_ascii=False)
+    return ToolMessage(content=content, name=name, tool_call_id=call_id)
 
 
 def _restored(output: Any) -> Any:

@@ -15,7 +15,9 @@ Where things are:
   made by `StoreSession.pop_item` and `StoreSession.clear_session`, have
   fresh ids and name the session they came from as their parent.
 * Each item is one finalized `Message` entry. ``add_items`` appends the
-  items of one call with one `SessionStore.append_many`: all or none.
+  items of one call with one `SessionStore.append_many`: all or none. A
+  turn's input that the conversation's open turn began with (a rerun of a
+  turn a crash cut) is not stored again (`sessionstore.integrations.turns`).
 * ``pop_item`` forks the current session just before the last item and
   moves the head there; ``clear_session`` starts a new empty session and
   moves the head there. Every earlier session stays, whole, and every
@@ -77,6 +79,7 @@ except ImportError as exc:
         "pip install 'sessionstore[openai-agents]'"
     ) from exc
 
+import sessionstore.integrations.turns as turns
 from sessionstore import (
     ClosedError,
     CorruptSessionError,
@@ -92,11 +95,13 @@ from sessionstore import (
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptItems, Latest
 from sessionstore.integrations.owned import DONE, OwnedStore, run_blocking, session_arguments
+from sessionstore.integrations.turns import CallRanks
 
 __all__ = [
     "MARKER",
     "InvalidItemError",
     "StoreSession",
+    "continue_turn",
     "item_from_message",
     "message_from_item",
     "once_tool",
@@ -325,7 +330,12 @@ class StoreSession:
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items to the current session: all of them, together, or none.
 
-        The first call creates the conversation's first session.
+        The first call creates the conversation's first session. A turn's
+        input that the conversation's open turn began with (a rerun of a
+        turn a crash cut: the input, maybe tool calls and outputs, no
+        answer) is not stored again: the rerun continues that turn
+        (`sessionstore.integrations.turns`; `continue_turn` keeps the model
+        from seeing it twice).
 
         Raises:
             InvalidItemError: an item is not a JSON object, or holds what
@@ -337,7 +347,7 @@ class StoreSession:
         if entries:
             on = await self._ready()
             try:
-                await on.conversation.add(entries)
+                await on.conversation.add_input(entries)
             except InvalidRecordError as exc:
                 raise InvalidItemError(str(exc)) from exc
 
@@ -449,7 +459,7 @@ def once_tool(
     tool: FunctionTool,
     effects: EffectLog,
     *,
-    session: str | None = None,
+    session: StoreSession | str | None = None,
     key: Callable[[ToolContext[Any], str], str] | None = None,
     check: Callable[[Effect], Any] | None = None,
     idempotent: bool = False,
@@ -462,8 +472,13 @@ def once_tool(
     Args:
         tool: the tool.
         effects: where its calls are recorded (``store.journal(name).effects``).
-        session: the conversation the calls belong to; each call's key is
-            the session and the model's tool-call id.
+        session: the `StoreSession` the run keeps its conversation in: each
+            call's key is what a model asked again does not change
+            (`sessionstore.integrations.turns.turn_key`: the conversation,
+            the entry of the turn's input, the tool, its arguments, the
+            call's rank among the turn's identical calls). A conversation's
+            name (a string) keys each call by it and the model's tool-call
+            id instead, which a live model asked again does not keep.
         key: what names a call instead, from its ``ToolContext`` and its
             JSON arguments.
         check, idempotent: for a call in doubt (see `EffectLog.once`); without
@@ -472,20 +487,87 @@ def once_tool(
     What the tool returns is recorded as JSON (its text, for what is not JSON).
     """
     invoke = tool.on_invoke_tool
+    ranks = CallRanks()
 
     async def on_invoke_tool(context: ToolContext[Any], arguments: str) -> Any:
+        # Keyed by the turn, a call names its arguments by their JSON value
+        # (a model asked again may space them otherwise); by its id, by the
+        # model's text, as it gave it.
+        by_turn = key is None and isinstance(session, StoreSession)
+        args = turns.arguments(arguments) if by_turn else arguments
+        if key is not None:
+            call_key: str | None = key(context, arguments)
+        elif isinstance(session, StoreSession):
+            call_key = await _turn_key(session, tool.name, args, context.tool_call_id, ranks)
+        else:
+            call_key = None
+        name = session.session_id if isinstance(session, StoreSession) else session
         return await effects.once(
             partial(invoke, context, arguments),
             tool=tool.name,
-            args=arguments,  # the model's JSON text, as it gave it
-            session=session,
+            args=args,
+            session=name,
             call_id=context.tool_call_id,
-            key=None if key is None else key(context, arguments),
+            key=call_key,
             check=check,
             idempotent=idempotent,
         )
 
     return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
+
+
+async def _turn_key(
+    session: StoreSession, tool: str, args: Any, call_id: str, ranks: CallRanks
+) -> str:
+    """The key of a call of ``tool`` in the turn ``session``'s conversation stands in."""
+    current = await session.current_session()
+    if current is None:  # nothing stored (a run without its session): the call's own id
+        return f"{session.session_id}:{call_id}"
+    return await turns.stored_call_key(
+        session.store, current, session.session_id, (call_id, tool, args), ranks, _calls
+    )
+
+
+def _calls(entry: MessageEntry) -> list[tuple[str, str, Any]]:
+    """The function call a stored item is, if it is one."""
+    content = entry.message.content
+    if entry.message.extra.get(MARKER) != _ITEM or not isinstance(content, dict):
+        return []
+    if content.get("type") != "function_call":
+        return []
+    return [(str(content.get("call_id")), str(content.get("name")), content.get("arguments"))]
+
+
+def continue_turn(
+    history: list[TResponseInputItem], new_items: list[TResponseInputItem]
+) -> list[TResponseInputItem]:
+    """A ``session_input_callback`` (openai-agents' ``RunConfig``) for runs
+    that may resume a crashed turn: when ``new_items`` are the input of the
+    open turn ``history`` ends in (stored by the run a crash cut, with the
+    tool calls and outputs saved since, and no answer), the model is given
+    ``history`` alone, and continues that turn; else ``history`` then
+    ``new_items``, as without a callback::
+
+        config = RunConfig(session_input_callback=continue_turn)
+        await Runner.run(agent, "Send the report", session=session, run_config=config)
+
+    `StoreSession.add_items` stores such an input once either way; this
+    keeps the model from seeing it twice.
+    """
+    last_user = next(
+        (i for i in range(len(history) - 1, -1, -1) if _role(history[i]) == "user"), None
+    )
+    if last_user is not None:
+        start = max(0, last_user + 1 - len(new_items))
+        tail = [MessageEntry.new(message_from_item(item)) for item in history[start:]]
+        entries = [MessageEntry.new(message_from_item(item)) for item in new_items]
+        if turns.resumes(tail, entries):
+            return list(history)
+    return [*history, *new_items]
+
+
+def _role(item: Any) -> Any:
+    return item.get("role") if isinstance(item, Mapping) else getattr(item, "role", None)
 
 
 class _Opening:

@@ -68,6 +68,7 @@ except ImportError as exc:
         "pip install 'sessionstore[pydantic-ai]'"
     ) from exc
 
+import sessionstore.integrations.turns as turns
 from sessionstore import (
     Effect,
     EffectLog,
@@ -139,10 +140,17 @@ class OnceToolset(WrapperToolset[Any]):
                               session=session_id)
         agent = Agent(model, toolsets=[toolset])
 
-    Each call's key is ``session`` and the model's tool-call id; its
-    arguments' digest is recorded. For a call in doubt, ``check`` and
-    ``idempotent`` are `EffectLog.once`'s; without either,
-    `EffectInDoubtError` ends the run.
+    With ``session`` (the conversation's session id), each call's key is
+    what a model asked again does not change
+    (`sessionstore.integrations.turns.turn_key`): the session, the turn (its
+    place in the history, the message before it, its prompt), the tool,
+    its arguments and the call's rank among the turn's identical calls, all
+    read from the run's messages. The history a rerun loads is the one the
+    run a crash cut loaded (a run's messages are saved at its end), so its
+    calls get the keys they had. Without ``session``, a call's key is the
+    model's tool-call id. Its arguments' digest is recorded. For a call in
+    doubt, ``check`` and ``idempotent`` are `EffectLog.once`'s; without
+    either, `EffectInDoubtError` ends the run.
     """
 
     effects: EffectLog
@@ -163,9 +171,49 @@ class OnceToolset(WrapperToolset[Any]):
             args=tool_args,
             session=self.session,
             call_id=ctx.tool_call_id,
+            key=None if self.session is None else _turn_key(self.session, name, tool_args, ctx),
             check=self.check,
             idempotent=self.idempotent,
         )
+
+
+def _turn_key(session: str, tool: str, args: Any, ctx: RunContext[Any]) -> str:
+    """The key of the call ``ctx`` names, from the run's messages: the turn
+    begins at the last request holding a user prompt."""
+    messages = ctx.messages
+    start = next(
+        (
+            at
+            for at in range(len(messages) - 1, -1, -1)
+            if isinstance(messages[at], ModelRequest)
+            and any(isinstance(part, UserPromptPart) for part in messages[at].parts)
+        ),
+        0,
+    )
+    before = ModelMessagesTypeAdapter.dump_json(list(messages[max(0, start - 1) : start]))
+    prompt = [
+        part.content
+        for part in (messages[start].parts if start < len(messages) else ())
+        if isinstance(part, UserPromptPart)
+    ]
+    anchor = turns.digest([start, before.decode(), _prompt_texts(prompt)])[:16]
+    calls = [
+        part
+        for message in messages[start:]
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart) and part.tool_name == tool
+    ]
+    at = next((i for i, part in enumerate(calls) if part.tool_call_id == ctx.tool_call_id), None)
+    if at is None:  # not a call of the run's messages: the turn's calls so far come first
+        return turns.turn_key(session, anchor, tool, args, len(calls))
+    wanted = turns.digest(calls[at].args_as_dict())
+    rank = sum(turns.digest(part.args_as_dict()) == wanted for part in calls[:at])
+    return turns.turn_key(session, anchor, tool, args, rank)
+
+
+def _prompt_texts(prompts: Sequence[Any]) -> list[str]:
+    return [_prompt_text(prompt) for prompt in prompts]
 
 
 class MessageHistories:

@@ -32,11 +32,13 @@ CALLS = 6
 
 def checker(counter: str) -> Any:
     """The check of a call in doubt: whether its name is in COUNTER (the
-    name is the end of its key: ``call_3`` is ``n3``, ``..._bump_a`` is ``a``)."""
+    end of its key ``chat:call_3`` is ``n3``; the tool ``bump_a`` is ``a``)."""
 
     def check(intent: Effect) -> Any:
-        end = intent.key.rsplit("_", 1)[-1]
-        name = f"n{end}" if intent.tool == "bump_tool" else end
+        if intent.tool == "bump_tool":  # keyed by the call id, call_N
+            name = f"n{intent.key.rsplit('_', 1)[-1]}"
+        else:  # keyed by the turn: the tool's name ends with it
+            name = str(intent.tool).rsplit("_", 1)[-1]
         try:
             with open(counter) as file:
                 done = name in file.read().split()

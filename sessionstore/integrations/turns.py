@@ -1,0 +1,264 @@
+"""Where a conversation's turn stands: what a resumed turn continues, and
+what names its tools' effects when the model is asked again.
+
+A crash mid-turn leaves the conversation with the turn's input and maybe
+some of its tool calls and outputs, and no answer. The rerun sends the same
+input and asks the model again; a live model answers with new tool-call
+ids. So the adapters name things by what a rerun does not change:
+
+* **The open turn.** A conversation's last turn begins at its last
+  ``user`` message; it is *open* while no answer ends it (an answer: an
+  ``assistant`` message without ``tool_calls``, the last message of the
+  conversation). `open_turn` finds it.
+* **A resumed turn** (`resumes`): an input (messages of the roles
+  ``user``, ``system``, ``developer``, at least one ``user``) is the open
+  turn's input again when the conversation ends with exactly those
+  messages, followed only by what the turn made (tool calls and outputs,
+  no input and no answer). The adapters store such an input once: the
+  rerun continues the turn it resumes. A user who sends the same text
+  twice while the first got no answer is taken the same way: one turn.
+* **An effect's key** (`turn_key`): the conversation, the turn (the entry
+  id of its ``user`` message, or where the conversation stood when the
+  turn began), the tool, a digest of its arguments (as JSON values, so
+  ``{"a": 1}`` and ``{ "a" : 1 }`` are one), and the call's rank among
+  the turn's calls of that tool with those arguments (`CallRanks`): the
+  second identical call of a turn is a second effect, the same one asked
+  again after a crash is not.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sessionstore import MessageEntry, SessionEntry, SessionStore, args_digest
+
+__all__ = [
+    "INPUT_ROLES",
+    "CallRanks",
+    "OpenTurn",
+    "arguments",
+    "digest",
+    "is_answer",
+    "is_input",
+    "open_turn",
+    "read_tail",
+    "resumes",
+    "stored_call_key",
+    "tells_a_resume",
+    "tells_the_turn",
+    "turn_key",
+]
+
+INPUT_ROLES = frozenset({"user", "system", "developer"})
+"""The roles of the messages a turn's input is made of."""
+
+_CHUNK = 64  # entries read from the end at a time
+
+
+def is_answer(entry: SessionEntry) -> bool:
+    """Whether ``entry`` is an answer: an ``assistant`` message without ``tool_calls``."""
+    return (
+        isinstance(entry, MessageEntry)
+        and entry.message.role == "assistant"
+        and not entry.message.extra.get("tool_calls")
+    )
+
+
+def _is_input(entry: SessionEntry) -> bool:
+    return isinstance(entry, MessageEntry) and entry.message.role in INPUT_ROLES
+
+
+def _is_user(entry: SessionEntry) -> bool:
+    return isinstance(entry, MessageEntry) and entry.message.role == "user"
+
+
+@dataclass(frozen=True)
+class OpenTurn:
+    """Where a conversation's turn stands.
+
+    Attributes:
+        anchor: what names the turn: the entry id of its ``user`` message
+            when the conversation ends in an open turn, else where it
+            stands (its last entry's id, or ``session_id`` when empty): the
+            turn about to be stored there.
+        made: the entries stored since its ``user`` message (its tool calls
+            and outputs so far); empty when the turn is not stored yet.
+    """
+
+    anchor: str
+    made: tuple[SessionEntry, ...]
+
+
+def open_turn(session_id: str, tail: Sequence[SessionEntry], *, whole: bool) -> OpenTurn | None:
+    """The turn ``tail`` (the last entries of ``session_id``) ends in.
+
+    Args:
+        session_id: the session read.
+        tail: its last entries.
+        whole: whether ``tail`` holds the whole session.
+
+    Returns:
+        The turn; None when ``tail`` is too short to tell (read more).
+    """
+    if not tail:
+        return OpenTurn(session_id, ()) if whole else None
+    if is_answer(tail[-1]):
+        return OpenTurn(tail[-1].id, ())
+    for at in range(len(tail) - 1, -1, -1):
+        if _is_user(tail[at]):
+            return OpenTurn(tail[at].id, tuple(tail[at + 1 :]))
+    return OpenTurn(tail[-1].id, ()) if whole else None
+
+
+def is_input(entries: Sequence[SessionEntry]) -> bool:
+    """Whether ``entries`` may be a turn's input: messages of the input
+    roles, at least one of them ``user``."""
+    return all(_is_input(entry) for entry in entries) and any(_is_user(entry) for entry in entries)
+
+
+def resumes(tail: Sequence[SessionEntry], entries: Sequence[SessionEntry]) -> bool:
+    """Whether ``entries`` are the input of the open turn that ``tail`` (the
+    last entries of a session, back to its last ``user`` message and as
+    many before it as ``entries`` holds) ends in, stored already (module
+    docstring)."""
+    if not is_input(entries) or (tail and is_answer(tail[-1])):
+        return False
+    end = len(tail)
+    while end and not _is_input(tail[end - 1]):
+        end -= 1
+    start = end - len(entries)
+    if start < 0:
+        return False
+    stored = tail[start:end]
+    return all(
+        isinstance(old, MessageEntry)
+        and isinstance(new, MessageEntry)
+        and old.message == new.message
+        for old, new in zip(stored, entries, strict=True)
+    )
+
+
+async def read_tail(
+    store: SessionStore,
+    session_id: str,
+    enough: Callable[[Sequence[SessionEntry]], bool],
+    first: int = _CHUNK,
+) -> tuple[list[SessionEntry], bool]:
+    """The last entries of ``session_id``: the last ``first``, and twice as
+    many each time until ``enough`` of them says they tell what is wanted
+    (or the whole session is read); and whether they are the whole session."""
+    read = await store.load_slice(session_id, -max(1, first))
+    entries, start = list(read.entries), read.start
+    while start > 0 and not enough(entries):
+        more = await store.load_slice(session_id, max(0, start - max(1, len(entries))), start)
+        entries, start = [*more.entries, *entries], more.start
+    return entries, start == 0
+
+
+def tells_the_turn(tail: Sequence[SessionEntry]) -> bool:
+    """Whether ``tail`` reaches back to the turn's start (`open_turn`)."""
+    return bool(tail) and (is_answer(tail[-1]) or any(_is_user(entry) for entry in tail))
+
+
+def tells_a_resume(count: int) -> Callable[[Sequence[SessionEntry]], bool]:
+    """Whether a tail tells if an input of ``count`` messages resumes its turn (`resumes`)."""
+
+    def enough(tail: Sequence[SessionEntry]) -> bool:
+        if tail and is_answer(tail[-1]):
+            return True
+        end = len(tail)
+        while end and not _is_input(tail[end - 1]):
+            end -= 1
+        return end >= count
+
+    return enough
+
+
+def arguments(text: Any) -> Any:
+    """A call's arguments as the key names them: JSON text as its value."""
+    if isinstance(text, str):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def digest(args: Any) -> str:
+    """The digest of a call's arguments, as its intent records it."""
+    return args_digest(args)
+
+
+def turn_key(conversation: str, anchor: str, tool: str, args: Any, rank: int) -> str:
+    """The key of a call's effect (module docstring)."""
+    return f"{conversation}:{anchor}:{tool}:{args_digest(args)[:16]}:{rank}"
+
+
+class CallRanks:
+    """Each call's rank among a turn's calls of one tool with the same
+    arguments: those already stored, then those this object saw run and
+    not yet stored, in the order they came (one step's side-by-side calls).
+
+    Kept per wrapper object, for the latest `SCOPES` (turn, tool,
+    arguments) met; under a thread lock held only while it counts.
+    """
+
+    SCOPES = 1024
+    """(turn, tool, arguments) whose calls are remembered at most, the latest."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[tuple[str, str, str], list[str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def rank(self, scope: tuple[str, str, str], call_id: str, stored: Sequence[str]) -> int:
+        """The rank of call ``call_id`` in ``scope``, given the ids of the
+        identical calls the turn stored already (``stored``)."""
+        kept = set(stored)
+        with self._lock:
+            seen = self._seen.setdefault(scope, [])
+            self._seen.move_to_end(scope)
+            while len(self._seen) > self.SCOPES:
+                self._seen.popitem(last=False)
+            if call_id not in seen:
+                seen.append(call_id)
+            running = [seen_id for seen_id in seen if seen_id not in kept]
+        if call_id in kept:
+            return list(stored).index(call_id)
+        return len(kept) + running.index(call_id)
+
+
+Calls = Callable[[MessageEntry], Iterable[tuple[str, str, Any]]]
+"""The tool calls a stored message holds: (call id, tool, arguments) each."""
+
+
+async def stored_call_key(
+    store: SessionStore,
+    session_id: str,
+    conversation: str,
+    call: tuple[str, str, Any],
+    ranks: CallRanks,
+    calls: Calls,
+) -> str:
+    """The key of ``call`` (its id, tool and arguments) in the turn the
+    session ``session_id`` of ``conversation`` stands in (`turn_key`): the
+    turn's identical calls stored already, and those ``ranks`` saw since,
+    come before it."""
+    call_id, tool, args = call
+    tail, whole = await read_tail(store, session_id, tells_the_turn)
+    turn = open_turn(session_id, tail, whole=whole)
+    assert turn is not None, "read_tail reads back to a user message or the start"
+    wanted = digest(args)
+    stored = [
+        stored_id
+        for entry in turn.made
+        if isinstance(entry, MessageEntry)
+        for stored_id, name, stored_args in calls(entry)
+        if name == tool and digest(arguments(stored_args)) == wanted
+    ]
+    rank = ranks.rank((turn.anchor, tool, wanted), call_id, stored)
+    return turn_key(conversation, turn.anchor, tool, args, rank)
