@@ -67,6 +67,7 @@ from typing import Any, Self, TypeAlias, cast
 
 try:
     from agents import FunctionTool, TResponseInputItem
+    from agents.exceptions import AgentsException
     from agents.memory import SessionSettings
     from agents.memory.session_settings import coerce_session_settings
     from agents.tool_context import ToolContext
@@ -80,6 +81,7 @@ from sessionstore import (
     ClosedError,
     CorruptSessionError,
     Effect,
+    EffectInDoubtError,
     EffectLog,
     InvalidRecordError,
     Message,
@@ -95,6 +97,7 @@ __all__ = [
     "MARKER",
     "InvalidItemError",
     "StoreSession",
+    "ToolCallInDoubtError",
     "item_from_message",
     "message_from_item",
     "once_tool",
@@ -352,6 +355,12 @@ class StoreSession:
         await self.close()
 
 
+class ToolCallInDoubtError(EffectInDoubtError, AgentsException):
+    """A `once_tool` call in doubt: the `EffectInDoubtError` itself, which
+    the Runner lets through as it is (it wraps any other error of a tool in
+    a ``UserError``), so the run ends with the commands that settle it."""
+
+
 def once_tool(
     tool: FunctionTool,
     effects: EffectLog,
@@ -374,23 +383,29 @@ def once_tool(
         key: what names a call instead, from its ``ToolContext`` and its
             JSON arguments.
         check, idempotent: for a call in doubt (see `EffectLog.once`); without
-            either, `EffectInDoubtError` ends the run.
+            either, `ToolCallInDoubtError` (an `EffectInDoubtError`) ends the
+            run, saying how to settle the call; it is never told to the model.
 
     What the tool returns is recorded as JSON (its text, for what is not JSON).
     """
     invoke = tool.on_invoke_tool
 
     async def on_invoke_tool(context: ToolContext[Any], arguments: str) -> Any:
-        return await effects.once(
-            partial(invoke, context, arguments),
-            tool=tool.name,
-            args=arguments,  # the model's JSON text, as it gave it
-            session=session,
-            call_id=context.tool_call_id,
-            key=None if key is None else key(context, arguments),
-            check=check,
-            idempotent=idempotent,
-        )
+        try:
+            return await effects.once(
+                partial(invoke, context, arguments),
+                tool=tool.name,
+                args=arguments,  # the model's JSON text, as it gave it
+                session=session,
+                call_id=context.tool_call_id,
+                key=None if key is None else key(context, arguments),
+                check=check,
+                idempotent=idempotent,
+            )
+        except EffectInDoubtError as exc:
+            raise ToolCallInDoubtError(
+                exc.intent, journal=exc.journal, options=exc.options
+            ) from None
 
     return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
 
