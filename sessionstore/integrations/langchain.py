@@ -87,6 +87,7 @@ from sessionstore import (
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptContext, Latest
 from sessionstore.sync import SyncEffects, SyncStore
+from sessionstore.wire import encode_value
 
 __all__ = [
     "LANGCHAIN_FIELD",
@@ -479,7 +480,7 @@ class OnceTool(BaseTool):
         async def call() -> Any:
             return _recorded(await self.wrapped.ainvoke(input, config, **kwargs))
 
-        return _restored(await self.effects.once(call, **self._call(input)))
+        return self._given_back(input, await self.effects.once(call, **self._call(input)))
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if not isinstance(self.effects, SyncEffects):
@@ -488,7 +489,19 @@ class OnceTool(BaseTool):
         def call() -> Any:
             return _recorded(self.wrapped.invoke(input, config, **kwargs))
 
-        return _restored(self.effects.once(call, **self._call(input)))
+        return self._given_back(input, self.effects.once(call, **self._call(input)))
+
+    def _given_back(self, input: Any, output: Any) -> Any:
+        """What a call returns: its recorded output; for a tool call, a
+        `ToolMessage` even when an operator settled it with a plain result
+        (its text, or its JSON)."""
+        restored = _restored(output)
+        if isinstance(restored, BaseMessage) or not (
+            isinstance(input, dict) and input.get("type") == "tool_call"
+        ):
+            return restored
+        content = restored if isinstance(restored, str) else encode_value(restored)
+        return ToolMessage(content=content, tool_call_id=str(input.get("id")), name=self.name)
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("OnceTool runs through invoke and ainvoke")

@@ -21,6 +21,7 @@ require("langchain_core", extra="langchain")
 
 from agents import Agent, Runner, function_tool
 from agents.exceptions import UserError
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import ToolException, tool
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.models.test import TestModel
@@ -152,3 +153,29 @@ def test_a_langchain_call_in_doubt_is_never_made_a_tool_message(
     with pytest.raises(EffectFailedError, match=r"settled failed by .*: bounced: no such mailbox"):
         asyncio.run(call())
     assert sent == ["killed"]
+
+
+def test_a_langchain_tool_call_settled_done_gives_back_a_tool_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = str(tmp_path / "agents.db")
+
+    @tool
+    def send(to: str) -> str:
+        """Send a message."""
+        raise Crash
+
+    async def call() -> Any:
+        async with open_store(db) as store:
+            once = OnceTool(send, store.journal("mailer").effects, session="thread-1")
+            call = {"type": "tool_call", "id": "c9", "name": "send", "args": {"to": "a"}}
+            return await once.ainvoke(call)
+
+    with pytest.raises(Crash):
+        asyncio.run(call())
+    with pytest.raises(EffectInDoubtError) as raised:
+        asyncio.run(call())
+    settle_as_printed(capsys, raised.value, "done", JSON='{"id": "m-7"}', WHY="in the outbox")
+    message = asyncio.run(call())
+    assert isinstance(message, ToolMessage)  # what a ToolNode expects of a tool call
+    assert (message.content, message.tool_call_id, message.name) == ('{"id":"m-7"}', "c9", "send")
