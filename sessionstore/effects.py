@@ -330,6 +330,10 @@ class EffectLog:
             idempotent: an effect in doubt runs again (it may: running it
                 twice does no harm).
 
+        An effect an operator settled (`settle`) is as they said: done
+        returns its result, failed raises, not done runs it (if this run
+        is the first to take the key up again).
+
         Returns:
             The effect's result as the log keeps it, the same on the first
             run and on every replay: a JSON value as its line reads back

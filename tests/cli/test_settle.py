@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionstore import EffectFailedError, EffectInDoubtError, open_store
+from sessionstore import EffectFailedError, EffectInDoubtError, FileJournal, open_store
 from sessionstore.testing.effects_contract import Crash, crash
 from tests.kinds import TEST_KEYS, StoreTargets
 from tests.test_cli import run
@@ -167,3 +167,17 @@ def test_a_memory_store_s_effect_in_doubt_names_the_call_that_settles_it() -> No
     error = asyncio.run(_left_in_doubt("memory://"))
     assert "sessionstore" not in str(error).split("in doubt")[-1]  # no command can reach it
     assert "await journal.effects.settle('order-7 mail', 'not-done', reason=...)" in str(error)
+
+
+def test_a_file_journal_of_its_own_names_the_call_that_settles_it(tmp_path: Path) -> None:
+    async def left() -> EffectInDoubtError:
+        effects = FileJournal.in_dir(tmp_path / "agent").effects
+        with contextlib.suppress(Crash):
+            await effects.once(crash, tool="send_email", key="k")
+        with pytest.raises(EffectInDoubtError) as raised:
+            await effects.once(crash, tool="send_email", key="k")
+        return raised.value
+
+    error = asyncio.run(left())
+    assert error.journal is None  # in no store: no command opens it
+    assert "await journal.effects.settle('k', 'failed', reason=...)" in str(error)
