@@ -87,7 +87,6 @@ from sessionstore import (
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptContext, Latest
 from sessionstore.sync import SyncEffects, SyncStore
-from sessionstore.wire import encode_value
 
 __all__ = [
     "LANGCHAIN_FIELD",
@@ -500,7 +499,10 @@ class OnceTool(BaseTool):
             isinstance(input, dict) and input.get("type") == "tool_call"
         ):
             return restored
-        content = restored if isinstance(restored, str) else encode_value(restored)
+        # As LangChain makes a tool's output the content of its message.
+        content = (
+            restored if isinstance(restored, str) else json.dumps(restored, ensure_ascii=False)
+        )
         return ToolMessage(content=content, tool_call_id=str(input.get("id")), name=self.name)
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:

@@ -178,4 +178,4 @@ def test_a_langchain_tool_call_settled_done_gives_back_a_tool_message(
     settle_as_printed(capsys, raised.value, "done", JSON='{"id": "m-7"}', WHY="in the outbox")
     message = asyncio.run(call())
     assert isinstance(message, ToolMessage)  # what a ToolNode expects of a tool call
-    assert (message.content, message.tool_call_id, message.name) == ('{"id":"m-7"}', "c9", "send")
+    assert (message.content, message.tool_call_id, message.name) == ('{"id": "m-7"}', "c9", "send")
