@@ -45,7 +45,7 @@ def settle_as_printed(
     (line,) = [
         line
         for line in str(error).splitlines()
-        if f"--settle {error.intent.key} {outcome} " in line
+        if f"--settle {shlex.quote(error.intent.key)} {outcome} " in line
     ]
     words = [values.get(word, word) for word in shlex.split(line)]
     assert words[0] == "sessionstore"
@@ -82,10 +82,11 @@ def test_an_openai_agents_call_in_doubt_ends_the_run_with_how_to_settle_it(
         asyncio.run(turn())
     assert not isinstance(raised.value, UserError)  # not the Runner's "Error running tool"
     assert raised.value.journal == "mailer"
-    assert f"sessionstore --db {db} journal mailer --settle chat-1:call_1 done" in str(raised.value)
+    key = shlex.quote(raised.value.intent.key)
+    assert f"sessionstore --db {db} journal mailer --settle {key} done" in str(raised.value)
     assert sent == ["killed"]  # never run again, and never reported to the model
     out = settle_as_printed(capsys, raised.value, "done", JSON='"sent to u1"', WHY="in the outbox")
-    assert "settled effect 'chat-1:call_1' (send) in journal mailer: done" in out
+    assert f"settled effect {raised.value.intent.key!r} (send) in journal mailer: done" in out
     final, inputs = asyncio.run(turn())
     assert final == "Sent."
     assert sent == ["killed"]  # the settled result, not a second send
@@ -148,7 +149,8 @@ def test_a_langchain_call_in_doubt_is_never_made_a_tool_message(
         asyncio.run(call())
     with pytest.raises(EffectInDoubtError) as raised:
         asyncio.run(call())
-    assert "journal mailer --settle thread-1:c9 failed --reason WHY" in str(raised.value)
+    key = shlex.quote(raised.value.intent.key)
+    assert f"journal mailer --settle {key} failed --reason WHY" in str(raised.value)
     settle_as_printed(capsys, raised.value, "failed", WHY="bounced: no such mailbox")
     with pytest.raises(EffectFailedError, match=r"settled failed by .*: bounced: no such mailbox"):
         asyncio.run(call())
