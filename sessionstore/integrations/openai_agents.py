@@ -391,23 +391,34 @@ def once_tool(
     invoke = tool.on_invoke_tool
 
     async def on_invoke_tool(context: ToolContext[Any], arguments: str) -> Any:
+        return await effects.once(
+            partial(invoke, context, arguments),
+            tool=tool.name,
+            args=arguments,  # the model's JSON text, as it gave it
+            session=session,
+            call_id=context.tool_call_id,
+            key=None if key is None else key(context, arguments),
+            check=check,
+            idempotent=idempotent,
+        )
+
+    return dataclasses.replace(tool, on_invoke_tool=_in_doubt_as_itself(on_invoke_tool))
+
+
+def _in_doubt_as_itself(
+    invoke: Callable[[ToolContext[Any], str], Awaitable[Any]],
+) -> Callable[[ToolContext[Any], str], Awaitable[Any]]:
+    """``invoke``, an `EffectInDoubtError` it raises made a `ToolCallInDoubtError`."""
+
+    async def invoked(context: ToolContext[Any], arguments: str) -> Any:
         try:
-            return await effects.once(
-                partial(invoke, context, arguments),
-                tool=tool.name,
-                args=arguments,  # the model's JSON text, as it gave it
-                session=session,
-                call_id=context.tool_call_id,
-                key=None if key is None else key(context, arguments),
-                check=check,
-                idempotent=idempotent,
-            )
+            return await invoke(context, arguments)
         except EffectInDoubtError as exc:
             raise ToolCallInDoubtError(
                 exc.intent, journal=exc.journal, options=exc.options
             ) from None
 
-    return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
+    return invoked
 
 
 class _Opening:
