@@ -181,3 +181,13 @@ def test_a_file_journal_of_its_own_names_the_call_that_settles_it(tmp_path: Path
     error = asyncio.run(left())
     assert error.journal is None  # in no store: no command opens it
     assert "await journal.effects.settle('k', 'failed', reason=...)" in str(error)
+
+
+def test_in_doubt_says_how_to_settle_what_it_lists(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = str(tmp_path / "s.db")
+    asyncio.run(_in_doubt(db, "c2"))
+    status, out, err = run(capsys, "--db", db, "journal", "--in-doubt")
+    assert (status, out.splitlines()[-1]) == (1, "1 effect in doubt in 1 journal")
+    assert "sessionstore journal NAME --settle KEY done --result JSON | not-done | failed" in err
