@@ -9,7 +9,9 @@ name, a digest of its arguments) is made durable before it runs, its
 it returns the recorded result without running; an intent with no outcome
 (a crash in between) is *in doubt*: `EffectInDoubtError`, unless the
 caller gives a way to check (``check=``) or says the effect may run again
-(``idempotent=True``).
+(``idempotent=True``), or until an operator settles it (`EffectLog.settle`,
+``sessionstore journal NAME --settle KEY ...``): done with a result, failed,
+or not done (the next run of the key runs it), recorded with when and why.
 
 Each journal keeps its effects in a journal of its own (`Effect` lines):
 ``<agent_dir>/session_effects.jsonl`` beside a `FileJournal`'s file, the
@@ -31,16 +33,18 @@ from __future__ import annotations
 import hashlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from sessionstore.errors import (
+    ConfigurationError,
     EffectConflictError,
     EffectFailedError,
     EffectInDoubtError,
+    EffectNotInDoubtError,
     InvalidRecordError,
 )
 from sessionstore.models import Effect
@@ -68,9 +72,11 @@ __all__ = [
     "EFFECTS_FILE",
     "EFFECTS_SUFFIX",
     "NOT_DONE",
+    "SETTLED",
     "EffectLines",
     "EffectLog",
     "EffectState",
+    "Settled",
     "args_digest",
     "effect_key",
 ]
@@ -84,7 +90,12 @@ EFFECTS_SUFFIX = "/effects"
 NOT_DONE: Final = object()
 """What a ``check`` returns when the effect in doubt did not happen: it runs."""
 
-State = Literal["done", "failed", "in doubt"]
+State = Literal["done", "failed", "in doubt", "not done"]
+
+Settled = Literal["done", "not-done", "failed"]
+
+SETTLED: Final[tuple[Settled, ...]] = ("done", "not-done", "failed")
+"""How an operator settles an effect in doubt (`EffectLog.settle`)."""
 
 
 def effect_key(key: str | None, session: str | None, call_id: str | None) -> str:
@@ -154,14 +165,17 @@ class EffectState:
 
     Attributes:
         key: its key.
-        state: ``done``, ``failed`` or ``in doubt`` (an intent with no outcome).
+        state: ``done``, ``failed``, ``in doubt`` (an intent with no
+            outcome) or ``not done`` (settled so: its next run runs it).
         tool: the tool's name.
         session: its session id, when it belongs to one.
         args: the digest of its arguments.
         started: when its intent was written.
         finished: when its outcome was written (None when in doubt).
-        error: a failure's error.
+        error: a failure's error (a settled failure's: the operator's reason).
         size: bytes of its outcome line (its result), 0 when in doubt.
+        reason: why an operator settled it (None: it finished by itself).
+        by: who settled it, when they said.
     """
 
     key: str
@@ -173,16 +187,24 @@ class EffectState:
     finished: str | None = None
     error: str | None = None
     size: int = 0
+    reason: str | None = None
+    by: str | None = None
 
 
 @dataclass
 class _Found:
-    """What the log holds of one key: its first intent, its outcome if any,
-    and its last line."""
+    """What the log holds of one key: its first intent, and its last line
+    (which says where it stands)."""
 
     intent: Effect | None = None
-    outcome: Effect | None = None
     last: Effect | None = None
+
+    @property
+    def outcome(self) -> Effect | None:
+        """Its outcome, when it has one: done or failed (not an intent in
+        doubt, nor one settled not done, which runs again)."""
+        last = self.last
+        return last if last is not None and last.effect in ("done", "failed") else None
 
 
 def _needle(key: str) -> bytes:
@@ -206,8 +228,6 @@ def _find(key: str, lines: Iterator[bytes]) -> _Found | None:
         found = found or _Found()
         if effect.effect == "intent":
             found.intent = found.intent or effect
-        else:
-            found.outcome = effect
         found.last = effect
     return found
 
@@ -217,6 +237,15 @@ def _moved(key: str, seen: Effect, lines: Iterator[bytes]) -> _Found | None:
     ``seen`` (another run took the key meanwhile); None when it still is."""
     found = _find(key, lines)
     return None if found is not None and found.last == seen else found or _Found()
+
+
+def _unsettled(key: str, lines: Iterator[bytes]) -> _Found | None:
+    """None when ``key`` is in doubt (its last line an intent), else what
+    the log holds of it (empty: nothing): what a settle refuses."""
+    found = _find(key, lines)
+    if found is not None and found.last is not None and found.last.effect == "intent":
+        return None
+    return found or _Found()
 
 
 def _recorded(outcome: Effect) -> Any:
@@ -240,15 +269,28 @@ async def _called(call: Callable[..., Any], *args: Any) -> Any:
 
 
 class EffectLog:
-    """A journal's effects: `once`, and what `read` lists.
+    """A journal's effects: `once`, `settle`, and what `read` lists.
 
     Args:
         journal: the journal the effects are kept in (a journal's companion,
             `SessionJournal.effects` gives it).
+        name: the name of the journal they belong to, for messages.
+        options: the ``sessionstore`` options that open its store
+            (``("--db", "agents.db")``), for the commands an effect in doubt
+            says to run; None when the command line cannot reach it (a
+            memory store).
     """
 
-    def __init__(self, journal: EffectLines) -> None:
+    def __init__(
+        self,
+        journal: EffectLines,
+        *,
+        name: str | None = None,
+        options: tuple[str, ...] | None = None,
+    ) -> None:
         self._journal = journal
+        self._name = name
+        self._options = options
 
     def __repr__(self) -> str:
         return f"EffectLog({self._journal!r})"
@@ -289,6 +331,10 @@ class EffectLog:
             idempotent: an effect in doubt runs again (it may: running it
                 twice does no harm).
 
+        An effect an operator settled (`settle`) is as they said: done
+        returns its result, failed raises, not done runs it (if this run
+        is the first to take the key up again).
+
         Returns:
             The effect's result as the log keeps it, the same on the first
             run and on every replay: a JSON value as its line reads back
@@ -316,25 +362,27 @@ class EffectLog:
                     f"effect key {key!r} names {recorded.tool} with other arguments "
                     f"(digest {recorded.args}), not {tool} with these ({digest})"
                 )
+            last = found.last
+            assert last is not None, "a key found has a line"
             if found.outcome is not None:
                 return _recorded(found.outcome)
-            assert recorded is not None, "a key with neither intent nor outcome is not found"
-            if check is not None:
-                result = await _called(check, recorded)
-                if result is not NOT_DONE:
-                    return await self._done(key, result)
-            elif not idempotent:
-                raise EffectInDoubtError(recorded)
+            if last.effect == "intent":  # in doubt (not settled not done)
+                if check is not None:
+                    result = await _called(check, last)
+                    if result is not NOT_DONE:
+                        return await self._done(key, result)
+                elif not idempotent:
+                    raise self._in_doubt(last)
             # Take the key again, as only one of the runs resuming it may.
             again = intent.model_copy(update={"at": now_rfc3339()})
-            assert found.last is not None
-            taken = await self._journal.append_unless(
-                partial(_moved, key, found.last), _line(again)
-            )
-            if taken is not None:  # another run resumed it first
+            while taken := await self._journal.append_unless(
+                partial(_moved, key, last), _line(again)
+            ):  # another run resumed it first, or an operator settled it
                 if taken.outcome is not None:
                     return _recorded(taken.outcome)
-                raise EffectInDoubtError(taken.last or recorded)
+                if taken.last is None or taken.last.effect == "intent":
+                    raise self._in_doubt(taken.last or last)
+                last = taken.last  # settled not done meanwhile: take it again
         try:
             result = await _called(call)
         except Exception as exc:
@@ -342,6 +390,63 @@ class EffectLog:
             await self._append(Effect(effect="failed", key=key, error=error, at=now_rfc3339()))
             raise
         return await self._done(key, result)
+
+    def _in_doubt(self, intent: Effect) -> EffectInDoubtError:
+        return EffectInDoubtError(intent, journal=self._name, options=self._options)
+
+    async def settle(
+        self,
+        key: str,
+        outcome: Settled,
+        *,
+        reason: str,
+        result: Any = None,
+        by: str | None = None,
+    ) -> Effect:
+        """Settle an effect in doubt as an operator found it in the world
+        (``sessionstore journal NAME --settle KEY ...`` runs this).
+
+        The outcome is recorded, with the time, ``reason`` and ``by``, as the
+        line a run would have written: ``done`` (``result`` is what every
+        later run of the key returns), ``failed`` (they raise
+        `EffectFailedError` with ``reason``), or ``not-done`` (the effect did
+        not happen: the next run of the key runs it, as if a ``check`` had
+        said `NOT_DONE`). The look and the write are one step under the
+        journal's lock, as `once`'s are: of two settles, or a settle and a
+        run resuming the key, one comes first and the other sees it. Settle
+        only once the run that started the effect is gone: one still
+        running writes its own outcome after, and the last outcome stands.
+
+        Args:
+            key: the effect's key (as `read` and ``journal --in-doubt`` list it).
+            outcome: ``done``, ``not-done`` or ``failed``.
+            reason: why (what was found, and where), recorded.
+            result: a ``done``'s result (any JSON value, or a pydantic model).
+            by: who settles it, recorded.
+
+        Returns:
+            The line recorded.
+
+        Raises:
+            EffectNotInDoubtError: no effect ``key``, or it is not in doubt
+                (done, failed, or settled not done already).
+            ConfigurationError: an outcome not in `SETTLED`, an empty
+                reason, or a result given to another outcome than ``done``.
+        """
+        if outcome not in SETTLED:
+            raise ConfigurationError(
+                f"an effect is settled done, not-done or failed, not {outcome!r}"
+            )
+        if not reason.strip():
+            raise ConfigurationError(f"settling effect {key!r} needs a reason: what was found")
+        if result is not None and outcome != "done":
+            raise ConfigurationError(f"only an effect settled done has a result, not {outcome}")
+        kept = _json(result) if outcome == "done" else None
+        line = Effect(effect=outcome, key=key, result=kept, reason=reason, by=by, at=now_rfc3339())
+        refused = await self._journal.append_unless(partial(_unsettled, key), _line(line))
+        if refused is not None:
+            raise EffectNotInDoubtError(key, refused.last, journal=self._name)
+        return line
 
     async def _done(self, key: str, result: Any) -> Any:
         kept = _json(result)
@@ -363,14 +468,13 @@ class EffectLog:
 
         Raises:
             EffectInDoubtError, EffectFailedError: it has no result.
-            KeyError: no such effect.
+            KeyError: no such effect, or one settled not done (as if never run).
         """
         found = _find(key, _lines(await self._journal.read_bytes()))
-        if found is None:
+        if found is None or found.last is None or found.last.effect == "not-done":
             raise KeyError(key)
         if found.outcome is None:
-            assert found.intent is not None
-            raise EffectInDoubtError(found.intent)
+            raise self._in_doubt(found.last)
         return _recorded(found.outcome)
 
     async def read(self) -> list[EffectState]:
@@ -416,16 +520,26 @@ def _take(states: dict[str, EffectState], line: bytes) -> None:
             states[effect.key] = EffectState(
                 effect.key, "in doubt", effect.tool, effect.session, effect.args, effect.at
             )
+        elif held.state == "not done":  # run again after it was settled not done
+            states[effect.key] = replace(
+                held, state="in doubt", finished=None, error=None, size=0, reason=None, by=None
+            )
         return
     base = held or EffectState(effect.key, "in doubt", None, None, None, None)
+    failed = effect.effect == "failed"
     states[effect.key] = EffectState(
         base.key,
-        "done" if effect.effect == "done" else "failed",
+        _STATES[effect.effect],
         base.tool,
         base.session,
         base.args,
         base.started,
         effect.at,
-        effect.error,
+        effect.error or (effect.reason if failed else None),
         len(line),
+        effect.reason,
+        effect.by,
     )
+
+
+_STATES: Final[dict[str, State]] = {"done": "done", "failed": "failed", "not-done": "not done"}

@@ -30,6 +30,7 @@ backend and chained (``raise StorageError(...) from exc``): no ``OSError``,
 from __future__ import annotations
 
 import re
+import shlex
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ __all__ = [
     "EffectConflictError",
     "EffectFailedError",
     "EffectInDoubtError",
+    "EffectNotInDoubtError",
     "EncryptionKeyError",
     "EntryNotFoundError",
     "InvalidCursorError",
@@ -269,20 +271,76 @@ class ArchiveError(SessionStoreError):
 class EffectInDoubtError(SessionStoreError):
     """An effect was started and has no outcome: a crash came between its
     intent and its outcome (or it is running elsewhere). Whether it
-    happened is unknown; it is not run again.
+    happened is unknown; it is not run again. The message says how to
+    settle it: the ``sessionstore journal ... --settle`` commands, when the
+    journal is known and the command line can reach its store.
 
     Attributes:
         intent: the recorded intent (key, tool, digest of the arguments,
             session, time).
+        journal: the name of the journal it belongs to, when known.
+        options: the ``sessionstore`` options that open its store, when
+            the command line can reach it.
     """
 
-    def __init__(self, intent: Effect) -> None:
+    def __init__(
+        self,
+        intent: Effect,
+        *,
+        journal: str | None = None,
+        options: tuple[str, ...] | None = None,
+    ) -> None:
+        where = "" if journal is None else f" in journal {journal!r}"
         super().__init__(
-            f"effect {intent.key!r} ({intent.tool}) is in doubt: started at {intent.at} and "
-            "never finished (a crash, or still running elsewhere); check whether it happened "
-            "(check=), or say it may run again (idempotent=True)"
+            f"effect {intent.key!r} ({intent.tool}){where} is in doubt: started at {intent.at} "
+            "and never finished (a crash, or still running elsewhere). When no process runs "
+            "it any more, find out whether it happened, then settle it:\n"
+            + _settle_commands(intent.key, journal, options)
+            + "\nor, in code, give the call check= (to find out) or idempotent=True "
+            "(it may run again)"
         )
         self.intent = intent
+        self.journal = journal
+        self.options = options
+
+
+def _settle_commands(key: str, journal: str | None, options: tuple[str, ...] | None) -> str:
+    """The lines that settle ``key``: commands, or the call where the
+    command line cannot reach the store (a memory store)."""
+    if journal is None or options is None:
+        return "\n".join(
+            f"  await journal.effects.settle({key!r}, {outcome}, reason=...)"
+            for outcome in ("'done', result=...", "'not-done'", "'failed'")
+        )
+    start = shlex.join(["sessionstore", *options, "journal", journal, "--settle", key])
+    return "\n".join(
+        f"  {start} {outcome} --reason WHY"
+        for outcome in ("done --result JSON", "not-done", "failed")
+    )
+
+
+class EffectNotInDoubtError(SessionStoreError):
+    """An effect asked to be settled is not in doubt: it has an outcome, or
+    it was never started.
+
+    Attributes:
+        key: its key.
+        standing: its last line (its outcome), or None when no such effect.
+    """
+
+    def __init__(self, key: str, standing: Effect | None, *, journal: str | None = None) -> None:
+        where = "" if journal is None else f" in journal {journal!r}"
+        if standing is None:
+            message = f"no effect {key!r}{where}: nothing to settle"
+        else:
+            state = standing.effect.replace("-", " ")
+            message = (
+                f"effect {key!r}{where} is not in doubt: {state} at {standing.at}; "
+                "only an effect in doubt is settled"
+            )
+        super().__init__(message)
+        self.key = key
+        self.standing = standing
 
 
 class EffectFailedError(SessionStoreError):
@@ -290,11 +348,17 @@ class EffectFailedError(SessionStoreError):
     fails again the same way rather than running.
 
     Attributes:
-        outcome: the recorded ``failed`` line (its ``error``).
+        outcome: the recorded ``failed`` line (its ``error``; a settled
+            one's ``reason``).
     """
 
     def __init__(self, outcome: Effect) -> None:
-        super().__init__(f"effect {outcome.key!r} failed at {outcome.at}: {outcome.error}")
+        if outcome.reason is None:
+            error = outcome.error
+        else:
+            by = "" if outcome.by is None else f" by {outcome.by}"
+            error = f"settled failed{by}: {outcome.reason}"
+        super().__init__(f"effect {outcome.key!r} failed at {outcome.at}: {error}")
         self.outcome = outcome
 
 

@@ -363,8 +363,9 @@ class Effect(_Record):
     intent, made durable before it runs, or its outcome, after.
 
     Attributes:
-        effect: ``intent`` (about to run), ``done`` (it ran: ``result``) or
-            ``failed`` (it raised: ``error``).
+        effect: ``intent`` (about to run), ``done`` (it ran: ``result``),
+            ``failed`` (it raised: ``error``) or ``not-done`` (an operator
+            found it did not happen: the next run of the key runs it).
         key: what names the effect across runs (by default the session and
             the model's tool-call id).
         tool: the intent's tool name.
@@ -372,18 +373,22 @@ class Effect(_Record):
         session: the intent's session id, when it belongs to one.
         result: a ``done``'s result, any JSON value (written even when null).
         error: a ``failed``'s error, as text.
+        reason: on an outcome an operator settled (`EffectLog.settle`), why.
+        by: on an outcome an operator settled, who (when given).
         at: RFC 3339 time the line was written.
     """
 
     model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
 
-    effect: Literal["intent", "done", "failed"]
+    effect: Literal["intent", "done", "failed", "not-done"]
     key: str
     tool: str | None = None
     args: str | None = None
     session: str | None = None
     result: Any = None
     error: str | None = None
+    reason: str | None = None
+    by: str | None = None
     at: str
 
 

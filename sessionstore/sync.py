@@ -45,7 +45,7 @@ from types import EllipsisType, TracebackType
 from typing import Any, Self, TypeVar
 
 from sessionstore.backends import open_store as open_async_store
-from sessionstore.effects import EffectLog, EffectState
+from sessionstore.effects import EffectLog, EffectState, Settled
 from sessionstore.errors import ClosedError, StorageError
 from sessionstore.journal import Journal
 from sessionstore.models import (
@@ -502,6 +502,19 @@ class SyncEffects:
             )
         except _Interrupted as interrupted:  # raised here, in the caller's thread
             raise interrupted.raised from None
+
+    def settle(
+        self,
+        key: str,
+        outcome: Settled,
+        *,
+        reason: str,
+        result: Any = None,
+        by: str | None = None,
+    ) -> Effect:
+        return self._loop.run(
+            self._effects.settle(key, outcome, reason=reason, result=result, by=by)
+        )
 
     def read(self) -> builtins.list[EffectState]:
         return self._loop.run(self._effects.read())

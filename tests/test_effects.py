@@ -10,9 +10,10 @@ import threading
 
 import pytest
 
-from sessionstore import EffectConflictError
+from sessionstore import Effect, EffectConflictError
 from sessionstore.effects import args_digest
 from sessionstore.sync import open_store
+from sessionstore.wire import decode_effect, encode
 
 
 def test_a_digest_is_the_same_in_every_process() -> None:
@@ -60,3 +61,12 @@ def test_an_effect_that_exits_reaches_the_caller_and_is_left_in_doubt() -> None:
             effects.once(leave, tool="t", key="k")
         assert [state.state for state in effects.read()] == ["in doubt"]
         assert effects.once(lambda: "ok", tool="t", key="k", idempotent=True) == "ok"
+
+
+def test_a_settled_outcome_is_a_line_with_its_reason_and_who() -> None:
+    line = Effect(effect="not-done", key="k", reason="not sent", by="ada", at="t")
+    text = '{"effect":"not-done","key":"k","reason":"not sent","by":"ada","at":"t"}'
+    assert encode(line) == text
+    assert decode_effect(text) == line
+    done = Effect(effect="done", key="k", result=None, reason="found", at="t")
+    assert encode(done) == '{"effect":"done","key":"k","result":null,"reason":"found","at":"t"}'

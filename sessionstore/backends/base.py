@@ -706,10 +706,17 @@ class JournalBase(abc.ABC):
     def _effects_journal(self) -> JournalBase:
         """The journal this one keeps its effects in (`sessionstore.effects`)."""
 
+    def _effects_place(self) -> tuple[str | None, tuple[str, ...] | None]:
+        """The journal's name, and the ``sessionstore`` options that open its
+        store (None: the command line cannot reach it), for the commands an
+        effect in doubt says to run."""
+        return None, None
+
     @property
     def effects(self) -> EffectLog:
         """This journal's effects; see `SessionJournal.effects`."""
-        return EffectLog(self._effects_journal())
+        name, options = self._effects_place()
+        return EffectLog(self._effects_journal(), name=name, options=options)
 
     async def erase(self, *, reason: str) -> Erasure | None:
         """Remove the journal whole, and its effects; see `SessionJournal.erase`."""

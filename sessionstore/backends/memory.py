@@ -370,6 +370,9 @@ class _MemoryJournal(JournalBase):
                 history.extend(checked)
             return seen
 
+    def _effects_place(self) -> tuple[str | None, tuple[str, ...] | None]:
+        return self._name, None  # no other process sees a memory store
+
     def _effects_journal(self) -> _MemoryJournal:
         name = self._name + EFFECTS_SUFFIX
         return _MemoryJournal(self._journals, self._erasures, name, self._check_open)

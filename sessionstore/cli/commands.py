@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import hashlib
 import sys
 from collections import Counter
@@ -28,11 +29,12 @@ from sessionstore.cli.output import (
     progress_bar,
     table,
 )
-from sessionstore.effects import EffectState
-from sessionstore.errors import validate_session_id
+from sessionstore.effects import SETTLED, EffectState
+from sessionstore.errors import InvalidRecordError, validate_session_id
 from sessionstore.models import SessionMeta
 from sessionstore.store import SessionStore
 from sessionstore.verify import verify_store
+from sessionstore.wire import decode_value
 
 if TYPE_CHECKING:
     from sessionstore.journal import Journal
@@ -186,6 +188,8 @@ async def run_verify(args: argparse.Namespace) -> int:
 
 
 async def run_journal(args: argparse.Namespace) -> int:
+    if args.settle is not None:
+        return await _settle(args)
     if args.in_doubt:
         return await _in_doubt(args)
     if args.name is None:
@@ -215,8 +219,10 @@ async def run_journal(args: argparse.Namespace) -> int:
     if effects:
         _effects_table(f"effects of {args.name}", effects)
         tally = Counter(state.state for state in effects)
+        not_done = f", {tally['not done']} not done" if tally["not done"] else ""
         print(
-            f"effects: {tally['done']} done, {tally['failed']} failed, {tally['in doubt']} in doubt"
+            f"effects: {tally['done']} done, {tally['failed']} failed, "
+            f"{tally['in doubt']} in doubt{not_done}"
         )
     return 0
 
@@ -232,7 +238,7 @@ async def _check_journal(store: SessionStore, name: str) -> None:
 
 
 def _effects_table(title: str, effects: list[EffectState]) -> None:
-    columns = ("key", "state", "tool", "session", "started", "finished", "error")
+    columns = ("key", "state", "tool", "session", "started", "finished", "error", "settled")
     rows = [
         (
             state.key,
@@ -242,10 +248,18 @@ def _effects_table(title: str, effects: list[EffectState]) -> None:
             moment(state.started or ""),
             moment(state.finished or ""),
             state.error or "-",
+            _settled(state),
         )
         for state in effects
     ]
     table(title, columns, rows, whole=("key",))
+
+
+def _settled(state: EffectState) -> str:
+    """Who settled an effect, and why ("-": it finished by itself)."""
+    if state.reason is None:
+        return "-"
+    return state.reason if state.by is None else f"{state.by}: {state.reason}"
 
 
 async def _in_doubt(args: argparse.Namespace) -> int:
@@ -273,7 +287,67 @@ async def _in_doubt(args: argparse.Namespace) -> int:
     table("effects in doubt", columns, rows, whole=("journal", "key"))
     where = f"journal {args.name}" if args.name is not None else counted(len(names), "journal")
     print(f"{counted(len(found), 'effect')} in doubt in {where}")
+    if found:
+        err_console.print(
+            Text(
+                "once you know whether each happened: sessionstore journal NAME --settle KEY "
+                "done --result JSON | not-done | failed, with --reason TEXT (docs/effects.md)"
+            )
+        )
     return 1 if found else 0
+
+
+async def _settle(args: argparse.Namespace) -> int:
+    """Settle an effect in doubt as the operator found it in the world."""
+    key, outcome = args.settle
+    if args.name is None:
+        raise Refused("journal --settle needs the journal's NAME: journal NAME --settle KEY ...")
+    if outcome not in SETTLED:
+        raise Refused(f"--settle {key} {outcome}: the outcome is done, not-done or failed")
+    if args.reason is None:
+        raise Refused(f"--settle {key} {outcome} needs --reason TEXT: what you found, and where")
+    if (args.result is None) == (outcome == "done"):
+        raise Refused(
+            f"--settle {key} done needs --result JSON: what the effect returned"
+            if outcome == "done"
+            else f"--settle {key} {outcome} takes no --result: only a done effect has one"
+        )
+    try:
+        result = None if args.result is None else decode_value(args.result)
+    except InvalidRecordError as exc:
+        raise Refused(
+            f"--result is not JSON ({exc}); a string goes in quotes: '\"sent\"'"
+        ) from None
+    async with opened(args, read=True) as store:
+        await _check_journal(store, args.name)
+        effects = store.journal(args.name).effects
+        line = await effects.settle(
+            key, outcome, result=result, reason=args.reason, by=args.by or _login()
+        )
+        state = await effects.find(key)
+    tool = "" if state is None or state.tool is None else f" ({state.tool})"
+    by = "" if line.by is None else f" by {line.by}"
+    said = outcome.replace("-", " ")
+    print(escaped(f"settled effect {key!r}{tool} in journal {args.name}: {said}{by} at {line.at}"))
+    print(escaped(f"  reason: {args.reason}"))
+    print(escaped(_NEXT[outcome]))
+    return 0
+
+
+_NEXT = {
+    "done": "its next run returns that result without running it",
+    "not-done": "its next run runs it",
+    "failed": "its next run fails with that reason without running it",
+}
+
+
+def _login() -> str | None:
+    """The operator's login name, recorded as who settled; None when the
+    system knows none."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name, and no user database entry
+        return None
 
 
 async def run_demo(args: argparse.Namespace) -> int:

@@ -442,15 +442,37 @@ def build_parser() -> argparse.ArgumentParser:
         common,
         "journal",
         "commands",
-        "show an agent's crash-recovery journal and its side effects",
+        "show an agent's crash-recovery journal and its side effects; settle an effect in doubt",
         "sessionstore journal demo-agent",
         "sessionstore journal --in-doubt   # every journal's effects in doubt; exit 1 if any",
+        'sessionstore journal mailer --settle chat-1:call_7 done --result \'{"id": "m-7"}\' '
+        "--reason 'in the sent folder'",
+        "sessionstore journal mailer --settle chat-1:call_7 not-done --reason 'not sent: run it'",
     )
     journal.add_argument("name", nargs="?", help="the journal name (all of them, with --in-doubt)")
     journal.add_argument(
         "--in-doubt",
         action="store_true",
         help="only the effects started and never finished (a crash between); exit 1 if any",
+    )
+    journal.add_argument(
+        "--settle",
+        nargs=2,
+        metavar=("KEY", "OUTCOME"),
+        help="settle the effect KEY, in doubt, as you found it: done (its next run returns "
+        "--result), not-done (its next run runs it) or failed (its next run fails with "
+        "--reason); recorded with the time, --reason and --by",
+    )
+    journal.add_argument(
+        "--result",
+        metavar="JSON",
+        help="--settle KEY done: what the effect returned, as JSON (a string in quotes)",
+    )
+    journal.add_argument(
+        "--reason", metavar="TEXT", help="--settle: what you found, and where (recorded)"
+    )
+    journal.add_argument(
+        "--by", metavar="NAME", help="--settle: who settles it (default: your login name)"
     )
     keys = _command(
         commands,

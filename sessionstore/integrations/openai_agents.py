@@ -70,6 +70,7 @@ from typing import Any, Self, TypeAlias, cast, overload
 
 try:
     from agents import FunctionTool, TResponseInputItem
+    from agents.exceptions import AgentsException
     from agents.memory import SessionSettings
     from agents.memory.session_settings import coerce_session_settings
     from agents.tool_context import ToolContext
@@ -84,6 +85,7 @@ from sessionstore import (
     ClosedError,
     CorruptSessionError,
     Effect,
+    EffectInDoubtError,
     EffectLog,
     InvalidRecordError,
     Message,
@@ -101,6 +103,7 @@ __all__ = [
     "MARKER",
     "InvalidItemError",
     "StoreSession",
+    "ToolCallInDoubtError",
     "continue_turn",
     "item_from_message",
     "message_from_item",
@@ -455,6 +458,12 @@ def _close_async(store: SessionStore) -> None:
     run_blocking(store.close)
 
 
+class ToolCallInDoubtError(EffectInDoubtError, AgentsException):
+    """A `once_tool` call in doubt: the `EffectInDoubtError` itself, which
+    the Runner lets through as it is (it wraps any other error of a tool in
+    a ``UserError``), so the run ends with the commands that settle it."""
+
+
 def once_tool(
     tool: FunctionTool,
     effects: EffectLog,
@@ -482,7 +491,8 @@ def once_tool(
         key: what names a call instead, from its ``ToolContext`` and its
             JSON arguments.
         check, idempotent: for a call in doubt (see `EffectLog.once`); without
-            either, `EffectInDoubtError` ends the run.
+            either, `ToolCallInDoubtError` (an `EffectInDoubtError`) ends the
+            run, saying how to settle the call; it is never told to the model.
 
     What the tool returns is recorded as JSON (its text, for what is not JSON).
     """
@@ -513,7 +523,23 @@ def once_tool(
             idempotent=idempotent,
         )
 
-    return dataclasses.replace(tool, on_invoke_tool=on_invoke_tool)
+    return dataclasses.replace(tool, on_invoke_tool=_in_doubt_as_itself(on_invoke_tool))
+
+
+def _in_doubt_as_itself(
+    invoke: Callable[[ToolContext[Any], str], Awaitable[Any]],
+) -> Callable[[ToolContext[Any], str], Awaitable[Any]]:
+    """``invoke``, an `EffectInDoubtError` it raises made a `ToolCallInDoubtError`."""
+
+    async def invoked(context: ToolContext[Any], arguments: str) -> Any:
+        try:
+            return await invoke(context, arguments)
+        except EffectInDoubtError as exc:
+            raise ToolCallInDoubtError(
+                exc.intent, journal=exc.journal, options=exc.options
+            ) from None
+
+    return invoked
 
 
 async def _turn_key(

@@ -11,9 +11,11 @@ import pytest
 
 from sessionstore.effects import NOT_DONE
 from sessionstore.errors import (
+    ConfigurationError,
     EffectConflictError,
     EffectFailedError,
     EffectInDoubtError,
+    EffectNotInDoubtError,
     InvalidRecordError,
 )
 from sessionstore.journal import Journal, JournalSession
@@ -25,6 +27,11 @@ from sessionstore.timestamps import Timestamp
 class Crash(BaseException):
     """Stands for a process killed while its effect ran: not an `Exception`,
     so no failure is recorded and the effect is left in doubt."""
+
+
+def crash() -> None:
+    """An effect cut short: the process dies while it runs."""
+    raise Crash
 
 
 class Tool:
@@ -237,3 +244,136 @@ class EffectsContract:
             assert runs.runs == 1
             assert "done" in outcomes
             assert set(outcomes) <= {"done", "in doubt"}
+
+    async def test_an_effect_settled_done_gives_back_its_result_and_never_runs(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        effects = (await journal_backend.open()).effects
+        with pytest.raises(Crash):
+            await effects.once(crash, tool="send", args={"to": "a"}, session="s", key="k")
+        # The operator found the mail in the sent folder.
+        reason = "in the sent folder: message m-7"
+        line = await effects.settle("k", "done", result={"id": "m-7"}, reason=reason, by="ada")
+        assert (line.effect, line.result, line.reason, line.by) == (
+            "done",
+            {"id": "m-7"},
+            reason,
+            "ada",
+        )
+        send = Tool()
+        again = (await journal_backend.open()).effects
+        assert await again.once(send, tool="send", args={"to": "a"}, key="k") == {"id": "m-7"}
+        assert send.runs == 0
+        assert await again.result("k") == {"id": "m-7"}
+        assert await again.in_doubt() == []
+        (state,) = await again.read()
+        assert (state.state, state.tool, state.session) == ("done", "send", "s")
+        assert (state.reason, state.by, state.finished) == (reason, "ada", line.at)
+
+    async def test_an_effect_settled_failed_fails_again_with_the_reason(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        effects = (await journal_backend.open()).effects
+        with pytest.raises(Crash):
+            await effects.once(crash, tool="charge", key="k")
+        await effects.settle("k", "failed", reason="the provider refused the card")
+        send = Tool()
+        with pytest.raises(EffectFailedError, match="settled failed: the provider refused"):
+            await effects.once(send, tool="charge", key="k")
+        assert send.runs == 0
+        (state,) = await effects.read()
+        assert (state.state, state.error) == ("failed", "the provider refused the card")
+
+    async def test_an_effect_settled_not_done_runs_on_its_next_run_once(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        effects = (await journal_backend.open()).effects
+        with pytest.raises(Crash):
+            await effects.once(crash, tool="send", key="k")
+        await effects.settle("k", "not-done", reason="not in the sent folder")
+        (state,) = await effects.read()
+        assert (state.state, state.reason) == ("not done", "not in the sent folder")
+        assert await effects.in_doubt() == []
+        with pytest.raises(KeyError):
+            await effects.result("k")
+        send = Tool("sent")
+        assert await effects.once(send, tool="send", key="k") == "sent"
+        assert await effects.once(send, tool="send", key="k") == "sent"
+        assert send.runs == 1
+        (state,) = await effects.read()
+        assert (state.state, state.reason) == ("done", None)
+        # Run again and cut short again: in doubt again, and settled again.
+        with pytest.raises(Crash):
+            await effects.once(crash, tool="send", key="k2")
+        await effects.settle("k2", "not-done", reason="not sent")
+        with pytest.raises(Crash):
+            await effects.once(crash, tool="send", key="k2")
+        assert [state.key for state in await effects.in_doubt()] == ["k2"]
+        await effects.settle("k2", "done", result="sent by hand", reason="sent it myself")
+        assert await effects.once(send, tool="send", key="k2") == "sent by hand"
+        assert send.runs == 1
+
+    async def test_only_an_effect_in_doubt_is_settled(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        effects = (await journal_backend.open()).effects
+        await effects.once(Tool(), tool="send", key="done")
+        with pytest.raises(EffectNotInDoubtError, match="no effect 'nope'"):
+            await effects.settle("nope", "done", reason="r")
+        with pytest.raises(EffectNotInDoubtError, match=r"'done'.* is not in doubt: done at"):
+            await effects.settle("done", "not-done", reason="r")
+        with pytest.raises(Crash):
+            await effects.once(crash, tool="send", key="k")
+        for outcome, options in (
+            ("maybe", {}),
+            ("done", {"reason": " "}),
+            ("failed", {"result": "x"}),
+        ):
+            with pytest.raises(ConfigurationError):
+                await effects.settle("k", outcome, **{"reason": "r", **options})  # type: ignore[arg-type]
+        await effects.settle("k", "not-done", reason="r")
+        with pytest.raises(EffectNotInDoubtError, match=r"'k'.* not in doubt: not done at"):
+            await effects.settle("k", "done", reason="r")
+        states = {state.key: state.state for state in await effects.read()}
+        assert states == {"done": "done", "k": "not done"}
+
+    async def test_settles_racing_each_other_and_runs_resuming_the_effect_land_once(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        journals = [await journal_backend.open() for _ in range(6)]
+        with pytest.raises(Crash):
+            await journals[0].effects.once(crash, tool="charge", key="k")
+        charge = Tool("charged")
+
+        async def not_yet(intent: Effect) -> object:
+            await asyncio.sleep(0)  # asks the payment service: every run hears "no"
+            return NOT_DONE
+
+        async def resume(index: int) -> Any:
+            try:
+                effects = journals[index].effects
+                return await effects.once(charge, tool="charge", key="k", check=not_yet)
+            except EffectInDoubtError:  # another run took it up first
+                return "in doubt"
+
+        async def settle(index: int) -> Any:
+            try:
+                effects = journals[index].effects
+                await effects.settle("k", "done", result="found", reason="in the provider's log")
+            except EffectNotInDoubtError:  # another settle, or a run, came first
+                return "refused"
+            return "settled"
+
+        outcomes = await asyncio.gather(
+            *(settle(index) for index in range(3)), *(resume(index) for index in range(3, 6))
+        )
+        settles, runs = outcomes[:3], outcomes[3:]
+        assert charge.runs <= 1
+        assert settles.count("settled") <= 1
+        final = await journals[0].effects.once(charge, tool="charge", key="k")
+        if charge.runs == 0:  # a settle came first: every run got its result
+            assert settles.count("settled") == 1
+            assert (set(runs), final) == ({"found"}, "found")
+        else:
+            assert set(runs) <= {"charged", "in doubt", "found"}
+            assert final in ("charged", "found")

@@ -47,6 +47,7 @@ from sessionstore.wire.decoding import (
     decode_message,
     decode_meta,
     decode_title_change,
+    decode_value,
 )
 from sessionstore.wire.encoding import (
     Record,
@@ -71,6 +72,7 @@ __all__ = [
     "decode_message",
     "decode_meta",
     "decode_title_change",
+    "decode_value",
     "encode",
     "encode_line",
     "encode_string",

@@ -427,6 +427,17 @@ def decode_effect(data: str | bytes | bytearray | memoryview) -> Effect:
     return _validate(Effect, _known(obj, Effect), "effect")
 
 
+def decode_value(data: str | bytes | bytearray | memoryview) -> Any:
+    """Decode any JSON value, as strictly as a line (an effect's result an
+    operator gives: ``sessionstore journal --settle KEY done --result JSON``).
+
+    Raises:
+        InvalidRecordError: not JSON; the message says where.
+    """
+    value, _ = _parse_json(_text_of(data))
+    return value
+
+
 def decode_title_change(data: str | bytes | bytearray | memoryview) -> TitleChange:
     """Decode a title change (a line of a JSONL store's title file).
 

@@ -245,7 +245,9 @@ def _encode_record(record: Record, out: list[str]) -> None:
         if record.effect == "done":
             out.append(',"result":')
             _encode_value(record.result, out, 1, "result")
-        out.append(_opt("error", record.error) + ',"at":' + _escape(record.at) + "}")
+        for name in ("error", "reason", "by"):
+            out.append(_opt(name, getattr(record, name)))
+        out.append(',"at":' + _escape(record.at) + "}")
     elif isinstance(record, ArchivedKey):
         out.append(
             '{"key":'

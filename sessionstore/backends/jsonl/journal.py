@@ -187,6 +187,12 @@ class FileJournal(JournalBase):
                 raise
             os.close(fd)  # erased while we waited: start the journal again
 
+    def _effects_place(self) -> tuple[str | None, tuple[str, ...] | None]:
+        if self._erasures is None:  # a journal of its own, in no store
+            return None, None
+        store = self._path.parent.parent.parent  # <dir>/journals/<name>/session_journal.jsonl
+        return self._path.parent.name, ("--db", str(store))
+
     def _effects_journal(self) -> FileJournal:
         return FileJournal(self._path.with_name(EFFECTS_FILE))
 

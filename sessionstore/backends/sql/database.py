@@ -127,6 +127,9 @@ class Database:
 
     Attributes:
         where: the database, fit for messages (no password).
+        target: the database as ``sessionstore --db`` takes it: a SQLite
+            file's path, else its URL without the password (which the
+            driver finds as for any connection: ``PGPASSWORD``, ``~/.pgpass``).
         headers_at: where headers are kept, as an error names it.
         entries_at: where entries are kept, likewise.
     """
@@ -134,6 +137,9 @@ class Database:
     def __init__(self, runner: Runner) -> None:
         self._runner = runner
         self.where = describe(runner.url)
+        url = runner.url
+        sqlite_file = url.get_backend_name() == "sqlite" and url.database
+        self.target = sqlite_file or url.set(password=None).render_as_string(hide_password=False)
         self.headers_at = f"{self.where} sessions"
         self.entries_at = f"{self.where} entries"
         self._writer = WriterLock()

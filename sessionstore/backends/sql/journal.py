@@ -112,6 +112,10 @@ class SqlJournal(JournalBase):
     ) -> _T | None:
         return await self._add([*raw_journal_lines(lines)], found)
 
+    def _effects_place(self) -> tuple[str | None, tuple[str, ...] | None]:
+        keys = () if self._database.sealer is None else ("--key-file", "KEYS")
+        return self._name, ("--db", self._database.target, *keys)
+
     def _effects_journal(self) -> SqlJournal:
         return SqlJournal(self._database, self._name + EFFECTS_SUFFIX)
 
