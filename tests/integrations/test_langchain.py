@@ -373,7 +373,7 @@ async def test_a_clear_racing_an_add_leaves_the_add_on_the_new_session(
     other = SessionStoreChatMessageHistory(async_store, CONVERSATION)
     await other.aadd_messages([HumanMessage("before")])
     racing = ClearFirst(async_store, other)
-    adder = SessionStoreChatMessageHistory(racing, CONVERSATION)  # type: ignore[arg-type]
+    adder = SessionStoreChatMessageHistory(racing, CONVERSATION)  # type: ignore[call-overload]
     await adder.aadd_messages([HumanMessage("during"), AIMessage("reply")])
     assert [m.content for m in await other.aget_messages()] == ["during", "reply"]
     assert len(await async_store.head_history(CONVERSATION)) == 2
