@@ -25,6 +25,7 @@ from sessionstore import (
     open_store,
 )
 from sessionstore.backends.sql.digests import entry_digest, header_digest
+from sessionstore.backends.sql.postings import unpack
 from sessionstore.backends.sql.wordindex import BACKLOG, LONG_WORD
 from sessionstore.store import SearchHit
 from sessionstore.testing.common import stream
@@ -69,13 +70,12 @@ def rows(target: str | Path, query: str, **given: Any) -> list[tuple[Any, ...]]:
 
 
 def word_rows(target: str | Path, word: str) -> int:
-    """How many index rows hold ``word``, whatever the backend."""
+    """How many messages the index holds ``word`` in, whatever the backend."""
     if str(target).startswith("postgresql"):
         query = "SELECT count(*) FROM search_vectors WHERE words @@ CAST(:word AS tsquery)"
         return int(rows(target, query, word=f"'{word}'")[0][0])
-    return int(
-        rows(target, "SELECT count(*) FROM search_words WHERE word = :word", word=word)[0][0]
-    )
+    query = "SELECT batch, postings FROM search_postings WHERE word = :word"  # (seq, hits) each
+    return sum(len(list(unpack(blob, batch))) for batch, blob in rows(target, query, word=word))
 
 
 def mark(db: Path) -> tuple[int, int]:
@@ -299,7 +299,7 @@ async def test_erase_finds_the_rows_of_a_line_that_no_longer_decodes(
     assert word_rows(db, "plum") == 1
     await lite.erase("s", reason="asked")
     assert word_rows(db, "plum") == 0
-    assert rows(db, "SELECT DISTINCT session_pk FROM search_words") == [(1,)]
+    assert rows(db, "SELECT DISTINCT session_pk FROM search_postings") == [(1,)]
 
 
 async def test_rows_of_another_word_rule_are_erased_too(lite: SessionStore, db: Path) -> None:
@@ -308,10 +308,10 @@ async def test_rows_of_another_word_rule_are_erased_too(lite: SessionStore, db: 
     with closing(sqlite3.connect(db, isolation_level=None)) as connection:
         # As if indexed by a Python with other Unicode tables: "tart" was a
         # word then that this rule does not find in the line.
-        connection.execute("INSERT INTO search_words VALUES ('t4rt', 1, 1, 1, 2)")
+        connection.execute("INSERT INTO search_postings VALUES ('t4rt', 1, 1, x'00')")
         connection.execute("UPDATE search_mark SET rule = 'another'")
     await lite.erase("s", reason="asked")
-    assert rows(db, "SELECT count(*) FROM search_words") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM search_postings") == [(0,)]
 
 
 # ---------------------------------------------------------------- word sizes
