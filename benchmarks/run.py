@@ -75,6 +75,11 @@ Sealed (benchmarks/sealed.py): a SQLite store opened with ``keys=``
 (encryption at rest) against the same store plain: an append, a turn, a
 first context, a search, a load of 100,000 entries.
 
+Size (benchmarks/size.py): bytes per turn of a conversation in a SQLite
+store, through openai-agents' StoreSession, against openai-agents'
+SQLiteSession, at 100 and 1,000 turns, each file measured with its
+write-ahead log checkpointed into it.
+
 Memory (benchmarks/memory.py): the peak resident memory of a new process
 importing an archive of about 2 GB (64 MB with --quick) into a new SQLite
 store, and of one exporting that store, against the same process doing
@@ -137,6 +142,7 @@ from postgres import postgres
 from pydantic import Field, TypeAdapter
 from results import Setting, Table, aper_call, per_call, process_seconds, write_report
 from sealed import sealed
+from size import size
 from startup import command_line
 
 import sessionstore
@@ -1047,6 +1053,7 @@ PARTS = (
     "frameworks",
     "postgres",
     "sealed",
+    "size",
     "memory",
 )
 """The parts of a run, in order; ``--only`` picks some."""
@@ -1064,6 +1071,7 @@ async def run(
     framed: list[Table] = []
     served: list[Table] = []
     sealed_: list[Table] = []
+    sized: list[Table] = []
     held: list[Table] = []
     try:
         if "cold-start" in only:
@@ -1091,11 +1099,13 @@ async def run(
             served = await postgres(quick, bench.rounds)
         if "sealed" in only:
             sealed_ = await sealed(quick, bench.rounds)
+        if "size" in only:
+            sized = await size()
         if "memory" in only:
             held = await memory(kept or work, quick)
     finally:
         shutil.rmtree(work)
-    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *held]
+    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *sized, *held]
     return [table for table in tables if table.rows]
 
 
