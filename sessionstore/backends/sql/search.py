@@ -44,7 +44,7 @@ from sessionstore.backends.sql.lineage import END
 from sessionstore.backends.sql.postings import LENGTHS, unpack
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.sealing import open_header
-from sessionstore.backends.sql.tables import search_mark, search_postings, sessions
+from sessionstore.backends.sql.tables import search_mark, sessions
 from sessionstore.backends.sql.wordindex import (
     BACKLOG_MESSAGES,
     indexed,
@@ -114,21 +114,32 @@ _SQLITE_PROBE = Query(
 )
 """SQLite: about how many messages hold a word (the bytes of its rows, up to a bound)."""
 
-_SQLITE_ROWS = Query(
-    select(search_postings.c.session_pk, search_postings.c.batch, search_postings.c.postings)
-    .where(search_postings.c.word == bindparam("word"))
-    .order_by(search_postings.c.session_pk, search_postings.c.batch)
-)
-"""SQLite: a word's rows."""
 
-_SQLITE_ROW = Query(
-    select(search_postings.c.postings).where(
-        search_postings.c.word == bindparam("word"),
-        search_postings.c.session_pk == bindparam("pk"),
-        search_postings.c.batch == bindparam("batch"),
+def _sqlite_rows(others: int) -> Query:
+    """SQLite: the rows of the word ``driver`` (``session_pk``, ``batch``,
+    ``postings``), each with the lengths of its batch and the rows of the
+    ``others`` words ``w1``, ``w2``... at its key, a batch lacking one left
+    out: SQLite looks them up, not a statement each. CROSS JOIN keeps the
+    driver first."""
+    joined = ["lengths", *(f"w{n}" for n in range(1, others + 1))]
+    on = " ".join(
+        f"AND {alias}.word = :{alias} AND {alias}.session_pk = d.session_pk "
+        f"AND {alias}.batch = d.batch"
+        for alias in joined
     )
-)
-"""SQLite: a word's row of one session's batch, where a message's other words are."""
+    return Query(
+        text(
+            "SELECT d.session_pk, d.batch, d.postings, "
+            + ", ".join(f"{alias}.postings" for alias in joined)
+            + " FROM search_postings AS d "
+            + " ".join(f"CROSS JOIN search_postings AS {alias}" for alias in joined)
+            + f" WHERE d.word = :driver {on} ORDER BY d.session_pk, d.batch"
+        )
+    )
+
+
+_SQLITE_ROWS = tuple(_sqlite_rows(others) for others in range(8))
+"""`_sqlite_rows` of up to seven other words; a longer query makes its own."""
 
 _MARK = Query(select(search_mark.c.indexed))
 
@@ -266,21 +277,21 @@ def _from_postings(
 
 def _holding(conn: Connection, driver: str, others: list[str]) -> Iterator[tuple[float, int, int]]:
     """SQLite: ``(-score, pk, seq)`` of each message holding ``driver`` and
-    every word of ``others``: the driver's rows, each looked up at its key
-    for the others and for the messages' lengths."""
-    for pk, batch, blob in _SQLITE_ROWS.all(conn, word=driver):
+    every word of ``others``: the driver's rows, each with the rows of the
+    others and the lengths at its key."""
+    statement = _SQLITE_ROWS[len(others)] if len(others) < 8 else _sqlite_rows(len(others))
+    given = {f"w{n}": word for n, word in enumerate(others, 1)}
+    for pk, batch, blob, lengths, *held in statement.all(
+        conn, driver=driver, lengths=LENGTHS, **given
+    ):
         found = dict(unpack(blob, batch))
-        for other in [*others, LENGTHS]:
-            row = _SQLITE_ROW.first(conn, word=other, pk=pk, batch=batch)
-            held = dict(unpack(row[0], batch)) if row is not None else {}
-            if other == LENGTHS:
-                for seq, hits in found.items():
-                    if held.get(seq):  # a length of 0 or none: no message of words
-                        yield -score(hits, held[seq]), pk, seq
-            else:
-                found = {seq: hits + held[seq] for seq, hits in found.items() if seq in held}
-                if not found:
-                    break
+        for row in held:
+            hits = dict(unpack(row, batch))
+            found = {seq: count + hits[seq] for seq, count in found.items() if seq in hits}
+        sizes = dict(unpack(lengths, batch))
+        for seq, count in found.items():
+            if sizes.get(seq):  # a length of 0 or none: no message of words
+                yield -score(count, sizes[seq]), pk, seq
 
 
 def _rarest(conn: Connection, keys: list[str]) -> str | None:
