@@ -126,6 +126,30 @@ async def test_messages_indexed_and_in_the_backlog_are_both_found(
     assert len({(h.session_id, h.seq) for h in both}) == len(both) == BACKLOG + 1
 
 
+async def test_the_index_takes_less_than_the_lines_it_indexes(lite: SessionStore, db: Path) -> None:
+    # 512 messages of 40 words, 36 different on average: 20 common ones, and
+    # 20 drawn from 2,000 rarer ones, held by a few messages each.
+    words = [f"word{n}" for n in range(2000)]
+    texts = [
+        " ".join(
+            [*(f"c{k}" for k in range(20)), *(words[(n * 37 + k * 101) % 2000] for k in range(20))]
+        )
+        for n in range(2 * BACKLOG)
+    ]
+    await lite.create(SessionMeta(id="s"))
+    for n, said in enumerate(texts):  # appended one by one, as a conversation is
+        await lite.append("s", message(f"m{n}", said))
+    assert mark(db)[0] == mark(db)[1]  # all indexed
+    with closing(sqlite3.connect(db)) as connection:
+        lines, index = connection.execute(
+            "SELECT (SELECT sum(length(line)) FROM entries), "
+            "(SELECT sum(pgsize) FROM dbstat WHERE name = 'search_postings')"
+        ).fetchone()
+    # Packed, about 0.6 of them; a row per word per message (19 bytes a
+    # word) took twice the lines.
+    assert index < lines
+
+
 async def test_a_search_pages_on_while_its_backlog_is_indexed(lite: SessionStore, db: Path) -> None:
     await lite.create(SessionMeta(id="s"))
     await lite.append_many("s", [message(f"m{n}", f"pear {'x ' * n}") for n in range(6)])
