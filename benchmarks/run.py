@@ -39,8 +39,8 @@ their floor rows as well: the same rows validated by pydantic itself. An
 append has its floor row too: raw sqlite3 running the statements of an
 append on a database of sessionstore's schema (digest chain, listing,
 search backlog); 50 tasks appending at once theirs: raw sqlite3 writing 50
-appends a transaction, each with a row per distinct word of its message
-(as the word index keeps them), the floor of group commit with that index.
+appends a transaction, with a row per distinct word of the messages of each
+indexed batch (as the word index packs them), the floor of group commit with that index.
 
 Forks: a SQLite fork at an entry of a session of 1,000,000 entries (20,000
 with --quick), timed per fork, against one ``INSERT INTO sessions`` of the
@@ -74,6 +74,11 @@ load against openai-agents' SQLAlchemySession on that server too.
 Sealed (benchmarks/sealed.py): a SQLite store opened with ``keys=``
 (encryption at rest) against the same store plain: an append, a turn, a
 first context, a search, a load of 100,000 entries.
+
+Size (benchmarks/size.py): bytes per turn of a conversation in a SQLite
+store, through openai-agents' StoreSession, against openai-agents'
+SQLiteSession, at 100 and 1,000 turns, each file measured with its
+write-ahead log checkpointed into it.
 
 Memory (benchmarks/memory.py): the peak resident memory of a new process
 importing an archive of about 2 GB (64 MB with --quick) into a new SQLite
@@ -137,6 +142,7 @@ from postgres import postgres
 from pydantic import Field, TypeAdapter
 from results import Setting, Table, aper_call, per_call, process_seconds, write_report
 from sealed import sealed
+from size import size
 from startup import command_line
 
 import sessionstore
@@ -154,6 +160,7 @@ from sessionstore.backends.jsonl import HINTS
 from sessionstore.backends.records import gc_paused
 from sessionstore.backends.sql import wordindex
 from sessionstore.backends.sql.digests import entry_digest
+from sessionstore.backends.sql.postings import packed_rows
 from sessionstore.backends.words import words
 
 KEPT = 50  # messages a compaction keeps, for load_context
@@ -215,12 +222,15 @@ def raw_appends(path: Path, lines: list[str]) -> float:
     return elapsed / len(lines)
 
 
-def word_rows(pk: int, seq: int, text: str) -> list[tuple[str, int, int, int, int]]:
-    """The word index's rows of a message, as ``search_words`` keeps them:
-    ``(word, session_pk, seq, hits, length)`` for each distinct word (by
-    sessionstore's word rule)."""
-    found = words(text)
-    return [(word, pk, seq, hits, len(found)) for word, hits in Counter(found).items()]
+def posting_rows(pk: int, backlog: list[tuple[int, str]]) -> list[tuple[str, int, int, bytes]]:
+    """The word index's rows of messages ``(seq, text)`` indexed together, as
+    ``search_postings`` keeps them: ``(word, session_pk, batch, postings)``
+    for each distinct word (by sessionstore's word rule), in key order."""
+    messages = []
+    for seq, said in backlog:
+        found = words(said)
+        messages.append((pk, seq, Counter(found), len(found)))
+    return packed_rows(messages)
 
 
 def raw_schema_appends(
@@ -288,12 +298,11 @@ def raw_schema_appends(
         ).fetchone()
         connection.execute("COMMIT")
         if top - mark >= wordindex.BACKLOG:
-            words = sorted(row for number, said in backlog for row in word_rows(pk, number, said))
             connection.execute("BEGIN IMMEDIATE")
             connection.executemany(
-                "INSERT OR REPLACE INTO search_words (word, session_pk, seq, hits, length) "
-                "VALUES (?, ?, ?, ?, ?)",
-                words,
+                "INSERT OR REPLACE INTO search_postings (word, session_pk, batch, postings) "
+                "VALUES (?, ?, ?, ?)",
+                posting_rows(pk, backlog),
             )
             connection.execute("UPDATE search_mark SET indexed = ?", (top,))
             connection.execute("COMMIT")
@@ -1044,6 +1053,7 @@ PARTS = (
     "frameworks",
     "postgres",
     "sealed",
+    "size",
     "memory",
 )
 """The parts of a run, in order; ``--only`` picks some."""
@@ -1061,6 +1071,7 @@ async def run(
     framed: list[Table] = []
     served: list[Table] = []
     sealed_: list[Table] = []
+    sized: list[Table] = []
     held: list[Table] = []
     try:
         if "cold-start" in only:
@@ -1088,11 +1099,13 @@ async def run(
             served = await postgres(quick, bench.rounds)
         if "sealed" in only:
             sealed_ = await sealed(quick, bench.rounds)
+        if "size" in only:
+            sized = await size()
         if "memory" in only:
             held = await memory(kept or work, quick)
     finally:
         shutil.rmtree(work)
-    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *held]
+    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *sized, *held]
     return [table for table in tables if table.rows]
 
 

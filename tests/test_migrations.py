@@ -20,6 +20,7 @@ from sessionstore import (
     SchemaTooNewError,
     SessionEntry,
     SessionMeta,
+    decode_entry,
     encode,
     migrate,
     open_store,
@@ -224,14 +225,18 @@ def test_an_installed_wheel_migrates_a_new_database(tmp_path: Path) -> None:
 # -------------------------------------------------- a populated database upgraded
 
 
-def populate(db: Path, revision: str) -> dict[str, list[str]]:
+def populate(
+    db: Path, revision: str, more: dict[str, list[SessionEntry]] | None = None
+) -> dict[str, list[str]]:
     """Sessions, entries and a journal written at ``revision`` (0001 to 0004),
-    row by row as that revision's store wrote them; the lines of each session."""
+    row by row as that revision's store wrote them, and ``more`` sessions
+    after them; the lines of each session."""
     compaction = CompactionEntry(id="c", timestamp="t", summary="s", first_kept_id="e2")
     sessions: dict[str, list[SessionEntry]] = {
         "plain": [message("e1", "hello"), message("e2", "héllo\r")],
         "compacted": [message("e1", "a"), message("e2", "b"), compaction],
         "empty": [],
+        **(more or {}),
     }
     written: dict[str, list[str]] = {}
     connection = sqlite3.connect(db, isolation_level=None)
@@ -330,3 +335,54 @@ async def test_a_populated_database_is_upgraded_in_place(
     for statement in ("DELETE FROM entries", "DELETE FROM sessions"):  # only erase deletes
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
             connection.execute(statement)
+
+
+# -------------------------------------------------- the word index packed (0009)
+
+
+def word_rows(db: Path) -> list[tuple[object, ...]]:
+    with closing(sqlite3.connect(db)) as connection:
+        return connection.execute("SELECT * FROM search_words ORDER BY 1, 2, 3").fetchall()
+
+
+LONG: list[SessionEntry] = [
+    message(f"m{n}", f"plum w{n % 7} {'again ' * (n % 3)}{n}") for n in range(600)
+]
+"""Messages over several batches of 256, words held by many and by one."""
+QUERIES = ["plum", "w3", "plum w3 again", "again", "417", "hello", "b", "absent"]
+
+
+async def test_the_word_index_is_packed_in_place_and_unpacked_back(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    await migrate.upgrade(str(db), "0004")
+    written = populate(db, "0004", {"long": LONG})
+    await migrate.upgrade(str(db), "0008")  # 0006 indexed every message, a row per word
+    unpacked = word_rows(db)
+    assert len(unpacked) > 600 * 3
+    await migrate.upgrade(str(db))
+    assert "search_postings" in tables(db)
+    assert "search_words" not in tables(db)
+    async with open_store(str(db)) as store:
+        assert await store.integrity() == []  # the rows hold every message's words
+        found = {query: await store.search(query, limit=1000) for query in QUERIES}
+    async with open_store(str(tmp_path / "fresh.db")) as fresh:  # the same, by the store
+        for session_id, lines in written.items():
+            await fresh.create(SessionMeta(id=session_id))
+            await fresh.append_many(session_id, [decode_entry(line) for line in lines[1:]])
+        for query in QUERIES:  # the same hits, in the same order
+            hits = await fresh.search(query, limit=1000)
+            assert [(h.session_id, h.seq) for h in hits] == [
+                (h.session_id, h.seq) for h in found[query]
+            ]
+    assert [hit.seq for hit in found["417"]] == [418]
+    assert len(found["plum"]) == 600
+    assert {hit.seq for hit in found["plum w3 again"]} == {
+        n + 1 for n in range(600) if n % 7 == 3 and n % 3
+    }
+    assert found["absent"] == []
+    # Unpacked back, the rows are what they were.
+    downgraded = alembic("-x", f"url=sqlite:///{db}", "downgrade", "0008")
+    assert downgraded.returncode == 0, downgraded.stderr
+    assert word_rows(db) == unpacked
+    await migrate.upgrade(str(db))
+    await assert_kept_and_chained(str(db), written)

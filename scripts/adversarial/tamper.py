@@ -126,7 +126,7 @@ def attack(name: str, backend: str, target: str, rng: random.Random, sizes: dict
         f"VALUES ('session', '{victim}', '2026-01-01T00:00:00Z', 'forged', 0, 'x')"
     )
     beside = [f"DELETE FROM {t} WHERE session_pk = {pk}" for t in ("titles", "listing", "activity")]
-    words = "search_words" if backend == "sqlite" else "search_vectors"
+    words = "search_postings" if backend == "sqlite" else "search_vectors"
     if name == "reuse-erasure":
         return (
             True,
@@ -173,9 +173,17 @@ def attack(name: str, backend: str, target: str, rng: random.Random, sizes: dict
         if backend == "sqlite":
             change = rng.choice(
                 [
-                    f"INSERT OR REPLACE INTO search_words VALUES ('planted', {pk}, {seq}, 1, 2)",
-                    f"DELETE FROM search_words WHERE session_pk = {pk} AND seq = {seq}",
-                    f"UPDATE search_words SET hits = hits + 1 WHERE session_pk = {pk}",
+                    # A word on the first message of one of its batches (the
+                    # packing: sessionstore/backends/sql/postings.py).
+                    "INSERT INTO search_postings SELECT 'planted', session_pk, batch, x'00' "
+                    f"FROM search_postings WHERE session_pk = {pk} AND word = '' "
+                    "ORDER BY random() LIMIT 1",
+                    f"DELETE FROM search_postings WHERE session_pk = {pk} AND word = ("
+                    f"SELECT word FROM search_postings WHERE session_pk = {pk} AND word <> '' "
+                    "ORDER BY random() LIMIT 1)",
+                    # The lengths of each batch end with a length again.
+                    "UPDATE search_postings SET postings = postings || x'00' "
+                    f"WHERE session_pk = {pk} AND word = ''",
                 ]
             )
         else:

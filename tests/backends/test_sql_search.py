@@ -25,6 +25,7 @@ from sessionstore import (
     open_store,
 )
 from sessionstore.backends.sql.digests import entry_digest, header_digest
+from sessionstore.backends.sql.postings import unpack
 from sessionstore.backends.sql.wordindex import BACKLOG, LONG_WORD
 from sessionstore.store import SearchHit
 from sessionstore.testing.common import stream
@@ -69,13 +70,12 @@ def rows(target: str | Path, query: str, **given: Any) -> list[tuple[Any, ...]]:
 
 
 def word_rows(target: str | Path, word: str) -> int:
-    """How many index rows hold ``word``, whatever the backend."""
+    """How many messages the index holds ``word`` in, whatever the backend."""
     if str(target).startswith("postgresql"):
         query = "SELECT count(*) FROM search_vectors WHERE words @@ CAST(:word AS tsquery)"
         return int(rows(target, query, word=f"'{word}'")[0][0])
-    return int(
-        rows(target, "SELECT count(*) FROM search_words WHERE word = :word", word=word)[0][0]
-    )
+    query = "SELECT batch, postings FROM search_postings WHERE word = :word"  # (seq, hits) each
+    return sum(len(list(unpack(blob, batch))) for batch, blob in rows(target, query, word=word))
 
 
 def mark(db: Path) -> tuple[int, int]:
@@ -124,6 +124,30 @@ async def test_messages_indexed_and_in_the_backlog_are_both_found(
     assert sorted(h.entry_id for h in hits) == ["also", "new", "old"]
     both = await every_hit(lite, "common words", limit=7)
     assert len({(h.session_id, h.seq) for h in both}) == len(both) == BACKLOG + 1
+
+
+async def test_the_index_takes_less_than_the_lines_it_indexes(lite: SessionStore, db: Path) -> None:
+    # 512 messages of 40 words, 36 different on average: 20 common ones, and
+    # 20 drawn from 2,000 rarer ones, held by a few messages each.
+    words = [f"word{n}" for n in range(2000)]
+    texts = [
+        " ".join(
+            [*(f"c{k}" for k in range(20)), *(words[(n * 37 + k * 101) % 2000] for k in range(20))]
+        )
+        for n in range(2 * BACKLOG)
+    ]
+    await lite.create(SessionMeta(id="s"))
+    for n, said in enumerate(texts):  # appended one by one, as a conversation is
+        await lite.append("s", message(f"m{n}", said))
+    assert mark(db)[0] == mark(db)[1]  # all indexed
+    with closing(sqlite3.connect(db)) as connection:
+        lines, index = connection.execute(
+            "SELECT (SELECT sum(length(line)) FROM entries), "
+            "(SELECT sum(pgsize) FROM dbstat WHERE name = 'search_postings')"
+        ).fetchone()
+    # Packed, about 0.6 of them; a row per word per message (19 bytes a
+    # word) took twice the lines.
+    assert index < lines
 
 
 async def test_a_search_pages_on_while_its_backlog_is_indexed(lite: SessionStore, db: Path) -> None:
@@ -299,7 +323,7 @@ async def test_erase_finds_the_rows_of_a_line_that_no_longer_decodes(
     assert word_rows(db, "plum") == 1
     await lite.erase("s", reason="asked")
     assert word_rows(db, "plum") == 0
-    assert rows(db, "SELECT DISTINCT session_pk FROM search_words") == [(1,)]
+    assert rows(db, "SELECT DISTINCT session_pk FROM search_postings") == [(1,)]
 
 
 async def test_rows_of_another_word_rule_are_erased_too(lite: SessionStore, db: Path) -> None:
@@ -308,10 +332,10 @@ async def test_rows_of_another_word_rule_are_erased_too(lite: SessionStore, db: 
     with closing(sqlite3.connect(db, isolation_level=None)) as connection:
         # As if indexed by a Python with other Unicode tables: "tart" was a
         # word then that this rule does not find in the line.
-        connection.execute("INSERT INTO search_words VALUES ('t4rt', 1, 1, 1, 2)")
+        connection.execute("INSERT INTO search_postings VALUES ('t4rt', 1, 1, x'00')")
         connection.execute("UPDATE search_mark SET rule = 'another'")
     await lite.erase("s", reason="asked")
-    assert rows(db, "SELECT count(*) FROM search_words") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM search_postings") == [(0,)]
 
 
 # ---------------------------------------------------------------- word sizes

@@ -54,14 +54,22 @@ def raw(kind: str, target: str) -> Callable[[str], None]:
 
 
 A = "(SELECT pk FROM sessions WHERE id = 'a')"
+# Session 'a' is one batch from seq 1 (sessionstore.backends.sql.postings): the
+# word '1' is in message 2 alone, packed as x'02' (seq 1 + 1, once), and the
+# row of the word '' holds the lengths, 3 each: x'01' x'03', x'03' x'03', x'03' x'03'.
+OF_1 = f"WHERE session_pk = {A} AND word = '1'"
 CHANGES = {
     "sqlite": {
-        "a word added": f"INSERT INTO search_words VALUES ('secret', {A}, 2, 1, 3)",
-        "a word deleted": f"DELETE FROM search_words WHERE session_pk = {A} AND seq = 2 "
-        "AND word = 'apple'",
-        "hits changed": f"UPDATE search_words SET hits = 9 WHERE session_pk = {A} AND seq = 2",
-        "words of a compaction": f"INSERT INTO search_words VALUES ('x', {A}, 4, 1, 1)",
-        "words of no entry": f"INSERT INTO search_words VALUES ('x', {A}, 99, 1, 1)",
+        "a word added": f"INSERT INTO search_postings VALUES ('secret', {A}, 1, x'02')",
+        "a word deleted": f"DELETE FROM search_postings {OF_1}",
+        "hits changed": f"UPDATE search_postings SET postings = x'0309' {OF_1}",
+        "bytes that are no postings": f"UPDATE search_postings SET postings = x'0181' {OF_1}",
+        "postings made a text": f"UPDATE search_postings SET postings = postings || x'00' {OF_1}",
+        "a word that is no text": f"UPDATE search_postings SET word = x'31' {OF_1}",
+        "length changed": "UPDATE search_postings SET postings = x'010303090303' "
+        f"WHERE session_pk = {A} AND word = ''",
+        "words of a compaction": f"INSERT INTO search_postings VALUES ('x', {A}, 1, x'06')",
+        "words of no entry": f"INSERT INTO search_postings VALUES ('x', {A}, 1, x'c401')",
     },
     "postgresql": {
         "a word added": "UPDATE search_vectors SET words = words || 'secret'::tsvector "
@@ -98,7 +106,7 @@ async def test_each_session_is_named_once_with_its_count(
 ) -> None:
     target = store_targets.new(kind)
     await indexed_store(target)
-    table = "search_words" if kind == "sqlite" else "search_vectors"
+    table = "search_postings" if kind == "sqlite" else "search_vectors"
     raw(kind, target)(f"DELETE FROM {table}")
     async with await open_store(target) as store:
         faults = await store.integrity()

@@ -41,6 +41,7 @@ from sessionstore.backends.base import search_hit
 from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.lineage import END
+from sessionstore.backends.sql.postings import LENGTHS, unpack
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.sealing import open_header
 from sessionstore.backends.sql.tables import search_mark, sessions
@@ -98,40 +99,47 @@ _Row = tuple[float, int, int, MessageEntry | None]
 # the owner filter thins out re-reads (and re-ranks) the rows a few times.
 _FIRST_PAGE = 32
 _LARGEST_PAGE = 131072
-_SLOTS = 8  # words one SQLite statement takes; more get a statement of their own
-_PROBE = 4096  # index rows counted at most, to find a query's rarest word
+_PROBE = 4096  # index rows weighed at most, to find a query's rarest word
 _KEYSET = (
     "WHERE score < :score OR (score = :score AND (session_pk, seq) > (:pk, :seq)) "
     "ORDER BY score DESC, session_pk, seq LIMIT :size"
 )
 
 
-def _sqlite_statement(slots: int) -> Query:
-    """SQLite: the ranked rows holding every word, found from the rarest
-    (``driver``): its rows are read, and each looked up for the others.
-    ``w0``... name the words (repeats allowed), ``count`` how many differ.
-    CROSS JOIN keeps that order."""
-    words = ", ".join(f":w{n}" for n in range(slots))
+_SQLITE_PROBE = Query(
+    text(
+        "SELECT coalesce(sum(length(postings)), 0) FROM (SELECT postings FROM search_postings "
+        f"WHERE word = :word LIMIT {_PROBE})"
+    )
+)
+"""SQLite: about how many messages hold a word (the bytes of its rows, up to a bound)."""
+
+
+def _sqlite_rows(others: int) -> Query:
+    """SQLite: the rows of the word ``driver`` (``session_pk``, ``batch``,
+    ``postings``), each with the lengths of its batch and the rows of the
+    ``others`` words ``w1``, ``w2``... at its key, a batch lacking one left
+    out: SQLite looks them up, not a statement each. CROSS JOIN keeps the
+    driver first."""
+    joined = ["lengths", *(f"w{n}" for n in range(1, others + 1))]
+    on = " ".join(
+        f"AND {alias}.word = :{alias} AND {alias}.session_pk = d.session_pk "
+        f"AND {alias}.batch = d.batch"
+        for alias in joined
+    )
     return Query(
         text(
-            "SELECT session_pk, seq, score FROM ("
-            "SELECT d.session_pk AS session_pk, d.seq AS seq, "
-            "CAST(sum(w.hits) * sum(w.hits) AS REAL) / d.length AS score "
-            "FROM search_words AS d CROSS JOIN search_words AS w "
-            f"WHERE d.word = :driver AND w.word IN ({words}) "
-            "AND w.session_pk = d.session_pk AND w.seq = d.seq "
-            "GROUP BY d.session_pk, d.seq HAVING count(*) = :count"
-            f") {_KEYSET}"
+            "SELECT d.session_pk, d.batch, d.postings, "
+            + ", ".join(f"{alias}.postings" for alias in joined)
+            + " FROM search_postings AS d "
+            + " ".join(f"CROSS JOIN search_postings AS {alias}" for alias in joined)
+            + f" WHERE d.word = :driver {on} ORDER BY d.session_pk, d.batch"
         )
     )
 
 
-_SQLITE_HITS = _sqlite_statement(_SLOTS)
-
-_SQLITE_PROBE = Query(
-    text(f"SELECT count(*) FROM (SELECT 1 FROM search_words WHERE word = :word LIMIT {_PROBE})")
-)
-"""SQLite: how many messages hold a word (up to a bound)."""
+_SQLITE_ROWS = tuple(_sqlite_rows(others) for others in range(8))
+"""`_sqlite_rows` of up to seven other words; a longer query makes its own."""
 
 _MARK = Query(select(search_mark.c.indexed))
 
@@ -224,32 +232,66 @@ def _ranked(
 
 def _from_index(conn: Connection, keys: list[str], start: Start | None) -> Iterator[_Row]:
     """The index's rows, best first, from ``start``'s row on, page by page."""
-    postgres = conn.dialect.name == "postgresql"
-    if postgres:
-        quoted = ("'" + key.replace("\\", "\\\\").replace("'", "''") + "'" for key in keys)
-        given: dict[str, object] = {"keys": keys, "query": " & ".join(quoted)}
-        statement = _POSTGRES_HITS
-    else:
-        driver = _rarest(conn, keys)
-        if driver is None:
-            return
-        slots = max(_SLOTS, len(keys))
-        statement = _SQLITE_HITS if slots == _SLOTS else _sqlite_statement(slots)
-        padded = keys + [keys[0]] * (slots - len(keys))
-        given = {"driver": driver, "count": len(keys)}
-        given.update({f"w{n}": key for n, key in enumerate(padded)})
     # After (score, pk, seq - 1): the start's own row comes again, for the
     # forks holding it that the last page did not reach.
     after = (start.score, start.pk, start.seq - 1) if start is not None else (math.inf, 0, 0)
+    if conn.dialect.name != "postgresql":
+        yield from _from_postings(conn, keys, after)
+        return
+    quoted = ("'" + key.replace("\\", "\\\\").replace("'", "''") + "'" for key in keys)
+    given: dict[str, object] = {"keys": keys, "query": " & ".join(quoted)}
     size = _FIRST_PAGE
     while True:
-        rows = statement.all(conn, **given, score=after[0], pk=after[1], seq=after[2], size=size)
+        rows = _POSTGRES_HITS.all(
+            conn, **given, score=after[0], pk=after[1], seq=after[2], size=size
+        )
         for pk, seq, found in rows:
             yield -found, pk, seq, None
         if len(rows) < size:
             return
         after = (rows[-1][2], rows[-1][0], rows[-1][1])
         size = min(size * 8, _LARGEST_PAGE)
+
+
+def _from_postings(
+    conn: Connection, keys: list[str], after: tuple[float, int, int]
+) -> Iterator[_Row]:
+    """SQLite: the index's rows after ``after`` (score, pk, seq), best first,
+    a page at a time: each page ranks every message holding the words
+    again, keeping only the page's best (`_holding`)."""
+    driver = _rarest(conn, keys)
+    if driver is None:
+        return
+    others = [key for key in keys if key != driver]
+    size = _FIRST_PAGE
+    while True:
+        past = (-after[0], after[1], after[2])
+        rows = heapq.nsmallest(size, (row for row in _holding(conn, driver, others) if row > past))
+        for negated, pk, seq in rows:
+            yield negated, pk, seq, None
+        if len(rows) < size:
+            return
+        after = (-rows[-1][0], rows[-1][1], rows[-1][2])
+        size = min(size * 8, _LARGEST_PAGE)
+
+
+def _holding(conn: Connection, driver: str, others: list[str]) -> Iterator[tuple[float, int, int]]:
+    """SQLite: ``(-score, pk, seq)`` of each message holding ``driver`` and
+    every word of ``others``: the driver's rows, each with the rows of the
+    others and the lengths at its key."""
+    statement = _SQLITE_ROWS[len(others)] if len(others) < 8 else _sqlite_rows(len(others))
+    given = {f"w{n}": word for n, word in enumerate(others, 1)}
+    for pk, batch, blob, lengths, *held in statement.all(
+        conn, driver=driver, lengths=LENGTHS, **given
+    ):
+        found = dict(unpack(blob, batch))
+        for row in held:
+            hits = dict(unpack(row, batch))
+            found = {seq: count + hits[seq] for seq, count in found.items() if seq in hits}
+        sizes = dict(unpack(lengths, batch))
+        for seq, count in found.items():
+            if sizes.get(seq):  # a length of 0 or none: no message of words
+                yield -score(count, sizes[seq]), pk, seq
 
 
 def _rarest(conn: Connection, keys: list[str]) -> str | None:

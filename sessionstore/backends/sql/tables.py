@@ -49,8 +49,9 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
   plain store (`sessionstore.backends.sql.sealing`).
 * The word index of `search` (`sessionstore.backends.sql.wordindex`),
   derived from the entries and so not append-only: on SQLite
-  ``search_words``, one row per word of each message (its ``hits`` and the
-  message's ``length`` in words), and ``search_mark``, how far along ``entries``
+  ``search_postings``, one row per word of each session's messages indexed
+  together, the messages holding it packed with their ``hits`` and ``length``
+  in words (`sessionstore.backends.sql.postings`), and ``search_mark``, how far along ``entries``
   (by rowid) messages are indexed; on PostgreSQL ``search_vectors``, one
   ``tsvector`` of each message's words with a GIN index.
 """
@@ -92,8 +93,8 @@ __all__ = [
     "metadata",
     "sealing",
     "search_mark",
+    "search_postings",
     "search_vectors",
-    "search_words",
     "sessions",
     "spent_ticks",
     "titles",
@@ -291,14 +292,14 @@ sealing = Table(
 
 # The word index: derived from the entries' lines, rebuilt by the migration
 # that adds it (0006); its rows go with their entries' in an erase.
-search_words = Table(
-    "search_words",
+search_postings = Table(
+    "search_postings",
     metadata,
     Column("word", Text, primary_key=True),
     Column("session_pk", _Key, primary_key=True),
-    Column("seq", BigInteger, primary_key=True, autoincrement=False),
-    Column("hits", Integer, nullable=False),  # occurrences of the word
-    Column("length", Integer, nullable=False),  # words in the message
+    Column("batch", BigInteger, primary_key=True, autoincrement=False),  # its first seq
+    # The batch's messages holding the word, packed (sessionstore.backends.sql.postings).
+    Column("postings", LargeBinary, nullable=False),
     sqlite_with_rowid=False,
 )
 
@@ -338,7 +339,9 @@ APPEND_ONLY_TABLES = (
 )
 """The tables whose rows never change (``listing`` moves its ticks ahead)."""
 
-SQLITE_ONLY = frozenset({"erasing", "erasures_spent", "spent_ticks", "search_mark", "search_words"})
+SQLITE_ONLY = frozenset(
+    {"erasing", "erasures_spent", "spent_ticks", "search_mark", "search_postings"}
+)
 """Tables only a SQLite database holds (PostgreSQL's triggers need no
 ``erasing`` nor ``spent_ticks``; its word index is ``search_vectors``)."""
 

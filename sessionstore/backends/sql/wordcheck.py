@@ -6,7 +6,7 @@ invent or miss a message. `faults` rebuilds each message's words with the
 functions that indexed them (`sessionstore.backends.sql.wordindex`) and
 compares, message by message, reading each line once:
 
-* SQLite: ``search_words`` must hold exactly the words of each message up
+* SQLite: ``search_postings`` must hold exactly the words of each message up
   to the index's mark (the backlog after it is searched from its lines, so
   no row may name it). An index made with another word rule (another
   Python's Unicode tables) cannot be rebuilt here, and is not checked.
@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import BigInteger, Connection, bindparam, literal_column, select, text
 
+from sessionstore.backends.sql.postings import LENGTHS, unpack
 from sessionstore.backends.sql.query import Query
-from sessionstore.backends.sql.tables import entries, search_words, sessions
+from sessionstore.backends.sql.tables import entries, search_postings, sessions
 from sessionstore.backends.sql.wordindex import (
     BACKLOG_SIZE,
     RULE,
@@ -58,12 +59,11 @@ _ALL_MESSAGES = Query(
 )
 _WORD_ROWS = Query(
     select(
-        search_words.c.session_pk,
-        search_words.c.seq,
-        search_words.c.word,
-        search_words.c.hits,
-        search_words.c.length,
-    ).order_by(search_words.c.session_pk, search_words.c.seq)
+        search_postings.c.session_pk,
+        search_postings.c.batch,
+        search_postings.c.word,
+        search_postings.c.postings,
+    ).order_by(search_postings.c.session_pk, search_postings.c.batch)
 )
 _SESSION_ID = Query(select(sessions.c.id).where(sessions.c.pk == bindparam("pk")))
 
@@ -120,17 +120,26 @@ def _expected(
             yield (pk, seq), tuple(sorted(found.hits.items())), found.length
 
 
-def _stored(rows: Iterator[tuple[int, int, str, int, int]]) -> Iterator[tuple[_Key, _Words, int]]:
-    """Each message's words and length, as the index holds them."""
-    for key, group in groupby(rows, key=lambda row: (row[0], row[1])):
-        found = list(group)
-        lengths = {row[4] for row in found}
-        length = lengths.pop() if len(lengths) == 1 else -1  # -1: no one length
-        yield key, tuple(sorted((row[2], row[3]) for row in found)), length
+def _stored(rows: Iterator[tuple[int, int, str, bytes]]) -> Iterator[tuple[_Key, _Words, int]]:
+    """Each message's words and length, as the index holds them: a
+    session's batch at a time (the rows of one key, in ``seq`` order)."""
+    for (pk, batch), group in groupby(rows, key=lambda row: (row[0], row[1])):
+        lengths: dict[int, list[int]] = {}
+        found: dict[int, list[tuple[str, int]]] = {}
+        for _, _, word, blob in group:
+            for seq, hits in unpack(blob, batch):
+                if word == LENGTHS:
+                    lengths.setdefault(seq, []).append(hits)
+                else:  # a word that is no text (a raw writer's) is none of the line's
+                    found.setdefault(seq, []).append((str(word), hits))
+        for seq in sorted(lengths.keys() | found.keys()):
+            given = lengths.get(seq, [])
+            length = given[0] if len(given) == 1 else -1  # -1: no one length
+            yield (pk, seq), tuple(sorted(found.get(seq, []))), length
 
 
 def _word_faults(conn: Connection, mark: int, sealer: Sealer | None) -> list[_Key]:
-    """SQLite: the messages whose rows in ``search_words`` are not their words."""
+    """SQLite: the messages whose rows in ``search_postings`` are not their words."""
     wrong: list[_Key] = []
     with (
         closing(_INDEXED_MESSAGES.each(conn, mark=mark)) as messages,

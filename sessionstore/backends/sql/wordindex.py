@@ -9,9 +9,11 @@ square root of its length, as the scan backends' `words.score` does; the
 index sorts on the square of that (`score`), the same order with no
 square root to compute in SQL.
 
-* **SQLite** (``search_words``): one row per word of each message, ``(word,
-  session_pk, seq)`` its key, an ordinary table whose rows an erase
-  deletes, their bytes zeroed by ``secure_delete`` like every other row.
+* **SQLite** (``search_postings``): one row per word of each session's
+  messages indexed together, ``(word, session_pk, batch)`` its key and the
+  messages holding the word packed in it (`sessionstore.backends.sql.postings`),
+  an ordinary table whose rows an erase deletes, their bytes zeroed by
+  ``secure_delete`` like every other row.
   Appends only store entries: ``search_mark`` says up to which rowid of
   ``entries`` the messages are indexed, and the write that makes the
   backlog after it reach `BACKLOG` entries has the backlog indexed in a
@@ -48,13 +50,14 @@ from sqlalchemy import (
 from sqlalchemy import update as update_
 
 from sessionstore.backends.sql.database import session_id
+from sessionstore.backends.sql.postings import LENGTHS, packed_rows
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import (
     TsVector,
     entries,
     search_mark,
+    search_postings,
     search_vectors,
-    search_words,
 )
 from sessionstore.backends.words import words
 from sessionstore.errors import CorruptSessionError, InvalidRecordError
@@ -203,9 +206,9 @@ BACKLOG_MESSAGES = Query(
 )
 """SQLite: the messages of rowid in ``after < rowid <= upto``."""
 
-INSERT_WORDS = Query(insert(search_words).prefix_with("OR REPLACE"))
-"""SQLite: word rows (`Query.many_in_order`); one already there is replaced,
-never doubled."""
+INSERT_POSTINGS = Query(insert(search_postings).prefix_with("OR REPLACE"))
+"""SQLite: word rows (`Query.many_in_order`); one already there (the same
+messages indexed again) is replaced, never doubled."""
 
 SET_MARK = Query(update_(search_mark).values(indexed=bindparam("indexed"), rule=bindparam("rule")))
 """SQLite: the index's new mark, and the rule its rows were made with."""
@@ -214,13 +217,16 @@ LOWER_MARK = Query(update_(search_mark).values(indexed=func.min(search_mark.c.in
 """SQLite: the mark no higher than the greatest rowid left in ``entries``."""
 
 DELETE_WORDS = Query(
-    delete(search_words).where(
-        search_words.c.word == bindparam("word"), search_words.c.session_pk == bindparam("pk")
+    delete(search_postings).where(
+        search_postings.c.word == bindparam("word"),
+        search_postings.c.session_pk == bindparam("pk"),
     )
 )
 """SQLite: a word's rows in one session's own entries (``word``, ``pk``)."""
 
-DELETE_ALL_WORDS = Query(delete(search_words).where(search_words.c.session_pk == bindparam("pk")))
+DELETE_ALL_WORDS = Query(
+    delete(search_postings).where(search_postings.c.session_pk == bindparam("pk"))
+)
 """SQLite: every word row of a session (``pk``), reading the whole index."""
 
 INSERT_VECTORS = Query(
@@ -254,17 +260,15 @@ def index_rows(
         if vectors:
             INSERT_VECTORS.many(conn, vectors)
         return
-    made = [
-        (key, pk, seq, count, found.length)
-        for pk, seq, found in _indexed_rows(rows, sealer)
-        for key, count in found.hits.items()
-    ]
+    # In key order, each page of the index is written once.
+    made = packed_rows(
+        (pk, seq, found.hits, found.length) for pk, seq, found in _indexed_rows(rows, sealer)
+    )
     if made:
-        made.sort()  # in key order, each page of the index is written once
-        INSERT_WORDS.many_in_order(conn, _WORD_COLUMNS, made)
+        INSERT_POSTINGS.many_in_order(conn, _POSTING_COLUMNS, made)
 
 
-_WORD_COLUMNS = ("word", "session_pk", "seq", "hits", "length")
+_POSTING_COLUMNS = ("word", "session_pk", "batch", "postings")
 
 
 def _indexed_rows(
@@ -368,6 +372,7 @@ def forget(
     if whole:
         DELETE_ALL_WORDS.many(conn, [{"pk": pk}])
     elif keys:
+        keys.add(LENGTHS)  # the row of the messages' lengths
         DELETE_WORDS.many(conn, [{"word": key, "pk": pk} for key in sorted(keys)])
 
 
