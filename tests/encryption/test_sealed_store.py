@@ -292,3 +292,18 @@ async def test_an_openai_agents_session_on_a_sealed_store(tmp_path: Path) -> Non
         assert await session.get_items() == [{"role": "user", "content": "a sealed turn"}]
     with open(db, "rb") as file:
         assert b"a sealed turn" not in file.read()
+
+
+async def test_a_postgresql_store_refuses_its_own_database_as_its_keyring(pg_url: str) -> None:
+    url = make_url(pg_url)
+    other_schema = url.set(query={**url.query, "options": "-csearch_path=elsewhere"})
+    for keyring in (pg_url, other_schema.render_as_string(hide_password=False)):
+        with pytest.raises(EncryptionKeyError, match="is the store's own database"):
+            await open_store(pg_url, keys=KEY, keyring=keyring)
+
+
+async def test_a_sqlite_store_refuses_its_own_file_as_its_keyring(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    for keyring in (str(db), f"sqlite:///{db}", str(tmp_path / "." / "s.db")):
+        with pytest.raises(EncryptionKeyError, match="is the store's own database"):
+            await open_store(db, keys=KEY, keyring=keyring)

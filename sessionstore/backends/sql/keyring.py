@@ -34,13 +34,14 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
 from sessionstore.backends.sql.engine import create_private_file, describe, is_sqlite, sync_url
 from sessionstore.encryption.keyring import Keyring, Scope, WrappedKey
 from sessionstore.errors import ConfigurationError, StorageError
 
-__all__ = ["SqlKeyring"]
+__all__ = ["SqlKeyring", "keyring_url", "same_database"]
 
 _metadata = MetaData()
 _stores = Table(
@@ -63,6 +64,38 @@ _keys = Table(
 _COLUMNS = (_keys.c.key_id, _keys.c.scope, _keys.c.name, _keys.c.master, _keys.c.wrapped)
 
 
+def keyring_url(target: str | os.PathLike[str]) -> URL:
+    """The URL of a keyring's database: a path is a SQLite file."""
+    text = os.fspath(target)
+    return sync_url(text if "://" in text else f"sqlite:///{os.path.abspath(text)}")
+
+
+_LOCAL = {"", "localhost", "127.0.0.1", "::1"}
+
+
+def same_database(one: URL, other: URL) -> bool:
+    """Whether two URLs name one database: one SQLite file, or one
+    PostgreSQL database of one server (its schemas and options aside). On
+    this machine a server is named by its port alone: its socket is named
+    by it too, and two servers cannot listen on one port."""
+    if is_sqlite(one) or is_sqlite(other):
+        if not (is_sqlite(one) and is_sqlite(other)) or not one.database or not other.database:
+            return False
+        if one.database == ":memory:" or other.database == ":memory:":
+            return False
+        return os.path.realpath(one.database) == os.path.realpath(other.database)
+    if one.get_backend_name() != other.get_backend_name():
+        return False
+
+    def server(url: URL) -> tuple[str, str, str]:
+        host = url.host or str(url.query.get("host") or "")
+        local = host in _LOCAL or host.startswith("/")
+        port = str(url.port or url.query.get("port") or 5432)
+        return ("local" if local else host.lower(), port, url.database or url.username or "")
+
+    return server(one) == server(other)
+
+
 class SqlKeyring(Keyring):
     """Wrapped data keys in a SQL database.
 
@@ -73,8 +106,7 @@ class SqlKeyring(Keyring):
     """
 
     def __init__(self, target: str | os.PathLike[str]) -> None:
-        text = os.fspath(target)
-        url = sync_url(text if "://" in text else f"sqlite:///{os.path.abspath(text)}")
+        url = keyring_url(target)
         self._where = describe(url)
         self._store: str | None = None
         try:

@@ -37,7 +37,7 @@ from sqlalchemy import Connection, bindparam, func, insert, select, union_all
 
 from sessionstore.backends.sql.database import find_session
 from sessionstore.backends.sql.database import session_id as stored_id
-from sessionstore.backends.sql.engine import is_sqlite
+from sessionstore.backends.sql.engine import describe, is_sqlite
 from sessionstore.backends.sql.queries import FIND_SESSION
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import heads, journal_lines, sealing, sessions
@@ -173,14 +173,20 @@ def _holds(conn: Connection, *, key_id: bytes, scope: str, name: str) -> bool:
 
 
 def _keyring(database: Database, keyring: Keyring | str | os.PathLike[str] | None) -> Keyring:
-    from sessionstore.backends.sql.keyring import SqlKeyring
+    from sessionstore.backends.sql.keyring import SqlKeyring, keyring_url, same_database
     from sessionstore.encryption.keyring import Keyring
 
     if isinstance(keyring, Keyring):
         return keyring
-    if keyring is not None:
-        return SqlKeyring(keyring)
     url = database.runner.url
+    if keyring is not None:
+        if same_database(keyring_url(keyring), url):
+            raise EncryptionKeyError(
+                f"keyring {describe(keyring_url(keyring))} is the store's own database "
+                f"({database.where}): a copy of the data would then open it; keep the "
+                "keyring apart (a file, another database's URL, or a Keyring)"
+            )
+        return SqlKeyring(keyring)
     if not is_sqlite(url) or url.database is None:
         raise EncryptionKeyError(
             f"{database.where}: a PostgreSQL store's keyring must live apart from its data: "
