@@ -8,9 +8,10 @@ the master key itself. It is the one mutable thing encryption adds:
 
 * a new session puts its key in *before* the session's first row is
   written (a crash between leaves a key no row uses: harmless);
-* an erase marks the key *doomed* before its transaction, and destroys it
-  after the commit; a key left doomed by a crash is destroyed at the next
-  open once its session is gone (`Sealer.sweep`);
+* an erase checks that the session's header opens as its own under the
+  key kept for it, marks the key *doomed* before its transaction, and
+  destroys it after the commit; a key left doomed by a crash is destroyed
+  at the next open once an erasure record names it (its erase committed);
 * `rotate` rewraps every key under the first master key, one key at a
   time, each change whole: a crash leaves each key wrapped by the old
   master or the new, both of which open it.
