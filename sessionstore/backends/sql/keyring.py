@@ -32,10 +32,12 @@ from sqlalchemy import (
     event,
     insert,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.schema import CreateIndex, CreateTable
 
 from sessionstore.backends.sql.engine import create_private_file, describe, is_sqlite, sync_url
 from sessionstore.encryption.keyring import Keyring, Scope, WrappedKey
@@ -121,7 +123,7 @@ class SqlKeyring(Keyring):
             raise ConfigurationError(
                 f"keyring {self._where}: PostgreSQL needs psycopg ({exc})"
             ) from None
-        self._run(lambda conn: _metadata.create_all(conn, checkfirst=True))
+        self._run(_create_tables)
 
     def __repr__(self) -> str:
         return f"SqlKeyring({self._where!r})"
@@ -209,6 +211,20 @@ class SqlKeyring(Keyring):
 
     def close(self) -> None:
         self._engine.dispose()
+
+
+_CREATING = 0x5E55_4B52  # the advisory lock PostgreSQL keyrings take to create their tables
+
+
+def _create_tables(conn: Connection) -> None:
+    """The keyring's tables, made if absent; safe with many processes
+    opening one new keyring at once (PostgreSQL's IF NOT EXISTS is not, alone)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _CREATING})
+    for table in _metadata.sorted_tables:
+        conn.execute(CreateTable(table, if_not_exists=True))
+        for index in table.indexes:
+            conn.execute(CreateIndex(index, if_not_exists=True))
 
 
 def _sqlite_pragmas(dbapi_connection: Any, record: Any) -> None:

@@ -33,7 +33,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Connection, bindparam, func, insert, select, union_all
+from sqlalchemy import Connection, bindparam, func, insert, select, text, union_all
 
 from sessionstore.backends.sql.database import find_session
 from sessionstore.backends.sql.database import session_id as stored_id
@@ -106,7 +106,11 @@ async def start(
             )
         return None
     if found is None and await database.transaction(None, _holds_anything, quick=True):
-        raise _plain()  # before any keyring is made
+        # Sealed meanwhile by another process (its row commits before its
+        # first session), or plain: refused before any keyring is made.
+        found = await database.transaction(None, _sealing_row, quick=True)
+        if found is None:
+            raise _plain()
     from sessionstore.encryption.keys import MasterKeys
 
     try:
@@ -229,7 +233,11 @@ def _plain() -> EncryptionKeyError:
 
 
 def _seal_store(conn: Connection, *, store_id: str) -> str:
-    """Name the store sealed (a write transaction's body); the id named."""
+    """Name the store sealed (a write transaction's body); the id named.
+    On PostgreSQL the table is locked first: of workers opening a new store
+    at once, one names it, and the others then find its row."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("LOCK TABLE sealing IN EXCLUSIVE MODE"))
     found = _sealing_row(conn)
     if found is not None:
         return found[0]
