@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
-from sqlalchemy.engine import make_url
 
 from sessionstore import SessionMeta, SqlStore
 from tests.kinds import TEST_KEYS
@@ -47,21 +42,6 @@ def opened_at_once(target: str, keyring: str | None) -> list[str]:
     for worker in workers:
         worker.join()
     return [results[n] for n in range(WORKERS)]
-
-
-@pytest.fixture
-def keyring_database(pg_url: str) -> Iterator[str]:
-    """A PostgreSQL database of its own on the server of ``pg_url``, for a keyring."""
-    import psycopg
-
-    base = make_url(pg_url).difference_update_query(["options"])
-    conninfo = base.set(drivername="postgresql").render_as_string(hide_password=False)
-    name = f"keyring_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(conninfo, autocommit=True) as connection:
-        connection.execute(f"CREATE DATABASE {name}")
-    yield base.set(database=name).render_as_string(hide_password=False)
-    with psycopg.connect(conninfo, autocommit=True) as connection:
-        connection.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 async def check_one_sealed_store(target: str, keyring: str | None) -> None:

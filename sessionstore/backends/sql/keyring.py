@@ -31,10 +31,13 @@ from sqlalchemy import (
     delete,
     event,
     insert,
+    literal,
     select,
     text,
     update,
 )
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.schema import CreateIndex, CreateTable
@@ -62,6 +65,13 @@ _keys = Table(
     Column("wrapped", LargeBinary, nullable=False),
     Column("doomed", Boolean, nullable=False, default=False),
     Index("ix_sessionstore_keyring_keys_name", "store_id", "scope", "name"),
+)
+_masters = Table(
+    "sessionstore_keyring_masters",  # made after the others: a keyring may predate it
+    _metadata,
+    Column("store_id", Text, primary_key=True),
+    Column("master", Text, nullable=False),  # wraps new data keys
+    Column("retired", Text, nullable=False),  # those it replaced, newest first, space-separated
 )
 _COLUMNS = (_keys.c.key_id, _keys.c.scope, _keys.c.name, _keys.c.master, _keys.c.wrapped)
 
@@ -159,9 +169,57 @@ class SqlKeyring(Keyring):
             self._store = store_id
         return served
 
-    def put(self, key: WrappedKey) -> None:
-        values = {c.name: getattr(key, c.name) for c in _COLUMNS}
-        self._run(lambda conn: conn.execute(insert(_keys).values(store_id=self._store, **values)))
+    def _current(self, master: str) -> Any:
+        """Rows of the masters table naming ``master`` current for this store:
+        locked for share on PostgreSQL until the transaction ends, so that a
+        change of master waits for the writes that checked it (on SQLite a
+        write holds the database's one write lock)."""
+        return (
+            select(_masters.c.store_id)
+            .where(_masters.c.store_id == self._store, _masters.c.master == master)
+            .with_for_update(read=True)
+        )
+
+    def put(self, key: WrappedKey) -> bool:
+        values = [literal(getattr(key, c.name), c.type) for c in _COLUMNS]
+        kept = (
+            insert(_keys)
+            .from_select(
+                [_keys.c.store_id, *(c.name for c in _COLUMNS)],
+                select(literal(self._store, Text), *values).where(
+                    self._current(key.master).exists()
+                ),
+            )
+            .execution_options(preserve_rowcount=True)
+        )  # an INSERT's rowcount is not kept else
+        return bool(self._run(lambda conn: conn.execute(kept).rowcount) == 1)
+
+    def masters(self) -> list[str]:
+        query = select(_masters.c.master, _masters.c.retired).where(
+            _masters.c.store_id == self._store
+        )
+        row = self._run(lambda conn: conn.execute(query).first())
+        return [] if row is None else [row.master, *row.retired.split()]
+
+    def set_master(self, master: str, *, was: list[str]) -> bool:
+        if self._store is None:
+            raise RuntimeError("a keyring serves a store once bound to it")
+        retired = " ".join(fingerprint for fingerprint in was if fingerprint != master)
+        if not was:
+            dialect = sqlite_insert if is_sqlite(self._engine.url) else postgresql_insert
+            change: Any = (
+                dialect(_masters)
+                .values(store_id=self._store, master=master, retired="")
+                .on_conflict_do_nothing()
+                .execution_options(preserve_rowcount=True)
+            )
+        else:
+            change = (
+                update(_masters)
+                .where(_masters.c.store_id == self._store, _masters.c.master == was[0])
+                .values(master=master, retired=retired)
+            )
+        return bool(self._run(lambda conn: conn.execute(change).rowcount) == 1)
 
     def get(self, key_id: bytes) -> WrappedKey | None:
         query = select(*_COLUMNS, _keys.c.doomed).where(self._mine(), _keys.c.key_id == key_id)
@@ -205,6 +263,7 @@ class SqlKeyring(Keyring):
         change = (
             update(_keys)
             .where(self._mine(), _keys.c.key_id == key_id, _keys.c.master == was)
+            .where(self._current(key.master).exists())
             .values(master=key.master, wrapped=key.wrapped)
         )
         return bool(self._run(lambda conn: conn.execute(change).rowcount) == 1)
