@@ -83,19 +83,20 @@ async def reads(target: str, keyring: str, keys: list[str], sizes: dict[str, int
     """Every session of ``sizes`` reads whole with ``keys``, and no other is there.
 
     Raises:
-        Lost: one does not.
+        Lost: one does not (any error here is a session lost: its key
+            destroyed, or wrapped by a key the user was told to drop).
     """
-    async with await SqlStore.open(target, keys=keys, keyring=keyring) as store:
-        held = {meta.id for meta in await store.list()}
-        if held != set(sizes):
-            raise Lost(f"the store holds {sorted(held)}, not {sorted(sizes)}")
-        for session_id, size in sizes.items():
-            try:
+    try:
+        async with await SqlStore.open(target, keys=keys, keyring=keyring) as store:
+            held = {meta.id for meta in await store.list()}
+            if held != set(sizes):
+                raise Lost(f"the store holds {sorted(held)}, not {sorted(sizes)}")
+            for session_id, size in sizes.items():
                 entries = await store.load(session_id)
-            except SessionStoreError as exc:
-                raise Lost(f"{session_id} no longer reads: {describe(exc)}") from None
-            if len(entries) != size:
-                raise Lost(f"{session_id} holds {len(entries)} entries, not {size}")
+                if len(entries) != size:
+                    raise Lost(f"{session_id} holds {len(entries)} entries, not {size}")
+    except SessionStoreError as exc:
+        raise Lost(f"no longer reads: {describe(exc)}") from None
 
 
 def sqlite_path(target: str) -> str:

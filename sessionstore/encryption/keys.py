@@ -2,9 +2,11 @@
 
 A master key is 32 random bytes (`generate_key` gives one, written as 44
 characters of URL-safe base64, the form a key file or an environment
-variable holds). ``keys=`` takes one key or a list: the first wraps every
-new data key, and any of them unwraps, so a store moves to a new key by
-putting it first and running `rotate`, then dropping the old one.
+variable holds; `parse_key` reads it, strictly). ``keys=`` takes one key
+or a list, the newest first: any of them unwraps, and new data keys are
+wrapped by the keyring's current one (`Keyring.masters`), so a store moves
+to a new key by putting it first and running `rotate` (which makes it
+current), then dropping the old one.
 """
 
 from __future__ import annotations
@@ -120,7 +122,8 @@ def _key_bytes(key: object, number: int) -> bytes:
 
 
 class MasterKeys:
-    """The master keys a store was opened with: the first wraps, all unwrap.
+    """The master keys a store was opened with, the newest first: all unwrap;
+    the first is the one a rotation makes current.
 
     Holds the keys' bytes and never shows them: its ``repr`` names their
     fingerprints only.
@@ -138,7 +141,7 @@ class MasterKeys:
         raws = [_key_bytes(key, n if len(given) > 1 else 0) for n, key in enumerate(given, 1)]
         self._by_print = {fingerprint(raw): raw for raw in reversed(raws)}
         self.first = fingerprint(raws[0])
-        """The fingerprint of the key that wraps new data keys."""
+        """The fingerprint of the first key given (the newest)."""
 
     def __repr__(self) -> str:
         return f"MasterKeys({', '.join(self._by_print)})"
@@ -153,7 +156,7 @@ class MasterKeys:
         return self._by_print.get(fingerprint)
 
     def wrapping(self) -> bytes:
-        """The key that wraps new data keys (the first given)."""
+        """The first key given: the one a rotation rewraps every data key under."""
         return self._by_print[self.first]
 
 
