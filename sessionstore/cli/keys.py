@@ -32,7 +32,8 @@ async def run_keys(args: argparse.Namespace) -> int:
             raise Refused(f"{escaped(args.db)} is not a SQL store: only SQL stores are sealed")
         if args.action == "rotate":
             done = await store.rotate_keys()  # type: ignore[attr-defined]
-            print(f"{counted(done, 'data key')} rewrapped under the first key given")
+            done_why = "" if done else ": every data key was already wrapped by it"
+            print(f"{counted(done, 'data key')} rewrapped under the first key given{done_why}")
         found: dict[str, int] = await report()
     if not found:
         print(f"{escaped(args.db)}: not encrypted (a plain store)")

@@ -8,12 +8,17 @@ the master key itself. It is the one mutable thing encryption adds:
 
 * a new session puts its key in *before* the session's first row is
   written (a crash between leaves a key no row uses: harmless);
-* an erase marks the key *doomed* before its transaction, and destroys it
-  after the commit; a key left doomed by a crash is destroyed at the next
-  open once its session is gone (`Sealer.sweep`);
-* `rotate` rewraps every key under the first master key, one key at a
-  time, each change whole: a crash leaves each key wrapped by the old
-  master or the new, both of which open it.
+* an erase checks that the session's header opens as its own under the
+  key kept for it, marks the key *doomed* before its transaction, and
+  destroys it after the commit; a key left doomed by a crash is destroyed
+  at the next open once an erasure record names it (its erase committed);
+* the keyring records which master key wraps new data keys (`masters`),
+  and keeps a new key only if it is wrapped by that one (`put`): a store
+  still open with an older key cannot wrap a key the old key alone opens;
+* `rotate` first makes the first master key the current one (`set_master`),
+  then rewraps every key under it, one key at a time, each change whole:
+  a crash leaves each key wrapped by the old master or the new, both of
+  which open it.
 
 `Keyring` is what a store needs of one. `sessionstore.backends.sql.keyring`
 keeps it in a SQL database: a SQLite file (beside a SQLite store by
@@ -68,8 +73,24 @@ class Keyring(abc.ABC):
         the keyring serves none. Whether it serves that store."""
 
     @abc.abstractmethod
-    def put(self, key: WrappedKey) -> None:
-        """Keep a new key (its id is new)."""
+    def put(self, key: WrappedKey) -> bool:
+        """Keep a new key (its id is new) if its master is the store's
+        current one (the first of `masters`); whether it was kept. The check
+        and the write are one: a `set_master` waits for a `put` that checked
+        the master it replaces, and a `put` after it is refused."""
+
+    @abc.abstractmethod
+    def masters(self) -> list[str]:
+        """The fingerprints of the master keys that wrap the store's new data
+        keys: the current one first, then those rotations retired, newest
+        first. Empty when none is recorded (a keyring made before
+        sessionstore recorded it: the store's next open records it)."""
+
+    @abc.abstractmethod
+    def set_master(self, master: str, *, was: list[str]) -> bool:
+        """Make ``master`` the current master, ``was`` (the `masters` read
+        before) retired after it, if `masters` is still ``was``: of two
+        rotations at once, one wins. Whether it did."""
 
     @abc.abstractmethod
     def get(self, key_id: bytes) -> WrappedKey | None:
@@ -105,7 +126,8 @@ class Keyring(abc.ABC):
     @abc.abstractmethod
     def rewrap(self, key_id: bytes, was: str, key: WrappedKey) -> bool:
         """Replace the wrapping of ``key_id`` with ``key``'s if a master of
-        fingerprint ``was`` still wraps it; whether it did."""
+        fingerprint ``was`` still wraps it and ``key.master`` is the current
+        master (as `put` checks it); whether it did."""
 
     def close(self) -> None:  # noqa: B027 (a keyring may hold nothing to close)
         """Release what the keyring holds open."""

@@ -2,15 +2,16 @@
 
 A master key is 32 random bytes (`generate_key` gives one, written as 44
 characters of URL-safe base64, the form a key file or an environment
-variable holds). ``keys=`` takes one key or a list: the first wraps every
-new data key, and any of them unwraps, so a store moves to a new key by
-putting it first and running `rotate`, then dropping the old one.
+variable holds; `parse_key` reads it, strictly). ``keys=`` takes one key
+or a list, the newest first: any of them unwraps, and new data keys are
+wrapped by the keyring's current one (`Keyring.masters`), so a store moves
+to a new key by putting it first and running `rotate` (which makes it
+current), then dropping the old one.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 import os
@@ -18,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TypeAlias
 
-from sessionstore.errors import ConfigurationError
+from sessionstore.errors import ConfigurationError, EncryptionKeyError
 
 __all__ = [
     "KEY_BYTES",
@@ -27,6 +28,7 @@ __all__ = [
     "fingerprint",
     "generate_key",
     "new_key",
+    "parse_key",
     "read_key_file",
 ]
 
@@ -58,28 +60,70 @@ def generate_key() -> str:
     return base64.urlsafe_b64encode(new_key()).decode()
 
 
+_TEXT = 44  # characters of URL-safe base64 that write KEY_BYTES bytes: 43, then "="
+_FORM = "a key is 44 characters of URL-safe base64, as `sessionstore keys generate` writes"
+_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def parse_key(text: str, where: str = "the key") -> bytes:
+    """The bytes of a master key written as `generate_key` writes it.
+
+    Strict: exactly 44 characters of URL-safe base64 with its padding (43,
+    then ``=``) that decode to exactly 32 bytes, whitespace around it
+    ignored. The message names ``where`` the key was and what is wrong with
+    it, never the key.
+
+    Raises:
+        EncryptionKeyError: the text is not such a key.
+    """
+    key = text.strip()
+    for number, char in enumerate(key, 1):
+        if char in _ALPHABET or (char == "=" and number == len(key)):
+            continue
+        if char.isspace():
+            wrong = "whitespace"
+        elif char == "=":
+            wrong = "padding (=) before the end"
+        else:
+            wrong = "not URL-safe base64 (A-Z, a-z, 0-9, - and _)"
+        raise EncryptionKeyError(
+            f"{where} is not a master key: its character {number} (of {len(key)}) is {wrong}; "
+            f"{_FORM}"
+        )
+    if len(key) != _TEXT:
+        raise EncryptionKeyError(
+            f"{where} is not a master key: {len(key)} characters, not {_TEXT}; {_FORM}"
+        )
+    if not key.endswith("="):
+        raise EncryptionKeyError(
+            f"{where} is not a master key: it does not end with its padding (=); {_FORM}"
+        )
+    raw = base64.urlsafe_b64decode(key)
+    if base64.urlsafe_b64encode(raw).decode("ascii") != key:  # the last character's spare bits
+        raise EncryptionKeyError(
+            f"{where} is not a master key: its character {_TEXT - 1} holds bits no key has; {_FORM}"
+        )
+    return raw
+
+
 def _key_bytes(key: object, number: int) -> bytes:
     what = f"key {number}" if number else "the key"
     if isinstance(key, str):
-        try:
-            raw = base64.urlsafe_b64decode(key.strip().encode("ascii"))
-        except (binascii.Error, UnicodeEncodeError, ValueError):
-            raise ConfigurationError(
-                f"{what} is not URL-safe base64 (a key from sessionstore.generate_key())"
-            ) from None
-    elif isinstance(key, bytes | bytearray):
+        return parse_key(key, what)
+    if isinstance(key, bytes | bytearray):
         raw = bytes(key)
     else:
-        raise ConfigurationError(
+        raise EncryptionKeyError(
             f"{what} is a {type(key).__name__}: give the key's 32 bytes or its base64 text"
         )
     if len(raw) != KEY_BYTES:
-        raise ConfigurationError(f"{what} holds {len(raw)} bytes, not {KEY_BYTES}")
+        raise EncryptionKeyError(f"{what} holds {len(raw)} bytes, not {KEY_BYTES}")
     return raw
 
 
 class MasterKeys:
-    """The master keys a store was opened with: the first wraps, all unwrap.
+    """The master keys a store was opened with, the newest first: all unwrap;
+    the first is the one a rotation makes current.
 
     Holds the keys' bytes and never shows them: its ``repr`` names their
     fingerprints only.
@@ -97,7 +141,7 @@ class MasterKeys:
         raws = [_key_bytes(key, n if len(given) > 1 else 0) for n, key in enumerate(given, 1)]
         self._by_print = {fingerprint(raw): raw for raw in reversed(raws)}
         self.first = fingerprint(raws[0])
-        """The fingerprint of the key that wraps new data keys."""
+        """The fingerprint of the first key given (the newest)."""
 
     def __repr__(self) -> str:
         return f"MasterKeys({', '.join(self._by_print)})"
@@ -112,23 +156,29 @@ class MasterKeys:
         return self._by_print.get(fingerprint)
 
     def wrapping(self) -> bytes:
-        """The key that wraps new data keys (the first given)."""
+        """The first key given: the one a rotation rewraps every data key under."""
         return self._by_print[self.first]
 
 
 def read_key_file(path: str | os.PathLike[str]) -> list[str]:
     """The keys of a key file: one per line, the newest first; blank lines
-    and lines starting with ``#`` are skipped.
+    and lines starting with ``#`` are skipped. Each is checked as
+    `parse_key` checks a key.
 
     Raises:
         ConfigurationError: the file cannot be read, or holds no key.
+        EncryptionKeyError: a line is not a key (naming the file and line).
     """
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"key file {os.fspath(path)!r} cannot be read: {exc}") from None
-    keys = [line.strip() for line in text.splitlines()]
-    keys = [key for key in keys if key and not key.startswith("#")]
+    keys = []
+    for number, line in enumerate(text.splitlines(), 1):
+        key = line.strip()
+        if key and not key.startswith("#"):
+            parse_key(key, f"line {number} of key file {os.fspath(path)!r}")
+            keys.append(key)
     if not keys:
         raise ConfigurationError(f"key file {os.fspath(path)!r} holds no key")
     return keys

@@ -101,6 +101,7 @@ class Sealer:
         self._cache: OrderedDict[bytes, DataKey] = OrderedDict()
         self._lock = threading.Lock()
         self._tokens: dict[str, str] = {}  # word tokens made, most `TOKENS`
+        self._master: str | None = None  # the keyring's current master, as last read
 
     @classmethod
     def start(
@@ -118,6 +119,10 @@ class Sealer:
                 f"keyring {keyring!r} holds no keys of this store ({store_id}): "
                 "give the keyring made with it"
             )
+        if new:
+            keyring.set_master(keys.first, was=[])
+        elif not keyring.masters():
+            _record_masters(keys, keyring)
         sealer = cls(keys, keyring, b"", as_text=as_text)
         found = keyring.find("index", "")
         if found is None:
@@ -137,11 +142,52 @@ class Sealer:
         return unwrap_key(self.keys, found, f"keyring {self.keyring!r}")
 
     def _made(self, scope: Scope, name: str) -> tuple[DataKey, bytes]:
-        """A new data key, kept in the keyring: it, and its bytes."""
+        """A new data key, kept in the keyring: it, and its bytes. It is
+        wrapped by the keyring's current master key (which a rotation sets),
+        never by one a rotation retired.
+
+        Raises:
+            EncryptionKeyError: the current master key is not among the keys
+                given (the store was rotated to a key this one lacks).
+        """
         raw, key_id = new_key(), cipher.new_key_id()
-        wrapped = cipher.wrap(self.keys.wrapping(), key_id, raw)
-        self.keyring.put(WrappedKey(key_id, scope, name, self.keys.first, wrapped))
-        return self._keep(DataKey.of(key_id, raw)), raw
+        for _ in range(3):  # a rotation between the read and the write: again
+            master = self._current_master()
+            wrapped = cipher.wrap(master[1], key_id, raw)
+            if self.keyring.put(WrappedKey(key_id, scope, name, master[0], wrapped)):
+                return self._keep(DataKey.of(key_id, raw)), raw
+            self._master = None
+        raise EncryptionKeyError(
+            f"keyring {self.keyring!r}: its master key changed three times while a data "
+            "key was made (rotations at once?): try again"
+        )
+
+    def _masters(self) -> list[str]:
+        """The keyring's `Keyring.masters`, the current first.
+
+        Raises:
+            EncryptionKeyError: it names none.
+        """
+        masters = self.keyring.masters()
+        if not masters:
+            raise EncryptionKeyError(
+                f"keyring {self.keyring!r} names no current master key: it is damaged, "
+                "or not the one made with the store"
+            )
+        return masters
+
+    def _current_master(self) -> tuple[str, bytes]:
+        """The keyring's current master key: its fingerprint and bytes."""
+        if self._master is None:
+            self._master = self._masters()[0]
+        raw = self.keys.key(self._master)
+        if raw is None:
+            raise EncryptionKeyError(
+                f"the store's keys were rotated to master key {self._master}, which this "
+                f"store was not opened with ({', '.join(self.keys.fingerprints)}): it makes no "
+                "new data key under a retired key; reopen it with the new key first"
+            )
+        return self._master, raw
 
     def _keep(self, key: DataKey) -> DataKey:
         with self._lock:
@@ -303,22 +349,68 @@ class Sealer:
     # ------------------------------------------------------------ rotation
 
     def rotate(self) -> int:
-        """Rewrap every data key not wrapped by the first master key under it;
-        how many were. Each key's change is whole: stopped anywhere, every
-        key is wrapped by the old master or the new.
+        """Make the first master key given the keyring's current one, then
+        rewrap every data key not wrapped by it under it; how many were.
+        Each key's change is whole: stopped anywhere, every key is wrapped
+        by the old master or the new, and run again it goes on. From the
+        first step on, no store makes a new data key under the old master.
 
         Raises:
-            EncryptionKeyError: a key's master is not among the keys given.
+            EncryptionKeyError: the keys are not given newest first (the
+                first was retired by an earlier rotation, or the current
+                master is not given, or a key given after the first never
+                wrapped this store's keys while nothing is left to rewrap),
+                or a key's master is not among the keys given.
         """
+        first, given = self.keys.first, self.keys.fingerprints
+        masters = self._masters()
+        current, retired = masters[0], masters[1:]
+        order = "give the keys newest first: the new key, then the old"
+        if first in retired:
+            raise EncryptionKeyError(
+                f"the first key given ({first}) was retired by an earlier rotation to "
+                f"{current}: {order}"
+            )
+        if first != current:
+            if current not in given:
+                raise EncryptionKeyError(
+                    f"the store's current master key {current} is not among the keys given "
+                    f"({', '.join(given)}): {order}"
+                )
+            if not self.keyring.set_master(first, was=masters):
+                raise EncryptionKeyError(
+                    f"keyring {self.keyring!r}: another rotation changed its master key "
+                    "meanwhile: run it again"
+                )
+        self._master = first
+        pending = [found for found in self.keyring.all_keys() if found.master != first]
+        never = [fp for fp in given if fp != first and fp not in retired]
+        if not pending and first == current and never:
+            raise EncryptionKeyError(
+                f"nothing to rotate: every data key is wrapped by the first key given "
+                f"({first}), and {', '.join(never)}, given after it, never wrapped any: if it "
+                f"is the new key, {order}"
+            )
         done = 0
-        for found in self.keyring.all_keys():
-            if found.master == self.keys.first:
-                continue
+        for found in pending:
             raw = self._unwrapped(found)
             wrapped = cipher.wrap(self.keys.wrapping(), found.key_id, raw)
-            new = WrappedKey(found.key_id, found.scope, found.name, self.keys.first, wrapped)
+            new = WrappedKey(found.key_id, found.scope, found.name, first, wrapped)
             done += self.keyring.rewrap(found.key_id, found.master, new)
         return done
+
+
+def _record_masters(keys: MasterKeys, keyring: Keyring) -> None:
+    """Record the current master of a keyring that names none (made before
+    sessionstore recorded it): the first key given if it wraps any of the
+    store's keys, else the one that wraps the index key; the others that
+    wrap keys, as retired."""
+    wrapping = {found.master: found.scope for found in keyring.all_keys()}
+    index = keyring.find("index", "")
+    current = keys.first if keys.first in wrapping or index is None else index.master
+    retired = [master for master in wrapping if master != current]
+    if keyring.set_master(current, was=[]) and retired:
+        keyring.set_master(current, was=[current, *retired])
 
 
 def _corrupt(

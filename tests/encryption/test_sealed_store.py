@@ -292,3 +292,68 @@ async def test_an_openai_agents_session_on_a_sealed_store(tmp_path: Path) -> Non
         assert await session.get_items() == [{"role": "user", "content": "a sealed turn"}]
     with open(db, "rb") as file:
         assert b"a sealed turn" not in file.read()
+
+
+async def test_a_postgresql_store_refuses_its_own_database_as_its_keyring(pg_url: str) -> None:
+    url = make_url(pg_url)
+    other_schema = url.set(query={**url.query, "options": "-csearch_path=elsewhere"})
+    for keyring in (pg_url, other_schema.render_as_string(hide_password=False)):
+        with pytest.raises(EncryptionKeyError, match="is the store's own database"):
+            await open_store(pg_url, keys=KEY, keyring=keyring)
+
+
+async def test_a_sqlite_store_refuses_its_own_file_as_its_keyring(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    for keyring in (str(db), f"sqlite:///{db}", str(tmp_path / "." / "s.db")):
+        with pytest.raises(EncryptionKeyError, match="is the store's own database"):
+            await open_store(db, keys=KEY, keyring=keyring)
+
+
+async def test_an_erase_of_a_session_holding_another_s_header_changes_nothing(
+    sealed: SqlStore, tmp_path: Path
+) -> None:
+    for session_id in ("a", "b"):
+        await sealed.create(SessionMeta(id=session_id))
+        await sealed.append(session_id, MessageEntry.new(Message.user(f"{session_id} said")))
+    db = tmp_path / "s.db"
+
+    def swap() -> None:  # a raw writer swaps the two sessions' headers
+        with closing(raw(db)) as connection:
+            headers = dict(connection.execute("SELECT id, header FROM sessions").fetchall())
+            for one, other in (("a", "b"), ("b", "a")):
+                connection.execute(
+                    "UPDATE sessions SET header = ? WHERE id = ?", [headers[other], one]
+                )
+
+    swap()
+    sealed.drop_caches()
+    with pytest.raises(CorruptSessionError, match=r"session 'a'.*its header does not open"):
+        await sealed.erase("a", reason="asked")
+    assert "doomed" not in await sealed.keyring_report()  # no key was doomed
+    await sealed.close()
+    async with await SqlStore.open(str(db), keys=KEY) as again:  # the open that swept b's key
+        assert sum((await again.keyring_report()).values()) == 3  # the index, a's and b's
+    swap()  # put back: both read, and erase, as before
+    async with await SqlStore.open(str(db), keys=KEY) as again:
+        for session_id in ("a", "b"):
+            (entry,) = await again.load(session_id)
+            assert isinstance(entry, MessageEntry)
+            assert entry.message.content == f"{session_id} said"
+        assert (await again.erase("a", reason="asked")).key is not None
+
+
+async def test_a_doomed_key_no_erasure_names_is_kept_at_the_next_open(
+    sealed: SqlStore, tmp_path: Path
+) -> None:
+    await sealed.create(SessionMeta(id="a"))
+    await sealed.create(SessionMeta(id="b"))
+    sealer = sealed.database.sealer
+    assert sealer is not None
+    b_key = await sealed.data_key("session", "b")
+    assert b_key is not None
+    sealer.keyring.doom(b_key.key_id)  # as an erase cut short before its commit
+    with closing(raw(tmp_path / "s.db")) as connection:  # and b's header then moved to a
+        (header,) = connection.execute("SELECT header FROM sessions WHERE id = 'a'").fetchone()
+        connection.execute("UPDATE sessions SET header = ? WHERE id = 'b'", [header])
+    async with await SqlStore.open(str(tmp_path / "s.db"), keys=KEY) as again:
+        assert await again.keyring_report() == {sealer.keys.first: 3, "doomed": 1}

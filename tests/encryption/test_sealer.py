@@ -72,7 +72,7 @@ def test_master_keys_parse_text_and_bytes_and_refuse_the_rest(tmp_path: Path) ->
     assert text not in repr(keys)
     for bad, said in [
         ([], "holds no key"),
-        ("not base64!", "not URL-safe base64"),
+        ("not base64!", "is not a master key"),
         (b"short", "holds 5 bytes"),
         (42, "is a int"),
     ]:

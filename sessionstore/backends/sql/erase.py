@@ -18,10 +18,12 @@ erase, and is erased with it, or fails with `SessionNotFoundError`.
 
 In a sealed store (docs/encryption.md) the erase also destroys the data key
 the session's (or journal's) rows were sealed with, wherever copies of them
-are: `erase_sealed` marks the key doomed in the keyring, runs the
+are: `erase_sealed` checks that the session's header opens as its own
+under the key the keyring holds for it, marks that key doomed, runs the
 transaction (which checks that the session still holds that key, and
-names it in the record's ``key``), then destroys it. A crash after the
-commit leaves the key doomed; the next open destroys it
+names it in the record's ``key``), then destroys it. An erase refused
+before its doom changes nothing. A crash after the commit leaves the key
+doomed; the next open destroys it, as the erasure record names it
 (`sealing.sweep`).
 """
 
@@ -77,8 +79,12 @@ async def erase_sealed(
     """Erase a session of a sealed store, and destroy its data key."""
     sealer = database.sealer
     assert sealer is not None
+    # Checked before any key is doomed: the header opens as this session's
+    # under the key the keyring keeps for it. A header moved from another
+    # session (a raw writer) names that session's key, which a doom here
+    # would let the next open destroy.
     key_id = await database.transaction(
-        session_id, partial(sealing.session_key_id, session_id=session_id)
+        session_id, partial(sealing.session_key_id, session_id=session_id, sealer=sealer)
     )
     await asyncio.to_thread(sealer.keyring.doom, key_id)
     body = partial(

@@ -31,16 +31,22 @@ from sqlalchemy import (
     delete,
     event,
     insert,
+    literal,
     select,
+    text,
     update,
 )
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.schema import CreateIndex, CreateTable
 
 from sessionstore.backends.sql.engine import create_private_file, describe, is_sqlite, sync_url
 from sessionstore.encryption.keyring import Keyring, Scope, WrappedKey
 from sessionstore.errors import ConfigurationError, StorageError
 
-__all__ = ["SqlKeyring"]
+__all__ = ["SqlKeyring", "keyring_url", "same_database"]
 
 _metadata = MetaData()
 _stores = Table(
@@ -60,7 +66,46 @@ _keys = Table(
     Column("doomed", Boolean, nullable=False, default=False),
     Index("ix_sessionstore_keyring_keys_name", "store_id", "scope", "name"),
 )
+_masters = Table(
+    "sessionstore_keyring_masters",  # made after the others: a keyring may predate it
+    _metadata,
+    Column("store_id", Text, primary_key=True),
+    Column("master", Text, nullable=False),  # wraps new data keys
+    Column("retired", Text, nullable=False),  # those it replaced, newest first, space-separated
+)
 _COLUMNS = (_keys.c.key_id, _keys.c.scope, _keys.c.name, _keys.c.master, _keys.c.wrapped)
+
+
+def keyring_url(target: str | os.PathLike[str]) -> URL:
+    """The URL of a keyring's database: a path is a SQLite file."""
+    text = os.fspath(target)
+    return sync_url(text if "://" in text else f"sqlite:///{os.path.abspath(text)}")
+
+
+_LOCAL = {"", "localhost", "127.0.0.1", "::1"}
+
+
+def same_database(one: URL, other: URL) -> bool:
+    """Whether two URLs name one database: one SQLite file, or one
+    PostgreSQL database of one server (its schemas and options aside). On
+    this machine a server is named by its port alone: its socket is named
+    by it too, and two servers cannot listen on one port."""
+    if is_sqlite(one) or is_sqlite(other):
+        if not (is_sqlite(one) and is_sqlite(other)) or not one.database or not other.database:
+            return False
+        if one.database == ":memory:" or other.database == ":memory:":
+            return False
+        return os.path.realpath(one.database) == os.path.realpath(other.database)
+    if one.get_backend_name() != other.get_backend_name():
+        return False
+
+    def server(url: URL) -> tuple[str, str, str]:
+        host = url.host or str(url.query.get("host") or "")
+        local = host in _LOCAL or host.startswith("/")
+        port = str(url.port or url.query.get("port") or 5432)
+        return ("local" if local else host.lower(), port, url.database or url.username or "")
+
+    return server(one) == server(other)
 
 
 class SqlKeyring(Keyring):
@@ -73,8 +118,7 @@ class SqlKeyring(Keyring):
     """
 
     def __init__(self, target: str | os.PathLike[str]) -> None:
-        text = os.fspath(target)
-        url = sync_url(text if "://" in text else f"sqlite:///{os.path.abspath(text)}")
+        url = keyring_url(target)
         self._where = describe(url)
         self._store: str | None = None
         try:
@@ -89,7 +133,7 @@ class SqlKeyring(Keyring):
             raise ConfigurationError(
                 f"keyring {self._where}: PostgreSQL needs psycopg ({exc})"
             ) from None
-        self._run(lambda conn: _metadata.create_all(conn, checkfirst=True))
+        self._run(_create_tables)
 
     def __repr__(self) -> str:
         return f"SqlKeyring({self._where!r})"
@@ -125,9 +169,57 @@ class SqlKeyring(Keyring):
             self._store = store_id
         return served
 
-    def put(self, key: WrappedKey) -> None:
-        values = {c.name: getattr(key, c.name) for c in _COLUMNS}
-        self._run(lambda conn: conn.execute(insert(_keys).values(store_id=self._store, **values)))
+    def _current(self, master: str) -> Any:
+        """Rows of the masters table naming ``master`` current for this store:
+        locked for share on PostgreSQL until the transaction ends, so that a
+        change of master waits for the writes that checked it (on SQLite a
+        write holds the database's one write lock)."""
+        return (
+            select(_masters.c.store_id)
+            .where(_masters.c.store_id == self._store, _masters.c.master == master)
+            .with_for_update(read=True)
+        )
+
+    def put(self, key: WrappedKey) -> bool:
+        values = [literal(getattr(key, c.name), c.type) for c in _COLUMNS]
+        kept = (
+            insert(_keys)
+            .from_select(
+                [_keys.c.store_id, *(c.name for c in _COLUMNS)],
+                select(literal(self._store, Text), *values).where(
+                    self._current(key.master).exists()
+                ),
+            )
+            .execution_options(preserve_rowcount=True)
+        )  # an INSERT's rowcount is not kept else
+        return bool(self._run(lambda conn: conn.execute(kept).rowcount) == 1)
+
+    def masters(self) -> list[str]:
+        query = select(_masters.c.master, _masters.c.retired).where(
+            _masters.c.store_id == self._store
+        )
+        row = self._run(lambda conn: conn.execute(query).first())
+        return [] if row is None else [row.master, *row.retired.split()]
+
+    def set_master(self, master: str, *, was: list[str]) -> bool:
+        if self._store is None:
+            raise RuntimeError("a keyring serves a store once bound to it")
+        retired = " ".join(fingerprint for fingerprint in was if fingerprint != master)
+        if not was:
+            dialect = sqlite_insert if is_sqlite(self._engine.url) else postgresql_insert
+            change: Any = (
+                dialect(_masters)
+                .values(store_id=self._store, master=master, retired="")
+                .on_conflict_do_nothing()
+                .execution_options(preserve_rowcount=True)
+            )
+        else:
+            change = (
+                update(_masters)
+                .where(_masters.c.store_id == self._store, _masters.c.master == was[0])
+                .values(master=master, retired=retired)
+            )
+        return bool(self._run(lambda conn: conn.execute(change).rowcount) == 1)
 
     def get(self, key_id: bytes) -> WrappedKey | None:
         query = select(*_COLUMNS, _keys.c.doomed).where(self._mine(), _keys.c.key_id == key_id)
@@ -171,12 +263,27 @@ class SqlKeyring(Keyring):
         change = (
             update(_keys)
             .where(self._mine(), _keys.c.key_id == key_id, _keys.c.master == was)
+            .where(self._current(key.master).exists())
             .values(master=key.master, wrapped=key.wrapped)
         )
         return bool(self._run(lambda conn: conn.execute(change).rowcount) == 1)
 
     def close(self) -> None:
         self._engine.dispose()
+
+
+_CREATING = 0x5E55_4B52  # the advisory lock PostgreSQL keyrings take to create their tables
+
+
+def _create_tables(conn: Connection) -> None:
+    """The keyring's tables, made if absent; safe with many processes
+    opening one new keyring at once (PostgreSQL's IF NOT EXISTS is not, alone)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _CREATING})
+    for table in _metadata.sorted_tables:
+        conn.execute(CreateTable(table, if_not_exists=True))
+        for index in table.indexes:
+            conn.execute(CreateIndex(index, if_not_exists=True))
 
 
 def _sqlite_pragmas(dbapi_connection: Any, record: Any) -> None:

@@ -33,14 +33,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Connection, bindparam, func, insert, select, union_all
+from sqlalchemy import Connection, bindparam, func, insert, select, text, union_all
 
 from sessionstore.backends.sql.database import find_session
 from sessionstore.backends.sql.database import session_id as stored_id
-from sessionstore.backends.sql.engine import is_sqlite
-from sessionstore.backends.sql.queries import FIND_SESSION
+from sessionstore.backends.sql.engine import describe, is_sqlite
 from sessionstore.backends.sql.query import Query
-from sessionstore.backends.sql.tables import heads, journal_lines, sealing, sessions
+from sessionstore.backends.sql.tables import erasures, heads, journal_lines, sealing, sessions
 from sessionstore.errors import ConfigurationError, CorruptSessionError, EncryptionKeyError
 from sessionstore.models import SessionMeta
 
@@ -107,7 +106,11 @@ async def start(
             )
         return None
     if found is None and await database.transaction(None, _holds_anything, quick=True):
-        raise _plain()  # before any keyring is made
+        # Sealed meanwhile by another process (its row commits before its
+        # first session), or plain: refused before any keyring is made.
+        found = await database.transaction(None, _sealing_row, quick=True)
+        if found is None:
+            raise _plain()
     from sessionstore.encryption.keys import MasterKeys
 
     try:
@@ -147,40 +150,53 @@ async def start(
 
 async def sweep(database: Database, sealer: Sealer) -> int:
     """Destroy the keys an erase doomed and then died before destroying:
-    those whose session (or journal) no longer holds them. A doomed key
-    still held is an erase cut short before its commit: erasing again ends
-    it. How many were destroyed."""
+    those an erasure record names (its transaction committed). A doomed key
+    no record names is an erase cut short before its commit (or refused):
+    it still opens, and erasing again ends it. How many were destroyed."""
     destroyed = 0
     for key in await _in_thread(sealer.keyring.doomed):
-        held = await database.transaction(
-            None, partial(_holds, key_id=key.key_id, scope=key.scope, name=key.name)
+        erased = await database.transaction(
+            None, partial(_erased, key_id=key.key_id, scope=key.scope, name=key.name)
         )
-        if not held:
+        if erased:
             await _in_thread(partial(sealer.destroy, key.key_id))
             destroyed += 1
     return destroyed
 
 
-def _holds(conn: Connection, *, key_id: bytes, scope: str, name: str) -> bool:
-    """Whether the session (or journal) ``name`` still holds rows sealed by ``key_id``."""
-    if scope == "session":
-        found = FIND_SESSION.first(conn, id=name)
-        return found is not None and key_id_of(found[1]) == key_id
-    if scope == "journal":
-        line = _FIRST_JOURNAL_LINE.first(conn, name=name)
-        return line is not None and key_id_of(bytes(line[0])) == key_id
-    return True  # the index key is never doomed
+_ERASED = Query(
+    select(erasures.c.seq)
+    .where(
+        erasures.c.kind == bindparam("kind"),
+        erasures.c.name == bindparam("name"),
+        erasures.c.key == bindparam("key"),
+    )
+    .limit(1)
+)
+
+
+def _erased(conn: Connection, *, key_id: bytes, scope: str, name: str) -> bool:
+    """Whether an erasure of the session (or journal) ``name`` names ``key_id``
+    as the key it destroys: never true of a key its session still holds, nor
+    of another session's key."""
+    return _ERASED.first(conn, kind=scope, name=name, key=key_id.hex()) is not None
 
 
 def _keyring(database: Database, keyring: Keyring | str | os.PathLike[str] | None) -> Keyring:
-    from sessionstore.backends.sql.keyring import SqlKeyring
+    from sessionstore.backends.sql.keyring import SqlKeyring, keyring_url, same_database
     from sessionstore.encryption.keyring import Keyring
 
     if isinstance(keyring, Keyring):
         return keyring
-    if keyring is not None:
-        return SqlKeyring(keyring)
     url = database.runner.url
+    if keyring is not None:
+        if same_database(keyring_url(keyring), url):
+            raise EncryptionKeyError(
+                f"keyring {describe(keyring_url(keyring))} is the store's own database "
+                f"({database.where}): a copy of the data would then open it; keep the "
+                "keyring apart (a file, another database's URL, or a Keyring)"
+            )
+        return SqlKeyring(keyring)
     if not is_sqlite(url) or url.database is None:
         raise EncryptionKeyError(
             f"{database.where}: a PostgreSQL store's keyring must live apart from its data: "
@@ -193,13 +209,6 @@ async def _in_thread(call: Callable[[], _T]) -> _T:
     """A keyring's blocking call (at open only), off the event loop."""
     return await asyncio.to_thread(call)
 
-
-_FIRST_JOURNAL_LINE = Query(
-    select(journal_lines.c.line)
-    .where(journal_lines.c.journal == bindparam("name"), journal_lines.c.line.is_not(None))
-    .order_by(journal_lines.c.seq)
-    .limit(1)
-)
 
 _SEAL = Query(insert(sealing).values(id=1, scheme=SCHEME, store_id=bindparam("store_id")))
 
@@ -224,7 +233,11 @@ def _plain() -> EncryptionKeyError:
 
 
 def _seal_store(conn: Connection, *, store_id: str) -> str:
-    """Name the store sealed (a write transaction's body); the id named."""
+    """Name the store sealed (a write transaction's body); the id named.
+    On PostgreSQL the table is locked first: of workers opening a new store
+    at once, one names it, and the others then find its row."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("LOCK TABLE sealing IN EXCLUSIVE MODE"))
     found = _sealing_row(conn)
     if found is not None:
         return found[0]
@@ -274,17 +287,31 @@ def key_id_of(value: str | bytes) -> bytes | None:
         return None
 
 
-def session_key_id(conn: Connection, *, session_id: str) -> bytes:
+def session_key_id(conn: Connection, *, session_id: str, sealer: Sealer | None = None) -> bytes:
     """The id of the data key of a session of a sealed store (a read
-    transaction's body).
+    transaction's body). With ``sealer``, checked: the header opens as this
+    session's header, and the keyring holds that key for this session.
 
     Raises:
         SessionNotFoundError: no such session.
-        CorruptSessionError: its header names no key.
+        CorruptSessionError: its header names no key, or (checked) does not
+            open as its own, or its key is kept for something else.
     """
-    found = key_id_of(find_session(conn, session_id).header)
+    header = find_session(conn, session_id).header
+    found = key_id_of(header)
     if found is None:
         raise CorruptSessionError(session_id, "its header is not sealed", path="sessions")
+    if sealer is not None:
+        sealer.open_text("header", session_id, 0, header, where="sessions")
+        kept = sealer.keyring.get(found)
+        if kept is None or (kept.scope, kept.name) != ("session", session_id):
+            held = "no session" if kept is None else f"{kept.scope} {kept.name!r}"
+            raise CorruptSessionError(
+                session_id,
+                f"its header is sealed by data key {found.hex()}, which the keyring holds "
+                f"for {held}",
+                path="sessions",
+            )
     return found
 
 

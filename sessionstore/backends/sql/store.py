@@ -178,14 +178,18 @@ class SqlStore(StoreBase):
 
     async def rotate_keys(self) -> int:
         """Rewrap every data key of a sealed store under the first of the keys
-        it was opened with (``keys=[new, old]``); how many were rewrapped.
-        The entries are never rewritten. Each key changes whole: stopped
-        anywhere, every key is wrapped by the old master key or the new,
-        and the store opens with both; once it returns, with the new alone.
+        it was opened with (``keys=[new, old]``); how many were rewrapped
+        (0: every key already was). The new key is made current first: from
+        then on no store makes a data key under the old one. The entries
+        are never rewritten. Each key changes whole: stopped anywhere, every
+        key is wrapped by the old master key or the new, and the store opens
+        with both; once it returns, with the new alone.
 
         Raises:
-            EncryptionKeyError: the store is not sealed, or a data key is
-                wrapped by a master key not given.
+            EncryptionKeyError: the store is not sealed, the keys are not
+                newest first (the first was retired by an earlier rotation,
+                the current key is not given, or the new key is listed after
+                it), or a data key is wrapped by a master key not given.
         """
         sealer = self._database.sealer
         if sealer is None:
