@@ -15,14 +15,15 @@ import base64
 import hashlib
 import hmac
 import os
+import stat
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TypeAlias
 
 from sessionstore.errors import ConfigurationError, EncryptionKeyError
 
 __all__ = [
     "KEY_BYTES",
+    "KEY_FILE_BYTES",
     "Key",
     "MasterKeys",
     "fingerprint",
@@ -34,6 +35,10 @@ __all__ = [
 
 KEY_BYTES = 32
 """A key's length: AES-256."""
+
+KEY_FILE_BYTES = 64 * 1024
+"""The most a key file may hold: about a thousand keys with comments. A
+larger file is not a key file (``/dev/zero``, a log named by mistake)."""
 
 Key: TypeAlias = "bytes | str"
 """A master key: its 32 bytes, or their URL-safe base64 (as `generate_key` writes)."""
@@ -166,13 +171,12 @@ def read_key_file(path: str | os.PathLike[str]) -> list[str]:
     `parse_key` checks a key.
 
     Raises:
-        ConfigurationError: the file cannot be read, or holds no key.
+        ConfigurationError: the file cannot be read, is not a regular file
+            (a FIFO, a device, a directory), is larger than
+            `KEY_FILE_BYTES`, or holds no key.
         EncryptionKeyError: a line is not a key (naming the file and line).
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"key file {os.fspath(path)!r} cannot be read: {exc}") from None
+    text = _key_file_text(path)
     keys = []
     for number, line in enumerate(text.splitlines(), 1):
         key = line.strip()
@@ -182,3 +186,37 @@ def read_key_file(path: str | os.PathLike[str]) -> list[str]:
     if not keys:
         raise ConfigurationError(f"key file {os.fspath(path)!r} holds no key")
     return keys
+
+
+def _key_file_text(path: str | os.PathLike[str]) -> str:
+    """A key file's text, read without waiting and without reading without
+    end: the file is opened without blocking (a FIFO with no writer would
+    hang a plain open), must be a regular file (a symlink to one is fine: a
+    secret mounted by an orchestrator often is), and is read up to
+    `KEY_FILE_BYTES`."""
+    name = os.fspath(path)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ConfigurationError(f"key file {name!r} cannot be read: {exc.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigurationError(
+                f"key file {name!r} is not a regular file (a FIFO, a device or a "
+                "directory): write the keys into a file (sessionstore keys generate --out FILE)"
+            )
+        data = b""
+        while len(data) <= KEY_FILE_BYTES and (chunk := os.read(fd, KEY_FILE_BYTES + 1)):
+            data += chunk
+    except OSError as exc:
+        raise ConfigurationError(f"key file {name!r} cannot be read: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > KEY_FILE_BYTES:
+        raise ConfigurationError(
+            f"key file {name!r} is larger than {KEY_FILE_BYTES} bytes: not a key file"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"key file {name!r} is not UTF-8 text: not a key file") from None

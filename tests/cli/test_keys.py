@@ -154,3 +154,16 @@ def test_an_encrypted_export_imports_back_with_the_key_file_alone(
     status, _, err = run(capsys, "--db", restored, "export", str(tmp_path / "b2"), "--encrypted")
     assert status != 0
     assert "is encrypted: open it with keys=" in err
+
+
+def test_a_device_or_fifo_as_key_file_is_one_line_and_exit_1(
+    sealed: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, _ = sealed
+    fifo = tmp_path / "keys.fifo"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        status, out, err = run(capsys, "--db", db, "--key-file", path, "ls")
+        assert (status, out) == (1, "")
+        assert err.count("\n") == 1
+        assert f"key file '{path}' is not a regular file" in err
