@@ -13,29 +13,35 @@ from sessionstore.archive.sealing import KEYS
 from sessionstore.cli.defaults import HTML
 from sessionstore.cli.opening import opened, path_exists
 from sessionstore.cli.output import Refused, counted, err_console, escaped, progress_bar, warn
+from sessionstore.cli.wording import in_user_words
 from sessionstore.errors import ArchiveError
 from sessionstore.transcript import export_html
 
 __all__ = ["run_export", "run_import", "run_retire"]
 
 
-def _refusals(report: ArchiveReport) -> None:
+def _refusals(report: ArchiveReport, args: argparse.Namespace) -> None:
+    """What a run warned of, skipped, refused or found faulty, in the user's words."""
+
+    def said(text: object) -> str:
+        return in_user_words(str(text), args)
+
     for warning in report.warnings:
-        warn(str(warning))
+        warn(said(warning))
     for issue in report.skipped:
-        warn(f"skipped {issue}")
+        warn(f"skipped {said(issue)}")
     for issue in report.refused:
-        err_console.print(Text(f"refused: {escaped(str(issue))}"))
+        err_console.print(Text(f"refused: {escaped(said(issue))}"))
     for fault in report.faults:
-        err_console.print(Text(f"fault: {escaped(fault)}"))
+        err_console.print(Text(f"fault: {escaped(said(fault))}"))
 
 
-def _archive_error(error: ArchiveError) -> ArchiveReport:
+def _archive_error(error: ArchiveError, args: argparse.Namespace) -> ArchiveReport:
     """The report of an export or import that refused files, its refusals printed."""
     report = error.report
     if not isinstance(report, ArchiveReport):
         raise error  # not a run's refusals: the archive itself (printed as an error)
-    _refusals(report)
+    _refusals(report, args)
     return report
 
 
@@ -54,9 +60,9 @@ async def run_import(args: argparse.Namespace) -> int:
             try:
                 report = await import_archive(store, args.path, progress=progress)
             except ArchiveError as exc:
-                report, refused = _archive_error(exc), exc
+                report, refused = _archive_error(exc, args), exc
     if refused is None:
-        _refusals(report)
+        _refusals(report, args)
     print(
         f"imported {counted(report.sessions, 'session')} "
         f"({counted(report.entries, 'new entry', 'new entries')}), "
@@ -112,7 +118,7 @@ async def run_export(args: argparse.Namespace) -> int:
                     encrypted=args.encrypted,
                 )
             except ArchiveError as exc:
-                report, refused = _archive_error(exc), exc
+                report, refused = _archive_error(exc, args), exc
         unpaged: list[tuple[str, str]] = []
         if args.html:
             with progress_bar("pages") as progress:
@@ -120,7 +126,7 @@ async def run_export(args: argparse.Namespace) -> int:
                 unpaged = await export_html(store, Path(args.dir) / HTML, sessions=args.session)
                 progress(1, 1)
     if refused is None:
-        _refusals(report)
+        _refusals(report, args)
     for session_id, why in unpaged:
         err_console.print(Text(f"fault: no page for {escaped(session_id)}: {escaped(why)}"))
     for summary in faults:

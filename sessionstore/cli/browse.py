@@ -23,6 +23,7 @@ from sessionstore.cli.output import (
     tsv,
     warn,
 )
+from sessionstore.cli.wording import named
 from sessionstore.store import SessionStore, SessionSummary
 from sessionstore.wire import encode_value
 
@@ -82,7 +83,7 @@ def next_page(args: argparse.Namespace, command: Sequence[str], cursor: str, *, 
     """Say how to get the next page, as a command to copy (``--db`` in it
     unless it is the default): dim, below a listing on a terminal; on
     stderr when piped or for ``--json``, so that stdout holds only rows."""
-    db = [] if args.db == default_target() else ["--db", args.db]
+    db = [] if args.db == default_target() else ["--db", named(args.db)]
     json = ["--json"] if args.json else []
     words = ["sessionstore", *db, *command, *json, "--after", cursor]
     line = escaped(" ".join(map(shlex.quote, words)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from sessionstore.anchors import read_anchors, write_anchors
-from sessionstore.cli.opening import check_store, opened
+from sessionstore.cli.opening import check_store, key_source, opened
 from sessionstore.cli.output import (
     Refused,
     cell,
@@ -26,6 +27,7 @@ from sessionstore.cli.output import (
     progress_bar,
     table,
 )
+from sessionstore.cli.wording import named
 from sessionstore.effects import EffectState
 from sessionstore.errors import validate_session_id
 from sessionstore.models import SessionMeta
@@ -51,11 +53,11 @@ async def run_migrate(args: argparse.Namespace) -> int:
         await check_store(args.db, read=True, schema=False)
         current, head = await migrate.current(args.db), migrate.head()
         state = "up to date" if current == head else "needs `sessionstore migrate`"
-        print(f"{escaped(args.db)}: revision {current or '(none)'}, newest {head}: {state}")
+        print(f"{escaped(named(args.db))}: revision {current or '(none)'}, newest {head}: {state}")
         return 0
     await check_store(args.db, read=False)
     await migrate.upgrade(args.db)
-    print(f"{escaped(args.db)}: at revision {migrate.head()}")
+    print(f"{escaped(named(args.db))}: at revision {migrate.head()}")
     return 0
 
 
@@ -274,7 +276,8 @@ async def run_demo(args: argparse.Namespace) -> int:
 
     async with opened(args, read=False) as store:
         result = await play_demo(store)
-    print(f"Played a {result.entries}-entry conversation into {escaped(args.db)}")
+        sealed = bool(getattr(store, "encrypted", False))
+    print(f"Played a {result.entries}-entry conversation into {escaped(named(args.db))}")
     print(f"session {result.session_id}, the context sent to the model:")
     for message in result.context:
         print(f"  {cell(message.role):>9}: {preview(message.text(), 66)}")
@@ -288,5 +291,17 @@ async def run_demo(args: argparse.Namespace) -> int:
         f"archive round trip (export, import, export): {counted(result.archive_files, 'file')}, "
         f"{counted(result.archive_bytes, 'byte')}, {same}"
     )
-    print(escaped(f"next: sessionstore show {result.session_id} --db {args.db}"))
+    print(escaped(f"next: sessionstore show {result.session_id} {_store_options(args, sealed)}"))
     return 0 if result.identical else 1
+
+
+def _store_options(args: argparse.Namespace, sealed: bool) -> str:
+    """``--db`` as given, and for a sealed store the key file and keyring
+    that open it: what a command to copy needs to open the same store."""
+    words = ["--db", named(args.db)]
+    given = key_source(args)
+    if sealed and given is not None and given[1] is not None:
+        words += ["--key-file", given[1]]
+    if sealed and args.keyring:
+        words += ["--keyring", named(args.keyring)]
+    return " ".join(map(shlex.quote, words))
