@@ -30,7 +30,7 @@ from sessionstore.cli.defaults import (
 if TYPE_CHECKING:
     from sessionstore.cli.output import Command
 
-__all__ = ["LazyCommand", "build_parser"]
+__all__ = ["COUNT_RULE", "LazyCommand", "build_parser"]
 
 _DB_HELP = (
     "the store: a .db path or sqlite:///file.db, postgresql://..., a directory "
@@ -50,24 +50,24 @@ _COUNT_MAX = sys.maxsize // 2
 same, and is brought down to it (Python's and the databases' integers hold it)."""
 
 
+COUNT_RULE = "a whole number of 1 or more"
+"""What every count option (``--limit``, ``--tail``) takes: a count of 0
+would show nothing, so it is refused as a mistake, as a negative one is."""
+
+
 def _count_argument(text: str) -> int:
+    """A count option's value: `COUNT_RULE`; a count larger than any store
+    holds is brought down to `_COUNT_MAX`. argparse names the option."""
     digits = text.strip()
     if digits.isascii() and digits.isdigit() and len(digits) > 18:
         return _COUNT_MAX  # more than any count (and more digits than int() may read)
     try:
-        number = int(text)
+        number = int(digits) if digits.isascii() else None
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
+        number = None
+    if number is None or number < 1:
+        raise argparse.ArgumentTypeError(f"must be {COUNT_RULE}, not {text!r}")
     return min(number, _COUNT_MAX)
-
-
-def _page_argument(text: str) -> int:
-    number = _count_argument(text)
-    if number < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more")
-    return number
 
 
 def _date_argument(text: str) -> str:
@@ -187,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--owner", metavar="OWNER", help="only the sessions whose header names OWNER")
     ls.add_argument(
         "--limit",
-        type=_page_argument,
+        type=_count_argument,
         metavar="N",
         help=f"at most N sessions (default: {PAGE} on a terminal, all when piped)",
     )
@@ -218,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--owner", metavar="OWNER", help="only in the sessions of OWNER")
     search.add_argument(
         "--limit",
-        type=_page_argument,
+        type=_count_argument,
         default=HITS,
         metavar="N",
         help=f"at most N hits (default: {HITS})",

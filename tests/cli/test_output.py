@@ -222,6 +222,31 @@ def test_a_count_larger_than_anything_means_everything(
     assert len(out.splitlines()) == rows
 
 
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["ls", "--limit"],
+        ["search", "hello", "--limit"],
+        ["show", "one", "--limit"],
+        ["show", "one", "--tail"],
+    ],
+    ids=lambda o: " ".join(o),
+)
+@pytest.mark.parametrize("count", ["-1", "0", "two", "1.5"])
+def test_every_count_option_takes_one_rule_with_one_message(
+    capsys: pytest.CaptureFixture[str], filled: str, option: list[str], count: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run(capsys, "--db", filled, *option, count)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    command, name = option[0], option[-1]
+    assert err == (
+        f"sessionstore {command}: error: argument {name}: "
+        f"must be a whole number of 1 or more, not {count!r}"
+    )
+
+
 @pytest.mark.parametrize("age", ["99999999999d", "9999999999999999999999h", "800000d"])
 def test_an_idle_age_older_than_any_date_is_refused(
     capsys: pytest.CaptureFixture[str], filled: str, tmp_path: Path, age: str
