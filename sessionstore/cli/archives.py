@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.text import Text
@@ -13,7 +16,7 @@ from sessionstore.archive.sealing import KEYS
 from sessionstore.cli.defaults import HTML
 from sessionstore.cli.opening import opened, path_exists
 from sessionstore.cli.output import Refused, counted, err_console, escaped, progress_bar, warn
-from sessionstore.cli.wording import in_user_words
+from sessionstore.cli.wording import in_user_words, named
 from sessionstore.errors import ArchiveError
 from sessionstore.transcript import export_html
 
@@ -164,6 +167,24 @@ async def run_retire(args: argparse.Namespace) -> int:
     if args.before is None and args.idle is None and not args.session:
         raise Refused("retire needs --before, --idle or --session: it never retires everything")
     _check_export_directory(Path(args.to), "retire")
+    declined: list[str] = []
+
+    async def confirm(retiring: Sequence[str], held: int) -> bool:
+        if args.yes or args.session or len(retiring) < held:
+            return True  # named by id, or a choice that leaves some: as asked
+        everything = f"every session of {named(args.db)} ({len(retiring)})"
+        if not sys.stdin.isatty():
+            raise Refused(
+                f"retire would take {everything}: it asks on a terminal first; "
+                "pass --yes to retire them all from a script"
+            )
+        err_console.print(Text(escaped(f"retire {everything} to {args.to}? [y/N] ")), end="")
+        answer = await asyncio.to_thread(sys.stdin.readline)  # Ctrl-C stops it
+        if answer.strip().lower() != "y":
+            declined.extend(retiring)
+            return False
+        return True
+
     async with opened(args, read=True) as store:
         with progress_bar("retiring") as progress:
             report = await retire(
@@ -173,7 +194,10 @@ async def run_retire(args: argparse.Namespace) -> int:
                 idle_for=args.idle,
                 sessions=args.session,
                 progress=progress,
+                confirm=confirm,
             )
+    if declined:
+        raise Refused(f"not confirmed: {counted(len(declined), 'session')} left as they are")
     for session_id in report.retired:
         print(f"retired {escaped(session_id)}")
     for issue in report.skipped:

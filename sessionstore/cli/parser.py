@@ -370,6 +370,12 @@ def build_parser() -> argparse.ArgumentParser:
     retired.add_argument(
         "--session", action="append", metavar="ID", help="only this session (repeatable)"
     )
+    retired.add_argument(
+        "--yes",
+        action="store_true",
+        help="do not ask before retiring every session of the store (needed when stdin "
+        "is not a terminal)",
+    )
     verify = _command(
         commands,
         common,
