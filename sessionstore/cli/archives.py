@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,8 +15,9 @@ from rich.text import Text
 from sessionstore.archive import ArchiveReport, export_archive, import_archive, retire
 from sessionstore.archive.report import HEADS, JOURNALS, SESSIONS, TITLES
 from sessionstore.archive.sealing import KEYS
-from sessionstore.cli.defaults import HTML
-from sessionstore.cli.opening import opened, path_exists
+from sessionstore.backends.targets import is_sql_target
+from sessionstore.cli.defaults import HTML, KEYRING_ENV
+from sessionstore.cli.opening import opened, path_exists, store_directory
 from sessionstore.cli.output import Refused, counted, err_console, escaped, progress_bar, warn
 from sessionstore.cli.wording import in_user_words, named
 from sessionstore.errors import ArchiveError
@@ -58,12 +61,18 @@ def _check_archive(path: str) -> None:
 async def run_import(args: argparse.Namespace) -> int:
     _check_archive(args.path)
     refused: ArchiveError | None = None
-    async with opened(args, read=False) as store:
-        with progress_bar("importing") as progress:
-            try:
-                report = await import_archive(store, args.path, progress=progress)
-            except ArchiveError as exc:
-                report, refused = _archive_error(exc, args), exc
+    new, done = _not_there_yet(args), False
+    try:
+        async with opened(args, read=False) as store:
+            with progress_bar("importing") as progress:
+                try:
+                    report = await import_archive(store, args.path, progress=progress)
+                except ArchiveError as exc:
+                    report, refused = _archive_error(exc, args), exc
+        done = refused is None or bool(report.sessions + report.journals + report.heads)
+    finally:
+        if not done:
+            _remove(new)  # made for an import that failed and brought nothing: not left behind
     if refused is None:
         _refusals(report, args)
     print(
@@ -73,8 +82,41 @@ async def run_import(args: argparse.Namespace) -> int:
         f"from {escaped(args.path)}"
     )
     if refused is not None:
-        raise Refused(f"import refused {counted(len(report.refused), 'file')} (listed above)")
+        left = "" if done or not new else f"; {named(args.db)} was not created"
+        raise Refused(f"import refused {counted(len(report.refused), 'file')} (listed above){left}")
     return 0
+
+
+def _not_there_yet(args: argparse.Namespace) -> list[Path]:
+    """The files (or directory) opening the store of ``args`` would make
+    that are not there yet: a SQLite database, its WAL, its keyring; a
+    JSONL directory. PostgreSQL's are not files: none."""
+    directory = store_directory(args.db)
+    if directory is not None:
+        return [] if directory.exists() else [directory]
+    if not is_sql_target(args.db):
+        return []
+    from sessionstore.backends.sql.engine import is_sqlite, parse_target
+
+    url = parse_target(args.db)
+    if not is_sqlite(url) or not url.database:
+        return []
+    base = url.database
+    if Path(base).exists():
+        return []  # a store already: its files (a WAL another process uses) are left alone
+    made = [Path(base + end) for end in ("", "-wal", "-shm", "-journal", ".keys")]
+    keyring = args.keyring or os.environ.get(KEYRING_ENV)
+    if keyring and "://" not in keyring:
+        made.append(Path(keyring))
+    return [path for path in made if not path.exists()]
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 _PARTS = (SESSIONS, JOURNALS, HEADS, TITLES, KEYS, HTML)
@@ -105,6 +147,7 @@ async def run_export(args: argparse.Namespace) -> int:
     _check_export_directory(Path(args.dir), "export")
     refused: ArchiveError | None = None
     async with opened(args, read=True) as store:
+        _check_plaintext(args, sealed=bool(getattr(store, "encrypted", False)))
         with progress_bar("checking") as progress:
             progress(0, 1)
             faults = [s for s in await store.summaries(limit=None) if s.fault is not None]
@@ -139,13 +182,7 @@ async def run_export(args: argparse.Namespace) -> int:
                 "(exported as stored: `import` will refuse that file)"
             )
         )
-    print(
-        f"exported {counted(report.sessions, 'session')} "
-        f"({counted(report.entries, 'new entry', 'new entries')}, "
-        f"{counted(report.bytes, 'byte')} written), "
-        f"{counted(report.journals, 'journal')} and {counted(report.heads, 'head')} "
-        f"to {escaped(args.dir)}"
-    )
+    _exported(report, args.dir)
     if refused is not None:
         what = counted(len(report.refused), "file") + (
             f" and could not read {counted(len(report.faults), 'stored file')}"
@@ -161,6 +198,42 @@ async def run_export(args: argparse.Namespace) -> int:
             "(listed above); `sessionstore verify` lists every fault"
         )
     return 0
+
+
+def _check_plaintext(args: argparse.Namespace, *, sealed: bool) -> None:
+    """Refuse to write a sealed store's sessions readable (a plain export,
+    or ``--html`` pages) unless ``--plaintext`` says so."""
+    if not sealed or args.plaintext or (args.encrypted and not args.html):
+        return
+    what = "--html writes its pages" if args.html else "a plain export writes its sessions"
+    keep = " (export --encrypted without --html)" if args.html else ": export --encrypted"
+    raise Refused(
+        f"{named(args.db)} is encrypted, and {what} to {args.dir} in plaintext; keep them "
+        f"sealed{keep}, or pass --plaintext to write them readable"
+    )
+
+
+def _exported(report: ArchiveReport, where: str) -> None:
+    """The summary line of an export: what it wrote, or that it wrote nothing."""
+    if report.bytes == 0 and not report.refused and not report.faults:
+        if not report.sessions + report.journals + report.heads:
+            empty = "the store holds no session, journal or head"
+            print(f"nothing to export to {escaped(where)}: {empty}")
+            return
+        held = [
+            counted(report.sessions, "session"),
+            counted(report.journals, "journal"),
+            counted(report.heads, "head"),
+        ]
+        print(f"nothing new to export: {', '.join(held)} already in {escaped(where)}")
+        return
+    print(
+        f"exported {counted(report.sessions, 'session')} "
+        f"({counted(report.entries, 'new entry', 'new entries')}, "
+        f"{counted(report.bytes, 'byte')} written), "
+        f"{counted(report.journals, 'journal')} and {counted(report.heads, 'head')} "
+        f"to {escaped(where)}"
+    )
 
 
 async def run_retire(args: argparse.Namespace) -> int:

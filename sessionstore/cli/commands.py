@@ -184,7 +184,7 @@ async def run_journal(args: argparse.Namespace) -> int:
     if args.in_doubt:
         return await _in_doubt(args)
     if args.name is None:
-        raise Refused("journal needs a NAME (or --in-doubt, for every journal's effects in doubt)")
+        return await _journals(args)
     async with opened(args, read=True) as store:
         await _check_journal(store, args.name)
         journal = await store.journal(args.name).read()
@@ -212,6 +212,28 @@ async def run_journal(args: argparse.Namespace) -> int:
         tally = Counter(state.state for state in effects)
         print(
             f"effects: {tally['done']} done, {tally['failed']} failed, {tally['in doubt']} in doubt"
+        )
+    return 0
+
+
+async def _journals(args: argparse.Namespace) -> int:
+    """``journal`` with no name: every journal, with how many sessions it
+    recorded and how many effects (and how many of them are in doubt)."""
+    rows = []
+    async with opened(args, read=True) as store:
+        for name in sorted(await store.journals()):
+            journal = await store.journal(name).read()
+            effects = await store.journal(name).effects.read()
+            doubt = sum(1 for state in effects if state.state == "in doubt")
+            rows.append((name, len(journal.sessions), len(effects), doubt))
+    counts = ("sessions", "effects", "in doubt")
+    table("journals", ("journal", *counts), rows, whole=("journal",), right=counts)
+    if console.is_terminal:  # piped: the rows alone
+        console.print(
+            Text(
+                f"{counted(len(rows), 'journal')}; `sessionstore journal NAME` shows one",
+                style="dim",
+            )
         )
     return 0
 

@@ -333,6 +333,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep what an encrypted store seals sealed: DIR/sessions/<id>.sealed and "
         "DIR/keys.jsonl, the data keys wrapped (import opens them with the key file)",
     )
+    exported.add_argument(
+        "--plaintext",
+        action="store_true",
+        help="write an encrypted store's sessions (or --html pages) readable: without it, "
+        "exporting a sealed store needs --encrypted",
+    )
     page = _command(
         commands,
         common,
@@ -418,11 +424,16 @@ def build_parser() -> argparse.ArgumentParser:
         common,
         "journal",
         "commands",
-        "show an agent's crash-recovery journal and its side effects",
+        "show an agent's crash-recovery journal and its side effects (no NAME: list them)",
+        "sessionstore journal",
         "sessionstore journal demo-agent",
         "sessionstore journal --in-doubt   # every journal's effects in doubt; exit 1 if any",
     )
-    journal.add_argument("name", nargs="?", help="the journal name (all of them, with --in-doubt)")
+    journal.add_argument(
+        "name",
+        nargs="?",
+        help="the journal name (none: list every journal; with --in-doubt, all of them)",
+    )
     journal.add_argument(
         "--in-doubt",
         action="store_true",
