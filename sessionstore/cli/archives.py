@@ -174,11 +174,13 @@ async def run_export(args: argparse.Namespace) -> int:
     if refused is None:
         _refusals(report, args)
     for session_id, why in unpaged:
-        err_console.print(Text(f"fault: no page for {escaped(session_id)}: {escaped(why)}"))
+        err_console.print(
+            Text(f"fault: no page for {escaped(session_id)}: {escaped(in_user_words(why, args))}")
+        )
     for summary in faults:
         err_console.print(
             Text(
-                f"fault: {escaped(summary.fault or '')} "
+                f"fault: {escaped(in_user_words(summary.fault or '', args))} "
                 "(exported as stored: `import` will refuse that file)"
             )
         )
@@ -202,7 +204,13 @@ async def run_export(args: argparse.Namespace) -> int:
 
 def _check_plaintext(args: argparse.Namespace, *, sealed: bool) -> None:
     """Refuse to write a sealed store's sessions readable (a plain export,
-    or ``--html`` pages) unless ``--plaintext`` says so."""
+    or ``--html`` pages) unless ``--plaintext`` says so; refuse
+    ``--encrypted`` for a plain store, which has nothing sealed to keep."""
+    if args.encrypted and not sealed:
+        raise Refused(
+            f"{named(args.db)} is not encrypted: --encrypted keeps an encrypted store's "
+            "sessions sealed; export this one without it"
+        )
     if not sealed or args.plaintext or (args.encrypted and not args.html):
         return
     what = "--html writes its pages" if args.html else "a plain export writes its sessions"

@@ -23,7 +23,7 @@ from sessionstore.cli.output import (
     tsv,
     warn,
 )
-from sessionstore.cli.wording import named
+from sessionstore.cli.wording import in_user_words, named
 from sessionstore.store import SessionStore, SessionSummary
 from sessionstore.wire import encode_value
 
@@ -57,7 +57,7 @@ async def run_ls(args: argparse.Namespace) -> int:
         )
     for summary in summaries:
         if summary.fault is not None:
-            warn(f"{summary.fault}")
+            warn(in_user_words(summary.fault, args))
     more = limit is not None and len(summaries) == limit
     if args.json:
         for s in summaries:
@@ -163,7 +163,7 @@ async def _ls_tree(args: argparse.Namespace) -> int:
     summaries = sorted(found, key=lambda s: (s.meta.created_at, s.meta.id))  # oldest first
     for summary in summaries:
         if summary.fault is not None:
-            warn(f"{summary.fault}")
+            warn(in_user_words(summary.fault, args))
     for line in _tree(summaries, heads):
         console.print(line) if console.is_terminal else print(line.plain)
     return _faults(summaries)

@@ -27,7 +27,7 @@ from sessionstore.cli.output import (
     progress_bar,
     table,
 )
-from sessionstore.cli.wording import named
+from sessionstore.cli.wording import in_user_words, named
 from sessionstore.effects import EffectState
 from sessionstore.errors import validate_session_id
 from sessionstore.models import SessionMeta
@@ -160,9 +160,9 @@ async def run_verify(args: argparse.Namespace) -> int:
         with progress_bar("verifying") as progress:
             report = await verify_store(store, progress=progress, anchors=older)
     for note in report.notes:
-        err_console.print(Text(f"note: {escaped(note)}"))
+        err_console.print(Text(f"note: {escaped(in_user_words(note, args))}"))
     for fault in report.faults:
-        err_console.print(Text(f"fault: {escaped(fault)}"))
+        err_console.print(Text(f"fault: {escaped(in_user_words(fault, args))}"))
     verdict = "ok" if report.ok else counted(len(report.faults), "fault")
     noted = f" ({counted(len(report.notes), 'note')})" if report.notes else ""
     anchored = f", {counted(len(older), 'anchor')}" if older else ""

@@ -122,3 +122,17 @@ def test_journal_alone_lists_every_journal(
     status, out, err = run(capsys, "--db", db, "journal")
     assert (status, err) == (0, "")
     assert out == "journal\tsessions\teffects\tin doubt\ndemo-agent\t2\t0\t0\n"
+
+
+def test_an_encrypted_export_of_a_plain_store_names_the_store_as_given(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    run(capsys, "--db", "s.db", "demo")
+    status, out, err = run(capsys, "--db", "s.db", "export", "out", "--encrypted")
+    assert (status, out) == (1, "")
+    assert err == (
+        "sessionstore: error: s.db is not encrypted: --encrypted keeps an encrypted store's "
+        "sessions sealed; export this one without it\n"
+    )
+    assert not (tmp_path / "out").exists()

@@ -205,3 +205,23 @@ def test_a_password_in_a_keyring_url_is_never_printed(
     status, _, err = run(capsys, "--db", "private.db", "--key-file", keys, "--keyring", ring, "ls")
     assert status == 1
     assert "hunter22" not in err
+
+
+def test_a_fault_verify_finds_names_the_database_as_given(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    async def fill() -> None:
+        async with open_store("s.db") as store:
+            await store.create(SessionMeta(id="chat"))
+            await store.append_many("chat", [message(f"e{n}", "hello") for n in range(3)])
+
+    asyncio.run(fill())
+    with closing(sqlite3.connect("s.db")) as connection, connection:
+        connection.execute("DROP TRIGGER entries_no_update")  # what damage does, unasked
+        connection.execute("UPDATE entries SET line = 'garbage' WHERE seq = 2")
+    status, _, err = run(capsys, "--db", "s.db", "verify")
+    assert status == 1
+    assert "fault: session 'chat', s.db entries line 3: invalid JSON" in err
+    no_driver_url(err)
