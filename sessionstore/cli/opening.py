@@ -178,8 +178,10 @@ def _read_key_file(source: str, path: str) -> list[str]:
             why = f"cannot be read ({cause.strerror.lower()})"
         elif isinstance(cause, UnicodeDecodeError):
             why = "is not text"
-        else:
+        elif str(exc).endswith("holds no key"):
             why = "holds no key"
+        else:  # a line that is no key, named by the library: file, line, what is wrong
+            raise Refused(f"{source}: {exc}") from None
         raise Refused(f"{source}: {why}; {_MAKE_KEY}") from None
 
 

@@ -57,10 +57,10 @@ def test_a_sealed_store_without_keys_names_the_key_file_option_and_the_path_as_g
 @pytest.mark.parametrize(
     ("text", "why"),
     [
-        (None, "--key-file {0}: cannot be read (no such file or directory)"),
-        ("# only a comment\n\n", "--key-file {0}: holds no key"),
-        ("not a key\n", "--key-file {0}: its key is not a master key"),
-        (generate_key() + "\nshort\n", "--key-file {0}: key 2 of 2 is not a master key"),
+        (None, "cannot be read (no such file or directory)"),
+        ("# only a comment\n\n", "holds no key"),
+        ("not a key\n", "is not a master key"),
+        (generate_key() + "\nshort\n", "is not a master key"),
     ],
     ids=["missing", "empty", "not-a-key", "second-not-a-key"],
 )
@@ -76,8 +76,10 @@ def test_a_bad_key_file_is_named_with_what_is_wrong_and_how_to_make_one(
         bad.write_text(text)
     status, out, err = run(capsys, "--db", "private.db", "--key-file", "bad.key", "ls")
     assert (status, out) == (1, "")
-    assert err.startswith(f"sessionstore: error: {why.format('bad.key')}")
-    assert err.endswith("; `sessionstore keys generate --out FILE` makes a key file\n")
+    assert err.startswith("sessionstore: error: --key-file bad.key: ")
+    assert why in err
+    assert "`sessionstore keys generate" in err
+    assert len(err.splitlines()) == 1
 
 
 def test_a_bad_key_file_from_the_environment_is_named_as_the_variable_and_the_file(
