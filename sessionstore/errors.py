@@ -237,7 +237,16 @@ class EncryptionKeyError(ConfigurationError):
     """The keys given do not fit the store: an encrypted store opened without
     keys, with keys none of which wrapped its data keys, or with a keyring
     that is not its own; or a plain store (or a backend that does not
-    encrypt) given keys. Nothing was read or written with them."""
+    encrypt) given keys. Nothing was read or written with them.
+
+    Attributes:
+        needs_keys: the store is sealed and was opened without keys: giving
+            its keys is the fix (a caller may say how it takes them).
+    """
+
+    def __init__(self, message: str, *, needs_keys: bool = False) -> None:
+        super().__init__(message)
+        self.needs_keys = needs_keys
 
 
 class SchemaError(SessionStoreError):

@@ -29,7 +29,7 @@ from sessionstore.errors import StorageError
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-__all__ = ["VERSION_TABLE", "alembic_config", "current", "head", "upgrade"]
+__all__ = ["VERSION_TABLE", "alembic_config", "current", "head", "tables", "upgrade"]
 
 
 def head() -> str:
@@ -73,5 +73,19 @@ async def current(target: str) -> str | None:
     database = await Database.open(target, check_schema=False)
     try:
         return await database.transaction(None, revision_of)
+    finally:
+        await database.close()
+
+
+async def tables(target: str) -> list[str]:
+    """The names of the tables a database holds, in order: whose it is,
+    when it holds no sessionstore schema."""
+    from sqlalchemy import inspect
+
+    database = await Database.open(target, check_schema=False)
+    try:
+        return await database.transaction(
+            None, lambda connection: sorted(inspect(connection).get_table_names())
+        )
     finally:
         await database.close()

@@ -163,10 +163,7 @@ def _plain(paths: list[Path], report: ArchiveReport) -> list[Path]:
     """The plain files of ``paths``; the sealed ones refused, as nothing opens them."""
     for path in paths:
         if path.name.endswith(SEALED):
-            reason = (
-                "encrypted (export --encrypted): give the master key that sealed it "
-                "(--key-file, or keys=)"
-            )
+            reason = "encrypted (export --encrypted): give the master key that sealed it (keys=)"
             report.refused.append(ArchiveIssue(str(path), None, reason))
     return [path for path in paths if not path.name.endswith(SEALED)]
 

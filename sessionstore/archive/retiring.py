@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -112,6 +112,7 @@ async def retire(
     idle_for: timedelta | None = None,
     sessions: Sequence[str] | None = None,
     progress: Progress | None = None,
+    confirm: Callable[[Sequence[str], int], Awaitable[bool]] | None = None,
 ) -> RetireReport:
     """Move sessions out of the store into the archive at ``dest``, checked.
 
@@ -153,6 +154,10 @@ async def retire(
         progress: called as ``progress(done, total)`` after each session
             exported and after each one checked: ``total`` is twice the
             sessions chosen.
+        confirm: called as ``await confirm(retiring, held)`` once the
+            sessions are chosen, before anything is written: the ids about
+            to be retired and how many sessions the store holds. When it
+            returns False nothing is retired (the report names none).
 
     Returns:
         The report; check `RetireReport.ok`.
@@ -207,7 +212,7 @@ async def retire(
         why = f"its fork(s) {', '.join(kept)} stay in the store (choose them too); left"
         report.skipped.append(RetireIssue(session_id, why, False))
     order = children_first(retiring, children)
-    if not order:
+    if not order or (confirm is not None and not await confirm(order, len(summaries))):
         return report
 
     total = 2 * len(order)

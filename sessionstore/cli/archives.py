@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
+import shutil
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.text import Text
@@ -10,33 +15,40 @@ from rich.text import Text
 from sessionstore.archive import ArchiveReport, export_archive, import_archive, retire
 from sessionstore.archive.report import HEADS, JOURNALS, SESSIONS, TITLES
 from sessionstore.archive.sealing import KEYS
-from sessionstore.cli.defaults import HTML
+from sessionstore.backends.targets import is_sql_target
+from sessionstore.cli.defaults import HTML, KEYRING_ENV
 from sessionstore.cli.naming import sessions_named
-from sessionstore.cli.opening import opened, path_exists
+from sessionstore.cli.opening import opened, path_exists, store_directory
 from sessionstore.cli.output import Refused, counted, err_console, escaped, progress_bar, warn
+from sessionstore.cli.wording import in_user_words, named
 from sessionstore.errors import ArchiveError
 from sessionstore.transcript import export_html
 
 __all__ = ["run_export", "run_import", "run_retire"]
 
 
-def _refusals(report: ArchiveReport) -> None:
+def _refusals(report: ArchiveReport, args: argparse.Namespace) -> None:
+    """What a run warned of, skipped, refused or found faulty, in the user's words."""
+
+    def said(text: object) -> str:
+        return in_user_words(str(text), args)
+
     for warning in report.warnings:
-        warn(str(warning))
+        warn(said(warning))
     for issue in report.skipped:
-        warn(f"skipped {issue}")
+        warn(f"skipped {said(issue)}")
     for issue in report.refused:
-        err_console.print(Text(f"refused: {escaped(str(issue))}"))
+        err_console.print(Text(f"refused: {escaped(said(issue))}"))
     for fault in report.faults:
-        err_console.print(Text(f"fault: {escaped(fault)}"))
+        err_console.print(Text(f"fault: {escaped(said(fault))}"))
 
 
-def _archive_error(error: ArchiveError) -> ArchiveReport:
+def _archive_error(error: ArchiveError, args: argparse.Namespace) -> ArchiveReport:
     """The report of an export or import that refused files, its refusals printed."""
     report = error.report
     if not isinstance(report, ArchiveReport):
         raise error  # not a run's refusals: the archive itself (printed as an error)
-    _refusals(report)
+    _refusals(report, args)
     return report
 
 
@@ -50,14 +62,20 @@ def _check_archive(path: str) -> None:
 async def run_import(args: argparse.Namespace) -> int:
     _check_archive(args.path)
     refused: ArchiveError | None = None
-    async with opened(args, read=False) as store:
-        with progress_bar("importing") as progress:
-            try:
-                report = await import_archive(store, args.path, progress=progress)
-            except ArchiveError as exc:
-                report, refused = _archive_error(exc), exc
+    new, done = _not_there_yet(args), False
+    try:
+        async with opened(args, read=False) as store:
+            with progress_bar("importing") as progress:
+                try:
+                    report = await import_archive(store, args.path, progress=progress)
+                except ArchiveError as exc:
+                    report, refused = _archive_error(exc, args), exc
+        done = refused is None or bool(report.sessions + report.journals + report.heads)
+    finally:
+        if not done:
+            _remove(new)  # made for an import that failed and brought nothing: not left behind
     if refused is None:
-        _refusals(report)
+        _refusals(report, args)
     print(
         f"imported {counted(report.sessions, 'session')} "
         f"({counted(report.entries, 'new entry', 'new entries')}), "
@@ -65,8 +83,41 @@ async def run_import(args: argparse.Namespace) -> int:
         f"from {escaped(args.path)}"
     )
     if refused is not None:
-        raise Refused(f"import refused {counted(len(report.refused), 'file')} (listed above)")
+        left = "" if done or not new else f"; {named(args.db)} was not created"
+        raise Refused(f"import refused {counted(len(report.refused), 'file')} (listed above){left}")
     return 0
+
+
+def _not_there_yet(args: argparse.Namespace) -> list[Path]:
+    """The files (or directory) opening the store of ``args`` would make
+    that are not there yet: a SQLite database, its WAL, its keyring; a
+    JSONL directory. PostgreSQL's are not files: none."""
+    directory = store_directory(args.db)
+    if directory is not None:
+        return [] if directory.exists() else [directory]
+    if not is_sql_target(args.db):
+        return []
+    from sessionstore.backends.sql.engine import is_sqlite, parse_target
+
+    url = parse_target(args.db)
+    if not is_sqlite(url) or not url.database:
+        return []
+    base = url.database
+    if Path(base).exists():
+        return []  # a store already: its files (a WAL another process uses) are left alone
+    made = [Path(base + end) for end in ("", "-wal", "-shm", "-journal", ".keys")]
+    keyring = args.keyring or os.environ.get(KEYRING_ENV)
+    if keyring and "://" not in keyring:
+        made.append(Path(keyring))
+    return [path for path in made if not path.exists()]
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 _PARTS = (SESSIONS, JOURNALS, HEADS, TITLES, KEYS, HTML)
@@ -98,6 +149,7 @@ async def run_export(args: argparse.Namespace) -> int:
     refused: ArchiveError | None = None
     async with opened(args, read=True) as store:
         args.session = await sessions_named(store, args.session, exact=args.exact)
+        _check_plaintext(args, sealed=bool(getattr(store, "encrypted", False)))
         with progress_bar("checking") as progress:
             progress(0, 1)
             faults = [s for s in await store.summaries(limit=None) if s.fault is not None]
@@ -114,7 +166,7 @@ async def run_export(args: argparse.Namespace) -> int:
                     encrypted=args.encrypted,
                 )
             except ArchiveError as exc:
-                report, refused = _archive_error(exc), exc
+                report, refused = _archive_error(exc, args), exc
         unpaged: list[tuple[str, str]] = []
         if args.html:
             with progress_bar("pages") as progress:
@@ -122,23 +174,19 @@ async def run_export(args: argparse.Namespace) -> int:
                 unpaged = await export_html(store, Path(args.dir) / HTML, sessions=args.session)
                 progress(1, 1)
     if refused is None:
-        _refusals(report)
+        _refusals(report, args)
     for session_id, why in unpaged:
-        err_console.print(Text(f"fault: no page for {escaped(session_id)}: {escaped(why)}"))
+        err_console.print(
+            Text(f"fault: no page for {escaped(session_id)}: {escaped(in_user_words(why, args))}")
+        )
     for summary in faults:
         err_console.print(
             Text(
-                f"fault: {escaped(summary.fault or '')} "
+                f"fault: {escaped(in_user_words(summary.fault or '', args))} "
                 "(exported as stored: `import` will refuse that file)"
             )
         )
-    print(
-        f"exported {counted(report.sessions, 'session')} "
-        f"({counted(report.entries, 'new entry', 'new entries')}, "
-        f"{counted(report.bytes, 'byte')} written), "
-        f"{counted(report.journals, 'journal')} and {counted(report.heads, 'head')} "
-        f"to {escaped(args.dir)}"
-    )
+    _exported(report, args.dir)
     if refused is not None:
         what = counted(len(report.refused), "file") + (
             f" and could not read {counted(len(report.faults), 'stored file')}"
@@ -156,22 +204,85 @@ async def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_plaintext(args: argparse.Namespace, *, sealed: bool) -> None:
+    """Refuse to write a sealed store's sessions readable (a plain export,
+    or ``--html`` pages) unless ``--plaintext`` says so; refuse
+    ``--encrypted`` for a plain store, which has nothing sealed to keep."""
+    if args.encrypted and not sealed:
+        raise Refused(
+            f"{named(args.db)} is not encrypted: --encrypted keeps an encrypted store's "
+            "sessions sealed; export this one without it"
+        )
+    if not sealed or args.plaintext or (args.encrypted and not args.html):
+        return
+    what = "--html writes its pages" if args.html else "a plain export writes its sessions"
+    keep = " (export --encrypted without --html)" if args.html else ": export --encrypted"
+    raise Refused(
+        f"{named(args.db)} is encrypted, and {what} to {args.dir} in plaintext; keep them "
+        f"sealed{keep}, or pass --plaintext to write them readable"
+    )
+
+
+def _exported(report: ArchiveReport, where: str) -> None:
+    """The summary line of an export: what it wrote, or that it wrote nothing."""
+    if report.bytes == 0 and not report.refused and not report.faults:
+        if not report.sessions + report.journals + report.heads:
+            empty = "the store holds no session, journal or head"
+            print(f"nothing to export to {escaped(where)}: {empty}")
+            return
+        held = [
+            counted(report.sessions, "session"),
+            counted(report.journals, "journal"),
+            counted(report.heads, "head"),
+        ]
+        print(f"nothing new to export: {', '.join(held)} already in {escaped(where)}")
+        return
+    print(
+        f"exported {counted(report.sessions, 'session')} "
+        f"({counted(report.entries, 'new entry', 'new entries')}, "
+        f"{counted(report.bytes, 'byte')} written), "
+        f"{counted(report.journals, 'journal')} and {counted(report.heads, 'head')} "
+        f"to {escaped(where)}"
+    )
+
+
 async def run_retire(args: argparse.Namespace) -> int:
     if args.before is None and args.idle is None and not args.session:
         raise Refused("retire needs --before, --idle or --session: it never retires everything")
     _check_export_directory(Path(args.to), "retire")
+    declined: list[str] = []
+
+    async def confirm(retiring: Sequence[str], held: int) -> bool:
+        if args.yes or args.session or len(retiring) < held:
+            return True  # named by id, or a choice that leaves some: as asked
+        everything = f"every session of {named(args.db)} ({len(retiring)})"
+        if not sys.stdin.isatty():
+            raise Refused(
+                f"retire would take {everything}: it asks on a terminal first; "
+                "pass --yes to retire them all from a script"
+            )
+        err_console.print(Text(escaped(f"retire {everything} to {args.to}? [y/N] ")), end="")
+        answer = await asyncio.to_thread(sys.stdin.readline)  # Ctrl-C stops it
+        if answer.strip().lower() != "y":
+            declined.extend(retiring)
+            return False
+        return True
+
     async with opened(args, read=True) as store:
         # A session not found is reported, and the others retired.
-        named = await sessions_named(store, args.session, exact=args.exact, missing_ok=True)
+        chosen = await sessions_named(store, args.session, exact=args.exact, missing_ok=True)
         with progress_bar("retiring") as progress:
             report = await retire(
                 store,
                 args.to,
                 before=args.before,
                 idle_for=args.idle,
-                sessions=named,
+                sessions=chosen,
                 progress=progress,
+                confirm=confirm,
             )
+    if declined:
+        raise Refused(f"not confirmed: {counted(len(declined), 'session')} left as they are")
     for session_id in report.retired:
         print(f"retired {escaped(session_id)}")
     for issue in report.skipped:

@@ -23,6 +23,7 @@ from sessionstore.cli.output import (
     tsv,
     warn,
 )
+from sessionstore.cli.wording import in_user_words, named
 from sessionstore.store import SessionStore, SessionSummary
 from sessionstore.wire import encode_value
 
@@ -56,7 +57,7 @@ async def run_ls(args: argparse.Namespace) -> int:
         )
     for summary in summaries:
         if summary.fault is not None:
-            warn(f"{summary.fault}")
+            warn(in_user_words(summary.fault, args))
     more = limit is not None and len(summaries) == limit
     if args.json:
         for s in summaries:
@@ -82,7 +83,7 @@ def next_page(args: argparse.Namespace, command: Sequence[str], cursor: str, *, 
     """Say how to get the next page, as a command to copy (``--db`` in it
     unless it is the default): dim, below a listing on a terminal; on
     stderr when piped or for ``--json``, so that stdout holds only rows."""
-    db = [] if args.db == default_target() else ["--db", args.db]
+    db = [] if args.db == default_target() else ["--db", named(args.db)]
     json = ["--json"] if args.json else []
     words = ["sessionstore", *db, *command, *json, "--after", cursor]
     line = escaped(" ".join(map(shlex.quote, words)))
@@ -162,7 +163,7 @@ async def _ls_tree(args: argparse.Namespace) -> int:
     summaries = sorted(found, key=lambda s: (s.meta.created_at, s.meta.id))  # oldest first
     for summary in summaries:
         if summary.fault is not None:
-            warn(f"{summary.fault}")
+            warn(in_user_words(summary.fault, args))
     for line in _tree(summaries, heads):
         console.print(line) if console.is_terminal else print(line.plain)
     return _faults(summaries)

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import getpass
 import hashlib
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from rich.text import Text
 
 from sessionstore.anchors import read_anchors, write_anchors
 from sessionstore.cli.naming import session_named
-from sessionstore.cli.opening import check_store, opened
+from sessionstore.cli.opening import check_store, key_source, opened
 from sessionstore.cli.output import (
     Refused,
     cell,
@@ -29,6 +30,7 @@ from sessionstore.cli.output import (
     progress_bar,
     table,
 )
+from sessionstore.cli.wording import in_user_words, named
 from sessionstore.effects import SETTLED, EffectState
 from sessionstore.errors import InvalidRecordError, validate_session_id
 from sessionstore.models import SessionMeta
@@ -58,11 +60,11 @@ async def run_migrate(args: argparse.Namespace) -> int:
         await check_store(args.db, read=True, schema=False)
         current, head = await migrate.current(args.db), migrate.head()
         state = "up to date" if current == head else "needs `sessionstore migrate`"
-        print(f"{escaped(args.db)}: revision {current or '(none)'}, newest {head}: {state}")
+        print(f"{escaped(named(args.db))}: revision {current or '(none)'}, newest {head}: {state}")
         return 0
     await check_store(args.db, read=False)
     await migrate.upgrade(args.db)
-    print(f"{escaped(args.db)}: at revision {migrate.head()}")
+    print(f"{escaped(named(args.db))}: at revision {migrate.head()}")
     return 0
 
 
@@ -167,9 +169,9 @@ async def run_verify(args: argparse.Namespace) -> int:
         with progress_bar("verifying") as progress:
             report = await verify_store(store, progress=progress, anchors=older)
     for note in report.notes:
-        err_console.print(Text(f"note: {escaped(note)}"))
+        err_console.print(Text(f"note: {escaped(in_user_words(note, args))}"))
     for fault in report.faults:
-        err_console.print(Text(f"fault: {escaped(fault)}"))
+        err_console.print(Text(f"fault: {escaped(in_user_words(fault, args))}"))
     verdict = "ok" if report.ok else counted(len(report.faults), "fault")
     noted = f" ({counted(len(report.notes), 'note')})" if report.notes else ""
     anchored = f", {counted(len(older), 'anchor')}" if older else ""
@@ -193,7 +195,7 @@ async def run_journal(args: argparse.Namespace) -> int:
     if args.in_doubt:
         return await _in_doubt(args)
     if args.name is None:
-        raise Refused("journal needs a NAME (or --in-doubt, for every journal's effects in doubt)")
+        return await _journals(args)
     async with opened(args, read=True) as store:
         await _check_journal(store, args.name)
         journal = await store.journal(args.name).read()
@@ -223,6 +225,28 @@ async def run_journal(args: argparse.Namespace) -> int:
         print(
             f"effects: {tally['done']} done, {tally['failed']} failed, "
             f"{tally['in doubt']} in doubt{not_done}"
+        )
+    return 0
+
+
+async def _journals(args: argparse.Namespace) -> int:
+    """``journal`` with no name: every journal, with how many sessions it
+    recorded and how many effects (and how many of them are in doubt)."""
+    rows = []
+    async with opened(args, read=True) as store:
+        for name in sorted(await store.journals()):
+            journal = await store.journal(name).read()
+            effects = await store.journal(name).effects.read()
+            doubt = sum(1 for state in effects if state.state == "in doubt")
+            rows.append((name, len(journal.sessions), len(effects), doubt))
+    counts = ("sessions", "effects", "in doubt")
+    table("journals", ("journal", *counts), rows, whole=("journal",), right=counts)
+    if console.is_terminal:  # piped: the rows alone
+        console.print(
+            Text(
+                f"{counted(len(rows), 'journal')}; `sessionstore journal NAME` shows one",
+                style="dim",
+            )
         )
     return 0
 
@@ -356,7 +380,8 @@ async def run_demo(args: argparse.Namespace) -> int:
 
     async with opened(args, read=False) as store:
         result = await play_demo(store)
-    print(f"Played a {result.entries}-entry conversation into {escaped(args.db)}")
+        sealed = bool(getattr(store, "encrypted", False))
+    print(f"Played a {result.entries}-entry conversation into {escaped(named(args.db))}")
     print(
         _wrapped(
             f"session {result.session_id}, what the model is sent on its next call: "
@@ -368,17 +393,17 @@ async def run_demo(args: argparse.Namespace) -> int:
     for message in result.context:
         label, text = message_line(message, names)
         print(f"  {cell(label):>11}: {preview(text, 62)}")
-    print(_journal_lines(result.journal, args.db))
+    print(_journal_lines(result.journal, _store_options(args, sealed)))
     same = "byte-identical" if result.identical else "DIFFERENT"
     print(
         f"archive round trip (export, import, export): {counted(result.archive_files, 'file')}, "
         f"{counted(result.archive_bytes, 'byte')}, {same}"
     )
-    print(escaped(f"next: sessionstore show {result.session_id} --db {args.db}"))
+    print(escaped(f"next: sessionstore show {result.session_id} {_store_options(args, sealed)}"))
     return 0 if result.identical else 1
 
 
-def _journal_lines(journal: Journal, db: str) -> str:
+def _journal_lines(journal: Journal, options: str) -> str:
     """What the demo's journal holds, in words a newcomer reads."""
     from sessionstore.demo import AGENT
 
@@ -391,7 +416,7 @@ def _journal_lines(journal: Journal, db: str) -> str:
         f"{counted(journal.writes(), 'write')} they made ({what}) are on record "
         "for the agent's next start to report; see them:"
     )
-    return said + "\n  " + escaped(f"sessionstore journal {AGENT} --db {db}")
+    return said + "\n  " + escaped(f"sessionstore journal {AGENT} {options}")
 
 
 def _wrapped(text: str) -> str:
@@ -400,3 +425,15 @@ def _wrapped(text: str) -> str:
 
     lines = textwrap.wrap(text, 78, subsequent_indent="  ", break_on_hyphens=False)
     return "\n".join(escaped(line) for line in lines)
+
+
+def _store_options(args: argparse.Namespace, sealed: bool) -> str:
+    """``--db`` as given, and for a sealed store the key file and keyring
+    that open it: what a command to copy needs to open the same store."""
+    words = ["--db", named(args.db)]
+    given = key_source(args)
+    if sealed and given is not None and given[1] is not None:
+        words += ["--key-file", given[1]]
+    if sealed and args.keyring:
+        words += ["--keyring", named(args.keyring)]
+    return " ".join(map(shlex.quote, words))

@@ -14,6 +14,7 @@ import os
 
 from sessionstore.cli.opening import key_options, opened
 from sessionstore.cli.output import Refused, counted, escaped
+from sessionstore.cli.wording import named
 from sessionstore.encryption.keys import fingerprint, generate_key
 
 __all__ = ["run_keys"]
@@ -29,17 +30,19 @@ async def run_keys(args: argparse.Namespace) -> int:
     async with opened(args, read=True) as store:
         report = getattr(store, "keyring_report", None)
         if report is None:
-            raise Refused(f"{escaped(args.db)} is not a SQL store: only SQL stores are sealed")
+            raise Refused(
+                f"{escaped(named(args.db))} is not a SQL store: only SQL stores are sealed"
+            )
         if args.action == "rotate":
             done = await store.rotate_keys()  # type: ignore[attr-defined]
             done_why = "" if done else ": every data key was already wrapped by it"
             print(f"{counted(done, 'data key')} rewrapped under the first key given{done_why}")
         found: dict[str, int] = await report()
     if not found:
-        print(f"{escaped(args.db)}: not encrypted (a plain store)")
+        print(f"{escaped(named(args.db))}: not encrypted (a plain store)")
         return 0
     doomed = found.pop("doomed", 0)
-    print(f"{escaped(args.db)}: encrypted, {counted(sum(found.values()), 'data key')}")
+    print(f"{escaped(named(args.db))}: encrypted, {counted(sum(found.values()), 'data key')}")
     for master, count in sorted(found.items()):
         print(f"  master key {master}: wraps {counted(count, 'data key')}")
     if doomed:

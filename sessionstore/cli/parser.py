@@ -30,7 +30,7 @@ from sessionstore.cli.defaults import (
 if TYPE_CHECKING:
     from sessionstore.cli.output import Command
 
-__all__ = ["LazyCommand", "build_parser"]
+__all__ = ["COUNT_RULE", "LazyCommand", "build_parser"]
 
 _DB_HELP = (
     "the store: a .db path or sqlite:///file.db, postgresql://..., a directory "
@@ -60,24 +60,24 @@ _COUNT_MAX = sys.maxsize // 2
 same, and is brought down to it (Python's and the databases' integers hold it)."""
 
 
+COUNT_RULE = "a whole number of 1 or more"
+"""What every count option (``--limit``, ``--tail``) takes: a count of 0
+would show nothing, so it is refused as a mistake, as a negative one is."""
+
+
 def _count_argument(text: str) -> int:
+    """A count option's value: `COUNT_RULE`; a count larger than any store
+    holds is brought down to `_COUNT_MAX`. argparse names the option."""
     digits = text.strip()
     if digits.isascii() and digits.isdigit() and len(digits) > 18:
         return _COUNT_MAX  # more than any count (and more digits than int() may read)
     try:
-        number = int(text)
+        number = int(digits) if digits.isascii() else None
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {number}")
+        number = None
+    if number is None or number < 1:
+        raise argparse.ArgumentTypeError(f"must be {COUNT_RULE}, not {text!r}")
     return min(number, _COUNT_MAX)
-
-
-def _page_argument(text: str) -> int:
-    number = _count_argument(text)
-    if number < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more")
-    return number
 
 
 def _date_argument(text: str) -> str:
@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--owner", metavar="OWNER", help="only the sessions whose header names OWNER")
     ls.add_argument(
         "--limit",
-        type=_page_argument,
+        type=_count_argument,
         metavar="N",
         help=f"at most N sessions (default: {PAGE} on a terminal, all when piped)",
     )
@@ -233,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--owner", metavar="OWNER", help="only in the sessions of OWNER")
     search.add_argument(
         "--limit",
-        type=_page_argument,
+        type=_count_argument,
         default=HITS,
         metavar="N",
         help=f"at most N hits (default: {HITS})",
@@ -357,6 +357,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep what an encrypted store seals sealed: DIR/sessions/<id>.sealed and "
         "DIR/keys.jsonl, the data keys wrapped (import opens them with the key file)",
     )
+    exported.add_argument(
+        "--plaintext",
+        action="store_true",
+        help="write an encrypted store's sessions (or --html pages) readable: without it, "
+        "exporting a sealed store needs --encrypted",
+    )
     page = _command(
         commands,
         common,
@@ -399,6 +405,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"only this session (repeatable): {_NAMED}",
     )
     _exact(retired)
+    retired.add_argument(
+        "--yes",
+        action="store_true",
+        help="do not ask before retiring every session of the store (needed when stdin "
+        "is not a terminal)",
+    )
     verify = _command(
         commands,
         common,
@@ -442,14 +454,20 @@ def build_parser() -> argparse.ArgumentParser:
         common,
         "journal",
         "commands",
-        "show an agent's crash-recovery journal and its side effects; settle an effect in doubt",
+        "show an agent's crash-recovery journal and its side effects (no NAME: list them); "
+        "settle an effect in doubt",
+        "sessionstore journal",
         "sessionstore journal demo-agent",
         "sessionstore journal --in-doubt   # every journal's effects in doubt; exit 1 if any",
         'sessionstore journal mailer --settle chat-1:call_7 done --result \'{"id": "m-7"}\' '
         "--reason 'in the sent folder'",
         "sessionstore journal mailer --settle chat-1:call_7 not-done --reason 'not sent: run it'",
     )
-    journal.add_argument("name", nargs="?", help="the journal name (all of them, with --in-doubt)")
+    journal.add_argument(
+        "name",
+        nargs="?",
+        help="the journal name (none: list every journal; with --in-doubt, all of them)",
+    )
     journal.add_argument(
         "--in-doubt",
         action="store_true",

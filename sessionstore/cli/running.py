@@ -23,6 +23,7 @@ from typing import Any
 from rich.text import Text
 
 from sessionstore.cli.output import Command, Refused, err_console, escaped, warn
+from sessionstore.cli.wording import in_user_words
 from sessionstore.errors import SessionStoreError
 
 __all__ = ["BROKEN_PIPE", "INTERRUPTED", "run"]
@@ -125,22 +126,28 @@ def _silence_stdout() -> None:
 
 class _Warnings(logging.Handler):
     """The library's logged warnings (a session file skipped...), as
-    ``warning: ...`` lines on stderr."""
+    ``warning: ...`` lines on stderr, in the user's words (`in_user_words`)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__(logging.WARNING)
+        self._args = args
 
     def emit(self, record: logging.LogRecord) -> None:
-        warn(record.getMessage())
+        warn(in_user_words(record.getMessage(), self._args))
 
 
-def _one_line(error: BaseException) -> str:
-    """An error's message on one line, safe to print (`escaped`)."""
-    return escaped("; ".join(part.strip() for part in str(error).splitlines() if part.strip()))
+def _one_line(error: BaseException, args: argparse.Namespace) -> str:
+    """An error's message on one line, in the user's words (`in_user_words`),
+    safe to print (`escaped`)."""
+    text = "; ".join(part.strip() for part in str(error).splitlines() if part.strip())
+    return escaped(in_user_words(text, args))
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the command ``args`` were parsed for; return the exit status."""
     command: Command = args.run
     library = logging.getLogger("sessionstore")
-    handler = _Warnings(logging.WARNING)
+    handler = _Warnings(args)
     library.addHandler(handler)
     try:
         with _interruptible():
@@ -156,9 +163,9 @@ def run(args: argparse.Namespace) -> int:
         _silence_stdout()  # like any Unix tool whose reader left (`| head`): quietly
         return BROKEN_PIPE
     except (Refused, SessionStoreError) as exc:
-        err_console.print(Text(f"sessionstore: error: {_one_line(exc)}"))
+        err_console.print(Text(f"sessionstore: error: {_one_line(exc, args)}"))
     except OSError as exc:
-        err_console.print(Text(f"sessionstore: error: {_one_line(exc)}"))
+        err_console.print(Text(f"sessionstore: error: {_one_line(exc, args)}"))
     finally:
         library.removeHandler(handler)
     return 1

@@ -60,11 +60,13 @@ def test_a_second_retire_into_an_archive_with_titles_retires_the_new_ones(
 ) -> None:
     archive = tmp_path / "archive"
     fill(target, "a")
-    first = run(capsys, "--db", target, "retire", "--to", str(archive), "--before", "2021-01-01")
+    first = run(
+        capsys, "--db", target, "retire", "--to", str(archive), "--before", "2021-01-01", "--yes"
+    )
     assert first[0] == 0, first[2]
     fill(target, "b")
     status, out, err = run(
-        capsys, "--db", target, "retire", "--to", str(archive), "--before", "2021-01-01"
+        capsys, "--db", target, "retire", "--to", str(archive), "--before", "2021-01-01", "--yes"
     )
     assert status == 0, err
     assert out.splitlines()[0] == "retired b"

@@ -212,7 +212,7 @@ def test_ls_tree_refuses_the_paging_options_and_a_limit_must_be_one_or_more(
     with pytest.raises(SystemExit) as exited:
         run(capsys, "--db", target, "ls", "--limit", "0")
     assert exited.value.code == 2
-    assert "must be 1 or more" in capsys.readouterr().err
+    assert "must be a whole number of 1 or more" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------ ls, on a terminal

@@ -54,9 +54,13 @@ def test_journal_shows_each_effect_and_in_doubt_lists_them_for_operators(
     assert lines[-1] == "1 effect in doubt in 2 journals"
     status, out, _ = run(capsys, "--db", db, "journal", "billing", "--in-doubt")
     assert (status, out.splitlines()[-1]) == (0, "0 effects in doubt in journal billing")
-    status, _, err = run(capsys, "--db", db, "journal")
-    assert status != 0
-    assert "journal needs a NAME" in err
+    status, out, err = run(capsys, "--db", db, "journal")  # no name: every journal, listed
+    assert (status, err) == (0, "")
+    assert [line.split("\t") for line in out.splitlines()] == [
+        ["journal", "sessions", "effects", "in doubt"],
+        ["billing", "0", "1", "0"],
+        ["mailer", "0", "2", "1"],
+    ]
 
 
 @pytest.mark.parametrize("in_doubt", [[], ["--in-doubt"]])

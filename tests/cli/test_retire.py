@@ -1,6 +1,7 @@
 """``sessionstore retire``: old sessions into an archive, checked, then erased."""
 
 import asyncio
+import io
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,57 @@ def test_a_named_session_the_store_lacks_is_a_fault(
     assert status == 1
     assert "fault: skipped x: no such session" in err
     assert "retired 0 sessions" in out
+
+
+# ------------------------------------------------- a retire that would take everything
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("choice", [["--idle", "0d"], ["--before", "2999-12-31"]])
+def test_a_retire_that_takes_every_session_asks_first(
+    capsys: pytest.CaptureFixture[str],
+    target: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    choice: list[str],
+) -> None:
+    before = fill(target)
+    archive = str(tmp_path / "archive")
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))  # piped: nobody to ask
+    status, out, err = run(capsys, "--db", target, "retire", "--to", archive, *choice)
+    assert (status, out) == (1, "")
+    assert err == (
+        f"sessionstore: error: retire would take every session of {target} (4): it asks on "
+        "a terminal first; pass --yes to retire them all from a script\n"
+    )
+    assert stored(target) == before
+    assert not Path(archive).exists()
+    monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
+    status, out, err = run(capsys, "--db", target, "retire", "--to", archive, *choice)
+    assert status == 1
+    assert err.endswith("[y/N] sessionstore: error: not confirmed: 4 sessions left as they are\n")
+    assert stored(target) == before
+    status, out, err = run(capsys, "--db", target, "retire", "--to", archive, *choice, "--yes")
+    assert (status, err) == (0, "")
+    assert "retired 4 sessions" in out
+    assert stored(target) == {}
+
+
+def test_a_retire_that_leaves_some_sessions_or_names_them_does_not_ask(
+    capsys: pytest.CaptureFixture[str], target: str, tmp_path: Path
+) -> None:
+    fill(target)
+    archive = str(tmp_path / "archive")
+    status, out, err = run(
+        capsys, "--db", target, "retire", "--to", archive, "--before", "2021-01-01"
+    )
+    assert status == 0
+    assert "retired 1 session" in out  # old; kept stays with its fork, which is new
+    every = ["--session", "new", "--session", "kept", "--session", "fork"]
+    status, out, err = run(capsys, "--db", target, "retire", "--to", archive, *every)
+    assert (status, err) == (0, "")
+    assert stored(target) == {}

@@ -147,7 +147,7 @@ def test_reading_a_database_without_the_schema_refuses_it_without_alembic(
         connection.execute("CREATE TABLE notes (text TEXT)")  # another application's
     done, modules = imports_of("ls", "--db", str(db), tmp_path=tmp_path)
     assert done.returncode == 1
-    assert "holds no sessionstore store (no schema)" in done.stderr
+    assert "is not a sessionstore database: it holds other tables (notes)" in done.stderr
     assert loaded(modules, "alembic") == []
 
 

@@ -102,7 +102,8 @@ async def start(
             raise EncryptionKeyError("keyring= is given without keys=: give both, or neither")
         if found is not None:
             raise EncryptionKeyError(
-                f"{database.where} is encrypted: open it with keys= (and its keyring)"
+                f"{database.where} is encrypted: open it with keys= (and its keyring)",
+                needs_keys=True,
             )
         return None
     if found is None and await database.transaction(None, _holds_anything, quick=True):
