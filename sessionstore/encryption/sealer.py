@@ -14,7 +14,8 @@ title      session id     the title change's seq
 journal    journal name   the line's seq
 =========  =============  ==========================================
 
-Words and owners become tokens under the index key (`cipher.token`).
+Words and owners become tokens under the index key (`cipher.token`), and
+each position of a head is authenticated under it (`Sealer.head_seal`).
 """
 
 from __future__ import annotations
@@ -299,6 +300,11 @@ class Sealer:
     def owner(self, owner: str) -> str:
         """What the listing holds for ``owner``."""
         return cipher.token(self._index, "owner", owner)
+
+    def head_seal(self, *, name: str, seq: int, session_id: str, at: str) -> str:
+        """What authenticates position ``seq`` of the head ``name``: a keyed
+        hash of it, the session it names and its time."""
+        return cipher.token(self._index, "head", f"{name}\x00{seq}\x00{session_id}\x00{at}")
 
     # ------------------------------------------------------------ rotation
 
