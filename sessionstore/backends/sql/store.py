@@ -221,10 +221,12 @@ class SqlStore(StoreBase):
             raise EncryptionKeyError(f"{self._database.where} is not encrypted: it has no keys")
         return ArchiveSealer(sealer.keys, sealer.keyring.get)
 
-    async def data_key(self, scope: Literal["session", "journal"], name: str) -> WrappedKey | None:
+    async def data_key(
+        self, scope: Literal["session", "journal"], name: str, *, create: bool = False
+    ) -> WrappedKey | None:
         """The data key that seals a session's rows (or a journal's new
         lines), as the keyring holds it: wrapped. None for a journal that
-        has sealed nothing yet.
+        has sealed nothing yet, unless ``create`` makes it.
 
         Raises:
             EncryptionKeyError: the store is not sealed.
@@ -235,6 +237,8 @@ class SqlStore(StoreBase):
         if sealer is None:
             raise EncryptionKeyError(f"{self._database.where} is not encrypted: it has no keys")
         if scope == "journal":
+            if create:
+                await asyncio.to_thread(sealer.journal_key, name)
             return await asyncio.to_thread(sealer.keyring.find, "journal", name)
         key_id = await self._database.transaction(
             name, partial(sealing.session_key_id, session_id=name)
