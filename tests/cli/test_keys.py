@@ -141,7 +141,7 @@ def test_an_encrypted_export_imports_back_with_the_key_file_alone(
     status, out, err = run(capsys, "--db", db, "--key-file", keys, "export", backup, "--encrypted")
     assert (status, err) == (0, "")
     assert out.startswith("exported 1 session (3 new entries")
-    assert sorted(os.listdir(backup)) == ["keys.jsonl", "sessions"]
+    assert sorted(os.listdir(backup)) == ["keys.jsonl", "manifest.txt", "sessions"]
     assert b"secret" not in (tmp_path / "backup" / "sessions" / "chat.sealed").read_bytes()
     restored = str(tmp_path / "restored.db")
     status, out, err = run(capsys, "--db", restored, "import", backup)
