@@ -168,7 +168,9 @@ class Sealer:
 
         Raises:
             CorruptSessionError: the keyring holds no such key (erased, or
-                another store's keyring), naming ``what`` (kind, name).
+                another store's keyring), or its wrapped key does not open
+                with the master key it names (damaged), naming ``what``
+                (kind, name).
             EncryptionKeyError: no key given wraps it.
         """
         with self._lock:
@@ -184,7 +186,15 @@ class Sealer:
                 f"{self.keyring!r} does not hold (destroyed by an erase, or another "
                 "store's keyring)",
             )
-        return self._keep(DataKey.of(key_id, self._unwrapped(found)))
+        try:
+            raw = self._unwrapped(found)
+        except EncryptionKeyError as exc:
+            if self.keys.key(found.master) is None:
+                raise  # a master key not given: the keys, not the session
+            raise CorruptSessionError(
+                what[1], f"its {what[0]}'s data key is damaged: {exc}"
+            ) from None
+        return self._keep(DataKey.of(key_id, raw))
 
     def forget(self, key_id: bytes) -> None:
         """Drop a key from the cache (it is being destroyed)."""

@@ -23,11 +23,18 @@ transaction (which checks that the session still holds that key, and
 names it in the record's ``key``), then destroys it. A crash after the
 commit leaves the key doomed; the next open destroys it
 (`sealing.sweep`).
+
+A sealed session that does not open (a damaged row, or restored from a
+backup taken before its erase, its key destroyed since) is erased as it
+is stored: its rows go, and the record's digest is of their sealed bytes.
+Its key is destroyed only when its header opens under it (the key is the
+session's own); otherwise no key is doomed, and the record names none.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import builtins
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -44,7 +51,7 @@ from sessionstore.backends.sql.database import Database, SessionRow, last_seq
 from sessionstore.backends.sql.lineage import END, lineage, lines
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import activity, listing, spent_ticks, titles
-from sessionstore.errors import SessionConflictError, SessionNotFoundError
+from sessionstore.errors import CorruptSessionError, SessionConflictError, SessionNotFoundError
 from sessionstore.models import Erasure
 
 if TYPE_CHECKING:
@@ -80,18 +87,34 @@ async def erase_sealed(
     key_id = await database.transaction(
         session_id, partial(sealing.session_key_id, session_id=session_id)
     )
-    await asyncio.to_thread(sealer.keyring.doom, key_id)
+    opens = partial(_opens, sealer=sealer, session_id=session_id)
+    own = await database.transaction(session_id, opens)
+    if own:
+        await asyncio.to_thread(sealer.keyring.doom, key_id)
     body = partial(
         erase_session,
         session_id=session_id,
         reason=reason,
         digest=digest,
         sealer=sealer,
-        sealed=key_id,
+        sealed=key_id if own else None,
     )
-    record = await database.erase(session_id, body)
-    await asyncio.to_thread(sealer.destroy, key_id)
+    try:
+        record = await database.erase(session_id, body)
+    except CorruptSessionError:  # a row does not open: erased as it is stored
+        record = await database.erase(session_id, partial(body, damaged=True))
+    if own:
+        await asyncio.to_thread(sealer.destroy, key_id)
     return record
+
+
+def _opens(conn: Connection, *, sealer: Sealer, session_id: str) -> bool:
+    """Whether the session's header opens, as its own, under the key it names."""
+    try:
+        sealing.open_header(sealer, session_id, _locked(conn, session_id).header, "sessions")
+    except CorruptSessionError:
+        return False
+    return True
 
 
 async def erase_journal_of(database: Database, name: str, reason: str) -> Erasure | None:
@@ -120,13 +143,16 @@ def erase_session(
     digest: str | None = None,
     sealer: Sealer | None = None,
     sealed: bytes | None = None,
+    damaged: bool = False,
 ) -> Erasure:
     """Erase ``session_id`` whole and record it (a write transaction's body).
 
     Args:
         sealer, sealed: in a sealed store, its sealer and the session's
             data key id (doomed by `erase_sealed`), which its header must
-            still name.
+            still name; ``sealed`` None for a session whose header does
+            not open.
+        damaged: its rows do not all open: digest them as stored.
 
     Raises:
         SessionNotFoundError: no such session.
@@ -139,9 +165,9 @@ def erase_session(
         raise SessionConflictError(
             session_id, f"forks share its entries: {', '.join(forks)}; erase them first"
         )
-    if sealer is not None and sealing.key_id_of(row.header) != sealed:
+    if sealed is not None and sealing.key_id_of(row.header) != sealed:
         raise SessionConflictError(session_id, "it was erased and created again: erase it again")
-    blocks = _session_bytes(conn, session_id, row, sealer)
+    blocks = (_stored_bytes if damaged else _session_bytes)(conn, session_id, row, sealer)
     record = erasure_of("session", session_id, reason, blocks, last_seq(conn, row))
     check_unchanged(record, digest)
     if sealed is not None:
@@ -154,7 +180,7 @@ def erase_session(
     with closing(Q.LINES.each(conn, pk=row.pk, after=row.base_seq or 0, end=END)) as own:
         where = "entries"
         lines = sealing.open_lines(sealer, _own(session_id), own, where, as_bytes=True)
-        wordindex.forget(conn, row.pk, (line for _, line in lines), sealer)
+        wordindex.forget(conn, row.pk, None if damaged else (line for _, line in lines), sealer)
     Q.DELETE_ENTRIES.many(conn, [{"pk": row.pk}])
     Q.DELETE_SESSION.many(conn, [{"pk": row.pk}])
     wordindex.lower_mark(conn)
@@ -226,6 +252,27 @@ def _session_bytes(
             yield bytes(line) + b"\n"
     finally:
         rows.close()
+
+
+def _stored_bytes(
+    conn: Connection, session_id: str, row: SessionRow, sealer: Sealer | None
+) -> Iterator[bytes]:
+    """A damaged session's own rows as stored, a line each (the base64 of
+    their sealed bytes): its header, then its entries."""
+    from sessionstore.encryption.cipher import Sealed, stored
+
+    for value in (row.header, *(line for _, line in _own_rows(conn, row))):
+        try:
+            data = stored(value)
+        except Sealed:
+            data = value.encode() if isinstance(value, str) else bytes(value)
+        yield base64.b64encode(data) + b"\n"
+
+
+def _own_rows(conn: Connection, row: SessionRow) -> Iterator[tuple[int, str | bytes]]:
+    with closing(Q.LINES.each(conn, pk=row.pk, after=row.base_seq or 0, end=END)) as own:
+        for seq, line, *_ in own:
+            yield seq, line
 
 
 def _own(session_id: str) -> Callable[[int], str]:
