@@ -154,3 +154,31 @@ def test_an_encrypted_export_imports_back_with_the_key_file_alone(
     status, _, err = run(capsys, "--db", restored, "export", str(tmp_path / "b2"), "--encrypted")
     assert status != 0
     assert "is encrypted: open it with keys=" in err
+
+
+def test_keys_seal_heads_authenticates_the_heads_of_a_store_sealed_before_0009(
+    capsys: pytest.CaptureFixture[str], sealed: tuple[str, str], tmp_path: Path
+) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    db, key = sealed
+    keys = key_file(tmp_path / "store.key", key)
+
+    async def move() -> str | None:
+        async with open_store(db, keys=key) as store:
+            await store.set_head("main", "chat")
+            return await store.head("main")
+
+    assert asyncio.run(move()) == "chat"
+    with closing(sqlite3.connect(db, isolation_level=None)) as connection:
+        connection.execute("DROP TRIGGER head_seals_no_delete")
+        connection.execute("DELETE FROM head_seals")  # as a store sealed before 0009 holds
+    status, out, err = run(capsys, "--db", db, "keys", "seal-heads")
+    assert status != 0
+    assert "keys seal-heads needs the keys: --key-file" in err
+    status, out, err = run(capsys, "--db", db, "--key-file", keys, "keys", "seal-heads")
+    assert (status, err) == (0, "")
+    assert out.startswith("1 head position sealed\n")
+    status, out, err = run(capsys, "--db", db, "--key-file", keys, "keys", "seal-heads")
+    assert out.startswith("0 head positions sealed\n")
