@@ -49,6 +49,8 @@ async def test_a_head_moved_by_a_raw_insert_is_refused_naming_it(
     with pytest.raises(CorruptSessionError, match="head 'alice' position 2"):
         await sealed.set_head("alice", "alice-1")  # never written after a forged position
     assert await sealed.head("bob") == "bob-1"
+    (fault,) = await sealed.integrity()  # and sessionstore verify
+    assert "head 'alice' position 2 names it but has no seal" in fault
 
 
 async def test_a_seal_copied_from_another_head_does_not_match(

@@ -34,7 +34,7 @@ from sessionstore.models import HeadMove
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = ["extend", "head", "history", "move", "names", "seal_all"]
+__all__ = ["extend", "faults", "head", "history", "move", "names", "seal_all"]
 
 _SEALED = select(heads.c.seq, heads.c.session_id, heads.c.at, head_seals.c.seal).select_from(
     heads.outerjoin(
@@ -186,6 +186,18 @@ def head(conn: Connection, *, name: str, sealer: Sealer | None = None) -> str | 
 def names(conn: Connection) -> list[str]:
     """The name of every head ever set."""
     return [name for (name,) in Q.HEAD_NAMES.all(conn)]
+
+
+def faults(conn: Connection, *, sealer: Sealer) -> list[str]:
+    """A sealed store's first position of each head whose seal is missing
+    or does not match (what `integrity` reports)."""
+    found = []
+    for name in names(conn):
+        try:
+            history(conn, name=name, sealer=sealer)
+        except CorruptSessionError as exc:
+            found.append(str(exc))
+    return found
 
 
 def seal_all(conn: Connection, *, sealer: Sealer) -> int:
