@@ -207,10 +207,12 @@ def check(root: Path, opener: Opener | None) -> list[ArchiveIssue]:
             issues.append(ArchiveIssue(path, refused.line, refused.reason))
             continue
         if now.lines < item.lines:
-            reason = (
-                f"holds {now.lines} line(s), the manifest {item.lines}: "
-                f"line(s) {now.lines + 1}-{item.lines} removed"
+            gone = (
+                f"line {item.lines}"
+                if now.lines + 1 == item.lines
+                else f"lines {now.lines + 1}-{item.lines}"
             )
+            reason = f"holds {now.lines} line(s), the manifest {item.lines}: {gone} removed"
             issues.append(ArchiveIssue(path, now.lines + 1, reason))
         elif now.lines > item.lines:
             reason = (

@@ -9,10 +9,12 @@ store keeps sealed (docs/encryption.md)::
     <archive>/titles/<id>.sealed                          its later titles, sealed
     <archive>/journals/<name>/session_journal.sealed      a journal's lines, sealed
     <archive>/heads/<name>.jsonl                          heads, clear as in the store
+    <archive>/manifest.txt                                what it holds, authenticated
 
 A ``.sealed`` file has a line for each line of its plain twin, sealed
 under its session's (or journal's) data key and bound to its file and
-line number (`sessionstore.encryption.archive`).
+line number (`sessionstore.encryption.archive`); the manifest says how
+many lines each file holds (`sessionstore.archive.manifest`).
 """
 
 from __future__ import annotations
