@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from sessionstore.archive import manifest
 from sessionstore.archive.report import (
     CHUNK,
     HEADS,
@@ -53,7 +54,12 @@ from sessionstore.backends.files import (
 )
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
 from sessionstore.effects import EFFECTS_FILE, EFFECTS_SUFFIX
-from sessionstore.errors import CorruptSessionError, SessionNotFoundError, validate_session_id
+from sessionstore.errors import (
+    ArchiveError,
+    CorruptSessionError,
+    SessionNotFoundError,
+    validate_session_id,
+)
 from sessionstore.models import TitleChange
 from sessionstore.store import SessionStore
 from sessionstore.wire import encode_line
@@ -165,11 +171,54 @@ async def export_chosen(
     for name in head_names:
         path = root / HEADS / f"{name}{SUFFIX}"
         steps.append((path, partial(_export_head, store, root, name, path, report)))
+    previous = None if sealing is None else await _manifest(root, sealing)
     if sealing is not None:
+        manifest_key = await sealing.manifest_key()  # before keys.jsonl is written
         keys = KeysFile(root)
         steps.append((keys.path, partial(_export_keys, root, keys, sealing, report)))
     await each_file(steps, report, progress)
+    if sealing is not None:
+        touched = {path for path, _ in steps}
+        touched |= {root / TITLES / path.name for path in touched if path.parent == directory}
+        write = partial(_write_manifest, root, manifest_key, previous, touched, report)
+        await io(write, root)
     return finish(report, "export")
+
+
+async def _manifest(root: Path, sealing: Sealing) -> dict[str, manifest.Listed] | None:
+    """The encrypted archive's manifest before this export (None: it has none).
+
+    Raises:
+        ArchiveError: it does not verify (changed, or by a master key not given).
+    """
+    try:
+        return await io(partial(manifest.read, root, sealing.manifest_opener()), root)
+    except Refused as refused:
+        issue = ArchiveIssue(str(root / manifest.MANIFEST), refused.line, refused.reason)
+        raise ArchiveError(f"export refused: {issue}; nothing exported", None) from None
+
+
+def _write_manifest(
+    root: Path,
+    key: tuple[str, bytes],
+    previous: dict[str, manifest.Listed] | None,
+    touched: set[Path],
+    report: ArchiveReport,
+) -> None:
+    """Write the archive's manifest again, with what this export wrote."""
+    inside = {path.relative_to(root).as_posix() for path in touched}
+    refused = {Path(issue.file).relative_to(root).as_posix() for issue in report.refused}
+    refused |= {TITLES + "/" + Path(name).name for name in refused if name.startswith(SESSIONS)}
+    listed = manifest.updated(root, previous, inside, refused)
+    data = manifest.render(*key, listed)
+    out = _AtomicFile(root / manifest.MANIFEST)
+    try:
+        out.open()
+        out.write(data)
+        out.publish()
+    except BaseException:
+        out.discard()
+        raise
 
 
 def _one_form(root: Path, path: Path, what: str) -> None:

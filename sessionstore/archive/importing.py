@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from sessionstore.archive import manifest
 from sessionstore.archive.report import (
     CHUNK,
     HEADS,
@@ -108,9 +109,17 @@ async def import_archive(
 
     files, journals, heads, titles = await io(find, root)
     sealing = await _sealing(store, root, (*files, *journals, *titles), keys, keyring, report)
-    if sealing is None:  # sealed files, and nothing to open them: each refused
-        files, journals, titles = (_plain(paths, report) for paths in (files, journals, titles))
     try:
+        opener = None if sealing is None else sealing.manifest_opener()
+        whole = partial(manifest.check, root, opener)
+        issues = await io(whole, root)
+        report.refused += issues
+        if issues and sealing is not None:  # truncated, or added to: nothing imported
+            return finish(report, "import")
+        refused = {issue.file for issue in issues}  # without keys: its heads
+        heads = [path for path in heads if str(path) not in refused]
+        if sealing is None:  # sealed files, and nothing to open them: each refused
+            files, journals, titles = (_plain(paths, report) for paths in (files, journals, titles))
         files = await _without_cycles(store, root, files, report, sealing)
         sealed = partial(_steps, store, root, report, sealing)
         # Titles after the sessions, and heads: they name sessions that must exist.
@@ -146,7 +155,10 @@ async def _sealing(
 ) -> Sealing | None:
     """What opens the archive's sealed files, with the keys of its
     ``keys.jsonl`` known; None when it has none, or nothing to open them."""
-    if not any(path.name.endswith(SEALED) for path in paths):
+    if (
+        not any(path.name.endswith(SEALED) for path in paths)
+        and not (root / manifest.MANIFEST).exists()
+    ):
         return None
     sealing = Sealing.for_import(store, keys, keyring)
     if sealing is not None:

@@ -9,10 +9,12 @@ store keeps sealed (docs/encryption.md)::
     <archive>/titles/<id>.sealed                          its later titles, sealed
     <archive>/journals/<name>/session_journal.sealed      a journal's lines, sealed
     <archive>/heads/<name>.jsonl                          heads, clear as in the store
+    <archive>/manifest.txt                                what it holds, authenticated
 
 A ``.sealed`` file has a line for each line of its plain twin, sealed
 under its session's (or journal's) data key and bound to its file and
-line number (`sessionstore.encryption.archive`).
+line number (`sessionstore.encryption.archive`); the manifest says how
+many lines each file holds (`sessionstore.archive.manifest`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ SEALED = ".sealed"
 
 KEYS = "keys.jsonl"
 """The wrapped data keys at an encrypted archive's root."""
+
+MANIFEST_KEY = "/archive-manifest"
+"""The name of the keyring's key that authenticates an encrypted archive's
+manifest (`sessionstore.archive.manifest`): of a journal's scope, as no
+journal can be named so."""
 
 
 def stem(path: Path) -> str:
@@ -138,6 +145,34 @@ class Sealing:
             return None
         self.met[found.key_id] = found
         return self.sealer.unwrap(found, "the store's keyring")
+
+    async def manifest_key(self) -> tuple[str, bytes]:
+        """The id (hex) and bytes of the key the export authenticates the
+        archive's manifest with: a key of the store's keyring (made at its
+        first encrypted export), kept for ``keys.jsonl`` as a journal's is,
+        so that it opens wherever the archive's lines do."""
+        data_key = getattr(self.store, "data_key", None)
+        assert data_key is not None, "an export's sealing has a sealed store"
+        found: WrappedKey | None = await data_key("journal", MANIFEST_KEY, create=True)
+        assert found is not None, "a key made is found"
+        self.met[found.key_id] = found
+        return found.key_id.hex(), self.sealer.unwrap(found, "the store's keyring").nonces
+
+    def manifest_opener(self) -> Callable[[str], bytes]:
+        """What gives the bytes of the manifest's key of an id (hex).
+
+        Raises (from the opener):
+            Refused: no key given opens it.
+        """
+        from sessionstore.encryption.archive import UnopenedLine
+
+        def opened(key_id: str) -> bytes:
+            try:
+                return self.sealer.key_by_id(bytes.fromhex(key_id)).nonces
+            except (UnopenedLine, ValueError) as exc:
+                raise Refused(1, f"its key does not open: {exc}") from None
+
+        return opened
 
     def opener(self, part: str, name: str) -> Callable[[int, str], bytes]:
         """What opens line ``number`` of ``name``'s sealed file in ``part``.

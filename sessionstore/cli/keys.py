@@ -3,7 +3,9 @@
 ``generate`` prints a new master key (or writes it to a file only its owner
 reads); ``status`` shows whether a store is sealed and which master keys
 wrap its data keys; ``rotate`` rewraps them all under the key file's first
-key. Keys come from a key file or the environment, never an argument.
+key; ``seal-heads`` authenticates the heads of a store sealed before
+migration 0010, once. Keys come from a key file or the environment, never
+an argument.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ async def run_keys(args: argparse.Namespace) -> int:
         raise Refused("--out is for keys generate")
     if args.action == "rotate" and "keys" not in key_options(args):
         raise Refused("keys rotate needs the keys: --key-file with the new key first, then the old")
+    if args.action == "seal-heads" and "keys" not in key_options(args):
+        raise Refused("keys seal-heads needs the keys: --key-file")
     async with opened(args, read=True) as store:
         report = getattr(store, "keyring_report", None)
         if report is None:
@@ -37,6 +41,9 @@ async def run_keys(args: argparse.Namespace) -> int:
             done = await store.rotate_keys()  # type: ignore[attr-defined]
             done_why = "" if done else ": every data key was already wrapped by it"
             print(f"{counted(done, 'data key')} rewrapped under the first key given{done_why}")
+        if args.action == "seal-heads":
+            done = await store.seal_heads()  # type: ignore[attr-defined]
+            print(f"{counted(done, 'head position')} sealed")
         found: dict[str, int] = await report()
     if not found:
         print(f"{escaped(named(args.db))}: not encrypted (a plain store)")

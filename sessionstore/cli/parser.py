@@ -505,9 +505,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     keys.add_argument(
         "action",
-        choices=["generate", "status", "rotate"],
+        choices=["generate", "status", "rotate", "seal-heads"],
         help="generate: print (or --out) a new key; status: the store's keyring; rotate: "
-        "rewrap every data key under the key file's first key",
+        "rewrap every data key under the key file's first key; seal-heads: authenticate, "
+        "once, the heads of a store sealed before migration 0010",
     )
     keys.add_argument(
         "--out", metavar="FILE", help="generate: write the key to FILE (created private, 0600)"

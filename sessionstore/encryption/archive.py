@@ -95,6 +95,10 @@ class ArchiveSealer:
             wrapped=base64.b64encode(found.wrapped).decode("ascii"),
         )
 
+    def key_by_id(self, key_id: bytes) -> DataKey:
+        """The data key of that id (`_key`)."""
+        return self._key(key_id)
+
     def _key(self, key_id: bytes) -> DataKey:
         """The data key of that id, from the archive's keys or the lookup.
 

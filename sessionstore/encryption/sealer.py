@@ -14,7 +14,8 @@ title      session id     the title change's seq
 journal    journal name   the line's seq
 =========  =============  ==========================================
 
-Words and owners become tokens under the index key (`cipher.token`).
+Words and owners become tokens under the index key (`cipher.token`), and
+each position of a head is authenticated under it (`Sealer.head_seal`).
 """
 
 from __future__ import annotations
@@ -213,7 +214,9 @@ class Sealer:
 
         Raises:
             CorruptSessionError: the keyring holds no such key (erased, or
-                another store's keyring), naming ``what`` (kind, name).
+                another store's keyring), or its wrapped key does not open
+                with the master key it names (damaged), naming ``what``
+                (kind, name).
             EncryptionKeyError: no key given wraps it.
         """
         with self._lock:
@@ -229,7 +232,15 @@ class Sealer:
                 f"{self.keyring!r} does not hold (destroyed by an erase, or another "
                 "store's keyring)",
             )
-        return self._keep(DataKey.of(key_id, self._unwrapped(found)))
+        try:
+            raw = self._unwrapped(found)
+        except EncryptionKeyError as exc:
+            if self.keys.key(found.master) is None:
+                raise  # a master key not given: the keys, not the session
+            raise CorruptSessionError(
+                what[1], f"its {what[0]}'s data key is damaged: {exc}"
+            ) from None
+        return self._keep(DataKey.of(key_id, raw))
 
     def forget(self, key_id: bytes) -> None:
         """Drop a key from the cache (it is being destroyed)."""
@@ -345,6 +356,11 @@ class Sealer:
     def owner(self, owner: str) -> str:
         """What the listing holds for ``owner``."""
         return cipher.token(self._index, "owner", owner)
+
+    def head_seal(self, *, name: str, seq: int, session_id: str, at: str) -> str:
+        """What authenticates position ``seq`` of the head ``name``: a keyed
+        hash of it, the session it names and its time."""
+        return cipher.token(self._index, "head", f"{name}\x00{seq}\x00{session_id}\x00{at}")
 
     # ------------------------------------------------------------ rotation
 

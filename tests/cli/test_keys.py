@@ -141,7 +141,7 @@ def test_an_encrypted_export_imports_back_with_the_key_file_alone(
     status, out, err = run(capsys, "--db", db, "--key-file", keys, "export", backup, "--encrypted")
     assert (status, err) == (0, "")
     assert out.startswith("exported 1 session (3 new entries")
-    assert sorted(os.listdir(backup)) == ["keys.jsonl", "sessions"]
+    assert sorted(os.listdir(backup)) == ["keys.jsonl", "manifest.txt", "sessions"]
     assert b"secret" not in (tmp_path / "backup" / "sessions" / "chat.sealed").read_bytes()
     restored = str(tmp_path / "restored.db")
     status, out, err = run(capsys, "--db", restored, "import", backup)
@@ -169,3 +169,31 @@ def test_a_device_or_fifo_as_key_file_is_one_line_and_exit_1(
         assert (status, out) == (1, "")
         assert err.count("\n") == 1
         assert f"key file '{path}' is not a regular file" in err
+
+
+def test_keys_seal_heads_authenticates_the_heads_of_a_store_sealed_before_0010(
+    capsys: pytest.CaptureFixture[str], sealed: tuple[str, str], tmp_path: Path
+) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    db, key = sealed
+    keys = key_file(tmp_path / "store.key", key)
+
+    async def move() -> str | None:
+        async with open_store(db, keys=key) as store:
+            await store.set_head("main", "chat")
+            return await store.head("main")
+
+    assert asyncio.run(move()) == "chat"
+    with closing(sqlite3.connect(db, isolation_level=None)) as connection:
+        connection.execute("DROP TRIGGER head_seals_no_delete")
+        connection.execute("DELETE FROM head_seals")  # as a store sealed before 0010 holds
+    status, out, err = run(capsys, "--db", db, "keys", "seal-heads")
+    assert status != 0
+    assert "keys seal-heads needs the keys: --key-file" in err
+    status, out, err = run(capsys, "--db", db, "--key-file", keys, "keys", "seal-heads")
+    assert (status, err) == (0, "")
+    assert out.startswith("1 head position sealed\n")
+    status, out, err = run(capsys, "--db", db, "--key-file", keys, "keys", "seal-heads")
+    assert out.startswith("0 head positions sealed\n")

@@ -73,6 +73,7 @@ async def test_an_encrypted_export_holds_nothing_sealed_and_imports_back_whole(
         "journals/agent/session_effects.sealed",
         "journals/agent/session_journal.sealed",
         "keys.jsonl",
+        "manifest.txt",
         "sessions/f1.sealed",
         "sessions/s1.sealed",
         "titles/s1.sealed",

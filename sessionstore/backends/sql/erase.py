@@ -25,11 +25,18 @@ names it in the record's ``key``), then destroys it. An erase refused
 before its doom changes nothing. A crash after the commit leaves the key
 doomed; the next open destroys it, as the erasure record names it
 (`sealing.sweep`).
+
+A sealed session that does not open (a damaged row, or restored from a
+backup taken before its erase, its key destroyed since) is erased as it
+is stored: its rows go, and the record's digest is of their sealed bytes.
+Its key is destroyed only when its header opens under it (the key is the
+session's own); otherwise no key is doomed, and the record names none.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import builtins
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -46,7 +53,7 @@ from sessionstore.backends.sql.database import Database, SessionRow, last_seq
 from sessionstore.backends.sql.lineage import END, lineage, lines
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import activity, listing, spent_ticks, titles
-from sessionstore.errors import SessionConflictError, SessionNotFoundError
+from sessionstore.errors import CorruptSessionError, SessionConflictError, SessionNotFoundError
 from sessionstore.models import Erasure
 
 if TYPE_CHECKING:
@@ -82,22 +89,39 @@ async def erase_sealed(
     # Checked before any key is doomed: the header opens as this session's
     # under the key the keyring keeps for it. A header moved from another
     # session (a raw writer) names that session's key, which a doom here
-    # would let the next open destroy.
+    # would let the next open destroy: such a session is erased as damaged.
     key_id = await database.transaction(
-        session_id, partial(sealing.session_key_id, session_id=session_id, sealer=sealer)
+        session_id, partial(sealing.session_key_id, session_id=session_id)
     )
-    await asyncio.to_thread(sealer.keyring.doom, key_id)
+    opens = partial(_opens, sealer=sealer, session_id=session_id)
+    own = await database.transaction(session_id, opens)
+    if own:
+        await asyncio.to_thread(sealer.keyring.doom, key_id)
     body = partial(
         erase_session,
         session_id=session_id,
         reason=reason,
         digest=digest,
         sealer=sealer,
-        sealed=key_id,
+        sealed=key_id if own else None,
     )
-    record = await database.erase(session_id, body)
-    await asyncio.to_thread(sealer.destroy, key_id)
+    try:
+        record = await database.erase(session_id, body)
+    except CorruptSessionError:  # a row does not open: erased as it is stored
+        record = await database.erase(session_id, partial(body, damaged=True))
+    if own:
+        await asyncio.to_thread(sealer.destroy, key_id)
     return record
+
+
+def _opens(conn: Connection, *, sealer: Sealer, session_id: str) -> bool:
+    """Whether the session's header opens, as its own, under the key it
+    names, and the keyring keeps that key for this session."""
+    try:
+        sealing.session_key_id(conn, session_id=session_id, sealer=sealer)
+    except CorruptSessionError:
+        return False
+    return True
 
 
 async def erase_journal_of(database: Database, name: str, reason: str) -> Erasure | None:
@@ -126,13 +150,16 @@ def erase_session(
     digest: str | None = None,
     sealer: Sealer | None = None,
     sealed: bytes | None = None,
+    damaged: bool = False,
 ) -> Erasure:
     """Erase ``session_id`` whole and record it (a write transaction's body).
 
     Args:
         sealer, sealed: in a sealed store, its sealer and the session's
             data key id (doomed by `erase_sealed`), which its header must
-            still name.
+            still name; ``sealed`` None for a session whose header does
+            not open.
+        damaged: its rows do not all open: digest them as stored.
 
     Raises:
         SessionNotFoundError: no such session.
@@ -145,9 +172,9 @@ def erase_session(
         raise SessionConflictError(
             session_id, f"forks share its entries: {', '.join(forks)}; erase them first"
         )
-    if sealer is not None and sealing.key_id_of(row.header) != sealed:
+    if sealed is not None and sealing.key_id_of(row.header) != sealed:
         raise SessionConflictError(session_id, "it was erased and created again: erase it again")
-    blocks = _session_bytes(conn, session_id, row, sealer)
+    blocks = (_stored_bytes if damaged else _session_bytes)(conn, session_id, row, sealer)
     record = erasure_of("session", session_id, reason, blocks, last_seq(conn, row))
     check_unchanged(record, digest)
     if sealed is not None:
@@ -160,7 +187,7 @@ def erase_session(
     with closing(Q.LINES.each(conn, pk=row.pk, after=row.base_seq or 0, end=END)) as own:
         where = "entries"
         lines = sealing.open_lines(sealer, _own(session_id), own, where, as_bytes=True)
-        wordindex.forget(conn, row.pk, (line for _, line in lines), sealer)
+        wordindex.forget(conn, row.pk, None if damaged else (line for _, line in lines), sealer)
     Q.DELETE_ENTRIES.many(conn, [{"pk": row.pk}])
     Q.DELETE_SESSION.many(conn, [{"pk": row.pk}])
     wordindex.lower_mark(conn)
@@ -232,6 +259,27 @@ def _session_bytes(
             yield bytes(line) + b"\n"
     finally:
         rows.close()
+
+
+def _stored_bytes(
+    conn: Connection, session_id: str, row: SessionRow, sealer: Sealer | None
+) -> Iterator[bytes]:
+    """A damaged session's own rows as stored, a line each (the base64 of
+    their sealed bytes): its header, then its entries."""
+    from sessionstore.encryption.cipher import Sealed, stored
+
+    for value in (row.header, *(line for _, line in _own_rows(conn, row))):
+        try:
+            data = stored(value)
+        except Sealed:
+            data = value.encode() if isinstance(value, str) else bytes(value)
+        yield base64.b64encode(data) + b"\n"
+
+
+def _own_rows(conn: Connection, row: SessionRow) -> Iterator[tuple[int, str | bytes]]:
+    with closing(Q.LINES.each(conn, pk=row.pk, after=row.base_seq or 0, end=END)) as own:
+        for seq, line, *_ in own:
+            yield seq, line
 
 
 def _own(session_id: str) -> Callable[[int], str]:

@@ -5,21 +5,87 @@ move takes the next ``seq`` of its head inside the write transaction: on
 SQLite the writer lock lets one mover in at a time, on PostgreSQL an
 advisory lock on the head's name queues its movers, so no move is lost or
 reordered against its commit.
+
+In a sealed store each position is authenticated: ``head_seals`` holds a
+keyed hash of the head's name, the position's ``seq``, the session it
+names and its time (`Sealer.head_seal`), written in the move's
+transaction. A read refuses a position whose seal is missing or does not
+match (a raw writer moved the head, or copied a position from another
+head), naming the head and the session: it is never served. A raw writer
+can still delete positions, or roll the head back to an older copy.
 """
 
 from __future__ import annotations
 
+import hmac
 from types import EllipsisType
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, and_, bindparam, insert, select
 
 from sessionstore.backends.checks import check_head, check_last
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import chain_end, find_session, last_entry_id
-from sessionstore.errors import SessionConflictError
+from sessionstore.backends.sql.query import Query
+from sessionstore.backends.sql.tables import head_seals, heads
+from sessionstore.errors import CorruptSessionError, SessionConflictError
 from sessionstore.models import HeadMove
 
-__all__ = ["extend", "head", "history", "move", "names"]
+if TYPE_CHECKING:
+    from sessionstore.encryption.sealer import Sealer
+
+__all__ = ["extend", "faults", "head", "history", "move", "names", "seal_all"]
+
+_SEALED = select(heads.c.seq, heads.c.session_id, heads.c.at, head_seals.c.seal).select_from(
+    heads.outerjoin(
+        head_seals, and_(head_seals.c.name == heads.c.name, head_seals.c.seq == heads.c.seq)
+    )
+)
+_SEALED_HISTORY = Query(_SEALED.where(heads.c.name == bindparam("name")).order_by(heads.c.seq))
+_SEALED_LAST = Query(
+    _SEALED.where(heads.c.name == bindparam("name")).order_by(heads.c.seq.desc()).limit(1)
+)
+_UNSEALED = Query(
+    _SEALED.add_columns(heads.c.name)
+    .where(head_seals.c.seal.is_(None))
+    .order_by(heads.c.name, heads.c.seq)
+)
+_INSERT_SEAL = Query(insert(head_seals))
+
+
+def _seal_rows(conn: Connection, sealer: Sealer | None, rows: list[dict[str, Any]]) -> None:
+    """Record the seals of a sealed store's new positions ``rows``."""
+    if sealer is not None and rows:
+        seals = [
+            {"name": row["name"], "seq": row["seq"], "seal": sealer.head_seal(**row)}
+            for row in rows
+        ]
+        _INSERT_SEAL.many(conn, seals)
+
+
+def _checked(sealer: Sealer, name: str, row: Any) -> tuple[int, str, str]:
+    """A sealed store's position ``(seq, session_id, at, seal)`` of ``name``,
+    its seal checked.
+
+    Raises:
+        CorruptSessionError: the seal is missing or does not match, naming
+            the head, the position and the session it names.
+    """
+    seq, session_id, at, seal = int(row[0]), str(row[1]), str(row[2]), row[3]
+    if seal is None:
+        reason = (
+            "has no seal: written without the keys, or before the store sealed its heads "
+            "(SqlStore.seal_heads, once, after the upgrade to 0010)"
+        )
+    elif not hmac.compare_digest(
+        str(seal), sealer.head_seal(name=name, seq=seq, session_id=session_id, at=at)
+    ):
+        reason = "does not match its seal: moved, or copied from another head, without the keys"
+    else:
+        return seq, session_id, at
+    raise CorruptSessionError(
+        session_id, f"head {name!r} position {seq} names it but {reason}; not served", path="heads"
+    )
 
 
 def move(
@@ -29,6 +95,7 @@ def move(
     to: HeadMove,
     expect: str | EllipsisType | None = ...,
     expect_last: str | None = None,
+    sealer: Sealer | None = None,
 ) -> None:
     """Record ``to`` as the newest position of ``name``, if its session exists,
     the head stands at ``expect`` (`check_head`) and, with ``expect_last``,
@@ -39,6 +106,7 @@ def move(
         SessionNotFoundError: no session ``to.session_id`` (or ``expect``).
         SessionConflictError: the head stands elsewhere, or its session ends
             elsewhere.
+        CorruptSessionError: in a sealed store, where it stands is not sealed.
     """
     find_session(conn, to.session_id)
     if expect_last is not None:
@@ -48,13 +116,21 @@ def move(
         check_last(expect, expect_last, last_entry_id(conn, expect, left, seq), by="move")
     if conn.dialect.name == "postgresql":
         Q.LOCK_HEAD.first(conn, name=name)
-    last = Q.HEAD_LAST.first(conn, name=name)
-    check_head(name, expect, None if last is None else str(last[1]))
+    last = _last(conn, name, sealer)
+    check_head(name, expect, None if last is None else last[1])
     row = {"name": name, "seq": 1 if last is None else last[0] + 1, **to.model_dump()}
     Q.INSERT_HEAD.many(conn, [row])
+    _seal_rows(conn, sealer, [row])
 
 
-def extend(conn: Connection, *, name: str, moves: list[HeadMove], after: int) -> None:
+def extend(
+    conn: Connection,
+    *,
+    name: str,
+    moves: list[HeadMove],
+    after: int,
+    sealer: Sealer | None = None,
+) -> None:
     """Record ``moves`` as they are after the first ``after`` positions of ``name``.
 
     A move may name a session the store no longer holds (erased, retired):
@@ -74,22 +150,65 @@ def extend(conn: Connection, *, name: str, moves: list[HeadMove], after: int) ->
     ]
     if rows:
         Q.INSERT_HEAD.many(conn, rows)
+        _seal_rows(conn, sealer, rows)
 
 
-def history(conn: Connection, *, name: str) -> list[HeadMove]:
-    """Every position of ``name``, oldest first."""
-    return [
-        HeadMove(session_id=session_id, at=at)
-        for session_id, at in Q.HEAD_HISTORY.all(conn, name=name)
-    ]
+def history(conn: Connection, *, name: str, sealer: Sealer | None = None) -> list[HeadMove]:
+    """Every position of ``name``, oldest first (each checked, when sealed)."""
+    if sealer is None:
+        return [
+            HeadMove(session_id=session_id, at=at)
+            for session_id, at in Q.HEAD_HISTORY.all(conn, name=name)
+        ]
+    checked = (_checked(sealer, name, row) for row in _SEALED_HISTORY.all(conn, name=name))
+    return [HeadMove(session_id=session_id, at=at) for _, session_id, at in checked]
 
 
-def head(conn: Connection, *, name: str) -> str | None:
-    """The session ``name`` names now; None if it was never set."""
-    last = Q.HEAD_LAST.first(conn, name=name)
-    return None if last is None else str(last[1])
+def _last(conn: Connection, name: str, sealer: Sealer | None) -> tuple[int, str] | None:
+    """The last ``(seq, session_id)`` of ``name`` (checked, when sealed)."""
+    if sealer is None:
+        last = Q.HEAD_LAST.first(conn, name=name)
+        return None if last is None else (int(last[0]), str(last[1]))
+    row = _SEALED_LAST.first(conn, name=name)
+    return None if row is None else _checked(sealer, name, row)[:2]
+
+
+def head(conn: Connection, *, name: str, sealer: Sealer | None = None) -> str | None:
+    """The session ``name`` names now; None if it was never set.
+
+    Raises:
+        CorruptSessionError: in a sealed store, its position is not sealed.
+    """
+    last = _last(conn, name, sealer)
+    return None if last is None else last[1]
 
 
 def names(conn: Connection) -> list[str]:
     """The name of every head ever set."""
     return [name for (name,) in Q.HEAD_NAMES.all(conn)]
+
+
+def faults(conn: Connection, *, sealer: Sealer) -> list[str]:
+    """A sealed store's first position of each head whose seal is missing
+    or does not match (what `integrity` reports)."""
+    found = []
+    for name in names(conn):
+        try:
+            history(conn, name=name, sealer=sealer)
+        except CorruptSessionError as exc:
+            found.append(str(exc))
+    return found
+
+
+def seal_all(conn: Connection, *, sealer: Sealer) -> int:
+    """Seal every position without a seal (a store sealed before 0010): how many.
+
+    It trusts the heads as they are: run it once, after the upgrade, on
+    heads no raw writer has touched.
+    """
+    rows = [
+        {"name": row[4], "seq": int(row[0]), "session_id": str(row[1]), "at": str(row[2])}
+        for row in _UNSEALED.all(conn)
+    ]
+    _seal_rows(conn, sealer, rows)
+    return len(rows)

@@ -23,8 +23,9 @@ drops them.
 from __future__ import annotations
 
 import builtins
+import logging
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
@@ -32,11 +33,16 @@ from sessionstore.backends.records import decode_stored_meta, gc_paused
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
 from sessionstore.backends.sql.sealing import open_header
-from sessionstore.errors import InvalidRecordError
+from sessionstore.errors import CorruptSessionError, InvalidRecordError
 from sessionstore.models import SessionMeta
 from sessionstore.wire.stored import read_stored_meta
 
+if TYPE_CHECKING:
+    from sessionstore.encryption.sealer import Sealer
+
 __all__ = ["HEADERS_CACHED", "Listing"]
+
+logger = logging.getLogger("sessionstore")
 
 HEADERS_CACHED = 1 << 15
 """Decoded headers a `Listing` holds at most."""
@@ -53,6 +59,17 @@ def _read(
     if now != erased:
         return now, count, Q.HEADERS_AFTER.all(conn, after=0)
     return now, count, None if count == held else Q.HEADERS_AFTER.all(conn, after=after)
+
+
+def _opened(sealer: Sealer, row: Any, where: str) -> tuple[int, str, str] | None:
+    """A sealed store's row ``(pk, header, id)``, its header opened; None
+    (a warning logged) when it does not open: `integrity` reports it."""
+    pk, header, session_id = row
+    try:
+        return pk, open_header(sealer, session_id, header, where), session_id
+    except CorruptSessionError as exc:
+        logger.warning("skipping %s", exc)
+        return None
 
 
 class Listing:
@@ -87,8 +104,8 @@ class Listing:
 
     async def _decode(self, rows: builtins.list[Any]) -> builtins.list[SessionMeta]:
         sealer, where = self._database.sealer, self._database.headers_at
-        if sealer is not None:  # opened here: a header that does not open is named
-            rows = [(pk, open_header(sealer, id_, header, where), id_) for pk, header, id_ in rows]
+        if sealer is not None:  # a header that does not open is skipped, named
+            rows = [opened for row in rows if (opened := _opened(sealer, row, where)) is not None]
         try:
             with gc_paused():  # a first list builds a model per session
                 return [read_stored_meta(header) for _, header, _ in rows]

@@ -225,10 +225,12 @@ class SqlStore(StoreBase):
             raise EncryptionKeyError(f"{self._database.where} is not encrypted: it has no keys")
         return ArchiveSealer(sealer.keys, sealer.keyring.get)
 
-    async def data_key(self, scope: Literal["session", "journal"], name: str) -> WrappedKey | None:
+    async def data_key(
+        self, scope: Literal["session", "journal"], name: str, *, create: bool = False
+    ) -> WrappedKey | None:
         """The data key that seals a session's rows (or a journal's new
         lines), as the keyring holds it: wrapped. None for a journal that
-        has sealed nothing yet.
+        has sealed nothing yet, unless ``create`` makes it.
 
         Raises:
             EncryptionKeyError: the store is not sealed.
@@ -239,6 +241,8 @@ class SqlStore(StoreBase):
         if sealer is None:
             raise EncryptionKeyError(f"{self._database.where} is not encrypted: it has no keys")
         if scope == "journal":
+            if create:
+                await asyncio.to_thread(sealer.journal_key, name)
             return await asyncio.to_thread(sealer.keyring.find, "journal", name)
         key_id = await self._database.transaction(
             name, partial(sealing.session_key_id, session_id=name)
@@ -420,24 +424,47 @@ class SqlStore(StoreBase):
         expect: str | EllipsisType | None,
         expect_last: str | None,
     ) -> None:
-        body = partial(heads.move, name=name, to=move, expect=expect, expect_last=expect_last)
+        body = partial(
+            heads.move,
+            name=name,
+            to=move,
+            expect=expect,
+            expect_last=expect_last,
+            sealer=self._database.sealer,
+        )
         await self._database.transaction(move.session_id, body, write=True)
 
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
-        body = partial(heads.extend, name=name, moves=moves, after=after)
+        sealer = self._database.sealer
+        body = partial(heads.extend, name=name, moves=moves, after=after, sealer=sealer)
         await self._database.transaction(name, body, write=True)
 
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
-        return await self._database.transaction(name, partial(heads.history, name=name))
+        body = partial(heads.history, name=name, sealer=self._database.sealer)
+        return await self._database.transaction(name, body)
 
     async def head(self, name: str) -> str | None:
         validate_session_id(name)
         self._check_open(name)
-        return await self._database.transaction(name, partial(heads.head, name=name), quick=True)
+        body = partial(heads.head, name=name, sealer=self._database.sealer)
+        return await self._database.transaction(name, body, quick=True)
 
     async def heads(self) -> builtins.list[str]:
         self._check_open()
         return await self._database.transaction(None, heads.names)
+
+    async def seal_heads(self) -> int:
+        """Authenticate the heads of a store sealed before migration 0010
+        (docs/encryption.md): every position without a seal is given one;
+        how many were. Run it once after the upgrade: it trusts the heads
+        as they stand. A plain store has nothing to seal (0).
+        """
+        self._check_open()
+        sealer = self._database.sealer
+        if sealer is None:
+            return 0
+        body = partial(heads.seal_all, sealer=sealer)
+        return await self._database.transaction(None, body, write=True)
 
     async def load(self, session_id: str) -> builtins.list[SessionEntry]:
         self._check(session_id)

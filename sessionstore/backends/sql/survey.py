@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, bindparam, func, literal_column, select
 
 from sessionstore.backends.records import decode_stored_meta
+from sessionstore.backends.sql import heads as heads_module
 from sessionstore.backends.sql import paging, wordcheck
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import titles as titles_module
@@ -208,6 +209,8 @@ def faults(conn: Connection, *, where: str, sealer: Sealer | None = None) -> lis
     headers that do not decode or name another row (``where``: the sessions
     table), sessions missing from the listing or listed at another write
     than their last, positions missing from a head's or titles' history,
+    in a sealed store the first position of each head whose seal is
+    missing or does not match (`heads_module.faults`),
     the first row of each session whose line no longer
     matches its chain of digests, and the first message of each session
     whose words the word index does not hold (`wordcheck`)."""
@@ -255,6 +258,8 @@ def faults(conn: Connection, *, where: str, sealer: Sealer | None = None) -> lis
         "(a change was deleted)"
         for session_id, count, high in conn.execute(_TITLE_GAPS)
     ]
+    if sealer is not None:
+        found += heads_module.faults(conn, sealer=sealer)
     found += broken_chains(conn, sealer)
     found += wordcheck.faults(conn, sealer)
     return found

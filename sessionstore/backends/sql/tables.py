@@ -18,7 +18,8 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
 * ``journal_lines``: the crash-recovery journals, one row per line; a row
   whose ``line`` is NULL records a clear.
 * ``heads``: every position of each named head, ``seq`` = 1, 2, 3... per
-  name; the last is where it stands.
+  name; the last is where it stands. ``head_seals`` (0010): in a sealed
+  store, what authenticates each of them (`sessionstore.backends.sql.heads`).
 * ``erasures``: the record each erasure leaves (`Erasure`), ``seq`` giving
   their order. Rows of ``sessions``, ``entries`` and ``journal_lines``
   leave only with one of these, written in the same transaction (0004).
@@ -87,6 +88,7 @@ __all__ = [
     "erasing",
     "erasures",
     "erasures_spent",
+    "head_seals",
     "heads",
     "journal_lines",
     "listing",
@@ -203,6 +205,14 @@ heads = Table(
     Column("seq", BigInteger, primary_key=True, autoincrement=False),
     Column("session_id", Text, nullable=False),
     Column("at", Text, nullable=False),
+)
+
+head_seals = Table(
+    "head_seals",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("seal", Text, nullable=False),
 )
 
 erasures = Table(
@@ -330,6 +340,7 @@ APPEND_ONLY_TABLES = (
     "entries",
     "journal_lines",
     "heads",
+    "head_seals",
     "erasures",
     "titles",
     "activity",

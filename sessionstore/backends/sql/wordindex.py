@@ -348,10 +348,11 @@ def opened_rows(
 
 
 def forget(
-    conn: Connection, pk: int, lines: Iterable[str | bytes], sealer: Sealer | None = None
+    conn: Connection, pk: int, lines: Iterable[str | bytes] | None, sealer: Sealer | None = None
 ) -> None:
     """Delete the index rows of a session's own entries, whose lines (as
-    written) are ``lines`` (an erase's body, before the entries go).
+    written) are ``lines`` (an erase's body, before the entries go; None
+    when they cannot be read: a damaged session's).
 
     SQLite: each word of those lines is deleted for the session, through
     the index; when a line does not decode, or rows were made with another
@@ -360,8 +361,8 @@ def forget(
         DELETE_VECTORS.many(conn, [{"pk": pk}])
         return
     keys: set[str] = set()
-    whole = MARK_RULE.first(conn)[0] != RULE
-    for line in lines:
+    whole = lines is None or MARK_RULE.first(conn)[0] != RULE
+    for line in lines or ():
         if whole:
             break
         entry = _decoded(line)
