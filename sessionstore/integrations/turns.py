@@ -41,6 +41,7 @@ __all__ = [
     "INPUT_ROLES",
     "CallRanks",
     "OpenTurn",
+    "answers",
     "arguments",
     "digest",
     "is_answer",
@@ -236,6 +237,18 @@ Calls = Callable[[MessageEntry], Iterable[tuple[str, str, Any]]]
 """The tool calls a stored message holds: (call id, tool, arguments) each."""
 
 
+def answers(entry: MessageEntry) -> list[str]:
+    """The ids of the tool calls a stored message gives the output of: a
+    ``tool`` message's ``tool_call_id`` (the store's own shape, LangChain's),
+    or an openai-agents ``function_call_output`` item's ``call_id``."""
+    message = entry.message
+    content = message.content
+    if isinstance(content, dict) and content.get("type") == "function_call_output":
+        return [str(content.get("call_id"))]
+    call_id = message.extra.get("tool_call_id")
+    return [str(call_id)] if message.role == "tool" and call_id is not None else []
+
+
 async def stored_call_key(
     store: SessionStore,
     session_id: str,
@@ -253,12 +266,21 @@ async def stored_call_key(
     turn = open_turn(session_id, tail, whole=whole)
     assert turn is not None, "read_tail reads back to a user message or the start"
     wanted = digest(args)
+    made = [entry for entry in turn.made if isinstance(entry, MessageEntry)]
+    answered = {answered_id for entry in made for answered_id in answers(entry)}
+    # A stored call with no stored output is one a crash cut (a loop that
+    # stores each step stores the model's calls before they run). Once the
+    # model was asked again (a later message holds calls), the cut call is
+    # the one the new ask repeats under a new id: it no longer counts.
+    asked: list[list[tuple[str, str, Any]]] = [list(calls(entry)) for entry in made]
+    later = [any(asked[at + 1 :]) for at in range(len(asked))]
     stored = [
         stored_id
-        for entry in turn.made
-        if isinstance(entry, MessageEntry)
-        for stored_id, name, stored_args in calls(entry)
-        if name == tool and digest(arguments(stored_args)) == wanted
+        for at, made_calls in enumerate(asked)
+        for stored_id, name, stored_args in made_calls
+        if (stored_id in answered or not later[at])
+        and name == tool
+        and digest(arguments(stored_args)) == wanted
     ]
     rank = ranks.rank((turn.anchor, tool, wanted), call_id, stored)
     return turn_key(conversation, turn.anchor, tool, args, rank)

@@ -32,7 +32,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
 from langchain_core.tools import tool
 
-from sessionstore import Message, MessageEntry, SessionStore, open_store
+from sessionstore import EffectInDoubtError, Message, MessageEntry, SessionStore, open_store
 from sessionstore.integrations.langchain import (
     ChatHistories,
     OnceTool,
@@ -297,3 +297,52 @@ def test_a_langchain_turn_run_again_under_runnable_with_message_history_runs_onc
     assert sent == ["ada"]
     history = SessionStoreChatMessageHistory(sync_store, CHAT)
     assert [message.content for message in history.messages] == ["mail ada", "done"]
+
+
+@pytest.mark.parametrize("cut", ["in the tool", "before the outputs are stored"])
+def test_a_langchain_loop_storing_each_step_runs_a_cut_call_once_when_asked_again(
+    sync_store: SyncStore, cut: str
+) -> None:
+    # A hand-written loop that stores the model's tool calls before they
+    # run, then their outputs: the crash leaves a stored call with no output.
+    sent: list[str] = []
+
+    @tool
+    def send(to: str) -> str:
+        """Send a message."""
+        sent.append(to)
+        if cut == "in the tool" and len(sent) == 1:
+            raise Crash  # the mail went out; the process died before its outcome
+        return f"sent to {to}"
+
+    asks = iter(range(100))
+
+    def model(messages: list[Any]) -> AIMessage:  # live: a new id at every ask
+        if any(message.type == "tool" for message in messages):
+            return AIMessage("done")
+        call = {"name": "send", "args": {"to": "ada"}, "id": f"call_{next(asks)}"}
+        return AIMessage("", tool_calls=[call])
+
+    def turn() -> None:
+        history = SessionStoreChatMessageHistory(sync_store, CHAT)
+        once = OnceTool(send, sync_store.journal("agent").effects, history=history)
+        history.add_messages([HumanMessage("mail ada")])
+        while (answer := model(history.messages)).tool_calls:
+            history.add_messages([answer])
+            outputs = [once.invoke({**call, "type": "tool_call"}) for call in answer.tool_calls]
+            if cut == "before the outputs are stored" and next(asks) == 1:
+                raise Crash
+            history.add_messages(outputs)
+        history.add_messages([answer])
+
+    with pytest.raises(Crash):
+        turn()
+    if cut == "in the tool":  # the cut call is in doubt: asked again, it says so
+        with pytest.raises(EffectInDoubtError):
+            turn()
+    else:  # its outcome was recorded: asked again, it is given back
+        turn()
+        stored = SessionStoreChatMessageHistory(sync_store, CHAT).messages
+        assert [m.type for m in stored] == ["human", "ai", "ai", "tool", "ai"]
+        assert stored[-2].content == "sent to ada"
+    assert sent == ["ada"]
