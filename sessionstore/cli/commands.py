@@ -28,6 +28,7 @@ from sessionstore.cli.output import (
     moment,
     preview,
     progress_bar,
+    records,
     table,
 )
 from sessionstore.cli.wording import in_user_words, named
@@ -276,7 +277,7 @@ def _effects_table(title: str, effects: list[EffectState]) -> None:
         )
         for state in effects
     ]
-    table(title, columns, rows, whole=("key",))
+    records(title, columns, rows, head="key")
 
 
 def _settled(state: EffectState) -> str:
@@ -308,7 +309,7 @@ async def _in_doubt(args: argparse.Namespace) -> int:
         )
         for name, s in found
     ]
-    table("effects in doubt", columns, rows, whole=("journal", "key"))
+    records("effects in doubt", columns, rows, head="key")
     where = f"journal {args.name}" if args.name is not None else counted(len(names), "journal")
     print(f"{counted(len(found), 'effect')} in doubt in {where}")
     if found:

@@ -36,6 +36,7 @@ __all__ = [
     "moment",
     "preview",
     "progress_bar",
+    "records",
     "shown",
     "table",
     "tsv",
@@ -190,6 +191,31 @@ def table(
     for row in rows:
         grid.add_row(*(v if isinstance(v, Text) else Text(cell(str(v))) for v in row))
     console.print(grid, soft_wrap=False)
+
+
+def records(
+    title: str, columns: Sequence[str], rows: Sequence[Sequence[object]], *, head: str
+) -> None:
+    """Rows too wide for a table's columns (a long key): on a terminal, each
+    row's ``head`` cell on a line of its own, never cut (copied from here), and
+    its other cells beneath it, named; "-" cells left out. Piped, as `table`.
+    """
+    if not console.is_terminal:
+        for row in [columns, *rows]:
+            tsv(row)
+        return
+    at = columns.index(head)
+    console.print(Text(cell(title), style="bold"))
+    for row in rows:
+        # No line break of ours inside it: the terminal wraps a key longer
+        # than a line itself, and a copy of it comes out whole.
+        console.print(Text(cell(str(row[at]))), soft_wrap=True)
+        named = [
+            f"{column} {cell(str(value))}"
+            for index, (column, value) in enumerate(zip(columns, row, strict=True))
+            if index != at and str(value) != "-"
+        ]
+        console.print(Text("  " + "  ".join(named)), overflow="fold", soft_wrap=False)
 
 
 @contextmanager

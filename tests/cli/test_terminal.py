@@ -258,3 +258,38 @@ def test_alembic_reads_the_store_from_sessionstore_db(tmp_path: Path) -> None:
         check=False,
     )
     assert "up to date" in done.stdout
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+async def test_journal_effects_on_a_terminal_show_each_key_whole_and_every_field(
+    tmp_path: Path, columns: int
+) -> None:
+    db = str(tmp_path / "s.db")
+    key = f"chat-1:{uuid.uuid4()}:append_line:1d2b11c60fa0363c:0"  # as a turn names a call
+    async with open_store(db) as store:
+        effects = store.journal("mailer").effects
+
+        async def send() -> str:
+            return "sent"
+
+        await effects.once(send, tool="append_line", args={"to": "ada"}, key=key, session="chat-1")
+
+        class Killed(BaseException):
+            """The process dying mid-effect: the effect stays in doubt."""
+
+        async def dies() -> str:
+            raise Killed
+
+        with pytest.raises(Killed):
+            await effects.once(dies, tool="send_email", args={}, key=f"{key}-2", session="chat-1")
+    for args, shown, state in (
+        (("journal", "mailer"), key, "state done"),
+        (("journal", "mailer", "--in-doubt"), f"{key}-2", "journal mailer"),
+    ):
+        done = on_terminal("--db", db, *args, columns=columns)
+        lines = done.stdout.splitlines()
+        assert shown in lines  # on a line of its own, not cut nor folded by the command
+        details = lines[lines.index(shown) + 1]
+        for field in (state, "session chat-1"):
+            assert field in details
+        assert max(len(line) for line in lines if shown not in line) <= columns
