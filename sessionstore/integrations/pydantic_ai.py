@@ -192,12 +192,12 @@ class MessageHistories:
 
     SESSIONS = 256
     """Sessions whose conversions are kept at most, the latest used (and at
-    most `sessionstore.integrations.kept.KEPT_IN_ALL` messages in all)."""
+    most `sessionstore.integrations.kept.KEPT_IN_ALL` bytes in all)."""
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
         self._kept: Latest[KeptContext[ModelMessage]] = Latest(
-            lambda name: KeptContext(_converted), most=self.SESSIONS, weigh=attrgetter("count")
+            lambda name: KeptContext(_converted), most=self.SESSIONS, weigh=attrgetter("weight")
         )
 
     def __repr__(self) -> str:
