@@ -97,7 +97,11 @@ def encoded(record: Record, where: str) -> str:
     try:
         return encode(record)
     except InvalidRecordError as exc:
-        field = _surrogate_field(record.model_dump(by_alias=True), "")
+        # Only a record encoded whole holds a surrogate (surrogates are looked
+        # for last), so its depth is bounded and the walk below cannot recurse
+        # past it; a refusal on the way there (a value nested too deep) is final.
+        surrogate = str(exc).startswith("lone surrogate")
+        field = _surrogate_field(record.model_dump(by_alias=True), "") if surrogate else None
         if field is None:
             raise InvalidRecordError(f"{where}: {exc}") from None
         raise InvalidRecordError(

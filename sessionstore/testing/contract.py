@@ -276,6 +276,24 @@ class SessionStoreContract(
             await store.append(session, SessionMeta.new())  # type: ignore[arg-type]
         assert await store.load(session) == []
 
+    @pytest.mark.parametrize("depth", [128, 1_500, 100_000])
+    async def test_a_value_nested_too_deep_is_refused_naming_the_session_and_limit(
+        self, store: SessionStore, session: str, depth: int
+    ) -> None:
+        value: object = 0
+        for _ in range(depth):  # past Python's recursion limit too
+            value = [value]
+        deep = [
+            MessageEntry.new(Message(role="user", content=value)),
+            MessageEntry.new(Message(role="user", content="", name={"x": value})),
+        ]
+        for entry in deep:
+            with pytest.raises(InvalidRecordError, match=f"{session}.*deeper than 127 levels"):
+                await store.append(session, entry)
+            with pytest.raises(InvalidRecordError, match=f"{session}.*deeper than 127 levels"):
+                await store.append_many(session, [message("e1", "ok"), entry])
+        assert await store.load(session) == []
+
     async def test_closed_store_refuses_every_operation(self, backend: Backend) -> None:
         store = await backend.open()
         session_id = await store.create(SessionMeta.new())
