@@ -203,7 +203,7 @@ class JsonlStore(StoreBase):
         """The journal file ``<dir>/journals/<name>/session_journal.jsonl``."""
         validate_session_id(name)
         self._check_open(name)
-        return FileJournal(journal_path(self._dir, name), erasures=self._erasures)
+        return FileJournal(journal_path(self._dir, name), erasures=self._erasures, own_dirs=2)
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()
