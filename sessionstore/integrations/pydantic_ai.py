@@ -69,6 +69,7 @@ except ImportError as exc:
     ) from exc
 
 from sessionstore import (
+    MAX_DEPTH,
     Effect,
     EffectLog,
     InvalidRecordError,
@@ -79,7 +80,6 @@ from sessionstore import (
 )
 from sessionstore.integrations.kept import KeptContext, Latest
 from sessionstore.sync import SyncStore
-from sessionstore.wire import MAX_DEPTH
 
 __all__ = [
     "PYDANTIC_AI_FIELD",

@@ -43,6 +43,7 @@ from sessionstore.errors import (
     validate_session_id,
 )
 from sessionstore.models import SessionEntry, SessionMeta
+from sessionstore.wire import limits
 
 __all__ = [
     "BATCHES",
@@ -281,9 +282,16 @@ def read_header(path: Path, session_id: str) -> SessionMeta:
     """
     validate_session_id(session_id)
     with open(open_regular(path, os.O_RDONLY), "rb") as file:
-        line = file.readline()
+        line = file.readline(limits.MAX_LINE + 2)  # never more than a header may hold
     if not line:
         raise CorruptSessionError(session_id, EMPTY, path=str(path))
+    if len(line) > limits.MAX_LINE + 1:
+        raise CorruptSessionError(
+            session_id,
+            f"a session header longer than the limit of {limits.MAX_LINE} bytes",
+            path=str(path),
+            line=1,
+        )
     if not line.endswith(b"\n"):
         raise CorruptSessionError(
             session_id, "torn header line (no newline after it)", path=str(path), line=1
