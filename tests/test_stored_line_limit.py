@@ -100,18 +100,20 @@ async def test_a_store_with_a_long_malformed_line_names_it_and_raises_nothing_el
         await store.create(SessionMeta(id="s1"))
         await store.append("s1", message("e1", "hi"))
     path = tmp_path / "s1.jsonl"
-    with path.open("ab") as file:  # a raw writer's line, 3 times the limit, never closed
-        file.write(long_entry(3 * LIMIT, closed=False) + b"\n")
-    where = rf"session 's1', {path} line 3: a session entry of \d+ bytes, longer than the limit"
+    with path.open("ab") as file:  # a raw writer's line of 2 MB (past a block read), never closed
+        file.write(long_entry(2 * 2**20, closed=False) + b"\n")
+    where = rf"session 's1', {path} line 3: a session entry of (more than )?\d+ bytes, longer than"
     async with JsonlStore(tmp_path) as store:
         with pytest.raises(CorruptSessionError, match=where):
             await store.load("s1")
         with pytest.raises(CorruptSessionError, match=where):
             await store.load_context("s1")
-        with pytest.raises(CorruptSessionError, match="line 3: a session entry of"):
-            await store.load_slice("s1", -1)
-        with pytest.raises(CorruptSessionError, match="line 3: a session entry of"):
+        with pytest.raises(CorruptSessionError, match="line 3: a line of more than"):
+            await store.load_slice("s1", -1)  # read in blocks: the line is never joined whole
+        with pytest.raises(CorruptSessionError, match="line 3: a line of more than"):
             [entry async for entry in store.iter_entries("s1")]
+        with pytest.raises(CorruptSessionError, match="line 3: a line of more than"):
+            [line async for line in store.raw_lines("s1")]
         await store.summaries()  # a count of lines: answered, or a clean error
 
         def panics(line: Any) -> Any:
