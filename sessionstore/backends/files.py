@@ -93,8 +93,9 @@ def _own_directory(
     directory: Path, own_dirs: int, *, create: bool, made: list[Path] | None = None
 ) -> int:
     """An open file descriptor of ``directory``, whose last ``own_dirs``
-    components are each opened relative to the one before and never through
-    a link (created private when missing, with ``create``).
+    components are each opened never through a link (the first by its path,
+    with ``O_NOFOLLOW``; each next one relative to the one before), created
+    private when missing, with ``create``.
 
     Raises:
         LinkedDirectoryError: one of them is a link, or no directory.
@@ -102,35 +103,40 @@ def _own_directory(
     """
     parts = directory.parts[len(directory.parts) - own_dirs :]
     base = Path(*directory.parts[: len(directory.parts) - own_dirs])
-    if create and make_directory(base) and made is not None:
-        made.append(base)
-    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd: int | None = None  # the first is opened by its path: its parents may be links
     try:
         for number, part in enumerate(parts, 1):
-            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            path = base.joinpath(*parts[:number])
+            name = str(path) if fd is None else part
             try:
-                inner = os.open(part, flags, dir_fd=fd)
+                inner = os.open(name, flags, dir_fd=fd)
             except FileNotFoundError:
                 if not create:
                     raise
+                if fd is None and make_directory(base) and made is not None:
+                    made.append(base)
                 with contextlib.suppress(FileExistsError):  # made meanwhile: opened below
-                    os.mkdir(part, DIR_MODE, dir_fd=fd)
+                    os.mkdir(name, DIR_MODE, dir_fd=fd)
                     if made is not None:
-                        made.append(base.joinpath(*parts[:number]))
-                inner = _opened_directory(base.joinpath(*parts[:number]), part, flags, fd)
+                        made.append(path)
+                inner = _opened_directory(path, name, flags, fd)
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
-                inner = _opened_directory(base.joinpath(*parts[:number]), part, flags, fd)
-            os.close(fd)
+                inner = _opened_directory(path, name, flags, fd)
+            if fd is not None:
+                os.close(fd)
             fd = inner
     except BaseException:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
         raise
+    assert fd is not None, "own_dirs is at least 1"
     return fd
 
 
-def _opened_directory(path: Path, name: str, flags: int, parent: int) -> int:
+def _opened_directory(path: Path, name: str, flags: int, parent: int | None) -> int:
     """``name`` in ``parent`` opened as a directory, or what is there named.
 
     Raises:
