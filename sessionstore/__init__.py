@@ -72,6 +72,8 @@ from sessionstore.models import (
 from sessionstore.store import EntrySlice, SearchHit, SessionJournal, SessionStore, SessionSummary
 from sessionstore.timestamps import Timestamp
 from sessionstore.wire import (
+    MAX_DEPTH,
+    MAX_LINE,
     decode_entry,
     decode_head_move,
     decode_journal_line,
@@ -121,6 +123,8 @@ _LAZY = {
 __version__ = "0.1.0"
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_LINE",
     "NOT_DONE",
     "SYNTHETIC_FIELD",
     "Anchor",

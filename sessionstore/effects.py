@@ -49,7 +49,7 @@ from sessionstore.errors import (
 )
 from sessionstore.models import Effect
 from sessionstore.timestamps import now_rfc3339
-from sessionstore.wire import decode_effect, encode, encode_string, encode_value
+from sessionstore.wire import MAX_DEPTH, decode_effect, encode, encode_string, encode_value
 
 _T = TypeVar("_T")
 
@@ -113,35 +113,49 @@ def effect_key(key: str | None, session: str | None, call_id: str | None) -> str
 
 def _text(value: Any) -> str:
     """``str(value)`` as a line can keep it: a lone surrogate (a file name
-    decoded with ``os.fsdecode``) written as its escape."""
-    return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
+    decoded with ``os.fsdecode``) written as its escape; a value nested too
+    deep for Python to print (a `RecursionError`) as a note saying so."""
+    try:
+        text = str(value)
+    except RecursionError:
+        text = f"<{type(value).__name__} nested too deep to print>"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _json(value: Any) -> Any:
     """A result as the log keeps it, and as a replay gives it back: a JSON
     value as reading its line gives it (an integer beyond 64 bits as a
     float), a pydantic model as its JSON form, anything else (or nested too
-    deep to keep) as its text."""
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
+    deep to keep) as its text. Never raises: the effect has already run."""
     try:
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json")
         line = encode(Effect(effect="done", key="", result=value, at=""))
         return decode_effect(line).result  # as a replay reads it
-    except InvalidRecordError:
+    except (InvalidRecordError, ValueError):  # pydantic: "serialization depth exceeded"
         return _text(value)
 
 
-def _canonical(value: Any) -> Any:
+def _canonical(value: Any, depth: int = 1) -> Any:
     """Arguments in a form whose JSON is the same in every process: a set
-    in order, an integer beyond 64 bits and anything not JSON as text."""
+    in order, an integer beyond 64 bits and anything not JSON as text.
+
+    Raises:
+        InvalidRecordError: they nest deeper than the wire allows.
+    """
     if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
+        try:
+            value = value.model_dump(mode="json")
+        except ValueError:  # pydantic: "serialization depth exceeded"
+            raise InvalidRecordError(f"nested deeper than {MAX_DEPTH} levels") from None
+    if isinstance(value, dict | list | tuple | set | frozenset) and depth > MAX_DEPTH:
+        raise InvalidRecordError(f"nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, dict):
-        return {_text(key): _canonical(item) for key, item in value.items()}
+        return {_text(key): _canonical(item, depth + 1) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_canonical(item) for item in value]
+        return [_canonical(item, depth + 1) for item in value]
     if isinstance(value, set | frozenset):
-        return sorted((_canonical(item) for item in value), key=encode_value)
+        return sorted((_canonical(item, depth + 1) for item in value), key=encode_value)
     if isinstance(value, bool) or value is None or isinstance(value, float):
         return value
     if isinstance(value, int):
@@ -151,10 +165,15 @@ def _canonical(value: Any) -> Any:
 
 def args_digest(args: Any) -> str:
     """The digest an intent records of a call's arguments (SHA-256 of their
-    JSON, in a form the same in every process: `_canonical`)."""
+    JSON, in a form the same in every process: `_canonical`).
+
+    Raises:
+        InvalidRecordError: they nest deeper than the wire allows.
+    """
+    canonical = _canonical(args)
     try:
-        text = encode_value(_canonical(args))
-    except InvalidRecordError:  # nested too deep, a float NaN: its text
+        text = encode_value(canonical)
+    except InvalidRecordError:  # a float NaN: its text
         text = _text(args)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -346,11 +365,17 @@ class EffectLog:
                 and neither ``check`` nor ``idempotent`` was given.
             EffectFailedError: it failed before; the recorded error.
             EffectConflictError: the key names another tool or arguments.
+            InvalidRecordError: ``args`` nest deeper than the wire allows
+                (127 levels); nothing is written, the effect does not run.
             Whatever ``call`` raises, once its failure is recorded (an
             `Exception`; anything else, a cancellation, leaves it in doubt).
         """
         key = effect_key(key, session, call_id)
-        digest = args_digest(args)
+        try:
+            digest = args_digest(args)
+        except InvalidRecordError as exc:  # before anything is written
+            where = f"effect {key!r}" + ("" if session is None else f" of session {session!r}")
+            raise InvalidRecordError(f"{where}: args {exc}") from None
         intent = Effect(
             effect="intent", key=key, tool=tool, args=digest, session=session, at=now_rfc3339()
         )

@@ -34,9 +34,13 @@ Groups:
   goes, ``sessions/`` or a journal's directory symlinked out) by the API and
   ``sessionstore export``;
 * ``cli``: ``show``, ``show --json``, ``journal`` and ``export --session``
-  with hostile ids.
+  with hostile ids;
+* ``hardening``: values nested 100,000 deep, symlinks planted at the JSONL
+  store's own directories, a malformed 300 MB line, and what the
+  openai-agents sessions keep of large items (``hardening.py``).
 
-Usage: python scripts/adversarial/hostile.py [--timeout 8] [--groups ids,targets,import,export,cli]
+Usage: python scripts/adversarial/hostile.py [--timeout 8]
+       [--groups ids,targets,import,export,cli,hardening]
 """
 
 from __future__ import annotations
@@ -51,6 +55,9 @@ import uuid
 from pathlib import Path
 
 from common import PYTHON, Tally, attempt, cleanup, files_under, finish, run, run_case, worst
+from hardening import TIMEOUT as HARDENING_TIMEOUT
+from hardening import cases as hardening_cases
+from hardening import hardening_case
 
 from sessionstore import (
     Journal,
@@ -170,6 +177,8 @@ async def child(payload: dict) -> dict:
         return await target_case(inner, payload["target"])
     if payload["kind"] == "import":
         return await import_case(inner, payload["backend"])
+    if payload["kind"] == "hardening":
+        return await hardening_case(inner, payload)
     return await export_case(inner)
 
 
@@ -412,6 +421,11 @@ class Sandbox:
             and not name.startswith(self.ALLOWED)
             and info[0] != "dir"
         ]
+        found += [  # removed, as an unlink through a planted link would
+            f"{name} (removed)"
+            for name, info in self.before.items()
+            if name not in after and not name.startswith(self.ALLOWED) and info[0] != "dir"
+        ]
         found += [ESCAPE] if os.path.lexists(ESCAPE) else []
         found += ["/tmp/adv-escape"] if os.path.lexists("/tmp/adv-escape") else []
         return found
@@ -443,6 +457,8 @@ def judge(tally: Tally, group: str, name: str, ran, sandbox: Sandbox, cli: bool 
             detail += f": exit {ran.returncode}: {' | '.join(lines)[:300]}"
     else:
         outcome = "ok"
+        if "note" in ran.result:
+            tally.note(group, ran.result.pop("note"))
         for call, answer in ran.result.items():
             if call != "ids" and answer[0] != "ok":
                 outcome = worst(outcome, answer[0])
@@ -464,14 +480,21 @@ def cli(argv: list[str], inner: Path, timeout: float):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds before a hang (8)")
-    parser.add_argument("--groups", default="ids,targets,import,export,cli")
+    parser.add_argument("--groups", default="ids,targets,import,export,cli,hardening")
     parser.add_argument("--output", help="also write the report to this file")
     opts = parser.parse_args()
     groups = opts.groups.split(",")
     tally = Tally(f"hostile.py: timeout {opts.timeout:.0f} s per case")
     print("hostile-input campaign")
 
-    def case(group: str, name: str, lay_out, payload: dict | None, argv: list[str] | None = None):
+    def case(
+        group: str,
+        name: str,
+        lay_out,
+        payload: dict | None,
+        argv: list[str] | None = None,
+        timeout: float | None = None,
+    ):
         sandbox = Sandbox()
         try:
             extra = lay_out(sandbox.inner) or {}  # a target known once laid out
@@ -485,7 +508,8 @@ def main() -> int:
             else:
                 payload = {**payload, **extra, "inner": str(sandbox.inner)}
                 # In the sandbox: a target such as "" writes where the child stands.
-                ran = run_case(SCRIPT, payload, timeout=opts.timeout + 5, cwd=sandbox.inner)
+                wait = (timeout or opts.timeout) + 5
+                ran = run_case(SCRIPT, payload, timeout=wait, cwd=sandbox.inner)
             judge(tally, group, name, ran, sandbox, cli=argv is not None)
         finally:
             cleanup(sandbox.case)
@@ -561,6 +585,16 @@ def main() -> int:
                     None,
                     ["--db", "INNER/store", *argv],
                 )
+    if "hardening" in groups:
+        print("\nhardening: ", end="", flush=True)
+        for name, (group, lay_out, payload) in hardening_cases().items():
+            case(
+                group,
+                name,
+                lay_out or nothing,
+                {"kind": "hardening", **payload},
+                timeout=HARDENING_TIMEOUT,
+            )
     return finish(tally, opts.output)
 
 

@@ -7,11 +7,21 @@ refused unless ``fstat`` finds a regular file, so a FIFO named like a
 session cannot hang a reader and a link to ``/dev/zero`` cannot feed one
 forever. Directories are created private to their owner (`DIR_MODE`),
 like the files (`FILE_MODE`): their names are session ids and agent names.
+
+A store's own directories (a JSONL store's ``heads/``, ``titles/``,
+``journals/<name>/``...) are not followed through a link either: given
+``own_dirs``, `open_regular` and `make_directory` open that many of the
+directories above the file one by one, each relative to the one before
+(``dir_fd``) and with ``O_NOFOLLOW``, so a link planted at any of them,
+even while the call runs, is refused (`LinkedDirectoryError`) and nothing
+outside is read, created or written. The directories above those (the
+store's own directory and its parents) may be links.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import stat
@@ -24,6 +34,7 @@ from sessionstore.errors import StorageError
 __all__ = [
     "DIR_MODE",
     "FILE_MODE",
+    "LinkedDirectoryError",
     "NotRegularFileError",
     "complete_length",
     "describe",
@@ -31,6 +42,7 @@ __all__ = [
     "in_thread",
     "make_directory",
     "open_regular",
+    "remove_file",
     "truncate_back",
     "write_all",
 ]
@@ -69,22 +81,118 @@ class NotRegularFileError(OSError):
         self.kind = kind
 
 
-def open_regular(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE) -> int:
+class LinkedDirectoryError(NotRegularFileError):
+    """A store's own directory is a symbolic link (or no directory): not followed."""
+
+    def __init__(self, path: str | os.PathLike[str], mode: int) -> None:
+        super().__init__(path, mode)
+        self.strerror = f"not a directory of the store ({self.kind})"
+
+
+def _own_directory(
+    directory: Path, own_dirs: int, *, create: bool, made: list[Path] | None = None
+) -> int:
+    """An open file descriptor of ``directory``, whose last ``own_dirs``
+    components are each opened never through a link (the first by its path,
+    with ``O_NOFOLLOW``; each next one relative to the one before), created
+    private when missing, with ``create``.
+
+    Raises:
+        LinkedDirectoryError: one of them is a link, or no directory.
+        FileNotFoundError: one is missing (without ``create``).
+    """
+    parts = directory.parts[len(directory.parts) - own_dirs :]
+    base = Path(*directory.parts[: len(directory.parts) - own_dirs])
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd: int | None = None  # the first is opened by its path: its parents may be links
+    try:
+        for number, part in enumerate(parts, 1):
+            path = base.joinpath(*parts[:number])
+            name = str(path) if fd is None else part
+            try:
+                inner = os.open(name, flags, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                if fd is None and make_directory(base) and made is not None:
+                    made.append(base)
+                with contextlib.suppress(FileExistsError):  # made meanwhile: opened below
+                    os.mkdir(name, DIR_MODE, dir_fd=fd)
+                    if made is not None:
+                        made.append(path)
+                inner = _opened_directory(path, name, flags, fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                inner = _opened_directory(path, name, flags, fd)
+            if fd is not None:
+                os.close(fd)
+            fd = inner
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        raise
+    assert fd is not None, "own_dirs is at least 1"
+    return fd
+
+
+def _opened_directory(path: Path, name: str, flags: int, parent: int | None) -> int:
+    """``name`` in ``parent`` opened as a directory, or what is there named.
+
+    Raises:
+        LinkedDirectoryError: it is a link or no directory.
+    """
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        try:
+            found = os.lstat(name, dir_fd=parent).st_mode
+        except OSError:
+            raise exc from None
+        raise LinkedDirectoryError(path, found) from None
+
+
+def open_regular(
+    path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE, *, own_dirs: int = 0
+) -> int:
     """Open a regular file, and nothing else, without blocking or following a link.
+
+    Args:
+        own_dirs: how many of the directories above the file are the
+            store's own, never followed through a link (created when
+            missing, if ``flags`` holds ``O_CREAT``).
 
     Raises:
         NotRegularFileError: ``path`` is a symbolic link, a FIFO, a
             directory, a device or a socket (nothing was read or written).
+        LinkedDirectoryError: one of the ``own_dirs`` is a link.
         OSError: as `os.open` (``FileNotFoundError`` when missing).
     """
+    parent: int | None = None
+    if own_dirs:
+        path = Path(path)
+        parent = _own_directory(path.parent, own_dirs, create=bool(flags & os.O_CREAT))
     try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+        return _open_regular(path, flags, mode, parent)
+    finally:
+        if parent is not None:
+            os.close(parent)
+
+
+def _open_regular(path: str | os.PathLike[str], flags: int, mode: int, parent: int | None) -> int:
+    name = path if parent is None else Path(path).name
+    try:
+        fd = os.open(
+            name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=parent
+        )
     except OSError as exc:
         # ELOOP: a link at the name; ENXIO: a FIFO no one reads, opened to
         # write; EISDIR: a directory opened to write. Name what is there.
         if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EWOULDBLOCK):
             try:
-                found = os.lstat(path).st_mode
+                found = os.lstat(name, dir_fd=parent).st_mode
             except OSError:
                 raise exc from None
             if not stat.S_ISREG(found):
@@ -100,13 +208,24 @@ def open_regular(path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE
     return fd
 
 
-def make_directory(directory: Path) -> bool:
+def make_directory(directory: Path, *, own_dirs: int = 0) -> bool:
     """Create ``directory`` and any missing parent, each private (`DIR_MODE`).
+
+    Args:
+        own_dirs: how many of its last components are the store's own:
+            never followed through a link (see `open_regular`).
 
     Returns:
         Whether anything was created (its parent then needs an ``fsync``
         for the new name to be durable).
+
+    Raises:
+        LinkedDirectoryError: one of the ``own_dirs`` is a link.
     """
+    if own_dirs:
+        made: list[Path] = []
+        os.close(_own_directory(directory, own_dirs, create=True, made=made))
+        return bool(made)
     missing = []
     path = directory
     while not path.exists():
@@ -121,6 +240,28 @@ def make_directory(directory: Path) -> bool:
             if not path.is_dir():
                 raise
     return bool(missing)
+
+
+def remove_file(path: Path, *, own_dirs: int = 0, directory: bool = False) -> None:
+    """Unlink ``path`` (remove it, an empty ``directory``), never through a
+    link at one of its ``own_dirs``.
+
+    Raises:
+        LinkedDirectoryError: one of the ``own_dirs`` is a link.
+        FileNotFoundError: there is no such file.
+        OSError: as `os.unlink` or `os.rmdir` (a directory not empty).
+    """
+    if not own_dirs:
+        path.rmdir() if directory else path.unlink()
+        return
+    parent = _own_directory(path.parent, own_dirs, create=False)
+    try:
+        if directory:
+            os.rmdir(path.name, dir_fd=parent)
+        else:
+            os.unlink(path.name, dir_fd=parent)
+    finally:
+        os.close(parent)
 
 
 def fsync_directory(directory: Path) -> None:

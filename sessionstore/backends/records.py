@@ -41,7 +41,7 @@ from sessionstore.models import (
     TitleChange,
 )
 from sessionstore.timestamps import now_rfc3339
-from sessionstore.wire import Record, decode_entry, decode_meta, encode
+from sessionstore.wire import Record, decode_entry, decode_meta, encode, limits
 from sessionstore.wire.limits import SURROGATE
 from sessionstore.wire.stored import read_stored_meta, trusted_entry
 
@@ -97,7 +97,11 @@ def encoded(record: Record, where: str) -> str:
     try:
         return encode(record)
     except InvalidRecordError as exc:
-        field = _surrogate_field(record.model_dump(by_alias=True), "")
+        # Only a record encoded whole holds a surrogate (surrogates are looked
+        # for last), so its depth is bounded and the walk below cannot recurse
+        # past it; a refusal on the way there (a value nested too deep) is final.
+        surrogate = str(exc).startswith("lone surrogate")
+        field = _surrogate_field(record.model_dump(by_alias=True), "") if surrogate else None
         if field is None:
             raise InvalidRecordError(f"{where}: {exc}") from None
         raise InvalidRecordError(
@@ -141,8 +145,22 @@ def entry_lines(session_id: str, entries: Sequence[SessionEntry]) -> builtins.li
             raise InvalidRecordError(
                 f"session {session_id!r}: expected a session entry, got {type(entry).__name__}"
             )
-        lines.append(encoded(entry, f"session {session_id!r}, entry {entry.id!r}"))
+        where = f"session {session_id!r}, entry {entry.id!r}"
+        line = encoded(entry, where)
+        _refuse_long_line(line, where)
+        lines.append(line)
     return lines
+
+
+def _refuse_long_line(line: str, where: str) -> None:
+    """Refuse a line whose UTF-8 is longer than `MAX_LINE` (no reader reads it)."""
+    if len(line) * 4 <= limits.MAX_LINE:  # never past it, whatever its characters
+        return
+    size = len(line) if line.isascii() else len(line.encode())
+    if size > limits.MAX_LINE:
+        raise InvalidRecordError(
+            f"{where}: a line of {size} bytes, longer than the limit of {limits.MAX_LINE}"
+        )
 
 
 def erasure_of(
@@ -266,8 +284,19 @@ def decode_stored_entry(
 ) -> SessionEntry:
     """Decode a stored entry (`sessionstore.wire.stored`); a fault is a
     `CorruptSessionError` naming ``path`` and ``line_no``."""
-    entry = trusted_entry(line)
+    entry = _trusted(session_id, line, path, line_no)
     return entry if entry is not None else _strict_entry(session_id, line, path, line_no)
+
+
+def _trusted(
+    session_id: str, line: str | bytes, path: str | None, line_no: int
+) -> SessionEntry | None:
+    """`trusted_entry`, its refusal (a line past `MAX_LINE`, a parser's
+    panic) a `CorruptSessionError`."""
+    try:
+        return trusted_entry(line)
+    except InvalidRecordError as exc:
+        raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
 
 
 def _strict_entry(
@@ -291,7 +320,7 @@ def decode_stored_entries(
     decoded: builtins.list[SessionEntry] = []
     with gc_paused():
         for seq, line in rows:
-            entry = trusted_entry(line)
+            entry = _trusted(session_id, line, path, seq + 1)
             if entry is None:
                 entry = _strict_entry(session_id, line, path, seq + 1)
             decoded.append(entry)

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import sessionstore.integrations.turns as turns
 from sessionstore import (
     DuplicateSessionError,
+    InvalidRecordError,
     MessageEntry,
     SessionConflictError,
     SessionEntry,
@@ -226,7 +227,11 @@ class Conversation:
         if head is not None:
             return head
         for entry in entries:  # a refused first add leaves nothing behind
-            encode(entry)
+            try:
+                encode(entry)
+            except InvalidRecordError as exc:
+                where = f"session {self.first_id!r}, entry {entry.id!r}"
+                raise InvalidRecordError(f"{where}: {exc}") from None
         first = SessionMeta.new().model_copy(update={"id": self.first_id})
         with contextlib.suppress(DuplicateSessionError):  # another writer made it
             await self.store.create(first)

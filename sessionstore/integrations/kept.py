@@ -21,9 +21,13 @@ Each keeps one session's conversion at most: the session the conversation
 named at its last read. A read of another session (after a fork, a clear,
 a pop, a head moved by anyone) replaces it. Each read first re-reads the
 last entry it kept and checks its id, so a session erased and created
-again under the same id is read afresh. At most `KEPT` items are kept
-(the latest): a read wanting more than is kept (after a limited read)
-reads the rest, and keeps what fits.
+again under the same id is read afresh. At most `KEPT` items, and about
+`KEPT_BYTES` of them, are kept (the latest): a read wanting more than is
+kept (after a limited read) reads the rest, and keeps what fits.
+
+Each message is weighed once, when it is converted (`weight`: the text it
+holds, its strings' lengths, and `ITEM_BYTES` for the objects around it),
+never encoded again to be weighed.
 
 What is kept is a snapshot replaced whole (`KeptContext` extends its list
 in place, under a lock held only while it does), and no lock is held
@@ -32,7 +36,7 @@ through one object at once (two reads racing both read the store, and
 either result may stay kept: each is true of the session). `Latest`
 keeps what a factory of histories made (or the openai-agents sessions of
 one store object), for the names used last, and at most about
-`KEPT_IN_ALL` items in all. The lists returned are new; `KeptItems`
+`KEPT_IN_ALL` bytes in all. The lists returned are new; `KeptItems`
 hands out what its ``hand_out`` makes of each kept item (a copy, for
 items a caller may change), `KeptContext` the kept objects themselves.
 """
@@ -43,7 +47,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, TypeAlias, TypeVar
 
 from sessionstore import (
     CompactionEntry,
@@ -54,15 +58,33 @@ from sessionstore import (
     build_context,
 )
 
-__all__ = ["KEPT", "KEPT_IN_ALL", "KeptContext", "KeptItems", "Latest"]
+__all__ = [
+    "ITEM_BYTES",
+    "KEPT",
+    "KEPT_BYTES",
+    "KEPT_IN_ALL",
+    "KeptContext",
+    "KeptItems",
+    "Latest",
+    "weight",
+]
 
 KEPT = 20_000
 """Items (or context messages) kept at most, the latest: at a few kilobytes
 each as Python objects, tens of megabytes for one conversation."""
 
-KEPT_IN_ALL = 100_000
-"""Items (or context messages) a `Latest` keeps at most across its
-conversations, when it weighs them: some 100 MB at a kilobyte an item."""
+KEPT_BYTES = 32 * 2**20
+"""What one conversation keeps at most, in bytes as `weight` counts them
+(the latest items; the last one always)."""
+
+KEPT_IN_ALL = 100 * 2**20
+"""Bytes (as `weight` counts them) a `Latest` keeps at most across its
+conversations, when it weighs them: some 100 MB, 100,000 items of a
+kilobyte or 6,400 of 16 KB."""
+
+ITEM_BYTES = 1024
+"""What `weight` counts for a message beside its strings: the Python
+objects of an item or message around them."""
 
 _REWEIGH = 64
 """A `Latest` weighs its values again every this many uses."""
@@ -71,14 +93,38 @@ _T = TypeVar("_T")
 _V = TypeVar("_V")
 _Out = TypeVar("_Out")
 
+_Converted: TypeAlias = tuple[tuple[_T, ...], tuple[int, ...], tuple[int, ...]]
+"""Items converted, the position of each one's entry, and each one's `weight`."""
+
 _FIRST = 64
 """Entries read from the end first, for a limited read with nothing kept."""
+
+
+def weight(message: Message) -> int:
+    """About the bytes a message's conversion keeps: `ITEM_BYTES`, and the
+    length of each string in its content and extra fields (walked without
+    recursion, at any depth; nothing encoded)."""
+    size = ITEM_BYTES
+    values: list[object] = [message.content]
+    if message.__pydantic_extra__:
+        values.extend(message.__pydantic_extra__.values())
+    while values:
+        value = values.pop()
+        if isinstance(value, str):
+            size += len(value)
+        elif isinstance(value, dict):
+            size += 16 * len(value)
+            values.extend(value.values())
+        elif isinstance(value, list | tuple):
+            values.extend(value)
+    return size
 
 
 @dataclass(frozen=True)
 class _Snapshot(Generic[_T]):
     """What was converted of ``session_id``: the items of the entries at
-    positions ``start`` to ``stop``, ``positions`` holding each item's entry."""
+    positions ``start`` to ``stop``, ``positions`` holding each item's entry
+    and ``weights`` its `weight`, ``weighs`` their sum."""
 
     session_id: str
     start: int
@@ -86,6 +132,8 @@ class _Snapshot(Generic[_T]):
     last_id: str  # the id of entry ``stop - 1``; "" when ``stop`` is 0
     items: tuple[_T, ...]
     positions: tuple[int, ...]
+    weights: tuple[int, ...]
+    weighs: int
 
 
 def _last_id(read: EntrySlice) -> str:
@@ -127,6 +175,12 @@ class KeptItems(Generic[_T, _Out]):
         """The items kept now."""
         kept = self._kept
         return 0 if kept is None else len(kept.items)
+
+    @property
+    def weight(self) -> int:
+        """The bytes the items kept now weigh (`weight`), at most about `KEPT_BYTES`."""
+        kept = self._kept
+        return 0 if kept is None else kept.weighs
 
     async def read(self, store: SessionStore, session_id: str, limit: int | None) -> list[_Out]:
         """The items of ``session_id``, oldest first: the last ``limit``, or all.
@@ -176,29 +230,33 @@ class KeptItems(Generic[_T, _Out]):
                 if found >= limit or read.start == 0:
                     break
                 wanted *= 4
-        items, positions = self._converted(session_id, read)
+        items, positions, weights = self._converted(session_id, read)
         return self._bounded(
-            _Snapshot(session_id, read.start, read.stop, _last_id(read), items, positions)
+            _Snapshot(
+                session_id,
+                read.start,
+                read.stop,
+                _last_id(read),
+                items,
+                positions,
+                weights,
+                sum(weights),
+            )
         )
 
-    def _converted(
-        self, session_id: str, read: EntrySlice
-    ) -> tuple[tuple[_T, ...], tuple[int, ...]]:
+    def _converted(self, session_id: str, read: EntrySlice) -> _Converted[_T]:
         convert = self._convert
         items: list[_T] = []
         positions: list[int] = []
+        weights: list[int] = []
         for at, entry in enumerate(read.entries, read.start):
             if isinstance(entry, MessageEntry):
                 items.append(convert(session_id, entry))
                 positions.append(at)
-        return tuple(items), tuple(positions)
+                weights.append(weight(entry.message))
+        return tuple(items), tuple(positions), tuple(weights)
 
-    def _joined(
-        self,
-        kept: _Snapshot[_T],
-        read: EntrySlice,
-        new: tuple[tuple[_T, ...], tuple[int, ...]],
-    ) -> _Snapshot[_T]:
+    def _joined(self, kept: _Snapshot[_T], read: EntrySlice, new: _Converted[_T]) -> _Snapshot[_T]:
         if not new[0] and read.stop == kept.stop:
             return kept
         joined = _Snapshot(
@@ -208,21 +266,37 @@ class KeptItems(Generic[_T, _Out]):
             _last_id(read) or kept.last_id,
             kept.items + new[0],
             kept.positions + new[1],
+            kept.weights + new[2],
+            kept.weighs + sum(new[2]),
         )
         return self._bounded(joined)
 
     @staticmethod
     def _bounded(kept: _Snapshot[_T]) -> _Snapshot[_T]:
-        if len(kept.items) <= KEPT:
+        """``kept``'s latest items, at most `KEPT` and `KEPT_BYTES` (the last always)."""
+        cut, weighs = max(0, len(kept.items) - KEPT), kept.weighs
+        weighs -= sum(kept.weights[:cut])
+        while weighs > KEPT_BYTES and cut < len(kept.items) - 1:
+            weighs -= kept.weights[cut]
+            cut += 1
+        if not cut:
             return kept
-        items, positions = kept.items[-KEPT:], kept.positions[-KEPT:]
-        return _Snapshot(kept.session_id, positions[0], kept.stop, kept.last_id, items, positions)
+        return _Snapshot(
+            kept.session_id,
+            kept.positions[cut],
+            kept.stop,
+            kept.last_id,
+            kept.items[cut:],
+            kept.positions[cut:],
+            kept.weights[cut:],
+            weighs,
+        )
 
     async def _whole(self, store: SessionStore, kept: _Snapshot[_T]) -> _Snapshot[_T]:
         """``kept`` with the items before it: all of the session's items up
         to ``kept.stop``."""
         read = await store.load_slice(kept.session_id, 0, kept.start)
-        items, positions = self._converted(kept.session_id, read)
+        items, positions, weights = self._converted(kept.session_id, read)
         return _Snapshot(
             kept.session_id,
             0,
@@ -230,6 +304,8 @@ class KeptItems(Generic[_T, _Out]):
             kept.last_id,
             items + kept.items,
             positions + kept.positions,
+            weights + kept.weights,
+            sum(weights) + kept.weighs,
         )
 
 
@@ -257,6 +333,12 @@ class KeptContext(Generic[_T]):
         kept = self._kept
         return 0 if kept is None else kept.count
 
+    @property
+    def weight(self) -> int:
+        """The bytes the context messages kept now weigh (`weight`), at most `KEPT_BYTES`."""
+        kept = self._kept
+        return 0 if kept is None else kept.weighs
+
     async def read(self, store: SessionStore, session_id: str) -> list[_T]:
         """The converted context of ``session_id``, as `SessionStore.load_context` builds it.
 
@@ -272,9 +354,11 @@ class KeptContext(Generic[_T]):
             ):
                 return self._extended(kept, read)
         read = await store.load_slice(session_id, 0)
-        context = self._convert(build_context(read.entries), ())
-        fresh = _Context(session_id, read.stop, _last_id(read), context, len(context))
-        self._kept = fresh if len(context) <= KEPT else None
+        messages = build_context(read.entries)
+        context = self._convert(messages, ())
+        weighs = sum(map(weight, messages))
+        fresh = _Context(session_id, read.stop, _last_id(read), context, len(context), weighs)
+        self._kept = fresh if _fits(fresh) else None
         return list(context)
 
     def _extended(self, kept: _Context[_T], read: EntrySlice) -> list[_T]:
@@ -290,21 +374,30 @@ class KeptContext(Generic[_T]):
             else:  # another read extended it first: a list of this read's own
                 items = items[: kept.count] + added
             last_id = _last_id(read) or kept.last_id
-            fresh = _Context(kept.session_id, read.stop, last_id, items, kept.count + len(added))
-            self._kept = fresh if fresh.count <= KEPT else None
+            weighs = kept.weighs + sum(map(weight, messages))
+            count = kept.count + len(added)
+            fresh = _Context(kept.session_id, read.stop, last_id, items, count, weighs)
+            self._kept = fresh if _fits(fresh) else None
             return items[: fresh.count]
 
 
 @dataclass(frozen=True)
 class _Context(Generic[_T]):
     """What `KeptContext` converted of ``session_id``: the context of its
-    entries up to position ``stop``, the first ``count`` of ``items``."""
+    entries up to position ``stop``, the first ``count`` of ``items``,
+    weighing ``weighs`` (`weight`)."""
 
     session_id: str
     stop: int
     last_id: str
     items: list[_T]
     count: int
+    weighs: int
+
+
+def _fits(kept: _Context[_T]) -> bool:
+    """Whether a context may stay kept: within `KEPT` messages and `KEPT_BYTES`."""
+    return kept.count <= KEPT and kept.weighs <= KEPT_BYTES
 
 
 class Latest(Generic[_V]):
@@ -315,7 +408,7 @@ class Latest(Generic[_V]):
     Args:
         make: makes the value of a name it has none for (any more).
         most: names kept at most; the one used longest ago goes first.
-        weigh: the items a value keeps (`KeptItems.count`); given, the
+        weigh: the bytes a value keeps (`KeptItems.weight`); given, the
             values used longest ago also go while all of them together
             keep more than `KEPT_IN_ALL`. They are weighed when a name is
             made, and every `_REWEIGH` uses: between two weighings the
@@ -331,6 +424,13 @@ class Latest(Generic[_V]):
         self._kept: OrderedDict[str, _V] = OrderedDict()
         self._uses = 0
         self._lock = threading.Lock()  # held to look a name up, never across a read
+
+    @property
+    def weight(self) -> int:
+        """The bytes its values keep now, as ``weigh`` counts them (0 without it)."""
+        weigh = self._weigh
+        with self._lock:
+            return 0 if weigh is None else sum(map(weigh, self._kept.values()))
 
     def get(self, name: str) -> _V:
         """The value of ``name``, made now if it has none (any more)."""
@@ -351,7 +451,7 @@ class Latest(Generic[_V]):
 
     def _lighten(self, weigh: Callable[[_V], int]) -> None:
         """The values used longest ago dropped until the rest keep at most
-        `KEPT_IN_ALL` items (the latest always stays)."""
+        `KEPT_IN_ALL` bytes (the latest always stays)."""
         total = sum(weigh(value) for value in self._kept.values())
         while total > KEPT_IN_ALL and len(self._kept) > 1:
             _, value = self._kept.popitem(last=False)

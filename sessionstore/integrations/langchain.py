@@ -219,6 +219,11 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         """The context messages this history keeps converted between reads."""
         return self._kept.count
 
+    @property
+    def kept_weight(self) -> int:
+        """The bytes those messages weigh (`sessionstore.integrations.kept.weight`)."""
+        return self._kept.weight
+
     # ------------------------------------------------------------ sync
 
     @property
@@ -336,14 +341,14 @@ class ChatHistories:
 
     CONVERSATIONS = 256
     """Conversations whose histories are kept at most, the latest used (and
-    at most `sessionstore.integrations.kept.KEPT_IN_ALL` messages in all)."""
+    at most `sessionstore.integrations.kept.KEPT_IN_ALL` bytes in all)."""
 
     def __init__(self, store: SessionStore | SyncStore) -> None:
         self.store = store
         self._histories: Latest[SessionStoreChatMessageHistory] = Latest(
             partial(SessionStoreChatMessageHistory, store),
             most=self.CONVERSATIONS,
-            weigh=attrgetter("kept_count"),
+            weigh=attrgetter("kept_weight"),
         )
 
     def __repr__(self) -> str:

@@ -644,7 +644,7 @@ def _settings(settings: SessionSettings | dict[str, Any]) -> SessionSettings:
 
 CONVERSATIONS = 256
 """Conversations whose items are kept at most per store object, the latest
-used (and at most `sessionstore.integrations.kept.KEPT_IN_ALL` items)."""
+used (and at most `sessionstore.integrations.kept.KEPT_IN_ALL` bytes)."""
 
 _kept_by_store: weakref.WeakKeyDictionary[SessionStore, Latest[_Kept]] = weakref.WeakKeyDictionary()
 _kept_by_store_lock = threading.Lock()
@@ -659,7 +659,7 @@ def _kept_for(store: SessionStore, name: str) -> _Kept:
         with _kept_by_store_lock:
             kept = _kept_by_store.get(store)
             if kept is None:
-                kept = Latest(_new_kept, most=CONVERSATIONS, weigh=attrgetter("count"))
+                kept = Latest(_new_kept, most=CONVERSATIONS, weigh=attrgetter("weight"))
                 _kept_by_store[store] = kept
     except TypeError:
         return _new_kept(name)

@@ -70,8 +70,10 @@ except ImportError as exc:
 
 import sessionstore.integrations.turns as turns
 from sessionstore import (
+    MAX_DEPTH,
     Effect,
     EffectLog,
+    InvalidRecordError,
     Message,
     MessageEntry,
     SessionStore,
@@ -117,7 +119,7 @@ async def save_messages(
         InvalidRecordError: a message holds what the wire format cannot
             carry; nothing is stored.
     """
-    await store.append_many(session_id, to_entries(messages))
+    await store.append_many(session_id, _entries(session_id, messages))
 
 
 def load_history_sync(store: SyncStore, session_id: str) -> list[ModelMessage]:
@@ -127,7 +129,7 @@ def load_history_sync(store: SyncStore, session_id: str) -> list[ModelMessage]:
 
 def save_messages_sync(store: SyncStore, session_id: str, messages: Sequence[ModelMessage]) -> None:
     """`save_messages` on a blocking store."""
-    store.append_many(session_id, to_entries(messages))
+    store.append_many(session_id, _entries(session_id, messages))
 
 
 @dataclass
@@ -240,12 +242,12 @@ class MessageHistories:
 
     SESSIONS = 256
     """Sessions whose conversions are kept at most, the latest used (and at
-    most `sessionstore.integrations.kept.KEPT_IN_ALL` messages in all)."""
+    most `sessionstore.integrations.kept.KEPT_IN_ALL` bytes in all)."""
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
         self._kept: Latest[KeptContext[ModelMessage]] = Latest(
-            lambda name: KeptContext(_converted), most=self.SESSIONS, weigh=attrgetter("count")
+            lambda name: KeptContext(_converted), most=self.SESSIONS, weigh=attrgetter("weight")
         )
 
     def __repr__(self) -> str:
@@ -274,8 +276,12 @@ class MessageHistories:
 
 
 def to_entries(messages: Sequence[ModelMessage]) -> list[MessageEntry]:
-    """New entries holding ``messages``, one each, in order."""
-    payloads = json.loads(ModelMessagesTypeAdapter.dump_json(list(messages)))
+    """New entries holding ``messages``, one each, in order.
+
+    Raises:
+        InvalidRecordError: a message cannot be serialized (nested too deep...).
+    """
+    payloads = _payloads(messages)
     return [
         MessageEntry.new(_stored(message, payload))
         for message, payload in zip(messages, payloads, strict=True)
@@ -283,8 +289,41 @@ def to_entries(messages: Sequence[ModelMessage]) -> list[MessageEntry]:
 
 
 def to_message(message: ModelMessage) -> Message:
-    """A pydantic-ai message as the store keeps it; `from_context` gives it back equal."""
-    return _stored(message, json.loads(ModelMessagesTypeAdapter.dump_json([message]))[0])
+    """A pydantic-ai message as the store keeps it; `from_context` gives it back equal.
+
+    Raises:
+        InvalidRecordError: as `to_entries`.
+    """
+    return _stored(message, _payloads([message])[0])
+
+
+def _entries(session_id: str, messages: Sequence[ModelMessage]) -> list[MessageEntry]:
+    """`to_entries`, a refusal naming the session."""
+    try:
+        return to_entries(messages)
+    except InvalidRecordError as exc:
+        raise InvalidRecordError(f"session {session_id!r}: {exc}") from None
+
+
+def _payloads(messages: Sequence[ModelMessage]) -> list[Any]:
+    """The JSON form of messages, as pydantic-ai serializes them.
+
+    Raises:
+        InvalidRecordError: pydantic-ai cannot serialize one (its error), or
+            what it made nests past what Python's parser reads back.
+    """
+    try:
+        payloads: list[Any] = json.loads(ModelMessagesTypeAdapter.dump_json(list(messages)))
+    except RecursionError:
+        raise InvalidRecordError(f"a message is nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # PydanticSerializationError: "serialization depth exceeded"
+        deep = "depth exceeded" in str(exc)
+        raise InvalidRecordError(
+            f"a message is nested deeper than {MAX_DEPTH} levels"
+            if deep
+            else f"a message cannot be serialized: {exc}"
+        ) from None
+    return payloads
 
 
 def from_context(messages: Sequence[Message]) -> list[ModelMessage]:

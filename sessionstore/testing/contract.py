@@ -52,6 +52,7 @@ from sessionstore.testing.conditional import ConditionalContract
 from sessionstore.testing.contexts import ContextContract
 from sessionstore.testing.lifecycle import LifecycleContract
 from sessionstore.testing.slices import SliceContract
+from sessionstore.wire import limits
 
 __all__ = [
     "IMPORTED_LINES",
@@ -275,6 +276,37 @@ class SessionStoreContract(
         with pytest.raises(InvalidRecordError):
             await store.append(session, SessionMeta.new())  # type: ignore[arg-type]
         assert await store.load(session) == []
+
+    @pytest.mark.parametrize("depth", [128, 1_500, 100_000])
+    async def test_a_value_nested_too_deep_is_refused_naming_the_session_and_limit(
+        self, store: SessionStore, session: str, depth: int
+    ) -> None:
+        value: object = 0
+        for _ in range(depth):  # past Python's recursion limit too
+            value = [value]
+        deep = [
+            MessageEntry.new(Message(role="user", content=value)),
+            MessageEntry.new(Message(role="user", content="", name={"x": value})),
+        ]
+        for entry in deep:
+            with pytest.raises(InvalidRecordError, match=f"{session}.*deeper than 127 levels"):
+                await store.append(session, entry)
+            with pytest.raises(InvalidRecordError, match=f"{session}.*deeper than 127 levels"):
+                await store.append_many(session, [message("e1", "ok"), entry])
+        assert await store.load(session) == []
+
+    async def test_a_line_longer_than_the_wire_reads_is_refused_and_nothing_stored(
+        self, store: SessionStore, session: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(limits, "MAX_LINE", 4_000)  # 64 MiB by default
+        await store.append(session, message("e1", "x" * 3_000))
+        long = message("e2", "é" * 1_990)  # under the limit in characters, not in bytes
+        refusal = f"session '{session}', entry 'e2': a line of 4[0-9]{{3}} bytes, longer than"
+        with pytest.raises(InvalidRecordError, match=refusal):
+            await store.append(session, long)
+        with pytest.raises(InvalidRecordError, match=refusal):
+            await store.append_many(session, [message("e3", "ok"), long])
+        assert [entry.id for entry in await store.load(session)] == ["e1"]
 
     async def test_closed_store_refuses_every_operation(self, backend: Backend) -> None:
         store = await backend.open()

@@ -227,6 +227,40 @@ class EffectsContract:
         states = {state.key: state.state for state in await effects.read()}
         assert states == {"deep": "done", "surrogate": "done", "big": "done", "error": "failed"}
 
+    @pytest.mark.parametrize("depth", [1_500, 100_000])
+    async def test_a_result_too_deep_to_print_is_done_never_left_in_doubt(
+        self, journal_backend: JournalBackend, depth: int
+    ) -> None:
+        effects = (await journal_backend.open()).effects
+        deep: Any = "x"
+        for _ in range(depth):  # past Python's recursion limit: no text of it either
+            deep = [deep]
+        tool = Tool(deep)
+        first = await effects.once(tool, tool="t", key="deep", session="s")
+        assert first == "<list nested too deep to print>"
+        assert await effects.once(tool, tool="t", key="deep", session="s") == first
+        assert tool.runs == 1
+        assert [state.state for state in await effects.read()] == ["done"]
+
+    @pytest.mark.parametrize("depth", [128, 1_500, 100_000])
+    async def test_arguments_too_deep_are_refused_before_anything_is_written(
+        self, journal_backend: JournalBackend, depth: int
+    ) -> None:
+        effects = (await journal_backend.open()).effects
+        deep: Any = 0
+        for _ in range(depth):
+            deep = {"a": deep}
+        tool = Tool()
+        refusal = r"effect 's:c1' of session 's': args nested deeper than 127 levels"
+        with pytest.raises(InvalidRecordError, match=refusal):
+            await effects.once(tool, tool="t", args=deep, session="s", call_id="c1")
+        loop: list[Any] = []
+        loop.append(loop)
+        with pytest.raises(InvalidRecordError, match="deeper than 127"):
+            await effects.once(tool, tool="t", args={"loop": loop}, key="k")
+        assert tool.runs == 0
+        assert await effects.read() == []
+
     async def test_concurrent_runs_of_one_key_start_it_once(
         self, journal_backend: JournalBackend
     ) -> None:

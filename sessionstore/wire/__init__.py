@@ -57,10 +57,11 @@ from sessionstore.wire.encoding import (
     encode_value,
     format_float,
 )
-from sessionstore.wire.limits import MAX_DEPTH
+from sessionstore.wire.limits import MAX_DEPTH, MAX_LINE
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_LINE",
     "Record",
     "decode_anchor",
     "decode_archived_key",

@@ -26,7 +26,7 @@ from sessionstore.models import (
     TitleChange,
 )
 from sessionstore.wire.jsontext import SPACE, SkipError, lone_surrogate_escape, nesting, skip_value
-from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, SURROGATE, U64_MAX
+from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, SURROGATE, U64_MAX, refuse_long
 
 __all__ = ["decode_entry", "decode_journal_line", "decode_message", "decode_meta"]
 
@@ -296,8 +296,10 @@ def decode_meta(data: str | bytes | bytearray | memoryview) -> SessionMeta:
     """Decode a session header.
 
     Raises:
-        InvalidRecordError: not a valid header; the message says why and where.
+        InvalidRecordError: not a valid header (or longer than `MAX_LINE`);
+            the message says why and where.
     """
+    refuse_long(data, "session header")
     text = _text_of(data)
     try:
         obj, repeats = _load_object(text, "session header")
@@ -338,8 +340,10 @@ def decode_entry(data: str | bytes | bytearray | memoryview) -> MessageEntry | C
     """Decode a session entry (tagged by ``type``).
 
     Raises:
-        InvalidRecordError: not a valid entry; the message says why and where.
+        InvalidRecordError: not a valid entry (or longer than `MAX_LINE`);
+            the message says why and where.
     """
+    refuse_long(data, "session entry")
     obj, repeats = _load_object(_text_of(data), "session entry")
     model = _variant(obj, repeats, "type", _ENTRIES, "session entry")
     nested = obj.get("message")

@@ -93,7 +93,7 @@ def _encode_value(value: Any, out: list[str], depth: int, path: str) -> None:
         out.append(format_float(value))
     elif kind is dict or kind is list:
         if depth > MAX_DEPTH:
-            raise InvalidRecordError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+            raise InvalidRecordError(f"{_outer(path)}: nested deeper than {MAX_DEPTH} levels")
         if kind is list:
             out.append("[")
             for index, item in enumerate(value):
@@ -107,6 +107,11 @@ def _encode_value(value: Any, out: list[str], depth: int, path: str) -> None:
             out.append("}")
     else:
         raise InvalidRecordError(f"{path}: {kind.__name__} is not a JSON value")
+
+
+def _outer(path: str) -> str:
+    """A deep value's path as an error names it: its first levels, not 127."""
+    return path if len(path) <= 40 else path[:40] + "..."
 
 
 def _encode_fields(items: Any, out: list[str], depth: int, path: str, *, first: bool) -> None:

@@ -26,6 +26,11 @@ Its answer is trusted when:
   numbers out of range, non-finite floats, a possible ``-0`` and depth.
 
 A line of plain-text content, the common case, needs only the quote count.
+
+A line longer than `sessionstore.wire.limits.MAX_LINE` is refused before
+the parser sees it, and the parser failing otherwise than by refusing (a
+``pyo3_runtime.PanicException``, a `BaseException`, as when it cannot
+allocate) is an `InvalidRecordError` too: no such exception leaves here.
 """
 
 from __future__ import annotations
@@ -36,9 +41,10 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from sessionstore.errors import InvalidRecordError
 from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry, SessionMeta
 from sessionstore.wire.decoding import decode_entry, decode_meta
-from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, U64_MAX
+from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, U64_MAX, refuse_long
 
 __all__ = ["read_stored_entry", "read_stored_meta", "trusted_entry"]
 
@@ -62,6 +68,15 @@ _NEGATIVE_ZERO_BYTES = re.compile(_NEGATIVE_ZERO.encode())
 # Containers a message's content or extra value may nest: the entry and the
 # message are the first two of serde's 127 levels.
 _FREE_DEPTH = MAX_DEPTH - 2
+
+
+def _panicked(exc: BaseException, what: str) -> InvalidRecordError:
+    """pydantic-core's panic (``pyo3_runtime.PanicException``, which derives
+    from `BaseException` alone) as the refusal of the line; anything else
+    (a `KeyboardInterrupt`, a `MemoryError`) is raised again as it is."""
+    if type(exc).__name__ != "PanicException":
+        raise exc
+    return InvalidRecordError(f"the {what} could not be parsed (pydantic-core panicked: {exc})")
 
 
 def _no_negative_zero(line: str | bytes) -> bool:
@@ -130,10 +145,13 @@ def read_stored_meta(line: str | bytes) -> SessionMeta:
     Raises:
         InvalidRecordError: the line is not a valid header.
     """
+    refuse_long(line, "session header")
     try:
         meta: SessionMeta = _validate_meta(line)
     except ValidationError:
         return decode_meta(line)  # which says what is wrong
+    except BaseException as exc:
+        raise _panicked(exc, "session header") from None
     # The keys the line gave (pydantic's defaults hide which), and the
     # strings id, created_at and parent_session: any other quote is another field.
     given = meta.__pydantic_fields_set__
@@ -159,12 +177,18 @@ def trusted_entry(line: str | bytes) -> MessageEntry | CompactionEntry | None:
     """The entry pydantic's parser reads, when the strict decoder would read the same.
 
     See the module docstring for when that is. None: ask the strict decoder.
-    Never raises.
+
+    Raises:
+        InvalidRecordError: the line is longer than `MAX_LINE`, or the
+            parser failed (a panic) instead of refusing it.
     """
+    refuse_long(line, "session entry")
     try:
         entry: MessageEntry | CompactionEntry = _validate_entry(line)
     except ValidationError:
         return None
+    except BaseException as exc:
+        raise _panicked(exc, "session entry") from None
     # Strings: the keys the line gave (pydantic's defaults hide which), and
     # the string values of the record.
     given = len(entry.__pydantic_fields_set__) + (entry.parent_id is not None)

@@ -235,14 +235,14 @@ async def test_an_erase_of_a_journal_that_died_before_the_unlink_is_reported_and
     await journal.append_raw(b"one")
     path = store.directory / "journals" / "agent" / "session_journal.jsonl"
     assert path.is_file()
-    unlink = Path.unlink
+    unlink = os.unlink
 
-    def crash(self: Path, missing_ok: bool = False) -> None:
-        if self == path:
-            raise OSError(5, "simulated crash", str(self))
-        unlink(self, missing_ok=missing_ok)
+    def crash(name: str, *, dir_fd: int | None = None) -> None:
+        if name == path.name:  # the journal's file, unlinked in its directory
+            raise OSError(5, "simulated crash", str(path))
+        unlink(name, dir_fd=dir_fd)
 
-    monkeypatch.setattr(Path, "unlink", crash)
+    monkeypatch.setattr(os, "unlink", crash)
     with pytest.raises(StorageError):
         await journal.erase(reason="first try")
     monkeypatch.undo()

@@ -363,7 +363,7 @@ async def test_a_factory_weighing_its_values_drops_the_oldest_past_the_budget(
 async def test_every_keeper_drops_the_conversations_used_longest_ago_past_its_budget(
     async_store: SessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(kept, "KEPT_IN_ALL", 6)
+    monkeypatch.setattr(kept, "KEPT_IN_ALL", 6 * kept.ITEM_BYTES + 100)
     sessions = []
     for name in ("a", "b", "c"):  # four messages each: two conversations pass the budget
         await StoreSession(async_store, name).add_items([user(n) for n in range(4)])
@@ -387,6 +387,66 @@ async def test_every_keeper_drops_the_conversations_used_longest_ago_past_its_bu
         assert counting.counted() == 4, keeper  # read whole again
         await read("c", sessions[2])
         assert counting.counted() <= 1, keeper
+
+
+BIG = "x" * 16_000
+
+
+def big(n: int) -> Any:
+    return {"role": "user", "content": f"message {n} {BIG}"}
+
+
+async def test_what_a_conversation_keeps_is_bounded_by_bytes_not_items(
+    async_store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kept, "KEPT_BYTES", 2**20)  # 64 items of 16 KB
+    await StoreSession(async_store, "chat").add_items([big(n) for n in range(100)])
+    session_id = await async_store.head("chat")
+    assert session_id is not None
+    items = kept.KeptItems(lambda _, entry: entry, lambda entry: entry)
+    assert len(await items.read(async_store, session_id, None)) == 100  # all given
+    assert 2**20 - 17_100 < items.weight <= 2**20  # the latest that fit kept
+    assert items.count < 100
+    context: kept.KeptContext[Any] = kept.KeptContext(lambda messages, _: list(messages))
+    assert len(await context.read(async_store, session_id)) == 100
+    assert context.weight == 0  # past the bound: a context is not kept
+    history = SessionStoreChatMessageHistory(async_store, "chat")
+    assert len(await history.aget_messages()) == 100
+    assert history.kept_weight == 0
+    await StoreSession(async_store, "chat").add_items([user(100)])
+    assert len(await items.read(async_store, session_id, None)) == 101
+    assert items.weight <= 2**20
+    assert len(await items.read(async_store, session_id, 3)) == 3
+
+
+async def test_many_large_items_in_many_conversations_stay_under_the_budget(
+    async_store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kept, "KEPT_IN_ALL", 3 * 2**20)
+    sessions = []
+    for name in ("a", "b", "c", "d", "e"):  # 1.6 MB each: 100 items of 16 KB
+        await StoreSession(async_store, name).add_items([big(n) for n in range(100)])
+        sessions.append(await async_store.head(name))
+    latest = kept.Latest(
+        lambda _: kept.KeptItems(lambda _, entry: entry, lambda entry: entry),
+        most=256,
+        weigh=lambda value: value.weight,
+    )
+    for session_id in [*sessions, "next"]:
+        assert session_id is not None
+        value = latest.get(session_id)  # a name made: all weighed, the oldest dropped
+        assert latest.weight <= 3 * 2**20
+        if session_id != "next":
+            assert len(await value.read(async_store, session_id, None)) == 100
+    assert latest.weight > 16_000 * 100  # the latest conversation stays kept
+    counting: Any = Counting(async_store)
+    for name in ("a", "b", "c", "d", "e"):
+        assert len(await StoreSession(counting, name).get_items()) == 100
+    counting.counted()
+    assert len(await StoreSession(counting, "e").get_items()) == 100
+    assert counting.counted() <= 1  # the latest is kept
+    assert len(await StoreSession(counting, "a").get_items()) == 100
+    assert counting.counted() == 100  # "a", used longest ago, went: by bytes, at 500 items
 
 
 class Unhashable(Counting):

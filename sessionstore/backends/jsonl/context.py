@@ -21,13 +21,14 @@ import mmap
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NoReturn
 
 from sessionstore.backends.contexts import BuiltContext
 from sessionstore.backends.records import decode_stored_entry, decode_stored_meta
 from sessionstore.context import summary_message
 from sessionstore.errors import CorruptSessionError
 from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry
-from sessionstore.wire import encode_string
+from sessionstore.wire import encode_string, limits
 
 __all__ = [
     "CHUNK",
@@ -50,17 +51,37 @@ EarlierKept = Callable[[int, str, int], int | None]
 before ``end`` whose id is ``first_kept_id``, or None."""
 
 
-def lines_backwards(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
+def lines_backwards(reader: _Reader, end: int) -> Iterator[tuple[int, bytes]]:
     """The lines of a file before ``end`` (just after a newline), last first.
 
     Each comes with its offset, without its newline; the first line of the
-    file comes last, at offset 0.
+    file comes last, at offset 0. A line's pieces are joined once its start
+    is found, so a long line costs its length, not its square.
+
+    Raises:
+        CorruptSessionError: a line is longer than `MAX_LINE` (never joined).
     """
+    fd = reader.fd
     position, rest = max(end - 1, 0), b""  # the last newline ends the last line
     while position > 0:
         size = min(CHUNK, position)
         position -= size
-        pieces = (os.pread(fd, size, position) + rest).split(b"\n")
+        chunk = os.pread(fd, size, position)
+        if b"\n" not in chunk:  # inside a long line: its pieces kept, not joined yet
+            pieces_of = [chunk, rest]
+            held = len(chunk) + len(rest)
+            while position > 0 and held <= limits.MAX_LINE:
+                size = min(CHUNK, position)
+                position -= size
+                chunk = os.pread(fd, size, position)
+                pieces_of.append(chunk)
+                held += len(chunk)
+                if b"\n" in chunk:
+                    break
+            if held > limits.MAX_LINE:
+                reader.too_long(_line_start(fd, position), held)
+            chunk, rest = b"".join(reversed(pieces_of[2:])) + pieces_of[0], pieces_of[1]
+        pieces = (chunk + rest).split(b"\n")
         rest = pieces[0]  # the end of a line that starts in an earlier chunk
         offset = position + len(rest) + 1
         lines = []
@@ -69,6 +90,18 @@ def lines_backwards(fd: int, end: int) -> Iterator[tuple[int, bytes]]:
             offset += len(piece) + 1
         yield from reversed(lines)
     yield 0, rest
+
+
+def _line_start(fd: int, position: int) -> int:
+    """The offset where the line holding byte ``position`` starts."""
+    while position > 0:
+        size = min(CHUNK, position)
+        chunk = os.pread(fd, size, position - size)
+        found = chunk.rfind(b"\n")
+        if found >= 0:
+            return position - size + found + 1
+        position -= size
+    return 0
 
 
 def line_number(fd: int, offset: int) -> int:
@@ -99,6 +132,20 @@ class _Reader:
                 self.session_id, exc.reason, path=self.path, line=number
             ) from None
 
+    def too_long(self, offset: int, held: int) -> NoReturn:
+        """Refuse the line at ``offset``, of more than ``held`` bytes.
+
+        Raises:
+            CorruptSessionError: always, naming the line.
+        """
+        raise CorruptSessionError(
+            self.session_id,
+            f"a session entry of more than {held} bytes, longer than the limit of "
+            f"{limits.MAX_LINE}",
+            path=self.path,
+            line=line_number(self.fd, offset),
+        )
+
     def header(self, line: bytes) -> None:
         if not line:
             raise CorruptSessionError(
@@ -124,7 +171,7 @@ def read_context(
     """
     reader = _Reader(session_id, path, fd)
     reader.header(first_line(fd, size))
-    lines = lines_backwards(fd, size)
+    lines = lines_backwards(reader, size)
     after: list[SessionEntry] = []  # from the end back to the last compaction, last first
     for offset, line in lines:
         if offset == 0:  # the header: no compaction, every message
@@ -172,8 +219,9 @@ def read_context(
 def last_entry_id(session_id: str, path: str, fd: int, size: int) -> str:
     """The id of the last entry in a session file's first ``size`` bytes
     (complete lines); ``""`` when it holds only its header."""
-    offset, line = next(lines_backwards(fd, size))
-    return "" if offset == 0 else _Reader(session_id, path, fd).entry(offset, line).id
+    reader = _Reader(session_id, path, fd)
+    offset, line = next(lines_backwards(reader, size))
+    return "" if offset == 0 else reader.entry(offset, line).id
 
 
 def entries_between(
@@ -195,15 +243,16 @@ def entries_between(
 
 def first_line(fd: int, size: int) -> bytes:
     """The first line of a file whose first ``size`` bytes end in a newline."""
-    line, position = b"", 0
-    while position < size:
+    pieces, position = [], 0
+    while position < size and position <= limits.MAX_LINE:  # longer: refused as it is
         chunk = os.pread(fd, min(CHUNK, size - position), position)
         end = chunk.find(b"\n")
         if end >= 0:
-            return line + chunk[:end]
-        line += chunk
+            pieces.append(chunk[:end])
+            break
+        pieces.append(chunk)
         position += len(chunk)
-    return line
+    return b"".join(pieces)
 
 
 def first_kept_in(fd: int, kept: str, end: int, start: int = 0) -> int | None:

@@ -25,6 +25,7 @@ lists the notes whose file is still there: `JsonlStore.integrity` reports them.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -36,6 +37,7 @@ from sessionstore.backends.files import (
     fsync_directory,
     make_directory,
     open_regular,
+    remove_file,
     write_all,
 )
 from sessionstore.backends.jsonl.records import append_lines, read_lines
@@ -141,8 +143,8 @@ class ErasureLog:
             if same and where == file and earlier in self.read():
                 return earlier
         note = self._note(fresh.kind, fresh.name)
-        created = make_directory(note.parent)
-        fd = open_regular(note, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        created = make_directory(note.parent, own_dirs=2)
+        fd = open_regular(note, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE, own_dirs=2)
         try:
             write_all(fd, f"{encode(fresh)}\n{file[0]} {file[1]}\n".encode())
             if self._full:
@@ -158,12 +160,13 @@ class ErasureLog:
 
     def done(self, kind: str, name: str) -> None:
         """The bytes recorded are gone: forget the note of the erase."""
-        self._note(kind, name).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            remove_file(self._note(kind, name), own_dirs=2)
 
     def _noted(self, kind: str, name: str) -> tuple[Erasure, FileId] | None:
         """The record and file identity in the note of an erase of ``name``."""
         try:
-            fd = open_regular(self._note(kind, name), os.O_RDONLY)
+            fd = open_regular(self._note(kind, name), os.O_RDONLY, own_dirs=2)
         except FileNotFoundError:
             return None
         try:

@@ -20,6 +20,7 @@ can still keep its first lines, as the docs say.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -30,8 +31,9 @@ from pathlib import Path
 from sessionstore.backends.files import (
     NotRegularFileError,
     complete_length,
-    make_directory,
     open_regular,
+    remove_file,
+    write_all,
 )
 from sessionstore.backends.records import decode_stored_entries, decode_stored_meta
 from sessionstore.errors import (
@@ -41,6 +43,7 @@ from sessionstore.errors import (
     validate_session_id,
 )
 from sessionstore.models import SessionEntry, SessionMeta
+from sessionstore.wire import limits
 
 __all__ = [
     "BATCHES",
@@ -83,25 +86,31 @@ def batch_started(path: Path, size: int) -> None:
     """Note that a batch is about to be written after ``size`` bytes of ``path``
     (under the file's exclusive lock)."""
     note = _note(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    fd = open_regular(note, flags, own_dirs=1)  # `.batch/` made if missing, never followed
     try:
-        note.write_text(str(size))
-    except FileNotFoundError:
-        make_directory(note.parent)
-        note.write_text(str(size))
+        write_all(fd, str(size).encode())
+    finally:
+        os.close(fd)
 
 
 def batch_ended(path: Path) -> None:
     """The batch is written (or cut back): forget its note."""
-    _note(path).unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        remove_file(_note(path), own_dirs=1)
 
 
 def _unfinished_batch(session_id: str, path: Path, fd: int, *, full: bool) -> None:
     """Cut back a batch whose writer died before it ended (exclusive lock held)."""
     note = _note(path)
     try:
-        text = note.read_text()
+        noted = open_regular(note, os.O_RDONLY, own_dirs=1)
     except FileNotFoundError:
         return
+    try:
+        text = os.read(noted, 64).decode("ascii", "replace")
+    finally:
+        os.close(noted)
     size = os.fstat(fd).st_size
     if text.isdigit() and int(text) < size:
         logger.warning(
@@ -113,7 +122,8 @@ def _unfinished_batch(session_id: str, path: Path, fd: int, *, full: bool) -> No
         os.truncate(path, int(text))
         if full:
             os.fsync(fd)
-    note.unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        remove_file(note, own_dirs=1)
 
 
 def open_session(session_id: str, path: Path, flags: int) -> int:
@@ -272,9 +282,16 @@ def read_header(path: Path, session_id: str) -> SessionMeta:
     """
     validate_session_id(session_id)
     with open(open_regular(path, os.O_RDONLY), "rb") as file:
-        line = file.readline()
+        line = file.readline(limits.MAX_LINE + 2)  # never more than a header may hold
     if not line:
         raise CorruptSessionError(session_id, EMPTY, path=str(path))
+    if len(line) > limits.MAX_LINE + 1:
+        raise CorruptSessionError(
+            session_id,
+            f"a session header longer than the limit of {limits.MAX_LINE} bytes",
+            path=str(path),
+            line=1,
+        )
     if not line.endswith(b"\n"):
         raise CorruptSessionError(
             session_id, "torn header line (no newline after it)", path=str(path), line=1

@@ -23,13 +23,14 @@ and the bytes the digest covers, could mislead a hint; `load()` and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import struct
 import tempfile
 from pathlib import Path
 
-from sessionstore.backends.files import make_directory, open_regular
+from sessionstore.backends.files import make_directory, open_regular, remove_file
 from sessionstore.backends.jsonl import ids
 from sessionstore.backends.jsonl.context import first_kept_in
 
@@ -82,7 +83,8 @@ def first_kept(
 
 def forget(directory: Path, session_id: str) -> None:
     """Remove the session's hint (the session is erased)."""
-    (directory / HINTS / session_id).unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        remove_file(directory / HINTS / session_id, own_dirs=1)
 
 
 def _digest(file: tuple[int, int], fd: int, kept: str, end: int) -> bytes:
@@ -99,7 +101,7 @@ def _read(path: Path, digest: bytes) -> int | None:
     try:
         # A regular file only (a FIFO there must not block the load), and no
         # more of it than a hint holds.
-        fd = open_regular(path, os.O_RDONLY)
+        fd = open_regular(path, os.O_RDONLY, own_dirs=1)
     except OSError:
         return None  # no hint yet, or none readable: search
     try:
@@ -117,7 +119,7 @@ def _read(path: Path, digest: bytes) -> int | None:
 def _write(path: Path, digest: bytes, found: int) -> None:
     """Write a hint whole (under a temporary name, then renamed), or not at all."""
     try:
-        make_directory(path.parent)
+        make_directory(path.parent, own_dirs=1)  # refused where `.kept/` is a link
         fd, temporary = tempfile.mkstemp(prefix=".", dir=path.parent)
     except OSError:
         return  # a read-only directory: the search runs again next time

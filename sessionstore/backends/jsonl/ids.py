@@ -39,7 +39,7 @@ import struct
 from pathlib import Path
 from typing import BinaryIO
 
-from sessionstore.backends.files import make_directory, open_regular, write_all
+from sessionstore.backends.files import make_directory, open_regular, remove_file, write_all
 from sessionstore.backends.jsonl.context import CHUNK, first_kept_in, first_line
 from sessionstore.backends.records import decode_stored_entry
 from sessionstore.errors import CorruptSessionError
@@ -114,9 +114,9 @@ def adopt(directory: Path, session_id: str, fd: int, size: int, spool: BinaryIO)
     path, firsts = _paths(directory, session_id)
     index = column = -1
     try:
-        make_directory(Path(firsts).parent)
-        index = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        column = open_regular(firsts, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        make_directory(Path(firsts).parent, own_dirs=2)
+        index = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, own_dirs=1)
+        column = open_regular(firsts, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, own_dirs=2)
         write_all(index, _header(fd))
         spool.seek(0)
         while block := spool.read(_SPOOL_BLOCK):
@@ -168,7 +168,7 @@ def first_kept(directory: Path, session_id: str, fd: int, kept: str, end: int) -
     """
     path, firsts = _paths(directory, session_id)
     try:
-        index = open_regular(path, os.O_RDONLY)
+        index = open_regular(path, os.O_RDONLY, own_dirs=1)
     except OSError:
         return first_kept_in(fd, kept, end)
     try:
@@ -190,7 +190,7 @@ def forget(directory: Path, session_id: str) -> None:
     """Remove the session's index (the session is erased)."""
     for path in _paths(directory, session_id):
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+            remove_file(Path(path), own_dirs=_own_dirs(path))
 
 
 def _paths(directory: Path, session_id: str) -> tuple[str, str]:
@@ -200,13 +200,20 @@ def _paths(directory: Path, session_id: str) -> tuple[str, str]:
 
 
 def _open_for_append(path: str, *, create: bool) -> int:
+    own = _own_dirs(path)
     try:
-        return open_regular(path, os.O_RDWR | os.O_APPEND)
+        return open_regular(path, os.O_RDWR | os.O_APPEND, own_dirs=own)
     except FileNotFoundError:
         if not create:
             raise
-    make_directory(Path(path).parent)
-    return open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    make_directory(Path(path).parent, own_dirs=own)
+    return open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, own_dirs=own)
+
+
+def _own_dirs(path: str) -> int:
+    """The store's directories above an index file (`.ids/`, and `.firsts/`
+    for a column), opened without following a link."""
+    return 2 if os.path.basename(os.path.dirname(path)) == FIRSTS else 1
 
 
 def _hash(entry_id: str) -> bytes:
@@ -297,7 +304,7 @@ def _rows_from_firsts(firsts: str, count: int, wanted: bytes) -> list[int] | Non
     """The records among the first ``count`` whose hash starts as ``wanted``
     does, read from the column of first bytes (None: it lags behind)."""
     try:
-        column = open_regular(firsts, os.O_RDONLY)
+        column = open_regular(firsts, os.O_RDONLY, own_dirs=2)
     except OSError:
         return None
     try:

@@ -49,6 +49,7 @@ from sessionstore.backends.files import (
     in_thread,
     make_directory,
     open_regular,
+    remove_file,
     truncate_back,
     write_all,
 )
@@ -75,11 +76,21 @@ class FileJournal(JournalBase):
             append when missing.
         erasures: the erasure log of the store keeping the journal, where
             `erase` records it; None for a journal on its own.
+        own_dirs: how many of the directories above the file are its
+            store's (``journals/<name>/``: 2), never followed through a
+            link; 0 for a journal on its own, whose directory may be one.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, erasures: ErasureLog | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        erasures: ErasureLog | None = None,
+        own_dirs: int = 0,
+    ) -> None:
         self._path = Path(path)
         self._erasures = erasures
+        self._own = own_dirs
 
     @classmethod
     def in_dir(cls, agent_dir: str | os.PathLike[str]) -> FileJournal:
@@ -100,7 +111,7 @@ class FileJournal(JournalBase):
     def _open(self) -> int | None:
         """The journal file open to read, or None when there is none."""
         try:
-            return open_regular(self._path, os.O_RDONLY)
+            return open_regular(self._path, os.O_RDONLY, own_dirs=self._own)
         except FileNotFoundError:
             return None
 
@@ -172,10 +183,11 @@ class FileJournal(JournalBase):
         exclusive lock, and still the file at its name once locked."""
         while True:
             directory = self._path.parent
-            if make_directory(directory):
+            if make_directory(directory, own_dirs=self._own):
                 fsync_directory(directory.parent)
             try:
-                fd = open_regular(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
+                flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+                fd = open_regular(self._path, flags, FILE_MODE, own_dirs=self._own)
             except FileNotFoundError:  # its directory removed by an erase meanwhile
                 continue
             try:
@@ -194,14 +206,14 @@ class FileJournal(JournalBase):
         return self._path.parent.name, ("--db", str(store))
 
     def _effects_journal(self) -> FileJournal:
-        return FileJournal(self._path.with_name(EFFECTS_FILE))
+        return FileJournal(self._path.with_name(EFFECTS_FILE), own_dirs=self._own)
 
     async def clear(self) -> None:
         await self._run(self._clear)
 
     def _clear(self) -> None:
         try:
-            self._path.unlink()
+            remove_file(self._path, own_dirs=self._own)
         except FileNotFoundError:
             return
         fsync_directory(self._path.parent)
@@ -212,7 +224,7 @@ class FileJournal(JournalBase):
     def _erase_file(self, reason: str) -> Erasure | None:
         name = self._path.parent.name
         try:
-            fd = open_regular(self._path, os.O_RDWR)
+            fd = open_regular(self._path, os.O_RDWR, own_dirs=self._own)
         except FileNotFoundError:
             if self._erasures is not None:
                 self._erasures.done("journal", name)  # a finished erase's note
@@ -228,13 +240,13 @@ class FileJournal(JournalBase):
             if self._erasures is not None:
                 # Recorded before the file goes: see `sessionstore.backends.jsonl.erasures`.
                 record = self._erasures.record(record, file_id(fd))
-            self._path.unlink()  # under the lock: a waiting append opens afresh
+            remove_file(self._path, own_dirs=self._own)  # under the lock: an append opens afresh
         finally:
             os.close(fd)
         fsync_directory(self._path.parent)
         if self._erasures is not None:
             with contextlib.suppress(OSError):  # not empty: someone's files, kept
-                self._path.parent.rmdir()
+                remove_file(self._path.parent, own_dirs=max(0, self._own - 1), directory=True)
                 fsync_directory(self._path.parent.parent)
             self._erasures.done("journal", name)
         return record

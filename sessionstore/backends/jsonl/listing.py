@@ -58,7 +58,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sessionstore.backends.cursors import Cursor
-from sessionstore.backends.files import FILE_MODE, make_directory, open_regular, write_all
+from sessionstore.backends.files import (
+    FILE_MODE,
+    make_directory,
+    open_regular,
+    remove_file,
+    write_all,
+)
 from sessionstore.backends.jsonl.file import SUFFIX, read_header
 from sessionstore.backends.jsonl.titles import changes_of
 from sessionstore.errors import (
@@ -354,9 +360,10 @@ class Listings:
                     del self._held[old]
 
     def _write(self, token: str, data: bytes) -> None:
-        make_directory(self._dir)
+        make_directory(self._dir, own_dirs=1)
         temporary = self._dir / f".{token}.{uuid.uuid4().hex}"
-        fd = open_regular(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        fd = open_regular(temporary, flags, FILE_MODE, own_dirs=1)
         try:
             try:
                 write_all(fd, data)
@@ -374,7 +381,7 @@ class Listings:
         None when there is none, or it is not whole."""
         path = self._dir / token
         try:
-            fd = open_regular(path, os.O_RDONLY)
+            fd = open_regular(path, os.O_RDONLY, own_dirs=1)
         except OSError:
             return None
         try:
@@ -418,7 +425,9 @@ class Listings:
                     continue
             elif _TEMPORARY.fullmatch(name) is None or used > now - _ABANDONED_AFTER:
                 continue
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                remove_file(path, own_dirs=1)
         kept.sort(reverse=True)
         for _, name in kept[KEPT_AT_MOST:]:
-            (self._dir / name).unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                remove_file(self._dir / name, own_dirs=1)

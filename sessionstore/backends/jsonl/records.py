@@ -48,9 +48,9 @@ def append_lines(
         check: called, under the lock, with the complete lines the log
             holds (newlines included); what it raises stops the append.
     """
-    if make_directory(path.parent) and full:
+    if make_directory(path.parent, own_dirs=1) and full:
         fsync_directory(path.parent.parent)
-    fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE, own_dirs=1)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
@@ -78,7 +78,7 @@ def read_lines(path: Path, *, what: str) -> list[bytes]:
     """The complete lines of the log ``path``, oldest first (none without a
     file); a torn last line is dropped with a warning naming ``what``."""
     try:
-        fd = open_regular(path, os.O_RDONLY)
+        fd = open_regular(path, os.O_RDONLY, own_dirs=1)
     except FileNotFoundError:
         return []
     try:

@@ -139,6 +139,7 @@ from sessionstore.models import (
 )
 from sessionstore.store import Order, SessionSummary
 from sessionstore.timestamps import rfc3339_of_ns
+from sessionstore.wire import limits
 
 __all__ = ["SUFFIX", "JsonlStore"]
 
@@ -203,7 +204,7 @@ class JsonlStore(StoreBase):
         """The journal file ``<dir>/journals/<name>/session_journal.jsonl``."""
         validate_session_id(name)
         self._check_open(name)
-        return FileJournal(journal_path(self._dir, name), erasures=self._erasures)
+        return FileJournal(journal_path(self._dir, name), erasures=self._erasures, own_dirs=2)
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()
@@ -370,6 +371,15 @@ class JsonlStore(StoreBase):
                 offset += len(chunk) - len(rest)
                 cut = chunk.rfind(b"\n") + 1
                 block, rest = chunk[:cut], chunk[cut:]
+                if len(rest) > limits.MAX_LINE:  # never joined whole: refused here
+                    line = await self._run(session_id, partial(line_number, fd, at + cut))
+                    raise CorruptSessionError(
+                        session_id,
+                        f"a line of more than {len(rest)} bytes, longer than the limit of "
+                        f"{limits.MAX_LINE}",
+                        path=str(path),
+                        line=line,
+                    )
                 if not block.isascii():  # ASCII is UTF-8, and quicker to tell
                     try:
                         block.decode("utf-8")

@@ -30,7 +30,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from sessionstore.backends.files import fsync_directory
+from sessionstore.backends.files import fsync_directory, remove_file
 from sessionstore.backends.jsonl.file import (
     SUFFIX,
     file_id,
@@ -160,7 +160,7 @@ def forget(directory: Path, session_id: str) -> None:
     erased: its titles are erased with it)."""
     path = _path(directory, session_id)
     try:
-        path.unlink()
+        remove_file(path, own_dirs=1)
     except FileNotFoundError:
         return
     fsync_directory(path.parent)

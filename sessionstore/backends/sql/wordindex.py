@@ -139,13 +139,11 @@ def message_of(line: str | bytes) -> MessageEntry | None:
 
 def _decoded(line: str | bytes) -> SessionEntry | None:
     """The entry of a stored line, as `load` reads it; None if it does not decode."""
-    entry = trusted_entry(line)
-    if entry is None:
-        try:
-            entry = decode_entry(line)
-        except InvalidRecordError:
-            return None
-    return entry
+    try:
+        entry = trusted_entry(line)
+        return entry if entry is not None else decode_entry(line)
+    except InvalidRecordError:
+        return None
 
 
 def indexed(entry: MessageEntry, sealer: Sealer | None = None) -> Indexed | None:
