@@ -57,7 +57,7 @@ from sessionstore.backends.records import (
     journal_line,
     lines_block,
 )
-from sessionstore.backends.words import matches, score, snippet, words
+from sessionstore.backends.words import matches, message_words, score, snippet, words
 from sessionstore.context import repair_pairing
 from sessionstore.effects import EffectLog
 from sessionstore.errors import (
@@ -480,7 +480,7 @@ class StoreBase(abc.ABC):
             async for entry in stream:
                 seq += 1
                 if isinstance(entry, MessageEntry):
-                    found = words(entry.message.text())
+                    found = message_words(entry.message.text())
                     if matches(found, wanted):
                         yield seq, entry, found
         except (CorruptSessionError, SessionNotFoundError):

@@ -7,6 +7,11 @@ underscore, a hyphen, an apostrophe or any other character separates them),
 compared in lower case. A message matches when each word of the query is one
 of its words. SQL backends index these words (`words`), never their
 database's own idea of a word, and build the query from them too.
+
+A message's words are those of the first `INDEXED_CHARS` characters of its
+text (`message_words`): a word past them is not found, on any backend, and
+indexing a message of hundreds of megabytes costs no more than one of a
+few.
 """
 
 from __future__ import annotations
@@ -17,7 +22,21 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["SNIPPET_WIDTH", "Snippet", "matches", "score", "snippet", "words"]
+__all__ = [
+    "INDEXED_CHARS",
+    "SNIPPET_WIDTH",
+    "Snippet",
+    "indexed_text",
+    "matches",
+    "message_words",
+    "score",
+    "snippet",
+    "words",
+]
+
+INDEXED_CHARS = 1_000_000
+"""Characters of a message's text that search finds words in, at most (the
+first ones; a word the limit cuts is found as what comes before the cut)."""
 
 _WORD = re.compile(r"[^\W_]+")
 # ASCII text's words, in lower case, by ``str.translate`` then ``split``:
@@ -41,6 +60,18 @@ def words(text: str) -> list[str]:
     if text.isascii():  # NFC leaves it as it is, and lower case keeps letters letters
         return text.translate(_ASCII_WORDS).split()
     return [word.lower() for word in _WORD.findall(_normal(text))]
+
+
+def message_words(text: str) -> list[str]:
+    """The words search finds in a message of text ``text``: those of its
+    first `INDEXED_CHARS` characters."""
+    return words(indexed_text(text))
+
+
+def indexed_text(text: str) -> str:
+    """The part of a message's text search finds words in: its first
+    `INDEXED_CHARS` characters."""
+    return text[:INDEXED_CHARS] if len(text) > INDEXED_CHARS else text
 
 
 def matches(found: Iterable[str], wanted: Iterable[str]) -> bool:
@@ -73,9 +104,10 @@ class Snippet:
 def snippet(text: str, wanted: Iterable[str], width: int = SNIPPET_WIDTH) -> Snippet:
     """The part of ``text`` to show for a hit: from a little before the first
     matched word, about ``width`` characters, each matched word highlighted."""
-    text = _normal(text)
+    longer = len(text) > INDEXED_CHARS + width  # what matched is in its indexed part
+    text = _normal(text[: INDEXED_CHARS + width] if longer else text)
     want = set(wanted)
-    found = [m.span() for m in _WORD.finditer(text) if m.group().lower() in want]
+    found = [m.span() for m in _WORD.finditer(text[:INDEXED_CHARS]) if m.group().lower() in want]
     first = found[0][0] if found else 0
     start = 0 if first <= _BEFORE else _start_near(text, first - _BEFORE)
     end = min(len(text), start + width)
@@ -84,7 +116,7 @@ def snippet(text: str, wanted: Iterable[str], width: int = SNIPPET_WIDTH) -> Sni
         end = space if space > 0 else end
     lead = "…" if start > 0 else ""
     body = _SPACE.sub(" ", text[start:end])
-    shown = lead + body + ("…" if end < len(text) else "")
+    shown = lead + body + ("…" if end < len(text) or longer else "")
     shift = len(lead) - start
     spans = tuple((a + shift, min(b, end) + shift) for a, b in found if start <= a < end)
     return Snippet(text=shown, highlights=spans)

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import unicodedata
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sessionstore import Message, MessageEntry, SessionMeta
+from sessionstore.backends import words as words_module
+from sessionstore.backends.sql.wordindex import BACKLOG
 from sessionstore.backends.words import words
+from tests.kinds import StoreTargets
 
 
 def plainly(text: str) -> list[str]:
@@ -44,3 +49,22 @@ def test_case_and_composition_are_folded_and_separators_split() -> None:
         "s",
         "x²",
     ]
+
+
+@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite", "postgresql", "sqlite-sealed"])
+async def test_search_finds_the_words_of_a_message_s_first_indexed_chars_only(
+    kind: str, store_targets: StoreTargets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(words_module, "INDEXED_CHARS", 40)  # of 1,000,000
+    text = "early words here " + "x" * 30 + " lateword"
+    backend = store_targets.backend(kind)
+    store = await backend.open()
+    try:
+        await store.create(SessionMeta(id="long"))
+        await store.append_many(
+            "long", [MessageEntry.new(Message.user(text)) for _ in range(BACKLOG + 1)]
+        )
+        assert len(await store.search("early", limit=500)) == BACKLOG + 1
+        assert await store.search("lateword") == []  # past the limit: not indexed
+    finally:
+        await store.close()

@@ -59,7 +59,7 @@ from sessionstore.backends.sql.tables import (
     search_postings,
     search_vectors,
 )
-from sessionstore.backends.words import words
+from sessionstore.backends.words import message_words
 from sessionstore.errors import CorruptSessionError, InvalidRecordError
 from sessionstore.models import MessageEntry, SessionEntry
 from sessionstore.wire import decode_entry
@@ -149,7 +149,7 @@ def _decoded(line: str | bytes) -> SessionEntry | None:
 def indexed(entry: MessageEntry, sealer: Sealer | None = None) -> Indexed | None:
     """A message's words, as the index keeps them (their tokens, sealed);
     None when it has none."""
-    found = words(entry.message.text())
+    found = message_words(entry.message.text())
     if not found:
         return None
     hits = Counter(found)
