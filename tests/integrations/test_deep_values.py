@@ -45,10 +45,11 @@ async def test_openai_agents_items_too_deep_are_refused_naming_the_session(
         {"role": "user", "content": deep(depth)},
         {"type": "function_call_output", "call_id": "c", "output": deep(depth)},
     ]
-    for item in items:  # the first add (before the session exists), then one after
+    for n, item in enumerate(items):  # the first add (before the session exists), then one after
         with pytest.raises(InvalidRecordError, match=r"session .*deeper than 127 levels"):
             await session.add_items([item])
-        await session.add_items([{"role": "user", "content": "hi"}])
+        # Texts of their own: the same unanswered input again is a resumed turn, stored once.
+        await session.add_items([{"role": "user", "content": f"hi {n}"}])
     assert len(await StoreSession(async_store, "chat").get_items()) == 2
 
 
