@@ -202,3 +202,20 @@ async def test_a_blank_target_is_refused(
         async with open_store(target) as store:
             await store.create(SessionMeta(id="s", created_at=STAMP))
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_sqlite_schema_whose_text_is_not_utf8_is_the_store_s_error(tmp_path: Path) -> None:
+    # corrupt.py, fourth round: one flipped byte in sqlite_master's text made
+    # sqlite3's own error message undecodable, and a bare UnicodeDecodeError
+    # left every call of the store.
+    db = tmp_path / "store.db"
+    async with open_store(db) as store:
+        await store.create(SessionMeta(id="a"))
+    data = bytearray(db.read_bytes())
+    at = data.find(b"CREATE TABLE sessions")
+    assert at > 0
+    data[at + 2] = 0x81  # not a UTF-8 start byte
+    db.write_bytes(data)
+    with pytest.raises(SessionStoreError, match="database disk image is malformed"):
+        async with open_store(db) as store:
+            await store.list()

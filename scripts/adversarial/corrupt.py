@@ -181,7 +181,7 @@ def raw_rows(path: str) -> tuple[dict, dict] | str:
             }
         finally:
             db.close()
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # a flip in the schema's own text too
         return f"{type(exc).__name__}: {exc}"
     return heads, body
 

@@ -124,7 +124,7 @@ async def one_trial(
             trial.see("lost", f"export: {len(files)} files, the deepest {lines} lines")
     retired = work / "retired"
     started = time.perf_counter()
-    argv = ("retire", "--to", str(retired), "--before", "2100-01-01")
+    argv = ("retire", "--to", str(retired), "--before", "2100-01-01", "--yes")  # every session
     ran = cli(target, *argv, timeout=timeout, cwd=work)
     timed(tally, group, "retire", started)
     if check_cli(trial, "retire", ran):

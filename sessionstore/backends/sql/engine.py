@@ -152,9 +152,16 @@ def _install_events(engine: Engine, durability: Durability, busy_timeout: float)
         # The driver must not begin transactions on its own; begin_on_driver does.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        for pragma in pragmas:
-            cursor.execute(pragma)
-        cursor.close()
+        try:
+            for pragma in pragmas:
+                cursor.execute(pragma)
+        except UnicodeDecodeError as exc:
+            # A damaged schema's text (a flipped byte in sqlite_master) fails
+            # to decode: the file is malformed, as sqlite3 says of other damage,
+            # and so it reaches the caller as the store's error, translated.
+            raise sqlite3.DatabaseError(f"database disk image is malformed ({exc})") from exc
+        finally:
+            cursor.close()
         record.info[_DEFAULT_SYNCHRONOUS] = default
 
     @event.listens_for(engine, "begin")
