@@ -210,15 +210,7 @@ def _write_manifest(
     refused = {Path(issue.file).relative_to(root).as_posix() for issue in report.refused}
     refused |= {TITLES + "/" + Path(name).name for name in refused if name.startswith(SESSIONS)}
     listed = manifest.updated(root, previous, inside, refused)
-    data = manifest.render(*key, listed)
-    out = _AtomicFile(root / manifest.MANIFEST)
-    try:
-        out.open()
-        out.write(data)
-        out.publish()
-    except BaseException:
-        out.discard()
-        raise
+    _AtomicFile.replace(root / manifest.MANIFEST, manifest.render(*key, listed))
 
 
 def _one_form(root: Path, path: Path, what: str) -> None:
@@ -288,6 +280,18 @@ class _AtomicFile:
             os.close(self.fd)
             self.fd = -1
         self.temporary.unlink(missing_ok=True)
+
+    @classmethod
+    def replace(cls, final: Path, data: bytes) -> None:
+        """``final`` made to hold ``data``, whole: written aside, synced, renamed."""
+        out = cls(final)
+        try:
+            out.open()
+            out.write(data)
+            out.publish()
+        except BaseException:
+            out.discard()
+            raise
 
 
 def _first_difference(old: bytes, new: bytes) -> int:
@@ -521,14 +525,7 @@ async def _export_keys(root: Path, keys: KeysFile, sealing: Sealing, report: Arc
         new = keys.merged(held, sealing.met)
         if new == held:
             return
-        out = _AtomicFile(keys.path)
-        try:
-            out.open()
-            out.write(new)
-            out.publish()
-        except BaseException:
-            out.discard()
-            raise
+        _AtomicFile.replace(keys.path, new)
         report.bytes += len(new)
 
     await io(write, keys.path)
