@@ -273,12 +273,12 @@ async def stored_call_key(
     # model was asked again (a later message holds calls), the cut call is
     # the one the new ask repeats under a new id: it no longer counts.
     asked: list[list[tuple[str, str, Any]]] = [list(calls(entry)) for entry in made]
-    later = [any(asked[at + 1 :]) for at in range(len(asked))]
+    last_ask = max((at for at, made_calls in enumerate(asked) if made_calls), default=-1)
     stored = [
         stored_id
         for at, made_calls in enumerate(asked)
         for stored_id, name, stored_args in made_calls
-        if (stored_id in answered or not later[at])
+        if (stored_id in answered or at == last_ask)
         and name == tool
         and digest(arguments(stored_args)) == wanted
     ]
