@@ -157,7 +157,6 @@ from sessionstore import (
     export_archive,
 )
 from sessionstore.backends.jsonl import HINTS
-from sessionstore.backends.records import gc_paused
 from sessionstore.backends.sql import wordindex
 from sessionstore.backends.sql.digests import entry_digest
 from sessionstore.backends.sql.postings import packed_rows
@@ -315,20 +314,6 @@ def raw_schema_appends(
     elapsed = time.perf_counter() - start
     connection.close()
     return elapsed / len(messages)
-
-
-def collector_paused(call: Callable[[], object]) -> Callable[[], object]:
-    """``call`` with the cyclic garbage collector paused (`gc_paused`), as
-    sessionstore's reads pause it: a floor that builds many models must not
-    pay for passes over a growing heap that the store itself skips (with
-    them, pydantic alone took 1.5 s to validate a 100,000-entry load the
-    store read in 0.7 s)."""
-
-    def paused() -> object:
-        with gc_paused():
-            return call()
-
-    return paused
 
 
 def raw_first_context(connection: sqlite3.Connection) -> object:
@@ -623,7 +608,7 @@ class Bench:
             (
                 f"load {self.size:,} entries into models, vs + pydantic's validation",
                 lambda: store.load("big"),
-                collector_paused(validated_load),
+                validated_load,
                 1,
             ),
             (
@@ -662,7 +647,7 @@ class Bench:
             (
                 f"list {self.sessions + 1:,} sessions, first call, vs + pydantic's validation",
                 list_first,
-                collector_paused(validated_headers),
+                validated_headers,
                 1,
             ),
         ]
@@ -685,13 +670,13 @@ class Bench:
             cold,
             decoded,
         )
-        checked = [per_call(collector_paused(validated_tail), 1) for _ in range(self.rounds)]
+        checked = [per_call(validated_tail, 1) for _ in range(self.rounds)]
         self.raw.add(
             f"load_context, {KEPT} kept of {self.size:,}, first call, vs + pydantic's validation",
             cold,
             checked,
         )
-        first_context = collector_paused(partial(raw_first_context, raw))
+        first_context = partial(raw_first_context, raw)
         floor = [per_call(first_context, 1) for _ in range(self.rounds)]
         self.raw.add(
             f"load_context, {KEPT} kept of {self.size:,}, first call, vs its statements by hand "
@@ -939,7 +924,7 @@ class Bench:
             def validated() -> object:
                 return [validate_entry(line) for (line,) in connection.execute(query)]
 
-            load_floor = [per_call(collector_paused(validated), 1) for _ in range(self.rounds)]
+            load_floor = [per_call(validated, 1) for _ in range(self.rounds)]
         for name, peer in peers.items():
             table = Table(f"against {name}", "sessionstore", name.split()[0])
             theirs = [await peer.appends(self.fresh(), texts[:appends]) for _ in range(self.rounds)]

@@ -10,13 +10,9 @@ An erasure's record is made from the bytes it removes (`erasure_of`).
 from __future__ import annotations
 
 import builtins
-import contextlib
-import gc
 import hashlib
-import threading
 from collections.abc import (
     Iterable,
-    Iterator,
     Sequence,
 )
 from typing import Literal
@@ -54,7 +50,6 @@ __all__ = [
     "entry_lines",
     "erasure_of",
     "fork_point",
-    "gc_paused",
     "header_line",
     "imported_entry",
     "imported_header",
@@ -312,48 +307,15 @@ def _strict_entry(
 def decode_stored_entries(
     session_id: str, rows: Iterable[tuple[int, str | bytes]], *, path: str | None
 ) -> builtins.list[SessionEntry]:
-    """`decode_stored_entry` over ``(seq, line)`` rows, the collector paused.
+    """`decode_stored_entry` over ``(seq, line)`` rows.
 
     ``seq`` counts entries from 1: the line is number ``seq + 1`` of the
     session's file, after its header.
     """
     decoded: builtins.list[SessionEntry] = []
-    with gc_paused():
-        for seq, line in rows:
-            entry = _trusted(session_id, line, path, seq + 1)
-            if entry is None:
-                entry = _strict_entry(session_id, line, path, seq + 1)
-            decoded.append(entry)
+    for seq, line in rows:
+        entry = _trusted(session_id, line, path, seq + 1)
+        if entry is None:
+            entry = _strict_entry(session_id, line, path, seq + 1)
+        decoded.append(entry)
     return decoded
-
-
-_pauses = 0  # gc_paused blocks running, in any thread
-_resume = False  # whether the collector was enabled when the first began
-_pauses_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Hold the cyclic garbage collector while a large read builds its records.
-
-    A load makes two objects per entry, none in a reference cycle, so the
-    collector finds nothing to free; left on, its passes over the growing
-    heap took half the time of a 100,000-entry load. Reference counting
-    still frees everything as usual. The collector is process-wide: the
-    first block to begin (in any thread) records whether it was enabled and
-    the last to end restores exactly that, so overlapping blocks in several
-    threads never leave it off, nor turn on one the application turned off.
-    """
-    global _pauses, _resume
-    with _pauses_lock:
-        if _pauses == 0:
-            _resume = gc.isenabled()
-            gc.disable()
-        _pauses += 1
-    try:
-        yield
-    finally:
-        with _pauses_lock:
-            _pauses -= 1
-            if _pauses == 0 and _resume:
-                gc.enable()

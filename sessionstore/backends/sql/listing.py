@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
-from sessionstore.backends.records import decode_stored_meta, gc_paused
+from sessionstore.backends.records import decode_stored_meta
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
 from sessionstore.backends.sql.sealing import open_header
@@ -107,8 +107,7 @@ class Listing:
         if sealer is not None:  # a header that does not open is skipped, named
             rows = [opened for row in rows if (opened := _opened(sealer, row, where)) is not None]
         try:
-            with gc_paused():  # a first list builds a model per session
-                return [read_stored_meta(header) for _, header, _ in rows]
+            return [read_stored_meta(header) for _, header, _ in rows]
         except InvalidRecordError:
             pass
         # A header that does not decode: name its session.
