@@ -24,6 +24,7 @@ import builtins
 import collections
 import heapq
 import re
+import threading
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -627,8 +628,25 @@ class StoreBase(abc.ABC):
             built = await self._built_context(session_id)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def drop_caches(self) -> None:  # noqa: B027 (a backend that caches nothing has nothing to do)
-        """Forget what this object keeps between calls; see `SessionStore.drop_caches`."""
+    def kept(self, owner: str, make: Callable[[], _T]) -> _T:
+        """What a layer above the store keeps for as long as this store object
+        lives (an adapter's conversions, read on from one request to the
+        next): ``make()`` at the first ask for ``owner``, the same object on
+        every ask after, until `drop_caches`. Safe from any thread: held
+        under a thread lock only while looking it up, never across a call."""
+        kept: dict[str, Any] = self.__dict__.setdefault("_kept_by_owner", {})
+        lock: threading.Lock = self.__dict__.setdefault("_kept_lock", threading.Lock())
+        with lock:
+            if owner not in kept:
+                kept[owner] = make()
+            found: _T = kept[owner]
+        return found
+
+    def drop_caches(self) -> None:
+        """Forget what this object keeps between calls, what `kept` gave
+        included; see `SessionStore.drop_caches`. A backend that caches more
+        forgets it too, and calls this."""
+        self.__dict__.pop("_kept_by_owner", None)
 
     async def close(self) -> None:
         """Close the store; see `SessionStore.close`."""

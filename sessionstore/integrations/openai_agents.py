@@ -61,7 +61,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-import weakref
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from functools import partial
 from operator import attrgetter
@@ -646,24 +645,22 @@ CONVERSATIONS = 256
 """Conversations whose items are kept at most per store object, the latest
 used (and at most `sessionstore.integrations.kept.KEPT_IN_ALL` bytes)."""
 
-_kept_by_store: weakref.WeakKeyDictionary[SessionStore, Latest[_Kept]] = weakref.WeakKeyDictionary()
-_kept_by_store_lock = threading.Lock()
-
 
 def _kept_for(store: SessionStore, name: str) -> _Kept:
     """What the sessions on ``store`` keep of conversation ``name``, for as
-    long as the store object lives: a session made for each request of a
-    server reads on from what the last one read. A store object that cannot
-    be weakly referenced, or hashed, keeps nothing: each session keeps its own."""
-    try:
-        with _kept_by_store_lock:
-            kept = _kept_by_store.get(store)
-            if kept is None:
-                kept = Latest(_new_kept, most=CONVERSATIONS, weigh=attrgetter("weight"))
-                _kept_by_store[store] = kept
-    except TypeError:
+    long as the store object lives (`StoreBase.kept`, forgotten by its
+    `drop_caches`): a session made for each request of a server reads on
+    from what the last one read. A store without `kept` (one written
+    elsewhere) keeps nothing between sessions: each session keeps its own."""
+    keep = getattr(store, "kept", None)
+    if not callable(keep):
         return _new_kept(name)
-    return kept.get(name)
+    conversations: Latest[_Kept] = keep(__name__, _new_conversations)
+    return conversations.get(name)
+
+
+def _new_conversations() -> Latest[_Kept]:
+    return Latest(_new_kept, most=CONVERSATIONS, weigh=attrgetter("weight"))
 
 
 def _new_kept(name: str) -> _Kept:

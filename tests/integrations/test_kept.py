@@ -36,9 +36,17 @@ class Counting:
         self.store = store
         self.read = 0
         self.heads = 0  # the heads read
+        self.kept_here: dict[str, Any] = {}  # what adapters keep on this object
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
+
+    def kept(self, owner: str, make: Any) -> Any:
+        """As a store's `kept`, apart from the store's own: this object
+        stands for another process."""
+        if owner not in self.kept_here:
+            self.kept_here[owner] = make()
+        return self.kept_here[owner]
 
     async def load(self, session_id: str) -> list[Any]:
         entries = await self.store.load(session_id)
@@ -449,32 +457,42 @@ async def test_many_large_items_in_many_conversations_stay_under_the_budget(
     assert counting.counted() == 100  # "a", used longest ago, went: by bytes, at 500 items
 
 
-class Unhashable(Counting):
-    """A store of a kind that cannot key a dictionary."""
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class Slotted:
-    """A store of a kind that cannot be weakly referenced."""
-
-    __slots__ = ("store",)
+class Elsewhere:
+    """A store written elsewhere, with no `kept` of its own."""
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
 
     def __getattr__(self, name: str) -> Any:
+        if name == "kept":
+            raise AttributeError(name)
         return getattr(self.store, name)
 
 
-@pytest.mark.parametrize("wrapper", [Unhashable, Slotted])
-async def test_sessions_on_a_store_that_cannot_key_a_dictionary_keep_their_own(
-    async_store: SessionStore, wrapper: type
-) -> None:
-    store: Any = wrapper(async_store)
+async def test_sessions_on_a_store_without_kept_keep_their_own(async_store: SessionStore) -> None:
+    store: Any = Elsewhere(async_store)
     session = StoreSession(store, "chat")
     await session.add_items([user(0)])
     assert await session.get_items() == [user(0)]
     await StoreSession(store, "chat").add_items([user(1)])
     assert await StoreSession(store, "chat").get_items() == [user(0), user(1)]
     assert await session.get_items() == [user(0), user(1)]
+
+
+async def test_what_sessions_keep_is_the_store_objects_and_drop_caches_forgets_it(
+    async_store: SessionStore,
+) -> None:
+    counting: Any = Counting(async_store)
+    await StoreSession(counting, "chat").add_items([user(n) for n in range(50)])
+    assert len(await StoreSession(counting, "chat").get_items()) == 50
+    counting.counted()
+    assert len(await StoreSession(counting, "chat").get_items()) == 50
+    assert counting.counted() <= 1  # read on from what the last session read
+    counting.kept_here.clear()  # what a store's drop_caches does to it
+    assert len(await StoreSession(counting, "chat").get_items()) == 50
+    assert counting.counted() >= 50
+    # On the store itself: kept for its owner until drop_caches.
+    first = async_store.kept("test", object)  # type: ignore[attr-defined]
+    assert async_store.kept("test", object) is first  # type: ignore[attr-defined]
+    async_store.drop_caches()
+    assert async_store.kept("test", object) is not first  # type: ignore[attr-defined]

@@ -198,6 +198,7 @@ class JsonlStore(StoreBase):
     def drop_caches(self) -> None:
         """Forget the contexts built (the hint files beside the sessions stay:
         they are what a new process finds, see `sessionstore.backends.jsonl.hints`)."""
+        super().drop_caches()
         self._contexts.clear()
 
     def journal(self, name: str) -> FileJournal:

@@ -254,6 +254,7 @@ class SqlStore(StoreBase):
 
     def drop_caches(self) -> None:
         """Forget the contexts built and the headers listed."""
+        super().drop_caches()
         self._contexts.cache.clear()
         self._listing.clear()
 
