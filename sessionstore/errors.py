@@ -13,14 +13,24 @@ Leaves also derive from the builtin a caller would reach for first, so
      ├── DuplicateSessionError                         a session with that id exists
      ├── SessionConflictError                          a session or head is not as a write expects
      ├── CorruptSessionError                           stored data does not decode
+     ├── InvalidCursorError        (also ValueError)   a paging cursor is not one given
      ├── ConfigurationError        (also ValueError)   a target or option is not valid
      │    └── EncryptionKeyError                       keys missing, wrong, or not wanted
      ├── SchemaError                                   the database schema does not fit
      │    ├── SchemaOutdatedError                      older than this code: migrate it
      │    └── SchemaTooNewError                        newer than this code: upgrade sessionstore
      ├── ArchiveError                                  an export or import refused files
+     ├── EffectInDoubtError                            an effect began and has no outcome
+     ├── EffectNotInDoubtError                         an effect to settle has an outcome
+     ├── EffectFailedError                             an effect's outcome is a failure
+     ├── EffectConflictError                           an effect key names another call
      └── StorageError                                  the OS or a driver failed
           └── ClosedError          (also RuntimeError) used after close
+
+Adapters add leaves beside a framework's own exception, each named in its
+module: ``sessionstore.integrations.openai_agents.InvalidItemError`` (an
+`InvalidRecordError`, also ``TypeError``) and ``ToolCallInDoubtError`` (an
+`EffectInDoubtError`, also openai-agents' ``AgentsException``).
 
 Driver and operating-system errors are translated at one boundary per
 backend and chained (``raise StorageError(...) from exc``): no ``OSError``,
