@@ -99,6 +99,12 @@ LangChain's history against SQLChatMessageHistory (sync), pydantic-ai's
 turn against its InMemoryConversationStore, and each at its longest
 history against its shortest; the targets are in the rows' names.
 
+Stalls (benchmarks/stalls.py): the event loop's longest delays (p99 and
+the longest) while 50 tasks each append and read their context turn
+after turn, on memory, SQLite, JSONL (and PostgreSQL with a server),
+against the same 50 tasks doing that work in pure Python; the target is
+a p99 of at most 2 ms.
+
 ``--only PART`` (repeatable) runs some parts alone, e.g. ``--only forks``.
 
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
@@ -143,6 +149,7 @@ from pydantic import Field, TypeAdapter
 from results import Setting, Table, aper_call, per_call, process_seconds, write_report
 from sealed import sealed
 from size import size
+from stalls import stalls
 from startup import command_line
 
 import sessionstore
@@ -1040,6 +1047,7 @@ PARTS = (
     "sealed",
     "size",
     "memory",
+    "stalls",
 )
 """The parts of a run, in order; ``--only`` picks some."""
 
@@ -1058,6 +1066,7 @@ async def run(
     sealed_: list[Table] = []
     sized: list[Table] = []
     held: list[Table] = []
+    stalled: list[Table] = []
     try:
         if "cold-start" in only:
             await bench.cold_start()
@@ -1088,9 +1097,11 @@ async def run(
             sized = await size()
         if "memory" in only:
             held = await memory(kept or work, quick)
+        if "stalls" in only:
+            stalled = await stalls(quick, bench.rounds)
     finally:
         shutil.rmtree(work)
-    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *sized, *held]
+    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *sized, *held, *stalled]
     return [table for table in tables if table.rows]
 
 
