@@ -298,7 +298,8 @@ class Erasure(_Record):
     """The record an erasure leaves: what was removed, when, why.
 
     A session (or journal) is removed only whole, and only by `erase`, which
-    writes this record in the same step. The record holds no content of
+    writes this record in the same step; a journal's keyed lines alone only
+    by `drop`, which writes one too (``keys``). The record holds no content of
     what it removed: only how much there was and a digest of it.
 
     Attributes:
@@ -315,6 +316,10 @@ class Erasure(_Record):
         key: in an encrypted store, the id (hex) of the data key destroyed
             with it, which every copy of the removed rows was sealed with
             (docs/encryption.md); left out otherwise.
+        keys: a journal's keyed lines dropped (`JournalBase.drop`): how many
+            keys' lines went, the journal itself staying (``lines`` and
+            ``digest`` are then of the lines dropped, in journal order);
+            left out for an erasure of the whole journal or session.
     """
 
     model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
@@ -326,6 +331,7 @@ class Erasure(_Record):
     lines: U64
     digest: str
     key: str | None = None
+    keys: U64 | None = None
 
 
 class Anchor(_Record):

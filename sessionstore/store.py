@@ -9,10 +9,10 @@ what differs: where data lives and what survives a crash.
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from types import EllipsisType, TracebackType
-from typing import Literal, Protocol, Self, runtime_checkable
+from typing import Literal, Protocol, Self, TypeVar, runtime_checkable
 
 from sessionstore.effects import EffectLog
 from sessionstore.journal import Journal
@@ -30,6 +30,8 @@ from sessionstore.models import (
 from sessionstore.pairing import PairingDialect
 
 __all__ = ["EntrySlice", "Order", "SearchHit", "SessionJournal", "SessionStore", "SessionSummary"]
+
+_T = TypeVar("_T")
 
 
 Order = Literal["last_activity", "created"]
@@ -194,6 +196,94 @@ class SessionJournal(Protocol):
 
         Nothing to clear is fine. Stores that keep history record the clear
         instead of deleting anything.
+        """
+        ...
+
+    async def keyed(self, *keys: str) -> dict[str, builtins.list[bytes]]:
+        """The lines stored under each key, since the journal's last clear.
+
+        A *keyed line* is one JSON object whose top-level member ``"key"``
+        is a string (`sessionstore.wire.line_key` says which, as the strict
+        decoder reads it); every backend indexes it under that key, whatever
+        wrote it (`append`, `append_raw`, an archive's import). A line that
+        does not decode (torn by a crash), or repeats ``"key"``, has none.
+
+        Args:
+            keys: the keys wanted (each counted once).
+
+        Returns:
+            Each key that has lines, mapped to them as stored (without their
+            newlines), oldest first; a key without one is absent. It costs
+            what it returns, not the journal's length (an index; a sealed
+            store looks the key up by its token).
+
+        Raises:
+            ConfigurationError: a key is not a string UTF-8 can carry.
+        """
+        ...
+
+    async def scan(
+        self, prefix: str, *, before: str | None = None, limit: int | None = None
+    ) -> builtins.list[tuple[str, builtins.list[bytes]]]:
+        """The keys that start with ``prefix``, in descending order, with their lines.
+
+        Args:
+            prefix: what the keys start with ("" for every key).
+            before: only keys that sort below it (code point order), when given.
+            limit: at most this many keys (None: all).
+
+        Returns:
+            ``(key, lines)`` pairs, the greatest key first, each key's lines
+            as `keyed` gives them. It costs what it returns, except in a
+            sealed store, whose index keeps no key in order (only their
+            tokens): there it reads every line.
+
+        Raises:
+            ConfigurationError: ``prefix`` or ``before`` is not a string,
+                ``limit`` not 1 or more.
+        """
+        ...
+
+    async def append_keyed_unless(
+        self,
+        keys: Sequence[str],
+        found: Callable[[dict[str, builtins.list[bytes]]], _T | None],
+        *lines: bytes,
+    ) -> _T | None:
+        """Append lines verbatim, all or none, unless the lines under ``keys``
+        say otherwise: a conditional write that costs what it looks at.
+
+        ``found`` is given what `keyed` would return for ``keys``; its
+        answer, when not None, is returned with nothing appended. Whole:
+        no other append to the journal, from any thread or process, comes
+        between the look and the append. ``found`` may run in a worker
+        thread, under the journal's lock: it only reads what it is given.
+
+        Raises:
+            ConfigurationError: ``keys`` is not a sequence of strings.
+            InvalidRecordError: a line contains a newline; nothing is written.
+        """
+        ...
+
+    async def drop(self, *keys: str, reason: str) -> Erasure | None:
+        """Remove every line stored under ``keys``, recorded as an erasure.
+
+        Lines from before the journal's last clear go too. All or nothing:
+        the lines, their index and the record go in one step (a store's
+        transaction; a file written anew and renamed over the journal,
+        under its lock). The record is an `Erasure` of kind ``journal``
+        whose ``lines`` and ``digest`` are of the lines removed (in journal
+        order, each ending in a newline) and ``keys`` how many keys had
+        lines; the store's `erasures` lists it (a `FileJournal` outside a
+        store returns it and keeps it nowhere). The journal's other lines
+        stay as they were.
+
+        Returns:
+            The record; None when no key had a line (nothing is recorded).
+
+        Raises:
+            ConfigurationError: ``reason`` is not a non-empty string, or a
+                key is not a string.
         """
         ...
 

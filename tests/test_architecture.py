@@ -576,11 +576,13 @@ def package_types_in_return(method: types.FunctionType, aliases: set[str]) -> se
         str(getattr(part, "__name__", ""))
         for part in walk_type(hint)
         if str(getattr(part, "__module__", "")).partition(".")[0] == PACKAGE
+        and not isinstance(part, typing.TypeVar)  # a generic method's own type
     }
     written = inspect.get_annotations(method).get("return")
     if isinstance(written, str):
         tree = ast.parse(written, mode="eval")
-        found |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in aliases}
+        names = (n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+        found |= {name for name in names if name in aliases and not name.startswith("_")}
     return found - {""}
 
 

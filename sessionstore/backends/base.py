@@ -49,6 +49,14 @@ from sessionstore.backends.checks import (
 from sessionstore.backends.compaction import arrived_since, check_compaction, compaction_of
 from sessionstore.backends.contexts import BuiltContext, built_from
 from sessionstore.backends.cursors import Cursor, listing_kind
+from sessionstore.backends.keyed import (
+    Keyed,
+    Scanned,
+    check_keys,
+    check_scan,
+    gathered,
+    scanned,
+)
 from sessionstore.backends.records import (
     current_title,
     decode_stored_entry,
@@ -721,6 +729,11 @@ class JournalBase(abc.ABC):
         `SessionJournal.erase`."""
 
     @abc.abstractmethod
+    async def _drop(self, keys: builtins.list[str], reason: str) -> Erasure | None:
+        """Remove every line under ``keys`` (checked, each once) and record
+        it, all or nothing (reason checked); see `SessionJournal.drop`."""
+
+    @abc.abstractmethod
     def _effects_journal(self) -> JournalBase:
         """The journal this one keeps its effects in (`sessionstore.effects`)."""
 
@@ -763,6 +776,67 @@ class JournalBase(abc.ABC):
     async def append(self, line: JournalLine) -> None:
         """Append one line durably; see `SessionJournal.append`."""
         await self.append_raw(journal_line(line))
+
+    # ------------------------------------------------ keyed lines
+
+    async def keyed(self, *keys: str) -> Keyed:
+        """The lines under each key; see `SessionJournal.keyed`.
+
+        Here by reading every line (`read_bytes`); a backend with an index
+        overrides `_keyed`.
+        """
+        return await self._keyed(check_keys(keys))
+
+    async def _keyed(self, keys: builtins.list[str]) -> Keyed:
+        """`keyed` of checked keys, each once."""
+        if not keys:
+            return {}
+        return gathered(_split(await self.read_bytes()), keys)
+
+    async def scan(
+        self, prefix: str, *, before: str | None = None, limit: int | None = None
+    ) -> Scanned:
+        """The keys starting with ``prefix``, last first; see `SessionJournal.scan`.
+
+        Here by reading every line; a backend with an index overrides `_scan`.
+        """
+        check_scan(prefix, before, limit)
+        return await self._scan(prefix, before, None if limit is None else min(limit, COUNT_MAX))
+
+    async def _scan(self, prefix: str, before: str | None, limit: int | None) -> Scanned:
+        """`scan` of checked arguments."""
+        return scanned(gathered(_split(await self.read_bytes())), prefix, before, limit)
+
+    async def append_keyed_unless(
+        self,
+        keys: Sequence[str],
+        found: Callable[[Keyed], _T | None],
+        *lines: bytes,
+    ) -> _T | None:
+        """`append_unless` given only the lines under ``keys``; see
+        `SessionJournal.append_keyed_unless`.
+
+        Here by `append_unless` (every line read under the journal's lock);
+        a backend with an index overrides it.
+        """
+        wanted = check_keys(keys)
+        return await self.append_unless(lambda held: found(gathered(held, wanted)), *lines)
+
+    async def drop(self, *keys: str, reason: str) -> Erasure | None:
+        """Remove every line under ``keys``, recorded; see `SessionJournal.drop`."""
+        check_reason(reason)
+        wanted = check_keys(keys)
+        if not wanted:
+            return None
+        return await self._drop(wanted, reason)
+
+
+def _split(data: bytes) -> Iterator[bytes]:
+    """A journal's lines (a torn last one too), without their newlines."""
+    pieces = data.split(b"\n")
+    if pieces and not pieces[-1]:
+        pieces.pop()
+    return iter(pieces)
 
 
 # ---------------------------------------------------------------- writing

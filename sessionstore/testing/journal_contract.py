@@ -12,6 +12,7 @@ from sessionstore.journal import Journal, JournalSession
 from sessionstore.models import CommentWrite, PostWrite, SessionHeader
 from sessionstore.testing.common import JournalBackend
 from sessionstore.testing.effects_contract import EffectsContract
+from sessionstore.testing.keyed_contract import KeyedContract
 from sessionstore.timestamps import Timestamp
 from sessionstore.wire import encode
 
@@ -37,9 +38,10 @@ def comment(minute: int, on: uuid.UUID | None = None) -> CommentWrite:
 
 
 @pytest.mark.asyncio
-class SessionJournalContract(EffectsContract):
-    """Every rule of the journal contract, its effects' included
-    (`EffectsContract`), over the ``journal_backend`` fixture."""
+class SessionJournalContract(EffectsContract, KeyedContract):
+    """Every rule of the journal contract, its effects' and keyed lines'
+    included (`EffectsContract`, `KeyedContract`), over the
+    ``journal_backend`` fixture."""
 
     async def test_appended_lines_read_back_by_session(
         self, journal_backend: JournalBackend

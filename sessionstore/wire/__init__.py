@@ -57,6 +57,7 @@ from sessionstore.wire.encoding import (
     encode_value,
     format_float,
 )
+from sessionstore.wire.keyed import line_key
 from sessionstore.wire.limits import MAX_DEPTH, MAX_LINE
 
 __all__ = [
@@ -79,4 +80,5 @@ __all__ = [
     "encode_string",
     "encode_value",
     "format_float",
+    "line_key",
 ]

@@ -231,6 +231,7 @@ def _encode_record(record: Record, out: list[str]) -> None:
             + f',"lines":{record.lines},"digest":'
             + _escape(record.digest)
             + _opt("key", record.key)
+            + ("" if record.keys is None else f',"keys":{record.keys}')
             + "}"
         )
     elif isinstance(record, Anchor):
