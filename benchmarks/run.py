@@ -1111,7 +1111,8 @@ async def run(
             stalled = await stalls(quick, bench.rounds)
     finally:
         shutil.rmtree(work)
-    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *replays, *sized, *held, *stalled]
+    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *replays, *sized, *held]
+    tables += stalled
     return [table for table in tables if table.rows]
 
 
