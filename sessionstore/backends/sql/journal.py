@@ -16,9 +16,10 @@ transaction, so one key is made), bound to the journal and the line's
 Keyed lines are indexed in ``journal_keys`` by the transaction that writes
 them (`sessionstore.backends.sql.journalkeys`): `keyed`, `scan` and
 `append_keyed_unless` read the index, not the journal (a sealed store's
-`scan` takes its keys in order from its store object's `KeyOrders`). `drop` deletes the
-lines of some keys, and their index rows, in the transaction that records
-their erasure (`sessionstore.backends.sql.erase.drop_journal_keys`).
+`scan` takes its keys in order from its store object's `KeyOrders`).
+`drop` deletes the lines of some keys, and their index rows, in the
+transaction that records their erasure
+(`sessionstore.backends.sql.erase.drop_journal_keys`).
 """
 
 from __future__ import annotations
