@@ -1,5 +1,5 @@
 """Helpers shared by the tests: worker processes for concurrency and crash
-tests, and a trace of the SQL store's statements."""
+tests, a trace of the SQL store's statements, and alembic's command line."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import os
 import random
 import signal
 import sqlite3
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -18,6 +19,7 @@ from sqlalchemy import event
 
 from sessionstore import SqlStore
 
+ROOT = Path(__file__).resolve().parents[1]
 WORKERS = Path(__file__).parent / "workers"
 APPENDER = WORKERS / "appender.py"
 
@@ -176,3 +178,15 @@ def traced(store: SqlStore, threads: list[str] | None = None) -> list[str]:
         assert isinstance(driver, sqlite3.Connection)
         trace(driver)
     return statements
+
+
+def alembic(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run alembic's command line from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-m", "alembic", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )

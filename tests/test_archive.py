@@ -26,6 +26,7 @@ from sessionstore.archive import ArchiveReport, export_archive, import_archive
 from sessionstore.testing.contract import compaction, message
 from sessionstore.testing.effects_contract import Crash
 from sessionstore.testing.journal_contract import header, post
+from tests.archive.helpers import tree
 from tests.forks import SESSIONS as FORK_SESSIONS
 from tests.forks import fill_forks
 from tests.kinds import STORE_KINDS, StoreTargets
@@ -40,15 +41,6 @@ async def store(
 ) -> AsyncIterator[SessionStore]:
     async with open_store(store_targets.new(request.param)) as opened:
         yield opened
-
-
-def tree(root: Path) -> dict[str, bytes]:
-    """Every file below ``root``, by relative path."""
-    return {
-        str(path.relative_to(root)): path.read_bytes()
-        for path in sorted(root.rglob("*"))
-        if path.is_file()
-    }
 
 
 async def fill(store: SessionStore) -> None:

@@ -13,9 +13,9 @@ import pytest
 from sessionstore import SessionMeta, SessionStore, decode_meta, encode_line, open_store
 from sessionstore.archive import export_archive, import_archive
 from sessionstore.testing.common import message, raw
+from tests.archive.helpers import tree
 from tests.forks import FORKS, SESSIONS, fill_forks
 from tests.kinds import STORE_KINDS, StoreTargets
-from tests.test_archive import tree
 
 
 @pytest.fixture(params=STORE_KINDS)

@@ -22,9 +22,9 @@ from sessionstore import (
 )
 from sessionstore.archive import ArchiveReport, export_archive, import_archive
 from sessionstore.testing.common import UNUSUAL_VALID_IDS
+from tests.archive.helpers import tree
 from tests.forks import fill_forks
 from tests.kinds import STORE_KINDS, StoreTargets
-from tests.test_archive import tree
 
 
 @pytest.fixture(params=STORE_KINDS)

@@ -25,8 +25,8 @@ from sessionstore import (
 from sessionstore.archive import ArchiveReport, export_archive, import_archive
 from sessionstore.archive.exporting import export_chosen
 from sessionstore.testing.common import message
+from tests.archive.helpers import tree
 from tests.kinds import STORE_KINDS, StoreTargets
-from tests.test_archive import tree
 
 
 @pytest.fixture(params=STORE_KINDS)

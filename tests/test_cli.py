@@ -11,6 +11,7 @@ import pytest
 
 from sessionstore import decode_entry, decode_meta, migrate
 from sessionstore.cli import build_parser, main
+from tests.cli.helpers import run
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -34,12 +35,6 @@ COMMANDS = [
     "keys",
     "demo",
 ]
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    status = main(list(args))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def session_ids(capsys: pytest.CaptureFixture[str], db: str) -> list[str]:

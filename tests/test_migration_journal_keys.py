@@ -14,8 +14,9 @@ import pytest
 from sessionstore import Effect, EffectInDoubtError, encode, migrate, open_store
 from sessionstore.effects import args_digest
 from sessionstore.testing.effects_contract import Tool
+from tests.backends.sql.helpers import connect
+from tests.helpers import alembic
 from tests.kinds import TEST_KEYS
-from tests.test_migrations import alembic
 
 AT = "2026-12-01T00:00:00Z"
 DIGEST = args_digest(None)
@@ -70,8 +71,6 @@ async def test_the_lines_of_a_sqlite_store_are_indexed_by_the_upgrade(tmp_path: 
 async def test_the_lines_of_a_postgresql_store_are_indexed_by_the_upgrade(
     pg_schemas: Callable[[], str],
 ) -> None:
-    from tests.backends.test_postgres import connect
-
     url = pg_schemas()
     await migrate.upgrade(url, "0010")
     with connect(url) as connection:

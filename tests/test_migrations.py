@@ -1,7 +1,6 @@
 """Migrations: alembic from the command line and from code, schema checks on open."""
 
 import asyncio
-import os
 import sqlite3
 import subprocess
 import sys
@@ -28,21 +27,10 @@ from sessionstore import (
 from sessionstore.backends.sql import schema
 from sessionstore.backends.sql.digests import entry_digest, header_digest
 from sessionstore.testing.contract import message
+from tests.helpers import alembic
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLES = {"sessions", "entries", "journal_lines"}
-
-
-def alembic(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run alembic's command line from the repository root."""
-    return subprocess.run(
-        [sys.executable, "-m", "alembic", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
 
 
 def tables(db: Path) -> set[str]:

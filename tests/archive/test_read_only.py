@@ -21,7 +21,7 @@ from sessionstore.archive import export_archive
 from sessionstore.backends.jsonl import hints as jsonl_hints
 from sessionstore.backends.jsonl.listing import LISTINGS
 from sessionstore.testing.common import message
-from tests.test_cli import run
+from tests.cli.helpers import run
 
 Snapshot = dict[str, tuple[int, int, int]]
 

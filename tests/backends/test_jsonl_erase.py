@@ -17,6 +17,7 @@ from sessionstore import (
 )
 from sessionstore.backends.jsonl import erasures as erasure_log
 from sessionstore.testing.contract import message
+from tests.backends.jsonl.helpers import erase_dying_before_the_unlink
 from tests.helpers import spawn_appender
 
 MARKER = "marker-5f0c1e7a-do-not-keep"
@@ -83,25 +84,6 @@ async def test_a_torn_last_record_is_dropped(store: JsonlStore) -> None:
     await store.create(SessionMeta(id="t"))
     second = await store.erase("t", reason="r")  # never fused onto the torn bytes
     assert await store.erasures() == [record, second]
-
-
-async def erase_dying_before_the_unlink(
-    store: JsonlStore, monkeypatch: pytest.MonkeyPatch, *, reason: str
-) -> None:
-    """Erase session ``s`` as a process that dies after its record, before its
-    file goes: the unlink of the session's file fails, then all is as before."""
-    path = store.path("s")
-    unlink = Path.unlink
-
-    def crash(self: Path, missing_ok: bool = False) -> None:
-        if self == path:
-            raise OSError(5, "simulated crash", str(self))
-        unlink(self, missing_ok=missing_ok)
-
-    monkeypatch.setattr(Path, "unlink", crash)
-    with pytest.raises(StorageError):
-        await store.erase("s", reason=reason)
-    monkeypatch.undo()
 
 
 async def test_an_erase_that_died_before_the_unlink_is_finished_by_erasing_again(

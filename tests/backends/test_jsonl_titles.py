@@ -17,7 +17,7 @@ from sessionstore import (
 )
 from sessionstore.backends.jsonl.titles import TITLES
 from sessionstore.testing.contract import message
-from tests.backends.test_jsonl_erase import erase_dying_before_the_unlink
+from tests.backends.jsonl.helpers import erase_dying_before_the_unlink
 
 
 @pytest.fixture

@@ -14,16 +14,8 @@ from sqlalchemy.engine import make_url
 from sessionstore import MessageEntry, SessionMeta, SqlStore, encode, migrate, open_store
 from sessionstore.backends.sql import queries as Q
 from sessionstore.testing.contract import message
-from tests.helpers import run_appenders
-from tests.test_migrations import alembic
-
-
-def connect(url: str) -> psycopg.Connection:
-    """A plain psycopg connection to the test's schema, as any tool could open."""
-    return psycopg.connect(
-        make_url(url).set(drivername="postgresql").render_as_string(hide_password=False),
-        autocommit=True,
-    )
+from tests.backends.sql.helpers import connect
+from tests.helpers import alembic, run_appenders
 
 
 @pytest.fixture

@@ -20,14 +20,9 @@ from sessionstore import (
     open_store,
 )
 from sessionstore.testing.contract import message
+from tests.backends.sql.helpers import stored_bytes
 from tests.helpers import APPENDER
 from tests.kinds import StoreTargets
-
-
-def stored_bytes(db: Path) -> bytes:
-    """Everything SQLite keeps for ``db``: the file, its WAL and its index."""
-    parts = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
-    return b"".join(part.read_bytes() for part in parts if part.exists())
 
 
 async def sql(db: Path) -> SqlStore:

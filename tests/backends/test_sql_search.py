@@ -30,7 +30,7 @@ from sessionstore.backends.sql.wordindex import BACKLOG, LONG_WORD
 from sessionstore.store import SearchHit
 from sessionstore.testing.common import stream
 from sessionstore.testing.contract import compaction, message
-from tests.backends.test_sql_erase import stored_bytes
+from tests.backends.sql.helpers import stored_bytes
 from tests.kinds import StoreTargets
 
 SQL_KINDS = ("sqlite", "postgresql")

@@ -10,8 +10,7 @@ import pytest
 from sessionstore import SessionMeta, open_store
 from sessionstore.encryption.keys import generate_key
 from sessionstore.testing.contract import message
-from tests.cli.test_keys import key_file
-from tests.test_cli import run
+from tests.cli.helpers import key_file, run
 
 
 @pytest.fixture

@@ -9,11 +9,10 @@ import shlex
 
 import pytest
 
-from sessionstore import Message, MessageEntry, SessionMeta, open_store
+from sessionstore import SessionMeta, open_store
 from sessionstore.wire import encode_value
-from tests.cli.test_terminal import TRICKY, on_terminal
+from tests.cli.helpers import TRICKY, on_terminal, run, said
 from tests.page import parse
-from tests.test_cli import run
 
 COLUMNS = [
     "id",
@@ -34,13 +33,6 @@ def meta(
     session_id: str, *, created_at: str = "", owner: str | None = None, title: str | None = None
 ) -> SessionMeta:
     return SessionMeta(id=session_id, created_at=created_at, owner=owner, title=title)
-
-
-def said(session_id: str, *texts: str, first: int = 0) -> list[MessageEntry]:
-    return [
-        MessageEntry(id=f"{session_id}-{n}", timestamp="t", message=Message.user(text))
-        for n, text in enumerate(texts, first)
-    ]
 
 
 def fill(target: str, *sessions: SessionMeta, entries: int = 1) -> None:

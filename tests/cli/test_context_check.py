@@ -8,7 +8,7 @@ import pytest
 
 from sessionstore import CompactionEntry, Message, MessageEntry, SessionMeta, open_store
 from sessionstore.testing.contract import message
-from tests.test_cli import run
+from tests.cli.helpers import run
 
 CALL = {"id": "t1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 

@@ -9,7 +9,7 @@ import pytest
 
 from sessionstore import open_store
 from sessionstore.testing.effects_contract import Crash
-from tests.test_cli import run
+from tests.cli.helpers import run
 
 
 async def _effects(db: str) -> None:

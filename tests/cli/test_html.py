@@ -11,8 +11,8 @@ import pytest
 
 from sessionstore import Message, MessageEntry, SessionMeta, open_store
 from sessionstore.testing.contract import message
+from tests.cli.helpers import run
 from tests.page import parse
-from tests.test_cli import run
 
 # What a page must show as text; a browser that ran it would mark <body>.
 ATTACKS = [

@@ -12,12 +12,7 @@ import pytest
 from sessionstore import SessionMeta, open_store
 from sessionstore.encryption.keys import fingerprint
 from sessionstore.testing.contract import message
-from tests.test_cli import run
-
-
-def key_file(path: Path, *keys: str) -> str:
-    path.write_text("# newest first\n" + "\n".join(keys) + "\n")
-    return str(path)
+from tests.cli.helpers import key_file, run
 
 
 def generated(capsys: pytest.CaptureFixture[str]) -> str:

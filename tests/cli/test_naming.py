@@ -13,7 +13,7 @@ import pytest
 from sessionstore import Message, MessageEntry, SessionMeta, SessionStore, open_store
 from sessionstore.cli.naming import session_named
 from sessionstore.integrations.conversation import Conversation
-from tests.test_cli import run
+from tests.cli.helpers import run
 
 
 def said(text: str) -> MessageEntry:

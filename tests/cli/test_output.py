@@ -11,8 +11,7 @@ import pytest
 from sessionstore import SessionMeta, open_store
 from sessionstore.cli.output import cell, escaped, literal, shown
 from sessionstore.testing.contract import message
-from tests.cli.test_terminal import on_terminal
-from tests.test_cli import run
+from tests.cli.helpers import on_terminal, run
 
 HIDDEN = {
     "bidi override (Cf)": "\u202e",

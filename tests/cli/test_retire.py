@@ -8,8 +8,8 @@ import pytest
 
 from sessionstore import SessionMeta, open_store
 from sessionstore.testing.common import message
+from tests.cli.helpers import run
 from tests.kinds import PERSISTENT_KINDS, StoreTargets
-from tests.test_cli import run
 
 OLD = "2020-01-01T00:00:00Z"
 NEW = "2999-01-01T00:00:00Z"

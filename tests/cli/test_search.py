@@ -11,9 +11,7 @@ import pytest
 
 from sessionstore import SessionMeta, open_store
 from sessionstore.wire import encode_value
-from tests.cli.test_browse import said
-from tests.cli.test_terminal import COMMAND, environment, on_terminal
-from tests.test_cli import run
+from tests.cli.helpers import COMMAND, environment, on_terminal, run, said
 
 HEADER = ["session", "seq", "role", "snippet", "entry"]
 

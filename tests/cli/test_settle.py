@@ -11,8 +11,8 @@ import pytest
 
 from sessionstore import EffectFailedError, EffectInDoubtError, FileJournal, open_store
 from sessionstore.testing.effects_contract import Crash, crash
+from tests.cli.helpers import run
 from tests.kinds import TEST_KEYS, StoreTargets
-from tests.test_cli import run
 
 
 async def _in_doubt(db: str, *calls: str) -> None:

@@ -3,7 +3,6 @@ columns), under Ctrl-C, and with its reader gone (``| head``)."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -14,33 +13,8 @@ from pathlib import Path
 import pytest
 
 from sessionstore import CompactionEntry, Message, MessageEntry, SessionMeta, encode, open_store
+from tests.cli.helpers import COMMAND, ROOT, TRICKY, environment, on_terminal
 from tests.dialects import FORECAST, require_frameworks, write_every_dialect
-
-COMMAND = [sys.executable, "-m", "sessionstore"]
-ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def environment(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env.pop("SESSIONSTORE_DB", None)
-    env.update(extra)
-    return env
-
-
-def on_terminal(*args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
-    """Run the command as if on a terminal (80 columns); its output without colours."""
-    done = subprocess.run(
-        [*COMMAND, *args],
-        capture_output=True,
-        text=True,
-        env=environment(FORCE_COLOR="1", COLUMNS=str(columns), LINES="40"),
-        timeout=60,
-        check=False,
-    )
-    done.stdout, done.stderr = ANSI.sub("", done.stdout), ANSI.sub("", done.stderr)
-    return done
 
 
 def write_session(store: Path, meta: SessionMeta, entries: list[str], repeat: int = 1) -> None:
@@ -55,9 +29,6 @@ def write_session(store: Path, meta: SessionMeta, entries: list[str], repeat: in
 
 def entry(text: str, entry_id: str = "e") -> str:
     return encode(MessageEntry(id=entry_id, timestamp="t", message=Message.user(text)))
-
-
-TRICKY = ["[/bold]", "arr[i] = arr[j]", "[bold]loud[/bold]", ":smile: [red]x[/]", "\x1b[31mred"]
 
 
 def test_show_on_a_terminal_prints_stored_text_literally(tmp_path: Path) -> None:

@@ -12,8 +12,7 @@ from sessionstore import SessionMeta, open_store
 from sessionstore.backends.sql.schema import VERSION_TABLE
 from sessionstore.encryption.keys import generate_key
 from sessionstore.testing.contract import message
-from tests.cli.test_keys import key_file
-from tests.test_cli import run
+from tests.cli.helpers import key_file, run
 
 DRIVERS = ("sqlite+pysqlite", "sqlite:////", "postgresql+psycopg")
 

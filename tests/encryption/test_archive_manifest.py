@@ -11,7 +11,7 @@ import pytest
 
 from sessionstore import ArchiveError, Message, MessageEntry, SessionMeta, open_store
 from sessionstore.archive import export_archive, import_archive
-from tests.encryption.test_sealed_archive import refused
+from tests.encryption.helpers import refused
 from tests.kinds import TEST_KEYS
 
 pytest.importorskip("cryptography")

@@ -156,7 +156,7 @@ async def test_keys_in_the_wrong_order_are_refused_naming_the_order(tmp_path: Pa
 async def test_keys_rotate_refuses_the_wrong_order_and_says_why_when_nothing_is_left(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from tests.test_cli import run
+    from tests.cli.helpers import run
 
     db, new = str(tmp_path / "s.db"), generate_key()
     async with await SqlStore.open(db, keys=OLD) as store:

@@ -22,8 +22,8 @@ from sessionstore import (
     generate_key,
     open_store,
 )
-from sessionstore.archive import ArchiveIssue, ArchiveReport, export_archive, import_archive
-from tests.encryption.test_sealed_store import files_holding, fill
+from sessionstore.archive import export_archive, import_archive
+from tests.encryption.helpers import files_holding, fill, refused
 from tests.kinds import TEST_KEYS, StoreTargets
 
 pytest.importorskip("cryptography")
@@ -40,12 +40,6 @@ def same_trees(left: Path, right: Path) -> bool:
     if mismatch or errors:
         return False
     return all(same_trees(left / name, right / name) for name in compared.common_dirs)
-
-
-def refused(error: ArchiveError) -> list[ArchiveIssue]:
-    """The files an export or import refused."""
-    assert isinstance(error.report, ArchiveReport)
-    return error.report.refused
 
 
 async def plain_export(store: SessionStore, dest: Path) -> Path:

@@ -23,48 +23,11 @@ from sessionstore import (
     generate_key,
     open_store,
 )
-from sessionstore.journal import Journal
-from sessionstore.models import CompactionEntry, SessionHeader
-from sessionstore.timestamps import Timestamp
+from tests.encryption.helpers import files_holding, fill
 from tests.integrations import require
 from tests.kinds import TEST_KEYS, StoreTargets
 
 KEY = TEST_KEYS[0]
-
-
-def marked(marker: str) -> tuple[SessionMeta, list[MessageEntry | CompactionEntry]]:
-    """A session whose every sealed field holds ``marker``."""
-    meta = SessionMeta(
-        id="s1",
-        title=f"title {marker}",
-        owner=f"owner{marker}",
-        tags=(f"tag{marker}",),
-        metadata={"note": f"meta {marker}"},
-    )
-    function = {"name": "lookup", "arguments": f'{{"query": "args {marker}"}}'}
-    call = Message(
-        role="assistant",
-        content="",
-        tool_calls=[{"id": "call-1", "type": "function", "function": function}],
-    )
-    result = Message(role="tool", content=f"result {marker}", tool_call_id="call-1")
-    first = MessageEntry.new(Message.user(f"hello {marker} and more"))
-    entries: list[MessageEntry | CompactionEntry] = [
-        first,
-        MessageEntry.new(call),
-        MessageEntry.new(result),
-        CompactionEntry.new(f"summary {marker}", first.id),
-    ]
-    return meta, entries
-
-
-async def fill(store: SessionStore, marker: str) -> None:
-    meta, entries = marked(marker)
-    await store.create(meta)
-    await store.append_many("s1", entries)
-    await store.set_title("s1", f"later {marker}")
-    journal = store.journal("agent")
-    await journal.begin(SessionHeader(started_at=Timestamp.now(), model=marker), Journal())
 
 
 async def read_back(store: SessionStore, marker: str) -> None:
@@ -77,14 +40,6 @@ async def read_back(store: SessionStore, marker: str) -> None:
     assert summary.meta.tags == (f"tag{marker}",)
     assert {hit.session_id for hit in await store.search(marker)} == {"s1"}
     assert marker.encode() in await store.journal("agent").read_bytes()
-
-
-def files_holding(root: Path, marker: str) -> list[str]:
-    found = []
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and marker.encode() in path.read_bytes():
-            found.append(str(path))
-    return found
 
 
 async def test_no_file_of_a_sealed_sqlite_store_holds_what_it_seals(

@@ -32,9 +32,8 @@ from sessionstore.integrations.langchain import OnceTool
 from sessionstore.integrations.openai_agents import once_tool
 from sessionstore.integrations.pydantic_ai import OnceToolset
 from sessionstore.testing.effects_contract import Crash
-from tests.integrations.test_effects_tools import calls
-from tests.integrations.test_openai_agents import NO_TRACING, ScriptedModel, answer
-from tests.test_cli import run
+from tests.cli.helpers import run
+from tests.integrations.scripted import NO_TRACING, ScriptedModel, answer, calls
 
 
 def settle_as_printed(

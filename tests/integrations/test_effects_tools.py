@@ -20,10 +20,8 @@ require("pydantic_ai", extra="pydantic-ai")
 require("langchain_core", extra="langchain")
 
 from agents import Agent, Runner, function_tool
-from agents.items import TResponseOutputItem
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool
-from openai.types.responses import ResponseFunctionToolCall
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.toolsets import FunctionToolset
@@ -33,23 +31,10 @@ from sessionstore.integrations.langchain import OnceTool
 from sessionstore.integrations.openai_agents import StoreSession, once_tool
 from sessionstore.integrations.pydantic_ai import OnceToolset
 from sessionstore.sync import SyncStore
-from tests.integrations.test_openai_agents import NO_TRACING, ScriptedModel, answer
+from tests.integrations.scripted import NO_TRACING, ScriptedModel, answer, calls
 
 KILLS = 12  # at most: the runs stop once every call is recorded
 CALLS = {"openai-agents": [f"n{n}" for n in range(6)], "pydantic-ai": ["a", "b", "c"]}
-
-
-def calls(*numbers: int) -> list[TResponseOutputItem]:
-    return [
-        ResponseFunctionToolCall(
-            id=f"fc_{n}",
-            call_id=f"call_{n}",
-            type="function_call",
-            name="send",
-            arguments=f'{{"to": "u{n}"}}',
-        )
-        for n in numbers
-    ]
 
 
 async def test_an_openai_agents_turn_run_again_gets_the_recorded_outputs(

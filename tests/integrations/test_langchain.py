@@ -49,8 +49,8 @@ from sessionstore.integrations.langchain import (
 )
 from sessionstore.sync import SyncStore
 from sessionstore.sync import open_store as open_sync_store
+from tests.cli.helpers import run
 from tests.kinds import StoreTargets
-from tests.test_cli import run
 
 CONVERSATION = "chat-1"
 SUMMARY = "[Conversation summary]\n"

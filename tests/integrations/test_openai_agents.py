@@ -7,10 +7,9 @@ Without openai-agents these tests skip (fail under CI=true): `require`.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,15 +19,8 @@ from tests.integrations import require
 
 require("agents", extra="openai-agents")
 
-from agents import Agent, RunConfig, Runner, TResponseInputItem, Usage, function_tool
-from agents.items import ModelResponse, TResponseOutputItem, TResponseStreamEvent
+from agents import Runner, TResponseInputItem
 from agents.memory import Session, SessionSettings
-from agents.models.interface import Model
-from openai.types.responses import (
-    ResponseFunctionToolCall,
-    ResponseOutputMessage,
-    ResponseOutputText,
-)
 
 from sessionstore import (
     ClosedError,
@@ -53,11 +45,17 @@ from sessionstore.integrations.openai_agents import (
     message_from_item,
 )
 from sessionstore.verify import verify_store
+from tests.cli.helpers import run
+from tests.integrations.scripted import (
+    NO_TRACING,
+    ScriptedModel,
+    agent_on,
+    answer,
+    call_clock,
+)
 from tests.kinds import StoreTargets
-from tests.test_cli import run
 
 CHAT = "chat-42"
-NO_TRACING = RunConfig(tracing_disabled=True)
 
 
 @pytest.fixture
@@ -77,58 +75,6 @@ def user(text: str) -> dict[str, Any]:
 def canonical(value: object) -> str:
     """Equal for equal JSON only: ``1`` and ``1.0``, ``True`` and ``1`` differ here."""
     return json.dumps(value, sort_keys=True)
-
-
-# -------------------------------------------------------------- a scripted model
-
-
-class ScriptedModel(Model):
-    """A model answering from a script, one response per call, keeping each input."""
-
-    def __init__(self, *responses: list[TResponseOutputItem]) -> None:
-        self.responses = list(responses)
-        self.inputs: list[list[dict[str, Any]]] = []
-
-    async def get_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        *args: Any,
-        **kwargs: Any,
-    ) -> ModelResponse:
-        given = [{"content": input, "role": "user"}] if isinstance(input, str) else input
-        self.inputs.append(copy.deepcopy(cast(list[dict[str, Any]], given)))
-        return ModelResponse(output=self.responses.pop(0), usage=Usage(), response_id=None)
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
-        raise NotImplementedError("the tests run the model without streaming")
-
-
-def answer(text: str, item_id: str) -> list[TResponseOutputItem]:
-    part = ResponseOutputText(text=text, type="output_text", annotations=[], logprobs=[])
-    return [
-        ResponseOutputMessage(
-            id=item_id, type="message", role="assistant", status="completed", content=[part]
-        )
-    ]
-
-
-def call_clock(call_id: str) -> list[TResponseOutputItem]:
-    return [
-        ResponseFunctionToolCall(
-            id=f"fc_{call_id}", call_id=call_id, type="function_call", name="clock", arguments="{}"
-        )
-    ]
-
-
-@function_tool
-def clock() -> str:
-    """The time of day."""
-    return "09:00"
-
-
-def agent_on(model: ScriptedModel) -> Agent[Any]:
-    return Agent(name="assistant", instructions="Tell the time.", model=model, tools=[clock])
 
 
 def texts(given: Sequence[dict[str, Any]]) -> list[str]:

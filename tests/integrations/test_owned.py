@@ -31,7 +31,7 @@ from sessionstore.cli import main
 from sessionstore.integrations.langchain import SessionStoreChatMessageHistory
 from sessionstore.integrations.openai_agents import StoreSession
 from sessionstore.sync import open_store as open_sync_store
-from tests.integrations.test_openai_agents import NO_TRACING, ScriptedModel, agent_on, answer
+from tests.integrations.scripted import NO_TRACING, ScriptedModel, agent_on, answer
 from tests.kinds import StoreTargets
 
 CHAT = "chat-1"
