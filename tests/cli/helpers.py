@@ -14,8 +14,8 @@ import pytest
 
 from sessionstore import Message, MessageEntry
 from sessionstore.cli import main
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 COMMAND = [sys.executable, "-m", "sessionstore"]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
 TRICKY = ["[/bold]", "arr[i] = arr[j]", "[bold]loud[/bold]", ":smile: [red]x[/]", "\x1b[31mred"]

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from sessionstore import CompactionEntry, Message, MessageEntry, SessionMeta, encode, open_store
-from tests.cli.helpers import COMMAND, ROOT, TRICKY, environment, on_terminal
+from tests.cli.helpers import COMMAND, TRICKY, environment, on_terminal
 from tests.dialects import FORECAST, require_frameworks, write_every_dialect
+from tests.helpers import ROOT
 
 
 def write_session(store: Path, meta: SessionMeta, entries: list[str], repeat: int = 1) -> None:

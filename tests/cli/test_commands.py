@@ -12,10 +12,10 @@ import pytest
 from sessionstore import decode_entry, decode_meta, migrate
 from sessionstore.cli import build_parser, main
 from tests.cli.helpers import run
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-FIXTURE = Path(__file__).parent / "data" / "archive"
+FIXTURE = ROOT / "tests" / "data" / "archive"
 COMMANDS = [
     "migrate",
     "ls",

@@ -29,9 +29,10 @@ from sessionstore.testing.journal_contract import header, post
 from tests.archive.helpers import tree
 from tests.forks import SESSIONS as FORK_SESSIONS
 from tests.forks import fill_forks
+from tests.helpers import ROOT
 from tests.kinds import STORE_KINDS, StoreTargets
 
-FIXTURE = Path(__file__).parent / "data" / "archive"
+FIXTURE = ROOT / "tests" / "data" / "archive"
 SERDE_ID = "2b8f0c52-6f7e-4c3a-9d7b-5f0e1a2b3c4d"
 
 

@@ -17,15 +17,15 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 
 import psycopg
 import pytest
 
 from sessionstore import SessionMeta, SqlStore
 from sessionstore.testing.contract import message
+from tests.helpers import ROOT
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "sql.md"
+DOCS = ROOT / "docs" / "sql.md"
 
 # The procedure, in the order docs/sql.md gives it, each step after a wait
 # for the transactions begun before the previous one's moment to end.

@@ -5,7 +5,7 @@ store and is killed several times, at a random step of its run. After each
 kill every session is in the store or in the archive, or both, with the
 bytes it had; a final run finishes the job, and importing the archive
 brings every session back byte for byte. The memory kind does not outlive
-a process: its crash logic is tested in ``test_archive_retire.py``.
+a process: its crash logic is tested in ``test_retire.py``.
 """
 
 from __future__ import annotations

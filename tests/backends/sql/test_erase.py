@@ -21,7 +21,7 @@ from sessionstore import (
 )
 from sessionstore.testing.contract import message
 from tests.backends.sql.helpers import stored_bytes
-from tests.helpers import APPENDER
+from tests.helpers import APPENDER, ROOT
 from tests.kinds import StoreTargets
 
 
@@ -197,7 +197,7 @@ async def test_erasures_recorded_before_the_upgrade_are_spent(
         await store.create(SessionMeta(id="later"))
     downgraded = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "alembic", "-x", f"url={target}", "downgrade", "0006"),
-        cwd=Path(__file__).parents[2],  # alembic.ini's
+        cwd=ROOT,  # alembic.ini's
         stderr=asyncio.subprocess.PIPE,
     )
     _, stderr = await downgraded.communicate()

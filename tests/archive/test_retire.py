@@ -1,7 +1,7 @@
 """`retire`: sessions move from the store into an archive, checked, never lost.
 
 Every test runs on every store kind through the public store protocol only;
-the kill test of a real process is in ``test_archive_retire_kill.py``.
+the kill test of a real process is in ``test_retire_kill.py``.
 """
 
 from __future__ import annotations
