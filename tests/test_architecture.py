@@ -5,6 +5,7 @@
 * ``import sessionstore`` in a fresh interpreter loads neither SQLAlchemy nor alembic.
 * Every ``__all__`` is sorted and resolves; the top-level one lists exactly the public names.
 * Integrations import only the public API (``sessionstore``, ``sessionstore.sync``).
+* No test module imports another; the tests' folders mirror the package's.
 """
 
 from __future__ import annotations
@@ -640,3 +641,73 @@ def test_a_module_of_the_sql_package_loads_without_the_store(tmp_path: Path) -> 
         "assert SqlStore.__module__ == 'sessionstore.backends.sql.store'\n"
     )
     fresh_python(code, tmp_path)
+
+
+# ------------------------------------------------------------------ 6. the tests
+
+TESTS = ROOT / "tests"
+# Folders of tests that span the package rather than mirror a part of it.
+ACROSS = {
+    "contract": "the contract suites of sessionstore.testing, run on every backend",
+    "differential": "the package against reference implementations",
+}
+
+
+def modules_of_the_tests() -> dict[str, Module]:
+    """Every module below tests/, by dotted name (``tests.cli.helpers``)."""
+    modules: dict[str, Module] = {}
+    for path in sorted(TESTS.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        is_package = parts[-1] == "__init__"
+        name = ".".join(parts[:-1] if is_package else parts)
+        modules[name] = Module(name, path, is_package)
+    return modules
+
+
+def test_no_test_module_imports_another() -> None:
+    """What tests share lives in a helper module (``helpers.py``, ``scripted.py``
+    beside them), never in a test module: importing one runs its module-level
+    set-up, and moving or renaming a test file must not break another."""
+    modules = modules_of_the_tests()
+    found = [
+        f"{module.where}:{statement.line}  imports {target}"
+        for module in modules.values()
+        for statement in imports_of(module)
+        for target in [
+            statement.module,
+            *(f"{statement.module}.{name}" for name in statement.names),
+        ]
+        if target in modules and target.rpartition(".")[2].startswith("test_")
+    ]
+    assert not found, "test modules imported by others:\n" + "\n".join(found)
+
+
+def subpackages(folder: Path) -> set[str]:
+    """The names of the packages directly in ``folder``."""
+    return {path.parent.name for path in folder.glob("*/__init__.py")}
+
+
+def test_the_tests_mirror_the_package() -> None:
+    """The tests of ``sessionstore/<path>/`` are in ``tests/<path>/``: every
+    folder holding test files is ``tests/`` itself (the top-level modules and
+    the package as a whole), the mirror of a subpackage, or one of `ACROSS`.
+    A test file named after a subpackage of what its folder mirrors
+    (``test_<sub>.py``, ``test_<sub>_*.py``) is in that subpackage's folder
+    instead. Each folder is a package (``__init__.py``), as test files of one
+    name in two folders need."""
+    wrong = []
+    for path in sorted(TESTS.rglob("test_*.py")):
+        folder = path.parent.relative_to(TESTS)
+        mirrored = ROOT / PACKAGE / folder
+        where = str(path.relative_to(ROOT))
+        if folder.parts and folder.parts[0] in ACROSS:
+            pass
+        elif not (mirrored / "__init__.py").is_file():
+            wrong.append(f"{where}: no package {PACKAGE}/{folder.as_posix()}/ to mirror")
+        else:
+            for sub in subpackages(mirrored):
+                if path.stem == f"test_{sub}" or path.stem.startswith(f"test_{sub}_"):
+                    wrong.append(f"{where}: belongs in tests/{(folder / sub).as_posix()}/")
+        if not (path.parent / "__init__.py").is_file():
+            wrong.append(f"{where}: its folder has no __init__.py")
+    assert not wrong, "test files out of place:\n" + "\n".join(wrong)
