@@ -33,19 +33,19 @@ fi
 # The tests of the modules chosen; the slowest (memory over 200,000
 # entries, kills of whole processes) add nothing a faster one does not check.
 if [[ "${modules[0]}" == sessionstore/backends/sql/* ]]; then
-    selection=(tests/backends/test_writer_lock.py tests/backends/test_sql.py
-        tests/backends/test_sql_tamper.py tests/backends/test_sql_workers.py
-        tests/backends/test_sql_contexts.py tests/backends/test_sql_database.py
-        tests/backends/test_sql_group.py
+    selection=(tests/backends/sql/test_writer_lock.py tests/backends/sql/test_sqlite.py
+        tests/backends/sql/test_tamper.py tests/backends/sql/test_workers.py
+        tests/backends/sql/test_contexts.py tests/backends/sql/test_database.py
+        tests/backends/sql/test_group.py
         tests/test_migrations.py tests/test_open_store.py tests/test_adversarial_findings.py
         tests/contract/test_stores.py)
     filter="not memory and not jsonl and not postgresql and not installed_wheel and not alembic and not populated"
 else
-    selection=(tests/backends/test_jsonl.py tests/backends/test_jsonl_repair.py
-        tests/backends/test_jsonl_hostile.py tests/backends/test_jsonl_context.py
-        tests/test_archive.py tests/test_archive_hostile.py
+    selection=(tests/backends/jsonl/test_store.py tests/backends/jsonl/test_repair.py
+        tests/backends/jsonl/test_hostile.py tests/backends/jsonl/test_context.py
+        tests/archive/test_export_import.py tests/archive/test_hostile.py
         tests/test_journal_parse.py tests/test_journal_stream.py tests/test_journal_model.py
-        tests/backends/test_file_journal.py tests/backends/test_file_journal_hostile.py
+        tests/backends/jsonl/test_file_journal.py tests/backends/jsonl/test_file_journal_hostile.py
         tests/contract/test_journals.py)
     filter="not memory_stays_flat and not kill_during and not sigkill and not two_processes"
 fi
