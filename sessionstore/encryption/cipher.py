@@ -15,7 +15,10 @@ same line exported again gives the same bytes.
 
 Keys wrap data keys the same way (`wrap`, `unwrap`), bound to the data
 key's id. `token` is a keyed hash (HMAC-SHA256, truncated to 96 bits): what
-the word index and the owner column hold in place of words and owners.
+the owner column holds in place of owners. A word's token is that hash
+enciphered by a *word key* (`WordKey`: AES-256 on one 16-byte block, the
+hash and 4 zero bytes), a keyed permutation: tokens can be moved from one
+word key to another (`WordKey.rekey`) without knowing their words.
 """
 
 from __future__ import annotations
@@ -27,14 +30,18 @@ import hmac
 import os
 
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 __all__ = [
     "KEY_ID_BYTES",
     "VERSION",
     "Sealed",
+    "WordKey",
+    "digest",
     "new_key_id",
     "nonce_key",
+    "old_digest",
     "open_value",
     "seal",
     "seal_fixed",
@@ -173,8 +180,83 @@ def unwrap(master: bytes, key_id: bytes, wrapped: bytes) -> bytes:
         raise Sealed("the wrapped key does not open with this master key") from None
 
 
+_DIGEST = 12  # bytes of a token's keyed hash
+_PAD = bytes(16 - _DIGEST)  # what fills a word's block to AES's 16 bytes
+
+
+def digest(key: bytes, kind: str, text: str) -> bytes:
+    """The keyed hash of ``text`` (a word, an owner) that `token` encodes."""
+    return hmac.digest(key, f"{kind}\x00{text}".encode(), hashlib.sha256)[:_DIGEST]
+
+
+def _text(raw: bytes) -> str:
+    return base64.b32encode(raw).decode().rstrip("=").lower()
+
+
+def _raw(text: str) -> bytes | None:
+    """The bytes a token's text encodes; None when it is no token."""
+    padded = text.upper() + "=" * (-len(text) % 8)
+    try:
+        return base64.b32decode(padded)
+    except (binascii.Error, ValueError):
+        return None
+
+
 def token(key: bytes, kind: str, text: str) -> str:
     """A keyed hash of ``text`` (a word, an owner): equal texts give equal
     tokens under one key, and nothing else can be learnt without it."""
-    digest = hmac.digest(key, f"{kind}\x00{text}".encode(), hashlib.sha256)[:12]
-    return base64.b32encode(digest).decode().rstrip("=").lower()
+    return _text(digest(key, kind, text))
+
+
+class WordKey:
+    """A word key: what makes a word's keyed hash (`digest` under the index
+    key) the token a word index holds, by enciphering it as one AES block.
+    Destroyed, its tokens are as good as random: guessing a word, with the
+    index key, no longer gives its token.
+
+    Args:
+        key_id: its id in the keyring.
+        raw: its 32 bytes.
+    """
+
+    def __init__(self, key_id: bytes, raw: bytes) -> None:
+        self.key_id = key_id
+        self._cipher = Cipher(algorithms.AES(raw), modes.ECB())
+
+    def tokens(self, digests: list[bytes]) -> list[str]:
+        """The tokens of words of those digests (`digest`), in order."""
+        if not digests:
+            return []
+        blocks = self._cipher.encryptor().update(b"".join(raw + _PAD for raw in digests))
+        return [_text(blocks[n : n + 16]) for n in range(0, len(blocks), 16)]
+
+    def digests(self, tokens: list[str]) -> list[bytes | None]:
+        """The digests those tokens were made of, in order; None for a text
+        that is no token of this key (another key's, or a raw writer's)."""
+        raws = [_raw(token) for token in tokens]
+        whole = [raw for raw in raws if raw is not None and len(raw) == 16]
+        plain = self._cipher.decryptor().update(b"".join(whole)) if whole else b""
+        found: list[bytes | None] = []
+        at = 0
+        for raw in raws:
+            if raw is None or len(raw) != 16:
+                found.append(None)
+                continue
+            block = plain[at : at + 16]
+            at += 16
+            found.append(block[:_DIGEST] if block[_DIGEST:] == _PAD else None)
+        return found
+
+    def rekey(self, tokens: list[str], new: WordKey) -> list[str | None]:
+        """Those tokens of this key as ``new`` makes them (None for a text
+        that is no token of this key), without their words."""
+        digests = self.digests(tokens)
+        made = iter(new.tokens([raw for raw in digests if raw is not None]))
+        return [None if raw is None else next(made) for raw in digests]
+
+
+def old_digest(token: str) -> bytes | None:
+    """The digest of a token made by `token` alone (a word index sealed
+    before word keys held those); None when it is no such token."""
+    raw = _raw(token)
+    return raw if raw is not None and len(raw) == _DIGEST else None

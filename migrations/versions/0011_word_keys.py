@@ -1,0 +1,46 @@
+"""Word keys: a sealed store's word tokens under a key per bucket of sessions.
+
+``word_keys`` holds, in a sealed store, the id of each bucket's word key
+(the key itself is in the keyring): a word's token is then its keyed hash
+under the index key enciphered by the word key of its session's bucket,
+and an erase replaces its bucket's key, so that a copy of the index taken
+before the erase gives back none of the erased session's words
+(docs/encryption.md). The upgrade creates the empty table, and on SQLite an
+index of ``search_postings`` by session (an erase re-keys its bucket's rows
+through it). Tokens written before stay as they are: the store's next open
+with its keys moves them under word keys, a bucket at a time
+(`sessionstore.backends.sql.wordkeys.convert`).
+
+Revision ID: 0011
+Revises: 0010
+Create Date: 2026-12-03
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0011"
+down_revision: str | None = "0010"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "word_keys",
+        sa.Column("bucket", sa.BigInteger(), autoincrement=False, nullable=False),
+        sa.Column("key_id", sa.LargeBinary(), nullable=False),
+        sa.PrimaryKeyConstraint("bucket", name="pk_word_keys"),
+    )
+    if op.get_bind().dialect.name == "sqlite":
+        op.create_index("ix_search_postings_session_pk", "search_postings", ["session_pk"])
+
+
+def downgrade() -> None:
+    if op.get_bind().dialect.name == "sqlite":
+        op.drop_index("ix_search_postings_session_pk", "search_postings")
+    op.drop_table("word_keys")

@@ -1,0 +1,319 @@
+"""Word keys: a sealed store's word tokens, under a key per bucket of sessions.
+
+A sealed store's word index holds, for each word of a session's messages,
+its keyed hash under the store's index key (`Sealer.word`) enciphered by
+the *word key* of the session's bucket (`cipher.WordKey`): the sessions of
+keys ``pk`` in ``[b * BUCKET, (b + 1) * BUCKET)`` make bucket ``b``, so a
+bucket's rows are one range of ``session_pk`` in the index. The keyring
+keeps each word key (scope ``words``, named by its bucket), the table
+``word_keys`` the id of the current one (migration 0011); the row of
+bucket `CONVERTED` says every bucket's tokens are under word keys.
+
+* **Indexing** (`Tokens`, in the write transaction that indexes): a
+  bucket's key is read from ``word_keys``, on PostgreSQL ``FOR SHARE``, so
+  that an erase re-keying the bucket waits for the transaction, and it for
+  the erase; a bucket without one is given a new key.
+* **Erase** (`rekey`, in the erase's transaction, after the session's rows
+  went): the bucket's rows are moved under a new word key, token by token
+  (no message is read), ``word_keys`` names it, and the old key is doomed,
+  destroyed after the commit (`sealing.sweep` ends one a crash left
+  doomed: the row no longer names it). A copy of the index taken before
+  the erase then holds the erased session's tokens under a key that is
+  gone.
+* **Search** (`current`): a word's token is made under each bucket's key
+  named in the snapshot read: one AES block per word and bucket.
+* **Conversion** (`convert`, at the first open with the keys of a store
+  sealed before 0011, whose tokens are the index key's hashes alone): a
+  bucket at a time, each in a transaction of its own that gives the bucket
+  its key; killed midway, the next open goes on with the buckets left.
+
+Plain stores have no word keys and no row here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from itertools import groupby
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection, bindparam, select, text, update
+
+from sessionstore.backends.sql.query import Query
+from sessionstore.backends.sql.tables import sessions, word_keys
+
+if TYPE_CHECKING:
+    from sessionstore.backends.sql.database import Database
+    from sessionstore.encryption.cipher import WordKey
+    from sessionstore.encryption.sealer import Sealer
+
+__all__ = [
+    "BUCKET",
+    "CONVERTED",
+    "Tokens",
+    "bucket_of",
+    "convert",
+    "current",
+    "doomed_key_ended",
+    "mark_converted",
+    "rekey",
+]
+
+BUCKET = 256
+"""Sessions in a bucket at most (by ``pk``). A search makes a word's token
+once per bucket; an erase re-keys the rows of its bucket's other sessions."""
+
+CONVERTED = -1
+"""The bucket whose row (with no key) says every bucket is under word keys."""
+
+_PAGE = 500  # PostgreSQL vectors re-keyed per statement
+
+
+def bucket_of(pk: int) -> int:
+    """The bucket of the session of key ``pk``."""
+    return pk // BUCKET
+
+
+_KEY_OF = Query(select(word_keys.c.key_id).where(word_keys.c.bucket == bindparam("bucket")))
+_KEY_SHARED = Query(
+    select(word_keys.c.key_id)
+    .where(word_keys.c.bucket == bindparam("bucket"))
+    .with_for_update(read=True)
+)
+_KEY_LOCKED = Query(
+    select(word_keys.c.key_id).where(word_keys.c.bucket == bindparam("bucket")).with_for_update()
+)
+_KEYS = Query(
+    select(word_keys.c.bucket, word_keys.c.key_id)
+    .where(word_keys.c.bucket >= 0)
+    .order_by(word_keys.c.bucket)
+)
+_NEW_KEY = Query(
+    text("INSERT INTO word_keys (bucket, key_id) VALUES (:bucket, :key_id) ON CONFLICT DO NOTHING")
+)
+_SET_KEY = Query(
+    update(word_keys)
+    .where(word_keys.c.bucket == bindparam("bucket"))
+    .values(key_id=bindparam("key_id"))
+)
+_BUCKETS = Query(
+    select((sessions.c.pk / BUCKET).label("bucket")).distinct().order_by(text("bucket"))
+)
+
+
+class Tokens:
+    """What makes the tokens the word index holds for the messages a write
+    transaction indexes: the word key of each session's bucket, read (or
+    made) once per transaction.
+
+    Args:
+        conn: the write transaction.
+        sealer: the store's.
+    """
+
+    def __init__(self, conn: Connection, sealer: Sealer) -> None:
+        self._conn = conn
+        self._sealer = sealer
+        self._keys: dict[int, WordKey] = {}
+
+    def key(self, pk: int) -> WordKey:
+        """The word key of the bucket of session ``pk``; made if it has none."""
+        bucket = bucket_of(pk)
+        found = self._keys.get(bucket)
+        if found is None:
+            found = self._keys[bucket] = _bucket_key(self._conn, self._sealer, bucket)
+        return found
+
+    def sealed(self, pk: int, hits: Mapping[str, int]) -> dict[str, int]:
+        """A message's ``hits`` (by word) as the index holds them in session ``pk``."""
+        return sealed_hits(self._sealer, self.key(pk), hits)
+
+
+def sealed_hits(sealer: Sealer, key: WordKey, hits: Mapping[str, int]) -> dict[str, int]:
+    """``hits`` by word, by the words' tokens under ``key``."""
+    tokens = key.tokens([sealer.word(word) for word in hits])
+    return dict(zip(tokens, hits.values(), strict=True))
+
+
+def _bucket_key(conn: Connection, sealer: Sealer, bucket: int) -> WordKey:
+    """The bucket's word key, its row held shared until the commit
+    (PostgreSQL); a new one kept first when it has none. Of two
+    transactions giving one bucket a key at once, one's row stays; the
+    other's key, never used, is destroyed."""
+    row = _KEY_SHARED.first(conn, bucket=bucket)
+    if row is not None:
+        return sealer.word_key(bytes(row[0]), bucket)
+    made = sealer.new_word_key(bucket)
+    _NEW_KEY.many(conn, [{"bucket": bucket, "key_id": made.key_id}])
+    kept = bytes(_KEY_SHARED.first(conn, bucket=bucket)[0])
+    if kept == made.key_id:
+        return made
+    sealer.destroy(made.key_id)
+    return sealer.word_key(kept, bucket)
+
+
+def current(conn: Connection, sealer: Sealer) -> list[tuple[int, WordKey]]:
+    """Each bucket and its word key, as the transaction's snapshot names them.
+
+    Raises:
+        EncryptionKeyError: the keyring lacks one (destroyed by an erase
+            that committed after the snapshot was taken: search again).
+    """
+    return [(bucket, sealer.word_key(bytes(key_id), bucket)) for bucket, key_id in _KEYS.all(conn)]
+
+
+# ---------------------------------------------------------------- moving tokens
+
+_SQLITE_ROWS = Query(
+    text(
+        "SELECT word, session_pk, batch, postings FROM search_postings "
+        "WHERE session_pk BETWEEN :low AND :high"
+    )
+)
+_SQLITE_DELETE = Query(text("DELETE FROM search_postings WHERE session_pk BETWEEN :low AND :high"))
+_SQLITE_INSERT = Query(
+    text(
+        "INSERT INTO search_postings (word, session_pk, batch, postings) "
+        "VALUES (:word, :session_pk, :batch, :postings)"
+    )
+)
+_POSTGRES_WORDS = Query(
+    text(
+        "SELECT v.session_pk, v.seq, u.lexeme, coalesce(cardinality(u.positions), 1) "
+        "FROM search_vectors AS v CROSS JOIN LATERAL unnest(v.words) AS u "
+        "WHERE v.session_pk BETWEEN :low AND :high AND v.words IS NOT NULL "
+        "ORDER BY v.session_pk, v.seq"
+    )
+)
+_POSTGRES_SET = text(
+    "UPDATE search_vectors AS v SET words = CAST(x.words AS tsvector) "
+    "FROM unnest(CAST(:pks AS bigint[]), CAST(:seqs AS bigint[]), CAST(:words AS text[])) "
+    "AS x(pk, seq, words) WHERE v.session_pk = x.pk AND v.seq = x.seq"
+)
+
+_Change = Callable[[list[str]], list[str | None]]
+"""Tokens as another key makes them (None: no token of the key, kept as it is)."""
+
+
+def _moved(conn: Connection, bucket: int, change: _Change) -> int:
+    """Change every token of the bucket's rows in the index; how many rows."""
+    low, high = bucket * BUCKET, bucket * BUCKET + BUCKET - 1
+    if conn.dialect.name == "postgresql":
+        return _moved_vectors(conn, low, high, change)
+    rows = _SQLITE_ROWS.all(conn, low=low, high=high)
+    if not rows:
+        return 0
+    words = [row[0] for row in rows]
+    made = change(words)
+    _SQLITE_DELETE.many(conn, [{"low": low, "high": high}])
+    moved = sorted(
+        (new if new is not None else word, pk, batch, postings)
+        for (word, pk, batch, postings), new in zip(rows, made, strict=True)
+    )
+    _SQLITE_INSERT.many(
+        conn, [{"word": w, "session_pk": pk, "batch": b, "postings": p} for w, pk, b, p in moved]
+    )
+    return len(rows)
+
+
+def _moved_vectors(conn: Connection, low: int, high: int, change: _Change) -> int:
+    """PostgreSQL: `_moved` of the vectors of sessions ``low..high``, a page at a time."""
+    from sessionstore.backends.sql.wordindex import vector
+
+    count = 0
+    page: list[tuple[int, int, str | None]] = []
+    rows = _POSTGRES_WORDS.all(conn, low=low, high=high)
+    for (pk, seq), group in groupby(rows, key=lambda row: (row[0], row[1])):
+        found = list(group)
+        made = change([row[2] for row in found])
+        hits = {
+            new if new is not None else row[2]: row[3] for row, new in zip(found, made, strict=True)
+        }
+        page.append((pk, seq, vector(hits)))
+        if len(page) == _PAGE:
+            count += _set_vectors(conn, page)
+            page = []
+    return count + _set_vectors(conn, page)
+
+
+def _set_vectors(conn: Connection, page: list[tuple[int, int, str | None]]) -> int:
+    if page:
+        pks, seqs, words = (list(column) for column in zip(*page, strict=True))
+        conn.execute(_POSTGRES_SET, {"pks": pks, "seqs": seqs, "words": words})
+    return len(page)
+
+
+def rekey(conn: Connection, sealer: Sealer, pk: int) -> bytes | None:
+    """Move the bucket of session ``pk`` (whose own rows are gone) under a
+    new word key, and doom the old one (an erase's body, before its
+    commit); the old key's id, to destroy after the commit, or None when
+    the bucket has none (nothing of it was indexed)."""
+    bucket = bucket_of(pk)
+    row = _KEY_LOCKED.first(conn, bucket=bucket)  # appends to the bucket wait (PostgreSQL)
+    if row is None:
+        return None
+    old = sealer.word_key(bytes(row[0]), bucket)
+    new = sealer.new_word_key(bucket)
+    sealer.keyring.doom(old.key_id)
+    _moved(conn, bucket, partial(old.rekey, new=new))
+    _SET_KEY.many(conn, [{"bucket": bucket, "key_id": new.key_id}])
+    return old.key_id
+
+
+def doomed_key_ended(conn: Connection, *, key_id: bytes, bucket: int) -> bool:
+    """Whether a doomed word key is no longer its bucket's (its erase
+    committed): `sealing.sweep` destroys it then. A key still named is an
+    erase cut short before its commit: it stays."""
+    row = _KEY_OF.first(conn, bucket=bucket)
+    return row is None or bytes(row[0]) != key_id
+
+
+# ---------------------------------------------------------------- conversion
+
+
+def _converted(conn: Connection) -> bool:
+    return _KEY_OF.first(conn, bucket=CONVERTED) is not None
+
+
+def mark_converted(conn: Connection) -> None:
+    """Record that every bucket's tokens are under word keys (a new sealed
+    store's, or one converted; in a write transaction)."""
+    _NEW_KEY.many(conn, [{"bucket": CONVERTED, "key_id": b""}])
+
+
+def _convert_bucket(conn: Connection, *, sealer: Sealer, bucket: int) -> None:
+    """Give the bucket a word key, its tokens (the index key's hashes alone)
+    moved under it (a write transaction's body); nothing if it has one."""
+    from sessionstore.encryption.cipher import old_digest
+
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("LOCK TABLE word_keys IN EXCLUSIVE MODE"))
+    if _KEY_OF.first(conn, bucket=bucket) is not None:
+        return
+    new = sealer.new_word_key(bucket)
+
+    def change(tokens: list[str]) -> list[str | None]:
+        digests = [old_digest(token) for token in tokens]
+        made = iter(new.tokens([raw for raw in digests if raw is not None]))
+        return [None if raw is None else next(made) for raw in digests]
+
+    _moved(conn, bucket, change)
+    _NEW_KEY.many(conn, [{"bucket": bucket, "key_id": new.key_id}])
+
+
+def _buckets(conn: Connection) -> list[int]:
+    return [bucket for (bucket,) in _BUCKETS.all(conn)]
+
+
+async def convert(database: Database, sealer: Sealer) -> int:
+    """Move the tokens of a store sealed before word keys under them, a
+    bucket per transaction (an open killed midway goes on at the next);
+    how many buckets were converted. Nothing for a store converted."""
+    if await database.transaction(None, _converted, quick=True):
+        return 0
+    buckets = await database.transaction(None, _buckets)
+    for bucket in buckets:
+        body = partial(_convert_bucket, sealer=sealer, bucket=bucket)
+        await database.transaction(None, body, write=True, durable=True)
+    await database.transaction(None, mark_converted, write=True, durable=True)
+    return len(buckets)
