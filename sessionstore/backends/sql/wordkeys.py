@@ -97,7 +97,7 @@ _SET_KEY = Query(
     .values(key_id=bindparam("key_id"))
 )
 _BUCKETS = Query(
-    select((sessions.c.pk / BUCKET).label("bucket")).distinct().order_by(text("bucket"))
+    select((sessions.c.pk / bindparam("size")).label("bucket")).distinct().order_by(text("bucket"))
 )
 
 
@@ -302,7 +302,7 @@ def _convert_bucket(conn: Connection, *, sealer: Sealer, bucket: int) -> None:
 
 
 def _buckets(conn: Connection) -> list[int]:
-    return [bucket for (bucket,) in _BUCKETS.all(conn)]
+    return [int(bucket) for (bucket,) in _BUCKETS.all(conn, size=BUCKET)]
 
 
 async def convert(database: Database, sealer: Sealer) -> int:

@@ -1,0 +1,227 @@
+"""An erase reaches old copies of the word index: a copy of the database
+taken before it, with the keyring and master key of after it, gives back
+none of the erased session's words, however they are guessed
+(docs/encryption.md, Threat model); and a store sealed before word keys
+is converted at its first open."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Iterable, Mapping
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from sessionstore import Message, MessageEntry, SessionMeta, SqlStore
+from sessionstore.backends.sql import wordkeys
+from sessionstore.backends.sql.keyring import SqlKeyring
+from sessionstore.encryption import cipher
+from sessionstore.encryption.cipher import WordKey
+from sessionstore.encryption.keys import MasterKeys
+from sessionstore.encryption.sealer import unwrap_key
+from tests.kinds import TEST_KEYS
+
+KEY = TEST_KEYS[0]
+SECRET = "p48213977"  # a passport number
+GUESSES = [
+    SECRET,
+    "passport",
+    "number",
+    "filler",
+    "kept",
+    *(f"p{n}" for n in range(48213900, 48214100)),
+]
+
+
+def guessed(tokens: set[str], ring: str, store_id: str, guesses: Iterable[str]) -> set[str]:
+    """The brute force: each guess's token made under every key the keyring
+    still holds for the store, as the index key alone (the scheme before
+    word keys), and as the index key with each key as a word key, matched
+    against the tokens a copy of the index holds."""
+    with closing(SqlKeyring(ring)) as keyring:
+        assert keyring.bind(store_id, create=False)
+        raws = [unwrap_key(MasterKeys(KEY), found, "keyring") for found in keyring.all_keys()]
+    words = list(guesses)
+    found = set()
+    for index in raws:
+        digests = [cipher.digest(index, "word", word) for word in words]
+        found |= {word for word in words if cipher.token(index, "word", word) in tokens}
+        for raw in raws:
+            made = WordKey(b"", raw).tokens(digests)
+            found |= {word for word, token in zip(words, made, strict=True) if token in tokens}
+    return found
+
+
+async def fill(store: SqlStore) -> None:
+    """The victim's message, then enough others (in its bucket) that SQLite
+    indexes it."""
+    await store.create(SessionMeta(id="victim"))
+    await store.append("victim", MessageEntry.new(Message.user(f"passport number {SECRET}")))
+    await store.create(SessionMeta(id="kept"))
+    await store.append_many(
+        "kept", [MessageEntry.new(Message.user(f"kept filler {n}")) for n in range(300)]
+    )
+
+
+def sqlite_tokens(db: Path) -> set[str]:
+    with closing(sqlite3.connect(db)) as connection:
+        return {word for (word,) in connection.execute("SELECT word FROM search_postings")}
+
+
+def sqlite_store_id(db: Path) -> str:
+    with closing(sqlite3.connect(db)) as connection:
+        return str(connection.execute("SELECT store_id FROM sealing").fetchone()[0])
+
+
+def pg_tokens(engine: sa.Engine, table: str) -> set[str]:
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(f"SELECT unnest(tsvector_to_array(words)) FROM {table}"))
+        return {word for (word,) in rows}
+
+
+async def test_a_sqlite_copy_taken_before_an_erase_gives_back_none_of_its_words(
+    tmp_path: Path,
+) -> None:
+    db, copy, ring = tmp_path / "s.db", tmp_path / "copy.db", str(tmp_path / "s.db.keys")
+    async with await SqlStore.open(str(db), keys=KEY) as store:
+        await fill(store)
+        assert [hit.session_id for hit in await store.search(SECRET)] == ["victim"]
+    shutil.copy(db, copy)  # checkpointed at close: the file holds it all
+    # Before the erase the brute force works: the attack is a real one.
+    assert guessed(sqlite_tokens(copy), ring, sqlite_store_id(copy), GUESSES) >= {SECRET, "filler"}
+    async with await SqlStore.open(str(db), keys=KEY) as store:
+        await store.erase("victim", reason="asked")
+        assert await store.search(SECRET) == []
+        assert len(await store.search("filler", limit=500)) == 300
+        assert await store.integrity() == []
+    assert guessed(sqlite_tokens(copy), ring, sqlite_store_id(copy), GUESSES) == set()
+    # The living session's words are found in the store itself, as always.
+    assert guessed(sqlite_tokens(db), ring, sqlite_store_id(db), GUESSES) == {"kept", "filler"}
+
+
+async def test_a_postgresql_copy_taken_before_an_erase_gives_back_none_of_its_words(
+    pg_url: str, tmp_path: Path
+) -> None:
+    ring = str(tmp_path / "keys.db")
+    engine = sa.create_engine(pg_url)
+    try:
+        async with await SqlStore.open(pg_url, keys=KEY, keyring=ring) as store:
+            await fill(store)
+        with engine.begin() as conn:  # the backup: a copy of the index's table
+            conn.execute(sa.text("CREATE TABLE backup AS SELECT * FROM search_vectors"))
+            store_id = conn.execute(sa.text("SELECT store_id FROM sealing")).scalar_one()
+        assert SECRET in guessed(pg_tokens(engine, "backup"), ring, store_id, GUESSES)
+        async with await SqlStore.open(pg_url, keys=KEY, keyring=ring) as store:
+            await store.erase("victim", reason="asked")
+            assert await store.search(SECRET) == []
+            assert len(await store.search("filler", limit=500)) == 300
+            assert await store.integrity() == []
+        assert guessed(pg_tokens(engine, "backup"), ring, store_id, GUESSES) == set()
+        found = guessed(pg_tokens(engine, "search_vectors"), ring, store_id, GUESSES)
+        assert found == {"kept", "filler"}
+    finally:
+        engine.dispose()
+
+
+def old_scheme(patch: pytest.MonkeyPatch) -> None:
+    """Index as sessionstore did before word keys: each word's token its
+    hash under the index key alone, no word key, no mark of conversion."""
+
+    def sealed(self: wordkeys.Tokens, pk: int, hits: Mapping[str, int]) -> dict[str, int]:
+        index = self._sealer._index
+        return {cipher.token(index, "word", word): count for word, count in hits.items()}
+
+    patch.setattr(wordkeys.Tokens, "sealed", sealed)
+    patch.setattr(wordkeys, "mark_converted", lambda conn: None)
+
+
+async def test_a_sqlite_store_sealed_before_word_keys_is_converted_at_its_first_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, copy, ring = tmp_path / "s.db", tmp_path / "copy.db", str(tmp_path / "s.db.keys")
+    with monkeypatch.context() as patch:
+        old_scheme(patch)
+        async with await SqlStore.open(str(db), keys=KEY) as store:
+            await fill(store)
+    assert SECRET in guessed(sqlite_tokens(db), ring, sqlite_store_id(db), [SECRET])
+    async with await SqlStore.open(str(db), keys=KEY) as store:  # converted
+        assert [hit.session_id for hit in await store.search(f"number {SECRET}")] == ["victim"]
+        assert len(await store.search("filler", limit=500)) == 300
+        assert await store.integrity() == []
+    shutil.copy(db, copy)
+    async with await SqlStore.open(str(db), keys=KEY) as store:
+        await store.erase("victim", reason="asked")
+    assert guessed(sqlite_tokens(copy), ring, sqlite_store_id(copy), GUESSES) == set()
+
+
+async def test_a_conversion_killed_midway_goes_on_at_the_next_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "s.db"
+    monkeypatch.setattr(wordkeys, "BUCKET", 2)  # kept, victim and others in three buckets
+    with monkeypatch.context() as patch:
+        old_scheme(patch)
+        async with await SqlStore.open(str(db), keys=KEY) as store:
+            for n in range(4):
+                await store.create(SessionMeta(id=f"other{n}"))
+                await store.append(f"other{n}", MessageEntry.new(Message.user(f"other {n}")))
+            await fill(store)
+    converted = wordkeys._convert_bucket
+    buckets: list[int] = []
+
+    def killed(conn: sa.Connection, *, sealer: object, bucket: int) -> None:
+        if buckets:
+            raise KeyboardInterrupt  # as a kill during the second bucket's transaction
+        buckets.append(bucket)
+        converted(conn, sealer=sealer, bucket=bucket)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(wordkeys, "_convert_bucket", killed)
+        with pytest.raises(KeyboardInterrupt):
+            await SqlStore.open(str(db), keys=KEY)
+    with closing(sqlite3.connect(db)) as connection:
+        assert connection.execute("SELECT bucket FROM word_keys").fetchall() == [(0,)]
+    async with await SqlStore.open(str(db), keys=KEY) as store:  # goes on
+        assert [hit.session_id for hit in await store.search(SECRET)] == ["victim"]
+        assert [hit.session_id for hit in await store.search("other 3")] == ["other3"]
+        assert len(await store.search("filler", limit=500)) == 300
+        assert await store.integrity() == []
+    with closing(sqlite3.connect(db)) as connection:
+        rows = connection.execute("SELECT bucket FROM word_keys ORDER BY bucket").fetchall()
+    assert rows == [(wordkeys.CONVERTED,), (0,), (1,), (2,), (3,)]
+    ring = str(tmp_path / "s.db.keys")
+    with closing(SqlKeyring(ring)) as keyring:  # the index key alone makes no token held
+        assert keyring.bind(sqlite_store_id(db), create=True)
+        index = keyring.find("index", "")
+        assert index is not None
+        raw = unwrap_key(MasterKeys(KEY), index, "keyring")
+    assert cipher.token(raw, "word", SECRET) not in sqlite_tokens(db)
+
+
+async def test_a_postgresql_store_sealed_before_word_keys_is_converted_at_its_first_open(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ring = str(tmp_path / "keys.db")
+    engine = sa.create_engine(pg_url)
+    try:
+        with monkeypatch.context() as patch:
+            old_scheme(patch)
+            async with await SqlStore.open(pg_url, keys=KEY, keyring=ring) as store:
+                await fill(store)
+        with engine.begin() as conn:
+            store_id = conn.execute(sa.text("SELECT store_id FROM sealing")).scalar_one()
+        assert SECRET in guessed(pg_tokens(engine, "search_vectors"), ring, store_id, [SECRET])
+        async with await SqlStore.open(pg_url, keys=KEY, keyring=ring) as store:  # converted
+            assert [hit.session_id for hit in await store.search(f"number {SECRET}")] == ["victim"]
+            assert len(await store.search("filler", limit=500)) == 300
+            assert await store.integrity() == []
+        with engine.begin() as conn:
+            conn.execute(sa.text("CREATE TABLE backup AS SELECT * FROM search_vectors"))
+        async with await SqlStore.open(pg_url, keys=KEY, keyring=ring) as store:
+            await store.erase("victim", reason="asked")
+        assert guessed(pg_tokens(engine, "backup"), ring, store_id, GUESSES) == set()
+    finally:
+        engine.dispose()
