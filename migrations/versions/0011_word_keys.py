@@ -5,11 +5,10 @@
 under the index key enciphered by the word key of its session's bucket,
 and an erase replaces its bucket's key, so that a copy of the index taken
 before the erase gives back none of the erased session's words
-(docs/encryption.md). The upgrade creates the empty table, and on SQLite an
-index of ``search_postings`` by session (an erase re-keys its bucket's rows
-through it). Tokens written before stay as they are: the store's next open
-with its keys moves them under word keys, a bucket at a time
-(`sessionstore.backends.sql.wordkeys.convert`).
+(docs/encryption.md). The upgrade creates the empty table. Tokens written
+before stay as they are: the store's next open with its keys moves them
+under word keys (`sessionstore.backends.sql.wordkeys.convert`), which it
+can do without reading a message.
 
 Revision ID: 0011
 Revises: 0010
@@ -36,11 +35,7 @@ def upgrade() -> None:
         sa.Column("key_id", sa.LargeBinary(), nullable=False),
         sa.PrimaryKeyConstraint("bucket", name="pk_word_keys"),
     )
-    if op.get_bind().dialect.name == "sqlite":
-        op.create_index("ix_search_postings_session_pk", "search_postings", ["session_pk"])
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "sqlite":
-        op.drop_index("ix_search_postings_session_pk", "search_postings")
     op.drop_table("word_keys")

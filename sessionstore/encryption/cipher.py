@@ -17,8 +17,9 @@ Keys wrap data keys the same way (`wrap`, `unwrap`), bound to the data
 key's id. `token` is a keyed hash (HMAC-SHA256, truncated to 96 bits): what
 the owner column holds in place of owners. A word's token is that hash
 enciphered by a *word key* (`WordKey`: AES-256 on one 16-byte block, the
-hash and 4 zero bytes), a keyed permutation: tokens can be moved from one
-word key to another (`WordKey.rekey`) without knowing their words.
+hash and 4 zero bytes, after the number of the key's bucket), a keyed
+permutation: tokens can be moved from one word key to another
+(`WordKey.rekey`) without knowing their words.
 """
 
 from __future__ import annotations
@@ -212,15 +213,20 @@ class WordKey:
     """A word key: what makes a word's keyed hash (`digest` under the index
     key) the token a word index holds, by enciphering it as one AES block.
     Destroyed, its tokens are as good as random: guessing a word, with the
-    index key, no longer gives its token.
+    index key, no longer gives its token. A token names the key's bucket
+    first (``<bucket>.``), so that an index sorted by token keeps each
+    bucket's tokens together.
 
     Args:
         key_id: its id in the keyring.
         raw: its 32 bytes.
+        bucket: the bucket of sessions whose tokens it makes.
     """
 
-    def __init__(self, key_id: bytes, raw: bytes) -> None:
+    def __init__(self, key_id: bytes, raw: bytes, bucket: int) -> None:
         self.key_id = key_id
+        self.bucket = bucket
+        self.prefix = f"{bucket}."
         self._cipher = Cipher(algorithms.AES(raw), modes.ECB())
 
     def tokens(self, digests: list[bytes]) -> list[str]:
@@ -228,12 +234,14 @@ class WordKey:
         if not digests:
             return []
         blocks = self._cipher.encryptor().update(b"".join(raw + _PAD for raw in digests))
-        return [_text(blocks[n : n + 16]) for n in range(0, len(blocks), 16)]
+        prefix = self.prefix
+        return [prefix + _text(blocks[n : n + 16]) for n in range(0, len(blocks), 16)]
 
     def digests(self, tokens: list[str]) -> list[bytes | None]:
         """The digests those tokens were made of, in order; None for a text
         that is no token of this key (another key's, or a raw writer's)."""
-        raws = [_raw(token) for token in tokens]
+        size = len(self.prefix)
+        raws = [_raw(token[size:]) if token.startswith(self.prefix) else None for token in tokens]
         whole = [raw for raw in raws if raw is not None and len(raw) == 16]
         plain = self._cipher.decryptor().update(b"".join(whole)) if whole else b""
         found: list[bytes | None] = []

@@ -369,7 +369,7 @@ class Sealer:
         data, raw = self._made("words", str(bucket))
         with self._lock:
             self._cache.pop(data.key_id, None)  # no data key: a word key
-        return self._keep_word(WordKey(data.key_id, raw))
+        return self._keep_word(WordKey(data.key_id, raw, bucket))
 
     def word_key(self, key_id: bytes, bucket: int) -> WordKey:
         """The word key ``key_id`` of a bucket, from the cache or the keyring.
@@ -389,7 +389,7 @@ class Sealer:
                 f"keyring {self.keyring!r} holds no word key {key_id.hex()} of bucket "
                 f"{bucket} (destroyed by an erase since it was read, or damaged)"
             )
-        return self._keep_word(WordKey(key_id, self._unwrapped(found)))
+        return self._keep_word(WordKey(key_id, self._unwrapped(found), bucket))
 
     def _keep_word(self, key: WordKey) -> WordKey:
         with self._lock:

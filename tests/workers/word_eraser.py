@@ -34,7 +34,8 @@ async def main(target: str, keyring: str, key: str, session_id: str, stop: str) 
         sealer = store.database.sealer
         assert sealer is not None
         if stop == "moved":
-            wordkeys._moved = stop_after_move(wordkeys._moved)
+            wordkeys._moved_postings = stop_after_move(wordkeys._moved_postings)
+            wordkeys._moved_vectors = stop_after_move(wordkeys._moved_vectors)
         else:
 
             def destroy(key_id: bytes) -> None:

@@ -6,13 +6,13 @@ writer at a time), refused while forks share its rows, the digest of its
 bytes computed as `raw_blocks` gives them (the rows streamed, never held
 together), the `Erasure` inserted, then its titles, activity and listing
 rows, its rows in the word index (`wordindex.forget`; in a sealed store
-the rest of its bucket's then moved under a new word key, `wordkeys.rekey`),
-its entries and its row deleted. The DELETE triggers let those rows go only because the erasure
-was written in the same transaction (migration 0004): on SQLite the erase
-names it in the table ``erasing`` meanwhile, and takes it out before the
-commit. The database refuses a transaction whose erasure leaves any of the
-session (or journal) behind, and on SQLite an erasure named a second
-time (migration 0007).
+`wordkeys.rekey`, which moves the rest of its bucket under a new word
+key), its entries and its row deleted. The DELETE triggers let those rows
+go only because the erasure was written in the same transaction (migration
+0004): on SQLite the erase names it in the table ``erasing`` meanwhile,
+and takes it out before the commit. The database refuses a transaction
+whose erasure leaves any of the session (or journal) behind, and on
+SQLite an erasure named a second time (migration 0007).
 
 An append waiting on the lock then finds no session: it lands before the
 erase, and is erased with it, or fails with `SessionNotFoundError`.
@@ -198,8 +198,11 @@ def erase_session(
         _SPEND_TICK.many(conn, [{"pk": row.pk}])
     for rows in _DELETE_BESIDE:
         rows.many(conn, [{"pk": row.pk}])
-    wordindex.forget(conn, row.pk)
-    if sealer is not None:
+    if sealer is None:
+        with closing(Q.LINES.each(conn, pk=row.pk, after=row.base_seq or 0, end=END)) as own:
+            lines = None if damaged else (line for _, line, *_ in own)
+            wordindex.forget(conn, row.pk, lines)
+    else:  # its rows go, and the rest of its bucket is moved under a new word key
         old = wordkeys.rekey(conn, sealer, row.pk)
         if old is not None:
             rekeyed.append(old)

@@ -316,8 +316,6 @@ search_postings = Table(
     Column("batch", BigInteger, primary_key=True, autoincrement=False),  # its first seq
     # The batch's messages holding the word, packed (sessionstore.backends.sql.postings).
     Column("postings", LargeBinary, nullable=False),
-    # A session's rows (an erase's, a bucket's re-key), found without the words (0011).
-    Index("ix_search_postings_session_pk", "session_pk"),
     sqlite_with_rowid=False,
 )
 

@@ -51,7 +51,7 @@ from sqlalchemy import (
 from sqlalchemy import update as update_
 
 from sessionstore.backends.sql.database import session_id
-from sessionstore.backends.sql.postings import packed_rows
+from sessionstore.backends.sql.postings import LENGTHS, packed_rows
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.tables import (
     TsVector,
@@ -196,6 +196,9 @@ BACKLOG_SIZE = Query(
 )
 """SQLite: the index's mark and rule, and the greatest rowid of ``entries``."""
 
+MARK_RULE = Query(select(search_mark.c.rule))
+"""SQLite: the word rule the index's rows were made with (``mixed``: several)."""
+
 BACKLOG_MESSAGES = Query(
     select(entries.c.session_pk, entries.c.seq, entries.c.line)
     .where(_rowid > bindparam("after"), _rowid <= bindparam("upto"), _MESSAGE)
@@ -216,7 +219,15 @@ LOWER_MARK = Query(update_(search_mark).values(indexed=func.min(search_mark.c.in
 DELETE_ALL_WORDS = Query(
     delete(search_postings).where(search_postings.c.session_pk == bindparam("pk"))
 )
-"""SQLite: every word row of a session (``pk``)."""
+"""SQLite: every word row of a session (``pk``), reading the whole index."""
+
+DELETE_WORDS = Query(
+    delete(search_postings).where(
+        search_postings.c.word == bindparam("word"),
+        search_postings.c.session_pk == bindparam("pk"),
+    )
+)
+"""SQLite: a word's rows in one session's own entries (``word``, ``pk``)."""
 
 INSERT_VECTORS = Query(
     insert(search_vectors).values(
@@ -308,7 +319,7 @@ def catch_up(conn: Connection, sealer: Sealer | None = None) -> None:
             index_rows(conn, rows)
         else:
             index_rows(conn, opened_rows(conn, sealer, list(rows)), sealer)
-        # Rows made with another rule stay (`wordcheck` then checks none).
+        # Rows made with another rule stay: an erase then reads the whole index.
         made = RULE if rule == RULE else "mixed"
         SET_MARK.many(conn, [{"indexed": top, "rule": made}])
 
@@ -339,13 +350,33 @@ def opened_rows(
             yield pk, seq, unopened
 
 
-def forget(conn: Connection, pk: int) -> None:
-    """Delete the index rows of a session's own entries (an erase's body,
-    before the entries go), through the index of rows by session."""
+def forget(conn: Connection, pk: int, lines: Iterable[str | bytes] | None) -> None:
+    """Delete the index rows of a plain session's own entries, whose lines
+    are ``lines`` (an erase's body, before the entries go; None when they
+    cannot be read: a damaged session's). A sealed store's go with the
+    re-key of their bucket (`wordkeys.rekey`).
+
+    SQLite: each word of those lines is deleted for the session, through
+    the index; when a line does not decode, or rows were made with another
+    word rule, every row of the session is found by reading the index."""
     if conn.dialect.name == "postgresql":
         DELETE_VECTORS.many(conn, [{"pk": pk}])
-    else:
+        return
+    keys: set[str] = set()
+    whole = lines is None or MARK_RULE.first(conn)[0] != RULE
+    for line in lines or ():
+        if whole:
+            break
+        entry = _decoded(line)
+        if entry is None:
+            whole = True  # what its words were when it was indexed is unknown now
+        elif isinstance(entry, MessageEntry) and (found := indexed(entry)) is not None:
+            keys.update(found.hits)
+    if whole:
         DELETE_ALL_WORDS.many(conn, [{"pk": pk}])
+    elif keys:
+        keys.add(LENGTHS)  # the row of the messages' lengths
+        DELETE_WORDS.many(conn, [{"word": key, "pk": pk} for key in sorted(keys)])
 
 
 def lower_mark(conn: Connection) -> None:

@@ -164,19 +164,24 @@ def current(conn: Connection, sealer: Sealer) -> list[tuple[int, WordKey]]:
 
 # ---------------------------------------------------------------- moving tokens
 
+# SQLite: a bucket's tokens are the words from "<bucket>." to "<bucket>/"
+# ("/" follows "."): one range of the index's key, its pages together.
 _SQLITE_ROWS = Query(
     text(
         "SELECT word, session_pk, batch, postings FROM search_postings "
-        "WHERE session_pk BETWEEN :low AND :high"
+        "WHERE word >= :low AND word < :high"
     )
 )
-_SQLITE_DELETE = Query(text("DELETE FROM search_postings WHERE session_pk BETWEEN :low AND :high"))
+_SQLITE_DELETE = Query(text("DELETE FROM search_postings WHERE word >= :low AND word < :high"))
 _SQLITE_INSERT = Query(
     text(
         "INSERT INTO search_postings (word, session_pk, batch, postings) "
         "VALUES (:word, :session_pk, :batch, :postings)"
     )
 )
+_SQLITE_LENGTHS = Query(
+    text("DELETE FROM search_postings WHERE word = '' AND session_pk = :pk")
+)  # the rows of a session's messages' lengths (`postings.LENGTHS`)
 _POSTGRES_WORDS = Query(
     text(
         "SELECT v.session_pk, v.seq, u.lexeme, coalesce(cardinality(u.positions), 1) "
@@ -190,38 +195,41 @@ _POSTGRES_SET = text(
     "FROM unnest(CAST(:pks AS bigint[]), CAST(:seqs AS bigint[]), CAST(:words AS text[])) "
     "AS x(pk, seq, words) WHERE v.session_pk = x.pk AND v.seq = x.seq"
 )
+_POSTGRES_DELETE = Query(text("DELETE FROM search_vectors WHERE session_pk = :pk"))
 
 _Change = Callable[[list[str]], list[str | None]]
 """Tokens as another key makes them (None: no token of the key, kept as it is)."""
 
 
-def _moved(conn: Connection, bucket: int, change: _Change) -> int:
-    """Change every token of the bucket's rows in the index; how many rows."""
-    low, high = bucket * BUCKET, bucket * BUCKET + BUCKET - 1
-    if conn.dialect.name == "postgresql":
-        return _moved_vectors(conn, low, high, change)
-    rows = _SQLITE_ROWS.all(conn, low=low, high=high)
+def _moved_postings(conn: Connection, bucket: int, change: _Change, *, drop: int) -> int:
+    """SQLite: change every token of the bucket's rows, those of session
+    ``drop`` deleted instead; how many rows were moved."""
+    _SQLITE_LENGTHS.many(conn, [{"pk": drop}])
+    bounds = {"low": f"{bucket}.", "high": f"{bucket}/"}
+    rows = [row for row in _SQLITE_ROWS.all(conn, **bounds)]
     if not rows:
         return 0
-    words = [row[0] for row in rows]
-    made = change(words)
-    _SQLITE_DELETE.many(conn, [{"low": low, "high": high}])
+    _SQLITE_DELETE.many(conn, [bounds])
+    kept = [row for row in rows if row[1] != drop]
+    made = change([row[0] for row in kept])
     moved = sorted(
         (new if new is not None else word, pk, batch, postings)
-        for (word, pk, batch, postings), new in zip(rows, made, strict=True)
+        for (word, pk, batch, postings), new in zip(kept, made, strict=True)
     )
     _SQLITE_INSERT.many(
         conn, [{"word": w, "session_pk": pk, "batch": b, "postings": p} for w, pk, b, p in moved]
     )
-    return len(rows)
+    return len(moved)
 
 
-def _moved_vectors(conn: Connection, low: int, high: int, change: _Change) -> int:
-    """PostgreSQL: `_moved` of the vectors of sessions ``low..high``, a page at a time."""
+def _moved_vectors(conn: Connection, bucket: int, change: _Change) -> int:
+    """PostgreSQL: change every token of the vectors of the bucket's
+    sessions, a page at a time; how many vectors."""
     from sessionstore.backends.sql.wordindex import vector
 
     count = 0
     page: list[tuple[int, int, str | None]] = []
+    low, high = bucket * BUCKET, bucket * BUCKET + BUCKET - 1
     rows = _POSTGRES_WORDS.all(conn, low=low, high=high)
     for (pk, seq), group in groupby(rows, key=lambda row: (row[0], row[1])):
         found = list(group)
@@ -244,18 +252,27 @@ def _set_vectors(conn: Connection, page: list[tuple[int, int, str | None]]) -> i
 
 
 def rekey(conn: Connection, sealer: Sealer, pk: int) -> bytes | None:
-    """Move the bucket of session ``pk`` (whose own rows are gone) under a
-    new word key, and doom the old one (an erase's body, before its
-    commit); the old key's id, to destroy after the commit, or None when
-    the bucket has none (nothing of it was indexed)."""
+    """Delete the index rows of session ``pk``, and move the rest of its
+    bucket under a new word key, dooming the old one (an erase's body,
+    before its commit); the old key's id, to destroy after the commit, or
+    None when the bucket has none (nothing of it was indexed)."""
     bucket = bucket_of(pk)
+    postgres = conn.dialect.name == "postgresql"
     row = _KEY_LOCKED.first(conn, bucket=bucket)  # appends to the bucket wait (PostgreSQL)
+    if postgres:
+        _POSTGRES_DELETE.many(conn, [{"pk": pk}])
     if row is None:
+        if not postgres:
+            _SQLITE_LENGTHS.many(conn, [{"pk": pk}])
         return None
     old = sealer.word_key(bytes(row[0]), bucket)
     new = sealer.new_word_key(bucket)
     sealer.keyring.doom(old.key_id)
-    _moved(conn, bucket, partial(old.rekey, new=new))
+    change = partial(old.rekey, new=new)
+    if postgres:
+        _moved_vectors(conn, bucket, change)
+    else:
+        _moved_postings(conn, bucket, change, drop=pk)
     _SET_KEY.many(conn, [{"bucket": bucket, "key_id": new.key_id}])
     return old.key_id
 
@@ -270,6 +287,20 @@ def doomed_key_ended(conn: Connection, *, key_id: bytes, bucket: int) -> bool:
 
 # ---------------------------------------------------------------- conversion
 
+CHUNK = 20000
+"""SQLite: rows of the index a transaction of a conversion moves at most."""
+
+_SQLITE_OLD = Query(
+    text(
+        "SELECT word, session_pk, batch, postings FROM search_postings "
+        "WHERE (word, session_pk, batch) > (:word, :pk, :batch) "
+        "ORDER BY word, session_pk, batch LIMIT :most"
+    )
+)
+_SQLITE_FORGET = Query(
+    text("DELETE FROM search_postings WHERE word = :word AND session_pk = :pk AND batch = :batch")
+)
+
 
 def _converted(conn: Connection) -> bool:
     return _KEY_OF.first(conn, bucket=CONVERTED) is not None
@@ -281,23 +312,56 @@ def mark_converted(conn: Connection) -> None:
     _NEW_KEY.many(conn, [{"bucket": CONVERTED, "key_id": b""}])
 
 
-def _convert_bucket(conn: Connection, *, sealer: Sealer, bucket: int) -> None:
-    """Give the bucket a word key, its tokens (the index key's hashes alone)
-    moved under it (a write transaction's body); nothing if it has one."""
+def _old_to(key: WordKey) -> _Change:
+    """Tokens of the scheme before word keys (the index key's hashes alone)
+    as ``key`` makes them."""
     from sessionstore.encryption.cipher import old_digest
-
-    if conn.dialect.name == "postgresql":
-        conn.execute(text("LOCK TABLE word_keys IN EXCLUSIVE MODE"))
-    if _KEY_OF.first(conn, bucket=bucket) is not None:
-        return
-    new = sealer.new_word_key(bucket)
 
     def change(tokens: list[str]) -> list[str | None]:
         digests = [old_digest(token) for token in tokens]
-        made = iter(new.tokens([raw for raw in digests if raw is not None]))
+        made = iter(key.tokens([raw for raw in digests if raw is not None]))
         return [None if raw is None else next(made) for raw in digests]
 
-    _moved(conn, bucket, change)
+    return change
+
+
+def _convert_chunk(
+    conn: Connection, *, sealer: Sealer, after: tuple[str, int, int]
+) -> tuple[str, int, int] | None:
+    """SQLite: move the old tokens of up to `CHUNK` rows of the index after
+    ``after`` (its key) under word keys (a write transaction's body); the
+    key of the last row read, None at the end. A row of a word key, or of
+    the lengths, stays."""
+    rows = _SQLITE_OLD.all(conn, word=after[0], pk=after[1], batch=after[2], most=CHUNK)
+    if not rows:
+        return None
+    tokens = Tokens(conn, sealer)
+    old = sorted((row for row in rows if row[0] and "." not in row[0]), key=lambda row: row[1])
+    moved: list[tuple[str, tuple[str, int, int, bytes]]] = []  # (the new token, the row)
+    for bucket, group in groupby(old, key=lambda row: bucket_of(row[1])):
+        found = list(group)
+        made = _old_to(tokens.key(bucket * BUCKET))([row[0] for row in found])
+        moved += [(new, row) for row, new in zip(found, made, strict=True) if new is not None]
+    if moved:
+        gone = [{"word": row[0], "pk": row[1], "batch": row[2]} for _, row in moved]
+        _SQLITE_FORGET.many(conn, gone)
+        made_rows = sorted((new, *row[1:]) for new, row in moved)
+        _SQLITE_INSERT.many(
+            conn,
+            [{"word": w, "session_pk": pk, "batch": b, "postings": p} for w, pk, b, p in made_rows],
+        )
+    last = rows[-1]
+    return str(last[0]), int(last[1]), int(last[2])
+
+
+def _convert_bucket(conn: Connection, *, sealer: Sealer, bucket: int) -> None:
+    """PostgreSQL: give the bucket a word key, its vectors' tokens moved
+    under it (a write transaction's body); nothing if it has one."""
+    conn.execute(text("LOCK TABLE word_keys IN EXCLUSIVE MODE"))
+    if _KEY_OF.first(conn, bucket=bucket) is not None:
+        return
+    new = sealer.new_word_key(bucket)
+    _moved_vectors(conn, bucket, _old_to(new))
     _NEW_KEY.many(conn, [{"bucket": bucket, "key_id": new.key_id}])
 
 
@@ -306,14 +370,23 @@ def _buckets(conn: Connection) -> list[int]:
 
 
 async def convert(database: Database, sealer: Sealer) -> int:
-    """Move the tokens of a store sealed before word keys under them, a
-    bucket per transaction (an open killed midway goes on at the next);
-    how many buckets were converted. Nothing for a store converted."""
+    """Move the tokens of a store sealed before word keys under them, in
+    transactions of a bucket (PostgreSQL) or of `CHUNK` rows (SQLite) each:
+    an open killed midway goes on at the next; how many transactions moved
+    tokens. Nothing for a store converted."""
     if await database.transaction(None, _converted, quick=True):
         return 0
-    buckets = await database.transaction(None, _buckets)
-    for bucket in buckets:
-        body = partial(_convert_bucket, sealer=sealer, bucket=bucket)
-        await database.transaction(None, body, write=True, durable=True)
+    done = 0
+    if database.runner.url.get_backend_name() == "postgresql":
+        for bucket in await database.transaction(None, _buckets):
+            body = partial(_convert_bucket, sealer=sealer, bucket=bucket)
+            await database.transaction(None, body, write=True, durable=True)
+            done += 1
+    else:
+        after: tuple[str, int, int] | None = ("", -1, -1)
+        while after is not None:
+            chunk = partial(_convert_chunk, sealer=sealer, after=after)
+            after = await database.transaction(None, chunk, write=True, durable=True)
+            done += 1
     await database.transaction(None, mark_converted, write=True, durable=True)
-    return len(buckets)
+    return done
