@@ -17,8 +17,8 @@ Keys wrap data keys the same way (`wrap`, `unwrap`), bound to the data
 key's id. `token` is a keyed hash (HMAC-SHA256, truncated to 96 bits): what
 the owner column holds in place of owners. A word's token is that hash
 enciphered by a *word key* (`WordKey`: AES-256 on one 16-byte block, the
-hash and 4 zero bytes, after the number of the key's bucket), a keyed
-permutation: tokens can be moved from one word key to another
+hash and 4 zero bytes, in base64 after the number of the key's bucket), a
+keyed permutation: tokens can be moved from one word key to another
 (`WordKey.rekey`) without knowing their words.
 """
 
@@ -209,6 +209,31 @@ def token(key: bytes, kind: str, text: str) -> str:
     return _text(digest(key, kind, text))
 
 
+_TOKEN_CHARS = 22  # a 16-byte block in unpadded base64
+
+
+def _block_texts(blocks: bytes, prefix: str) -> list[str]:
+    """16-byte blocks as ``prefix`` and their unpadded URL-safe base64: each
+    block and two zero bytes make 24 characters of one encoding, of which
+    the first 22 are the block's own."""
+    count = len(blocks) // 16
+    joined = b"".join(blocks[n * 16 : n * 16 + 16] + b"\x00\x00" for n in range(count))
+    text = base64.urlsafe_b64encode(joined).decode("ascii")
+    return [prefix + text[n * 24 : n * 24 + _TOKEN_CHARS] for n in range(count)]
+
+
+def _text_blocks(texts: list[str]) -> bytes | None:
+    """The blocks `_block_texts` made those texts of (22 characters each);
+    None when one is no base64."""
+    if not texts:
+        return b""
+    try:
+        raw = base64.b64decode("".join(text + "AA" for text in texts), b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return b"".join(raw[n * 18 : n * 18 + 16] for n in range(len(texts)))
+
+
 class WordKey:
     """A word key: what makes a word's keyed hash (`digest` under the index
     key) the token a word index holds, by enciphering it as one AES block.
@@ -234,20 +259,22 @@ class WordKey:
         if not digests:
             return []
         blocks = self._cipher.encryptor().update(b"".join(raw + _PAD for raw in digests))
-        prefix = self.prefix
-        return [prefix + _text(blocks[n : n + 16]) for n in range(0, len(blocks), 16)]
+        return _block_texts(blocks, self.prefix)
 
     def digests(self, tokens: list[str]) -> list[bytes | None]:
         """The digests those tokens were made of, in order; None for a text
         that is no token of this key (another key's, or a raw writer's)."""
-        size = len(self.prefix)
-        raws = [_raw(token[size:]) if token.startswith(self.prefix) else None for token in tokens]
-        whole = [raw for raw in raws if raw is not None and len(raw) == 16]
-        plain = self._cipher.decryptor().update(b"".join(whole)) if whole else b""
+        prefix, size = self.prefix, len(self.prefix)
+        texts = [token[size:] if token.startswith(prefix) else None for token in tokens]
+        whole = [text for text in texts if text is not None and len(text) == _TOKEN_CHARS]
+        raw = _text_blocks(whole)
+        if raw is None:  # a text that is no base64 (a raw writer's): each alone
+            return [None] if len(tokens) == 1 else [self.digests([t])[0] for t in tokens]
+        plain = self._cipher.decryptor().update(raw) if raw else b""
         found: list[bytes | None] = []
         at = 0
-        for raw in raws:
-            if raw is None or len(raw) != 16:
+        for text in texts:
+            if text is None or len(text) != _TOKEN_CHARS:
                 found.append(None)
                 continue
             block = plain[at : at + 16]
