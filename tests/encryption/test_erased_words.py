@@ -6,8 +6,10 @@ is converted at its first open."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sqlite3
+import threading
 from collections.abc import Iterable, Mapping
 from contextlib import closing
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from sessionstore import Message, MessageEntry, SessionMeta, SqlStore
+from sessionstore import EncryptionKeyError, Message, MessageEntry, SessionMeta, SqlStore
 from sessionstore.backends.sql import wordkeys
 from sessionstore.backends.sql.keyring import SqlKeyring
 from sessionstore.encryption import cipher
@@ -223,3 +225,51 @@ async def test_a_postgresql_store_sealed_before_word_keys_is_converted_at_its_fi
         assert guessed(pg_tokens(engine, "backup"), ring, store_id, GUESSES) == set()
     finally:
         engine.dispose()
+
+
+async def test_a_word_key_gone_from_the_keyring_is_a_fault_integrity_names(
+    tmp_path: Path,
+) -> None:
+    db, ring = tmp_path / "s.db", str(tmp_path / "s.db.keys")
+    async with await SqlStore.open(str(db), keys=KEY) as store:
+        await fill(store)
+    with closing(SqlKeyring(ring)) as keyring:  # deleted behind the store's back
+        assert keyring.bind(sqlite_store_id(db), create=False)
+        (word_key,) = [found for found in keyring.all_keys() if found.scope == "words"]
+        keyring.destroy(word_key.key_id)
+    async with await SqlStore.open(str(db), keys=KEY) as store:
+        faults = await store.integrity()
+        assert any(f"holds no word key {word_key.key_id.hex()} of bucket 0" in f for f in faults)
+        with pytest.raises(EncryptionKeyError, match="holds no word key"):
+            await store.search(SECRET)
+
+
+async def test_a_postgresql_search_an_erase_in_its_bucket_overtakes_finds_what_is_left(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each statement of a PostgreSQL read is a snapshot of its own (SQLite's
+    # read transaction is one): the erase commits between the search's read
+    # of the word keys and its read of the index.
+    ring, target = str(tmp_path / "keys.db"), pg_url
+    keys_of = wordkeys.keys_of
+    raced: list[str] = []
+
+    async def erase_elsewhere() -> None:
+        async with await SqlStore.open(target, keys=KEY, keyring=ring) as other:
+            await other.erase("victim", reason="asked")
+
+    def overtaken(*args: Any, **given: Any) -> Any:
+        if not raced:  # the search read the word keys: an erase commits now
+            raced.append("erased")
+            done = threading.Thread(target=asyncio.run, args=(erase_elsewhere(),))
+            done.start()
+            done.join()
+        return keys_of(*args, **given)
+
+    async with await SqlStore.open(target, keys=KEY, keyring=ring) as store:
+        await fill(store)
+        assert len(await store.search("filler", limit=500)) == 300  # its word key is kept
+        monkeypatch.setattr(wordkeys, "keys_of", overtaken)
+        assert len(await store.search("filler", limit=500)) == 300
+        assert raced == ["erased"]
+        assert await store.search(SECRET) == []

@@ -196,9 +196,29 @@ def search(
     sealed store the index is asked for the words' tokens in each bucket
     of sessions, and the lines and headers read are opened."""
     keys = list(dict.fromkeys(map(word_key, wanted)))
+    named = None if sealer is None else wordkeys.named(conn)
+    hits = _page(conn, wanted, keys, owner, limit, start, kind, sealer, named)
+    if named is not None and conn.dialect.name == "postgresql" and wordkeys.named(conn) != named:
+        # A statement a snapshot of its own: the tokens asked for were
+        # those of the keys named before, which an erase changed meanwhile.
+        raise StaleKeyError("the word keys changed while the search read the index")
+    return hits
+
+
+def _page(
+    conn: Connection,
+    wanted: Sequence[str],
+    keys: list[str],
+    owner: str | None,
+    limit: int,
+    start: Start | None,
+    kind: str,
+    sealer: Sealer | None,
+    named: list[tuple[int, bytes]] | None,
+) -> list[SearchHit]:
     holders = _Holders(conn, sealer)
     hits: list[SearchHit] = []
-    ranked = _ranked(conn, wanted, keys, start, sealer)
+    ranked = _ranked(conn, wanted, keys, start, sealer, named)
     # Rows taken a few at a time, as many as hits are still wanted (a row
     # gives one hit or more): on PostgreSQL their sessions, forks and lines
     # are then read in one statement each, not one per row.
@@ -222,8 +242,8 @@ def search(
 
 
 class StaleKeyError(EncryptionKeyError):
-    """A word key the snapshot names is destroyed (an erase committed since
-    it was taken): search again, in a new snapshot."""
+    """The word keys a search read changed (an erase committed since), or
+    one is destroyed: search again."""
 
 
 def snapshot(body: Callable[[Connection], _T], conn: Connection) -> _T:
@@ -241,22 +261,23 @@ def _ranked(
     keys: list[str],
     start: Start | None,
     sealer: Sealer | None,
+    named: list[tuple[int, bytes]] | None,
 ) -> Iterator[_Row]:
     """Every row holding every word, best first, from ``start``'s row on."""
     first = (-start.score, start.pk, start.seq) if start is not None else None
     unindexed = sorted(
         row for row in _unindexed(conn, wanted, keys, sealer) if first is None or row[:3] >= first
     )
-    groups = [keys] if sealer is None else _tokens(conn, keys, sealer)
+    groups = [keys] if sealer is None or named is None else _tokens(keys, sealer, named)
     return heapq.merge(_from_index(conn, groups, start), unindexed, key=lambda row: row[:3])
 
 
-def _tokens(conn: Connection, keys: list[str], sealer: Sealer) -> list[list[str]]:
+def _tokens(keys: list[str], sealer: Sealer, named: list[tuple[int, bytes]]) -> list[list[str]]:
     """Sealed: the query's words as the index holds them in each bucket of
     sessions (`wordkeys`), a list of tokens per bucket."""
     digests = [sealer.word(key) for key in keys]
     try:
-        current = wordkeys.current(conn, sealer)
+        current = wordkeys.keys_of(sealer, named)
     except EncryptionKeyError as exc:
         raise StaleKeyError(str(exc)) from None
     return [key.tokens(digests) for _, key in current]
@@ -339,7 +360,10 @@ def _holding(conn: Connection, driver: str, others: list[str]) -> Iterator[tuple
 
 
 def _rarest(conn: Connection, keys: list[str]) -> str | None:
-    """SQLite: the word held by the fewest messages; None when one is held by none."""
+    """SQLite: the word held by the fewest messages; None when one is held by
+    none. One word is its own (a sealed search asks once per bucket)."""
+    if len(keys) == 1:
+        return keys[0]
     counts = [(_SQLITE_PROBE.scalar(conn, word=key), key) for key in keys]
     fewest, key = min(counts)
     return key if fewest else None

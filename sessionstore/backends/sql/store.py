@@ -580,12 +580,11 @@ class SqlStore(StoreBase):
         )
         if sealer is None:
             return await self._database.transaction(None, body, lean=True)
-        # Sealed: the word keys and the tokens read in one snapshot. A word
-        # key destroyed since the snapshot was taken (an erase committed
-        # meanwhile) has a new one in the next.
+        # Sealed: the word keys an erase changed meanwhile, or destroyed,
+        # have new ones at the next try; the last in one snapshot.
         for _ in range(2):
             try:
-                return await self._database.transaction(None, partial(search.snapshot, body))
+                return await self._database.transaction(None, body, lean=True)
             except search.StaleKeyError:
                 continue
         return await self._database.transaction(None, partial(search.snapshot, body))

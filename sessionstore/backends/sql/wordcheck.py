@@ -94,14 +94,15 @@ def faults(conn: Connection, sealer: Sealer | None = None) -> list[str]:
     """Where the word index disagrees with the messages it indexes (in a
     sealed store, with their words' tokens; a line that does not open has
     no words here, and is a fault of its own, `survey.broken_chains`)."""
+    missing: list[str] = []  # word keys that do not unwrap
     if conn.dialect.name == "postgresql":
-        wrong = _vector_faults(conn, sealer)
+        wrong = _vector_faults(conn, sealer, missing)
     else:
         mark, rule, _ = BACKLOG_SIZE.first(conn)
         if rule != RULE:
             return []
-        wrong = _word_faults(conn, mark, sealer)
-    return _named(conn, wrong)
+        wrong = _word_faults(conn, mark, sealer, missing)
+    return [f"the word index: {reason}" for reason in missing] + _named(conn, wrong)
 
 
 def _opened(
@@ -113,12 +114,15 @@ def _opened(
 
 
 def _expected(
-    conn: Connection, rows: Iterator[tuple[int, int, str | bytes]], sealer: Sealer | None
+    conn: Connection,
+    rows: Iterator[tuple[int, int, str | bytes]],
+    sealer: Sealer | None,
+    missing: list[str],
 ) -> Iterator[tuple[_Key, Indexed | None]]:
     """Each entry's words and length, as the index should hold them (None:
     no message, or no words; in a sealed store, their tokens under the word
     key of its bucket, and a bucket with none holds no word)."""
-    keys = None if sealer is None else dict(current(conn, sealer))
+    keys = None if sealer is None else dict(current(conn, sealer, missing=missing))
     for pk, seq, line in rows:
         message = message_of(line)
         seal = None
@@ -151,7 +155,9 @@ def _stored(rows: Iterator[tuple[int, int, str, bytes]]) -> Iterator[tuple[_Key,
             yield (pk, seq), tuple(sorted(found.get(seq, []))), length
 
 
-def _word_faults(conn: Connection, mark: int, sealer: Sealer | None) -> list[_Key]:
+def _word_faults(
+    conn: Connection, mark: int, sealer: Sealer | None, missing: list[str]
+) -> list[_Key]:
     """SQLite: the messages whose rows in ``search_postings`` are not their words."""
     wrong: list[_Key] = []
     with (
@@ -160,7 +166,7 @@ def _word_faults(conn: Connection, mark: int, sealer: Sealer | None) -> list[_Ke
     ):
         expected = (
             (key, tuple(sorted(found.hits.items())), found.length)
-            for key, found in _expected(conn, _opened(conn, messages, sealer), sealer)
+            for key, found in _expected(conn, _opened(conn, messages, sealer), sealer, missing)
             if found is not None
         )
         stored = _stored(rows)
@@ -180,13 +186,14 @@ def _word_faults(conn: Connection, mark: int, sealer: Sealer | None) -> list[_Ke
     return wrong
 
 
-def _vector_faults(conn: Connection, sealer: Sealer | None) -> list[_Key]:
+def _vector_faults(conn: Connection, sealer: Sealer | None, missing: list[str]) -> list[_Key]:
     """PostgreSQL: the messages whose row in ``search_vectors`` is not theirs,
     and rows of what is no message."""
     wrong: list[_Key] = []
     with closing(_ALL_MESSAGES.each(conn)) as messages:
         page: list[tuple[int, int, bool, str | None, int]] = []
-        for (pk, seq), found in _expected(conn, _opened(conn, messages, sealer), sealer):
+        opened = _opened(conn, messages, sealer)
+        for (pk, seq), found in _expected(conn, opened, sealer, missing):
             if found is None:
                 page.append((pk, seq, False, None, 0))
             else:

@@ -21,7 +21,10 @@ bucket `CONVERTED` says every bucket's tokens are under word keys.
   the erase then holds the erased session's tokens under a key that is
   gone.
 * **Search** (`current`): a word's token is made under each bucket's key
-  named in the snapshot read: one AES block per word and bucket.
+  named in the snapshot read: one AES block per word and bucket. On
+  PostgreSQL, whose reads take a snapshot per statement, the keys are read
+  again after the index: changed (an erase committed meanwhile), the
+  search is run again.
 * **Conversion** (`convert`, at the first open with the keys of a store
   sealed before 0011, whose tokens are the index key's hashes alone): a
   bucket at a time, each in a transaction of its own that gives the bucket
@@ -55,7 +58,9 @@ __all__ = [
     "convert",
     "current",
     "doomed_key_ended",
+    "keys_of",
     "mark_converted",
+    "named",
     "rekey",
 ]
 
@@ -152,14 +157,44 @@ def _bucket_key(conn: Connection, sealer: Sealer, bucket: int) -> WordKey:
     return sealer.word_key(kept, bucket)
 
 
-def current(conn: Connection, sealer: Sealer) -> list[tuple[int, WordKey]]:
-    """Each bucket and its word key, as the transaction's snapshot names them.
+def named(conn: Connection) -> list[tuple[int, bytes]]:
+    """Each bucket and the id of its word key, as ``word_keys`` names them."""
+    return [(int(bucket), bytes(key_id)) for bucket, key_id in _KEYS.all(conn)]
+
+
+def current(
+    conn: Connection, sealer: Sealer, *, missing: list[str] | None = None
+) -> list[tuple[int, WordKey]]:
+    """Each bucket and its word key, as the transaction's snapshot names
+    them (`keys_of` what `named` reads)."""
+    return keys_of(sealer, named(conn), missing=missing)
+
+
+def keys_of(
+    sealer: Sealer, rows: list[tuple[int, bytes]], *, missing: list[str] | None = None
+) -> list[tuple[int, WordKey]]:
+    """The word keys of ``rows`` (`named`'s), by bucket.
+
+    Args:
+        missing: where to say why a key does not unwrap (its bucket then
+            left out) instead of raising.
 
     Raises:
         EncryptionKeyError: the keyring lacks one (destroyed by an erase
-            that committed after the snapshot was taken: search again).
+            that committed after the rows were read: search again), or it
+            does not unwrap.
     """
-    return [(bucket, sealer.word_key(bytes(key_id), bucket)) for bucket, key_id in _KEYS.all(conn)]
+    from sessionstore.errors import EncryptionKeyError
+
+    found = []
+    for bucket, key_id in rows:
+        try:
+            found.append((bucket, sealer.word_key(key_id, bucket)))
+        except EncryptionKeyError as exc:
+            if missing is None:
+                raise
+            missing.append(str(exc))
+    return found
 
 
 # ---------------------------------------------------------------- moving tokens
