@@ -273,3 +273,32 @@ async def test_a_postgresql_search_an_erase_in_its_bucket_overtakes_finds_what_i
         assert len(await store.search("filler", limit=500)) == 300
         assert raced == ["erased"]
         assert await store.search(SECRET) == []
+
+
+async def test_postgresql_appends_racing_erases_in_their_bucket_keep_every_word_findable(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # Two stores, two writers at once: an append's transaction holds its
+    # bucket's key row shared, an erase's re-key holds it for update.
+    ring = str(tmp_path / "keys.db")
+    async with (
+        await SqlStore.open(pg_url, keys=KEY, keyring=ring) as writer,
+        await SqlStore.open(pg_url, keys=KEY, keyring=ring) as eraser,
+    ):
+        await writer.create(SessionMeta(id="kept"))
+        for n in range(8):
+            await writer.create(SessionMeta(id=f"gone{n}"))
+            await writer.append(f"gone{n}", MessageEntry.new(Message.user(f"gone filler {n}")))
+
+        async def appends() -> None:
+            for n in range(120):
+                await writer.append("kept", MessageEntry.new(Message.user(f"kept filler {n}")))
+
+        async def erases() -> None:
+            for n in range(8):
+                await eraser.erase(f"gone{n}", reason="asked")
+
+        await asyncio.gather(appends(), erases())
+        assert len(await writer.search("kept filler", limit=500)) == 120
+        assert len(await eraser.search("filler", limit=500)) == 120
+        assert await writer.integrity() == []
