@@ -7,7 +7,7 @@ and an erase replaces its bucket's key, so that a copy of the index taken
 before the erase gives back none of the erased session's words
 (docs/encryption.md). The upgrade creates the empty table. Tokens written
 before stay as they are: the store's next open with its keys moves them
-under word keys (`sessionstore.backends.sql.wordkeys.convert`), which it
+under word keys (`sessionstore.backends.sql.wordconvert`), which it
 can do without reading a message.
 
 Revision ID: 0011

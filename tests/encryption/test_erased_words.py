@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 
 from sessionstore import EncryptionKeyError, Message, MessageEntry, SessionMeta, SqlStore
-from sessionstore.backends.sql import wordkeys
+from sessionstore.backends.sql import wordconvert, wordkeys
 from sessionstore.backends.sql.keyring import SqlKeyring
 from sessionstore.encryption import cipher
 from sessionstore.encryption.cipher import WordKey
@@ -174,7 +174,7 @@ async def test_a_conversion_killed_midway_goes_on_at_the_next_open(
                 await store.create(SessionMeta(id=f"other{n}"))
                 await store.append(f"other{n}", MessageEntry.new(Message.user(f"other {n}")))
             await fill(store)
-    converted = wordkeys._convert_chunk
+    converted = wordconvert._convert_chunk
     chunks: list[object] = []
 
     def killed(conn: sa.Connection, **given: Any) -> object:
@@ -183,9 +183,9 @@ async def test_a_conversion_killed_midway_goes_on_at_the_next_open(
         chunks.append(converted(conn, **given))
         return chunks[-1]
 
-    monkeypatch.setattr(wordkeys, "CHUNK", 10)
+    monkeypatch.setattr(wordconvert, "CHUNK", 10)
     with monkeypatch.context() as patch:
-        patch.setattr(wordkeys, "_convert_chunk", killed)
+        patch.setattr(wordconvert, "_convert_chunk", killed)
         with pytest.raises(KeyboardInterrupt):
             await SqlStore.open(str(db), keys=KEY)
     moved = {"." in token for token in sqlite_tokens(db) if token}

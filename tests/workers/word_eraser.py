@@ -35,7 +35,7 @@ async def main(target: str, keyring: str, key: str, session_id: str, stop: str) 
         assert sealer is not None
         if stop == "moved":
             wordkeys._moved_postings = stop_after_move(wordkeys._moved_postings)
-            wordkeys._moved_vectors = stop_after_move(wordkeys._moved_vectors)
+            wordkeys.moved_vectors = stop_after_move(wordkeys.moved_vectors)
         else:
 
             def destroy(key_id: bytes) -> None:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, bindparam, func, insert, select, text, union_all
 
-from sessionstore.backends.sql import wordkeys
+from sessionstore.backends.sql import wordconvert, wordkeys
 from sessionstore.backends.sql.database import find_session
 from sessionstore.backends.sql.database import session_id as stored_id
 from sessionstore.backends.sql.engine import describe, is_sqlite
@@ -132,7 +132,7 @@ async def start(
             start = partial(Sealer.start, master, ring, found[0], new=False, as_text=as_text)
             sealer = await _in_thread(start)
             await sweep(database, sealer)
-            await wordkeys.convert(database, sealer)
+            await wordconvert.convert(database, sealer)
             return sealer
         # Bound first, then named in the database: a process that finds the
         # row finds its keyring ready. Another process naming its own first

@@ -25,10 +25,8 @@ bucket `CONVERTED` says every bucket's tokens are under word keys.
   PostgreSQL, whose reads take a snapshot per statement, the keys are read
   again after the index: changed (an erase committed meanwhile), the
   search is run again.
-* **Conversion** (`convert`, at the first open with the keys of a store
-  sealed before 0011, whose tokens are the index key's hashes alone): a
-  bucket at a time, each in a transaction of its own that gives the bucket
-  its key; killed midway, the next open goes on with the buckets left.
+* **Conversion** of a store sealed before 0011, whose tokens are the index
+  key's hashes alone: `sessionstore.backends.sql.wordconvert`.
 
 Plain stores have no word keys and no row here.
 """
@@ -43,25 +41,30 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, bindparam, select, text, update
 
 from sessionstore.backends.sql.query import Query
-from sessionstore.backends.sql.tables import sessions, word_keys
+from sessionstore.backends.sql.tables import word_keys
 
 if TYPE_CHECKING:
-    from sessionstore.backends.sql.database import Database
     from sessionstore.encryption.cipher import WordKey
     from sessionstore.encryption.sealer import Sealer
 
 __all__ = [
     "BUCKET",
     "CONVERTED",
+    "Change",
     "Tokens",
     "bucket_of",
-    "convert",
+    "converted",
     "current",
     "doomed_key_ended",
+    "insert_postings",
+    "key_of",
     "keys_of",
     "mark_converted",
+    "moved_vectors",
+    "name_key",
     "named",
     "rekey",
+    "sealed_hits",
 ]
 
 BUCKET = 256
@@ -100,9 +103,6 @@ _SET_KEY = Query(
     update(word_keys)
     .where(word_keys.c.bucket == bindparam("bucket"))
     .values(key_id=bindparam("key_id"))
-)
-_BUCKETS = Query(
-    select((sessions.c.pk / bindparam("size")).label("bucket")).distinct().order_by(text("bucket"))
 )
 
 
@@ -232,11 +232,11 @@ _POSTGRES_SET = text(
 )
 _POSTGRES_DELETE = Query(text("DELETE FROM search_vectors WHERE session_pk = :pk"))
 
-_Change = Callable[[list[str]], list[str | None]]
+Change = Callable[[list[str]], list[str | None]]
 """Tokens as another key makes them (None: no token of the key, kept as it is)."""
 
 
-def _moved_postings(conn: Connection, bucket: int, change: _Change, *, drop: int) -> int:
+def _moved_postings(conn: Connection, bucket: int, change: Change, *, drop: int) -> int:
     """SQLite: change every token of the bucket's rows, those of session
     ``drop`` deleted instead; how many rows were moved."""
     _SQLITE_LENGTHS.many(conn, [{"pk": drop}])
@@ -251,13 +251,11 @@ def _moved_postings(conn: Connection, bucket: int, change: _Change, *, drop: int
         (new if new is not None else word, pk, batch, postings)
         for (word, pk, batch, postings), new in zip(kept, made, strict=True)
     )
-    _SQLITE_INSERT.many(
-        conn, [{"word": w, "session_pk": pk, "batch": b, "postings": p} for w, pk, b, p in moved]
-    )
+    insert_postings(conn, moved)
     return len(moved)
 
 
-def _moved_vectors(conn: Connection, bucket: int, change: _Change) -> int:
+def moved_vectors(conn: Connection, bucket: int, change: Change) -> int:
     """PostgreSQL: change every token of the vectors of the bucket's
     sessions, a page at a time; how many vectors."""
     from sessionstore.backends.sql.wordindex import vector
@@ -305,7 +303,7 @@ def rekey(conn: Connection, sealer: Sealer, pk: int) -> bytes | None:
     sealer.keyring.doom(old.key_id)
     change = partial(old.rekey, new=new)
     if postgres:
-        _moved_vectors(conn, bucket, change)
+        moved_vectors(conn, bucket, change)
     else:
         _moved_postings(conn, bucket, change, drop=pk)
     _SET_KEY.many(conn, [{"bucket": bucket, "key_id": new.key_id}])
@@ -320,108 +318,30 @@ def doomed_key_ended(conn: Connection, *, key_id: bytes, bucket: int) -> bool:
     return row is None or bytes(row[0]) != key_id
 
 
-# ---------------------------------------------------------------- conversion
-
-CHUNK = 20000
-"""SQLite: rows of the index a transaction of a conversion moves at most."""
-
-_SQLITE_OLD = Query(
-    text(
-        "SELECT word, session_pk, batch, postings FROM search_postings "
-        "WHERE (word, session_pk, batch) > (:word, :pk, :batch) "
-        "ORDER BY word, session_pk, batch LIMIT :most"
-    )
-)
-_SQLITE_FORGET = Query(
-    text("DELETE FROM search_postings WHERE word = :word AND session_pk = :pk AND batch = :batch")
-)
-
-
-def _converted(conn: Connection) -> bool:
-    return _KEY_OF.first(conn, bucket=CONVERTED) is not None
-
-
 def mark_converted(conn: Connection) -> None:
     """Record that every bucket's tokens are under word keys (a new sealed
     store's, or one converted; in a write transaction)."""
     _NEW_KEY.many(conn, [{"bucket": CONVERTED, "key_id": b""}])
 
 
-def _old_to(key: WordKey) -> _Change:
-    """Tokens of the scheme before word keys (the index key's hashes alone)
-    as ``key`` makes them."""
-    from sessionstore.encryption.cipher import old_digest
-
-    def change(tokens: list[str]) -> list[str | None]:
-        digests = [old_digest(token) for token in tokens]
-        made = iter(key.tokens([raw for raw in digests if raw is not None]))
-        return [None if raw is None else next(made) for raw in digests]
-
-    return change
+def converted(conn: Connection) -> bool:
+    """Whether every bucket's tokens are under word keys (`mark_converted`)."""
+    return _KEY_OF.first(conn, bucket=CONVERTED) is not None
 
 
-def _convert_chunk(
-    conn: Connection, *, sealer: Sealer, after: tuple[str, int, int]
-) -> tuple[str, int, int] | None:
-    """SQLite: move the old tokens of up to `CHUNK` rows of the index after
-    ``after`` (its key) under word keys (a write transaction's body); the
-    key of the last row read, None at the end. A row of a word key, or of
-    the lengths, stays."""
-    rows = _SQLITE_OLD.all(conn, word=after[0], pk=after[1], batch=after[2], most=CHUNK)
-    if not rows:
-        return None
-    tokens = Tokens(conn, sealer)
-    old = sorted((row for row in rows if row[0] and "." not in row[0]), key=lambda row: row[1])
-    moved: list[tuple[str, tuple[str, int, int, bytes]]] = []  # (the new token, the row)
-    for bucket, group in groupby(old, key=lambda row: bucket_of(row[1])):
-        found = list(group)
-        made = _old_to(tokens.key(bucket * BUCKET))([row[0] for row in found])
-        moved += [(new, row) for row, new in zip(found, made, strict=True) if new is not None]
-    if moved:
-        gone = [{"word": row[0], "pk": row[1], "batch": row[2]} for _, row in moved]
-        _SQLITE_FORGET.many(conn, gone)
-        made_rows = sorted((new, *row[1:]) for new, row in moved)
-        _SQLITE_INSERT.many(
-            conn,
-            [{"word": w, "session_pk": pk, "batch": b, "postings": p} for w, pk, b, p in made_rows],
-        )
-    last = rows[-1]
-    return str(last[0]), int(last[1]), int(last[2])
+def key_of(conn: Connection, bucket: int) -> bytes | None:
+    """The id of the bucket's word key, None when it has none."""
+    row = _KEY_OF.first(conn, bucket=bucket)
+    return None if row is None else bytes(row[0])
 
 
-def _convert_bucket(conn: Connection, *, sealer: Sealer, bucket: int) -> None:
-    """PostgreSQL: give the bucket a word key, its vectors' tokens moved
-    under it (a write transaction's body); nothing if it has one."""
-    conn.execute(text("LOCK TABLE word_keys IN EXCLUSIVE MODE"))
-    if _KEY_OF.first(conn, bucket=bucket) is not None:
-        return
-    new = sealer.new_word_key(bucket)
-    _moved_vectors(conn, bucket, _old_to(new))
-    _NEW_KEY.many(conn, [{"bucket": bucket, "key_id": new.key_id}])
+def name_key(conn: Connection, bucket: int, key_id: bytes) -> None:
+    """Name the word key of a bucket that has none."""
+    _NEW_KEY.many(conn, [{"bucket": bucket, "key_id": key_id}])
 
 
-def _buckets(conn: Connection) -> list[int]:
-    return [int(bucket) for (bucket,) in _BUCKETS.all(conn, size=BUCKET)]
-
-
-async def convert(database: Database, sealer: Sealer) -> int:
-    """Move the tokens of a store sealed before word keys under them, in
-    transactions of a bucket (PostgreSQL) or of `CHUNK` rows (SQLite) each:
-    an open killed midway goes on at the next; how many transactions moved
-    tokens. Nothing for a store converted."""
-    if await database.transaction(None, _converted, quick=True):
-        return 0
-    done = 0
-    if database.runner.url.get_backend_name() == "postgresql":
-        for bucket in await database.transaction(None, _buckets):
-            body = partial(_convert_bucket, sealer=sealer, bucket=bucket)
-            await database.transaction(None, body, write=True, durable=True)
-            done += 1
-    else:
-        after: tuple[str, int, int] | None = ("", -1, -1)
-        while after is not None:
-            chunk = partial(_convert_chunk, sealer=sealer, after=after)
-            after = await database.transaction(None, chunk, write=True, durable=True)
-            done += 1
-    await database.transaction(None, mark_converted, write=True, durable=True)
-    return done
+def insert_postings(conn: Connection, rows: list[tuple[str, int, int, bytes]]) -> None:
+    """SQLite: rows ``(word, session_pk, batch, postings)`` into the index."""
+    _SQLITE_INSERT.many(
+        conn, [{"word": w, "session_pk": pk, "batch": b, "postings": p} for w, pk, b, p in rows]
+    )
