@@ -38,10 +38,10 @@ from functools import partial
 from itertools import groupby
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, bindparam, select, text, update
+from sqlalchemy import Connection, bindparam, insert, select, text, update
 
 from sessionstore.backends.sql.query import Query
-from sessionstore.backends.sql.tables import word_keys
+from sessionstore.backends.sql.tables import search_postings, word_keys
 
 if TYPE_CHECKING:
     from sessionstore.encryption.cipher import WordKey
@@ -208,12 +208,8 @@ _SQLITE_ROWS = Query(
     )
 )
 _SQLITE_DELETE = Query(text("DELETE FROM search_postings WHERE word >= :low AND word < :high"))
-_SQLITE_INSERT = Query(
-    text(
-        "INSERT INTO search_postings (word, session_pk, batch, postings) "
-        "VALUES (:word, :session_pk, :batch, :postings)"
-    )
-)
+_SQLITE_INSERT = Query(insert(search_postings))
+_POSTING_COLUMNS = ("word", "session_pk", "batch", "postings")
 _SQLITE_LENGTHS = Query(
     text("DELETE FROM search_postings WHERE word = '' AND session_pk = :pk")
 )  # the rows of a session's messages' lengths (`postings.LENGTHS`)
@@ -342,6 +338,4 @@ def name_key(conn: Connection, bucket: int, key_id: bytes) -> None:
 
 def insert_postings(conn: Connection, rows: list[tuple[str, int, int, bytes]]) -> None:
     """SQLite: rows ``(word, session_pk, batch, postings)`` into the index."""
-    _SQLITE_INSERT.many(
-        conn, [{"word": w, "session_pk": pk, "batch": b, "postings": p} for w, pk, b, p in rows]
-    )
+    _SQLITE_INSERT.many_in_order(conn, _POSTING_COLUMNS, rows)
