@@ -76,10 +76,14 @@ def _digest(key: bytes, word: str) -> bytes:
 
 def _bucket_tokens(index: bytes, word_key: bytes, bucket: int, words: list[str]) -> list[str]:
     """The words' tokens as a bucket's word key makes them: the keyed hash
-    under the index key, and 4 zero bytes, one AES block."""
+    under the index key, and 4 zero bytes, one AES block, in unpadded
+    URL-safe base64 after the bucket's number."""
     blocks = b"".join(_digest(index, word) + bytes(4) for word in words)
     made = Cipher(algorithms.AES(word_key), modes.ECB()).encryptor().update(blocks)
-    return [f"{bucket}." + _text(made[n : n + 16]) for n in range(0, len(made), 16)]
+    return [
+        f"{bucket}." + base64.urlsafe_b64encode(made[n : n + 16]).decode().rstrip("=")
+        for n in range(0, len(made), 16)
+    ]
 
 
 def brute_force(
