@@ -69,6 +69,13 @@ async def run(target: str, ring: str, opts: argparse.Namespace) -> None:
     async with await SqlStore.open(target, keys=key, keyring=ring) as store:
         await build(store, opts.sessions, opts.messages, rng)
     print(f"built {opts.sessions:,} sessions in {time.perf_counter() - began:.1f} s")
+    if opts.vacuum and "postgresql" in target:
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(target, isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            conn.exec_driver_sql("VACUUM ANALYZE")
+        engine.dispose()
     async with await SqlStore.open(target, keys=key, keyring=ring) as store:
         searches = {
             "search: rare word (20 hits)": lambda: store.search(RARE, limit=20),
@@ -95,6 +102,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--erases", type=int, default=5)
     parser.add_argument("--pg-url", help="a PostgreSQL store target (a schema is made in it)")
+    parser.add_argument("--vacuum", action="store_true", help="PostgreSQL: VACUUM ANALYZE first")
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sessionstore-sealed-search-") as where:
         ring = str(Path(where) / "keys.db")
