@@ -3,8 +3,10 @@
 A sealed store's word index holds, for each word of a session's messages,
 its keyed hash under the store's index key (`Sealer.word`) enciphered by
 the *word key* of the session's bucket (`cipher.WordKey`): the sessions of
-keys ``pk`` in ``[b * BUCKET, (b + 1) * BUCKET)`` make bucket ``b``, so a
-bucket's rows are one range of ``session_pk`` in the index. The keyring
+keys ``pk`` in ``[b * BUCKET, (b + 1) * BUCKET)`` make bucket ``b``, and a
+token names its bucket first (``b.``), so that a bucket's rows are one
+range of the index's key (SQLite: of the words; PostgreSQL: of
+``session_pk``). The keyring
 keeps each word key (scope ``words``, named by its bucket), the table
 ``word_keys`` the id of the current one (migration 0011); the row of
 bucket `CONVERTED` says every bucket's tokens are under word keys.
