@@ -302,3 +302,47 @@ async def test_postgresql_appends_racing_erases_in_their_bucket_keep_every_word_
         assert len(await writer.search("kept filler", limit=500)) == 120
         assert len(await eraser.search("filler", limit=500)) == 120
         assert await writer.integrity() == []
+
+
+async def test_a_postgresql_conversion_killed_midway_goes_on_at_the_next_open(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ring = str(tmp_path / "keys.db")
+    monkeypatch.setattr(wordkeys, "BUCKET", 2)  # victim, kept and others in three buckets
+    with monkeypatch.context() as patch:
+        old_scheme(patch)
+        async with await SqlStore.open(pg_url, keys=KEY, keyring=ring) as store:
+            for n in range(4):
+                await store.create(SessionMeta(id=f"other{n}"))
+                await store.append(f"other{n}", MessageEntry.new(Message.user(f"other {n}")))
+            await fill(store)
+    converted = wordconvert._convert_bucket
+    buckets: list[int] = []
+
+    def killed(conn: sa.Connection, **given: Any) -> None:
+        if buckets:
+            raise KeyboardInterrupt  # as a kill during the second bucket's transaction
+        buckets.append(given["bucket"])
+        converted(conn, **given)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(wordconvert, "_convert_bucket", killed)
+        with pytest.raises(KeyboardInterrupt):
+            await SqlStore.open(pg_url, keys=KEY, keyring=ring)
+    engine = sa.create_engine(pg_url)
+    with engine.connect() as conn:  # the first bucket moved, the others not yet
+        assert conn.execute(sa.text("SELECT bucket FROM word_keys")).all() == [(0,)]
+    engine.dispose()
+    async with await SqlStore.open(pg_url, keys=KEY, keyring=ring) as store:  # goes on
+        assert [hit.session_id for hit in await store.search(SECRET)] == ["victim"]
+        assert [hit.session_id for hit in await store.search("other 3")] == ["other3"]
+        assert len(await store.search("filler", limit=500)) == 300
+        assert await store.integrity() == []
+    engine = sa.create_engine(pg_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT bucket FROM word_keys ORDER BY bucket")).all()
+        assert [bucket for (bucket,) in rows] == [wordkeys.CONVERTED, 0, 1, 2, 3]
+        assert {"." in token for token in pg_tokens(engine, "search_vectors")} == {True}
+    finally:
+        engine.dispose()
