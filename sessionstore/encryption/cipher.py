@@ -15,7 +15,11 @@ same line exported again gives the same bytes.
 
 Keys wrap data keys the same way (`wrap`, `unwrap`), bound to the data
 key's id. `token` is a keyed hash (HMAC-SHA256, truncated to 96 bits): what
-the word index and the owner column hold in place of words and owners.
+the owner column holds in place of owners. A word's token is that hash
+enciphered by a *word key* (`WordKey`: AES-256 on one 16-byte block, the
+hash and 4 zero bytes, in base64 after the number of the key's bucket), a
+keyed permutation: tokens can be moved from one word key to another
+(`WordKey.rekey`) without knowing their words.
 """
 
 from __future__ import annotations
@@ -27,14 +31,18 @@ import hmac
 import os
 
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 __all__ = [
     "KEY_ID_BYTES",
     "VERSION",
     "Sealed",
+    "WordKey",
+    "digest",
     "new_key_id",
     "nonce_key",
+    "old_digest",
     "open_value",
     "seal",
     "seal_fixed",
@@ -173,8 +181,117 @@ def unwrap(master: bytes, key_id: bytes, wrapped: bytes) -> bytes:
         raise Sealed("the wrapped key does not open with this master key") from None
 
 
+_DIGEST = 12  # bytes of a token's keyed hash
+_PAD = bytes(16 - _DIGEST)  # what fills a word's block to AES's 16 bytes
+
+
+def digest(key: bytes, kind: str, text: str) -> bytes:
+    """The keyed hash of ``text`` (a word, an owner) that `token` encodes."""
+    return hmac.digest(key, f"{kind}\x00{text}".encode(), hashlib.sha256)[:_DIGEST]
+
+
+def _text(raw: bytes) -> str:
+    return base64.b32encode(raw).decode().rstrip("=").lower()
+
+
+def _raw(text: str) -> bytes | None:
+    """The bytes a token's text encodes; None when it is no token."""
+    padded = text.upper() + "=" * (-len(text) % 8)
+    try:
+        return base64.b32decode(padded)
+    except (binascii.Error, ValueError):
+        return None
+
+
 def token(key: bytes, kind: str, text: str) -> str:
     """A keyed hash of ``text`` (a word, an owner): equal texts give equal
     tokens under one key, and nothing else can be learnt without it."""
-    digest = hmac.digest(key, f"{kind}\x00{text}".encode(), hashlib.sha256)[:12]
-    return base64.b32encode(digest).decode().rstrip("=").lower()
+    return _text(digest(key, kind, text))
+
+
+_TOKEN_CHARS = 22  # a 16-byte block in unpadded base64
+
+
+def _block_texts(blocks: bytes, prefix: str) -> list[str]:
+    """16-byte blocks as ``prefix`` and their unpadded URL-safe base64: each
+    block and two zero bytes make 24 characters of one encoding, of which
+    the first 22 are the block's own."""
+    count = len(blocks) // 16
+    joined = b"".join(blocks[n * 16 : n * 16 + 16] + b"\x00\x00" for n in range(count))
+    text = base64.urlsafe_b64encode(joined).decode("ascii")
+    return [prefix + text[n * 24 : n * 24 + _TOKEN_CHARS] for n in range(count)]
+
+
+def _text_blocks(texts: list[str]) -> bytes | None:
+    """The blocks `_block_texts` made those texts of (22 characters each);
+    None when one is no base64."""
+    if not texts:
+        return b""
+    try:
+        raw = base64.b64decode("".join(text + "AA" for text in texts), b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return b"".join(raw[n * 18 : n * 18 + 16] for n in range(len(texts)))
+
+
+class WordKey:
+    """A word key: what makes a word's keyed hash (`digest` under the index
+    key) the token a word index holds, by enciphering it as one AES block.
+    Destroyed, its tokens are as good as random: guessing a word, with the
+    index key, no longer gives its token. A token names the key's bucket
+    first (``<bucket>.``), so that an index sorted by token keeps each
+    bucket's tokens together.
+
+    Args:
+        key_id: its id in the keyring.
+        raw: its 32 bytes.
+        bucket: the bucket of sessions whose tokens it makes.
+    """
+
+    def __init__(self, key_id: bytes, raw: bytes, bucket: int) -> None:
+        self.key_id = key_id
+        self.bucket = bucket
+        self.prefix = f"{bucket}."
+        self._cipher = Cipher(algorithms.AES(raw), modes.ECB())
+
+    def tokens(self, digests: list[bytes]) -> list[str]:
+        """The tokens of words of those digests (`digest`), in order."""
+        if not digests:
+            return []
+        blocks = self._cipher.encryptor().update(b"".join(raw + _PAD for raw in digests))
+        return _block_texts(blocks, self.prefix)
+
+    def digests(self, tokens: list[str]) -> list[bytes | None]:
+        """The digests those tokens were made of, in order; None for a text
+        that is no token of this key (another key's, or a raw writer's)."""
+        prefix, size = self.prefix, len(self.prefix)
+        texts = [token[size:] if token.startswith(prefix) else None for token in tokens]
+        whole = [text for text in texts if text is not None and len(text) == _TOKEN_CHARS]
+        raw = _text_blocks(whole)
+        if raw is None:  # a text that is no base64 (a raw writer's): each alone
+            return [None] if len(tokens) == 1 else [self.digests([t])[0] for t in tokens]
+        plain = self._cipher.decryptor().update(raw) if raw else b""
+        found: list[bytes | None] = []
+        at = 0
+        for text in texts:
+            if text is None or len(text) != _TOKEN_CHARS:
+                found.append(None)
+                continue
+            block = plain[at : at + 16]
+            at += 16
+            found.append(block[:_DIGEST] if block[_DIGEST:] == _PAD else None)
+        return found
+
+    def rekey(self, tokens: list[str], new: WordKey) -> list[str | None]:
+        """Those tokens of this key as ``new`` makes them (None for a text
+        that is no token of this key), without their words."""
+        digests = self.digests(tokens)
+        made = iter(new.tokens([raw for raw in digests if raw is not None]))
+        return [None if raw is None else next(made) for raw in digests]
+
+
+def old_digest(token: str) -> bytes | None:
+    """The digest of a token made by `token` alone (a word index sealed
+    before word keys held those); None when it is no such token."""
+    raw = _raw(token)
+    return raw if raw is not None and len(raw) == _DIGEST else None

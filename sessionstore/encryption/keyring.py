@@ -2,7 +2,8 @@
 apart from the data they open.
 
 Each session (and each journal) is sealed with a data key of its own; the
-word index with one key for the whole store. The keyring holds them
+word index with one key for the whole store, and a word key for each
+bucket of sessions, which an erase in the bucket replaces. The keyring holds them
 wrapped (`cipher.wrap`) by a master key, named by its fingerprint, never
 the master key itself. It is the one mutable thing encryption adds:
 
@@ -33,8 +34,10 @@ from typing import Literal
 
 __all__ = ["Keyring", "Scope", "WrappedKey"]
 
-Scope = Literal["session", "journal", "index"]
-"""What a data key seals: a session, a journal, or the store's word index."""
+Scope = Literal["session", "journal", "index", "words"]
+"""What a data key seals: a session, a journal, the store's index key (owners,
+heads, words' hashes), or the word tokens of a bucket of sessions (named by
+its number)."""
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,12 @@ title      session id     the title change's seq
 journal    journal name   the line's seq
 =========  =============  ==========================================
 
-Words and owners become tokens under the index key (`cipher.token`), and
-each position of a head is authenticated under it (`Sealer.head_seal`).
+Owners become tokens under the index key (`cipher.token`), and each
+position of a head is authenticated under it (`Sealer.head_seal`). A
+word's token is its keyed hash under the index key (`Sealer.word`)
+enciphered by the word key of its session's bucket (`cipher.WordKey`,
+`Sealer.word_key`): an erase replaces its bucket's word key and destroys
+the old one (`sessionstore.backends.sql.wordkeys`).
 """
 
 from __future__ import annotations
@@ -30,19 +34,22 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from sessionstore.encryption import cipher
-from sessionstore.encryption.cipher import Sealed
+from sessionstore.encryption.cipher import Sealed, WordKey
 from sessionstore.encryption.keyring import Keyring, Scope, WrappedKey
 from sessionstore.encryption.keys import MasterKeys, new_key
 from sessionstore.errors import CorruptSessionError, EncryptionKeyError
 
-__all__ = ["CACHED", "TOKENS", "DataKey", "Sealer", "unwrap_key"]
+__all__ = ["CACHED", "TOKENS", "WORD_KEYS", "DataKey", "Sealer", "unwrap_key"]
 
 CACHED = 4096
 """Data keys a store keeps unwrapped (one per session or journal in use)."""
 
 TOKENS = 65536
-"""Word tokens a store keeps made (a few MB): a word's HMAC costs more than
+"""Word digests a store keeps made (a few MB): a word's HMAC costs more than
 the lookup, and most words of a conversation recur."""
+
+WORD_KEYS = 4096
+"""Word keys a store keeps unwrapped (one per bucket of sessions in use)."""
 
 _HEAD = 1 + cipher.KEY_ID_BYTES  # a sealed value's version and key id
 
@@ -101,7 +108,8 @@ class Sealer:
         self._index = index
         self._cache: OrderedDict[bytes, DataKey] = OrderedDict()
         self._lock = threading.Lock()
-        self._tokens: dict[str, str] = {}  # word tokens made, most `TOKENS`
+        self._tokens: dict[str, bytes] = {}  # word digests made, most `TOKENS`
+        self._word_keys: OrderedDict[bytes, WordKey] = OrderedDict()  # most `WORD_KEYS`
         self._master: str | None = None  # the keyring's current master, as last read
 
     @classmethod
@@ -246,6 +254,7 @@ class Sealer:
         """Drop a key from the cache (it is being destroyed)."""
         with self._lock:
             self._cache.pop(key_id, None)
+            self._word_keys.pop(key_id, None)
 
     def destroy(self, key_id: bytes) -> None:
         """Destroy a key: out of the cache, then out of the keyring."""
@@ -344,14 +353,50 @@ class Sealer:
 
     # ------------------------------------------------------------ tokens
 
-    def word(self, word: str) -> str:
-        """What the word index holds for ``word`` (kept: words recur)."""
+    def word(self, word: str) -> bytes:
+        """The keyed hash of ``word`` under the index key, which a word key
+        makes its token (`cipher.WordKey.tokens`); kept: words recur."""
         found = self._tokens.get(word)
         if found is None:
             if len(self._tokens) >= TOKENS:
                 self._tokens.clear()
-            found = self._tokens[word] = cipher.token(self._index, "word", word)
+            found = self._tokens[word] = cipher.digest(self._index, "word", word)
         return found
+
+    def new_word_key(self, bucket: int) -> WordKey:
+        """A new word key for a bucket of sessions, kept in the keyring
+        before any token is made with it."""
+        data, raw = self._made("words", str(bucket))
+        with self._lock:
+            self._cache.pop(data.key_id, None)  # no data key: a word key
+        return self._keep_word(WordKey(data.key_id, raw, bucket))
+
+    def word_key(self, key_id: bytes, bucket: int) -> WordKey:
+        """The word key ``key_id`` of a bucket, from the cache or the keyring.
+
+        Raises:
+            EncryptionKeyError: the keyring does not hold it (destroyed by an
+                erase since it was read, or damaged), or no key given wraps it.
+        """
+        with self._lock:
+            cached = self._word_keys.get(key_id)
+            if cached is not None:
+                self._word_keys.move_to_end(key_id)
+                return cached
+        found = self.keyring.get(key_id)
+        if found is None or found.scope != "words":
+            raise EncryptionKeyError(
+                f"keyring {self.keyring!r} holds no word key {key_id.hex()} of bucket "
+                f"{bucket} (destroyed by an erase since it was read, or damaged)"
+            )
+        return self._keep_word(WordKey(key_id, self._unwrapped(found), bucket))
+
+    def _keep_word(self, key: WordKey) -> WordKey:
+        with self._lock:
+            self._word_keys[key.key_id] = key
+            while len(self._word_keys) > WORD_KEYS:
+                self._word_keys.popitem(last=False)
+        return key
 
     def owner(self, owner: str) -> str:
         """What the listing holds for ``owner``."""

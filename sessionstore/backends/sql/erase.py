@@ -5,13 +5,14 @@ PostgreSQL ``FOR UPDATE``, which appends and forks wait for; SQLite has one
 writer at a time), refused while forks share its rows, the digest of its
 bytes computed as `raw_blocks` gives them (the rows streamed, never held
 together), the `Erasure` inserted, then its titles, activity and listing
-rows, its rows in the word index (`wordindex.forget`), its entries and its
-row deleted. The DELETE triggers let those rows go only because the erasure
-was written in the same transaction (migration 0004): on SQLite the erase
-names it in the table ``erasing`` meanwhile, and takes it out before the
-commit. The database refuses a transaction whose erasure leaves any of the
-session (or journal) behind, and on SQLite an erasure named a second
-time (migration 0007).
+rows, its rows in the word index (`wordindex.forget`; in a sealed store
+`wordkeys.rekey`, which moves the rest of its bucket under a new word
+key), its entries and its row deleted. The DELETE triggers let those rows
+go only because the erasure was written in the same transaction (migration
+0004): on SQLite the erase names it in the table ``erasing`` meanwhile,
+and takes it out before the commit. The database refuses a transaction
+whose erasure leaves any of the session (or journal) behind, and on
+SQLite an erasure named a second time (migration 0007).
 
 An append waiting on the lock then finds no session: it lands before the
 erase, and is erased with it, or fails with `SessionNotFoundError`.
@@ -21,7 +22,9 @@ the session's (or journal's) rows were sealed with, wherever copies of them
 are: `erase_sealed` checks that the session's header opens as its own
 under the key the keyring holds for it, marks that key doomed, runs the
 transaction (which checks that the session still holds that key, and
-names it in the record's ``key``), then destroys it. An erase refused
+names it in the record's ``key``, and moves the word index's tokens of
+the session's bucket under a new word key, dooming the old one), then
+destroys both. An erase refused
 before its doom changes nothing. A crash after the commit leaves the key
 doomed; the next open destroys it, as the erasure record names it
 (`sealing.sweep`).
@@ -38,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from functools import partial
 from typing import TYPE_CHECKING
@@ -48,7 +51,7 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, select
 from sessionstore.backends.checks import check_unchanged
 from sessionstore.backends.keyed import dropped
 from sessionstore.backends.records import erasure_of
-from sessionstore.backends.sql import journalkeys, sealing, wordindex
+from sessionstore.backends.sql import journalkeys, sealing, wordindex, wordkeys
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database, SessionRow, last_seq
 from sessionstore.backends.sql.lineage import END, lineage, lines
@@ -105,6 +108,7 @@ async def erase_sealed(
     own = await database.transaction(session_id, opens)
     if own:
         await asyncio.to_thread(sealer.keyring.doom, key_id)
+    rekeyed: list[bytes] = []  # the bucket's old word key, doomed by the transaction
     body = partial(
         erase_session,
         session_id=session_id,
@@ -112,13 +116,17 @@ async def erase_sealed(
         digest=digest,
         sealer=sealer,
         sealed=key_id if own else None,
+        rekeyed=rekeyed,
     )
     try:
         record = await database.erase(session_id, body)
     except CorruptSessionError:  # a row does not open: erased as it is stored
+        rekeyed.clear()
         record = await database.erase(session_id, partial(body, damaged=True))
     if own:
         await asyncio.to_thread(sealer.destroy, key_id)
+    if rekeyed:
+        await asyncio.to_thread(sealer.destroy, rekeyed[-1])
     return record
 
 
@@ -159,6 +167,7 @@ def erase_session(
     sealer: Sealer | None = None,
     sealed: bytes | None = None,
     damaged: bool = False,
+    rekeyed: builtins.list[bytes] | None = None,
 ) -> Erasure:
     """Erase ``session_id`` whole and record it (a write transaction's body).
 
@@ -168,6 +177,9 @@ def erase_session(
             still name; ``sealed`` None for a session whose header does
             not open.
         damaged: its rows do not all open: digest them as stored.
+        rekeyed: in a sealed store, where the id of the word key its
+            bucket's re-key doomed is put (`wordkeys.rekey`): the caller
+            destroys it once this commits.
 
     Raises:
         SessionNotFoundError: no such session.
@@ -187,15 +199,21 @@ def erase_session(
     check_unchanged(record, digest)
     if sealed is not None:
         record = record.model_copy(update={"key": sealed.hex()})
+    if rekeyed is None:
+        rekeyed = []
     seq = _record(conn, record)
     if conn.dialect.name == "sqlite":
         _SPEND_TICK.many(conn, [{"pk": row.pk}])
     for rows in _DELETE_BESIDE:
         rows.many(conn, [{"pk": row.pk}])
-    with closing(Q.LINES.each(conn, pk=row.pk, after=row.base_seq or 0, end=END)) as own:
-        where = "entries"
-        lines = sealing.open_lines(sealer, _own(session_id), own, where, as_bytes=True)
-        wordindex.forget(conn, row.pk, None if damaged else (line for _, line in lines), sealer)
+    if sealer is None:
+        with closing(Q.LINES.each(conn, pk=row.pk, after=row.base_seq or 0, end=END)) as own:
+            lines = None if damaged else (line for _, line, *_ in own)
+            wordindex.forget(conn, row.pk, lines)
+    else:  # its rows go, and the rest of its bucket is moved under a new word key
+        old = wordkeys.rekey(conn, sealer, row.pk)
+        if old is not None:
+            rekeyed.append(old)
     Q.DELETE_ENTRIES.many(conn, [{"pk": row.pk}])
     Q.DELETE_SESSION.many(conn, [{"pk": row.pk}])
     wordindex.lower_mark(conn)
@@ -316,10 +334,6 @@ def _own_rows(conn: Connection, row: SessionRow) -> Iterator[tuple[int, str | by
     with closing(Q.LINES.each(conn, pk=row.pk, after=row.base_seq or 0, end=END)) as own:
         for seq, line, *_ in own:
             yield seq, line
-
-
-def _own(session_id: str) -> Callable[[int], str]:
-    return lambda seq: session_id
 
 
 def _record(conn: Connection, record: Erasure) -> int:

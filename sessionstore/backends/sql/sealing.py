@@ -9,8 +9,9 @@ in place of each text that says what a session holds its sealed form
 * ``sessions.header``, ``entries.line``, ``titles.title``,
   ``journal_lines.line``: sealed, each bound to its session (or journal)
   and position;
-* ``listing.owner`` and the word index's words: keyed tokens
-  (`Sealer.owner`, `Sealer.word`), equal for equal texts;
+* ``listing.owner``: a keyed token (`Sealer.owner`), equal for equal owners;
+* the word index's words: tokens equal for equal words within a bucket of
+  sessions, under the bucket's word key (`sessionstore.backends.sql.wordkeys`);
 * ids, ``seq``, timestamps, entry types, ``first_kept_id``, lengths, heads
   and erasure records: clear, as the store's structure needs them.
 
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, bindparam, func, insert, select, text, union_all
 
+from sessionstore.backends.sql import wordconvert, wordkeys
 from sessionstore.backends.sql.database import find_session
 from sessionstore.backends.sql.database import session_id as stored_id
 from sessionstore.backends.sql.engine import describe, is_sqlite
@@ -130,6 +132,7 @@ async def start(
             start = partial(Sealer.start, master, ring, found[0], new=False, as_text=as_text)
             sealer = await _in_thread(start)
             await sweep(database, sealer)
+            await wordconvert.convert(database, sealer)
             return sealer
         # Bound first, then named in the database: a process that finds the
         # row finds its keyring ready. Another process naming its own first
@@ -153,12 +156,16 @@ async def sweep(database: Database, sealer: Sealer) -> int:
     """Destroy the keys an erase doomed and then died before destroying:
     those an erasure record names (its transaction committed). A doomed key
     no record names is an erase cut short before its commit (or refused):
-    it still opens, and erasing again ends it. How many were destroyed."""
+    it still opens, and erasing again ends it. A doomed word key is
+    destroyed once ``word_keys`` no longer names it (`wordkeys.rekey`).
+    How many were destroyed."""
     destroyed = 0
     for key in await _in_thread(sealer.keyring.doomed):
-        erased = await database.transaction(
-            None, partial(_erased, key_id=key.key_id, scope=key.scope, name=key.name)
-        )
+        if key.scope == "words":
+            ended = partial(wordkeys.doomed_key_ended, key_id=key.key_id, bucket=int(key.name))
+        else:
+            ended = partial(_erased, key_id=key.key_id, scope=key.scope, name=key.name)
+        erased = await database.transaction(None, ended)
         if erased:
             await _in_thread(partial(sealer.destroy, key.key_id))
             destroyed += 1
@@ -245,6 +252,7 @@ def _seal_store(conn: Connection, *, store_id: str) -> str:
     if _holds_anything(conn):
         raise _plain()
     _SEAL.many(conn, [{"store_id": store_id}])
+    wordkeys.mark_converted(conn)  # its words are under word keys from the first
     return store_id
 
 

@@ -31,8 +31,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from sqlalchemy import ARRAY, BigInteger, Connection, bindparam, select, text
 from sqlalchemy.types import Text
@@ -40,6 +40,7 @@ from sqlalchemy.types import Text
 from sessionstore.backends.base import search_hit
 from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql import wordkeys
 from sessionstore.backends.sql.lineage import END
 from sessionstore.backends.sql.postings import LENGTHS, unpack
 from sessionstore.backends.sql.query import Query
@@ -53,7 +54,12 @@ from sessionstore.backends.sql.wordindex import (
     score,
     word_key,
 )
-from sessionstore.errors import CorruptSessionError, InvalidCursorError, InvalidRecordError
+from sessionstore.errors import (
+    CorruptSessionError,
+    EncryptionKeyError,
+    InvalidCursorError,
+    InvalidRecordError,
+)
 from sessionstore.models import MessageEntry
 from sessionstore.store import SearchHit
 from sessionstore.wire.stored import read_stored_meta
@@ -61,7 +67,9 @@ from sessionstore.wire.stored import read_stored_meta
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = ["KEY_PARTS", "Start", "search", "start_of"]
+__all__ = ["KEY_PARTS", "StaleKeyError", "Start", "search", "snapshot", "start_of"]
+
+_T = TypeVar("_T")
 
 KEY_PARTS = 4
 """Parts of a search cursor's key: score, session key, seq, session id."""
@@ -185,14 +193,32 @@ def search(
     sealer: Sealer | None = None,
 ) -> list[SearchHit]:
     """A page of hits (a read transaction's body); see the module doc. In a
-    sealed store the index is asked for the words' tokens, and the lines
-    and headers read are opened."""
+    sealed store the index is asked for the words' tokens in each bucket
+    of sessions, and the lines and headers read are opened."""
     keys = list(dict.fromkeys(map(word_key, wanted)))
-    if sealer is not None:
-        keys = [sealer.word(key) for key in keys]
+    named = None if sealer is None else wordkeys.named(conn)
+    hits = _page(conn, wanted, keys, owner, limit, start, kind, sealer, named)
+    if named is not None and conn.dialect.name == "postgresql" and wordkeys.named(conn) != named:
+        # A statement a snapshot of its own: the tokens asked for were
+        # those of the keys named before, which an erase changed meanwhile.
+        raise StaleKeyError("the word keys changed while the search read the index")
+    return hits
+
+
+def _page(
+    conn: Connection,
+    wanted: Sequence[str],
+    keys: list[str],
+    owner: str | None,
+    limit: int,
+    start: Start | None,
+    kind: str,
+    sealer: Sealer | None,
+    named: list[tuple[int, bytes]] | None,
+) -> list[SearchHit]:
     holders = _Holders(conn, sealer)
     hits: list[SearchHit] = []
-    ranked = _ranked(conn, wanted, keys, start, sealer)
+    ranked = _ranked(conn, wanted, keys, start, sealer, named)
     # Rows taken a few at a time, as many as hits are still wanted (a row
     # gives one hit or more): on PostgreSQL their sessions, forks and lines
     # are then read in one statement each, not one per row.
@@ -215,31 +241,66 @@ def search(
     return hits
 
 
+class StaleKeyError(EncryptionKeyError):
+    """The word keys a search read changed (an erase committed since), or
+    one is destroyed: search again."""
+
+
+def snapshot(body: Callable[[Connection], _T], conn: Connection) -> _T:
+    """``body`` in one snapshot (PostgreSQL: REPEATABLE READ; a SQLite read
+    transaction is one): a sealed search reads the word keys, then the
+    tokens made under them."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    return body(conn)
+
+
 def _ranked(
     conn: Connection,
     wanted: Sequence[str],
     keys: list[str],
     start: Start | None,
     sealer: Sealer | None,
+    named: list[tuple[int, bytes]] | None,
 ) -> Iterator[_Row]:
     """Every row holding every word, best first, from ``start``'s row on."""
     first = (-start.score, start.pk, start.seq) if start is not None else None
     unindexed = sorted(
         row for row in _unindexed(conn, wanted, keys, sealer) if first is None or row[:3] >= first
     )
-    return heapq.merge(_from_index(conn, keys, start), unindexed, key=lambda row: row[:3])
+    groups = [keys] if sealer is None or named is None else _tokens(keys, sealer, named)
+    return heapq.merge(_from_index(conn, groups, start), unindexed, key=lambda row: row[:3])
 
 
-def _from_index(conn: Connection, keys: list[str], start: Start | None) -> Iterator[_Row]:
-    """The index's rows, best first, from ``start``'s row on, page by page."""
+def _tokens(keys: list[str], sealer: Sealer, named: list[tuple[int, bytes]]) -> list[list[str]]:
+    """Sealed: the query's words as the index holds them in each bucket of
+    sessions (`wordkeys`), a list of tokens per bucket."""
+    digests = [sealer.word(key) for key in keys]
+    try:
+        current = wordkeys.keys_of(sealer, named)
+    except EncryptionKeyError as exc:
+        raise StaleKeyError(str(exc)) from None
+    return [key.tokens(digests) for _, key in current]
+
+
+def _from_index(conn: Connection, groups: list[list[str]], start: Start | None) -> Iterator[_Row]:
+    """The index's rows holding every word of one of ``groups`` (the
+    query's words as each bucket holds them), best first, from ``start``'s
+    row on, page by page."""
     # After (score, pk, seq - 1): the start's own row comes again, for the
     # forks holding it that the last page did not reach.
     after = (start.score, start.pk, start.seq - 1) if start is not None else (math.inf, 0, 0)
-    if conn.dialect.name != "postgresql":
-        yield from _from_postings(conn, keys, after)
+    if not groups:
         return
-    quoted = ("'" + key.replace("\\", "\\\\").replace("'", "''") + "'" for key in keys)
-    given: dict[str, object] = {"keys": keys, "query": " & ".join(quoted)}
+    if conn.dialect.name != "postgresql":
+        yield from _from_postings(conn, groups, after)
+        return
+
+    def quoted(key: str) -> str:
+        return "'" + key.replace("\\", "\\\\").replace("'", "''") + "'"
+
+    query = " | ".join("(" + " & ".join(map(quoted, group)) + ")" for group in groups)
+    given: dict[str, object] = {"keys": [key for group in groups for key in group], "query": query}
     size = _FIRST_PAGE
     while True:
         rows = _POSTGRES_HITS.all(
@@ -254,19 +315,23 @@ def _from_index(conn: Connection, keys: list[str], start: Start | None) -> Itera
 
 
 def _from_postings(
-    conn: Connection, keys: list[str], after: tuple[float, int, int]
+    conn: Connection, groups: list[list[str]], after: tuple[float, int, int]
 ) -> Iterator[_Row]:
     """SQLite: the index's rows after ``after`` (score, pk, seq), best first,
     a page at a time: each page ranks every message holding the words
     again, keeping only the page's best (`_holding`)."""
-    driver = _rarest(conn, keys)
-    if driver is None:
+    drivers = []
+    for keys in groups:
+        driver = _rarest(conn, keys)
+        if driver is not None:
+            drivers.append((driver, [key for key in keys if key != driver]))
+    if not drivers:
         return
-    others = [key for key in keys if key != driver]
     size = _FIRST_PAGE
     while True:
         past = (-after[0], after[1], after[2])
-        rows = heapq.nsmallest(size, (row for row in _holding(conn, driver, others) if row > past))
+        held = (row for driver, others in drivers for row in _holding(conn, driver, others))
+        rows = heapq.nsmallest(size, (row for row in held if row > past))
         for negated, pk, seq in rows:
             yield negated, pk, seq, None
         if len(rows) < size:
@@ -295,7 +360,10 @@ def _holding(conn: Connection, driver: str, others: list[str]) -> Iterator[tuple
 
 
 def _rarest(conn: Connection, keys: list[str]) -> str | None:
-    """SQLite: the word held by the fewest messages; None when one is held by none."""
+    """SQLite: the word held by the fewest messages; None when one is held by
+    none. One word is its own (a sealed search asks once per bucket)."""
+    if len(keys) == 1:
+        return keys[0]
     counts = [(_SQLITE_PROBE.scalar(conn, word=key), key) for key in keys]
     fewest, key = min(counts)
     return key if fewest else None
@@ -317,7 +385,7 @@ def _unindexed(
             entry = message_of(line)
             if entry is None or _lacks(entry.message.text(), wanted, raw=False):
                 continue
-            found = indexed(entry, sealer)
+            found = indexed(entry)
             if found is not None and all(key in found.hits for key in keys):
                 hits = sum(found.hits[key] for key in keys)
                 yield -score(hits, found.length), pk, seq, entry

@@ -576,6 +576,7 @@ class SqlStore(StoreBase):
     ) -> builtins.list[SearchHit]:
         """Search the word index; see `sessionstore.backends.sql.search`."""
         start = search.start_of(after, kind) if after is not None else None
+        sealer = self._database.sealer
         body = partial(
             search.search,
             wanted=wanted,
@@ -583,9 +584,18 @@ class SqlStore(StoreBase):
             limit=limit,
             start=start,
             kind=kind,
-            sealer=self._database.sealer,
+            sealer=sealer,
         )
-        return await self._database.transaction(None, body, lean=True)
+        if sealer is None:
+            return await self._database.transaction(None, body, lean=True)
+        # Sealed: the word keys an erase changed meanwhile, or destroyed,
+        # have new ones at the next try; the last in one snapshot.
+        for _ in range(2):
+            try:
+                return await self._database.transaction(None, body, lean=True)
+            except search.StaleKeyError:
+                continue
+        return await self._database.transaction(None, partial(search.snapshot, body))
 
     async def integrity(self) -> builtins.list[str]:
         self._check_open()

@@ -56,6 +56,11 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
 * ``sealing``: one row in a store sealed by encryption at rest (0008): the
   store's id, which its keyring serves, and the cipher's scheme; none in a
   plain store (`sessionstore.backends.sql.sealing`).
+* ``word_keys`` (0012): in a sealed store, the id of the word key (kept in
+  the keyring) of each bucket of sessions, under which the word index holds
+  their words' tokens, and the row of bucket -1 once every bucket's tokens
+  are under word keys (`sessionstore.backends.sql.wordkeys`); an erase
+  replaces its bucket's. Empty in a plain store.
 * The word index of `search` (`sessionstore.backends.sql.wordindex`),
   derived from the entries and so not append-only: on SQLite
   ``search_postings``, one row per word of each session's messages indexed
@@ -110,6 +115,7 @@ __all__ = [
     "sessions",
     "spent_ticks",
     "titles",
+    "word_keys",
 ]
 
 
@@ -360,6 +366,13 @@ search_vectors = Table(
         Index("ix_search_vectors_unindexed", "session_pk", "seq"),
         postgresql_where=text("words IS NULL"),
     ),
+)
+
+word_keys = Table(
+    "word_keys",
+    metadata,
+    Column("bucket", BigInteger, primary_key=True, autoincrement=False),
+    Column("key_id", LargeBinary, nullable=False),
 )
 
 APPEND_ONLY_TABLES = (

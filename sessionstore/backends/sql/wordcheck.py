@@ -20,8 +20,9 @@ Each session's first wrong message is named, with how many were wrong.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import closing
+from functools import partial
 from itertools import groupby
 from typing import TYPE_CHECKING
 
@@ -33,11 +34,13 @@ from sessionstore.backends.sql.tables import entries, search_postings, sessions
 from sessionstore.backends.sql.wordindex import (
     BACKLOG_SIZE,
     RULE,
+    Indexed,
     indexed,
     message_of,
     opened_rows,
     vector,
 )
+from sessionstore.backends.sql.wordkeys import bucket_of, current, sealed_hits
 
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
@@ -91,14 +94,15 @@ def faults(conn: Connection, sealer: Sealer | None = None) -> list[str]:
     """Where the word index disagrees with the messages it indexes (in a
     sealed store, with their words' tokens; a line that does not open has
     no words here, and is a fault of its own, `survey.broken_chains`)."""
+    missing: list[str] = []  # word keys that do not unwrap
     if conn.dialect.name == "postgresql":
-        wrong = _vector_faults(conn, sealer)
+        wrong = _vector_faults(conn, sealer, missing)
     else:
         mark, rule, _ = BACKLOG_SIZE.first(conn)
         if rule != RULE:
             return []
-        wrong = _word_faults(conn, mark, sealer)
-    return _named(conn, wrong)
+        wrong = _word_faults(conn, mark, sealer, missing)
+    return [f"the word index: {reason}" for reason in missing] + _named(conn, wrong)
 
 
 def _opened(
@@ -110,14 +114,27 @@ def _opened(
 
 
 def _expected(
-    rows: Iterator[tuple[int, int, str | bytes]], sealer: Sealer | None
-) -> Iterator[tuple[_Key, _Words, int]]:
-    """Each message's words and length, as the index should hold them."""
+    conn: Connection,
+    rows: Iterator[tuple[int, int, str | bytes]],
+    sealer: Sealer | None,
+    missing: list[str],
+) -> Iterator[tuple[_Key, Indexed | None]]:
+    """Each entry's words and length, as the index should hold them (None:
+    no message, or no words; in a sealed store, their tokens under the word
+    key of its bucket, and a bucket with none holds no word)."""
+    keys = None if sealer is None else dict(current(conn, sealer, missing=missing))
     for pk, seq, line in rows:
         message = message_of(line)
-        found = indexed(message, sealer) if message is not None else None
-        if found is not None:
-            yield (pk, seq), tuple(sorted(found.hits.items())), found.length
+        seal = None
+        if sealer is not None and keys is not None:
+            key = keys.get(bucket_of(pk))
+            seal = partial(sealed_hits, sealer, key) if key is not None else _unkeyed
+        yield (pk, seq), indexed(message, seal) if message is not None else None
+
+
+def _unkeyed(hits: Mapping[str, int]) -> dict[str, int]:
+    """A message of a bucket with no word key: no token the index can hold."""
+    return {"\x00" + word: count for word, count in hits.items()}
 
 
 def _stored(rows: Iterator[tuple[int, int, str, bytes]]) -> Iterator[tuple[_Key, _Words, int]]:
@@ -138,14 +155,21 @@ def _stored(rows: Iterator[tuple[int, int, str, bytes]]) -> Iterator[tuple[_Key,
             yield (pk, seq), tuple(sorted(found.get(seq, []))), length
 
 
-def _word_faults(conn: Connection, mark: int, sealer: Sealer | None) -> list[_Key]:
+def _word_faults(
+    conn: Connection, mark: int, sealer: Sealer | None, missing: list[str]
+) -> list[_Key]:
     """SQLite: the messages whose rows in ``search_postings`` are not their words."""
     wrong: list[_Key] = []
     with (
         closing(_INDEXED_MESSAGES.each(conn, mark=mark)) as messages,
         closing(_WORD_ROWS.each(conn)) as rows,
     ):
-        expected, stored = _expected(_opened(conn, messages, sealer), sealer), _stored(rows)
+        expected = (
+            (key, tuple(sorted(found.hits.items())), found.length)
+            for key, found in _expected(conn, _opened(conn, messages, sealer), sealer, missing)
+            if found is not None
+        )
+        stored = _stored(rows)
         want, have = next(expected, None), next(stored, None)
         while want is not None or have is not None:
             if have is None or (want is not None and want[0] < have[0]):
@@ -162,15 +186,14 @@ def _word_faults(conn: Connection, mark: int, sealer: Sealer | None) -> list[_Ke
     return wrong
 
 
-def _vector_faults(conn: Connection, sealer: Sealer | None) -> list[_Key]:
+def _vector_faults(conn: Connection, sealer: Sealer | None, missing: list[str]) -> list[_Key]:
     """PostgreSQL: the messages whose row in ``search_vectors`` is not theirs,
     and rows of what is no message."""
     wrong: list[_Key] = []
     with closing(_ALL_MESSAGES.each(conn)) as messages:
         page: list[tuple[int, int, bool, str | None, int]] = []
-        for pk, seq, line in _opened(conn, messages, sealer):
-            message = message_of(line)
-            found = indexed(message, sealer) if message is not None else None
+        opened = _opened(conn, messages, sealer)
+        for (pk, seq), found in _expected(conn, opened, sealer, missing):
             if found is None:
                 page.append((pk, seq, False, None, 0))
             else:

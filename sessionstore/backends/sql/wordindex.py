@@ -32,8 +32,9 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
@@ -59,6 +60,7 @@ from sessionstore.backends.sql.tables import (
     search_postings,
     search_vectors,
 )
+from sessionstore.backends.sql.wordkeys import Tokens
 from sessionstore.backends.words import message_words
 from sessionstore.errors import CorruptSessionError, InvalidRecordError
 from sessionstore.models import MessageEntry, SessionEntry
@@ -146,9 +148,11 @@ def _decoded(line: str | bytes) -> SessionEntry | None:
         return None
 
 
-def indexed(entry: MessageEntry, sealer: Sealer | None = None) -> Indexed | None:
-    """A message's words, as the index keeps them (their tokens, sealed);
-    None when it has none."""
+def indexed(
+    entry: MessageEntry, seal: Callable[[Mapping[str, int]], dict[str, int]] | None = None
+) -> Indexed | None:
+    """A message's words, as the index keeps them (``seal`` makes them their
+    tokens, in a sealed store: `wordkeys.Tokens.sealed`); None when it has none."""
     found = message_words(entry.message.text())
     if not found:
         return None
@@ -156,9 +160,7 @@ def indexed(entry: MessageEntry, sealer: Sealer | None = None) -> Indexed | None
     for word in [word for word in hits if len(word) * 4 > LONG_WORD]:  # maybe too long
         if (key := word_key(word)) != word:
             hits[key] += hits.pop(word)
-    if sealer is not None:
-        return Indexed({sealer.word(word): count for word, count in hits.items()}, len(found))
-    return Indexed(hits, len(found))
+    return Indexed(hits if seal is None else seal(hits), len(found))
 
 
 _POSITIONS = [",".join(map(str, range(1, n + 1))) for n in range(_MAX_POSITIONS + 1)]
@@ -214,6 +216,11 @@ SET_MARK = Query(update_(search_mark).values(indexed=bindparam("indexed"), rule=
 LOWER_MARK = Query(update_(search_mark).values(indexed=func.min(search_mark.c.indexed, _top)))
 """SQLite: the mark no higher than the greatest rowid left in ``entries``."""
 
+DELETE_ALL_WORDS = Query(
+    delete(search_postings).where(search_postings.c.session_pk == bindparam("pk"))
+)
+"""SQLite: every word row of a session (``pk``), reading the whole index."""
+
 DELETE_WORDS = Query(
     delete(search_postings).where(
         search_postings.c.word == bindparam("word"),
@@ -221,11 +228,6 @@ DELETE_WORDS = Query(
     )
 )
 """SQLite: a word's rows in one session's own entries (``word``, ``pk``)."""
-
-DELETE_ALL_WORDS = Query(
-    delete(search_postings).where(search_postings.c.session_pk == bindparam("pk"))
-)
-"""SQLite: every word row of a session (``pk``), reading the whole index."""
 
 INSERT_VECTORS = Query(
     insert(search_vectors).values(
@@ -249,18 +251,19 @@ def index_rows(
 ) -> None:
     """Index the messages of ``(session_pk, seq, line)`` rows (others
     skipped), their lines as written (opened, in a sealed store: the index
-    then holds each word's token, `Sealer.word`)."""
+    then holds each word's token under its bucket's word key,
+    `sessionstore.backends.sql.wordkeys`)."""
     if conn.dialect.name == "postgresql":
         vectors = [
             {"session_pk": pk, "seq": seq, "words": vector(found.hits), "length": found.length}
-            for pk, seq, found in _indexed_rows(rows, sealer)
+            for pk, seq, found in _indexed_rows(conn, rows, sealer)
         ]
         if vectors:
             INSERT_VECTORS.many(conn, vectors)
         return
     # In key order, each page of the index is written once.
     made = packed_rows(
-        (pk, seq, found.hits, found.length) for pk, seq, found in _indexed_rows(rows, sealer)
+        (pk, seq, found.hits, found.length) for pk, seq, found in _indexed_rows(conn, rows, sealer)
     )
     if made:
         INSERT_POSTINGS.many_in_order(conn, _POSTING_COLUMNS, made)
@@ -270,11 +273,13 @@ _POSTING_COLUMNS = ("word", "session_pk", "batch", "postings")
 
 
 def _indexed_rows(
-    rows: Iterable[tuple[int, int, str | bytes]], sealer: Sealer | None
+    conn: Connection, rows: Iterable[tuple[int, int, str | bytes]], sealer: Sealer | None
 ) -> Iterator[tuple[int, int, Indexed]]:
+    tokens = None if sealer is None else Tokens(conn, sealer)
     for pk, seq, line in rows:
         message = message_of(line)
-        found = indexed(message, sealer) if message is not None else None
+        seal = None if tokens is None else partial(tokens.sealed, pk)
+        found = indexed(message, seal) if message is not None else None
         if found is not None:
             yield pk, seq, found
 
@@ -345,12 +350,11 @@ def opened_rows(
             yield pk, seq, unopened
 
 
-def forget(
-    conn: Connection, pk: int, lines: Iterable[str | bytes] | None, sealer: Sealer | None = None
-) -> None:
-    """Delete the index rows of a session's own entries, whose lines (as
-    written) are ``lines`` (an erase's body, before the entries go; None
-    when they cannot be read: a damaged session's).
+def forget(conn: Connection, pk: int, lines: Iterable[str | bytes] | None) -> None:
+    """Delete the index rows of a plain session's own entries, whose lines
+    are ``lines`` (an erase's body, before the entries go; None when they
+    cannot be read: a damaged session's). A sealed store's go with the
+    re-key of their bucket (`wordkeys.rekey`).
 
     SQLite: each word of those lines is deleted for the session, through
     the index; when a line does not decode, or rows were made with another
@@ -366,7 +370,7 @@ def forget(
         entry = _decoded(line)
         if entry is None:
             whole = True  # what its words were when it was indexed is unknown now
-        elif isinstance(entry, MessageEntry) and (found := indexed(entry, sealer)) is not None:
+        elif isinstance(entry, MessageEntry) and (found := indexed(entry)) is not None:
             keys.update(found.hits)
     if whole:
         DELETE_ALL_WORDS.many(conn, [{"pk": pk}])
