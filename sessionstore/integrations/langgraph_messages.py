@@ -1,0 +1,247 @@
+"""A LangGraph messages channel kept as a session's entries (`StoreSaver`).
+
+A checkpoint holds the messages channel as a `Position`: the first
+``count`` messages of a session. Writing a checkpoint's list compares it
+with its parent's, message by message (the same object, or an equal one):
+
+* it extends the parent's list: the new messages are appended to the
+  parent's session, on the condition that the session still ends where the
+  parent left it (``expect_last``); when it does not (a sibling checkpoint
+  appended meanwhile: a time travel, another process), the session is
+  forked there and the messages go to the fork;
+* it differs before the parent's end (a message removed or replaced by id,
+  a time travel that rewrote the past): the session is forked just before
+  the first difference, and the rest goes to the fork.
+
+So each message is stored once, and no history is ever copied (`fork`
+shares it on SQL). Every session a thread makes is recorded in its journal
+before it is made (``record``), so that deleting the thread finds it.
+
+What was converted is kept: per session, the LangChain messages of its
+entries (`sessionstore.integrations.kept.KeptItems`), and per thread and
+namespace, the list of the checkpoint last written or read, as given or
+handed out (`Recent`). The messages handed out are those kept objects, not
+copies (a copy of 2,000 messages costs some 6 ms, more than the rest of a
+turn): they are LangGraph's state, which nodes replace and never change in
+place (``add_messages`` builds a new list).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+
+from langchain_core.messages import BaseMessage
+
+from sessionstore import (
+    CorruptSessionError,
+    DuplicateSessionError,
+    MessageEntry,
+    SessionConflictError,
+    SessionMeta,
+    SessionStore,
+)
+from sessionstore.integrations.kept import KeptItems, Latest
+from sessionstore.integrations.langchain import from_context, to_message
+from sessionstore.integrations.langgraph_records import Position
+
+__all__ = ["Messages", "Pairs"]
+
+Pairs = tuple[tuple[str, BaseMessage], ...]
+"""Messages with the ids of the entries holding them."""
+
+_RECENT = 256
+"""Threads (and namespaces) whose latest list a saver keeps."""
+
+
+@dataclass(frozen=True)
+class _Seen:
+    checkpoint_id: str
+    position: Position
+    pairs: Pairs
+
+
+def _convert(session_id: str, entry: MessageEntry) -> tuple[str, BaseMessage]:
+    return entry.id, from_context([entry.message])[0]
+
+
+def _same(item: tuple[str, BaseMessage]) -> tuple[str, BaseMessage]:
+    return item
+
+
+class Messages:
+    """The messages channels of one saver's threads, in its store's sessions."""
+
+    def __init__(self) -> None:
+        self._kept: Latest[KeptItems[tuple[str, BaseMessage], tuple[str, BaseMessage]]] = Latest(
+            lambda _: KeptItems(_convert, _same), most=_RECENT, weigh=attrgetter("weight")
+        )
+        self._recent: OrderedDict[tuple[str, str], _Seen] = OrderedDict()
+        self._lock = threading.Lock()  # held to look up or note, never across a read
+
+    def drop(self) -> None:
+        """Forget every conversion kept."""
+        self._kept = Latest(
+            lambda _: KeptItems(_convert, _same), most=_RECENT, weigh=attrgetter("weight")
+        )
+        with self._lock:
+            self._recent.clear()
+
+    def recent(self, thread: str, ns: str, checkpoint_id: str) -> Position | None:
+        """The position of ``checkpoint_id`` if it is the last one seen here."""
+        seen = self._seen(thread, ns, checkpoint_id)
+        return None if seen is None else seen.position
+
+    async def read(
+        self, store: SessionStore, thread: str, ns: str, checkpoint_id: str, position: Position
+    ) -> list[BaseMessage]:
+        """The messages at ``position``, the checkpoint ``checkpoint_id``'s.
+
+        Raises:
+            CorruptSessionError: the session holds fewer messages than that.
+            SessionNotFoundError: as `SessionStore.load_slice`.
+        """
+        pairs = await self._pairs(store, thread, ns, checkpoint_id, position)
+        self._note(thread, ns, _Seen(checkpoint_id, position, pairs))
+        return [message for _, message in pairs]
+
+    async def write(
+        self,
+        store: SessionStore,
+        thread: str,
+        ns: str,
+        name: str | None,
+        parent: tuple[str, Position] | None,
+        messages: Sequence[BaseMessage],
+        record: Callable[[str], Awaitable[None]],
+    ) -> tuple[Position, Pairs]:
+        """Store ``messages``, the list of a checkpoint whose parent (its id
+        and position) is ``parent``, and return where it stands, and the
+        messages with their entries' ids (for `note`, once the checkpoint is stored).
+
+        Args:
+            name: the conversation: its first session's id and its head's name.
+            record: notes a session id in the thread's journal before it is made.
+
+        Raises:
+            InvalidRecordError: a message the wire format cannot carry; nothing written.
+        """
+        entries_of = [MessageEntry.new(to_message(message)) for message in messages]
+        before: Pairs = ()
+        if parent is not None and parent[1].count:
+            before = await self._pairs(store, thread, ns, parent[0], parent[1])
+        same, limit = 0, min(len(before), len(messages))
+        while same < limit and (
+            messages[same] is before[same][1] or messages[same] == before[same][1]
+        ):
+            same += 1
+        entries = entries_of[same:]
+        at = parent[1] if parent is not None else Position(None, 0, "")
+        if same == len(before) and at.session is not None:  # it extends the parent's list
+            session = at.session
+            if entries:
+                try:
+                    await store.append_many(session, entries, expect_last=at.last)
+                except SessionConflictError:  # appended to since: go on in a fork
+                    session = await self._branch(store, name, session, at.last, record)
+                    await store.append_many(session, entries)
+        elif same == len(before):  # the first messages of the conversation
+            if not entries:
+                return Position(None, 0, ""), ()
+            session = await self._first(store, name, record)
+            await store.append_many(session, entries)
+        else:  # it differs before the parent's end: fork just before
+            assert at.session is not None
+            cut = before[same - 1][0] if same else ""
+            session = await self._branch(store, name, at.session, cut, record)
+            if entries:
+                await store.append_many(session, entries)
+        kept = tuple((before[i][0], messages[i]) for i in range(same))
+        pairs = kept + tuple(
+            (entry.id, m) for entry, m in zip(entries, messages[same:], strict=True)
+        )
+        last = entries[-1].id if entries else (before[same - 1][0] if same else "")
+        return Position(session, len(pairs), last), pairs
+
+    # ------------------------------------------------------------ sessions
+
+    async def _first(
+        self, store: SessionStore, name: str | None, record: Callable[[str], Awaitable[None]]
+    ) -> str:
+        """A new session for a conversation's first messages: ``name`` if free."""
+        if name is not None:
+            meta = SessionMeta.new().model_copy(update={"id": name})
+            await record(meta.id)
+            try:
+                await store.create(meta)
+            except DuplicateSessionError:  # used before (or by another writer): a new one
+                pass
+            else:
+                await store.set_head(name, meta.id)
+                return meta.id
+        meta = SessionMeta.new()
+        await record(meta.id)
+        await store.create(meta)
+        if name is not None:
+            await store.set_head(name, meta.id)
+        return meta.id
+
+    async def _branch(
+        self,
+        store: SessionStore,
+        name: str | None,
+        source: str,
+        at: str,
+        record: Callable[[str], Awaitable[None]],
+    ) -> str:
+        """A fork of ``source`` up to the entry ``at`` ("": an empty session
+        whose parent is ``source``), which the conversation's head then names."""
+        meta = SessionMeta.new(parent_session=source)
+        await record(meta.id)
+        if at:
+            await store.fork(source, at=at, meta=meta)
+        else:
+            await store.create(meta)
+        if name is not None:
+            await store.set_head(name, meta.id)
+        return meta.id
+
+    # ------------------------------------------------------------ kept
+
+    async def _pairs(
+        self, store: SessionStore, thread: str, ns: str, checkpoint_id: str, position: Position
+    ) -> Pairs:
+        if not position.count or position.session is None:
+            return ()
+        seen = self._seen(thread, ns, checkpoint_id)
+        if seen is not None and seen.position == position:
+            return seen.pairs
+        items = await self._kept.get(position.session).read(store, position.session, None)
+        if len(items) < position.count or items[position.count - 1][0] != position.last:
+            raise CorruptSessionError(
+                position.session,
+                f"holds fewer than the {position.count} messages of thread {thread!r}, "
+                f"checkpoint {checkpoint_id!r} (ending in entry {position.last!r})",
+            )
+        return tuple(items[: position.count])
+
+    def _seen(self, thread: str, ns: str, checkpoint_id: str) -> _Seen | None:
+        with self._lock:
+            seen = self._recent.get((thread, ns))
+        return seen if seen is not None and seen.checkpoint_id == checkpoint_id else None
+
+    def _note(self, thread: str, ns: str, seen: _Seen) -> None:
+        with self._lock:
+            self._recent[(thread, ns)] = seen
+            self._recent.move_to_end((thread, ns))
+            while len(self._recent) > _RECENT:
+                self._recent.popitem(last=False)
+
+    def note(
+        self, thread: str, ns: str, checkpoint_id: str, position: Position, pairs: Pairs
+    ) -> None:
+        """Keep ``pairs``, the messages of the checkpoint just stored, for the next write."""
+        self._note(thread, ns, _Seen(checkpoint_id, position, pairs))
