@@ -1,0 +1,338 @@
+"""`StoreSaver`: a LangGraph thread kept as a session, its checkpoints as keyed lines."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integrations import require
+
+require("langgraph", "langgraph")
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+)
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+import sessionstore.integrations.langgraph as langgraph_module
+from sessionstore import (
+    ConfigurationError,
+    InvalidRecordError,
+    InvalidSessionIdError,
+    MessageEntry,
+    SessionStore,
+    decode_entry,
+    decode_meta,
+    open_store,
+)
+from sessionstore.archive import export_archive
+from sessionstore.cli import main
+from sessionstore.integrations.langgraph import StoreSaver
+from sessionstore.sync import open_store as open_sync_store
+from tests.kinds import PERSISTENT_KINDS, StoreTargets
+
+TEXT = "x" * 200
+
+
+def echo(state: MessagesState) -> dict[str, list[AnyMessage]]:
+    return {"messages": [AIMessage(content=f"echo {state['messages'][-1].content}")]}
+
+
+def chat(saver: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any, Any, Any, Any]:
+    builder = StateGraph(MessagesState)
+    builder.add_node("echo", echo)
+    builder.add_edge(START, "echo")
+    builder.add_edge("echo", END)
+    return builder.compile(checkpointer=saver)
+
+
+def thread(name: str = "chat-42") -> RunnableConfig:
+    return {"configurable": {"thread_id": name}}
+
+
+async def turns(
+    graph: CompiledStateGraph[Any, Any, Any, Any], count: int, name: str = "chat-42"
+) -> None:
+    for number in range(count):
+        said = HumanMessage(content=f"turn {number} {TEXT}")
+        await graph.ainvoke({"messages": [said]}, thread(name))
+
+
+def said(messages: Sequence[BaseMessage]) -> list[tuple[str, Any]]:
+    """What a list says, without the ids each run draws anew."""
+    return [(message.type, message.content) for message in messages]
+
+
+async def messages_of(store: SessionStore, session_id: str) -> list[str]:
+    return [
+        entry.message.text()
+        for entry in await store.load(session_id)
+        if isinstance(entry, MessageEntry)
+    ]
+
+
+@pytest.fixture
+async def store(kind: str, store_targets: StoreTargets) -> AsyncIterator[SessionStore]:
+    async with open_store(store_targets.new(kind)) as opened:
+        yield opened
+
+
+# ---------------------------------------------------------------- mapping
+
+
+async def test_a_thread_is_a_session_holding_each_message_once(store: SessionStore) -> None:
+    graph = chat(StoreSaver(store))
+    await turns(graph, 5)
+    # The head named after the thread names a session holding the conversation.
+    session = await store.head("chat-42")
+    assert session == "chat-42"
+    texts = await messages_of(store, session)
+    assert len(texts) == 10
+    assert texts[:2] == [f"turn 0 {TEXT}", f"echo turn 0 {TEXT}"]
+    # Every message is stored once: no journal line of the thread holds one
+    # (pending writes aside: they hold the step's own output, once).
+    data = await store.journal("langgraph:chat-42").read_bytes()
+    checkpoints = [line for line in data.split(b"\n") if line.startswith(b'{"key":"c/')]
+    assert checkpoints
+    assert not any(b"turn 0" in line for line in checkpoints)
+
+
+async def test_the_state_is_the_one_langgraph_s_own_saver_keeps(store: SessionStore) -> None:
+    ours, theirs = chat(StoreSaver(store)), chat(InMemorySaver())
+    await turns(ours, 4)
+    await turns(theirs, 4)
+    mine, reference = await ours.aget_state(thread()), await theirs.aget_state(thread())
+    assert said(mine.values["messages"]) == said(reference.values["messages"])
+    history = [
+        said(state.values.get("messages", [])) async for state in ours.aget_state_history(thread())
+    ]
+    expected = [
+        said(state.values.get("messages", []))
+        async for state in theirs.aget_state_history(thread())
+    ]
+    assert history == expected
+
+
+@pytest.mark.parametrize("persistent", PERSISTENT_KINDS)
+async def test_a_new_saver_reads_what_another_wrote(
+    persistent: str, store_targets: StoreTargets
+) -> None:
+    target = store_targets.new(persistent)
+    async with open_store(target) as first:
+        await turns(chat(StoreSaver(first)), 3)
+    async with open_store(target) as second:
+        state = await chat(StoreSaver(second)).aget_state(thread())
+    assert len(state.values["messages"]) == 6
+
+
+async def test_subgraph_namespaces_are_sessions_of_their_own(store: SessionStore) -> None:
+    saver = StoreSaver(store)
+    for ns in ("", "inner:1"):
+        config: RunnableConfig = {"configurable": {"thread_id": "t", "checkpoint_ns": ns}}
+        said_there = [HumanMessage(content=f"in {ns or 'root'}", id="m1")]
+        made = checkpoint(f"1f0000000000000{len(ns)}", said_there)
+        await saver.aput(config, made, {}, made["channel_versions"])
+    assert await messages_of(store, "t") == ["in root"]
+    assert await messages_of(store, "t|inner:1") == ["in inner:1"]
+
+
+def test_the_cli_search_and_export_see_the_conversation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "sessions.db")
+    with open_sync_store(db) as store:
+        graph = chat(StoreSaver(store))
+        for number in range(3):  # blocking invoke: the saver's blocking twins
+            graph.invoke({"messages": [HumanMessage(content=f"zebra {number}")]}, thread())
+        hits = store.search("zebra")
+        assert {hit.session_id for hit in hits} == {"chat-42"}
+        store.run(lambda async_store: export_archive(async_store, tmp_path / "archive"))
+    assert main(["--db", db, "show", "chat-42"]) == 0
+    shown = capsys.readouterr().out
+    assert "zebra 0" in shown
+    assert "echo zebra 2" in shown
+    # The exported session file is a plain session file: a header, then
+    # one entry per message, each line as the Rust reader takes it.
+    lines = (tmp_path / "archive" / "sessions" / "chat-42.jsonl").read_bytes().splitlines()
+    assert decode_meta(lines[0]).id == "chat-42"
+    entries = [decode_entry(line) for line in lines[1:]]
+    assert [entry.message.role for entry in entries if isinstance(entry, MessageEntry)] == [
+        "user",
+        "assistant",
+    ] * 3
+
+
+# ---------------------------------------------------------------- divergence
+
+
+async def test_time_travel_forks_the_session_where_it_resumes(store: SessionStore) -> None:
+    graph = chat(StoreSaver(store))
+    await turns(graph, 3)
+    history = [state async for state in graph.aget_state_history(thread())]
+    back = next(state for state in history if len(state.values.get("messages", [])) == 2)
+    await graph.ainvoke({"messages": [HumanMessage(content="instead")]}, back.config)
+    forked = await store.head("chat-42")
+    assert forked is not None
+    assert forked != "chat-42"
+    assert (await messages_of(store, forked))[2:] == ["instead", "echo instead"]
+    assert len(await messages_of(store, "chat-42")) == 6  # the original stays whole
+    meta = next(meta for meta in await store.list() if meta.id == forked)
+    assert meta.parent_session == "chat-42"
+    state = await graph.aget_state(thread())
+    assert [m.content for m in state.values["messages"]][2:] == ["instead", "echo instead"]
+
+
+async def test_a_removed_message_forks_before_it(store: SessionStore) -> None:
+    graph = chat(StoreSaver(store))
+    await turns(graph, 2)
+    state = await graph.aget_state(thread())
+    second = state.values["messages"][1]
+    await graph.aupdate_state(thread(), {"messages": [RemoveMessage(id=second.id)]})
+    forked = await store.head("chat-42")
+    assert forked is not None
+    assert forked != "chat-42"
+    assert await messages_of(store, forked) == [
+        f"turn 0 {TEXT}",
+        f"turn 1 {TEXT}",
+        f"echo turn 1 {TEXT}",
+    ]
+    after = await graph.aget_state(thread())
+    assert [m.id for m in after.values["messages"]] == [
+        m.id for m in state.values["messages"] if m.id != second.id
+    ]
+
+
+async def test_a_message_replaced_by_id_forks_before_it(store: SessionStore) -> None:
+    graph = chat(StoreSaver(store))
+    await turns(graph, 2)
+    state = await graph.aget_state(thread())
+    last = state.values["messages"][-1]
+    await graph.aupdate_state(thread(), {"messages": [AIMessage(content="amended", id=last.id)]})
+    forked = await store.head("chat-42")
+    assert forked is not None
+    assert forked != "chat-42"
+    assert (await messages_of(store, forked))[-1] == "amended"
+    assert (await messages_of(store, "chat-42"))[-1] == f"echo turn 1 {TEXT}"
+
+
+# ---------------------------------------------------------------- concurrency
+
+
+def checkpoint(checkpoint_id: str, messages: Sequence[BaseMessage]) -> Checkpoint:
+    """A checkpoint whose messages channel holds ``messages``, as a graph puts one."""
+    return Checkpoint(
+        v=1,
+        id=checkpoint_id,
+        ts="2026-01-01T00:00:00+00:00",
+        channel_values={"messages": list(messages)},
+        channel_versions={"messages": f"2.{checkpoint_id}"},
+        versions_seen={},
+        updated_channels=None,
+    )
+
+
+async def test_two_stores_putting_children_of_one_parent_keep_both(
+    store_targets: StoreTargets,
+) -> None:
+    target = store_targets.new("sqlite")
+    async with open_store(target) as one, open_store(target) as two:
+        first, second = StoreSaver(one), StoreSaver(two)
+        root = HumanMessage(content="root", id="r")
+        config = await first.aput(
+            thread("t"),
+            checkpoint("1f0000000000000a", [root]),
+            {},
+            {"messages": "1"},
+        )
+        left: list[BaseMessage] = [root, AIMessage(content="left", id="l")]
+        right: list[BaseMessage] = [
+            root,
+            AIMessage(content="right", id="r2"),
+            HumanMessage(content="more", id="m"),
+        ]
+        stored = await asyncio.gather(
+            first.aput(config, checkpoint("1f0000000000000b", left), {}, {"messages": "2.b"}),
+            second.aput(config, checkpoint("1f0000000000000c", right), {}, {"messages": "2.c"}),
+        )
+        for saver in (StoreSaver(one), StoreSaver(two)):
+            for put, wanted in zip(stored, (left, right), strict=True):
+                got = await saver.aget_tuple(put)
+                assert got is not None
+                assert said(got.checkpoint["channel_values"]["messages"]) == said(wanted)
+        # Each child's messages are in a session of their own, never interleaved.
+        sessions = {meta.id for meta in await one.list()}
+        contents = sorted([await messages_of(one, session) for session in sessions])
+        assert contents == [["root", "left"], ["root", "right", "more"]]
+
+
+# ---------------------------------------------------------------- errors
+
+
+async def test_a_value_that_cannot_be_serialized_stores_nothing(store: SessionStore) -> None:
+    saver = StoreSaver(store)
+    made = checkpoint("1f0000000000000a", [HumanMessage(content="hi", id="h")])
+    made["channel_values"]["other"] = object()
+    made["channel_versions"]["other"] = "1"
+    with pytest.raises(InvalidRecordError, match="thread 't', checkpoint '1f0000000000000a'"):
+        await saver.aput(thread("t"), made, {}, {"messages": "1", "other": "1"})
+    assert await saver.aget_tuple(thread("t")) is None
+    assert await store.list() == []
+
+
+async def test_a_line_too_long_stores_nothing(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(langgraph_module, "MAX_LINE", 2000)
+    saver = StoreSaver(store)
+    made = checkpoint("1f0000000000000a", [HumanMessage(content="hi", id="h")])
+    made["channel_values"]["big"] = "b" * 5000
+    made["channel_versions"]["big"] = "1"
+    with pytest.raises(InvalidRecordError, match="thread 't', checkpoint '1f0000000000000a'"):
+        await saver.aput(thread("t"), made, {}, {"messages": "1", "big": "1"})
+    assert await saver.aget_tuple(thread("t")) is None
+    assert await store.list() == []
+
+
+async def test_a_thread_id_that_names_no_journal_is_refused(store: SessionStore) -> None:
+    with pytest.raises(InvalidSessionIdError, match="a/b"):
+        await StoreSaver(store).aget_tuple(thread("a/b"))
+
+
+async def test_blocking_calls_on_an_async_store_say_what_to_do(store: SessionStore) -> None:
+    with pytest.raises(ConfigurationError, match="async store"):
+        StoreSaver(store).get_tuple(thread())
+
+
+async def test_an_encrypted_serializer_works(store: SessionStore) -> None:
+    key = AESGCM.generate_key(bit_length=128)
+
+    class Cipher:
+        def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
+            nonce = os.urandom(12)
+            return "aesgcm", nonce + AESGCM(key).encrypt(nonce, plaintext, None)
+
+        def decrypt(self, ciphername: str, ciphertext: bytes) -> bytes:
+            return AESGCM(key).decrypt(ciphertext[:12], ciphertext[12:], None)
+
+    graph = chat(StoreSaver(store, serde=EncryptedSerializer(Cipher())))
+    await turns(graph, 2)
+    state = await graph.aget_state(thread())
+    assert len(state.values["messages"]) == 4
+    data = await store.journal("langgraph:chat-42").read_bytes()
+    assert b"aesgcm" in data
+    assert b"turn 0" not in data
