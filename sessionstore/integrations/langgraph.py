@@ -73,14 +73,19 @@ except ImportError as exc:
         "pip install 'sessionstore[langgraph]'"
     ) from exc
 
-from sessionstore import ConfigurationError, InvalidRecordError, SessionStore, SessionStoreError
-from sessionstore.integrations import langgraph_records as records
+import sessionstore.integrations.langgraph_records as records
+from sessionstore import (
+    MAX_LINE,
+    ConfigurationError,
+    InvalidRecordError,
+    SessionJournal,
+    SessionStore,
+    SessionStoreError,
+)
 from sessionstore.integrations.langgraph_messages import Messages
 from sessionstore.integrations.langgraph_records import Position
 from sessionstore.integrations.langgraph_threads import Threads, named
-from sessionstore.store import SessionJournal
 from sessionstore.sync import SyncStore
-from sessionstore.wire import MAX_LINE
 
 __all__ = ["StoreSaver"]
 

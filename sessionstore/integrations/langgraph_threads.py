@@ -15,17 +15,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import sessionstore.integrations.langgraph_records as records
 from sessionstore import (
     ConfigurationError,
     SessionConflictError,
+    SessionJournal,
     SessionMeta,
     SessionNotFoundError,
     SessionStore,
     SessionStoreError,
 )
-from sessionstore.integrations import langgraph_records as records
 from sessionstore.integrations.langgraph_messages import Messages
-from sessionstore.store import SessionJournal
 
 __all__ = ["Threads", "named"]
 
