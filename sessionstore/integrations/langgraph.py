@@ -438,6 +438,7 @@ class StoreSaver(BaseCheckpointSaver[str]):
                     "value": self._dumps(values[name], f"{where}: channel {name!r}"),
                 }
                 lines.append(_checked(records.encode(blob), where))
+        kept_metadata = get_checkpoint_metadata(config, metadata)
         rest = {
             k: v
             for k, v in checkpoint.items()
@@ -453,13 +454,11 @@ class StoreSaver(BaseCheckpointSaver[str]):
             "versions": checkpoint["channel_versions"],
             "seen": checkpoint["versions_seen"],
             "rest": self._dumps(rest, where),
-            "metadata": self._dumps(
-                get_checkpoint_metadata(config, metadata), f"{where}: metadata"
-            ),
+            "metadata": self._dumps(kept_metadata, f"{where}: metadata"),
         }
         if not parent_id:
             del record["parent"]
-        run = metadata.get("run_id")
+        run = kept_metadata.get("run_id")
         if isinstance(run, str):
             record["run"] = run
         _checked(
