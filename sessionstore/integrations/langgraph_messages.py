@@ -219,7 +219,14 @@ class Messages:
         seen = self._seen(thread, ns, checkpoint_id)
         if seen is not None and seen.position == position:
             return seen.pairs
-        items = await self._kept.get(position.session).read(store, position.session, None)
+        kept = self._kept.get(position.session)
+        items: Sequence[tuple[str, BaseMessage]] | None = kept.kept(position.session)
+        if (
+            items is None
+            or len(items) < position.count
+            or items[position.count - 1][0] != position.last
+        ):
+            items = await kept.read(store, position.session, None)
         if len(items) < position.count or items[position.count - 1][0] != position.last:
             raise CorruptSessionError(
                 position.session,
