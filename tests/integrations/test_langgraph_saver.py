@@ -42,6 +42,7 @@ from sessionstore import (
 )
 from sessionstore.archive import export_archive
 from sessionstore.cli import main
+from sessionstore.integrations.langchain import to_message
 from sessionstore.integrations.langgraph import StoreSaver
 from sessionstore.sync import open_store as open_sync_store
 from tests.kinds import PERSISTENT_KINDS, StoreTargets
@@ -431,7 +432,7 @@ async def test_a_turn_converts_only_the_messages_it_adds(
     import sessionstore.integrations.langgraph_messages as messages_module
 
     converted: list[BaseMessage] = []
-    original = messages_module.to_message
+    original = to_message
 
     def counting(message: BaseMessage) -> Any:
         converted.append(message)
