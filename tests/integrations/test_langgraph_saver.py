@@ -301,7 +301,7 @@ async def test_a_line_too_long_stores_nothing(
     monkeypatch.setattr(langgraph_module, "MAX_LINE", 2000)
     saver = StoreSaver(store)
     made = checkpoint("1f0000000000000a", [HumanMessage(content="hi", id="h")])
-    made["channel_values"]["big"] = "b" * 5000
+    made["channel_values"]["big"] = os.urandom(4000).hex()  # compresses to no less
     made["channel_versions"]["big"] = "1"
     with pytest.raises(InvalidRecordError, match="thread 't', checkpoint '1f0000000000000a'"):
         await saver.aput(thread("t"), made, {}, {"messages": "1", "big": "1"})
@@ -475,3 +475,21 @@ async def test_listing_checkpoints_reads_their_session_once(store: SessionStore)
     assert [each async for each in saver.alist(thread(), limit=10)] == listed
     assert await saver.aget_tuple(thread()) == listed[0]
     assert counting.read == 60  # read again from what was kept
+
+
+def test_a_compressed_value_reads_back_and_a_forged_one_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import base64
+    import zlib
+
+    import sessionstore.integrations.langgraph_records as records
+
+    said = ("msgpack", b"the same words again " * 40)
+    kept = records.typed_value(said)
+    assert kept[2:] == ["zlib"]
+    assert records.typed_of(kept, "here") == said
+    monkeypatch.setattr(records, "UNCOMPRESSED_MAX", 10_000)
+    bomb = base64.b64encode(zlib.compress(b"\0" * 10_001)).decode()
+    with pytest.raises(InvalidRecordError, match="here"):
+        records.typed_of(["msgpack", bomb, "zlib"], "here")
