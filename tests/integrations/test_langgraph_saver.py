@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -493,3 +494,50 @@ def test_a_compressed_value_reads_back_and_a_forged_one_is_refused(
     bomb = base64.b64encode(zlib.compress(b"\0" * 10_001)).decode()
     with pytest.raises(InvalidRecordError, match="here"):
         records.typed_of(["msgpack", bomb, "zlib"], "here")
+
+
+PUTTER = Path(__file__).parents[1] / "workers" / "langgraph_putter.py"
+
+
+@pytest.mark.parametrize("persistent", ["sqlite", "postgresql"])
+async def test_two_processes_driving_one_thread_lose_no_checkpoint_and_mix_no_steps(
+    persistent: str, store_targets: StoreTargets
+) -> None:
+    target = store_targets.new(persistent)
+    root = Path(__file__).parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+    }
+    workers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(PUTTER),
+            target,
+            "t",
+            worker,
+            "12",
+            stdout=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        for worker in ("a", "b")
+    ]
+    outputs = await asyncio.gather(*(worker.communicate() for worker in workers))
+    assert [worker.returncode for worker in workers] == [0, 0]
+    acknowledged = [line.decode() for out, _ in outputs for line in out.split()]
+    assert len(acknowledged) == 24
+    async with open_store(target) as store:
+        saver = StoreSaver(store)
+        for checkpoint_id in acknowledged:
+            config: RunnableConfig = {
+                "configurable": {"thread_id": "t", "checkpoint_id": checkpoint_id}
+            }
+            got = await saver.aget_tuple(config)
+            assert got is not None, checkpoint_id
+            texts = [m.content for m in got.checkpoint["channel_values"]["messages"]]
+            # Each step's question is followed by its own answer: no step mixed into another.
+            assert texts[1::2] == [f"answer {question}" for question in texts[0::2]]
+            assert len(texts) == 2 * len(set(texts[0::2]))
+        for meta in await store.list():  # and so is every session
+            texts = await messages_of(store, meta.id)
+            assert texts[1::2] == [f"answer {question}" for question in texts[0::2]]
