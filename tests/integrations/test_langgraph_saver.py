@@ -310,6 +310,24 @@ async def test_a_line_too_long_stores_nothing(
     assert await store.list() == []
 
 
+async def test_a_task_s_writes_are_stored_all_or_none(store: SessionStore) -> None:
+    saver = StoreSaver(store)
+    made = checkpoint("1f0000000000000a", [HumanMessage(content="hi", id="h")])
+    stored = await saver.aput(thread("t"), made, {}, made["channel_versions"])
+    with pytest.raises(
+        InvalidRecordError, match="thread 't', checkpoint '1f0000000000000a', task 'k'"
+    ):
+        await saver.aput_writes(stored, [("fine", 1), ("bad", object())], "k")
+    got = await saver.aget_tuple(stored)
+    assert got is not None
+    assert got.pending_writes == []
+    await saver.aput_writes(stored, [("fine", 1), ("also", 2)], "k")
+    await saver.aput_writes(stored, [("fine", 1), ("also", 2)], "k")  # a retried task: stored once
+    again = await saver.aget_tuple(stored)
+    assert again is not None
+    assert again.pending_writes == [("k", "fine", 1), ("k", "also", 2)]
+
+
 async def test_a_thread_id_that_names_no_journal_is_refused(store: SessionStore) -> None:
     with pytest.raises(InvalidSessionIdError, match="a/b"):
         await StoreSaver(store).aget_tuple(thread("a/b"))
