@@ -468,11 +468,11 @@ class StoreSaver(BaseCheckpointSaver[str]):
             ),
             where,
         )
-        pairs: Any = None
+        listed: Any = None
         position = parent
         if as_entries and channel in new:
             assert isinstance(messages, list)
-            position, pairs = await self._messages.write(
+            position, listed = await self._messages.write(
                 store,
                 thread,
                 ns,
@@ -486,8 +486,8 @@ class StoreSaver(BaseCheckpointSaver[str]):
         if isinstance(run, str):
             await self._index_run(store, run, thread)
         await journal.append_raw(*lines, records.checkpoint_line(record))
-        if pairs is not None and position is not None:
-            self._messages.note(thread, ns, checkpoint_id, position, pairs)
+        if listed is not None and position is not None:
+            self._messages.note(thread, ns, checkpoint_id, position, listed)
         elif as_entries and parent_id:
             self._messages.carry(thread, ns, parent_id, checkpoint_id)
         return {
