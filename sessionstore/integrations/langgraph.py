@@ -322,10 +322,13 @@ class StoreSaver(BaseCheckpointSaver[str]):
             bound = (
                 None if before_id is None or ns is None else records.checkpoint_key(ns, before_id)
             )
-            cut = None if filter or only or limit is None else limit - len(found)
-            for key, lines in await journal.scan(
-                records.checkpoint_prefix(ns), before=bound, limit=cut
-            ):
+            cut = None if filter or limit is None else limit - len(found)
+            if only and ns is not None:  # one checkpoint: looked up by its key
+                key = records.checkpoint_key(ns, only)
+                scanned = builtins.list((await journal.keyed(key)).items())
+            else:
+                scanned = await journal.scan(records.checkpoint_prefix(ns), before=bound, limit=cut)
+            for key, lines in scanned:
                 if limit is not None and len(found) >= limit:
                     return found
                 record = records.checkpoint_of(key, lines[-1])
@@ -339,6 +342,14 @@ class StoreSaver(BaseCheckpointSaver[str]):
         return found[:limit] if limit is not None else found
 
     async def _tuple(
+        self, store: SessionStore, journal: SessionJournal, thread: str, record: dict[str, Any]
+    ) -> CheckpointTuple:
+        try:
+            return await self._read_tuple(store, journal, thread, record)
+        except SessionStoreError as exc:
+            raise named(exc, f"thread {thread!r}, checkpoint {record['id']!r}") from exc
+
+    async def _read_tuple(
         self, store: SessionStore, journal: SessionJournal, thread: str, record: dict[str, Any]
     ) -> CheckpointTuple:
         ns, checkpoint_id = record["ns"], record["id"]

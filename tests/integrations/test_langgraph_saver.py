@@ -36,6 +36,7 @@ from sessionstore import (
     InvalidRecordError,
     InvalidSessionIdError,
     MessageEntry,
+    SessionNotFoundError,
     SessionStore,
     decode_entry,
     decode_meta,
@@ -326,6 +327,15 @@ async def test_a_task_s_writes_are_stored_all_or_none(store: SessionStore) -> No
     again = await saver.aget_tuple(stored)
     assert again is not None
     assert again.pending_writes == [("k", "fine", 1), ("k", "also", 2)]
+
+
+async def test_a_checkpoint_whose_session_was_erased_by_hand_names_itself(
+    store: SessionStore,
+) -> None:
+    await turns(chat(StoreSaver(store)), 1)
+    await store.erase("chat-42", reason="by hand, outside the saver")
+    with pytest.raises(SessionNotFoundError, match=r"thread 'chat-42', checkpoint '.*chat-42"):
+        await StoreSaver(store).aget_tuple(thread())
 
 
 async def test_a_thread_id_that_names_no_journal_is_refused(store: SessionStore) -> None:
