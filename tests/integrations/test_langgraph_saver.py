@@ -30,7 +30,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-import sessionstore.integrations.langgraph as langgraph_module
+import sessionstore.integrations.langgraph_writes as langgraph_writes
 from sessionstore import (
     ConfigurationError,
     InvalidRecordError,
@@ -300,7 +300,7 @@ async def test_a_value_that_cannot_be_serialized_stores_nothing(store: SessionSt
 async def test_a_line_too_long_stores_nothing(
     store: SessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(langgraph_module, "MAX_LINE", 2000)
+    monkeypatch.setattr(langgraph_writes, "MAX_LINE", 2000)
     saver = StoreSaver(store)
     made = checkpoint("1f0000000000000a", [HumanMessage(content="hi", id="h")])
     made["channel_values"]["big"] = os.urandom(4000).hex()  # compresses to no less
