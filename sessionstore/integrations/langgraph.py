@@ -23,8 +23,9 @@ subgraph's namespace ``ns`` is the conversation ``chat-42|ns``.
 Everything else is keyed lines of the thread's journal ``langgraph:chat-42``
 (`sessionstore.integrations.langgraph_records`, docs/wire-format.md): a
 checkpoint is a line holding where the messages stand in the session and
-only the other channels' values that changed, so nothing is serialized
-twice. Reads are keyed lookups: the latest checkpoint, a given one, and
+only the other channels' values that changed, so the history is never
+serialized again (a step's pending writes hold what the step wrote, as
+LangGraph gives them). Reads are keyed lookups: the latest checkpoint, a given one, and
 ``list(limit=n)`` cost what they return, not the thread's length. Resuming
 from an older checkpoint, or a message removed or replaced, forks the
 session where the lists part (`sessionstore.integrations.langgraph_messages`).
@@ -87,7 +88,9 @@ class StoreSaver(BaseCheckpointSaver[str]):
             keeps it open.
         serde: how channel values, writes and metadata are serialized, as
             LangGraph's savers take it (default: its ``JsonPlusSerializer``;
-            an ``EncryptedSerializer`` works too).
+            an ``EncryptedSerializer`` works too: it seals what the journal
+            keeps, not the messages of the session, which a sealed store
+            seals, docs/encryption.md).
         messages_channel: the channel kept as the session's entries, when
             it holds a list of LangChain messages.
     """
