@@ -569,3 +569,23 @@ async def test_two_processes_driving_one_thread_lose_no_checkpoint_and_mix_no_st
         for meta in await store.list():  # and so is every session
             texts = await messages_of(store, meta.id)
             assert texts[1::2] == [f"answer {question}" for question in texts[0::2]]
+
+
+async def test_a_copied_thread_forks_its_sessions_and_outlives_the_source(
+    kind: str, store: SessionStore
+) -> None:
+    saver = StoreSaver(store)
+    graph = chat(saver)
+    await turns(graph, 2)
+    await saver.acopy_thread("chat-42", "copy")
+    copied = await store.head("copy")
+    assert copied is not None
+    meta = next(meta for meta in await store.list() if meta.id == copied)
+    assert meta.parent_session == "chat-42"  # a fork: on SQL the history is shared, not copied
+    await turns(graph, 1, name="copy")
+    await saver.adelete_thread("chat-42")
+    assert await saver.aget_tuple(thread()) is None
+    assert len((await graph.aget_state(thread("copy"))).values["messages"]) == 6
+    erased = {e.name for e in await store.erasures() if e.kind == "session"}
+    # On SQL the copy's fork shares the source's entries: that session stays.
+    assert erased == (set() if kind in ("sqlite", "postgresql") else {"chat-42"})
