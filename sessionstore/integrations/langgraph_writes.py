@@ -14,6 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import partial
+from itertools import repeat
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -95,7 +96,8 @@ class Writer:
         values = checkpoint["channel_values"]
         channel = self._channel
         messages = values.get(channel)
-        is_list = isinstance(messages, list) and all(isinstance(m, BaseMessage) for m in messages)
+        # At C speed: the list holds the whole thread's messages.
+        is_list = isinstance(messages, list) and all(map(isinstance, messages, repeat(BaseMessage)))
         parent: Position | None = None
         if parent_id and channel in checkpoint["channel_versions"]:
             parent = await self._position(journal, thread, ns, parent_id)
