@@ -589,3 +589,18 @@ async def test_a_copied_thread_forks_its_sessions_and_outlives_the_source(
     erased = {e.name for e in await store.erasures() if e.kind == "session"}
     # On SQL the copy's fork shares the source's entries: that session stays.
     assert erased == (set() if kind in ("sqlite", "postgresql") else {"chat-42"})
+
+
+async def test_listing_without_a_config_lists_every_thread(store: SessionStore) -> None:
+    saver = StoreSaver(store)
+    graph = chat(saver)
+    await turns(graph, 1, name="one")
+    await turns(graph, 1, name="two")
+    listed = [each async for each in saver.alist(None)]
+    assert {each.config["configurable"]["thread_id"] for each in listed} == {"one", "two"}
+    assert len([each async for each in saver.alist(None, limit=2)]) == 2
+
+
+async def test_an_unknown_prune_strategy_is_refused(store: SessionStore) -> None:
+    with pytest.raises(ConfigurationError, match="'keep_latest' and 'delete'"):
+        await StoreSaver(store).aprune(["t"], strategy="everything")
