@@ -169,6 +169,8 @@ def test_the_cli_search_and_export_see_the_conversation(
     shown = capsys.readouterr().out
     assert "zebra 0" in shown
     assert "echo zebra 2" in shown
+    assert main(["--db", db, "html", "chat-42"]) == 0
+    assert "echo zebra 2" in capsys.readouterr().out
     # The exported session file is a plain session file: a header, then
     # one entry per message, each line as the Rust reader takes it.
     lines = (tmp_path / "archive" / "sessions" / "chat-42.jsonl").read_bytes().splitlines()
