@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -159,11 +160,24 @@ def regular(key: str) -> bool:
     return not key.rsplit("/", 1)[1].startswith("-")
 
 
-def conversation_name(thread_id: str, ns: str) -> str:
+def conversation_name(thread_id: str, ns: str) -> str | None:
     """The conversation (head, and first session id) of a thread's namespace:
     the thread id itself for the root namespace, so ``sessionstore show
-    <thread_id>`` shows it; ``<thread_id>|<ns>`` for a subgraph's."""
-    return thread_id if not ns else f"{thread_id}|{ns}"
+    <thread_id>`` shows it; ``<thread_id>|<ns>`` for a subgraph's, or
+    ``<thread_id>|#<digest of ns>`` when that breaks the session-id rule (too
+    long); None when even that does (the sessions then have fresh ids, and
+    no head names them)."""
+    if not ns:
+        return thread_id
+    for name in (
+        f"{thread_id}|{ns}",
+        f"{thread_id}|#{hashlib.sha256(ns.encode()).hexdigest()[:32]}",
+    ):
+        try:
+            return validate_session_id(name)
+        except InvalidSessionIdError:
+            continue
+    return None
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ class Threads:
             copied.append(records.checkpoint_line(record))
         await to_journal.append_raw(*copied)
         for ns, session in _latest_sessions(await _checkpoints(to_journal)).items():
-            await store.set_head(records.conversation_name(target, ns), session)
+            await _point(store, records.conversation_name(target, ns), session)
         index = store.journal(records.RUNS)
         for run in sorted(runs):
             key = records.run_key(run, target)
@@ -184,7 +184,7 @@ class Threads:
         if dropped:
             await _drop(journal, dropped, what)
         for ns, session in _latest_sessions([(None, record) for record in kept]).items():
-            await store.set_head(records.conversation_name(thread, ns), session)
+            await _point(store, records.conversation_name(thread, ns), session)
 
 
 async def _checkpoints(journal: SessionJournal) -> list[tuple[str, dict[str, Any]]]:
@@ -206,6 +206,12 @@ def _latest_sessions(checkpoints: Iterable[tuple[Any, dict[str, Any]]]) -> dict[
         if ns not in best or record["id"] > best[ns][0]:
             best[ns] = (record["id"], position.session)
     return {ns: session for ns, (_, session) in best.items()}
+
+
+async def _point(store: SessionStore, name: str | None, session: str) -> None:
+    """Move the head ``name`` to ``session``, unless it names it already."""
+    if name is not None and await store.head(name) != session:
+        await store.set_head(name, session)
 
 
 def _blob(record: dict[str, Any], name: str) -> str:

@@ -152,6 +152,16 @@ async def test_subgraph_namespaces_are_sessions_of_their_own(store: SessionStore
         await saver.aput(config, made, {}, made["channel_versions"])
     assert await messages_of(store, "t") == ["in root"]
     assert await messages_of(store, "t|inner:1") == ["in inner:1"]
+    # A namespace too long for a session id names its conversation by a digest.
+    deep = "|".join(f"node{n}:{'f' * 36}" for n in range(8))
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": deep}}
+    made = checkpoint("1f0000000000000z", [HumanMessage(content="deep", id="m1")])
+    stored = await saver.aput(config, made, {}, made["channel_versions"])
+    got = await saver.aget_tuple(stored)
+    assert got is not None
+    assert said(got.checkpoint["channel_values"]["messages"]) == [("human", "deep")]
+    [named] = [name for name in await store.heads() if name.startswith("t|#")]
+    assert await messages_of(store, str(await store.head(named))) == ["deep"]
 
 
 def test_the_cli_search_and_export_see_the_conversation(
@@ -394,6 +404,12 @@ async def test_deleting_a_thread_erases_its_sessions_and_journal_on_record(
     assert "langgraph:chat-42" in {e.name for e in erased if e.kind == "journal"}
     assert await store.journal("langgraph:chat-42").read_bytes() == b""
     assert len((await graph.aget_state(thread("other"))).values["messages"]) == 2
+    await turns(graph, 1)  # the thread starts over, in a new first session
+    assert said((await graph.aget_state(thread())).values["messages"])[0] == (
+        "human",
+        f"turn 0 {TEXT}",
+    )
+    assert len(await messages_of(store, "chat-42")) == 2
 
 
 async def test_prune_keeps_the_latest_and_erases_what_it_does_not_need(
