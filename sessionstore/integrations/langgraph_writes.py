@@ -222,21 +222,17 @@ class Writer:
                 "value": _dumps(serde, value, f"{where}: write to {channel!r}"),
             }
             lines[key] = _checked(records.encode(record), where)
-        # A task's regular writes are stored once (a retried task writes them
-        # again); its special ones (an error, an interrupt) replace the last.
-        held: set[str] = set()
+        # A task's regular writes count once, the first stored (a retried
+        # task writes them again: left out when there); its special ones (an
+        # error, an interrupt) count as the last. Two writers racing may both
+        # store a regular one: it reads as the first still, so a plain append
+        # is enough, where a conditional one would cost a second sync.
         try:
-            while True:
-                regular = [key for key in lines if records.regular(key) and key not in held]
-                todo = [line for key, line in lines.items() if key not in held]
-                if not todo:
-                    return
-                present = await journal.append_keyed_unless(
-                    regular, lambda found: set(found) or None, *todo
-                )
-                if present is None:
-                    return
-                held |= present
+            regular = [key for key in lines if records.regular(key)]
+            held = await journal.keyed(*regular) if regular else {}
+            todo = [line for key, line in lines.items() if key not in held]
+            if todo:
+                await journal.append_raw(*todo)
         except SessionStoreError as exc:
             raise named(exc, where) from exc
 

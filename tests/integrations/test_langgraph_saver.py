@@ -335,7 +335,9 @@ async def test_a_task_s_writes_are_stored_all_or_none(store: SessionStore) -> No
     assert got is not None
     assert got.pending_writes == []
     await saver.aput_writes(stored, [("fine", 1), ("also", 2)], "k")
-    await saver.aput_writes(stored, [("fine", 1), ("also", 2)], "k")  # a retried task: stored once
+    await saver.aput_writes(
+        stored, [("fine", 3), ("also", 4)], "k"
+    )  # a retried task: the first counts
     again = await saver.aget_tuple(stored)
     assert again is not None
     assert again.pending_writes == [("k", "fine", 1), ("k", "also", 2)]
