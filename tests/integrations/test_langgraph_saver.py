@@ -624,3 +624,16 @@ async def test_listing_without_a_config_lists_every_thread(store: SessionStore) 
 async def test_an_unknown_prune_strategy_is_refused(store: SessionStore) -> None:
     with pytest.raises(ConfigurationError, match="'keep_latest' and 'delete'"):
         await StoreSaver(store).aprune(["t"], strategy="everything")
+
+
+async def test_another_channel_can_be_the_session_s_messages(store: SessionStore) -> None:
+    saver = StoreSaver(store, messages_channel="history")
+    made = checkpoint("1f0000000000000a", [])
+    made["channel_values"] = {"history": [HumanMessage(content="kept", id="k")], "messages": ["x"]}
+    made["channel_versions"] = {"history": "1", "messages": "1"}
+    stored = await saver.aput(thread("t"), made, {}, made["channel_versions"])
+    assert await messages_of(store, "t") == ["kept"]
+    got = await saver.aget_tuple(stored)
+    assert got is not None
+    assert got.checkpoint["channel_values"]["messages"] == ["x"]  # a value like any other
+    assert said(got.checkpoint["channel_values"]["history"]) == [("human", "kept")]
