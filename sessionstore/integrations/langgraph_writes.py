@@ -131,12 +131,10 @@ class Writer:
         run = kept_metadata.get("run_id")
         if isinstance(run, str):
             record["run"] = run
-        _checked(
-            records.checkpoint_line(
-                {**record, "messages": records.position_value(Position("", 0, ""))}
-            ),
-            where,
-        )
+        # Checked before the messages are written, with the longest position
+        # a line can come to hold (ids of 200 bytes, the largest count).
+        longest = records.position_value(Position("s" * 200, 2**63, "e" * 200))
+        _checked(records.checkpoint_line({**record, "messages": longest}), where)
         listed: Any = None
         position = parent
         if as_entries and channel in new:
