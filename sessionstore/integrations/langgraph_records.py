@@ -51,11 +51,13 @@ __all__ = [
     "decode",
     "encode",
     "journal_name",
+    "marked",
     "ns_of",
     "regular",
     "run_key",
     "run_prefix",
     "session_key",
+    "session_mark",
     "thread_of",
     "typed_of",
     "typed_value",
@@ -178,6 +180,17 @@ def conversation_name(thread_id: str, ns: str) -> str | None:
         except InvalidSessionIdError:
             continue
     return None
+
+
+def session_mark(thread_id: str, ns: str) -> dict[str, Any]:
+    """The header metadata of the sessions a thread makes: whose they are."""
+    return {"langgraph": {"thread": thread_id, "ns": ns}}
+
+
+def marked(metadata: dict[str, Any], thread_id: str) -> bool:
+    """Whether a session's header metadata is `session_mark`'s for the thread."""
+    mark = metadata.get("langgraph")
+    return isinstance(mark, dict) and mark.get("thread") == thread_id
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,9 @@ from sessionstore import (
     ConfigurationError,
     InvalidRecordError,
     InvalidSessionIdError,
+    Message,
     MessageEntry,
+    SessionMeta,
     SessionNotFoundError,
     SessionStore,
     decode_entry,
@@ -637,3 +639,30 @@ async def test_another_channel_can_be_the_session_s_messages(store: SessionStore
     assert got is not None
     assert got.checkpoint["channel_values"]["messages"] == ["x"]  # a value like any other
     assert said(got.checkpoint["channel_values"]["history"]) == [("human", "kept")]
+
+
+async def test_a_session_of_the_thread_s_name_held_by_another_is_never_erased(
+    store: SessionStore,
+) -> None:
+    other = SessionMeta.new().model_copy(update={"id": "chat-42"})
+    await store.create(other)
+    await store.append("chat-42", MessageEntry.new(Message.user("not the graph's")))
+    saver = StoreSaver(store)
+    await turns(chat(saver), 1)
+    ours = await store.head("chat-42")
+    assert ours is not None
+    assert ours != "chat-42"  # the graph's conversation went to a session of its own
+    await saver.adelete_thread("chat-42")
+    assert await messages_of(store, "chat-42") == ["not the graph's"]
+    assert {e.name for e in await store.erasures() if e.kind == "session"} == {ours}
+
+
+async def test_a_first_session_made_but_not_noted_is_erased_with_its_thread(
+    store: SessionStore,
+) -> None:
+    saver = StoreSaver(store)
+    await turns(chat(saver), 1, name="other")
+    made = SessionMeta.new(metadata={"langgraph": {"thread": "chat-42", "ns": ""}})
+    await store.create(made.model_copy(update={"id": "chat-42"}))  # a crash before its note
+    await saver.adelete_thread("chat-42")
+    assert "chat-42" not in {meta.id for meta in await store.list()}
