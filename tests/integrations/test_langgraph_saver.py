@@ -689,3 +689,20 @@ async def test_a_sealed_store_without_its_current_key_stores_nothing(
     async with open_store(target, **{**options, "keys": [new_key]}) as reopened:
         assert await StoreSaver(reopened).aget_tuple(thread("fresh")) is None
         assert await reopened.list() == []
+
+
+async def test_what_a_saver_keeps_listed_is_bounded(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sessionstore.integrations.langgraph_messages as messages_module
+
+    monkeypatch.setattr(messages_module, "RECENT_MESSAGES", 10)
+    saver = StoreSaver(store)
+    graph = chat(saver)
+    await turns(graph, 3, name="first")
+    assert saver.kept_messages == 6
+    await turns(graph, 3, name="second")
+    assert saver.kept_messages == 6  # the first thread's list went
+    assert len((await graph.aget_state(thread("first"))).values["messages"]) == 6
+    saver.drop_caches()
+    assert saver.kept_messages == 0
