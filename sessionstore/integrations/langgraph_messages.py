@@ -100,6 +100,9 @@ class Messages:
         )
         self._recent: OrderedDict[tuple[str, str], _Seen] = OrderedDict()
         self._held = 0  # the messages the lists of _recent hold
+        # The last session's kept items, split into ids and messages: the
+        # checkpoints of a listing slice it.
+        self._split: tuple[Sequence[tuple[str, BaseMessage]], Listed] | None = None
         self._lock = threading.Lock()  # held to look up or note, never across a read
 
     @property
@@ -112,6 +115,7 @@ class Messages:
         self._kept = Latest(
             lambda _: KeptItems(_convert, _same), most=_RECENT, weigh=attrgetter("weight")
         )
+        self._split = None
         with self._lock:
             self._recent.clear()
             self._held = 0
@@ -275,7 +279,11 @@ class Messages:
                 f"holds fewer than the {position.count} messages of thread {thread!r}, "
                 f"checkpoint {checkpoint_id!r} (ending in entry {position.last!r})",
             )
-        return Listed.of(items[: position.count])
+        split = self._split
+        if split is None or split[0] is not items:  # split once for all its checkpoints
+            split = self._split = (items, Listed.of(items))
+        whole = split[1]
+        return Listed(whole.ids[: position.count], whole.messages[: position.count])
 
     def _seen(self, thread: str, ns: str, checkpoint_id: str) -> _Seen | None:
         with self._lock:
