@@ -706,3 +706,16 @@ async def test_what_a_saver_keeps_listed_is_bounded(
     assert len((await graph.aget_state(thread("first"))).values["messages"]) == 6
     saver.drop_caches()
     assert saver.kept_messages == 0
+
+
+async def test_a_checkpoint_s_other_fields_come_back(store: SessionStore) -> None:
+    saver = StoreSaver(store)
+    plain = checkpoint("1f0000000000000a", [])
+    plain["updated_channels"] = ["messages"]
+    older: Any = {**checkpoint("1f0000000000000b", []), "pending_sends": [["node", {"x": 1}]]}
+    for made in (plain, older):
+        stored = await saver.aput(thread("t"), made, {}, made["channel_versions"])
+        got = await saver.aget_tuple(stored)
+        assert got is not None
+        rest = {k: v for k, v in got.checkpoint.items() if k != "channel_values"}
+        assert rest == {k: v for k, v in made.items() if k != "channel_values"}
