@@ -496,3 +496,15 @@ async def test_what_sessions_keep_is_the_store_objects_and_drop_caches_forgets_i
     assert async_store.kept("test", object) is first  # type: ignore[attr-defined]
     async_store.drop_caches()
     assert async_store.kept("test", object) is not first  # type: ignore[attr-defined]
+
+
+async def test_kept_gives_what_a_read_kept_of_a_session_s_start(async_store: SessionStore) -> None:
+    session = await async_store.create(SessionMeta.new())
+    await StoreSession(async_store, session).add_items([user(n) for n in range(3)])
+    items: kept.KeptItems[Any, Any] = kept.KeptItems(lambda _, entry: entry.id, lambda item: item)
+    assert items.kept(session) is None  # nothing read yet
+    ids = await items.read(async_store, session, None)
+    assert items.kept(session) == tuple(ids)
+    assert items.kept("another") is None
+    await items.read(async_store, session, 1)  # what is kept still starts at the start
+    assert items.kept(session) == tuple(ids)
