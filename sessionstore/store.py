@@ -265,6 +265,28 @@ class SessionJournal(Protocol):
         """
         ...
 
+    async def drop(self, *keys: str, reason: str) -> Erasure | None:
+        """Remove every line stored under ``keys``, recorded as an erasure.
+
+        Lines from before the journal's last clear go too. All or nothing:
+        the lines, their index and the record go in one step (a store's
+        transaction; a file written anew and renamed over the journal,
+        under its lock). The record is an `Erasure` of kind ``journal``
+        whose ``lines`` and ``digest`` are of the lines removed (in journal
+        order, each ending in a newline) and ``keys`` how many keys had
+        lines; the store's `erasures` lists it (a `FileJournal` outside a
+        store returns it and keeps it nowhere). The journal's other lines
+        stay as they were.
+
+        Returns:
+            The record; None when no key had a line (nothing is recorded).
+
+        Raises:
+            ConfigurationError: ``reason`` is not a non-empty string, or a
+                key is not a string.
+        """
+        ...
+
     @property
     def effects(self) -> EffectLog:
         """The journal's side effects (`sessionstore.effects`): `EffectLog.once`

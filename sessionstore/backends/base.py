@@ -711,6 +711,11 @@ class JournalBase(abc.ABC):
         `SessionJournal.erase`."""
 
     @abc.abstractmethod
+    async def _drop(self, keys: builtins.list[str], reason: str) -> Erasure | None:
+        """Remove every line under ``keys`` (checked, each once) and record
+        it, all or nothing (reason checked); see `SessionJournal.drop`."""
+
+    @abc.abstractmethod
     def _effects_journal(self) -> JournalBase:
         """The journal this one keeps its effects in (`sessionstore.effects`)."""
 
@@ -798,6 +803,14 @@ class JournalBase(abc.ABC):
         """
         wanted = check_keys(keys)
         return await self.append_unless(lambda held: found(gathered(held, wanted)), *lines)
+
+    async def drop(self, *keys: str, reason: str) -> Erasure | None:
+        """Remove every line under ``keys``, recorded; see `SessionJournal.drop`."""
+        check_reason(reason)
+        wanted = check_keys(keys)
+        if not wanted:
+            return None
+        return await self._drop(wanted, reason)
 
 
 def _split(data: bytes) -> Iterator[bytes]:

@@ -21,6 +21,7 @@ from sessionstore.wire import line_key
 __all__ = [
     "Keyed",
     "Scanned",
+    "bound",
     "check_keys",
     "check_scan",
     "dropped",
@@ -63,6 +64,21 @@ def check_scan(prefix: object, before: object, limit: object) -> None:
             raise ConfigurationError(f"before must be a string or None, not {before!r}")
         check_text(before, "before")
     check_limit(limit, allow_none=True)
+
+
+def bound(prefix: str, before: str | None) -> str | None:
+    """The least string above every key `scan` takes (None: no bound): the
+    lesser of ``before`` and the first string past those that start with
+    ``prefix`` (its last character not U+10FFFF made the next one, skipping
+    the surrogates, which no storage holds)."""
+    stem = prefix.rstrip("\U0010ffff")
+    past = None
+    if stem:
+        following = ord(stem[-1]) + 1
+        past = stem[:-1] + chr(0xE000 if 0xD800 <= following <= 0xDFFF else following)
+    if before is None or (past is not None and past < before):
+        return past
+    return before
 
 
 def gathered(lines: Iterable[bytes], keys: Sequence[str] | None = None) -> Keyed:

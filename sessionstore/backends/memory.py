@@ -13,15 +13,16 @@ from __future__ import annotations
 import bisect
 import builtins
 import threading
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from types import EllipsisType
-from typing import Any, TypeVar
+from typing import Any
 
-from sessionstore.backends.base import JournalBase, StoreBase
+from sessionstore.backends.base import StoreBase
 from sessionstore.backends.checks import check_expectations, check_head, check_last, check_unchanged
 from sessionstore.backends.cursors import Cursor
+from sessionstore.backends.memory_journal import MemoryJournal, MemoryJournals
 from sessionstore.backends.records import (
     current_title,
     decode_stored_entries,
@@ -32,12 +33,8 @@ from sessionstore.backends.records import (
     header_line,
     imported_entry,
     imported_header,
-    journal_bytes,
     lines_block,
-    lines_since_clear,
-    raw_journal_lines,
 )
-from sessionstore.effects import EFFECTS_SUFFIX
 from sessionstore.errors import (
     DuplicateSessionError,
     InvalidCursorError,
@@ -88,10 +85,9 @@ class MemoryStore(StoreBase):
 
     def __init__(self) -> None:
         self._sessions: dict[str, _Session] = {}
-        # Each journal's history: its lines, and None where it was cleared.
-        self._journals: dict[str, builtins.list[bytes | None]] = {}
         self._heads: dict[str, builtins.list[HeadMove]] = {}
         self._erasures: builtins.list[Erasure] = []
+        self._journals = MemoryJournals(self._erasures)
         self._tick = 0  # counts writes to sessions: the order of last activity
         # A store object may be shared by threads, each running its own loop:
         # a conditional write checks and writes under this lock (never awaited).
@@ -310,89 +306,14 @@ class MemoryStore(StoreBase):
         self._check_open()
         return builtins.list(self._heads)
 
-    def journal(self, name: str) -> _MemoryJournal:
+    def journal(self, name: str) -> MemoryJournal:
         validate_session_id(name)
         self._check_open(name)
-        return _MemoryJournal(self._journals, self._erasures, name, partial(self._check_open, name))
+        return self._journals.journal(name, partial(self._check_open, name))
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()
-        names = (name.removesuffix(EFFECTS_SUFFIX) for name in self._journals)
-        return builtins.list(dict.fromkeys(names))  # a journal holding only effects too
-
-
-_T = TypeVar("_T")
-
-_JOURNAL_LOCK = threading.Lock()
-"""Held by a conditional append to a memory journal, from its look to its write."""
-
-
-class _MemoryJournal(JournalBase):
-    """A journal kept in a `MemoryStore`: history stays, a clear is a marker.
-
-    Args:
-        journals: the store's journals: each one's lines, None where cleared.
-        erasures: the store's erasure records.
-        name: this journal's.
-        check_open: refuses a closed store.
-    """
-
-    def __init__(
-        self,
-        journals: dict[str, builtins.list[bytes | None]],
-        erasures: builtins.list[Erasure],
-        name: str,
-        check_open: Callable[[], None],
-    ) -> None:
-        self._journals = journals
-        self._erasures = erasures
-        self._name = name
-        self._check_open = check_open
-
-    async def read_bytes(self) -> bytes:
-        self._check_open()
-        return journal_bytes(lines_since_clear(self._journals.get(self._name, [])))
-
-    async def append_raw(self, *lines: bytes) -> None:
-        checked = raw_journal_lines(lines)
-        self._check_open()
-        self._journals.setdefault(self._name, []).extend(checked)
-
-    async def append_unless(
-        self, found: Callable[[Iterator[bytes]], _T | None], *lines: bytes
-    ) -> _T | None:
-        checked = raw_journal_lines(lines)
-        self._check_open()
-        with _JOURNAL_LOCK:  # threads sharing the store (the blocking facade's)
-            history = self._journals.setdefault(self._name, [])
-            seen = found(iter(lines_since_clear(history)))
-            if seen is None:
-                history.extend(checked)
-            return seen
-
-    def _effects_place(self) -> tuple[str | None, tuple[str, ...] | None]:
-        return self._name, None  # no other process sees a memory store
-
-    def _effects_journal(self) -> _MemoryJournal:
-        name = self._name + EFFECTS_SUFFIX
-        return _MemoryJournal(self._journals, self._erasures, name, self._check_open)
-
-    async def clear(self) -> None:
-        self._check_open()
-        history = self._journals.get(self._name)
-        if history and history[-1] is not None:
-            history.append(None)
-
-    async def _erase(self, reason: str) -> Erasure | None:
-        self._check_open()
-        history = self._journals.get(self._name)
-        if not history:
-            return None
-        lines = [line for line in history if line is not None]
-        record = erasure_of("journal", self._name, reason, [journal_bytes(lines)], len(lines))
-        del self._journals[self._name]
-        self._erasures.append(record)
-        return record
+        return self._journals.names()  # a journal holding only effects too
 
 
 def _last_at_most(ticks: builtins.list[int], mark: int) -> int | None:

@@ -357,6 +357,11 @@ class Sealer:
         """What the listing holds for ``owner``."""
         return cipher.token(self._index, "owner", owner)
 
+    def journal_line_key(self, journal: str, key: str) -> str:
+        """What the index of keyed lines holds for ``key`` in ``journal``:
+        equal keys of one journal give equal tokens, nothing else shows."""
+        return cipher.token(self._index, "journal key", f"{journal}\x00{key}")
+
     def head_seal(self, *, name: str, seq: int, session_id: str, at: str) -> str:
         """What authenticates position ``seq`` of the head ``name``: a keyed
         hash of it, the session it names and its time."""

@@ -73,14 +73,19 @@ except ImportError as exc:
         "pip install 'sessionstore[langgraph]'"
     ) from exc
 
-from sessionstore import ConfigurationError, InvalidRecordError, SessionStore, SessionStoreError
-from sessionstore.integrations import langgraph_records as records
+import sessionstore.integrations.langgraph_records as records
+from sessionstore import (
+    MAX_LINE,
+    ConfigurationError,
+    InvalidRecordError,
+    SessionJournal,
+    SessionStore,
+    SessionStoreError,
+)
 from sessionstore.integrations.langgraph_messages import Messages
 from sessionstore.integrations.langgraph_records import Position
 from sessionstore.integrations.langgraph_threads import Threads, named
-from sessionstore.store import SessionJournal
 from sessionstore.sync import SyncStore
-from sessionstore.wire import MAX_LINE
 
 __all__ = ["StoreSaver"]
 
@@ -433,6 +438,7 @@ class StoreSaver(BaseCheckpointSaver[str]):
                     "value": self._dumps(values[name], f"{where}: channel {name!r}"),
                 }
                 lines.append(_checked(records.encode(blob), where))
+        kept_metadata = get_checkpoint_metadata(config, metadata)
         rest = {
             k: v
             for k, v in checkpoint.items()
@@ -448,13 +454,11 @@ class StoreSaver(BaseCheckpointSaver[str]):
             "versions": checkpoint["channel_versions"],
             "seen": checkpoint["versions_seen"],
             "rest": self._dumps(rest, where),
-            "metadata": self._dumps(
-                get_checkpoint_metadata(config, metadata), f"{where}: metadata"
-            ),
+            "metadata": self._dumps(kept_metadata, f"{where}: metadata"),
         }
         if not parent_id:
             del record["parent"]
-        run = metadata.get("run_id")
+        run = kept_metadata.get("run_id")
         if isinstance(run, str):
             record["run"] = run
         _checked(

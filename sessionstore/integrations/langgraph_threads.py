@@ -15,17 +15,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import sessionstore.integrations.langgraph_records as records
 from sessionstore import (
     ConfigurationError,
     SessionConflictError,
+    SessionJournal,
     SessionMeta,
     SessionNotFoundError,
     SessionStore,
     SessionStoreError,
 )
-from sessionstore.integrations import langgraph_records as records
 from sessionstore.integrations.langgraph_messages import Messages
-from sessionstore.store import SessionJournal
 
 __all__ = ["Threads", "named"]
 
@@ -169,8 +169,7 @@ class Threads:
             keys.extend(
                 blob for name in record["versions"] if (blob := _blob(record, name)) not in needed
             )
-        held = set(await journal.keyed(*keys))
-        await _drop(journal, [key for key in keys if key in held], what)
+        await _drop(journal, keys, what)
         in_use = {
             position.session
             for record in kept
@@ -242,7 +241,4 @@ async def _erase_sessions(store: SessionStore, sessions: list[str], reason: str)
 
 async def _drop(journal: SessionJournal, keys: list[str], what: str) -> None:
     """Drop the lines under ``keys``, recorded as one erasure."""
-    drop = getattr(journal, "drop", None)
-    if drop is None:
-        raise ConfigurationError("this store's journals cannot drop keyed lines yet")
-    await drop(*keys, reason=REASON.format(what=what))
+    await journal.drop(*keys, reason=REASON.format(what=what))

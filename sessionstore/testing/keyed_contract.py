@@ -9,6 +9,7 @@ journal object too, as soon as any object wrote it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 
 import pytest
 
@@ -172,3 +173,48 @@ class KeyedContract:
         with pytest.raises(ConfigurationError, match="before"):
             await journal.scan("", before=3)  # type: ignore[arg-type]
         assert await journal.read_bytes() == b""
+
+    async def test_drop_removes_the_lines_of_its_keys_and_records_them(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        journal = await journal_backend.open()
+        assert await journal.drop("a", reason="nothing yet") is None
+        kept = [b'{"line":"post"}', keyed("b"), b"torn {"]
+        await journal.append_raw(keyed("a", "1"), kept[0], keyed("c"), kept[1])
+        await journal.append_raw(keyed("a", "2"), kept[2])
+        record = await journal.drop("a", "c", "z", reason="thread deleted")
+        assert record is not None
+        gone = keyed("a", "1") + b"\n" + keyed("c") + b"\n" + keyed("a", "2") + b"\n"
+        assert (record.kind, record.lines, record.keys) == ("journal", 3, 2)
+        assert (record.reason, record.key) == ("thread deleted", None)
+        assert record.digest == hashlib.blake2b(gone, digest_size=32).hexdigest()
+        again = await journal_backend.open()
+        for reader in (journal, again):
+            assert await reader.read_bytes() == b"".join(line + b"\n" for line in kept)
+            assert await reader.keyed("a", "b", "c") == {"b": [keyed("b")]}
+            assert await reader.scan("") == [("b", [keyed("b")])]
+        assert await journal.drop("a", reason="again") is None
+
+    async def test_a_journal_goes_on_after_a_drop(self, journal_backend: JournalBackend) -> None:
+        journal = await journal_backend.open()
+        await journal.append_raw(keyed("a", "1"), keyed("b", "1"))
+        assert await journal.keyed("a") == {"a": [keyed("a", "1")]}  # indexed before the drop
+        await journal.drop("a", reason="pruned")
+        await journal.append_raw(keyed("a", "2"))
+        assert await journal.append_keyed_unless(["a"], lambda found: found or None) == {
+            "a": [keyed("a", "2")]
+        }
+        assert await (await journal_backend.open()).keyed("a", "b") == {
+            "a": [keyed("a", "2")],
+            "b": [keyed("b", "1")],
+        }
+
+    async def test_a_drop_needs_a_reason(self, journal_backend: JournalBackend) -> None:
+        journal = await journal_backend.open()
+        await journal.append_raw(keyed("a"))
+        for reason in ("", " ", None):
+            with pytest.raises(ConfigurationError, match="reason"):
+                await journal.drop("a", reason=reason)  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError, match="string"):
+            await journal.drop(b"a", reason="why")  # type: ignore[arg-type]
+        assert await journal.keyed("a") == {"a": [keyed("a")]}

@@ -336,3 +336,87 @@ async def test_an_encrypted_serializer_works(store: SessionStore) -> None:
     data = await store.journal("langgraph:chat-42").read_bytes()
     assert b"aesgcm" in data
     assert b"turn 0" not in data
+
+
+# ---------------------------------------------------------------- retention
+
+
+async def test_deleting_a_thread_erases_its_sessions_and_journal_on_record(
+    store: SessionStore,
+) -> None:
+    saver = StoreSaver(store)
+    graph = chat(saver)
+    await turns(graph, 2)
+    await turns(graph, 1, name="other")
+    state = await graph.aget_state(thread())
+    await graph.aupdate_state(  # a fork: the thread holds two sessions
+        thread(), {"messages": [RemoveMessage(id=state.values["messages"][0].id)]}
+    )
+    sessions = {meta.id for meta in await store.list()} - {"other"}
+    assert len(sessions) == 2
+    await saver.adelete_thread("chat-42")
+    assert await saver.aget_tuple(thread()) is None
+    assert {meta.id for meta in await store.list()} == {"other"}
+    erased = await store.erasures()
+    assert {e.name for e in erased if e.kind == "session"} == sessions
+    assert "langgraph:chat-42" in {e.name for e in erased if e.kind == "journal"}
+    assert await store.journal("langgraph:chat-42").read_bytes() == b""
+    assert len((await graph.aget_state(thread("other"))).values["messages"]) == 2
+
+
+async def test_prune_keeps_the_latest_and_erases_what_it_does_not_need(
+    store: SessionStore,
+) -> None:
+    saver = StoreSaver(store)
+    graph = chat(saver)
+    await turns(graph, 3)
+    before = (await graph.aget_state(thread())).values["messages"]
+    await saver.aprune(["chat-42"], strategy="keep_latest")
+    listed = [each async for each in saver.alist(thread())]
+    assert len(listed) == 1
+    after = (await graph.aget_state(thread())).values["messages"]
+    assert said(after) == said(before)
+    dropped = [e for e in await store.erasures() if e.name == "langgraph:chat-42"]
+    assert len(dropped) == 1
+    assert dropped[0].keys is not None
+    assert dropped[0].keys > 0
+    # The thread goes on from what was kept.
+    await turns(graph, 1)
+    assert len((await graph.aget_state(thread())).values["messages"]) == 8
+
+
+async def test_prune_erases_a_session_only_older_checkpoints_held(
+    kind: str, store: SessionStore
+) -> None:
+    saver = StoreSaver(store)
+    graph = chat(saver)
+    await turns(graph, 2)
+    state = await graph.aget_state(thread())
+    await graph.aupdate_state(
+        thread(), {"messages": [RemoveMessage(id=state.values["messages"][-1].id)]}
+    )
+    forked = await store.head("chat-42")
+    await saver.aprune(["chat-42"], strategy="keep_latest")
+    erased = {e.name for e in await store.erasures() if e.kind == "session"}
+    if kind in ("sqlite", "postgresql"):
+        # The fork shares the first session's entries there: it stays.
+        assert erased == set()
+    else:
+        assert erased == {"chat-42"}
+    assert {meta.id for meta in await store.list()} >= {forked}
+    assert len((await graph.aget_state(thread())).values["messages"]) == 3
+
+
+async def test_delete_for_runs_erases_the_checkpoints_of_a_run(store: SessionStore) -> None:
+    saver = StoreSaver(store)
+    graph = chat(saver)
+    for run in ("first", "second"):  # a run's id, as LangGraph's server puts it in the metadata
+        config: RunnableConfig = {**thread(), "metadata": {"run_id": run}}
+        await graph.ainvoke({"messages": [HumanMessage(content=run)]}, config)
+    await saver.adelete_for_runs(["first"])
+    left = [each async for each in saver.alist(thread())]
+    assert left
+    assert {each.metadata.get("run_id") for each in left} == {"second"}
+    dropped = [e.name for e in await store.erasures() if e.kind == "journal"]
+    assert dropped == ["langgraph:chat-42", "langgraph"]  # the run's lines, then its index
+    assert said((await graph.aget_state(thread())).values["messages"])[-1] == ("ai", "echo second")

@@ -17,6 +17,7 @@ ROOT = Path(__file__).parents[2]
 # (adapter module, the framework's top-level package, the extra that installs it)
 ADAPTERS = [
     ("sessionstore.integrations.langchain", "langchain_core", "langchain"),
+    ("sessionstore.integrations.langgraph", "langgraph", "langgraph"),
     ("sessionstore.integrations.openai_agents", "agents", "openai-agents"),
     ("sessionstore.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
 ]

@@ -158,6 +158,11 @@ class ErasureLog:
         self._append(fresh)
         return fresh
 
+    def add(self, record: Erasure) -> None:
+        """Keep ``record``, of a removal that leaves no file to finish (a
+        journal's keyed lines dropped: the file is replaced, not removed)."""
+        self._append(record)
+
     def done(self, kind: str, name: str) -> None:
         """The bytes recorded are gone: forget the note of the erase."""
         with contextlib.suppress(FileNotFoundError):

@@ -37,10 +37,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar, overload
 
 from sessionstore.backends.base import JournalBase
 from sessionstore.backends.files import (
@@ -55,10 +56,13 @@ from sessionstore.backends.files import (
 )
 from sessionstore.backends.jsonl.erasures import ErasureLog, digest_file
 from sessionstore.backends.jsonl.file import file_id, named_file
+from sessionstore.backends.jsonl.keyindex import FileKeyIndex, KeyIndexes
+from sessionstore.backends.keyed import Keyed, Scanned, check_keys, dropped
 from sessionstore.backends.records import raw_journal_lines
 from sessionstore.effects import EFFECTS_FILE
 from sessionstore.journal import READ, Journal
 from sessionstore.models import Erasure
+from sessionstore.wire import line_key
 
 __all__ = ["JOURNAL_FILE", "FileJournal"]
 
@@ -79,6 +83,8 @@ class FileJournal(JournalBase):
         own_dirs: how many of the directories above the file are its
             store's (``journals/<name>/``: 2), never followed through a
             link; 0 for a journal on its own, whose directory may be one.
+        indexes: where the index of its keyed lines is kept (a store's,
+            shared by its journal objects); None: one of its own.
     """
 
     def __init__(
@@ -87,10 +93,13 @@ class FileJournal(JournalBase):
         *,
         erasures: ErasureLog | None = None,
         own_dirs: int = 0,
+        indexes: KeyIndexes | None = None,
     ) -> None:
         self._path = Path(path)
         self._erasures = erasures
         self._own = own_dirs
+        self._indexes = KeyIndexes() if indexes is None else indexes
+        self._index: FileKeyIndex = self._indexes.of(self._path)
 
     @classmethod
     def in_dir(cls, agent_dir: str | os.PathLike[str]) -> FileJournal:
@@ -150,17 +159,29 @@ class FileJournal(JournalBase):
         self, found: Callable[[Iterator[bytes]], _T | None], *lines: bytes
     ) -> _T | None:
         data = b"\n".join(raw_journal_lines(lines))
-        return await self._run(lambda: self._append(data, found))
+        return await self._run(lambda: self._append(data, lambda fd: found(_lines_of(fd))))
 
-    def _append(
-        self, line: bytes, found: Callable[[Iterator[bytes]], _T | None] | None = None
+    async def append_keyed_unless(
+        self, keys: Sequence[str], found: Callable[[Keyed], _T | None], *lines: bytes
     ) -> _T | None:
+        wanted = check_keys(keys)
+        data = b"\n".join(raw_journal_lines(lines))
+        return await self._run(lambda: self._append(data, partial(self._look, wanted, found)))
+
+    def _look(self, keys: list[str], found: Callable[[Keyed], _T | None], fd: int) -> _T | None:
+        """``found`` asked with the lines under ``keys`` of the locked file ``fd``."""
+        with self._index.lock:
+            self._index.catch_up(fd)
+            held = self._index.lines(fd, keys)
+        return found(held)
+
+    def _append(self, line: bytes, look: Callable[[int], _T | None] | None = None) -> _T | None:
         """Append ``line`` (lines joined) under the file's lock, unless
-        ``found`` finds in the lines already there a reason not to."""
+        ``look`` finds in the file (given open) a reason not to."""
         fd = self._open_locked()
         try:
-            if found is not None:
-                seen = found(_lines_of(fd))
+            if look is not None:
+                seen = look(fd)
                 if seen is not None:
                     return seen
             size = os.fstat(fd).st_size
@@ -178,17 +199,44 @@ class FileJournal(JournalBase):
             fsync_directory(self._path.parent)  # make the new name durable too
         return None
 
-    def _open_locked(self) -> int:
-        """The journal file (created when missing) open to append, under its
-        exclusive lock, and still the file at its name once locked."""
+    async def _keyed(self, keys: list[str]) -> Keyed:
+        return await self._run(partial(self._indexed, lambda fd: self._index.lines(fd, keys)))
+
+    async def _scan(self, prefix: str, before: str | None, limit: int | None) -> Scanned:
+        scan = partial(self._index.scan, prefix=prefix, before=before, limit=limit)
+        return await self._run(partial(self._indexed, scan))
+
+    def _indexed(self, read: Callable[[int | None], _T]) -> _T:
+        """``read`` of the file as it stands (None: there is none), its index caught up."""
+        fd = self._open()
+        try:
+            with self._index.lock:
+                self._index.catch_up(fd)
+                return read(fd)
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    @overload
+    def _open_locked(self, *, create: Literal[True] = True) -> int: ...
+
+    @overload
+    def _open_locked(self, *, create: bool) -> int | None: ...
+
+    def _open_locked(self, *, create: bool = True) -> int | None:
+        """The journal file (created when missing, unless not ``create``:
+        then None) open to append, under its exclusive lock, and still the
+        file at its name once locked."""
         while True:
             directory = self._path.parent
-            if make_directory(directory, own_dirs=self._own):
+            if create and make_directory(directory, own_dirs=self._own):
                 fsync_directory(directory.parent)
             try:
-                flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+                flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
                 fd = open_regular(self._path, flags, FILE_MODE, own_dirs=self._own)
             except FileNotFoundError:  # its directory removed by an erase meanwhile
+                if not create:
+                    return None
                 continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -197,7 +245,7 @@ class FileJournal(JournalBase):
             except BaseException:
                 os.close(fd)
                 raise
-            os.close(fd)  # erased while we waited: start the journal again
+            os.close(fd)  # erased or replaced while we waited: start again
 
     def _effects_place(self) -> tuple[str | None, tuple[str, ...] | None]:
         if self._erasures is None:  # a journal of its own, in no store
@@ -206,7 +254,8 @@ class FileJournal(JournalBase):
         return self._path.parent.name, ("--db", str(store))
 
     def _effects_journal(self) -> FileJournal:
-        return FileJournal(self._path.with_name(EFFECTS_FILE), own_dirs=self._own)
+        path = self._path.with_name(EFFECTS_FILE)
+        return FileJournal(path, own_dirs=self._own, indexes=self._indexes)
 
     async def clear(self) -> None:
         await self._run(self._clear)
@@ -216,7 +265,55 @@ class FileJournal(JournalBase):
             remove_file(self._path, own_dirs=self._own)
         except FileNotFoundError:
             return
+        finally:
+            with self._index.lock:
+                self._index.forget()
         fsync_directory(self._path.parent)
+
+    async def _drop(self, keys: list[str], reason: str) -> Erasure | None:
+        return await self._run(partial(self._drop_lines, set(keys), reason))
+
+    def _drop_lines(self, keys: set[str], reason: str) -> Erasure | None:
+        """Write the file anew without the lines under ``keys``, under its
+        lock, and rename it over the file; recorded before the rename."""
+        fd = self._open_locked(create=False)
+        if fd is None:
+            return None
+        temporary: Path | None = None
+        try:
+            kept, gone, named = [], [], set()
+            for line in _lines_of(fd):
+                key = line_key(line)
+                if key in keys:
+                    gone.append(line)
+                    named.add(key)
+                else:
+                    kept.append(line)
+            if not gone:
+                return None
+            record = dropped(self._path.parent.name, reason, gone, len(named))
+            temporary = self._path.with_name(f".{self._path.name}.drop-{uuid.uuid4().hex}")
+            out = open_regular(
+                temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE, own_dirs=self._own
+            )
+            try:
+                write_all(out, b"".join(line + b"\n" for line in kept))
+                os.fsync(out)
+            finally:
+                os.close(out)
+            if self._erasures is not None:
+                self._erasures.add(record)
+            os.replace(temporary, self._path)  # under the old file's lock: appends open afresh
+            temporary = None
+            with self._index.lock:
+                self._index.forget()
+        finally:
+            os.close(fd)
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    remove_file(temporary, own_dirs=self._own)
+        fsync_directory(self._path.parent)
+        return record
 
     async def _erase(self, reason: str) -> Erasure | None:
         return await self._run(partial(self._erase_file, reason))

@@ -113,6 +113,7 @@ from sessionstore.backends.jsonl.fork import write_fork
 from sessionstore.backends.jsonl.hints import first_kept
 from sessionstore.backends.jsonl.importing import Importer
 from sessionstore.backends.jsonl.journal import FileJournal
+from sessionstore.backends.jsonl.keyindex import KeyIndexes
 from sessionstore.backends.jsonl.listing import Kept, ListingGate, Listings, after_key, facts
 from sessionstore.backends.jsonl.survey import journal_path, journals, sessions
 from sessionstore.backends.jsonl.temporary import Temporary
@@ -186,6 +187,7 @@ class JsonlStore(StoreBase):
         self._write_caches = write_caches
         self._listings = Listings(self._dir, keep=write_caches)
         self._gate = ListingGate()  # writes wait for the listings asked before them
+        self._journal_keys = KeyIndexes()  # where each journal's keyed lines are
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._dir)!r})"
@@ -197,14 +199,17 @@ class JsonlStore(StoreBase):
 
     def drop_caches(self) -> None:
         """Forget the contexts built (the hint files beside the sessions stay:
-        they are what a new process finds, see `sessionstore.backends.jsonl.hints`)."""
+        they are what a new process finds, see `sessionstore.backends.jsonl.hints`)
+        and the journals' key indexes (the next look reads the file again)."""
         self._contexts.clear()
+        self._journal_keys.drop()
 
     def journal(self, name: str) -> FileJournal:
         """The journal file ``<dir>/journals/<name>/session_journal.jsonl``."""
         validate_session_id(name)
         self._check_open(name)
-        return FileJournal(journal_path(self._dir, name), erasures=self._erasures, own_dirs=2)
+        path = journal_path(self._dir, name)
+        return FileJournal(path, erasures=self._erasures, own_dirs=2, indexes=self._journal_keys)
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()

@@ -46,9 +46,10 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, bindparam, delete, func, insert, select
 
 from sessionstore.backends.checks import check_unchanged
+from sessionstore.backends.keyed import dropped
 from sessionstore.backends.records import erasure_of
+from sessionstore.backends.sql import journalkeys, sealing, wordindex
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql import sealing, wordindex
 from sessionstore.backends.sql.database import Database, SessionRow, last_seq
 from sessionstore.backends.sql.lineage import END, lineage, lines
 from sessionstore.backends.sql.query import Query
@@ -59,7 +60,14 @@ from sessionstore.models import Erasure
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = ["erase_journal", "erase_journal_of", "erase_sealed", "erase_session", "erasures"]
+__all__ = [
+    "drop_journal_keys",
+    "erase_journal",
+    "erase_journal_of",
+    "erase_sealed",
+    "erase_session",
+    "erasures",
+]
 
 # What is kept beside a session's log (``pk``): its rows go before its own.
 _DELETE_BESIDE = [
@@ -226,14 +234,42 @@ def erase_journal(
         update["key"] = sealed.hex()
     record = digested.model_copy(update=update)
     seq = _record(conn, record)
+    journalkeys.delete_journal(conn, name)
     Q.DELETE_JOURNAL.many(conn, [{"name": name}])
+    _done(conn, seq)
+    return record
+
+
+def drop_journal_keys(
+    conn: Connection,
+    *,
+    name: str,
+    keys: builtins.list[str],
+    reason: str,
+    sealer: Sealer | None = None,
+) -> Erasure | None:
+    """Delete every line the journal ``name`` holds under ``keys`` (before a
+    clear too), and their index rows, and record it: an erasure of kind
+    ``journal`` whose ``keys`` counts the keys whose lines went; None when
+    none has a line (a write transaction's body). In a sealed store the
+    journal's data key stays (its other lines need it): copies of the
+    rows (a backup) still open under it."""
+    if conn.dialect.name == "postgresql":
+        Q.LOCK_JOURNAL.first(conn, name=name)
+    found = sorted(journalkeys.history_under(conn, name, keys, sealer), key=lambda row: row[1])
+    if not found:
+        return None
+    named = sorted({key for key, _, _ in found})
+    record = dropped(name, reason, [line for _, _, line in found], len(named))
+    seq = _record(conn, record)
+    journalkeys.forget_lines(conn, name, named, [seq for _, seq, _ in found], sealer)
     _done(conn, seq)
     return record
 
 
 def erasures(conn: Connection) -> builtins.list[Erasure]:
     """Every erasure record, oldest first."""
-    fields = ("kind", "name", "at", "reason", "lines", "digest", "key")
+    fields = ("kind", "name", "at", "reason", "lines", "digest", "key", "keys")
     return [Erasure(**dict(zip(fields, row, strict=True))) for row in Q.ERASURES.all(conn)]
 
 

@@ -12,22 +12,31 @@ In a sealed store each line is kept sealed (`Sealer`) under the journal's
 data key, made by its first write (its writers take turns in the write
 transaction, so one key is made), bound to the journal and the line's
 ``seq``; an erase destroys the key.
+
+Keyed lines are indexed in ``journal_keys`` by the transaction that writes
+them (`sessionstore.backends.sql.journalkeys`): `keyed`, `scan` and
+`append_keyed_unless` read the index, not the journal. `drop` deletes the
+lines of some keys, and their index rows, in the transaction that records
+their erasure (`sessionstore.backends.sql.erase.drop_journal_keys`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from functools import partial
 from typing import TypeVar
 
 from sqlalchemy import Connection
 
 from sessionstore.backends.base import JournalBase
+from sessionstore.backends.checks import COUNT_MAX
+from sessionstore.backends.keyed import Keyed, Scanned, bound, check_keys
 from sessionstore.backends.records import journal_bytes, raw_journal_lines
+from sessionstore.backends.sql import journalkeys
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
-from sessionstore.backends.sql.erase import erase_journal_of
+from sessionstore.backends.sql.erase import drop_journal_keys, erase_journal_of
 from sessionstore.effects import EFFECTS_SUFFIX
 from sessionstore.models import Erasure
 
@@ -65,10 +74,11 @@ class SqlJournal(JournalBase):
     async def _add(
         self,
         lines: list[bytes | None],
-        found: Callable[[Iterator[bytes]], _T | None] | None = None,
+        look: Callable[[Connection], _T | None] | None = None,
     ) -> _T | None:
         """Append rows (None: a clear marker, written only when it changes
-        something), unless ``found`` finds a reason not to in the lines there."""
+        something), and index their keys, unless ``look`` finds a reason
+        not to in the journal, in the same write transaction."""
         self._database.check_open(self._name)
         sealer, name = self._database.sealer, self._name
 
@@ -77,9 +87,8 @@ class SqlJournal(JournalBase):
                 # Writers of one journal queue here; SQLite's BEGIN IMMEDIATE
                 # already lets one writer in at a time.
                 Q.LOCK_JOURNAL.first(conn, name=self._name)
-            if found is not None:
-                with contextlib.closing(self._lines(conn)) as held:
-                    seen = found(held)
+            if look is not None:
+                seen = look(conn)
                 if seen is not None:
                     return seen
             last = Q.JOURNAL_LAST_ROW.first(conn, name=self._name)
@@ -98,9 +107,15 @@ class SqlJournal(JournalBase):
                 for n, line in enumerate(lines, 1)
             ]
             Q.INSERT_JOURNAL_LINES.many(conn, rows)
+            written = ((seq + n, line) for n, line in enumerate(lines, 1) if line is not None)
+            journalkeys.index_rows(conn, name, written, sealer)
             return None
 
         return await self._database.transaction(self._name, body, write=True, durable=True)
+
+    def _held(self, found: Callable[[Iterator[bytes]], _T | None], conn: Connection) -> _T | None:
+        with contextlib.closing(self._lines(conn)) as held:
+            return found(held)
 
     async def append_raw(self, *lines: bytes) -> None:
         checked: list[bytes | None] = [*raw_journal_lines(lines)]
@@ -110,7 +125,45 @@ class SqlJournal(JournalBase):
     async def append_unless(
         self, found: Callable[[Iterator[bytes]], _T | None], *lines: bytes
     ) -> _T | None:
-        return await self._add([*raw_journal_lines(lines)], found)
+        return await self._add([*raw_journal_lines(lines)], partial(self._held, found))
+
+    async def append_keyed_unless(
+        self, keys: Sequence[str], found: Callable[[Keyed], _T | None], *lines: bytes
+    ) -> _T | None:
+        wanted = check_keys(keys)
+        return await self._add(
+            [*raw_journal_lines(lines)], lambda conn: found(self._under(conn, wanted))
+        )
+
+    def _under(self, conn: Connection, keys: list[str]) -> Keyed:
+        return journalkeys.lines_under(conn, self._name, keys, self._database.sealer)
+
+    async def _keyed(self, keys: list[str]) -> Keyed:
+        self._database.check_open(self._name)
+        if not keys:
+            return {}
+        return await self._database.transaction(self._name, partial(self._under, keys=keys))
+
+    async def _scan(self, prefix: str, before: str | None, limit: int | None) -> Scanned:
+        if self._database.sealer is not None:  # tokens keep no order: every line is read
+            return await super()._scan(prefix, before, limit)
+        self._database.check_open(self._name)
+        high, most = bound(prefix, before), COUNT_MAX if limit is None else limit
+        if high is not None and high <= prefix:
+            return []
+        scan = partial(journalkeys.scan, name=self._name, low=prefix, high=high, limit=most)
+        return await self._database.transaction(self._name, scan)
+
+    async def _drop(self, keys: list[str], reason: str) -> Erasure | None:
+        self._database.check_open(self._name)
+        body = partial(
+            drop_journal_keys,
+            name=self._name,
+            keys=keys,
+            reason=reason,
+            sealer=self._database.sealer,
+        )
+        return await self._database.erase(self._name, body)
 
     def _effects_place(self) -> tuple[str | None, tuple[str, ...] | None]:
         keys = () if self._database.sealer is None else ("--key-file", "KEYS")

@@ -328,6 +328,7 @@ ERASURES = Query(
         erasures.c.lines,
         erasures.c.digest,
         erasures.c.key,
+        erasures.c["keys"],
     ).order_by(erasures.c.seq)
 )
 """Every erasure's columns but ``seq``, oldest first."""

@@ -42,7 +42,7 @@ __all__ = ["REVISION", "VERSION_TABLE", "alembic_config", "ensure_schema", "revi
 VERSION_TABLE = "sessionstore_alembic_version"
 """Where alembic records the revision of sessionstore's schema."""
 
-REVISION = "0010"
+REVISION = "0011"
 """The newest revision of the shipped migrations (a test checks it is alembic's head)."""
 
 _SCHEMA_LOCK = 0x5E5510  # the advisory lock PostgreSQL creators of the schema take

@@ -57,6 +57,7 @@ from sessionstore.backends.sql import (
     browse,
     erase,
     heads,
+    journalkeys,
     paging,
     sealing,
     search,
@@ -161,6 +162,8 @@ class SqlStore(StoreBase):
         database = await Database.open(target, durability=durability, busy_timeout=busy_timeout)
         try:
             database.sealer = await sealing.start(database, keys, keyring)
+            if database.sealer is not None:  # its journals a migration could not index
+                await journalkeys.index_unindexed(database)
         except BaseException:
             await database.close()
             raise

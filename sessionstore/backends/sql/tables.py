@@ -17,6 +17,14 @@ SQLite every INSERT that would replace a row (``INSERT OR REPLACE``,
   the rows before it.
 * ``journal_lines``: the crash-recovery journals, one row per line; a row
   whose ``line`` is NULL records a clear.
+* ``journal_keys`` (0011): the index of keyed journal lines (a top-level
+  string ``"key"``, `sessionstore.wire.line_key`), a row per keyed line:
+  its journal, its key (in a sealed store the key's token, never the
+  key) and its ``seq``. Derived from the lines, so not append-only: its
+  rows go with their lines (an erase, a drop). ``journal_unindexed``:
+  the journals of a sealed store whose lines the migration could not
+  open to index (it has no keys); the first open with the keys indexes
+  them and empties it.
 * ``heads``: every position of each named head, ``seq`` = 1, 2, 3... per
   name; the last is where it stands. ``head_seals`` (0010): in a sealed
   store, what authenticates each of them (`sessionstore.backends.sql.heads`).
@@ -90,7 +98,9 @@ __all__ = [
     "erasures_spent",
     "head_seals",
     "heads",
+    "journal_keys",
     "journal_lines",
+    "journal_unindexed",
     "listing",
     "metadata",
     "sealing",
@@ -198,6 +208,22 @@ journal_lines = Table(
     _partial(Index("ix_journal_lines_clears", "journal", "seq"), text("line IS NULL")),
 )
 
+# The index of keyed lines (0011): derived from journal_lines, rows go with theirs.
+journal_keys = Table(
+    "journal_keys",
+    metadata,
+    Column("journal", Text, primary_key=True),
+    Column("key", _Sorted, primary_key=True),  # a sealed store's: the key's token
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    sqlite_with_rowid=False,
+)
+
+journal_unindexed = Table(
+    "journal_unindexed",
+    metadata,
+    Column("journal", Text, primary_key=True),
+)
+
 heads = Table(
     "heads",
     metadata,
@@ -226,6 +252,7 @@ erasures = Table(
     Column("lines", BigInteger, nullable=False),
     Column("digest", Text, nullable=False),
     Column("key", Text, nullable=True),  # the data key destroyed, in a sealed store (0008)
+    Column("keys", BigInteger, nullable=True),  # a drop of keyed lines: how many keys (0011)
     # The DELETE triggers look an erasure up by what it erases.
     Index("ix_erasures_kind_name", "kind", "name"),
 )
