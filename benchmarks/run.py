@@ -75,6 +75,11 @@ Sealed (benchmarks/sealed.py): a SQLite store opened with ``keys=``
 (encryption at rest) against the same store plain: an append, a turn, a
 first context, a search, a load of 100,000 entries.
 
+Effects (benchmarks/effects.py): a replay (``once`` of an effect already
+done) in a journal of 5,000 effects against one of 200, on SQLite, a
+sealed SQLite store, JSONL, memory and PostgreSQL (with
+``SESSIONSTORE_PG_URL``): flat, the key looked up in the journal's index.
+
 Size (benchmarks/size.py): bytes per turn of a conversation in a SQLite
 store, through openai-agents' StoreSession, against openai-agents'
 SQLiteSession, at 100 and 1,000 turns, each file measured with its
@@ -134,6 +139,7 @@ from typing import Annotated
 
 from browse import browse
 from chains import fork_chains
+from effects import effects
 from frameworks import frameworks
 from memory import memory
 from messages import batches, entry, text
@@ -1053,6 +1059,7 @@ PARTS = (
     "frameworks",
     "postgres",
     "sealed",
+    "effects",
     "size",
     "memory",
 )
@@ -1071,6 +1078,7 @@ async def run(
     framed: list[Table] = []
     served: list[Table] = []
     sealed_: list[Table] = []
+    replays: list[Table] = []
     sized: list[Table] = []
     held: list[Table] = []
     try:
@@ -1099,13 +1107,15 @@ async def run(
             served = await postgres(quick, bench.rounds)
         if "sealed" in only:
             sealed_ = await sealed(quick, bench.rounds)
+        if "effects" in only:
+            replays = await effects(quick, bench.rounds)
         if "size" in only:
             sized = await size()
         if "memory" in only:
             held = await memory(kept or work, quick)
     finally:
         shutil.rmtree(work)
-    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *sized, *held]
+    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *replays, *sized, *held]
     return [table for table in tables if table.rows]
 
 

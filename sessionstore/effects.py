@@ -22,17 +22,20 @@ no write: effects in the session journal would be miscounted there, and
 lost. Every append is durable before it returns (an ``fsync``, or a commit
 with a full sync), whatever the store's durability; the look for a key and
 the append of an intent are one step under the journal's lock, in any
-thread or process (`JournalBase.append_unless`), so two runs of one key
-never both start it. A journal's effects are erased with it, never cleared
-with it: `clear` ends a session, and an effect's record must outlive the
-session that ran it.
+thread or process (`JournalBase.append_keyed_unless`), so two runs of one
+key never both start it. An effect's lines are keyed lines (their ``key``),
+found through the journal's index of keys: `once`, `find`, `result` and
+`settle` read only the lines of their key, whatever the number of effects
+in the journal (`read` and `in_doubt` read them all). A journal's effects
+are erased with it, never cleared with it: `clear` ends a session, and an
+effect's record must outlive the session that ran it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Final, Literal, Protocol, TypeVar
@@ -49,18 +52,24 @@ from sessionstore.errors import (
 )
 from sessionstore.models import Effect
 from sessionstore.timestamps import now_rfc3339
-from sessionstore.wire import MAX_DEPTH, decode_effect, encode, encode_string, encode_value
+from sessionstore.wire import MAX_DEPTH, decode_effect, encode, encode_value
 
 _T = TypeVar("_T")
 
 
 class EffectLines(Protocol):
-    """What effects are kept in: a journal's lines (`JournalBase` gives it)."""
+    """What effects are kept in: a journal's lines (`JournalBase` gives it),
+    an effect's found by its key (`SessionJournal.keyed`)."""
 
     async def append_raw(self, *lines: bytes) -> None: ...
 
-    async def append_unless(
-        self, found: Callable[[Iterator[bytes]], _T | None], *lines: bytes
+    async def keyed(self, *keys: str) -> dict[str, list[bytes]]: ...
+
+    async def append_keyed_unless(
+        self,
+        keys: Sequence[str],
+        found: Callable[[dict[str, list[bytes]]], _T | None],
+        *lines: bytes,
     ) -> _T | None: ...
 
     async def read_bytes(self) -> bytes: ...
@@ -226,23 +235,15 @@ class _Found:
         return last if last is not None and last.effect in ("done", "failed") else None
 
 
-def _needle(key: str) -> bytes:
-    """The bytes every line of ``key`` holds: only those lines are decoded."""
-    return ('"key":' + encode_string(key)).encode()
-
-
-def _find(key: str, lines: Iterator[bytes]) -> _Found | None:
-    """What ``lines`` hold of ``key`` (None: nothing). A line that does not
-    decode (torn by a crash) is no record."""
-    needle, found = _needle(key), None
-    for line in lines:
-        if needle not in line:
-            continue
+def _find(key: str, keyed: dict[str, list[bytes]]) -> _Found | None:
+    """What the lines under ``key`` (as `SessionJournal.keyed` gives them)
+    hold of it (None: nothing). A line that does not decode as an effect
+    is no record."""
+    found = None
+    for line in keyed.get(key, ()):
         try:
             effect = decode_effect(line)
         except InvalidRecordError:
-            continue
-        if effect.key != key:
             continue
         found = found or _Found()
         if effect.effect == "intent":
@@ -251,17 +252,17 @@ def _find(key: str, lines: Iterator[bytes]) -> _Found | None:
     return found
 
 
-def _moved(key: str, seen: Effect, lines: Iterator[bytes]) -> _Found | None:
+def _moved(key: str, seen: Effect, keyed: dict[str, list[bytes]]) -> _Found | None:
     """What the log holds of ``key`` when its last line is no longer
     ``seen`` (another run took the key meanwhile); None when it still is."""
-    found = _find(key, lines)
+    found = _find(key, keyed)
     return None if found is not None and found.last == seen else found or _Found()
 
 
-def _unsettled(key: str, lines: Iterator[bytes]) -> _Found | None:
+def _unsettled(key: str, keyed: dict[str, list[bytes]]) -> _Found | None:
     """None when ``key`` is in doubt (its last line an intent), else what
     the log holds of it (empty: nothing): what a settle refuses."""
-    found = _find(key, lines)
+    found = _find(key, keyed)
     if found is not None and found.last is not None and found.last.effect == "intent":
         return None
     return found or _Found()
@@ -379,7 +380,7 @@ class EffectLog:
         intent = Effect(
             effect="intent", key=key, tool=tool, args=digest, session=session, at=now_rfc3339()
         )
-        found = await self._journal.append_unless(partial(_find, key), _line(intent))
+        found = await self._journal.append_keyed_unless([key], partial(_find, key), _line(intent))
         if found is not None:
             recorded = found.intent
             if recorded is not None and (recorded.tool, recorded.args) != (tool, digest):
@@ -400,8 +401,8 @@ class EffectLog:
                     raise self._in_doubt(last)
             # Take the key again, as only one of the runs resuming it may.
             again = intent.model_copy(update={"at": now_rfc3339()})
-            while taken := await self._journal.append_unless(
-                partial(_moved, key, last), _line(again)
+            while taken := await self._journal.append_keyed_unless(
+                [key], partial(_moved, key, last), _line(again)
             ):  # another run resumed it first, or an operator settled it
                 if taken.outcome is not None:
                     return _recorded(taken.outcome)
@@ -468,7 +469,9 @@ class EffectLog:
             raise ConfigurationError(f"only an effect settled done has a result, not {outcome}")
         kept = _json(result) if outcome == "done" else None
         line = Effect(effect=outcome, key=key, result=kept, reason=reason, by=by, at=now_rfc3339())
-        refused = await self._journal.append_unless(partial(_unsettled, key), _line(line))
+        refused = await self._journal.append_keyed_unless(
+            [key], partial(_unsettled, key), _line(line)
+        )
         if refused is not None:
             raise EffectNotInDoubtError(key, refused.last, journal=self._name)
         return line
@@ -482,11 +485,9 @@ class EffectLog:
         await self._journal.append_raw(_line(effect))
 
     async def find(self, key: str) -> EffectState | None:
-        """Where the effect ``key`` stands (None: never started)."""
-        for state in await self.read():
-            if state.key == key:
-                return state
-        return None
+        """Where the effect ``key`` stands (None: never started): its lines
+        alone are read (`SessionJournal.keyed`)."""
+        return _states((await self._journal.keyed(key)).get(key, ())).get(key)
 
     async def result(self, key: str) -> Any:
         """The recorded result of the effect ``key``.
@@ -495,7 +496,7 @@ class EffectLog:
             EffectInDoubtError, EffectFailedError: it has no result.
             KeyError: no such effect, or one settled not done (as if never run).
         """
-        found = _find(key, _lines(await self._journal.read_bytes()))
+        found = _find(key, await self._journal.keyed(key))
         if found is None or found.last is None or found.last.effect == "not-done":
             raise KeyError(key)
         if found.outcome is None:
@@ -529,8 +530,12 @@ class EffectLog:
         return [state for state in await self.read() if state.state == "in doubt"]
 
 
-def _lines(data: bytes) -> Iterator[bytes]:
-    return iter(data.split(b"\n"))
+def _states(lines: Iterable[bytes]) -> dict[str, EffectState]:
+    """Where the effects of ``lines`` stand."""
+    states: dict[str, EffectState] = {}
+    for line in lines:
+        _take(states, line)
+    return states
 
 
 def _take(states: dict[str, EffectState], line: bytes) -> None:

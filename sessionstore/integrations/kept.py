@@ -182,6 +182,16 @@ class KeptItems(Generic[_T, _Out]):
         kept = self._kept
         return 0 if kept is None else kept.weighs
 
+    def kept(self, session_id: str) -> tuple[_T, ...] | None:
+        """The items kept of ``session_id``, from its first entry on, as they
+        were last read (no read of the store: entries never change, so what
+        was read of a session's start stays true while it exists); None when
+        what is kept is another session's, or does not reach back to its start."""
+        kept = self._kept
+        if kept is None or kept.session_id != session_id or kept.start != 0:
+            return None
+        return kept.items
+
     async def read(self, store: SessionStore, session_id: str, limit: int | None) -> list[_Out]:
         """The items of ``session_id``, oldest first: the last ``limit``, or all.
 

@@ -134,14 +134,15 @@ class StoreSaver(BaseCheckpointSaver[str]):
     def get_next_version(self, current: str | int | float | None, channel: None) -> str:
         """A version above ``current``, with a random part, so that two
         branches of a thread never make one version twice (as LangGraph's
-        own savers do)."""
+        own savers do). Versions compare as strings: the number is padded
+        (ten digits, more than any thread takes steps)."""
         if current is None:
             number = 0
         elif isinstance(current, int | float):
             number = int(current)
         else:
             number = int(current.split(".")[0])
-        return f"{number + 1:032}.{random.random():016}"
+        return f"{number + 1:010}.{random.getrandbits(32):08x}"
 
     # ------------------------------------------------------------ async
 
@@ -485,6 +486,8 @@ class StoreSaver(BaseCheckpointSaver[str]):
         await journal.append_raw(*lines, records.encode(record))
         if pairs is not None and position is not None:
             self._messages.note(thread, ns, checkpoint_id, position, pairs)
+        elif as_entries and parent_id:
+            self._messages.carry(thread, ns, parent_id, checkpoint_id)
         return {
             "configurable": {
                 "thread_id": thread,

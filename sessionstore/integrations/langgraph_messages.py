@@ -129,7 +129,6 @@ class Messages:
         Raises:
             InvalidRecordError: a message the wire format cannot carry; nothing written.
         """
-        entries_of = [MessageEntry.new(to_message(message)) for message in messages]
         before: Pairs = ()
         if parent is not None and parent[1].count:
             before = await self._pairs(store, thread, ns, parent[0], parent[1])
@@ -138,7 +137,8 @@ class Messages:
             messages[same] is before[same][1] or messages[same] == before[same][1]
         ):
             same += 1
-        entries = entries_of[same:]
+        # Converted before anything is written: one that cannot be stores none.
+        entries = [MessageEntry.new(to_message(message)) for message in messages[same:]]
         at = parent[1] if parent is not None else Position(None, 0, "")
         if same == len(before) and at.session is not None:  # it extends the parent's list
             session = at.session
@@ -219,7 +219,14 @@ class Messages:
         seen = self._seen(thread, ns, checkpoint_id)
         if seen is not None and seen.position == position:
             return seen.pairs
-        items = await self._kept.get(position.session).read(store, position.session, None)
+        kept = self._kept.get(position.session)
+        items: Sequence[tuple[str, BaseMessage]] | None = kept.kept(position.session)
+        if (
+            items is None
+            or len(items) < position.count
+            or items[position.count - 1][0] != position.last
+        ):
+            items = await kept.read(store, position.session, None)
         if len(items) < position.count or items[position.count - 1][0] != position.last:
             raise CorruptSessionError(
                 position.session,
@@ -239,6 +246,13 @@ class Messages:
             self._recent.move_to_end((thread, ns))
             while len(self._recent) > _RECENT:
                 self._recent.popitem(last=False)
+
+    def carry(self, thread: str, ns: str, parent_id: str, checkpoint_id: str) -> None:
+        """The checkpoint ``checkpoint_id`` was stored with its parent's
+        messages, unchanged: what is kept of the parent's is its too."""
+        seen = self._seen(thread, ns, parent_id)
+        if seen is not None:
+            self._note(thread, ns, _Seen(checkpoint_id, seen.position, seen.pairs))
 
     def note(
         self, thread: str, ns: str, checkpoint_id: str, position: Position, pairs: Pairs

@@ -478,3 +478,15 @@ async def test_sessions_on_a_store_that_cannot_key_a_dictionary_keep_their_own(
     await StoreSession(store, "chat").add_items([user(1)])
     assert await StoreSession(store, "chat").get_items() == [user(0), user(1)]
     assert await session.get_items() == [user(0), user(1)]
+
+
+async def test_kept_gives_what_a_read_kept_of_a_session_s_start(async_store: SessionStore) -> None:
+    session = await async_store.create(SessionMeta.new())
+    await StoreSession(async_store, session).add_items([user(n) for n in range(3)])
+    items: kept.KeptItems[Any, Any] = kept.KeptItems(lambda _, entry: entry.id, lambda item: item)
+    assert items.kept(session) is None  # nothing read yet
+    ids = await items.read(async_store, session, None)
+    assert items.kept(session) == tuple(ids)
+    assert items.kept("another") is None
+    await items.read(async_store, session, 1)  # what is kept still starts at the start
+    assert items.kept(session) == tuple(ids)

@@ -42,6 +42,7 @@ from sessionstore import (
 )
 from sessionstore.archive import export_archive
 from sessionstore.cli import main
+from sessionstore.integrations.langchain import to_message
 from sessionstore.integrations.langgraph import StoreSaver
 from sessionstore.sync import open_store as open_sync_store
 from tests.kinds import PERSISTENT_KINDS, StoreTargets
@@ -420,3 +421,57 @@ async def test_delete_for_runs_erases_the_checkpoints_of_a_run(store: SessionSto
     dropped = [e.name for e in await store.erasures() if e.kind == "journal"]
     assert dropped == ["langgraph:chat-42", "langgraph"]  # the run's lines, then its index
     assert said((await graph.aget_state(thread())).values["messages"])[-1] == ("ai", "echo second")
+
+
+# ---------------------------------------------------------------- cost
+
+
+async def test_a_turn_converts_only_the_messages_it_adds(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sessionstore.integrations.langgraph_messages as messages_module
+
+    converted: list[BaseMessage] = []
+    original = to_message
+
+    def counting(message: BaseMessage) -> Any:
+        converted.append(message)
+        return original(message)
+
+    graph = chat(StoreSaver(store))
+    await turns(graph, 20)
+    monkeypatch.setattr(messages_module, "to_message", counting)
+    await turns(graph, 1)
+    assert len(converted) == 2  # the turn's question and answer, whatever came before
+
+
+class Counting:
+    """A store that counts the entries its reads hand back."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+        self.read = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def load_slice(self, session_id: str, start: int = 0, stop: int | None = None) -> Any:
+        got = await self.store.load_slice(session_id, start, stop)
+        self.read += len(got.entries)
+        return got
+
+
+async def test_listing_checkpoints_reads_their_session_once(store: SessionStore) -> None:
+    await turns(chat(StoreSaver(store)), 30)
+    counting: Any = Counting(store)
+    saver = StoreSaver(counting)  # a saver that kept nothing yet
+    listed = [each async for each in saver.alist(thread(), limit=10)]
+    assert [len(each.checkpoint["channel_values"]["messages"]) for each in listed[:3]] == [
+        60,
+        59,
+        58,
+    ]
+    assert counting.read == 60  # the session, once, for all ten
+    assert [each async for each in saver.alist(thread(), limit=10)] == listed
+    assert await saver.aget_tuple(thread()) == listed[0]
+    assert counting.read == 60  # read again from what was kept
