@@ -104,6 +104,13 @@ LangChain's history against SQLChatMessageHistory (sync), pydantic-ai's
 turn against its InMemoryConversationStore, and each at its longest
 history against its shortest; the targets are in the rows' names.
 
+Through LangGraph (benchmarks/checkpoints.py): a chat graph, turn after
+turn, on `StoreSaver` over a SQLite store against ``AsyncSqliteSaver``
+(default, and with langgraph's beta ``DeltaChannel`` messages),
+``InMemorySaver`` and the graph with no checkpointer (the floor), at 100,
+300 and 1,000 turns: bytes on disk, a turn, and the reads of the latest
+checkpoint and of a page of ten; the targets are in the rows' names.
+
 ``--only PART`` (repeatable) runs some parts alone, e.g. ``--only forks``.
 
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
@@ -139,6 +146,7 @@ from typing import Annotated
 
 from browse import browse
 from chains import fork_chains
+from checkpoints import checkpoints
 from effects import effects
 from frameworks import frameworks
 from memory import memory
@@ -1057,6 +1065,7 @@ PARTS = (
     "browse",
     "peers",
     "frameworks",
+    "langgraph",
     "postgres",
     "sealed",
     "effects",
@@ -1076,6 +1085,7 @@ async def run(
     bench = Bench(work, quick)
     browsed: list[Table] = []
     framed: list[Table] = []
+    graphed: list[Table] = []
     served: list[Table] = []
     sealed_: list[Table] = []
     replays: list[Table] = []
@@ -1103,6 +1113,8 @@ async def run(
             await bench.peer_runs()
         if "frameworks" in only:
             framed = await frameworks(work, kept or work, quick)
+        if "langgraph" in only:
+            graphed = await checkpoints(quick)
         if "postgres" in only:
             served = await postgres(quick, bench.rounds)
         if "sealed" in only:
@@ -1115,7 +1127,8 @@ async def run(
             held = await memory(kept or work, quick)
     finally:
         shutil.rmtree(work)
-    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *replays, *sized, *held]
+    parts = [browsed, framed, graphed, served, sealed_, replays, sized, held]
+    tables = [*bench.tables(), *(table for part in parts for table in part)]
     return [table for table in tables if table.rows]
 
 
