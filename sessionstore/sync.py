@@ -433,6 +433,25 @@ class SyncJournal:
     def erase(self, *, reason: str) -> Erasure | None:
         return self._loop.run(self._journal.erase(reason=reason))
 
+    def keyed(self, *keys: str) -> dict[str, list[bytes]]:
+        return self._loop.run(self._journal.keyed(*keys))
+
+    def scan(
+        self, prefix: str, *, before: str | None = None, limit: int | None = None
+    ) -> list[tuple[str, list[bytes]]]:
+        return self._loop.run(self._journal.scan(prefix, before=before, limit=limit))
+
+    def append_keyed_unless(
+        self,
+        keys: Sequence[str],
+        found: Callable[[dict[str, list[bytes]]], _T | None],
+        *lines: bytes,
+    ) -> _T | None:
+        return self._loop.run(self._journal.append_keyed_unless(keys, found, *lines))
+
+    def drop(self, *keys: str, reason: str) -> Erasure | None:
+        return self._loop.run(self._journal.drop(*keys, reason=reason))
+
     @property
     def effects(self) -> SyncEffects:
         """The journal's side effects; see `sessionstore.effects.EffectLog`."""

@@ -24,6 +24,20 @@ def sync_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "sessionstore-sync"]
 
 
+def test_a_journals_keyed_lines_block_too(tmp_path: Path) -> None:
+    with open_store(tmp_path / "k.db") as store:
+        journal = store.journal("agent")
+        journal.append_raw(b'{"key":"t:1"}', b'{"key":"t:2"}')
+        assert journal.keyed("t:1") == {"t:1": [b'{"key":"t:1"}']}
+        assert [key for key, _ in journal.scan("t:", limit=1)] == ["t:2"]
+        found = journal.append_keyed_unless(["t:3"], lambda held: held or None, b'{"key":"t:3"}')
+        assert found is None
+        record = journal.drop("t:1", "t:3", reason="pruned")
+        assert record is not None
+        assert (record.lines, record.keys) == (2, 2)
+        assert journal.read_bytes() == b'{"key":"t:2"}\n'
+
+
 def test_a_script_stores_and_reads_without_an_event_loop(tmp_path: Path) -> None:
     before = len(sync_threads())
     with open_store(tmp_path / "s.db") as store:

@@ -290,10 +290,12 @@ class StoreSaver(BaseCheckpointSaver[str]):
             lines = (await journal.keyed(key)).get(key)
         else:
             latest = await journal.scan(records.checkpoint_prefix(ns), limit=1)
-            lines = latest[0][1] if latest else None
+            if not latest:
+                return None
+            key, lines = latest[0]
         if not lines:
             return None
-        return await self._tuple(store, journal, thread, records.decode(lines[-1], thread))
+        return await self._tuple(store, journal, thread, records.checkpoint_of(key, lines[-1]))
 
     async def _list(
         self,
@@ -321,12 +323,12 @@ class StoreSaver(BaseCheckpointSaver[str]):
                 None if before_id is None or ns is None else records.checkpoint_key(ns, before_id)
             )
             cut = None if filter or only or limit is None else limit - len(found)
-            for _, lines in await journal.scan(
+            for key, lines in await journal.scan(
                 records.checkpoint_prefix(ns), before=bound, limit=cut
             ):
                 if limit is not None and len(found) >= limit:
                     return found
-                record = records.decode(lines[-1], thread)
+                record = records.checkpoint_of(key, lines[-1])
                 if (only and record["id"] != only) or (before_id and record["id"] >= before_id):
                     continue
                 if filter:
@@ -447,8 +449,6 @@ class StoreSaver(BaseCheckpointSaver[str]):
         }
         record: dict[str, Any] = {
             "key": records.checkpoint_key(ns, checkpoint_id),
-            "ns": ns,
-            "id": checkpoint_id,
             "parent": parent_id,
             "ts": checkpoint["ts"],
             "v": checkpoint["v"],
@@ -463,7 +463,9 @@ class StoreSaver(BaseCheckpointSaver[str]):
         if isinstance(run, str):
             record["run"] = run
         _checked(
-            records.encode({**record, "messages": records.position_value(Position("", 0, ""))}),
+            records.checkpoint_line(
+                {**record, "messages": records.position_value(Position("", 0, ""))}
+            ),
             where,
         )
         pairs: Any = None
@@ -483,7 +485,7 @@ class StoreSaver(BaseCheckpointSaver[str]):
             record["messages"] = records.position_value(position)
         if isinstance(run, str):
             await self._index_run(store, run, thread)
-        await journal.append_raw(*lines, records.encode(record))
+        await journal.append_raw(*lines, records.checkpoint_line(record))
         if pairs is not None and position is not None:
             self._messages.note(thread, ns, checkpoint_id, position, pairs)
         elif as_entries and parent_id:
@@ -506,7 +508,7 @@ class StoreSaver(BaseCheckpointSaver[str]):
             return recent
         key = records.checkpoint_key(ns, checkpoint_id)
         lines = (await journal.keyed(key)).get(key)
-        return records.position_of(records.decode(lines[-1], key)) if lines else None
+        return records.position_of(records.checkpoint_of(key, lines[-1])) if lines else None
 
     async def _index_run(self, store: SessionStore, run: str, thread: str) -> None:
         """Note in `records.RUNS` that ``run`` wrote to ``thread`` (once)."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,10 +38,13 @@ from sessionstore.wire import decode_value, encode_value
 __all__ = [
     "JOURNAL_PREFIX",
     "RUNS",
+    "UNCOMPRESSED_MAX",
     "Position",
     "Typed",
     "blob_key",
     "checkpoint_key",
+    "checkpoint_line",
+    "checkpoint_of",
     "checkpoint_prefix",
     "conversation_name",
     "decode",
@@ -67,6 +71,10 @@ Typed = tuple[str, bytes]
 
 def _part(text: str) -> str:
     return text.replace("%", "%25").replace("/", "%2F")
+
+
+def _unpart(text: str) -> str:
+    return text.replace("%2F", "/").replace("%25", "%")
 
 
 def checkpoint_prefix(ns: str | None) -> str:
@@ -105,7 +113,7 @@ def run_key(run_id: str, thread_id: str) -> str:
 
 def thread_of_run_key(key: str) -> str:
     """The thread a `run_key` names."""
-    return key.rsplit("/", 1)[1].replace("%2F", "/").replace("%25", "%")
+    return _unpart(key.rsplit("/", 1)[1])
 
 
 def journal_name(thread_id: Any) -> str:
@@ -141,9 +149,22 @@ class Position:
     last: str
 
 
+_SQUEEZE = 128
+"""Bytes from which a serialized value is kept compressed, if that saves a
+quarter of it (a serializer's output repeats its field and class names)."""
+
+UNCOMPRESSED_MAX = 2**30
+"""The most a compressed value may give back: a line cannot hold more."""
+
+
 def typed_value(typed: Typed) -> list[str]:
-    """A serializer's output as a line holds it: ``[type, base64]``."""
+    """A serializer's output as a line holds it: ``[type, base64]``, or
+    ``[type, base64 of the zlib stream, "zlib"]`` when that is a quarter shorter."""
     kind, data = typed
+    if len(data) >= _SQUEEZE:
+        squeezed = zlib.compress(data)
+        if len(squeezed) * 4 <= len(data) * 3:
+            return [kind, base64.b64encode(squeezed).decode("ascii"), "zlib"]
     return [kind, base64.b64encode(data).decode("ascii")]
 
 
@@ -155,15 +176,22 @@ def typed_of(value: Any, where: str) -> Typed:
     """
     if (
         isinstance(value, list)
-        and len(value) == 2
+        and len(value) in (2, 3)
         and isinstance(value[0], str)
         and isinstance(value[1], str)
+        and (len(value) == 2 or value[2] == "zlib")
     ):
         try:
-            return value[0], base64.b64decode(value[1], validate=True)
-        except (binascii.Error, ValueError):
+            data = base64.b64decode(value[1], validate=True)
+            if len(value) == 3:
+                opened = zlib.decompressobj()
+                data = opened.decompress(data, UNCOMPRESSED_MAX)
+                if opened.unconsumed_tail or not opened.eof:
+                    raise ValueError("not a whole zlib stream, or too long")
+            return value[0], data
+        except (binascii.Error, ValueError, zlib.error):
             pass
-    raise InvalidRecordError(f"{where}: not a [type, base64] pair")
+    raise InvalidRecordError(f"{where}: not a [type, base64] or [type, base64, zlib] value")
 
 
 def encode(record: dict[str, Any]) -> bytes:
@@ -185,6 +213,27 @@ def decode(line: bytes, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidRecordError(f"{where}: not a JSON object")
     return value
+
+
+def checkpoint_of(key: str, line: bytes) -> dict[str, Any]:
+    """A checkpoint line back, with its namespace and id (``ns``, ``id``)
+    taken from its key.
+
+    Raises:
+        InvalidRecordError: it is not a checkpoint line.
+    """
+    record = decode(line, key)
+    parts = key.split("/")
+    if len(parts) != 3 or parts[0] != "c":
+        raise InvalidRecordError(f"{key}: not a checkpoint's key")
+    record["ns"], record["id"] = _unpart(parts[1]), _unpart(parts[2])
+    return record
+
+
+def checkpoint_line(record: dict[str, Any]) -> bytes:
+    """A checkpoint's line from what `checkpoint_of` gives (its key first,
+    its namespace and id only in the key)."""
+    return encode({k: v for k, v in record.items() if k not in ("ns", "id")})
 
 
 def position_of(record: dict[str, Any]) -> Position | None:

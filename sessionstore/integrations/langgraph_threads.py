@@ -120,7 +120,7 @@ class Threads:
             if not key.startswith("c/"):
                 copied.extend(lines)
                 continue
-            record = records.decode(lines[-1], key)
+            record = records.checkpoint_of(key, lines[-1])
             if isinstance(record.get("run"), str):
                 runs.add(record["run"])
             position = records.position_of(record)
@@ -132,7 +132,7 @@ class Threads:
                     forks[position.session] = meta.id
                 moved = records.Position(forks[position.session], position.count, position.last)
                 record["messages"] = records.position_value(moved)
-            copied.append(records.encode(record))
+            copied.append(records.checkpoint_line(record))
         await to_journal.append_raw(*copied)
         for ns, session in _latest_sessions(await _checkpoints(to_journal)).items():
             await store.set_head(records.conversation_name(target, ns), session)
@@ -190,7 +190,7 @@ class Threads:
 async def _checkpoints(journal: SessionJournal) -> list[tuple[str, dict[str, Any]]]:
     """The journal's checkpoint lines, decoded, newest first in each namespace."""
     return [
-        (key, records.decode(lines[-1], key))
+        (key, records.checkpoint_of(key, lines[-1]))
         for key, lines in await journal.scan(records.checkpoint_prefix(None))
     ]
 

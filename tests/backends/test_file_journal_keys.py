@@ -1,12 +1,18 @@
 """The key index of journal files: built once, caught up, rebuilt when the
-file changed behind it; a drop writes the file anew."""
+file changed behind it; a drop writes the file anew. And on every
+persistent journal, drops beside another process's appends."""
 
+import asyncio
 import os
+import uuid
 from pathlib import Path
 
 import pytest
 
-from sessionstore import FileJournal, JsonlStore
+from sessionstore import FileJournal, JsonlStore, open_store
+from sessionstore.store import SessionJournal
+from tests.helpers import WORKERS, ForkServer
+from tests.kinds import PERSISTENT_JOURNAL_KINDS, StoreTargets
 
 
 def keyed(key: str, value: str = "v") -> bytes:
@@ -122,3 +128,37 @@ async def test_a_journal_of_its_own_returns_its_drop_record(tmp_path: Path) -> N
     assert record is not None
     assert (record.name, record.lines, record.keys) == (tmp_path.name, 1, 1)
     assert journal.path.read_bytes() == keyed("b") + b"\n"
+
+
+@pytest.mark.parametrize("kind", PERSISTENT_JOURNAL_KINDS)
+async def test_drops_lose_no_line_another_process_appends_meanwhile(
+    kind: str, store_targets: StoreTargets
+) -> None:
+    count = 200
+    if kind == "file":
+        where = str(store_targets.directory("agent"))
+        journal: SessionJournal = FileJournal.in_dir(where)
+        store = None
+    else:
+        where = store_targets.new(kind)
+        store = await open_store(where)
+        journal = store.journal("agent")
+    try:
+        async with ForkServer(WORKERS / "journal_appender.py") as server:
+            worker = await server.run("file" if kind == "file" else "store", where, str(count))
+            assert await worker.readline() == b"0\n"  # its session begun
+            rest = asyncio.ensure_future(worker.read())
+            dropped = 0
+            while not rest.done() or dropped < 5:
+                await journal.append_raw(keyed(f"k{dropped}"), keyed("kept"))
+                assert await journal.drop(f"k{dropped}", reason="pruned") is not None
+                dropped += 1
+            assert len((await rest).split()) == count - 1
+        read = await journal.read()
+        assert [write.id for write in read.sessions[-1].writes] == [
+            uuid.UUID(int=n) for n in range(count)
+        ]
+        assert [(key, len(lines)) for key, lines in await journal.scan("")] == [("kept", dropped)]
+    finally:
+        if store is not None:
+            await store.close()

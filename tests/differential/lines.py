@@ -313,6 +313,7 @@ erasures = st.builds(
     lines=st.integers(min_value=0, max_value=2**64 - 1),
     digest=text,
     key=optional,
+    keys=st.none() | st.integers(min_value=0, max_value=2**64 - 1),
 )
 RECORDS: dict[str, st.SearchStrategy[Any]] = {
     "meta": metas,
@@ -331,7 +332,7 @@ KNOWN_KEYS = {
     "journal": ["line", "started_at", "model", "at", "id", "on"],
     "head": ["session_id", "at"],
     "title": ["session_id", "title", "at"],
-    "erasure": ["kind", "name", "at", "reason", "lines", "digest", "key"],
+    "erasure": ["kind", "name", "at", "reason", "lines", "digest", "key", "keys"],
 }
 TIME_KEYS = ("at", "started_at")
 UUID_KEYS = ("id", "on")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -301,12 +302,30 @@ async def test_a_line_too_long_stores_nothing(
     monkeypatch.setattr(langgraph_module, "MAX_LINE", 2000)
     saver = StoreSaver(store)
     made = checkpoint("1f0000000000000a", [HumanMessage(content="hi", id="h")])
-    made["channel_values"]["big"] = "b" * 5000
+    made["channel_values"]["big"] = os.urandom(4000).hex()  # compresses to no less
     made["channel_versions"]["big"] = "1"
     with pytest.raises(InvalidRecordError, match="thread 't', checkpoint '1f0000000000000a'"):
         await saver.aput(thread("t"), made, {}, {"messages": "1", "big": "1"})
     assert await saver.aget_tuple(thread("t")) is None
     assert await store.list() == []
+
+
+async def test_a_task_s_writes_are_stored_all_or_none(store: SessionStore) -> None:
+    saver = StoreSaver(store)
+    made = checkpoint("1f0000000000000a", [HumanMessage(content="hi", id="h")])
+    stored = await saver.aput(thread("t"), made, {}, made["channel_versions"])
+    with pytest.raises(
+        InvalidRecordError, match="thread 't', checkpoint '1f0000000000000a', task 'k'"
+    ):
+        await saver.aput_writes(stored, [("fine", 1), ("bad", object())], "k")
+    got = await saver.aget_tuple(stored)
+    assert got is not None
+    assert got.pending_writes == []
+    await saver.aput_writes(stored, [("fine", 1), ("also", 2)], "k")
+    await saver.aput_writes(stored, [("fine", 1), ("also", 2)], "k")  # a retried task: stored once
+    again = await saver.aget_tuple(stored)
+    assert again is not None
+    assert again.pending_writes == [("k", "fine", 1), ("k", "also", 2)]
 
 
 async def test_a_thread_id_that_names_no_journal_is_refused(store: SessionStore) -> None:
@@ -475,3 +494,68 @@ async def test_listing_checkpoints_reads_their_session_once(store: SessionStore)
     assert [each async for each in saver.alist(thread(), limit=10)] == listed
     assert await saver.aget_tuple(thread()) == listed[0]
     assert counting.read == 60  # read again from what was kept
+
+
+def test_a_compressed_value_reads_back_and_a_forged_one_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import base64
+    import zlib
+
+    import sessionstore.integrations.langgraph_records as records
+
+    said = ("msgpack", b"the same words again " * 40)
+    kept = records.typed_value(said)
+    assert kept[2:] == ["zlib"]
+    assert records.typed_of(kept, "here") == said
+    monkeypatch.setattr(records, "UNCOMPRESSED_MAX", 10_000)
+    bomb = base64.b64encode(zlib.compress(b"\0" * 10_001)).decode()
+    with pytest.raises(InvalidRecordError, match="here"):
+        records.typed_of(["msgpack", bomb, "zlib"], "here")
+
+
+PUTTER = Path(__file__).parents[1] / "workers" / "langgraph_putter.py"
+
+
+@pytest.mark.parametrize("persistent", ["sqlite", "postgresql"])
+async def test_two_processes_driving_one_thread_lose_no_checkpoint_and_mix_no_steps(
+    persistent: str, store_targets: StoreTargets
+) -> None:
+    target = store_targets.new(persistent)
+    root = Path(__file__).parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+    }
+    workers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(PUTTER),
+            target,
+            "t",
+            worker,
+            "12",
+            stdout=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        for worker in ("a", "b")
+    ]
+    outputs = await asyncio.gather(*(worker.communicate() for worker in workers))
+    assert [worker.returncode for worker in workers] == [0, 0]
+    acknowledged = [line.decode() for out, _ in outputs for line in out.split()]
+    assert len(acknowledged) == 24
+    async with open_store(target) as store:
+        saver = StoreSaver(store)
+        for checkpoint_id in acknowledged:
+            config: RunnableConfig = {
+                "configurable": {"thread_id": "t", "checkpoint_id": checkpoint_id}
+            }
+            got = await saver.aget_tuple(config)
+            assert got is not None, checkpoint_id
+            texts = [m.content for m in got.checkpoint["channel_values"]["messages"]]
+            # Each step's question is followed by its own answer: no step mixed into another.
+            assert texts[1::2] == [f"answer {question}" for question in texts[0::2]]
+            assert len(texts) == 2 * len(set(texts[0::2]))
+        for meta in await store.list():  # and so is every session
+            texts = await messages_of(store, meta.id)
+            assert texts[1::2] == [f"answer {question}" for question in texts[0::2]]

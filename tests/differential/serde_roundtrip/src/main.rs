@@ -135,6 +135,8 @@ struct Erasure {
     digest: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    keys: Option<u64>,
 }
 
 fn reencoded<T>(text: &str) -> Result<String, String>
