@@ -28,6 +28,7 @@ place (``add_messages`` builds a new list).
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -48,10 +49,22 @@ from sessionstore.integrations.kept import KeptItems, Latest
 from sessionstore.integrations.langchain import from_context, to_message
 from sessionstore.integrations.langgraph_records import Position
 
-__all__ = ["Messages", "Pairs"]
+__all__ = ["Listed", "Messages"]
 
-Pairs = tuple[tuple[str, BaseMessage], ...]
-"""Messages with the ids of the entries holding them."""
+
+@dataclass(frozen=True)
+class Listed:
+    """A checkpoint's messages, and the ids of the entries holding them."""
+
+    ids: tuple[str, ...] = ()
+    messages: tuple[BaseMessage, ...] = ()
+
+    @classmethod
+    def of(cls, pairs: Sequence[tuple[str, BaseMessage]]) -> Listed:
+        return cls(tuple(map(_FIRST, pairs)), tuple(map(_SECOND, pairs)))
+
+
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 
 _RECENT = 256
 """Threads (and namespaces) whose latest list a saver keeps."""
@@ -61,7 +74,7 @@ _RECENT = 256
 class _Seen:
     checkpoint_id: str
     position: Position
-    pairs: Pairs
+    listed: Listed
 
 
 def _convert(session_id: str, entry: MessageEntry) -> tuple[str, BaseMessage]:
@@ -104,9 +117,9 @@ class Messages:
             CorruptSessionError: the session holds fewer messages than that.
             SessionNotFoundError: as `SessionStore.load_slice`.
         """
-        pairs = await self._pairs(store, thread, ns, checkpoint_id, position)
-        self._note(thread, ns, _Seen(checkpoint_id, position, pairs))
-        return [message for _, message in pairs]
+        listed = await self._listed(store, thread, ns, checkpoint_id, position)
+        self._note(thread, ns, _Seen(checkpoint_id, position, listed))
+        return list(listed.messages)
 
     async def write(
         self,
@@ -117,7 +130,7 @@ class Messages:
         parent: tuple[str, Position] | None,
         messages: Sequence[BaseMessage],
         record: Callable[[str], Awaitable[None]],
-    ) -> tuple[Position, Pairs]:
+    ) -> tuple[Position, Listed]:
         """Store ``messages``, the list of a checkpoint whose parent (its id
         and position) is ``parent``, and return where it stands, and the
         messages with their entries' ids (for `note`, once the checkpoint is stored).
@@ -129,18 +142,23 @@ class Messages:
         Raises:
             InvalidRecordError: a message the wire format cannot carry; nothing written.
         """
-        before: Pairs = ()
+        before = Listed()
         if parent is not None and parent[1].count:
-            before = await self._pairs(store, thread, ns, parent[0], parent[1])
-        same, limit = 0, min(len(before), len(messages))
-        while same < limit and (
-            messages[same] is before[same][1] or messages[same] == before[same][1]
-        ):
-            same += 1
+            before = await self._listed(store, thread, ns, parent[0], parent[1])
+        same = len(before.messages)
+        # The list a graph extends holds the very objects it was given: one
+        # pass at C speed tells it; otherwise compare message by message.
+        identical = len(messages) >= same and all(map(operator.is_, messages, before.messages))
+        if not identical:
+            same, limit = 0, min(same, len(messages))
+            while same < limit and (
+                messages[same] is before.messages[same] or messages[same] == before.messages[same]
+            ):
+                same += 1
         # Converted before anything is written: one that cannot be stores none.
         entries = [MessageEntry.new(to_message(message)) for message in messages[same:]]
         at = parent[1] if parent is not None else Position(None, 0, "")
-        if same == len(before) and at.session is not None:  # it extends the parent's list
+        if same == len(before.messages) and at.session is not None:  # it extends the parent's
             session = at.session
             if entries:
                 try:
@@ -148,23 +166,24 @@ class Messages:
                 except SessionConflictError:  # appended to since: go on in a fork
                     session = await self._branch(store, name, session, at.last, record)
                     await store.append_many(session, entries)
-        elif same == len(before):  # the first messages of the conversation
+        elif same == len(before.messages):  # the first messages of the conversation
             if not entries:
-                return Position(None, 0, ""), ()
+                return Position(None, 0, ""), Listed()
             session = await self._first(store, name, record)
             await store.append_many(session, entries)
         else:  # it differs before the parent's end: fork just before
             assert at.session is not None
-            cut = before[same - 1][0] if same else ""
+            cut = before.ids[same - 1] if same else ""
             session = await self._branch(store, name, at.session, cut, record)
             if entries:
                 await store.append_many(session, entries)
-        kept = tuple((before[i][0], messages[i]) for i in range(same))
-        pairs = kept + tuple(
-            (entry.id, m) for entry, m in zip(entries, messages[same:], strict=True)
+        kept = before.messages[:same] if identical else tuple(messages[:same])
+        listed = Listed(
+            before.ids[:same] + tuple(entry.id for entry in entries),
+            kept + tuple(messages[same:]),
         )
-        last = entries[-1].id if entries else (before[same - 1][0] if same else "")
-        return Position(session, len(pairs), last), pairs
+        last = entries[-1].id if entries else (before.ids[same - 1] if same else "")
+        return Position(session, len(listed.ids), last), listed
 
     # ------------------------------------------------------------ sessions
 
@@ -211,14 +230,14 @@ class Messages:
 
     # ------------------------------------------------------------ kept
 
-    async def _pairs(
+    async def _listed(
         self, store: SessionStore, thread: str, ns: str, checkpoint_id: str, position: Position
-    ) -> Pairs:
+    ) -> Listed:
         if not position.count or position.session is None:
-            return ()
+            return Listed()
         seen = self._seen(thread, ns, checkpoint_id)
         if seen is not None and seen.position == position:
-            return seen.pairs
+            return seen.listed
         kept = self._kept.get(position.session)
         items: Sequence[tuple[str, BaseMessage]] | None = kept.kept(position.session)
         if (
@@ -233,7 +252,7 @@ class Messages:
                 f"holds fewer than the {position.count} messages of thread {thread!r}, "
                 f"checkpoint {checkpoint_id!r} (ending in entry {position.last!r})",
             )
-        return tuple(items[: position.count])
+        return Listed.of(items[: position.count])
 
     def _seen(self, thread: str, ns: str, checkpoint_id: str) -> _Seen | None:
         with self._lock:
@@ -252,10 +271,10 @@ class Messages:
         messages, unchanged: what is kept of the parent's is its too."""
         seen = self._seen(thread, ns, parent_id)
         if seen is not None:
-            self._note(thread, ns, _Seen(checkpoint_id, seen.position, seen.pairs))
+            self._note(thread, ns, _Seen(checkpoint_id, seen.position, seen.listed))
 
     def note(
-        self, thread: str, ns: str, checkpoint_id: str, position: Position, pairs: Pairs
+        self, thread: str, ns: str, checkpoint_id: str, position: Position, listed: Listed
     ) -> None:
-        """Keep ``pairs``, the messages of the checkpoint just stored, for the next write."""
-        self._note(thread, ns, _Seen(checkpoint_id, position, pairs))
+        """Keep ``listed``, the messages of the checkpoint just stored, for the next write."""
+        self._note(thread, ns, _Seen(checkpoint_id, position, listed))

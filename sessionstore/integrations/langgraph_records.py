@@ -50,9 +50,12 @@ __all__ = [
     "decode",
     "encode",
     "journal_name",
+    "ns_of",
+    "regular",
     "run_key",
     "run_prefix",
     "session_key",
+    "thread_of",
     "typed_of",
     "typed_value",
     "write_key",
@@ -129,6 +132,31 @@ def journal_name(thread_id: Any) -> str:
         return validate_session_id(JOURNAL_PREFIX + thread_id)
     except InvalidSessionIdError as exc:
         raise InvalidSessionIdError(thread_id, f"cannot name a thread: {exc.reason}") from None
+
+
+def thread_of(config: Any) -> str:
+    """A config's ``thread_id``, checked to name a journal (`journal_name`)."""
+    thread = config["configurable"]["thread_id"]
+    journal_name(thread)
+    return str(thread)
+
+
+def ns_of(config: Any) -> str:
+    """A config's ``checkpoint_ns`` ("" when it has none).
+
+    Raises:
+        InvalidRecordError: it is not a string.
+    """
+    ns = config["configurable"].get("checkpoint_ns") or ""
+    if not isinstance(ns, str):
+        raise InvalidRecordError(f"checkpoint_ns {ns!r} is not a string")
+    return ns
+
+
+def regular(key: str) -> bool:
+    """Whether a write's key is a regular write's (index 0 or more), not a
+    special one's (an error, an interrupt: below 0)."""
+    return not key.rsplit("/", 1)[1].startswith("-")
 
 
 def conversation_name(thread_id: str, ns: str) -> str:

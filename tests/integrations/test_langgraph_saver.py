@@ -30,12 +30,13 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-import sessionstore.integrations.langgraph as langgraph_module
+import sessionstore.integrations.langgraph_writes as langgraph_writes
 from sessionstore import (
     ConfigurationError,
     InvalidRecordError,
     InvalidSessionIdError,
     MessageEntry,
+    SessionNotFoundError,
     SessionStore,
     decode_entry,
     decode_meta,
@@ -299,7 +300,7 @@ async def test_a_value_that_cannot_be_serialized_stores_nothing(store: SessionSt
 async def test_a_line_too_long_stores_nothing(
     store: SessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(langgraph_module, "MAX_LINE", 2000)
+    monkeypatch.setattr(langgraph_writes, "MAX_LINE", 2000)
     saver = StoreSaver(store)
     made = checkpoint("1f0000000000000a", [HumanMessage(content="hi", id="h")])
     made["channel_values"]["big"] = os.urandom(4000).hex()  # compresses to no less
@@ -326,6 +327,15 @@ async def test_a_task_s_writes_are_stored_all_or_none(store: SessionStore) -> No
     again = await saver.aget_tuple(stored)
     assert again is not None
     assert again.pending_writes == [("k", "fine", 1), ("k", "also", 2)]
+
+
+async def test_a_checkpoint_whose_session_was_erased_by_hand_names_itself(
+    store: SessionStore,
+) -> None:
+    await turns(chat(StoreSaver(store)), 1)
+    await store.erase("chat-42", reason="by hand, outside the saver")
+    with pytest.raises(SessionNotFoundError, match=r"thread 'chat-42', checkpoint '.*chat-42"):
+        await StoreSaver(store).aget_tuple(thread())
 
 
 async def test_a_thread_id_that_names_no_journal_is_refused(store: SessionStore) -> None:
@@ -559,3 +569,23 @@ async def test_two_processes_driving_one_thread_lose_no_checkpoint_and_mix_no_st
         for meta in await store.list():  # and so is every session
             texts = await messages_of(store, meta.id)
             assert texts[1::2] == [f"answer {question}" for question in texts[0::2]]
+
+
+async def test_a_copied_thread_forks_its_sessions_and_outlives_the_source(
+    kind: str, store: SessionStore
+) -> None:
+    saver = StoreSaver(store)
+    graph = chat(saver)
+    await turns(graph, 2)
+    await saver.acopy_thread("chat-42", "copy")
+    copied = await store.head("copy")
+    assert copied is not None
+    meta = next(meta for meta in await store.list() if meta.id == copied)
+    assert meta.parent_session == "chat-42"  # a fork: on SQL the history is shared, not copied
+    await turns(graph, 1, name="copy")
+    await saver.adelete_thread("chat-42")
+    assert await saver.aget_tuple(thread()) is None
+    assert len((await graph.aget_state(thread("copy"))).values["messages"]) == 6
+    erased = {e.name for e in await store.erasures() if e.kind == "session"}
+    # On SQL the copy's fork shares the source's entries: that session stays.
+    assert erased == (set() if kind in ("sqlite", "postgresql") else {"chat-42"})

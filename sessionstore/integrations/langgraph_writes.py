@@ -1,0 +1,257 @@
+"""Writing a `StoreSaver`'s checkpoints: keyed lines, and messages to the session.
+
+A checkpoint is checked whole before anything is written: every value
+serialized, every line within `MAX_LINE`, every message converted (by
+`sessionstore.integrations.langgraph_messages`, which then appends them to
+the thread's session, or forks it). Its lines (the values that changed,
+then the checkpoint) are one append: they are stored together or not at
+all. A task's pending writes are one conditional append.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+import sessionstore.integrations.langgraph_records as records
+from sessionstore import (
+    MAX_LINE,
+    InvalidRecordError,
+    SessionJournal,
+    SessionStore,
+    SessionStoreError,
+)
+from sessionstore.integrations.langgraph_messages import Messages
+from sessionstore.integrations.langgraph_records import Position, ns_of, thread_of
+from sessionstore.integrations.langgraph_threads import Threads, named
+
+__all__ = ["Writer"]
+
+_RUNS_SEEN = 4096
+"""Runs (with their threads) a writer remembers having indexed."""
+
+
+class Writer:
+    """Writes checkpoints whose messages channel ``channel`` is kept by
+    ``messages``, the sessions it makes noted by ``threads``."""
+
+    def __init__(self, messages: Messages, threads: Threads, channel: str) -> None:
+        self._messages = messages
+        self._threads = threads
+        self._channel = channel
+        self._runs: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._runs_lock = threading.Lock()
+
+    async def put(
+        self,
+        store: SessionStore,
+        *,
+        serde: SerializerProtocol,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint; see `StoreSaver.aput`."""
+        thread, ns = thread_of(config), ns_of(config)
+        checkpoint_id = checkpoint["id"]
+        where = f"thread {thread!r}, checkpoint {checkpoint_id!r}"
+        try:
+            return await self._store_checkpoint(
+                store, serde, thread, ns, config, checkpoint, metadata, new, where
+            )
+        except SessionStoreError as exc:
+            raise named(exc, where) from exc
+
+    async def _store_checkpoint(
+        self,
+        store: SessionStore,
+        serde: SerializerProtocol,
+        thread: str,
+        ns: str,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new: ChannelVersions,
+        where: str,
+    ) -> RunnableConfig:
+        journal = store.journal(records.journal_name(thread))
+        checkpoint_id, parent_id = checkpoint["id"], get_checkpoint_id(config)
+        values = checkpoint["channel_values"]
+        channel = self._channel
+        messages = values.get(channel)
+        is_list = isinstance(messages, list) and all(isinstance(m, BaseMessage) for m in messages)
+        parent: Position | None = None
+        if parent_id and channel in checkpoint["channel_versions"]:
+            parent = await self._position(journal, thread, ns, parent_id)
+        as_entries = (channel in new and is_list) or (channel not in new and parent is not None)
+        lines = []
+        for name, version in new.items():
+            if name in values and not (name == channel and as_entries):
+                blob: dict[str, Any] = {
+                    "key": records.blob_key(ns, name, version),
+                    "value": _dumps(serde, values[name], f"{where}: channel {name!r}"),
+                }
+                lines.append(_checked(records.encode(blob), where))
+        kept_metadata = get_checkpoint_metadata(config, metadata)
+        rest = {
+            k: v
+            for k, v in checkpoint.items()
+            if k not in ("v", "id", "ts", "channel_values", "channel_versions", "versions_seen")
+        }
+        record: dict[str, Any] = {
+            "key": records.checkpoint_key(ns, checkpoint_id),
+            "parent": parent_id,
+            "ts": checkpoint["ts"],
+            "v": checkpoint["v"],
+            "versions": checkpoint["channel_versions"],
+            "seen": checkpoint["versions_seen"],
+            "rest": _dumps(serde, rest, where),
+            "metadata": _dumps(serde, kept_metadata, f"{where}: metadata"),
+        }
+        if not parent_id:
+            del record["parent"]
+        run = kept_metadata.get("run_id")
+        if isinstance(run, str):
+            record["run"] = run
+        _checked(
+            records.checkpoint_line(
+                {**record, "messages": records.position_value(Position("", 0, ""))}
+            ),
+            where,
+        )
+        listed: Any = None
+        position = parent
+        if as_entries and channel in new:
+            assert isinstance(messages, list)
+            position, listed = await self._messages.write(
+                store,
+                thread,
+                ns,
+                records.conversation_name(thread, ns),
+                None if parent_id is None or parent is None else (parent_id, parent),
+                messages,
+                partial(self._threads.record_session, journal, ns),
+            )
+        if as_entries and position is not None:
+            record["messages"] = records.position_value(position)
+        if isinstance(run, str):
+            await self._index_run(store, run, thread)
+        await journal.append_raw(*lines, records.checkpoint_line(record))
+        if listed is not None and position is not None:
+            self._messages.note(thread, ns, checkpoint_id, position, listed)
+        elif as_entries and parent_id:
+            self._messages.carry(thread, ns, parent_id, checkpoint_id)
+        return {
+            "configurable": {
+                "thread_id": thread,
+                "checkpoint_ns": ns,
+                "checkpoint_id": checkpoint_id,
+            }
+        }
+
+    async def _position(
+        self, journal: SessionJournal, thread: str, ns: str, checkpoint_id: str
+    ) -> Position | None:
+        """Where the messages stand at the checkpoint ``checkpoint_id`` (None:
+        not in a session, or no such checkpoint)."""
+        recent = self._messages.recent(thread, ns, checkpoint_id)
+        if recent is not None:
+            return recent
+        key = records.checkpoint_key(ns, checkpoint_id)
+        lines = (await journal.keyed(key)).get(key)
+        return records.position_of(records.checkpoint_of(key, lines[-1])) if lines else None
+
+    async def _index_run(self, store: SessionStore, run: str, thread: str) -> None:
+        """Note in `records.RUNS` that ``run`` wrote to ``thread`` (once)."""
+        with self._runs_lock:
+            if (run, thread) in self._runs:
+                return
+        key = records.run_key(run, thread)
+        line = records.encode({"key": key})
+        await store.journal(records.RUNS).append_keyed_unless(
+            [key], lambda held: True if held else None, line
+        )
+        with self._runs_lock:
+            self._runs[(run, thread)] = None
+            while len(self._runs) > _RUNS_SEEN:
+                self._runs.popitem(last=False)
+
+    async def put_writes(
+        self,
+        store: SessionStore,
+        *,
+        serde: SerializerProtocol,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> None:
+        """Store a task's pending writes, all or none; see `StoreSaver.aput_writes`."""
+        thread, ns = thread_of(config), ns_of(config)
+        checkpoint_id = config["configurable"]["checkpoint_id"]
+        where = f"thread {thread!r}, checkpoint {checkpoint_id!r}, task {task_id!r}"
+        journal = store.journal(records.journal_name(thread))
+        lines: dict[str, bytes] = {}
+        for number, (channel, value) in enumerate(writes):
+            index = WRITES_IDX_MAP.get(channel, number)
+            key = records.write_key(ns, checkpoint_id, task_id, index)
+            record = {
+                "key": key,
+                "task": task_id,
+                "channel": channel,
+                "path": task_path,
+                "index": index,
+                "value": _dumps(serde, value, f"{where}: write to {channel!r}"),
+            }
+            lines[key] = _checked(records.encode(record), where)
+        # A task's regular writes are stored once (a retried task writes them
+        # again); its special ones (an error, an interrupt) replace the last.
+        held: set[str] = set()
+        try:
+            while True:
+                regular = [key for key in lines if records.regular(key) and key not in held]
+                todo = [line for key, line in lines.items() if key not in held]
+                if not todo:
+                    return
+                present = await journal.append_keyed_unless(
+                    regular, lambda found: set(found) or None, *todo
+                )
+                if present is None:
+                    return
+                held |= present
+        except SessionStoreError as exc:
+            raise named(exc, where) from exc
+
+
+def _dumps(serde: SerializerProtocol, value: Any, where: str) -> list[str]:
+    try:
+        return records.typed_value(serde.dumps_typed(value))
+    except SessionStoreError:
+        raise
+    except Exception as exc:  # the serializer's own, whatever it is
+        raise InvalidRecordError(f"{where}: cannot be serialized: {exc}") from exc
+
+
+def _checked(line: bytes, where: str) -> bytes:
+    if len(line) > MAX_LINE:
+        raise InvalidRecordError(
+            f"{where}: a line of {len(line):,} bytes, beyond the {MAX_LINE:,} a journal "
+            "line may hold"
+        )
+    return line
