@@ -234,9 +234,9 @@ class SessionJournal(Protocol):
 
         Returns:
             ``(key, lines)`` pairs, the greatest key first, each key's lines
-            as `keyed` gives them. It costs what it returns, except in a
-            sealed store, whose index keeps no key in order (only their
-            tokens): there it reads every line.
+            as `keyed` gives them. It costs what it returns (a sealed
+            store, whose index keeps tokens, keeps the keys in order in
+            the store object: its first scan of a journal opens every line).
 
         Raises:
             ConfigurationError: ``prefix`` or ``before`` is not a string,

@@ -34,9 +34,11 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+import sessionstore.integrations.langgraph_records as records
 from sessionstore import (
     CorruptSessionError,
     DuplicateSessionError,
@@ -142,6 +144,7 @@ class Messages:
         Raises:
             InvalidRecordError: a message the wire format cannot carry; nothing written.
         """
+        mark = records.session_mark(thread, ns)
         before = Listed()
         if parent is not None and parent[1].count:
             before = await self._listed(store, thread, ns, parent[0], parent[1])
@@ -164,17 +167,17 @@ class Messages:
                 try:
                     await store.append_many(session, entries, expect_last=at.last)
                 except SessionConflictError:  # appended to since: go on in a fork
-                    session = await self._branch(store, name, session, at.last, record)
+                    session = await self._branch(store, name, session, at.last, record, mark)
                     await store.append_many(session, entries)
         elif same == len(before.messages):  # the first messages of the conversation
             if not entries:
                 return Position(None, 0, ""), Listed()
-            session = await self._first(store, name, record)
+            session = await self._first(store, name, record, mark)
             await store.append_many(session, entries)
         else:  # it differs before the parent's end: fork just before
             assert at.session is not None
             cut = before.ids[same - 1] if same else ""
-            session = await self._branch(store, name, at.session, cut, record)
+            session = await self._branch(store, name, at.session, cut, record, mark)
             if entries:
                 await store.append_many(session, entries)
         kept = before.messages[:same] if identical else tuple(messages[:same])
@@ -188,20 +191,28 @@ class Messages:
     # ------------------------------------------------------------ sessions
 
     async def _first(
-        self, store: SessionStore, name: str | None, record: Callable[[str], Awaitable[None]]
+        self,
+        store: SessionStore,
+        name: str | None,
+        record: Callable[[str], Awaitable[None]],
+        mark: dict[str, Any],
     ) -> str:
-        """A new session for a conversation's first messages: ``name`` if free."""
+        """A new session for a conversation's first messages: ``name`` if free.
+
+        The session ``name`` is noted once made (a session of that id that
+        exists already may be another's); a crash between the two leaves it
+        unnoted, and its header (``mark``) tells it the thread's."""
         if name is not None:
-            meta = SessionMeta.new().model_copy(update={"id": name})
-            await record(meta.id)
+            meta = SessionMeta.new(metadata=mark).model_copy(update={"id": name})
             try:
                 await store.create(meta)
             except DuplicateSessionError:  # used before (or by another writer): a new one
                 pass
             else:
+                await record(meta.id)
                 await store.set_head(name, meta.id)
                 return meta.id
-        meta = SessionMeta.new()
+        meta = SessionMeta.new(metadata=mark)
         await record(meta.id)
         await store.create(meta)
         if name is not None:
@@ -215,10 +226,11 @@ class Messages:
         source: str,
         at: str,
         record: Callable[[str], Awaitable[None]],
+        mark: dict[str, Any],
     ) -> str:
         """A fork of ``source`` up to the entry ``at`` ("": an empty session
         whose parent is ``source``), which the conversation's head then names."""
-        meta = SessionMeta.new(parent_session=source)
+        meta = SessionMeta.new(parent_session=source, metadata=mark)
         await record(meta.id)
         if at:
             await store.fork(source, at=at, meta=meta)

@@ -76,6 +76,8 @@ class Reader:
         before_id = get_checkpoint_id(before) if before is not None else None
         found: builtins.list[CheckpointTuple] = []
         for thread in threads:
+            if limit is not None and len(found) >= limit:
+                break
             journal = store.journal(records.journal_name(thread))
             bound = (
                 None if before_id is None or ns is None else records.checkpoint_key(ns, before_id)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -50,11 +51,13 @@ __all__ = [
     "decode",
     "encode",
     "journal_name",
+    "marked",
     "ns_of",
     "regular",
     "run_key",
     "run_prefix",
     "session_key",
+    "session_mark",
     "thread_of",
     "typed_of",
     "typed_value",
@@ -159,11 +162,35 @@ def regular(key: str) -> bool:
     return not key.rsplit("/", 1)[1].startswith("-")
 
 
-def conversation_name(thread_id: str, ns: str) -> str:
+def conversation_name(thread_id: str, ns: str) -> str | None:
     """The conversation (head, and first session id) of a thread's namespace:
     the thread id itself for the root namespace, so ``sessionstore show
-    <thread_id>`` shows it; ``<thread_id>|<ns>`` for a subgraph's."""
-    return thread_id if not ns else f"{thread_id}|{ns}"
+    <thread_id>`` shows it; ``<thread_id>|<ns>`` for a subgraph's, or
+    ``<thread_id>|#<digest of ns>`` when that breaks the session-id rule (too
+    long); None when even that does (the sessions then have fresh ids, and
+    no head names them)."""
+    if not ns:
+        return thread_id
+    for name in (
+        f"{thread_id}|{ns}",
+        f"{thread_id}|#{hashlib.sha256(ns.encode()).hexdigest()[:32]}",
+    ):
+        try:
+            return validate_session_id(name)
+        except InvalidSessionIdError:
+            continue
+    return None
+
+
+def session_mark(thread_id: str, ns: str) -> dict[str, Any]:
+    """The header metadata of the sessions a thread makes: whose they are."""
+    return {"langgraph": {"thread": thread_id, "ns": ns}}
+
+
+def marked(metadata: dict[str, Any], thread_id: str) -> bool:
+    """Whether a session's header metadata is `session_mark`'s for the thread."""
+    mark = metadata.get("langgraph")
+    return isinstance(mark, dict) and mark.get("thread") == thread_id
 
 
 @dataclass(frozen=True)

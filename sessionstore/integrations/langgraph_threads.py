@@ -24,6 +24,7 @@ from sessionstore import (
     SessionNotFoundError,
     SessionStore,
     SessionStoreError,
+    decode_meta,
 )
 from sessionstore.integrations.langgraph_messages import Messages
 
@@ -60,6 +61,12 @@ class Threads:
         journal = store.journal(records.journal_name(thread))
         checkpoints = await _checkpoints(journal)
         sessions = [_session_of(key) for key, _ in await journal.scan("s/")]
+        # A first session made but not yet noted (a crash between): its
+        # header tells it the thread's.
+        for ns in {"", *(record["ns"] for _, record in checkpoints)}:
+            name = records.conversation_name(thread, ns)
+            if name is not None and name not in sessions and await _ours(store, name, thread):
+                sessions.append(name)
         await _erase_sessions(store, sessions, REASON.format(what="delete_thread"))
         await journal.erase(reason=REASON.format(what="delete_thread"))
         runs = {record["run"] for _, record in checkpoints if isinstance(record.get("run"), str)}
@@ -126,7 +133,10 @@ class Threads:
             position = records.position_of(record)
             if position is not None and position.session is not None:
                 if position.session not in forks:
-                    meta = SessionMeta.new(parent_session=position.session)
+                    meta = SessionMeta.new(
+                        parent_session=position.session,
+                        metadata=records.session_mark(target, record["ns"]),
+                    )
                     await self.record_session(to_journal, record["ns"], meta.id)
                     await store.fork(position.session, meta=meta)
                     forks[position.session] = meta.id
@@ -135,7 +145,7 @@ class Threads:
             copied.append(records.checkpoint_line(record))
         await to_journal.append_raw(*copied)
         for ns, session in _latest_sessions(await _checkpoints(to_journal)).items():
-            await store.set_head(records.conversation_name(target, ns), session)
+            await _point(store, records.conversation_name(target, ns), session)
         index = store.journal(records.RUNS)
         for run in sorted(runs):
             key = records.run_key(run, target)
@@ -184,7 +194,7 @@ class Threads:
         if dropped:
             await _drop(journal, dropped, what)
         for ns, session in _latest_sessions([(None, record) for record in kept]).items():
-            await store.set_head(records.conversation_name(thread, ns), session)
+            await _point(store, records.conversation_name(thread, ns), session)
 
 
 async def _checkpoints(journal: SessionJournal) -> list[tuple[str, dict[str, Any]]]:
@@ -208,12 +218,32 @@ def _latest_sessions(checkpoints: Iterable[tuple[Any, dict[str, Any]]]) -> dict[
     return {ns: session for ns, (_, session) in best.items()}
 
 
+async def _point(store: SessionStore, name: str | None, session: str) -> None:
+    """Move the head ``name`` to ``session``, unless it names it already."""
+    if name is not None and await store.head(name) != session:
+        await store.set_head(name, session)
+
+
 def _blob(record: dict[str, Any], name: str) -> str:
     return records.blob_key(record["ns"], name, record["versions"][name])
 
 
 def _session_of(key: str) -> str:
     return key.rsplit("/", 1)[1]
+
+
+async def _ours(store: SessionStore, session_id: str, thread: str) -> bool:
+    """Whether the session exists and its header marks it the thread's."""
+    lines = store.raw_lines(session_id)
+    try:
+        header = await anext(lines)
+    except (SessionNotFoundError, StopAsyncIteration):
+        return False
+    finally:
+        close = getattr(lines, "aclose", None)  # a generator: let go of its file or cursor
+        if close is not None:
+            await close()
+    return records.marked(decode_meta(header).metadata, thread)
 
 
 async def _erase_sessions(store: SessionStore, sessions: list[str], reason: str) -> set[str]:

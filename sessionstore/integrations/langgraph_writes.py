@@ -14,6 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import partial
+from itertools import repeat
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -95,7 +96,8 @@ class Writer:
         values = checkpoint["channel_values"]
         channel = self._channel
         messages = values.get(channel)
-        is_list = isinstance(messages, list) and all(isinstance(m, BaseMessage) for m in messages)
+        # At C speed: the list holds the whole thread's messages.
+        is_list = isinstance(messages, list) and all(map(isinstance, messages, repeat(BaseMessage)))
         parent: Position | None = None
         if parent_id and channel in checkpoint["channel_versions"]:
             parent = await self._position(journal, thread, ns, parent_id)
@@ -129,12 +131,10 @@ class Writer:
         run = kept_metadata.get("run_id")
         if isinstance(run, str):
             record["run"] = run
-        _checked(
-            records.checkpoint_line(
-                {**record, "messages": records.position_value(Position("", 0, ""))}
-            ),
-            where,
-        )
+        # Checked before the messages are written, with the longest position
+        # a line can come to hold (ids of 200 bytes, the largest count).
+        longest = records.position_value(Position("s" * 200, 2**63, "e" * 200))
+        _checked(records.checkpoint_line({**record, "messages": longest}), where)
         listed: Any = None
         position = parent
         if as_entries and channel in new:
@@ -220,21 +220,17 @@ class Writer:
                 "value": _dumps(serde, value, f"{where}: write to {channel!r}"),
             }
             lines[key] = _checked(records.encode(record), where)
-        # A task's regular writes are stored once (a retried task writes them
-        # again); its special ones (an error, an interrupt) replace the last.
-        held: set[str] = set()
+        # A task's regular writes count once, the first stored (a retried
+        # task writes them again: left out when there); its special ones (an
+        # error, an interrupt) count as the last. Two writers racing may both
+        # store a regular one: it reads as the first still, so a plain append
+        # is enough, where a conditional one would cost a second sync.
         try:
-            while True:
-                regular = [key for key in lines if records.regular(key) and key not in held]
-                todo = [line for key, line in lines.items() if key not in held]
-                if not todo:
-                    return
-                present = await journal.append_keyed_unless(
-                    regular, lambda found: set(found) or None, *todo
-                )
-                if present is None:
-                    return
-                held |= present
+            regular = [key for key in lines if records.regular(key)]
+            held = await journal.keyed(*regular) if regular else {}
+            todo = [line for key, line in lines.items() if key not in held]
+            if todo:
+                await journal.append_raw(*todo)
         except SessionStoreError as exc:
             raise named(exc, where) from exc
 

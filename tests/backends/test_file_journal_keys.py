@@ -121,6 +121,15 @@ async def test_a_drop_writes_the_file_anew_whole(tmp_path: Path) -> None:
     assert await store.journals() == ["agent"]
 
 
+async def test_a_drop_removes_what_a_drop_that_died_left(tmp_path: Path) -> None:
+    journal = FileJournal.in_dir(tmp_path)
+    await journal.append_raw(keyed("a"), keyed("b"))
+    stale = tmp_path / ".session_journal.jsonl.drop-0123"
+    stale.write_bytes(keyed("b") + b"\n")  # killed before its rename
+    assert await journal.drop("a", reason="pruned") is not None
+    assert sorted(os.listdir(tmp_path)) == ["session_journal.jsonl"]
+
+
 async def test_a_journal_of_its_own_returns_its_drop_record(tmp_path: Path) -> None:
     journal = FileJournal.in_dir(tmp_path)
     await journal.append_raw(keyed("a"), keyed("b"))

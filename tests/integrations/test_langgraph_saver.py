@@ -35,7 +35,9 @@ from sessionstore import (
     ConfigurationError,
     InvalidRecordError,
     InvalidSessionIdError,
+    Message,
     MessageEntry,
+    SessionMeta,
     SessionNotFoundError,
     SessionStore,
     decode_entry,
@@ -152,6 +154,16 @@ async def test_subgraph_namespaces_are_sessions_of_their_own(store: SessionStore
         await saver.aput(config, made, {}, made["channel_versions"])
     assert await messages_of(store, "t") == ["in root"]
     assert await messages_of(store, "t|inner:1") == ["in inner:1"]
+    # A namespace too long for a session id names its conversation by a digest.
+    deep = "|".join(f"node{n}:{'f' * 36}" for n in range(8))
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": deep}}
+    made = checkpoint("1f0000000000000z", [HumanMessage(content="deep", id="m1")])
+    stored = await saver.aput(config, made, {}, made["channel_versions"])
+    got = await saver.aget_tuple(stored)
+    assert got is not None
+    assert said(got.checkpoint["channel_values"]["messages"]) == [("human", "deep")]
+    [named] = [name for name in await store.heads() if name.startswith("t|#")]
+    assert await messages_of(store, str(await store.head(named))) == ["deep"]
 
 
 def test_the_cli_search_and_export_see_the_conversation(
@@ -169,6 +181,8 @@ def test_the_cli_search_and_export_see_the_conversation(
     shown = capsys.readouterr().out
     assert "zebra 0" in shown
     assert "echo zebra 2" in shown
+    assert main(["--db", db, "html", "chat-42"]) == 0
+    assert "echo zebra 2" in capsys.readouterr().out
     # The exported session file is a plain session file: a header, then
     # one entry per message, each line as the Rust reader takes it.
     lines = (tmp_path / "archive" / "sessions" / "chat-42.jsonl").read_bytes().splitlines()
@@ -323,7 +337,9 @@ async def test_a_task_s_writes_are_stored_all_or_none(store: SessionStore) -> No
     assert got is not None
     assert got.pending_writes == []
     await saver.aput_writes(stored, [("fine", 1), ("also", 2)], "k")
-    await saver.aput_writes(stored, [("fine", 1), ("also", 2)], "k")  # a retried task: stored once
+    await saver.aput_writes(
+        stored, [("fine", 3), ("also", 4)], "k"
+    )  # a retried task: the first counts
     again = await saver.aget_tuple(stored)
     assert again is not None
     assert again.pending_writes == [("k", "fine", 1), ("k", "also", 2)]
@@ -392,6 +408,12 @@ async def test_deleting_a_thread_erases_its_sessions_and_journal_on_record(
     assert "langgraph:chat-42" in {e.name for e in erased if e.kind == "journal"}
     assert await store.journal("langgraph:chat-42").read_bytes() == b""
     assert len((await graph.aget_state(thread("other"))).values["messages"]) == 2
+    await turns(graph, 1)  # the thread starts over, in a new first session
+    assert said((await graph.aget_state(thread())).values["messages"])[0] == (
+        "human",
+        f"turn 0 {TEXT}",
+    )
+    assert len(await messages_of(store, "chat-42")) == 2
 
 
 async def test_prune_keeps_the_latest_and_erases_what_it_does_not_need(
@@ -589,3 +611,58 @@ async def test_a_copied_thread_forks_its_sessions_and_outlives_the_source(
     erased = {e.name for e in await store.erasures() if e.kind == "session"}
     # On SQL the copy's fork shares the source's entries: that session stays.
     assert erased == (set() if kind in ("sqlite", "postgresql") else {"chat-42"})
+
+
+async def test_listing_without_a_config_lists_every_thread(store: SessionStore) -> None:
+    saver = StoreSaver(store)
+    graph = chat(saver)
+    await turns(graph, 1, name="one")
+    await turns(graph, 1, name="two")
+    listed = [each async for each in saver.alist(None)]
+    assert {each.config["configurable"]["thread_id"] for each in listed} == {"one", "two"}
+    assert len([each async for each in saver.alist(None, limit=2)]) == 2
+
+
+async def test_an_unknown_prune_strategy_is_refused(store: SessionStore) -> None:
+    with pytest.raises(ConfigurationError, match="'keep_latest' and 'delete'"):
+        await StoreSaver(store).aprune(["t"], strategy="everything")
+
+
+async def test_another_channel_can_be_the_session_s_messages(store: SessionStore) -> None:
+    saver = StoreSaver(store, messages_channel="history")
+    made = checkpoint("1f0000000000000a", [])
+    made["channel_values"] = {"history": [HumanMessage(content="kept", id="k")], "messages": ["x"]}
+    made["channel_versions"] = {"history": "1", "messages": "1"}
+    stored = await saver.aput(thread("t"), made, {}, made["channel_versions"])
+    assert await messages_of(store, "t") == ["kept"]
+    got = await saver.aget_tuple(stored)
+    assert got is not None
+    assert got.checkpoint["channel_values"]["messages"] == ["x"]  # a value like any other
+    assert said(got.checkpoint["channel_values"]["history"]) == [("human", "kept")]
+
+
+async def test_a_session_of_the_thread_s_name_held_by_another_is_never_erased(
+    store: SessionStore,
+) -> None:
+    other = SessionMeta.new().model_copy(update={"id": "chat-42"})
+    await store.create(other)
+    await store.append("chat-42", MessageEntry.new(Message.user("not the graph's")))
+    saver = StoreSaver(store)
+    await turns(chat(saver), 1)
+    ours = await store.head("chat-42")
+    assert ours is not None
+    assert ours != "chat-42"  # the graph's conversation went to a session of its own
+    await saver.adelete_thread("chat-42")
+    assert await messages_of(store, "chat-42") == ["not the graph's"]
+    assert {e.name for e in await store.erasures() if e.kind == "session"} == {ours}
+
+
+async def test_a_first_session_made_but_not_noted_is_erased_with_its_thread(
+    store: SessionStore,
+) -> None:
+    saver = StoreSaver(store)
+    await turns(chat(saver), 1, name="other")
+    made = SessionMeta.new(metadata={"langgraph": {"thread": "chat-42", "ns": ""}})
+    await store.create(made.model_copy(update={"id": "chat-42"}))  # a crash before its note
+    await saver.adelete_thread("chat-42")
+    assert "chat-42" not in {meta.id for meta in await store.list()}

@@ -292,6 +292,10 @@ class FileJournal(JournalBase):
             if not gone:
                 return None
             record = dropped(self._path.parent.name, reason, gone, len(named))
+            for stale in self._path.parent.glob(f".{self._path.name}.drop-*"):
+                # Left by a drop that died: under the lock, no drop is writing one.
+                with contextlib.suppress(FileNotFoundError):
+                    remove_file(stale, own_dirs=self._own)
             temporary = self._path.with_name(f".{self._path.name}.drop-{uuid.uuid4().hex}")
             out = open_regular(
                 temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE, own_dirs=self._own

@@ -15,9 +15,11 @@ transaction, so one key is made), bound to the journal and the line's
 
 Keyed lines are indexed in ``journal_keys`` by the transaction that writes
 them (`sessionstore.backends.sql.journalkeys`): `keyed`, `scan` and
-`append_keyed_unless` read the index, not the journal. `drop` deletes the
-lines of some keys, and their index rows, in the transaction that records
-their erasure (`sessionstore.backends.sql.erase.drop_journal_keys`).
+`append_keyed_unless` read the index, not the journal (a sealed store's
+`scan` takes its keys in order from its store object's `KeyOrders`).
+`drop` deletes the lines of some keys, and their index rows, in the
+transaction that records their erasure
+(`sessionstore.backends.sql.erase.drop_journal_keys`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from sessionstore.backends.sql import journalkeys
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
 from sessionstore.backends.sql.erase import drop_journal_keys, erase_journal_of
+from sessionstore.backends.sql.keyorder import KeyOrders
 from sessionstore.effects import EFFECTS_SUFFIX
 from sessionstore.models import Erasure
 
@@ -48,9 +51,10 @@ _T = TypeVar("_T")
 class SqlJournal(JournalBase):
     """A journal in a SQL database; see `SessionJournal` for the contract."""
 
-    def __init__(self, database: Database, name: str) -> None:
+    def __init__(self, database: Database, name: str, orders: KeyOrders | None = None) -> None:
         self._database = database
         self._name = name
+        self._orders = KeyOrders() if orders is None else orders
 
     def __repr__(self) -> str:
         return f"SqlJournal({self._database.where!r}, {self._name!r})"
@@ -145,9 +149,18 @@ class SqlJournal(JournalBase):
         return await self._database.transaction(self._name, partial(self._under, keys=keys))
 
     async def _scan(self, prefix: str, before: str | None, limit: int | None) -> Scanned:
-        if self._database.sealer is not None:  # tokens keep no order: every line is read
-            return await super()._scan(prefix, before, limit)
         self._database.check_open(self._name)
+        sealer = self._database.sealer
+        if sealer is not None:  # tokens keep no order: the keys in order are kept apart
+            scan = partial(
+                self._orders.scan,
+                name=self._name,
+                sealer=sealer,
+                prefix=prefix,
+                before=before,
+                limit=limit,
+            )
+            return await self._database.transaction(self._name, scan)
         high, most = bound(prefix, before), COUNT_MAX if limit is None else limit
         if high is not None and high <= prefix:
             return []
@@ -170,7 +183,7 @@ class SqlJournal(JournalBase):
         return self._name, ("--db", self._database.target, *keys)
 
     def _effects_journal(self) -> SqlJournal:
-        return SqlJournal(self._database, self._name + EFFECTS_SUFFIX)
+        return SqlJournal(self._database, self._name + EFFECTS_SUFFIX, self._orders)
 
     async def clear(self) -> None:
         await self._add([None])

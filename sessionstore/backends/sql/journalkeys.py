@@ -11,10 +11,10 @@ clear stay in the index (the lines stay in the table), skipped by
 In a sealed store the index holds each key's token (`Sealer.journal_line_key`,
 a keyed hash bound to the journal), never the key: a reader of the
 database learns which lines share a key, and nothing of the key. Tokens
-keep no order, so a sealed store's `scan` reads the journal's lines
-instead (`SqlJournal`). The journals a migration could not index (it has
-no keys: ``journal_unindexed``) are indexed by the first open with the
-keys (`index_unindexed`).
+keep no order, so a sealed store's `scan` takes its keys in order from
+its store object (`sessionstore.backends.sql.keyorder`). The journals a
+migration could not index (it has no keys: ``journal_unindexed``) are
+indexed by the first open with the keys (`index_unindexed`).
 """
 
 from __future__ import annotations

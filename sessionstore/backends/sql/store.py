@@ -79,6 +79,7 @@ from sessionstore.backends.sql.digests import entry_digest, header_digest
 from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT, is_sqlite
 from sessionstore.backends.sql.group import GroupCommit
 from sessionstore.backends.sql.journal import SqlJournal
+from sessionstore.backends.sql.keyorder import KeyOrders
 from sessionstore.backends.sql.lineage import END, Lineage, branch, lineage
 from sessionstore.backends.sql.lineage import lines as history_lines
 from sessionstore.backends.sql.lineage import page as history_page
@@ -122,6 +123,7 @@ class SqlStore(StoreBase):
         self._group = GroupCommit(database)
         self._contexts = Contexts(database)
         self._listing = Listing(database)
+        self._key_orders = KeyOrders()  # a sealed store's journal keys, in order
 
     def __repr__(self) -> str:
         return f"SqlStore({self._database.where!r})"
@@ -256,9 +258,11 @@ class SqlStore(StoreBase):
         return found
 
     def drop_caches(self) -> None:
-        """Forget the contexts built and the headers listed."""
+        """Forget the contexts built, the headers listed and a sealed store's
+        journal keys in order."""
         self._contexts.cache.clear()
         self._listing.clear()
+        self._key_orders.drop()
 
     async def close(self) -> None:
         self._closed = True
@@ -267,7 +271,7 @@ class SqlStore(StoreBase):
     def journal(self, name: str) -> SqlJournal:
         validate_session_id(name)
         self._check_open(name)
-        return SqlJournal(self._database, name)
+        return SqlJournal(self._database, name, self._key_orders)
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()
