@@ -49,9 +49,18 @@ from tests.workers.graph_run import (
     snapshot,
 )
 
-SAVERS = ["AsyncSqliteSaver", "memory", "jsonl", "sqlite", "postgresql", "sqlite-blocking"]
-"""langgraph's SQLite saver, and `StoreSaver` on each store kind (and on a
-blocking `SyncStore`, whose async methods run in a worker thread)."""
+SAVERS = [
+    "AsyncSqliteSaver",
+    "memory",
+    "jsonl",
+    "sqlite",
+    "postgresql",
+    "sqlite-sealed",
+    "sqlite-blocking",
+]
+"""langgraph's SQLite saver, and `StoreSaver` on each store kind, on a
+sealed one, and on a blocking `SyncStore` (its async methods run in a
+worker thread)."""
 TRIP: Any = {"configurable": {"thread_id": "trip"}}
 
 
@@ -70,7 +79,7 @@ async def saver_on(
         with open_sync_store(store_targets.new("sqlite")) as blocking:
             yield StoreSaver(blocking)
         return
-    async with open_store(store_targets.new(kind)) as store:
+    async with open_store(store_targets.new(kind), **store_targets.options(kind)) as store:
         yield StoreSaver(store)
 
 
