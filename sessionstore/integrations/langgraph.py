@@ -117,6 +117,13 @@ class StoreSaver(BaseCheckpointSaver[str]):
         """Forget the messages this saver keeps converted between calls."""
         self._messages.drop()
 
+    @property
+    def kept_messages(self) -> int:
+        """The messages this saver keeps listed for the latest checkpoint of
+        each thread it served (at most
+        `sessionstore.integrations.langgraph_messages.RECENT_MESSAGES` in all)."""
+        return self._messages.held
+
     def get_next_version(self, current: str | int | float | None, channel: None) -> str:
         """A version above ``current``, with a random part, so that two
         branches of a thread never make one version twice (as LangGraph's

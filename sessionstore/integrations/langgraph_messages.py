@@ -51,7 +51,7 @@ from sessionstore.integrations.kept import KeptItems, Latest
 from sessionstore.integrations.langchain import from_context, to_message
 from sessionstore.integrations.langgraph_records import Position
 
-__all__ = ["Listed", "Messages"]
+__all__ = ["RECENT_MESSAGES", "Listed", "Messages"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,10 @@ _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 
 _RECENT = 256
 """Threads (and namespaces) whose latest list a saver keeps."""
+
+RECENT_MESSAGES = 100_000
+"""Messages those lists hold at most in all (the threads used longest ago
+go first; the latest always stays): they keep alive what a graph put."""
 
 
 @dataclass(frozen=True)
@@ -95,15 +99,26 @@ class Messages:
             lambda _: KeptItems(_convert, _same), most=_RECENT, weigh=attrgetter("weight")
         )
         self._recent: OrderedDict[tuple[str, str], _Seen] = OrderedDict()
+        self._held = 0  # the messages the lists of _recent hold
+        # The last session's kept items, split into ids and messages: the
+        # checkpoints of a listing slice it.
+        self._split: tuple[Sequence[tuple[str, BaseMessage]], Listed] | None = None
         self._lock = threading.Lock()  # held to look up or note, never across a read
+
+    @property
+    def held(self) -> int:
+        """The messages the lists of the latest checkpoints kept here hold."""
+        return self._held
 
     def drop(self) -> None:
         """Forget every conversion kept."""
         self._kept = Latest(
             lambda _: KeptItems(_convert, _same), most=_RECENT, weigh=attrgetter("weight")
         )
+        self._split = None
         with self._lock:
             self._recent.clear()
+            self._held = 0
 
     def recent(self, thread: str, ns: str, checkpoint_id: str) -> Position | None:
         """The position of ``checkpoint_id`` if it is the last one seen here."""
@@ -264,7 +279,11 @@ class Messages:
                 f"holds fewer than the {position.count} messages of thread {thread!r}, "
                 f"checkpoint {checkpoint_id!r} (ending in entry {position.last!r})",
             )
-        return Listed.of(items[: position.count])
+        split = self._split
+        if split is None or split[0] is not items:  # split once for all its checkpoints
+            split = self._split = (items, Listed.of(items))
+        whole = split[1]
+        return Listed(whole.ids[: position.count], whole.messages[: position.count])
 
     def _seen(self, thread: str, ns: str, checkpoint_id: str) -> _Seen | None:
         with self._lock:
@@ -273,10 +292,16 @@ class Messages:
 
     def _note(self, thread: str, ns: str, seen: _Seen) -> None:
         with self._lock:
+            replaced = self._recent.pop((thread, ns), None)
+            if replaced is not None:
+                self._held -= len(replaced.listed.messages)
             self._recent[(thread, ns)] = seen
-            self._recent.move_to_end((thread, ns))
-            while len(self._recent) > _RECENT:
-                self._recent.popitem(last=False)
+            self._held += len(seen.listed.messages)
+            while len(self._recent) > 1 and (
+                len(self._recent) > _RECENT or self._held > RECENT_MESSAGES
+            ):
+                _, gone = self._recent.popitem(last=False)
+                self._held -= len(gone.listed.messages)
 
     def carry(self, thread: str, ns: str, parent_id: str, checkpoint_id: str) -> None:
         """The checkpoint ``checkpoint_id`` was stored with its parent's

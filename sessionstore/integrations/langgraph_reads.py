@@ -143,15 +143,18 @@ class Reader:
         writes = []
         for key, lines in await journal.scan(records.write_prefix(ns, checkpoint_id)):
             write = records.decode(lines[0] if records.regular(key) else lines[-1], key)
-            order = (write["path"], write["task"], write["index"])
-            writes.append(
-                (order, (write["task"], write["channel"], _loads(serde, write["value"], key)))
-            )
+            task, index = records.write_parts(key)
+            order = (write["path"], task, index)
+            writes.append((order, (task, write["channel"], _loads(serde, write["value"], key))))
         writes.sort(key=lambda each: each[0])
         configurable = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
         parent = record.get("parent")
         checkpoint: Any = {
-            **_loads(serde, record["rest"], thread),
+            **(
+                {"updated_channels": record["updated"]}
+                if "updated" in record
+                else _loads(serde, record["rest"], thread)
+            ),
             "v": record["v"],
             "id": checkpoint_id,
             "ts": record["ts"],

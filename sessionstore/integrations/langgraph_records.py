@@ -62,6 +62,7 @@ __all__ = [
     "typed_of",
     "typed_value",
     "write_key",
+    "write_parts",
     "write_prefix",
 ]
 
@@ -103,6 +104,21 @@ def write_prefix(ns: str, checkpoint_id: str) -> str:
 
 def write_key(ns: str, checkpoint_id: str, task_id: str, index: int) -> str:
     return f"{write_prefix(ns, checkpoint_id)}{_part(task_id)}/{index}"
+
+
+def write_parts(key: str) -> tuple[str, int]:
+    """The task and index a `write_key` names.
+
+    Raises:
+        InvalidRecordError: it is not a write's key.
+    """
+    parts = key.split("/")
+    try:
+        if len(parts) != 5 or parts[0] != "w":
+            raise ValueError(key)
+        return _unpart(parts[3]), int(parts[4])
+    except ValueError:
+        raise InvalidRecordError(f"{key}: not a pending write's key") from None
 
 
 def session_key(ns: str, session_id: str) -> str:

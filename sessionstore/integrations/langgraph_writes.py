@@ -123,7 +123,7 @@ class Writer:
             "v": checkpoint["v"],
             "versions": checkpoint["channel_versions"],
             "seen": checkpoint["versions_seen"],
-            "rest": _dumps(serde, rest, where),
+            **_rest(serde, rest, where),
             "metadata": _dumps(serde, kept_metadata, f"{where}: metadata"),
         }
         if not parent_id:
@@ -213,10 +213,8 @@ class Writer:
             key = records.write_key(ns, checkpoint_id, task_id, index)
             record = {
                 "key": key,
-                "task": task_id,
                 "channel": channel,
                 "path": task_path,
-                "index": index,
                 "value": _dumps(serde, value, f"{where}: write to {channel!r}"),
             }
             lines[key] = _checked(records.encode(record), where)
@@ -242,6 +240,19 @@ def _dumps(serde: SerializerProtocol, value: Any, where: str) -> list[str]:
         raise
     except Exception as exc:  # the serializer's own, whatever it is
         raise InvalidRecordError(f"{where}: cannot be serialized: {exc}") from exc
+
+
+def _rest(serde: SerializerProtocol, rest: dict[str, Any], where: str) -> dict[str, Any]:
+    """A checkpoint's other fields as its line holds them: ``updated`` (its
+    ``updated_channels``, a list of names or null) when that is all there
+    is, as most are; else ``rest``, serialized."""
+    updated = rest.get("updated_channels")
+    if set(rest) <= {"updated_channels"} and (
+        updated is None
+        or (isinstance(updated, list) and all(isinstance(name, str) for name in updated))
+    ):
+        return {"updated": updated}
+    return {"rest": _dumps(serde, rest, where)}
 
 
 def _checked(line: bytes, where: str) -> bytes:

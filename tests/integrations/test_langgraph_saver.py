@@ -33,6 +33,7 @@ from langgraph.graph.state import CompiledStateGraph
 import sessionstore.integrations.langgraph_writes as langgraph_writes
 from sessionstore import (
     ConfigurationError,
+    EncryptionKeyError,
     InvalidRecordError,
     InvalidSessionIdError,
     Message,
@@ -42,6 +43,7 @@ from sessionstore import (
     SessionStore,
     decode_entry,
     decode_meta,
+    generate_key,
     open_store,
 )
 from sessionstore.archive import export_archive
@@ -49,7 +51,7 @@ from sessionstore.cli import main
 from sessionstore.integrations.langchain import to_message
 from sessionstore.integrations.langgraph import StoreSaver
 from sessionstore.sync import open_store as open_sync_store
-from tests.kinds import PERSISTENT_KINDS, StoreTargets
+from tests.kinds import PERSISTENT_KINDS, TEST_KEYS, StoreTargets
 
 TEXT = "x" * 200
 
@@ -666,3 +668,54 @@ async def test_a_first_session_made_but_not_noted_is_erased_with_its_thread(
     await store.create(made.model_copy(update={"id": "chat-42"}))  # a crash before its note
     await saver.adelete_thread("chat-42")
     assert "chat-42" not in {meta.id for meta in await store.list()}
+
+
+async def test_a_sealed_store_without_its_current_key_stores_nothing(
+    store_targets: StoreTargets,
+) -> None:
+    target, options = store_targets.new("sqlite-sealed"), store_targets.options("sqlite-sealed")
+    new_key = generate_key()
+    async with open_store(target, **options) as old:
+        rotating = {**options, "keys": [new_key, *TEST_KEYS]}
+        async with open_store(target, **rotating) as rotated:
+            await rotated.rotate_keys()  # type: ignore[attr-defined]
+        # The first store still holds only the retired key: it seals nothing new.
+        saver = StoreSaver(old)
+        made = checkpoint("1f0000000000000a", [HumanMessage(content="hi", id="h")])
+        with pytest.raises(
+            EncryptionKeyError, match="thread 'fresh', checkpoint '1f0000000000000a'"
+        ):
+            await saver.aput(thread("fresh"), made, {}, made["channel_versions"])
+    async with open_store(target, **{**options, "keys": [new_key]}) as reopened:
+        assert await StoreSaver(reopened).aget_tuple(thread("fresh")) is None
+        assert await reopened.list() == []
+
+
+async def test_what_a_saver_keeps_listed_is_bounded(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sessionstore.integrations.langgraph_messages as messages_module
+
+    monkeypatch.setattr(messages_module, "RECENT_MESSAGES", 10)
+    saver = StoreSaver(store)
+    graph = chat(saver)
+    await turns(graph, 3, name="first")
+    assert saver.kept_messages == 6
+    await turns(graph, 3, name="second")
+    assert saver.kept_messages == 6  # the first thread's list went
+    assert len((await graph.aget_state(thread("first"))).values["messages"]) == 6
+    saver.drop_caches()
+    assert saver.kept_messages == 0
+
+
+async def test_a_checkpoint_s_other_fields_come_back(store: SessionStore) -> None:
+    saver = StoreSaver(store)
+    plain = checkpoint("1f0000000000000a", [])
+    plain["updated_channels"] = ["messages"]
+    older: Any = {**checkpoint("1f0000000000000b", []), "pending_sends": [["node", {"x": 1}]]}
+    for made in (plain, older):
+        stored = await saver.aput(thread("t"), made, {}, made["channel_versions"])
+        got = await saver.aget_tuple(stored)
+        assert got is not None
+        rest = {k: v for k, v in got.checkpoint.items() if k != "channel_values"}
+        assert rest == {k: v for k, v in made.items() if k != "channel_values"}
