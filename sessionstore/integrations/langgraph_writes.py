@@ -247,7 +247,7 @@ def _rest(serde: SerializerProtocol, rest: dict[str, Any], where: str) -> dict[s
     ``updated_channels``, a list of names or null) when that is all there
     is, as most are; else ``rest``, serialized."""
     updated = rest.get("updated_channels")
-    if set(rest) <= {"updated_channels"} and (
+    if set(rest) == {"updated_channels"} and (
         updated is None
         or (isinstance(updated, list) and all(isinstance(name, str) for name in updated))
     ):
