@@ -19,16 +19,15 @@ documentation shows. Its sides:
 - the graph with no checkpointer, the caller carrying the messages and
   passing them all at each turn: the floor of any checkpointer.
 
-A round fills one thread per side to the longest of `Plan.turns` turns,
-a turn on every side in turn (their order rotating), so that what else
-the machine does falls on all sides alike. When the threads reach each
-length the round takes the bytes on disk of each file (the write-ahead
-log checkpointed into it first, as benchmarks/size.py does), and the
-mean time of a turn over the last tenth of the turns before it (the last
-20 at least); at the lengths of `Plan.reads` it times ``aget_tuple`` of
-the latest checkpoint and ``alist(limit=10)``, as the mean of calls in a
-row for half a second (50 ms with --quick). Every row is the median of
-the rounds (3; with --quick, 1, at 10, 30 and 100 turns).
+A round fills one thread per side to the longest of `Plan.turns` turns.
+When the thread reaches each length the round takes the bytes on disk of
+its file (the write-ahead log checkpointed into it first, as
+benchmarks/size.py does), and the mean time of a turn over the last tenth
+of the turns before it (the last 20 at least); at the lengths of
+`Plan.reads` it times ``aget_tuple`` of the latest checkpoint and
+``alist(limit=10)``, as the mean of calls in a row for half a second
+(50 ms with --quick). Every row is the median of the rounds
+(3; with --quick, 1, at 10, 30 and 100 turns).
 
 Run alone, it prints each side's figures, for a profile of one side::
 
@@ -45,7 +44,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, closing
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict, cast
@@ -183,57 +182,30 @@ def on_disk(path: Path) -> int:
     return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 
 
-class Thread:
-    """One side's thread in a round: its graph, and the time of each turn."""
-
-    def __init__(self, side: Side, saver: BaseCheckpointSaver[Any] | None, path: Path) -> None:
-        self.side, self.saver, self.path = side, saver, path
-        self.graph = chat_graph(side.state(), saver)
-        self.carried: list[BaseMessage] = []  # what the caller keeps with no checkpointer
-        self.took: list[float] = []
-
-    async def turn(self, said: BaseMessage) -> None:
-        started = time.perf_counter()
-        if self.saver is None:
-            given = {"messages": [*self.carried, said]}
-            self.carried = (await self.graph.ainvoke(given))["messages"]
-        else:
-            await self.graph.ainvoke({"messages": [said]}, THREAD)
-        self.took.append(time.perf_counter() - started)
-
-    def note(self, turn: int, figures: Figures) -> None:
-        """The figures of the thread at ``turn`` turns: a turn, and its bytes."""
-        window = self.took[-max(WINDOW, turn // 10) :]
-        figures.turn.setdefault(turn, []).append(statistics.fmean(window))
-        if self.side.durable:
-            figures.size.setdefault(turn, []).append(on_disk(self.path))
-
-
-async def fill(
-    sides: tuple[Side, ...], work: Path, plan: Plan, measured: dict[str, Figures]
-) -> None:
-    """One round: a thread of each side grown to the longest length of
-    ``plan``, turn by turn, each turn on every side in turn (their order
-    rotating), so that what else the machine does falls on all of them
-    alike; the figures are taken at each length on the way."""
+async def fill(side: Side, path: Path, plan: Plan, figures: Figures) -> None:
+    """One round: a thread of ``side`` grown to the longest length of
+    ``plan``, its figures taken at each length on the way."""
     from langchain_core.messages import HumanMessage
 
-    async with AsyncExitStack() as stack:
-        threads = []
-        for n, side in enumerate(sides):
-            path = work / f"{n}.db"
-            threads.append(Thread(side, await stack.enter_async_context(side.open(path)), path))
+    async with side.open(path) as saver:
+        graph = chat_graph(side.state(), saver)
+        carried: list[BaseMessage] = []  # what the caller keeps with no checkpointer
+        took: list[float] = []
         for turn in range(1, max(plan.turns) + 1):
             said = HumanMessage(content=text(2 * turn))
-            first = turn % len(threads)
-            for thread in [*threads[first:], *threads[:first]]:
-                await thread.turn(said)
-            for thread in threads:
-                figures = measured[thread.side.name]
-                if turn in plan.turns:
-                    thread.note(turn, figures)
-                if turn in plan.reads and thread.saver is not None:
-                    await reads(thread.saver, turn, figures, plan.read_budget)
+            started = time.perf_counter()
+            if saver is None:
+                carried = (await graph.ainvoke({"messages": [*carried, said]}))["messages"]
+            else:
+                await graph.ainvoke({"messages": [said]}, THREAD)
+            took.append(time.perf_counter() - started)
+            if turn in plan.turns:
+                window = took[-max(WINDOW, turn // 10) :]
+                figures.turn.setdefault(turn, []).append(statistics.fmean(window))
+                if side.durable:
+                    figures.size.setdefault(turn, []).append(on_disk(path))
+            if turn in plan.reads and saver is not None:
+                await reads(saver, turn, figures, plan.read_budget)
 
 
 async def reads(
@@ -258,13 +230,21 @@ async def reads(
 
 
 async def measure(sides: tuple[Side, ...], plan: Plan) -> dict[str, Figures]:
-    """Each side's figures over ``plan.rounds`` rounds."""
+    """Each side's figures over ``plan.rounds`` rounds, the sides in turn in each round."""
     measured = {side.name: Figures() for side in sides}
-    for _ in range(plan.rounds):
-        # A directory a round: AsyncSqliteSaver's file is 1.4 GB at 1,000 turns.
-        with tempfile.TemporaryDirectory(prefix="sessionstore-langgraph-") as work:
-            await fill(sides, Path(work), plan, measured)
+    with tempfile.TemporaryDirectory(prefix="sessionstore-langgraph-") as work:
+        for round_ in range(plan.rounds):
+            for n, side in enumerate(sides):
+                path = Path(work) / f"{n}-{round_}.db"
+                await fill(side, path, plan, measured[side.name])
+                remove(path)  # AsyncSqliteSaver's is 1.4 GB at 1,000 turns
     return measured
+
+
+def remove(path: Path) -> None:
+    """A database file and its write-ahead log, if they were made."""
+    for made in path.parent.glob(f"{path.name}*"):
+        made.unlink()
 
 
 def installed() -> bool:
