@@ -67,7 +67,7 @@ from sessionstore.wire.stored import read_stored_meta
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = ["KEY_PARTS", "StaleKeyError", "Start", "search", "snapshot", "start_of"]
+__all__ = ["KEY_PARTS", "StaleKeys", "Start", "search", "snapshot", "start_of"]
 
 _T = TypeVar("_T")
 
@@ -201,7 +201,7 @@ def search(
     if named is not None and conn.dialect.name == "postgresql" and wordkeys.named(conn) != named:
         # A statement a snapshot of its own: the tokens asked for were
         # those of the keys named before, which an erase changed meanwhile.
-        raise StaleKeyError("the word keys changed while the search read the index")
+        raise StaleKeys("the word keys changed while the search read the index")
     return hits
 
 
@@ -241,9 +241,11 @@ def _page(
     return hits
 
 
-class StaleKeyError(EncryptionKeyError):
+class StaleKeys(Exception):
     """The word keys a search read changed (an erase committed since), or
-    one is destroyed: search again."""
+    one is destroyed: search again. `SqlStore` catches it and searches
+    again, the last time in one snapshot; there, a key gone for good is
+    the `EncryptionKeyError` it raises."""
 
 
 def snapshot(body: Callable[[Connection], _T], conn: Connection) -> _T:
@@ -279,7 +281,7 @@ def _tokens(keys: list[str], sealer: Sealer, named: list[tuple[int, bytes]]) -> 
     try:
         current = wordkeys.keys_of(sealer, named)
     except EncryptionKeyError as exc:
-        raise StaleKeyError(str(exc)) from None
+        raise StaleKeys(str(exc)) from None
     return [key.tokens(digests) for _, key in current]
 
 

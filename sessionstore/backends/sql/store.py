@@ -593,9 +593,12 @@ class SqlStore(StoreBase):
         for _ in range(2):
             try:
                 return await self._database.transaction(None, body, lean=True)
-            except search.StaleKeyError:
+            except search.StaleKeys:
                 continue
-        return await self._database.transaction(None, partial(search.snapshot, body))
+        try:
+            return await self._database.transaction(None, partial(search.snapshot, body))
+        except search.StaleKeys as exc:
+            raise EncryptionKeyError(str(exc)) from None
 
     async def integrity(self) -> builtins.list[str]:
         self._check_open()
