@@ -110,6 +110,13 @@ after turn, on memory, SQLite, JSONL (and PostgreSQL with a server),
 against the same 50 tasks doing that work in pure Python; the target is
 a p99 of at most 2 ms.
 
+Through LangGraph (benchmarks/checkpoints.py): a chat graph, turn after
+turn, on `StoreSaver` over a SQLite store against ``AsyncSqliteSaver``
+(default, and with langgraph's beta ``DeltaChannel`` messages),
+``InMemorySaver`` and the graph with no checkpointer (the floor), at 100,
+300 and 1,000 turns: bytes on disk, a turn, and the reads of the latest
+checkpoint and of a page of ten; the targets are in the rows' names.
+
 ``--only PART`` (repeatable) runs some parts alone, e.g. ``--only forks``.
 
 With the ``bench`` extra installed (pip install -e '.[bench]'), the same
@@ -145,6 +152,7 @@ from typing import Annotated
 
 from browse import browse
 from chains import fork_chains
+from checkpoints import checkpoints
 from effects import effects
 from frameworks import frameworks
 from memory import memory
@@ -1049,6 +1057,7 @@ PARTS = (
     "browse",
     "peers",
     "frameworks",
+    "langgraph",
     "postgres",
     "sealed",
     "effects",
@@ -1069,6 +1078,7 @@ async def run(
     bench = Bench(work, quick)
     browsed: list[Table] = []
     framed: list[Table] = []
+    graphed: list[Table] = []
     served: list[Table] = []
     sealed_: list[Table] = []
     replays: list[Table] = []
@@ -1097,6 +1107,8 @@ async def run(
             await bench.peer_runs()
         if "frameworks" in only:
             framed = await frameworks(work, kept or work, quick)
+        if "langgraph" in only:
+            graphed = await checkpoints(quick)
         if "postgres" in only:
             served = await postgres(quick, bench.rounds)
         if "sealed" in only:
@@ -1111,8 +1123,8 @@ async def run(
             stalled = await stalls(quick, bench.rounds)
     finally:
         shutil.rmtree(work)
-    tables = [*bench.tables(), *browsed, *framed, *served, *sealed_, *replays, *sized, *held]
-    tables += stalled
+    parts = [browsed, framed, graphed, served, sealed_, replays, sized, held, stalled]
+    tables = [*bench.tables(), *(table for part in parts for table in part)]
     return [table for table in tables if table.rows]
 
 
