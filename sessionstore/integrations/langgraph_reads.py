@@ -37,7 +37,7 @@ class Reader:
     ) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or its namespace's latest (`StoreSaver.aget_tuple`)."""
         thread, ns = thread_of(config), ns_of(config)
-        journal = store.journal(records.journal_name(thread))
+        journal = records.journal_of(store, thread)
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id:
             key = records.checkpoint_key(ns, checkpoint_id)
@@ -78,7 +78,7 @@ class Reader:
         for thread in threads:
             if limit is not None and len(found) >= limit:
                 break
-            journal = store.journal(records.journal_name(thread))
+            journal = records.journal_of(store, thread)
             bound = (
                 None if before_id is None or ns is None else records.checkpoint_key(ns, before_id)
             )

@@ -33,7 +33,13 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from sessionstore import InvalidRecordError, InvalidSessionIdError, validate_session_id
+from sessionstore import (
+    InvalidRecordError,
+    InvalidSessionIdError,
+    SessionJournal,
+    SessionStore,
+    validate_session_id,
+)
 from sessionstore.wire import decode_value, encode_value
 
 __all__ = [
@@ -51,11 +57,13 @@ __all__ = [
     "decode",
     "encode",
     "journal_name",
+    "journal_of",
     "marked",
     "ns_of",
     "regular",
     "run_key",
     "run_prefix",
+    "runs_of",
     "session_key",
     "session_mark",
     "thread_of",
@@ -151,6 +159,18 @@ def journal_name(thread_id: Any) -> str:
         return validate_session_id(JOURNAL_PREFIX + thread_id)
     except InvalidSessionIdError as exc:
         raise InvalidSessionIdError(thread_id, f"cannot name a thread: {exc.reason}") from None
+
+
+def journal_of(store: SessionStore, thread_id: str) -> SessionJournal:
+    """The journal of ``thread_id`` in ``store``, its appends as durable as
+    the store's (``durability="store"``): a checkpoint needs no more than the
+    messages it points to."""
+    return store.journal(journal_name(thread_id), durability="store")
+
+
+def runs_of(store: SessionStore) -> SessionJournal:
+    """The journal `RUNS` in ``store``, as durable as the store's appends."""
+    return store.journal(RUNS, durability="store")
 
 
 def thread_of(config: Any) -> str:

@@ -58,7 +58,7 @@ class Threads:
 
     async def delete(self, store: SessionStore, *, thread: str) -> None:
         """Erase the thread: its sessions, then its journal whole."""
-        journal = store.journal(records.journal_name(thread))
+        journal = records.journal_of(store, thread)
         checkpoints = await _checkpoints(journal)
         sessions = [_session_of(key) for key, _ in await journal.scan("s/")]
         # A first session made but not yet noted (a crash between): its
@@ -72,11 +72,11 @@ class Threads:
         runs = {record["run"] for _, record in checkpoints if isinstance(record.get("run"), str)}
         if runs:
             keys = [records.run_key(run, thread) for run in sorted(runs)]
-            await _drop(store.journal(records.RUNS), keys, "delete_thread")
+            await _drop(records.runs_of(store), keys, "delete_thread")
 
     async def delete_runs(self, store: SessionStore, *, runs: list[str]) -> None:
         """Erase the checkpoints of ``runs``, in every thread they wrote to."""
-        index = store.journal(records.RUNS)
+        index = records.runs_of(store)
         for run in runs:
             found = await index.scan(records.run_prefix(run))
             for key, _ in found:
@@ -99,7 +99,7 @@ class Threads:
             if strategy == "delete":
                 await self.delete(store, thread=thread)
                 continue
-            journal = store.journal(records.journal_name(thread))
+            journal = records.journal_of(store, thread)
             latest: dict[str, str] = {}
             for _, record in await _checkpoints(journal):
                 if record["id"] > latest.get(record["ns"], ""):
@@ -113,8 +113,8 @@ class Threads:
 
     async def copy(self, store: SessionStore, *, source: str, target: str) -> None:
         """Copy ``source``'s lines to ``target``, its sessions forked."""
-        from_journal = store.journal(records.journal_name(source))
-        to_journal = store.journal(records.journal_name(target))
+        from_journal = records.journal_of(store, source)
+        to_journal = records.journal_of(store, target)
         held = await from_journal.scan("")
         if not held:
             return
@@ -146,7 +146,7 @@ class Threads:
         await to_journal.append_raw(*copied)
         for ns, session in _latest_sessions(await _checkpoints(to_journal)).items():
             await _point(store, records.conversation_name(target, ns), session)
-        index = store.journal(records.RUNS)
+        index = records.runs_of(store)
         for run in sorted(runs):
             key = records.run_key(run, target)
             await index.append_keyed_unless(
@@ -162,7 +162,7 @@ class Threads:
     ) -> None:
         """Erase the thread's checkpoints ``doomed`` picks, their writes, the
         values and sessions only they need."""
-        journal = store.journal(records.journal_name(thread))
+        journal = records.journal_of(store, thread)
         checkpoints = await _checkpoints(journal)
         gone = [(key, record) for key, record in checkpoints if doomed(record)]
         if not gone:

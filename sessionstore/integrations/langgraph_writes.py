@@ -91,7 +91,7 @@ class Writer:
         new: ChannelVersions,
         where: str,
     ) -> RunnableConfig:
-        journal = store.journal(records.journal_name(thread))
+        journal = records.journal_of(store, thread)
         checkpoint_id, parent_id = checkpoint["id"], get_checkpoint_id(config)
         values = checkpoint["channel_values"]
         channel = self._channel
@@ -184,7 +184,7 @@ class Writer:
                 return
         key = records.run_key(run, thread)
         line = records.encode({"key": key})
-        await store.journal(records.RUNS).append_keyed_unless(
+        await records.runs_of(store).append_keyed_unless(
             [key], lambda held: True if held else None, line
         )
         with self._runs_lock:
@@ -206,7 +206,7 @@ class Writer:
         thread, ns = thread_of(config), ns_of(config)
         checkpoint_id = config["configurable"]["checkpoint_id"]
         where = f"thread {thread!r}, checkpoint {checkpoint_id!r}, task {task_id!r}"
-        journal = store.journal(records.journal_name(thread))
+        journal = records.journal_of(store, thread)
         lines: dict[str, bytes] = {}
         for number, (channel, value) in enumerate(writes):
             index = WRITES_IDX_MAP.get(channel, number)
