@@ -50,7 +50,7 @@ class Reader:
         if not lines:
             return None
         return await self._tuple(
-            store, serde, journal, thread, records.checkpoint_of(key, lines[-1])
+            store, serde, journal, thread, records.checkpoint_of(key, lines[-1], thread)
         )
 
     async def list(
@@ -91,7 +91,7 @@ class Reader:
             for key, lines in scanned:
                 if limit is not None and len(found) >= limit:
                     return found
-                record = records.checkpoint_of(key, lines[-1])
+                record = records.checkpoint_of(key, lines[-1], thread)
                 if (only and record["id"] != only) or (before_id and record["id"] >= before_id):
                     continue
                 if filter:

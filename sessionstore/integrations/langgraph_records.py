@@ -43,6 +43,7 @@ from sessionstore import (
 from sessionstore.wire import decode_value, encode_value
 
 __all__ = [
+    "CHECKPOINT_FORMAT",
     "JOURNAL_PREFIX",
     "RUNS",
     "UNCOMPRESSED_MAX",
@@ -306,9 +307,15 @@ def decode(line: bytes, where: str) -> dict[str, Any]:
     return value
 
 
-def checkpoint_of(key: str, line: bytes) -> dict[str, Any]:
-    """A checkpoint line back, with its namespace and id (``ns``, ``id``)
-    taken from its key.
+CHECKPOINT_FORMAT = 4
+"""The checkpoint format (LangGraph's ``v``) a line without ``v`` holds."""
+
+
+def checkpoint_of(key: str, line: bytes, thread_id: str) -> dict[str, Any]:
+    """A checkpoint line of ``thread_id``'s journal back, whole: its
+    namespace and id (``ns``, ``id``) taken from its key, ``v`` when left
+    out, and its messages position (``messages``, as `position_value`
+    makes it) with its session when that is the conversation's.
 
     Raises:
         InvalidRecordError: it is not a checkpoint line.
@@ -317,14 +324,39 @@ def checkpoint_of(key: str, line: bytes) -> dict[str, Any]:
     parts = key.split("/")
     if len(parts) != 3 or parts[0] != "c":
         raise InvalidRecordError(f"{key}: not a checkpoint's key")
-    record["ns"], record["id"] = _unpart(parts[1]), _unpart(parts[2])
+    ns = record["ns"] = _unpart(parts[1])
+    record["id"] = _unpart(parts[2])
+    record.setdefault("v", CHECKPOINT_FORMAT)
+    held = record.get("messages")
+    if held is not None:
+        if not (
+            isinstance(held, list)
+            and len(held) in (2, 3)
+            and isinstance(held[0], int)
+            and isinstance(held[1], str)
+        ):
+            raise InvalidRecordError(f"{key}: a bad messages position")
+        session = held[2] if len(held) == 3 else conversation_name(thread_id, ns)
+        record["messages"] = {"session": session, "count": held[0], "last": held[1]}
     return record
 
 
-def checkpoint_line(record: dict[str, Any]) -> bytes:
-    """A checkpoint's line from what `checkpoint_of` gives (its key first,
-    its namespace and id only in the key)."""
-    return encode({k: v for k, v in record.items() if k not in ("ns", "id")})
+def checkpoint_line(record: dict[str, Any], thread_id: str) -> bytes:
+    """A checkpoint's line of ``thread_id``'s journal from what
+    `checkpoint_of` gives: its key first, its namespace and id only in the
+    key, ``v`` left out when it is `CHECKPOINT_FORMAT`, its messages
+    position ``[count, last]``, or ``[count, last, session]`` when its
+    session is not the conversation's."""
+    line = {k: v for k, v in record.items() if k not in ("ns", "id", "v", "messages")}
+    if record.get("v", CHECKPOINT_FORMAT) != CHECKPOINT_FORMAT:
+        line["v"] = record["v"]
+    held = record.get("messages")
+    if isinstance(held, dict):
+        position = [held["count"], held["last"]]
+        if held["session"] != conversation_name(thread_id, record["ns"]):
+            position.append(held["session"])
+        line["messages"] = position
+    return encode(line)
 
 
 def position_of(record: dict[str, Any]) -> Position | None:

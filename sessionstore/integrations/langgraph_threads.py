@@ -59,7 +59,7 @@ class Threads:
     async def delete(self, store: SessionStore, *, thread: str) -> None:
         """Erase the thread: its sessions, then its journal whole."""
         journal = records.journal_of(store, thread)
-        checkpoints = await _checkpoints(journal)
+        checkpoints = await _checkpoints(journal, thread)
         sessions = [_session_of(key) for key, _ in await journal.scan("s/")]
         # A first session made but not yet noted (a crash between): its
         # header tells it the thread's.
@@ -101,7 +101,7 @@ class Threads:
                 continue
             journal = records.journal_of(store, thread)
             latest: dict[str, str] = {}
-            for _, record in await _checkpoints(journal):
+            for _, record in await _checkpoints(journal, thread):
                 if record["id"] > latest.get(record["ns"], ""):
                     latest[record["ns"]] = record["id"]
             await self._drop_checkpoints(
@@ -127,7 +127,7 @@ class Threads:
             if not key.startswith("c/"):
                 copied.extend(lines)
                 continue
-            record = records.checkpoint_of(key, lines[-1])
+            record = records.checkpoint_of(key, lines[-1], source)
             if isinstance(record.get("run"), str):
                 runs.add(record["run"])
             position = records.position_of(record)
@@ -142,9 +142,9 @@ class Threads:
                     forks[position.session] = meta.id
                 moved = records.Position(forks[position.session], position.count, position.last)
                 record["messages"] = records.position_value(moved)
-            copied.append(records.checkpoint_line(record))
+            copied.append(records.checkpoint_line(record, target))
         await to_journal.append_raw(*copied)
-        for ns, session in _latest_sessions(await _checkpoints(to_journal)).items():
+        for ns, session in _latest_sessions(await _checkpoints(to_journal, target)).items():
             await _point(store, records.conversation_name(target, ns), session)
         index = records.runs_of(store)
         for run in sorted(runs):
@@ -163,7 +163,7 @@ class Threads:
         """Erase the thread's checkpoints ``doomed`` picks, their writes, the
         values and sessions only they need."""
         journal = records.journal_of(store, thread)
-        checkpoints = await _checkpoints(journal)
+        checkpoints = await _checkpoints(journal, thread)
         gone = [(key, record) for key, record in checkpoints if doomed(record)]
         if not gone:
             return
@@ -197,10 +197,10 @@ class Threads:
             await _point(store, records.conversation_name(thread, ns), session)
 
 
-async def _checkpoints(journal: SessionJournal) -> list[tuple[str, dict[str, Any]]]:
-    """The journal's checkpoint lines, decoded, newest first in each namespace."""
+async def _checkpoints(journal: SessionJournal, thread: str) -> list[tuple[str, dict[str, Any]]]:
+    """The checkpoint lines of ``thread``'s journal, decoded, newest first in each namespace."""
     return [
-        (key, records.checkpoint_of(key, lines[-1]))
+        (key, records.checkpoint_of(key, lines[-1], thread))
         for key, lines in await journal.scan(records.checkpoint_prefix(None))
     ]
 

@@ -118,6 +118,8 @@ class Writer:
         }
         record: dict[str, Any] = {
             "key": records.checkpoint_key(ns, checkpoint_id),
+            "ns": ns,
+            "id": checkpoint_id,
             "parent": parent_id,
             "ts": checkpoint["ts"],
             "v": checkpoint["v"],
@@ -134,7 +136,7 @@ class Writer:
         # Checked before the messages are written, with the longest position
         # a line can come to hold (ids of 200 bytes, the largest count).
         longest = records.position_value(Position("s" * 200, 2**63, "e" * 200))
-        _checked(records.checkpoint_line({**record, "messages": longest}), where)
+        _checked(records.checkpoint_line({**record, "messages": longest}, thread), where)
         listed: Any = None
         position = parent
         if as_entries and channel in new:
@@ -152,7 +154,7 @@ class Writer:
             record["messages"] = records.position_value(position)
         if isinstance(run, str):
             await self._index_run(store, run, thread)
-        await journal.append_raw(*lines, records.checkpoint_line(record))
+        await journal.append_raw(*lines, records.checkpoint_line(record, thread))
         if listed is not None and position is not None:
             self._messages.note(thread, ns, checkpoint_id, position, listed)
         elif as_entries and parent_id:
@@ -175,7 +177,9 @@ class Writer:
             return recent
         key = records.checkpoint_key(ns, checkpoint_id)
         lines = (await journal.keyed(key)).get(key)
-        return records.position_of(records.checkpoint_of(key, lines[-1])) if lines else None
+        if not lines:
+            return None
+        return records.position_of(records.checkpoint_of(key, lines[-1], thread))
 
     async def _index_run(self, store: SessionStore, run: str, thread: str) -> None:
         """Note in `records.RUNS` that ``run`` wrote to ``thread`` (once)."""
