@@ -29,8 +29,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import uuid
 import zlib
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sessionstore import (
@@ -68,6 +70,7 @@ __all__ = [
     "session_key",
     "session_mark",
     "thread_of",
+    "ts_value",
     "typed_of",
     "typed_value",
     "write_key",
@@ -310,12 +313,52 @@ def decode(line: bytes, where: str) -> dict[str, Any]:
 CHECKPOINT_FORMAT = 4
 """The checkpoint format (LangGraph's ``v``) a line without ``v`` holds."""
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_GREGORIAN = 0x01B21DD213814000
+"""100-ns intervals from 1582-10-15 (a UUID's time) to 1970-01-01."""
+
+
+def _id_time(checkpoint_id: str) -> int | None:
+    """The microseconds since 1970 a UUIDv6 checkpoint id holds (LangGraph's
+    ids are), None for another id."""
+    try:
+        parsed = uuid.UUID(checkpoint_id)
+    except ValueError:
+        return None
+    if parsed.version != 6 or str(parsed) != checkpoint_id:
+        return None
+    ticks = (parsed.int >> 64) & 0xFFFFFFFFFFFF0FFF  # its 60 bits of time, version out
+    ticks = ((ticks >> 16) << 12) | (ticks & 0x0FFF)
+    return (ticks - _GREGORIAN) // 10
+
+
+def _ts_from(offset: int, base: int) -> str:
+    return (_EPOCH + timedelta(microseconds=base + offset)).isoformat()
+
+
+def ts_value(ts: Any, checkpoint_id: str) -> Any:
+    """A checkpoint's ``ts`` as its line holds it: the microseconds from the
+    time its UUIDv6 id holds (a few, as LangGraph makes both), when that
+    gives back the very string; else ``ts`` itself."""
+    base = _id_time(checkpoint_id) if isinstance(ts, str) else None
+    if base is None:
+        return ts
+    try:
+        at = datetime.fromisoformat(ts)
+    except ValueError:
+        return ts
+    if at.tzinfo is None:
+        return ts
+    offset = (at - _EPOCH) // timedelta(microseconds=1) - base
+    return offset if _ts_from(offset, base) == ts else ts
+
 
 def checkpoint_of(key: str, line: bytes, thread_id: str) -> dict[str, Any]:
     """A checkpoint line of ``thread_id``'s journal back, whole: its
     namespace and id (``ns``, ``id``) taken from its key, ``v`` when left
-    out, and its messages position (``messages``, as `position_value`
-    makes it) with its session when that is the conversation's.
+    out, ``ts`` as LangGraph gave it, and its messages position
+    (``messages``, as `position_value` makes it) with its session when
+    that is the conversation's.
 
     Raises:
         InvalidRecordError: it is not a checkpoint line.
@@ -327,6 +370,12 @@ def checkpoint_of(key: str, line: bytes, thread_id: str) -> dict[str, Any]:
     ns = record["ns"] = _unpart(parts[1])
     record["id"] = _unpart(parts[2])
     record.setdefault("v", CHECKPOINT_FORMAT)
+    ts = record.get("ts")
+    if isinstance(ts, int) and not isinstance(ts, bool):
+        base = _id_time(record["id"])
+        if base is None:
+            raise InvalidRecordError(f"{key}: a ts offset, and an id that holds no time")
+        record["ts"] = _ts_from(ts, base)
     held = record.get("messages")
     if held is not None:
         if not (
@@ -344,10 +393,12 @@ def checkpoint_of(key: str, line: bytes, thread_id: str) -> dict[str, Any]:
 def checkpoint_line(record: dict[str, Any], thread_id: str) -> bytes:
     """A checkpoint's line of ``thread_id``'s journal from what
     `checkpoint_of` gives: its key first, its namespace and id only in the
-    key, ``v`` left out when it is `CHECKPOINT_FORMAT`, its messages
-    position ``[count, last]``, or ``[count, last, session]`` when its
-    session is not the conversation's."""
+    key, ``ts`` as `ts_value` writes it, ``v`` left out when it is
+    `CHECKPOINT_FORMAT`, its messages position ``[count, last]``, or
+    ``[count, last, session]`` when its session is not the conversation's."""
     line = {k: v for k, v in record.items() if k not in ("ns", "id", "v", "messages")}
+    if "ts" in line:
+        line["ts"] = ts_value(line["ts"], record["id"])
     if record.get("v", CHECKPOINT_FORMAT) != CHECKPOINT_FORMAT:
         line["v"] = record["v"]
     held = record.get("messages")

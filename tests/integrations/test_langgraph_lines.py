@@ -1,0 +1,88 @@
+"""`StoreSaver`'s checkpoint lines are short (docs/wire-format.md): integer
+versions, ``v`` and the conversation's session left out, ``ts`` as an
+offset from the time in the checkpoint's id; and what they leave out
+comes back exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.integrations import require
+
+require("langgraph", "langgraph")
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.checkpoint.base import Checkpoint
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.graph import START, MessagesState, StateGraph
+
+from sessionstore import SqlStore
+from sessionstore.integrations.langgraph import StoreSaver
+
+THREAD: Any = {"configurable": {"thread_id": "chat"}}
+
+
+def echo(state: MessagesState) -> dict[str, list[AnyMessage]]:
+    return {"messages": [AIMessage(content=state["messages"][-1].content)]}
+
+
+async def test_a_turn_s_checkpoint_lines_leave_out_what_they_can(tmp_path: Path) -> None:
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        saver = StoreSaver(store)
+        builder: Any = StateGraph(MessagesState)
+        builder.add_node("echo", echo)
+        builder.add_edge(START, "echo")
+        graph = builder.compile(checkpointer=saver)
+        for number in range(2):
+            await graph.ainvoke({"messages": [HumanMessage(content=f"hi {number}")]}, THREAD)
+        lines = [
+            json.loads(line)
+            for line in (await store.journal("langgraph:chat").read_bytes()).splitlines()
+        ]
+        checkpoints = [line for line in lines if line["key"].startswith("c/")]
+        latest = checkpoints[-1]
+        assert "v" not in latest
+        assert isinstance(latest["ts"], int)
+        assert abs(latest["ts"]) < 1_000_000  # microseconds from the id's time
+        assert latest["messages"][0] == 4  # [count, last]: the session is "chat"'s
+        assert len(latest["messages"]) == 2
+        assert all(isinstance(version, int) for version in latest["versions"].values())
+        got = await saver.aget_tuple(THREAD)
+        assert got is not None
+        assert got.checkpoint["v"] == 4
+        assert got.checkpoint["ts"].endswith("+00:00")
+        assert [m.content for m in got.checkpoint["channel_values"]["messages"]] == [
+            "hi 0",
+            "hi 0",
+            "hi 1",
+            "hi 1",
+        ]
+
+
+async def test_a_ts_or_v_of_another_form_is_kept_as_given(tmp_path: Path) -> None:
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        saver = StoreSaver(store)
+        made = [
+            ("1f0000000000000a", "2026-01-01T00:00:00+00:00", 1),  # no UUID: no time in the id
+            (str(uuid6(clock_seq=1)), "2026-01-01T00:00:00Z", 4),  # "Z": not isoformat's
+            (str(uuid6(clock_seq=2)), "2026-01-01T00:00:00", 4),  # no time zone
+            (str(uuid6(clock_seq=3)), "2026-01-01T00:00:00.000001+02:00", 5),
+            (str(uuid6(clock_seq=4)), "2026-01-01T00:00:00+00:00", 4),  # an offset far off
+        ]
+        for checkpoint_id, ts, v in made:
+            checkpoint = Checkpoint(
+                v=v,
+                id=checkpoint_id,
+                ts=ts,
+                channel_values={},
+                channel_versions={},
+                versions_seen={},
+                updated_channels=None,
+            )
+            config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+            stored = await saver.aput(config, checkpoint, {}, {})
+            got = await saver.aget_tuple(stored)
+            assert got is not None
+            assert (got.checkpoint["ts"], got.checkpoint["v"]) == (ts, v)
