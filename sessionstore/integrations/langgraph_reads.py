@@ -15,9 +15,10 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.constants import START
 
 import sessionstore.integrations.langgraph_records as records
-from sessionstore import SessionJournal, SessionStore, SessionStoreError
+from sessionstore import InvalidRecordError, SessionJournal, SessionStore, SessionStoreError
 from sessionstore.integrations.langgraph_messages import Messages
 from sessionstore.integrations.langgraph_records import ns_of, thread_of
 from sessionstore.integrations.langgraph_threads import named
@@ -145,7 +146,17 @@ class Reader:
             write = records.decode(lines[0] if records.regular(key) else lines[-1], key)
             task, index = records.write_parts(key)
             order = (write["path"], task, index)
-            writes.append((order, (task, write["channel"], _loads(serde, write["value"], key))))
+            if "of" in write:  # a member of the checkpoint's input, read anew from its line
+                given = records.blob_key(ns, START, versions.get(START))
+                if given not in blobs:
+                    raise InvalidRecordError(f"{key}: a member of the input, and no input stored")
+                held = _loads(serde, records.decode(blobs[given][-1], thread)["value"], given)
+                if not isinstance(held, dict) or write["of"] not in held:
+                    raise InvalidRecordError(f"{key}: a member the input does not hold")
+                value = held[write["of"]]
+            else:
+                value = _loads(serde, write["value"], key)
+            writes.append((order, (task, write["channel"], value)))
         writes.sort(key=lambda each: each[0])
         configurable = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
         parent = record.get("parent")

@@ -5,7 +5,10 @@ serialized, every line within `MAX_LINE`, every message converted (by
 `sessionstore.integrations.langgraph_messages`, which then appends them to
 the thread's session, or forks it). Its lines (the values that changed,
 then the checkpoint) are one append: they are stored together or not at
-all. A task's pending writes are one conditional append.
+all. A task's pending writes are one append. A write of a member of the
+checkpoint's input (its ``__start__`` value: the graph's first task passes
+the input's messages on) is kept as the member's name (``of``) when it is
+that very object, serialized to the same bytes: the input's line holds it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.constants import START
 
 import sessionstore.integrations.langgraph_records as records
 from sessionstore import (
@@ -46,6 +50,12 @@ __all__ = ["Writer"]
 _RUNS_SEEN = 4096
 """Runs (with their threads) a writer remembers having indexed."""
 
+_INPUTS = 256
+"""Threads (and namespaces) whose last input a writer remembers."""
+
+_Input = tuple[str, dict[str, tuple[Any, records.Typed]]]
+"""A checkpoint's id, and its input's members: each object and its bytes."""
+
 
 class Writer:
     """Writes checkpoints whose messages channel ``channel`` is kept by
@@ -57,6 +67,7 @@ class Writer:
         self._channel = channel
         self._runs: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._runs_lock = threading.Lock()
+        self._inputs: OrderedDict[tuple[str, str], _Input] = OrderedDict()
 
     async def put(
         self,
@@ -102,6 +113,19 @@ class Writer:
         if parent_id and channel in checkpoint["channel_versions"]:
             parent = await self._position(journal, thread, ns, parent_id)
         as_entries = (channel in new and is_list) or (channel not in new and parent is not None)
+        given = values.get(START) if START in new else None
+        members = None
+        if isinstance(given, dict) and all(isinstance(member, str) for member in given):
+            members = {
+                member: (value, _typed(serde, value, f"{where}: input {member!r}"))
+                for member, value in given.items()
+            }
+            # Noted now: LangGraph runs the first task while this put goes on.
+            with self._runs_lock:
+                self._inputs[(thread, ns)] = (checkpoint_id, members)
+                self._inputs.move_to_end((thread, ns))
+                while len(self._inputs) > _INPUTS:
+                    self._inputs.popitem(last=False)
         lines = []
         for name, version in new.items():
             if name in values and not (name == channel and as_entries):
@@ -211,16 +235,22 @@ class Writer:
         checkpoint_id = config["configurable"]["checkpoint_id"]
         where = f"thread {thread!r}, checkpoint {checkpoint_id!r}, task {task_id!r}"
         journal = records.journal_of(store, thread)
+        with self._runs_lock:
+            remembered = self._inputs.get((thread, ns))
+        given = remembered[1] if remembered and remembered[0] == checkpoint_id else {}
         lines: dict[str, bytes] = {}
         for number, (channel, value) in enumerate(writes):
             index = WRITES_IDX_MAP.get(channel, number)
             key = records.write_key(ns, checkpoint_id, task_id, index)
-            record = {
-                "key": key,
-                "channel": channel,
-                "path": task_path,
-                "value": _dumps(serde, value, f"{where}: write to {channel!r}"),
-            }
+            typed = _typed(serde, value, f"{where}: write to {channel!r}")
+            record: dict[str, Any] = {"key": key, "channel": channel, "path": task_path}
+            of = [
+                member for member, (held, kept) in given.items() if held is value and kept == typed
+            ]
+            if of:
+                record["of"] = of[0]
+            else:
+                record["value"] = records.typed_value(typed)
             lines[key] = _checked(records.encode(record), where)
         # A task's regular writes count once, the first stored (a retried
         # task writes them again: left out when there); its special ones (an
@@ -238,8 +268,12 @@ class Writer:
 
 
 def _dumps(serde: SerializerProtocol, value: Any, where: str) -> list[str]:
+    return records.typed_value(_typed(serde, value, where))
+
+
+def _typed(serde: SerializerProtocol, value: Any, where: str) -> records.Typed:
     try:
-        return records.typed_value(serde.dumps_typed(value))
+        return serde.dumps_typed(value)
     except SessionStoreError:
         raise
     except Exception as exc:  # the serializer's own, whatever it is

@@ -86,3 +86,35 @@ async def test_a_ts_or_v_of_another_form_is_kept_as_given(tmp_path: Path) -> Non
             got = await saver.aget_tuple(stored)
             assert got is not None
             assert (got.checkpoint["ts"], got.checkpoint["v"]) == (ts, v)
+
+
+async def test_a_write_of_the_input_s_member_is_kept_once_and_reads_back(tmp_path: Path) -> None:
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        saver = StoreSaver(store)
+        config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        stored = []
+        for number in range(2):
+            given: list[Any] = [HumanMessage(content=f"hello {number}", id=f"m{number}")]
+            checkpoint = Checkpoint(
+                v=4,
+                id=str(uuid6(clock_seq=number)),
+                ts="2026-01-01T00:00:00+00:00",
+                channel_values={"__start__": {"messages": given}},
+                channel_versions={"__start__": number + 1},
+                versions_seen={},
+                updated_channels=["__start__"],
+            )
+            at = await saver.aput(config, checkpoint, {}, {"__start__": number + 1})
+            if number:  # changed in place after its checkpoint: its own bytes are kept
+                given.append(AIMessage(content="more", id="m9"))
+            await saver.aput_writes(at, [("messages", given)], "task", "~__pregel_pull, __start__")
+            stored.append((at, [m.content for m in given]))
+        lines = (await store.journal("langgraph:t").read_bytes()).splitlines()
+        writes = [json.loads(line) for line in lines if line.startswith(b'{"key":"w/')]
+        assert ["of" in write for write in writes] == [True, False]
+        for at, said in stored:
+            got = await saver.aget_tuple(at)
+            assert got is not None
+            assert got.pending_writes is not None
+            ((task, channel, value),) = got.pending_writes
+            assert (task, channel, [m.content for m in value]) == ("task", "messages", said)
