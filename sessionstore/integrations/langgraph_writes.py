@@ -254,17 +254,23 @@ class Writer:
             lines[key] = _checked(records.encode(record), where)
         # A task's regular writes count once, the first stored (a retried
         # task writes them again: left out when there); its special ones (an
-        # error, an interrupt) count as the last. Two writers racing may both
-        # store a regular one: it reads as the first still, so a plain append
-        # is enough, where a conditional one would cost a second sync.
+        # error, an interrupt) count as the last. A task's first try is one
+        # conditional append (one transaction, the look in it); a retry
+        # appends the rest plainly, since two writers racing may both store
+        # a regular one and it still reads as the first.
         try:
             regular = [key for key in lines if records.regular(key)]
-            held = await journal.keyed(*regular) if regular else {}
-            todo = [line for key, line in lines.items() if key not in held]
-            if todo:
-                await journal.append_raw(*todo)
+            held = await journal.append_keyed_unless(regular, _any, *lines.values())
+            if held:
+                todo = [line for key, line in lines.items() if key not in held]
+                if todo:
+                    await journal.append_raw(*todo)
         except SessionStoreError as exc:
             raise named(exc, where) from exc
+
+
+def _any(held: dict[str, list[bytes]]) -> dict[str, list[bytes]] | None:
+    return held or None
 
 
 def _dumps(serde: SerializerProtocol, value: Any, where: str) -> list[str]:
