@@ -109,13 +109,41 @@ def blob_key(ns: str, channel: str, version: Any) -> str:
     return f"b/{_part(ns)}/{_part(channel)}/{_part(str(version))}"
 
 
+def _id_part(text: str) -> str:
+    """An id as a write's key holds it: a UUID (as LangGraph's checkpoint and
+    task ids are) in 22 characters, ``~`` and the base64url of its 16 bytes;
+    anything else escaped, a leading ``~`` too."""
+    if len(text) == 36:
+        try:
+            parsed = uuid.UUID(text)
+        except ValueError:
+            parsed = None
+        if parsed is not None and str(parsed) == text:
+            return "~" + base64.urlsafe_b64encode(parsed.bytes).decode("ascii").rstrip("=")
+    escaped = _part(text)
+    return "%7E" + escaped[1:] if escaped.startswith("~") else escaped
+
+
+def _id_of(part: str) -> str:
+    """`_id_part` back.
+
+    Raises:
+        ValueError: it is not one.
+    """
+    if part.startswith("~"):
+        if len(part) != 23:
+            raise ValueError(part)
+        return str(uuid.UUID(bytes=base64.urlsafe_b64decode(part[1:] + "==")))
+    return _unpart(part.replace("%7E", "~", 1) if part.startswith("%7E") else part)
+
+
 def write_prefix(ns: str, checkpoint_id: str) -> str:
     """The keys of a checkpoint's pending writes."""
-    return f"w/{_part(ns)}/{_part(checkpoint_id)}/"
+    return f"w/{_part(ns)}/{_id_part(checkpoint_id)}/"
 
 
 def write_key(ns: str, checkpoint_id: str, task_id: str, index: int) -> str:
-    return f"{write_prefix(ns, checkpoint_id)}{_part(task_id)}/{index}"
+    return f"{write_prefix(ns, checkpoint_id)}{_id_part(task_id)}/{index}"
 
 
 def write_parts(key: str) -> tuple[str, int]:
@@ -128,8 +156,8 @@ def write_parts(key: str) -> tuple[str, int]:
     try:
         if len(parts) != 5 or parts[0] != "w":
             raise ValueError(key)
-        return _unpart(parts[3]), int(parts[4])
-    except ValueError:
+        return _id_of(parts[3]), int(parts[4])
+    except (ValueError, binascii.Error):
         raise InvalidRecordError(f"{key}: not a pending write's key") from None
 
 

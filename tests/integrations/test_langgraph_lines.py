@@ -18,6 +18,7 @@ from langgraph.checkpoint.base import Checkpoint
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.graph import START, MessagesState, StateGraph
 
+import sessionstore.integrations.langgraph_records as records
 from sessionstore import SqlStore
 from sessionstore.integrations.langgraph import StoreSaver
 
@@ -118,3 +119,20 @@ async def test_a_write_of_the_input_s_member_is_kept_once_and_reads_back(tmp_pat
             assert got.pending_writes is not None
             ((task, channel, value),) = got.pending_writes
             assert (task, channel, [m.content for m in value]) == ("task", "messages", said)
+
+
+def test_a_write_s_key_holds_a_uuid_in_22_characters_and_any_id_comes_back() -> None:
+    checkpoint = "1f1ef291-0618-6ff2-812a-45c692317744"
+    for task in (
+        "9b8206f8-eb9f-8c3e-1c61-b40a61f171fc",
+        "task",
+        "~task",
+        "%7Etask",
+        "a/b",
+        "9B8206F8-EB9F-8C3E-1C61-B40A61F171FC",  # not as uuid writes one: kept as given
+    ):
+        key = records.write_key("ns", checkpoint, task, 2)
+        assert key.startswith(records.write_prefix("ns", checkpoint))
+        assert records.write_parts(key) == (task, 2)
+    key = records.write_key("", checkpoint, "9b8206f8-eb9f-8c3e-1c61-b40a61f171fc", 0)
+    assert len(key) == len("w//") + 23 + 1 + 23 + len("/0")
