@@ -136,7 +136,7 @@ class Reader:
         values: dict[str, Any] = {}
         for key, name in wanted.items():
             if key in blobs:
-                values[name] = _loads(serde, records.decode(blobs[key][-1], thread)["value"], key)
+                values[name] = _loads_member(serde, records.decode(blobs[key][-1], thread), key)
         if position is not None:
             values[self._channel] = await self._messages.read(
                 store, thread, ns, checkpoint_id, position
@@ -150,12 +150,12 @@ class Reader:
                 given = records.blob_key(ns, START, versions.get(START))
                 if given not in blobs:
                     raise InvalidRecordError(f"{key}: a member of the input, and no input stored")
-                held = _loads(serde, records.decode(blobs[given][-1], thread)["value"], given)
+                held = _loads_member(serde, records.decode(blobs[given][-1], thread), given)
                 if not isinstance(held, dict) or write["of"] not in held:
                     raise InvalidRecordError(f"{key}: a member the input does not hold")
                 value = held[write["of"]]
             else:
-                value = _loads(serde, write["value"], key)
+                value = _loads_member(serde, write, key)
             writes.append((order, (task, write["channel"], value)))
         writes.sort(key=lambda each: each[0])
         configurable = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
@@ -182,6 +182,14 @@ class Reader:
             ),
             pending_writes=[write for _, write in writes],
         )
+
+
+def _loads_member(serde: SerializerProtocol, record: dict[str, Any], where: str) -> Any:
+    """The ``value`` of a blob or write line, loaded (left out: the
+    serializer's null, `records.NULL`)."""
+    if "value" not in record:
+        return serde.loads_typed(records.NULL)
+    return _loads(serde, record["value"], where)
 
 
 def _loads(serde: SerializerProtocol, value: Any, where: str) -> Any:

@@ -47,6 +47,7 @@ from sessionstore.wire import decode_value, encode_value
 __all__ = [
     "CHECKPOINT_FORMAT",
     "JOURNAL_PREFIX",
+    "NULL",
     "RUNS",
     "UNCOMPRESSED_MAX",
     "Position",
@@ -86,6 +87,9 @@ RUNS = "langgraph"
 
 Typed = tuple[str, bytes]
 """What ``serde.dumps_typed`` makes."""
+
+NULL: Typed = ("null", b"")
+"""What LangGraph's serializers make of None: a line leaves its ``value`` out."""
 
 
 def _part(text: str) -> str:

@@ -129,10 +129,10 @@ class Writer:
         lines = []
         for name, version in new.items():
             if name in values and not (name == channel and as_entries):
-                blob: dict[str, Any] = {
-                    "key": records.blob_key(ns, name, version),
-                    "value": _dumps(serde, values[name], f"{where}: channel {name!r}"),
-                }
+                blob: dict[str, Any] = {"key": records.blob_key(ns, name, version)}
+                typed = _typed(serde, values[name], f"{where}: channel {name!r}")
+                if typed != records.NULL:
+                    blob["value"] = records.typed_value(typed)
                 lines.append(_checked(records.encode(blob), where))
         kept_metadata = get_checkpoint_metadata(config, metadata)
         rest = {
@@ -249,7 +249,7 @@ class Writer:
             ]
             if of:
                 record["of"] = of[0]
-            else:
+            elif typed != records.NULL:
                 record["value"] = records.typed_value(typed)
             lines[key] = _checked(records.encode(record), where)
         # A task's regular writes count once, the first stored (a retried

@@ -136,3 +136,33 @@ def test_a_write_s_key_holds_a_uuid_in_22_characters_and_any_id_comes_back() -> 
         assert records.write_parts(key) == (task, 2)
     key = records.write_key("", checkpoint, "9b8206f8-eb9f-8c3e-1c61-b40a61f171fc", 0)
     assert len(key) == len("w//") + 23 + 1 + 23 + len("/0")
+
+
+async def test_a_none_value_leaves_its_value_out_and_reads_back(tmp_path: Path) -> None:
+    async with await SqlStore.open(str(tmp_path / "s.db")) as store:
+        saver = StoreSaver(store)
+        config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        checkpoint = Checkpoint(
+            v=4,
+            id=str(uuid6(clock_seq=1)),
+            ts="2026-01-01T00:00:00+00:00",
+            channel_values={"branch": None, "other": 0},
+            channel_versions={"branch": 1, "other": 1},
+            versions_seen={},
+            updated_channels=None,
+        )
+        at = await saver.aput(config, checkpoint, {}, {"branch": 1, "other": 1})
+        await saver.aput_writes(at, [("branch", None), ("other", 0)], "task")
+        lines = [
+            json.loads(line)
+            for line in (await store.journal("langgraph:t").read_bytes()).splitlines()
+        ]
+        held = {
+            line["key"].split("/")[2]: "value" in line for line in lines if line["key"][0] == "b"
+        }
+        assert held == {"branch": False, "other": True}
+        assert ["value" in line for line in lines if line["key"][0] == "w"] == [False, True]
+        got = await saver.aget_tuple(at)
+        assert got is not None
+        assert got.checkpoint["channel_values"] == {"branch": None, "other": 0}
+        assert got.pending_writes == [("task", "branch", None), ("task", "other", 0)]
