@@ -8,7 +8,9 @@ benchmarks/messages.py), compiled with a checkpointer and invoked once a
 turn on one thread, with the user's message alone, as LangGraph's
 documentation shows. Its sides:
 
-- `StoreSaver` on a SQLite store (`SqlStore`);
+- `StoreSaver` on a SQLite store (`SqlStore`), and on one at
+  ``durability="full"``, whose every commit syncs fully as
+  ``AsyncSqliteSaver``'s do (its row against that saver is the like for like);
 - ``AsyncSqliteSaver`` (langgraph-checkpoint-sqlite), as
   ``from_conn_string`` opens it;
 - the same, the messages channel declared as langgraph's beta
@@ -146,6 +148,17 @@ async def store_saver(path: Path) -> AsyncIterator[BaseCheckpointSaver[Any]]:
 
 
 @asynccontextmanager
+async def store_saver_full(path: Path) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """`StoreSaver` on a store at ``durability="full"``: every commit synced
+    fully, as ``AsyncSqliteSaver``'s (SQLite's default) are."""
+    from sessionstore import SqlStore
+    from sessionstore.integrations.langgraph import StoreSaver
+
+    async with await SqlStore.open(str(path), durability="full") as store:
+        yield StoreSaver(store)
+
+
+@asynccontextmanager
 async def sqlite_saver(path: Path) -> AsyncIterator[BaseCheckpointSaver[Any]]:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -166,11 +179,12 @@ async def no_saver(path: Path) -> AsyncIterator[None]:
 
 
 OURS = Side("StoreSaver", store_saver, messages_state)
+OURS_FULL = Side('StoreSaver, durability="full"', store_saver_full, messages_state)
 SQLITE = Side("AsyncSqliteSaver", sqlite_saver, messages_state)
 DELTA = Side("AsyncSqliteSaver, DeltaChannel", sqlite_saver, delta_state)
 MEMORY = Side("InMemorySaver", memory_saver, messages_state, durable=False)
 FLOOR = Side("no checkpointer", no_saver, messages_state, durable=False)
-SIDES = (OURS, SQLITE, DELTA, MEMORY, FLOOR)
+SIDES = (OURS, OURS_FULL, SQLITE, DELTA, MEMORY, FLOOR)
 
 
 def on_disk(path: Path) -> int:
@@ -260,18 +274,19 @@ TARGETS = {SQLITE.name: {"turn": "0.1x"}, DELTA.name: {"size": "0.25x"}, FLOOR.n
 """Issue 51's targets for StoreSaver against each side, at the longest thread."""
 
 
-def against(side: Side, ours: Figures, theirs: Figures, plan: Plan) -> Table:
-    """StoreSaver's figures beside ``side``'s, each row with its target if it has one."""
+def against(side: Side, ours: Figures, theirs: Figures, plan: Plan, us: Side = OURS) -> Table:
+    """StoreSaver's figures (``us``: which store) beside ``side``'s, each
+    row with its target if it has one."""
     longest = max(plan.turns)
-    targets = TARGETS.get(side.name, {})
+    targets = TARGETS.get(side.name, {}) if us is OURS else {}
 
     def named(what: str, figure: str, turns: int) -> str:
         target = targets.get(figure) if turns == longest else None
         return f"{what} at {turns:,} turns" + (f" (target ≤{target})" if target else "")
 
     note = {MEMORY.name: " (in memory, not durable)", FLOOR.name: " (the floor)"}
-    title = f"through LangGraph: a chat graph, against {side.name}{note.get(side.name, '')}"
-    table = Table(title, OURS.name, side.name)
+    title = f"through LangGraph: a chat graph, {us.name} against {side.name}"
+    table = Table(title + note.get(side.name, ""), us.name, side.name)
     for turns in plan.turns if side.durable else ():
         sizes = ours.size[turns], theirs.size[turns]
         table.add(named("bytes on disk", "size", turns), *sizes, unit="bytes")
@@ -329,8 +344,13 @@ async def checkpoints(quick: bool) -> list[Table]:
     plan = Plan.of(quick)
     measured = await measure(SIDES, plan)
     ours = measured[OURS.name]
-    tables = [against(side, ours, measured[side.name], plan) for side in SIDES if side is not OURS]
-    return [*tables, growth(measured, plan)]
+    tables = [
+        against(side, ours, measured[side.name], plan)
+        for side in SIDES
+        if side not in (OURS, OURS_FULL)
+    ]
+    full = against(SQLITE, measured[OURS_FULL.name], measured[SQLITE.name], plan, OURS_FULL)
+    return [*tables, full, growth(measured, plan)]
 
 
 def show(name: str, figures: Figures) -> None:

@@ -930,11 +930,25 @@ class SessionStore(Protocol):
         """
         ...
 
-    def journal(self, name: str) -> SessionJournal:
+    def journal(
+        self, name: str, *, durability: Literal["full", "store"] = "full"
+    ) -> SessionJournal:
         """The journal called ``name`` (one per agent), kept in this store.
+
+        Args:
+            name: the journal's name.
+            durability: how its appends commit. ``"full"`` (the default,
+                what crash recovery and effects rest on): with a full sync,
+                whatever the store's durability, so an append that returned
+                survives a power loss. ``"store"``: as the store's own writes
+                (its ``durability``: a power loss at ``"full"``, a crash of
+                the process at ``"normal"``), for lines that need no more
+                than the sessions they point to (LangGraph's checkpoints).
+                A clear, a drop and an erase always sync fully.
 
         Raises:
             InvalidSessionIdError: ``name`` breaks the session-id rule.
+            ConfigurationError: ``durability`` is neither.
         """
         ...
 

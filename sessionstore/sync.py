@@ -45,6 +45,7 @@ from types import EllipsisType, TracebackType
 from typing import Any, Self, TypeVar
 
 from sessionstore.backends import open_store as open_async_store
+from sessionstore.backends.checks import JournalDurability
 from sessionstore.effects import EffectLog, EffectState, Settled
 from sessionstore.errors import ClosedError, StorageError
 from sessionstore.journal import Journal
@@ -375,8 +376,8 @@ class SyncStore:
         lines, such as an open file's, newlines stripped) as it stores them."""
         return self._loop.run(self._store.import_session(header, _lines(entries), after=after))
 
-    def journal(self, name: str) -> SyncJournal:
-        return SyncJournal(self._store.journal(name), self._loop)
+    def journal(self, name: str, *, durability: JournalDurability = "full") -> SyncJournal:
+        return SyncJournal(self._store.journal(name, durability=durability), self._loop)
 
     def journals(self) -> builtins.list[str]:
         return self._loop.run(self._store.journals())

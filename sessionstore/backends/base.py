@@ -38,6 +38,7 @@ from typing import Any, Self, TypeVar
 
 from sessionstore.backends.checks import (
     COUNT_MAX,
+    JournalDurability,
     check_after,
     check_expect_last,
     check_limit,
@@ -225,7 +226,7 @@ class StoreBase(abc.ABC):
         ``after`` changes; see `SessionStore.import_titles`."""
 
     @abc.abstractmethod
-    def journal(self, name: str) -> SessionJournal:
+    def journal(self, name: str, *, durability: JournalDurability = "full") -> SessionJournal:
         """A journal kept in this store; see `SessionStore.journal`."""
 
     @abc.abstractmethod

@@ -32,11 +32,13 @@ from sessionstore.wire.limits import SURROGATE
 __all__ = [
     "COUNT_MAX",
     "Durability",
+    "JournalDurability",
     "check_after",
     "check_durability",
     "check_expect_last",
     "check_expectations",
     "check_head",
+    "check_journal_durability",
     "check_last",
     "check_limit",
     "check_owner",
@@ -54,6 +56,21 @@ database's integer, an index, one more than it: each still holds it)."""
 
 Durability = Literal["normal", "full"]
 """What a committed write survives: a crash of the process, or a power loss."""
+
+
+JournalDurability = Literal["full", "store"]
+"""How a journal's appends commit: with a full sync whatever the store's
+durability (``"full"``: they survive a power loss), or as the store's own
+writes do (``"store"``: a power loss too at ``durability="full"``, a crash
+of the process at ``"normal"``)."""
+
+
+def check_journal_durability(durability: object) -> None:
+    """Refuse a journal durability that is neither ``"full"`` nor ``"store"``."""
+    if durability not in ("full", "store"):
+        raise ConfigurationError(
+            f"a journal's durability must be 'full' or 'store', not {durability!r}"
+        )
 
 
 def check_durability(durability: object) -> None:

@@ -20,7 +20,14 @@ from types import EllipsisType
 from typing import Any
 
 from sessionstore.backends.base import StoreBase
-from sessionstore.backends.checks import check_expectations, check_head, check_last, check_unchanged
+from sessionstore.backends.checks import (
+    JournalDurability,
+    check_expectations,
+    check_head,
+    check_journal_durability,
+    check_last,
+    check_unchanged,
+)
 from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.memory_journal import MemoryJournal, MemoryJournals
 from sessionstore.backends.records import (
@@ -306,7 +313,10 @@ class MemoryStore(StoreBase):
         self._check_open()
         return builtins.list(self._heads)
 
-    def journal(self, name: str) -> MemoryJournal:
+    def journal(self, name: str, *, durability: JournalDurability = "full") -> MemoryJournal:
+        """The journal ``name``, in memory (``durability`` is checked, and
+        means nothing here: nothing outlives the process)."""
+        check_journal_durability(durability)
         validate_session_id(name)
         self._check_open(name)
         return self._journals.journal(name, partial(self._check_open, name))

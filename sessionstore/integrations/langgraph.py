@@ -79,7 +79,7 @@ __all__ = ["StoreSaver"]
 _T = TypeVar("_T")
 
 
-class StoreSaver(BaseCheckpointSaver[str]):
+class StoreSaver(BaseCheckpointSaver[int]):
     """A LangGraph checkpointer keeping each thread in a session store.
 
     Args:
@@ -124,18 +124,18 @@ class StoreSaver(BaseCheckpointSaver[str]):
         `sessionstore.integrations.langgraph_messages.RECENT_MESSAGES` in all)."""
         return self._messages.held
 
-    def get_next_version(self, current: str | int | float | None, channel: None) -> str:
-        """A version above ``current``, with a random part, so that two
-        branches of a thread never make one version twice (as LangGraph's
-        own savers do). Versions compare as strings: the number is padded
-        (ten digits, more than any thread takes steps)."""
-        if current is None:
-            number = 0
-        elif isinstance(current, int | float):
-            number = int(current)
-        else:
+    def get_next_version(self, current: Any, channel: None) -> Any:
+        """A version above ``current``: an int, the step's number times 2**32
+        plus a random 32-bit part, so that two branches of a thread never make
+        one version twice (as LangGraph's own savers' random parts do) and a
+        line spells it in some 13 digits. Above a string version (another
+        scheme's: ``"<number>.<hex>"``, as LangGraph's savers make), a string
+        of that form, so the thread's versions still compare."""
+        if isinstance(current, str):
             number = int(current.split(".")[0])
-        return f"{number + 1:010}.{random.getrandbits(32):08x}"
+            return f"{number + 1:010}.{random.getrandbits(32):08x}"
+        step = 0 if current is None else int(current) >> 32
+        return ((step + 1) << 32) | random.getrandbits(32)
 
     # ------------------------------------------------------------ async
 

@@ -15,9 +15,10 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.constants import START
 
 import sessionstore.integrations.langgraph_records as records
-from sessionstore import SessionJournal, SessionStore, SessionStoreError
+from sessionstore import InvalidRecordError, SessionJournal, SessionStore, SessionStoreError
 from sessionstore.integrations.langgraph_messages import Messages
 from sessionstore.integrations.langgraph_records import ns_of, thread_of
 from sessionstore.integrations.langgraph_threads import named
@@ -37,7 +38,7 @@ class Reader:
     ) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or its namespace's latest (`StoreSaver.aget_tuple`)."""
         thread, ns = thread_of(config), ns_of(config)
-        journal = store.journal(records.journal_name(thread))
+        journal = records.journal_of(store, thread)
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id:
             key = records.checkpoint_key(ns, checkpoint_id)
@@ -50,7 +51,7 @@ class Reader:
         if not lines:
             return None
         return await self._tuple(
-            store, serde, journal, thread, records.checkpoint_of(key, lines[-1])
+            store, serde, journal, thread, records.checkpoint_of(key, lines[-1], thread)
         )
 
     async def list(
@@ -78,7 +79,7 @@ class Reader:
         for thread in threads:
             if limit is not None and len(found) >= limit:
                 break
-            journal = store.journal(records.journal_name(thread))
+            journal = records.journal_of(store, thread)
             bound = (
                 None if before_id is None or ns is None else records.checkpoint_key(ns, before_id)
             )
@@ -91,7 +92,7 @@ class Reader:
             for key, lines in scanned:
                 if limit is not None and len(found) >= limit:
                     return found
-                record = records.checkpoint_of(key, lines[-1])
+                record = records.checkpoint_of(key, lines[-1], thread)
                 if (only and record["id"] != only) or (before_id and record["id"] >= before_id):
                     continue
                 if filter:
@@ -135,7 +136,7 @@ class Reader:
         values: dict[str, Any] = {}
         for key, name in wanted.items():
             if key in blobs:
-                values[name] = _loads(serde, records.decode(blobs[key][-1], thread)["value"], key)
+                values[name] = _loads_member(serde, records.decode(blobs[key][-1], thread), key)
         if position is not None:
             values[self._channel] = await self._messages.read(
                 store, thread, ns, checkpoint_id, position
@@ -145,7 +146,17 @@ class Reader:
             write = records.decode(lines[0] if records.regular(key) else lines[-1], key)
             task, index = records.write_parts(key)
             order = (write["path"], task, index)
-            writes.append((order, (task, write["channel"], _loads(serde, write["value"], key))))
+            if "of" in write:  # a member of the checkpoint's input, read anew from its line
+                given = records.blob_key(ns, START, versions.get(START))
+                if given not in blobs:
+                    raise InvalidRecordError(f"{key}: a member of the input, and no input stored")
+                held = _loads_member(serde, records.decode(blobs[given][-1], thread), given)
+                if not isinstance(held, dict) or write["of"] not in held:
+                    raise InvalidRecordError(f"{key}: a member the input does not hold")
+                value = held[write["of"]]
+            else:
+                value = _loads_member(serde, write, key)
+            writes.append((order, (task, write["channel"], value)))
         writes.sort(key=lambda each: each[0])
         configurable = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
         parent = record.get("parent")
@@ -171,6 +182,14 @@ class Reader:
             ),
             pending_writes=[write for _, write in writes],
         )
+
+
+def _loads_member(serde: SerializerProtocol, record: dict[str, Any], where: str) -> Any:
+    """The ``value`` of a blob or write line, loaded (left out: the
+    serializer's null, `records.NULL`)."""
+    if "value" not in record:
+        return serde.loads_typed(records.NULL)
+    return _loads(serde, record["value"], where)
 
 
 def _loads(serde: SerializerProtocol, value: Any, where: str) -> Any:

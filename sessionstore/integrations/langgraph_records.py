@@ -29,15 +29,25 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import uuid
 import zlib
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sessionstore import InvalidRecordError, InvalidSessionIdError, validate_session_id
+from sessionstore import (
+    InvalidRecordError,
+    InvalidSessionIdError,
+    SessionJournal,
+    SessionStore,
+    validate_session_id,
+)
 from sessionstore.wire import decode_value, encode_value
 
 __all__ = [
+    "CHECKPOINT_FORMAT",
     "JOURNAL_PREFIX",
+    "NULL",
     "RUNS",
     "UNCOMPRESSED_MAX",
     "Position",
@@ -51,14 +61,17 @@ __all__ = [
     "decode",
     "encode",
     "journal_name",
+    "journal_of",
     "marked",
     "ns_of",
     "regular",
     "run_key",
     "run_prefix",
+    "runs_of",
     "session_key",
     "session_mark",
     "thread_of",
+    "ts_value",
     "typed_of",
     "typed_value",
     "write_key",
@@ -74,6 +87,9 @@ RUNS = "langgraph"
 
 Typed = tuple[str, bytes]
 """What ``serde.dumps_typed`` makes."""
+
+NULL: Typed = ("null", b"")
+"""What LangGraph's serializers make of None: a line leaves its ``value`` out."""
 
 
 def _part(text: str) -> str:
@@ -97,13 +113,41 @@ def blob_key(ns: str, channel: str, version: Any) -> str:
     return f"b/{_part(ns)}/{_part(channel)}/{_part(str(version))}"
 
 
+def _id_part(text: str) -> str:
+    """An id as a write's key holds it: a UUID (as LangGraph's checkpoint and
+    task ids are) in 22 characters, ``~`` and the base64url of its 16 bytes;
+    anything else escaped, a leading ``~`` too."""
+    if len(text) == 36:
+        try:
+            parsed = uuid.UUID(text)
+        except ValueError:
+            parsed = None
+        if parsed is not None and str(parsed) == text:
+            return "~" + base64.urlsafe_b64encode(parsed.bytes).decode("ascii").rstrip("=")
+    escaped = _part(text)
+    return "%7E" + escaped[1:] if escaped.startswith("~") else escaped
+
+
+def _id_of(part: str) -> str:
+    """`_id_part` back.
+
+    Raises:
+        ValueError: it is not one.
+    """
+    if part.startswith("~"):
+        if len(part) != 23:
+            raise ValueError(part)
+        return str(uuid.UUID(bytes=base64.urlsafe_b64decode(part[1:] + "==")))
+    return _unpart(part.replace("%7E", "~", 1) if part.startswith("%7E") else part)
+
+
 def write_prefix(ns: str, checkpoint_id: str) -> str:
     """The keys of a checkpoint's pending writes."""
-    return f"w/{_part(ns)}/{_part(checkpoint_id)}/"
+    return f"w/{_part(ns)}/{_id_part(checkpoint_id)}/"
 
 
 def write_key(ns: str, checkpoint_id: str, task_id: str, index: int) -> str:
-    return f"{write_prefix(ns, checkpoint_id)}{_part(task_id)}/{index}"
+    return f"{write_prefix(ns, checkpoint_id)}{_id_part(task_id)}/{index}"
 
 
 def write_parts(key: str) -> tuple[str, int]:
@@ -116,8 +160,8 @@ def write_parts(key: str) -> tuple[str, int]:
     try:
         if len(parts) != 5 or parts[0] != "w":
             raise ValueError(key)
-        return _unpart(parts[3]), int(parts[4])
-    except ValueError:
+        return _id_of(parts[3]), int(parts[4])
+    except (ValueError, binascii.Error):
         raise InvalidRecordError(f"{key}: not a pending write's key") from None
 
 
@@ -151,6 +195,18 @@ def journal_name(thread_id: Any) -> str:
         return validate_session_id(JOURNAL_PREFIX + thread_id)
     except InvalidSessionIdError as exc:
         raise InvalidSessionIdError(thread_id, f"cannot name a thread: {exc.reason}") from None
+
+
+def journal_of(store: SessionStore, thread_id: str) -> SessionJournal:
+    """The journal of ``thread_id`` in ``store``, its appends as durable as
+    the store's (``durability="store"``): a checkpoint needs no more than the
+    messages it points to."""
+    return store.journal(journal_name(thread_id), durability="store")
+
+
+def runs_of(store: SessionStore) -> SessionJournal:
+    """The journal `RUNS` in ``store``, as durable as the store's appends."""
+    return store.journal(RUNS, durability="store")
 
 
 def thread_of(config: Any) -> str:
@@ -286,9 +342,55 @@ def decode(line: bytes, where: str) -> dict[str, Any]:
     return value
 
 
-def checkpoint_of(key: str, line: bytes) -> dict[str, Any]:
-    """A checkpoint line back, with its namespace and id (``ns``, ``id``)
-    taken from its key.
+CHECKPOINT_FORMAT = 4
+"""The checkpoint format (LangGraph's ``v``) a line without ``v`` holds."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_GREGORIAN = 0x01B21DD213814000
+"""100-ns intervals from 1582-10-15 (a UUID's time) to 1970-01-01."""
+
+
+def _id_time(checkpoint_id: str) -> int | None:
+    """The microseconds since 1970 a UUIDv6 checkpoint id holds (LangGraph's
+    ids are), None for another id."""
+    try:
+        parsed = uuid.UUID(checkpoint_id)
+    except ValueError:
+        return None
+    if parsed.version != 6 or str(parsed) != checkpoint_id:
+        return None
+    ticks = (parsed.int >> 64) & 0xFFFFFFFFFFFF0FFF  # its 60 bits of time, version out
+    ticks = ((ticks >> 16) << 12) | (ticks & 0x0FFF)
+    return (ticks - _GREGORIAN) // 10
+
+
+def _ts_from(offset: int, base: int) -> str:
+    return (_EPOCH + timedelta(microseconds=base + offset)).isoformat()
+
+
+def ts_value(ts: Any, checkpoint_id: str) -> Any:
+    """A checkpoint's ``ts`` as its line holds it: the microseconds from the
+    time its UUIDv6 id holds (a few, as LangGraph makes both), when that
+    gives back the very string; else ``ts`` itself."""
+    base = _id_time(checkpoint_id) if isinstance(ts, str) else None
+    if base is None:
+        return ts
+    try:
+        at = datetime.fromisoformat(ts)
+    except ValueError:
+        return ts
+    if at.tzinfo is None:
+        return ts
+    offset = (at - _EPOCH) // timedelta(microseconds=1) - base
+    return offset if _ts_from(offset, base) == ts else ts
+
+
+def checkpoint_of(key: str, line: bytes, thread_id: str) -> dict[str, Any]:
+    """A checkpoint line of ``thread_id``'s journal back, whole: its
+    namespace and id (``ns``, ``id``) taken from its key, ``v`` when left
+    out, ``ts`` as LangGraph gave it, and its messages position
+    (``messages``, as `position_value` makes it) with its session when
+    that is the conversation's.
 
     Raises:
         InvalidRecordError: it is not a checkpoint line.
@@ -297,14 +399,47 @@ def checkpoint_of(key: str, line: bytes) -> dict[str, Any]:
     parts = key.split("/")
     if len(parts) != 3 or parts[0] != "c":
         raise InvalidRecordError(f"{key}: not a checkpoint's key")
-    record["ns"], record["id"] = _unpart(parts[1]), _unpart(parts[2])
+    ns = record["ns"] = _unpart(parts[1])
+    record["id"] = _unpart(parts[2])
+    record.setdefault("v", CHECKPOINT_FORMAT)
+    ts = record.get("ts")
+    if isinstance(ts, int) and not isinstance(ts, bool):
+        base = _id_time(record["id"])
+        if base is None:
+            raise InvalidRecordError(f"{key}: a ts offset, and an id that holds no time")
+        record["ts"] = _ts_from(ts, base)
+    held = record.get("messages")
+    if held is not None:
+        if not (
+            isinstance(held, list)
+            and len(held) in (2, 3)
+            and isinstance(held[0], int)
+            and isinstance(held[1], str)
+        ):
+            raise InvalidRecordError(f"{key}: a bad messages position")
+        session = held[2] if len(held) == 3 else conversation_name(thread_id, ns)
+        record["messages"] = {"session": session, "count": held[0], "last": held[1]}
     return record
 
 
-def checkpoint_line(record: dict[str, Any]) -> bytes:
-    """A checkpoint's line from what `checkpoint_of` gives (its key first,
-    its namespace and id only in the key)."""
-    return encode({k: v for k, v in record.items() if k not in ("ns", "id")})
+def checkpoint_line(record: dict[str, Any], thread_id: str) -> bytes:
+    """A checkpoint's line of ``thread_id``'s journal from what
+    `checkpoint_of` gives: its key first, its namespace and id only in the
+    key, ``ts`` as `ts_value` writes it, ``v`` left out when it is
+    `CHECKPOINT_FORMAT`, its messages position ``[count, last]``, or
+    ``[count, last, session]`` when its session is not the conversation's."""
+    line = {k: v for k, v in record.items() if k not in ("ns", "id", "v", "messages")}
+    if "ts" in line:
+        line["ts"] = ts_value(line["ts"], record["id"])
+    if record.get("v", CHECKPOINT_FORMAT) != CHECKPOINT_FORMAT:
+        line["v"] = record["v"]
+    held = record.get("messages")
+    if isinstance(held, dict):
+        position = [held["count"], held["last"]]
+        if held["session"] != conversation_name(thread_id, record["ns"]):
+            position.append(held["session"])
+        line["messages"] = position
+    return encode(line)
 
 
 def position_of(record: dict[str, Any]) -> Position | None:

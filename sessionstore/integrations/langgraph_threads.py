@@ -58,8 +58,8 @@ class Threads:
 
     async def delete(self, store: SessionStore, *, thread: str) -> None:
         """Erase the thread: its sessions, then its journal whole."""
-        journal = store.journal(records.journal_name(thread))
-        checkpoints = await _checkpoints(journal)
+        journal = records.journal_of(store, thread)
+        checkpoints = await _checkpoints(journal, thread)
         sessions = [_session_of(key) for key, _ in await journal.scan("s/")]
         # A first session made but not yet noted (a crash between): its
         # header tells it the thread's.
@@ -72,11 +72,11 @@ class Threads:
         runs = {record["run"] for _, record in checkpoints if isinstance(record.get("run"), str)}
         if runs:
             keys = [records.run_key(run, thread) for run in sorted(runs)]
-            await _drop(store.journal(records.RUNS), keys, "delete_thread")
+            await _drop(records.runs_of(store), keys, "delete_thread")
 
     async def delete_runs(self, store: SessionStore, *, runs: list[str]) -> None:
         """Erase the checkpoints of ``runs``, in every thread they wrote to."""
-        index = store.journal(records.RUNS)
+        index = records.runs_of(store)
         for run in runs:
             found = await index.scan(records.run_prefix(run))
             for key, _ in found:
@@ -99,9 +99,9 @@ class Threads:
             if strategy == "delete":
                 await self.delete(store, thread=thread)
                 continue
-            journal = store.journal(records.journal_name(thread))
+            journal = records.journal_of(store, thread)
             latest: dict[str, str] = {}
-            for _, record in await _checkpoints(journal):
+            for _, record in await _checkpoints(journal, thread):
                 if record["id"] > latest.get(record["ns"], ""):
                     latest[record["ns"]] = record["id"]
             await self._drop_checkpoints(
@@ -113,8 +113,8 @@ class Threads:
 
     async def copy(self, store: SessionStore, *, source: str, target: str) -> None:
         """Copy ``source``'s lines to ``target``, its sessions forked."""
-        from_journal = store.journal(records.journal_name(source))
-        to_journal = store.journal(records.journal_name(target))
+        from_journal = records.journal_of(store, source)
+        to_journal = records.journal_of(store, target)
         held = await from_journal.scan("")
         if not held:
             return
@@ -127,7 +127,7 @@ class Threads:
             if not key.startswith("c/"):
                 copied.extend(lines)
                 continue
-            record = records.checkpoint_of(key, lines[-1])
+            record = records.checkpoint_of(key, lines[-1], source)
             if isinstance(record.get("run"), str):
                 runs.add(record["run"])
             position = records.position_of(record)
@@ -142,11 +142,11 @@ class Threads:
                     forks[position.session] = meta.id
                 moved = records.Position(forks[position.session], position.count, position.last)
                 record["messages"] = records.position_value(moved)
-            copied.append(records.checkpoint_line(record))
+            copied.append(records.checkpoint_line(record, target))
         await to_journal.append_raw(*copied)
-        for ns, session in _latest_sessions(await _checkpoints(to_journal)).items():
+        for ns, session in _latest_sessions(await _checkpoints(to_journal, target)).items():
             await _point(store, records.conversation_name(target, ns), session)
-        index = store.journal(records.RUNS)
+        index = records.runs_of(store)
         for run in sorted(runs):
             key = records.run_key(run, target)
             await index.append_keyed_unless(
@@ -162,8 +162,8 @@ class Threads:
     ) -> None:
         """Erase the thread's checkpoints ``doomed`` picks, their writes, the
         values and sessions only they need."""
-        journal = store.journal(records.journal_name(thread))
-        checkpoints = await _checkpoints(journal)
+        journal = records.journal_of(store, thread)
+        checkpoints = await _checkpoints(journal, thread)
         gone = [(key, record) for key, record in checkpoints if doomed(record)]
         if not gone:
             return
@@ -197,10 +197,10 @@ class Threads:
             await _point(store, records.conversation_name(thread, ns), session)
 
 
-async def _checkpoints(journal: SessionJournal) -> list[tuple[str, dict[str, Any]]]:
-    """The journal's checkpoint lines, decoded, newest first in each namespace."""
+async def _checkpoints(journal: SessionJournal, thread: str) -> list[tuple[str, dict[str, Any]]]:
+    """The checkpoint lines of ``thread``'s journal, decoded, newest first in each namespace."""
     return [
-        (key, records.checkpoint_of(key, lines[-1]))
+        (key, records.checkpoint_of(key, lines[-1], thread))
         for key, lines in await journal.scan(records.checkpoint_prefix(None))
     ]
 

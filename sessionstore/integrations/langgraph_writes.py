@@ -5,7 +5,10 @@ serialized, every line within `MAX_LINE`, every message converted (by
 `sessionstore.integrations.langgraph_messages`, which then appends them to
 the thread's session, or forks it). Its lines (the values that changed,
 then the checkpoint) are one append: they are stored together or not at
-all. A task's pending writes are one conditional append.
+all. A task's pending writes are one append. A write of a member of the
+checkpoint's input (its ``__start__`` value: the graph's first task passes
+the input's messages on) is kept as the member's name (``of``) when it is
+that very object, serialized to the same bytes: the input's line holds it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.constants import START
 
 import sessionstore.integrations.langgraph_records as records
 from sessionstore import (
@@ -46,6 +50,12 @@ __all__ = ["Writer"]
 _RUNS_SEEN = 4096
 """Runs (with their threads) a writer remembers having indexed."""
 
+_INPUTS = 256
+"""Threads (and namespaces) whose last input a writer remembers."""
+
+_Input = tuple[str, dict[str, tuple[Any, records.Typed]]]
+"""A checkpoint's id, and its input's members: each object and its bytes."""
+
 
 class Writer:
     """Writes checkpoints whose messages channel ``channel`` is kept by
@@ -57,6 +67,7 @@ class Writer:
         self._channel = channel
         self._runs: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._runs_lock = threading.Lock()
+        self._inputs: OrderedDict[tuple[str, str], _Input] = OrderedDict()
 
     async def put(
         self,
@@ -91,7 +102,7 @@ class Writer:
         new: ChannelVersions,
         where: str,
     ) -> RunnableConfig:
-        journal = store.journal(records.journal_name(thread))
+        journal = records.journal_of(store, thread)
         checkpoint_id, parent_id = checkpoint["id"], get_checkpoint_id(config)
         values = checkpoint["channel_values"]
         channel = self._channel
@@ -102,13 +113,26 @@ class Writer:
         if parent_id and channel in checkpoint["channel_versions"]:
             parent = await self._position(journal, thread, ns, parent_id)
         as_entries = (channel in new and is_list) or (channel not in new and parent is not None)
+        given = values.get(START) if START in new else None
+        members = None
+        if isinstance(given, dict) and all(isinstance(member, str) for member in given):
+            members = {
+                member: (value, _typed(serde, value, f"{where}: input {member!r}"))
+                for member, value in given.items()
+            }
+            # Noted now: LangGraph runs the first task while this put goes on.
+            with self._runs_lock:
+                self._inputs[(thread, ns)] = (checkpoint_id, members)
+                self._inputs.move_to_end((thread, ns))
+                while len(self._inputs) > _INPUTS:
+                    self._inputs.popitem(last=False)
         lines = []
         for name, version in new.items():
             if name in values and not (name == channel and as_entries):
-                blob: dict[str, Any] = {
-                    "key": records.blob_key(ns, name, version),
-                    "value": _dumps(serde, values[name], f"{where}: channel {name!r}"),
-                }
+                blob: dict[str, Any] = {"key": records.blob_key(ns, name, version)}
+                typed = _typed(serde, values[name], f"{where}: channel {name!r}")
+                if typed != records.NULL:
+                    blob["value"] = records.typed_value(typed)
                 lines.append(_checked(records.encode(blob), where))
         kept_metadata = get_checkpoint_metadata(config, metadata)
         rest = {
@@ -118,6 +142,8 @@ class Writer:
         }
         record: dict[str, Any] = {
             "key": records.checkpoint_key(ns, checkpoint_id),
+            "ns": ns,
+            "id": checkpoint_id,
             "parent": parent_id,
             "ts": checkpoint["ts"],
             "v": checkpoint["v"],
@@ -134,7 +160,7 @@ class Writer:
         # Checked before the messages are written, with the longest position
         # a line can come to hold (ids of 200 bytes, the largest count).
         longest = records.position_value(Position("s" * 200, 2**63, "e" * 200))
-        _checked(records.checkpoint_line({**record, "messages": longest}), where)
+        _checked(records.checkpoint_line({**record, "messages": longest}, thread), where)
         listed: Any = None
         position = parent
         if as_entries and channel in new:
@@ -152,7 +178,7 @@ class Writer:
             record["messages"] = records.position_value(position)
         if isinstance(run, str):
             await self._index_run(store, run, thread)
-        await journal.append_raw(*lines, records.checkpoint_line(record))
+        await journal.append_raw(*lines, records.checkpoint_line(record, thread))
         if listed is not None and position is not None:
             self._messages.note(thread, ns, checkpoint_id, position, listed)
         elif as_entries and parent_id:
@@ -175,7 +201,9 @@ class Writer:
             return recent
         key = records.checkpoint_key(ns, checkpoint_id)
         lines = (await journal.keyed(key)).get(key)
-        return records.position_of(records.checkpoint_of(key, lines[-1])) if lines else None
+        if not lines:
+            return None
+        return records.position_of(records.checkpoint_of(key, lines[-1], thread))
 
     async def _index_run(self, store: SessionStore, run: str, thread: str) -> None:
         """Note in `records.RUNS` that ``run`` wrote to ``thread`` (once)."""
@@ -184,7 +212,7 @@ class Writer:
                 return
         key = records.run_key(run, thread)
         line = records.encode({"key": key})
-        await store.journal(records.RUNS).append_keyed_unless(
+        await records.runs_of(store).append_keyed_unless(
             [key], lambda held: True if held else None, line
         )
         with self._runs_lock:
@@ -206,36 +234,52 @@ class Writer:
         thread, ns = thread_of(config), ns_of(config)
         checkpoint_id = config["configurable"]["checkpoint_id"]
         where = f"thread {thread!r}, checkpoint {checkpoint_id!r}, task {task_id!r}"
-        journal = store.journal(records.journal_name(thread))
+        journal = records.journal_of(store, thread)
+        with self._runs_lock:
+            remembered = self._inputs.get((thread, ns))
+        given = remembered[1] if remembered and remembered[0] == checkpoint_id else {}
         lines: dict[str, bytes] = {}
         for number, (channel, value) in enumerate(writes):
             index = WRITES_IDX_MAP.get(channel, number)
             key = records.write_key(ns, checkpoint_id, task_id, index)
-            record = {
-                "key": key,
-                "channel": channel,
-                "path": task_path,
-                "value": _dumps(serde, value, f"{where}: write to {channel!r}"),
-            }
+            typed = _typed(serde, value, f"{where}: write to {channel!r}")
+            record: dict[str, Any] = {"key": key, "channel": channel, "path": task_path}
+            of = [
+                member for member, (held, kept) in given.items() if held is value and kept == typed
+            ]
+            if of:
+                record["of"] = of[0]
+            elif typed != records.NULL:
+                record["value"] = records.typed_value(typed)
             lines[key] = _checked(records.encode(record), where)
         # A task's regular writes count once, the first stored (a retried
         # task writes them again: left out when there); its special ones (an
-        # error, an interrupt) count as the last. Two writers racing may both
-        # store a regular one: it reads as the first still, so a plain append
-        # is enough, where a conditional one would cost a second sync.
+        # error, an interrupt) count as the last. A task's first try is one
+        # conditional append (one transaction, the look in it); a retry
+        # appends the rest plainly, since two writers racing may both store
+        # a regular one and it still reads as the first.
         try:
             regular = [key for key in lines if records.regular(key)]
-            held = await journal.keyed(*regular) if regular else {}
-            todo = [line for key, line in lines.items() if key not in held]
-            if todo:
-                await journal.append_raw(*todo)
+            held = await journal.append_keyed_unless(regular, _any, *lines.values())
+            if held:
+                todo = [line for key, line in lines.items() if key not in held]
+                if todo:
+                    await journal.append_raw(*todo)
         except SessionStoreError as exc:
             raise named(exc, where) from exc
 
 
+def _any(held: dict[str, list[bytes]]) -> dict[str, list[bytes]] | None:
+    return held or None
+
+
 def _dumps(serde: SerializerProtocol, value: Any, where: str) -> list[str]:
+    return records.typed_value(_typed(serde, value, where))
+
+
+def _typed(serde: SerializerProtocol, value: Any, where: str) -> records.Typed:
     try:
-        return records.typed_value(serde.dumps_typed(value))
+        return serde.dumps_typed(value)
     except SessionStoreError:
         raise
     except Exception as exc:  # the serializer's own, whatever it is

@@ -83,8 +83,8 @@ class AsyncOverSync(_Calls):
         lines = [line async for line in entries]
         return await asyncio.to_thread(self.sync.import_session, header, lines, after=after)
 
-    def journal(self, name: str) -> _Calls:
-        journal: SyncJournal = self.sync.journal(name)
+    def journal(self, name: str, *, durability: Any = "full") -> _Calls:
+        journal: SyncJournal = self.sync.journal(name, durability=durability)
         return _Calls(journal)
 
     def drop_caches(self) -> None:

@@ -34,7 +34,7 @@ async def test_every_capability_is_detected_and_passes(
     kind: str, store_targets: StoreTargets
 ) -> None:
     # One store per capability suite, as the suite makes one saver each.
-    async def saver() -> AsyncIterator[BaseCheckpointSaver[str]]:
+    async def saver() -> AsyncIterator[BaseCheckpointSaver[int]]:
         async with open_store(store_targets.new(kind), **store_targets.options(kind)) as store:
             yield StoreSaver(store)
 
@@ -49,7 +49,7 @@ async def test_every_capability_is_detected_and_passes(
 
 async def test_the_suite_passes_through_a_blocking_store(store_targets: StoreTargets) -> None:
     # Built on a SyncStore, the async methods run its calls in a worker thread.
-    async def saver() -> AsyncIterator[BaseCheckpointSaver[str]]:
+    async def saver() -> AsyncIterator[BaseCheckpointSaver[int]]:
         store = open_sync_store(store_targets.new("sqlite"))
         try:
             yield StoreSaver(store)

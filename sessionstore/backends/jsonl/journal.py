@@ -4,7 +4,9 @@ One JSON object per line in ``<agent_dir>/session_journal.jsonl``, the same
 file the Rust implementation writes:
 
 * every append is ``fsync``ed before it returns (and the directory too when
-  the file is new), so it survives a power loss;
+  the file is new), so it survives a power loss (unless the journal is a
+  store's at ``durability="store"`` in a store at ``"normal"``: then it
+  survives a crash of the process);
 * an append is whole or absent: a write that fails part way (a full disk)
   is cut back off the file before the error is raised;
 * an appended line always starts on a line of its own: when the file does
@@ -85,6 +87,9 @@ class FileJournal(JournalBase):
             link; 0 for a journal on its own, whose directory may be one.
         indexes: where the index of its keyed lines is kept (a store's,
             shared by its journal objects); None: one of its own.
+        synced: whether an append is ``fsync``ed (survives a power loss);
+            if not, it survives a crash of the process (a store's journal
+            at ``durability="store"`` in a store at ``"normal"``).
     """
 
     def __init__(
@@ -94,8 +99,10 @@ class FileJournal(JournalBase):
         erasures: ErasureLog | None = None,
         own_dirs: int = 0,
         indexes: KeyIndexes | None = None,
+        synced: bool = True,
     ) -> None:
         self._path = Path(path)
+        self._synced = synced
         self._erasures = erasures
         self._own = own_dirs
         self._indexes = KeyIndexes() if indexes is None else indexes
@@ -189,13 +196,14 @@ class FileJournal(JournalBase):
                 line = b"\n" + line  # never glue onto a torn line
             try:
                 write_all(fd, line + b"\n")
-                os.fdatasync(fd)
+                if self._synced:
+                    os.fdatasync(fd)
             except OSError as exc:  # a full disk took part of it: all or nothing
                 truncate_back(fd, size, exc)
                 raise
         finally:
             os.close(fd)
-        if size == 0:
+        if size == 0 and self._synced:
             fsync_directory(self._path.parent)  # make the new name durable too
         return None
 

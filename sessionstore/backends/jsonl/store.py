@@ -70,9 +70,11 @@ from typing import TypeVar
 from sessionstore.backends.base import StoreBase
 from sessionstore.backends.checks import (
     Durability,
+    JournalDurability,
     check_durability,
     check_expectations,
     check_head,
+    check_journal_durability,
     check_last,
     check_unchanged,
 )
@@ -205,12 +207,21 @@ class JsonlStore(StoreBase):
         self._contexts.clear()
         self._journal_keys.drop()
 
-    def journal(self, name: str) -> FileJournal:
-        """The journal file ``<dir>/journals/<name>/session_journal.jsonl``."""
+    def journal(self, name: str, *, durability: JournalDurability = "full") -> FileJournal:
+        """The journal file ``<dir>/journals/<name>/session_journal.jsonl``
+        (its appends ``fsync``ed unless ``durability="store"`` at the
+        store's ``durability="normal"``)."""
+        check_journal_durability(durability)
         validate_session_id(name)
         self._check_open(name)
         path = journal_path(self._dir, name)
-        return FileJournal(path, erasures=self._erasures, own_dirs=2, indexes=self._journal_keys)
+        return FileJournal(
+            path,
+            erasures=self._erasures,
+            own_dirs=2,
+            indexes=self._journal_keys,
+            synced=durability == "full" or self._full,
+        )
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()

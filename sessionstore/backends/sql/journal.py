@@ -6,7 +6,10 @@ NULL, so the history stays (the table is append-only like the others).
 holding them would be parsed. Every write commits with a full fsync
 (``synchronous=FULL`` for that transaction on SQLite, always on
 PostgreSQL), even in a store opened with ``durability="normal"``: an append
-that returned survives a power loss.
+that returned survives a power loss. A journal taken with
+``durability="store"`` (``synced=False``) commits its appends as the
+store's own writes (``synchronous`` as the store's durability set it;
+PostgreSQL always syncs); its clears, drops and erasures sync fully still.
 
 In a sealed store each line is kept sealed (`Sealer`) under the journal's
 data key, made by its first write (its writers take turns in the write
@@ -51,10 +54,18 @@ _T = TypeVar("_T")
 class SqlJournal(JournalBase):
     """A journal in a SQL database; see `SessionJournal` for the contract."""
 
-    def __init__(self, database: Database, name: str, orders: KeyOrders | None = None) -> None:
+    def __init__(
+        self,
+        database: Database,
+        name: str,
+        orders: KeyOrders | None = None,
+        *,
+        synced: bool = True,
+    ) -> None:
         self._database = database
         self._name = name
         self._orders = KeyOrders() if orders is None else orders
+        self._synced = synced
 
     def __repr__(self) -> str:
         return f"SqlJournal({self._database.where!r}, {self._name!r})"
@@ -115,7 +126,8 @@ class SqlJournal(JournalBase):
             journalkeys.index_rows(conn, name, written, sealer)
             return None
 
-        return await self._database.transaction(self._name, body, write=True, durable=True)
+        durable = self._synced or lines == [None]  # a clear syncs fully
+        return await self._database.transaction(self._name, body, write=True, durable=durable)
 
     def _held(self, found: Callable[[Iterator[bytes]], _T | None], conn: Connection) -> _T | None:
         with contextlib.closing(self._lines(conn)) as held:

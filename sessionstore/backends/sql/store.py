@@ -41,7 +41,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import Connection, select
 
 from sessionstore.backends.base import StoreBase
-from sessionstore.backends.checks import Durability, check_expectations, check_slice
+from sessionstore.backends.checks import (
+    Durability,
+    JournalDurability,
+    check_expectations,
+    check_journal_durability,
+    check_slice,
+)
 from sessionstore.backends.contexts import BuiltContext
 from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.records import (
@@ -269,10 +275,11 @@ class SqlStore(StoreBase):
         self._closed = True
         await self._database.close()
 
-    def journal(self, name: str) -> SqlJournal:
+    def journal(self, name: str, *, durability: JournalDurability = "full") -> SqlJournal:
+        check_journal_durability(durability)
         validate_session_id(name)
         self._check_open(name)
-        return SqlJournal(self._database, name, self._key_orders)
+        return SqlJournal(self._database, name, self._key_orders, synced=durability == "full")
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()
