@@ -37,7 +37,7 @@ from sessionstore.errors import InvalidRecordError, validate_session_id
 from sessionstore.models import SessionMeta
 from sessionstore.store import SessionStore
 from sessionstore.verify import verify_store
-from sessionstore.wire import decode_value
+from sessionstore.wire import decode_value, line_key
 
 if TYPE_CHECKING:
     from sessionstore.journal import Journal
@@ -200,6 +200,7 @@ async def run_journal(args: argparse.Namespace) -> int:
     async with opened(args, read=True) as store:
         await _check_journal(store, args.name)
         journal = await store.journal(args.name).read()
+        lines = (await store.journal(args.name).read_bytes()).split(b"\n")
         effects = await store.journal(args.name).effects.read()
     rows = [
         (
@@ -213,11 +214,15 @@ async def run_journal(args: argparse.Namespace) -> int:
     ]
     columns = ("#", "started", "model", "writes", "interrupted")
     table(f"journal {args.name}", columns, rows, right=("#", "writes"))
-    skipped = ", ".join(map(str, journal.skipped)) or "none"
+    # A keyed line (a LangGraph checkpoint, a record found by its key) is no
+    # session's write: counted apart, not called skipped.
+    keyed = [n for n in journal.skipped if n <= len(lines) and line_key(lines[n - 1]) is not None]
+    skipped = ", ".join(str(n) for n in journal.skipped if n not in set(keyed)) or "none"
     interrupted = sum(1 for _ in journal.interrupted())
+    records = f", {counted(len(keyed), 'keyed line')} (records found by key)" if keyed else ""
     print(
         f"{counted(journal.writes(), 'write')}, "
-        f"{counted(interrupted, 'interrupted session')}, skipped lines: {skipped}"
+        f"{counted(interrupted, 'interrupted session')}, skipped lines: {skipped}{records}"
     )
     if effects:
         _effects_table(f"effects of {args.name}", effects)

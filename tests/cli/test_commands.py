@@ -187,6 +187,20 @@ def test_journal_shows_sessions_writes_and_skipped_lines(
     assert "claude-test" in out
 
 
+def test_journal_counts_keyed_lines_apart_from_skipped_ones(
+    capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    from sessionstore.sync import open_store
+
+    with open_store(db) as store:  # a LangGraph thread's records, and a torn line
+        store.journal("langgraph-chat").append_raw(
+            b'{"key":"c//1","parent":null}', b'{"key":"c//2","parent":"1"}', b'{"torn'
+        )
+    status, out, _ = run(capsys, "--db", db, "journal", "langgraph-chat")
+    assert status == 0
+    assert "0 writes, 0 interrupted sessions, skipped lines: 3, 2 keyed lines" in out
+
+
 def test_verify_finds_faults_and_exits_non_zero(
     capsys: pytest.CaptureFixture[str], db: str
 ) -> None:
