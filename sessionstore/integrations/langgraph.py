@@ -46,6 +46,7 @@ caller's loop and the blocking ones raise `ConfigurationError`.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from functools import partial
@@ -153,16 +154,7 @@ class StoreSaver(BaseCheckpointSaver[int]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """The checkpoints of a thread (all threads, for None), newest first."""
-        found = await self._await(
-            partial(
-                self._reader.list,
-                serde=self.serde,
-                config=config,
-                filter=filter,
-                before=before,
-                limit=limit,
-            )
-        )
+        found = await self._await(self._listing(config, filter, before, limit))
         for each in found:
             yield each
 
@@ -179,15 +171,7 @@ class StoreSaver(BaseCheckpointSaver[int]):
             InvalidRecordError: a value cannot be serialized, or is too large;
                 nothing is stored. Any store error names the thread and checkpoint.
         """
-        call = partial(
-            self._writer.put,
-            serde=self.serde,
-            config=config,
-            checkpoint=checkpoint,
-            metadata=metadata,
-            new=new_versions,
-        )
-        return await self._await(call)
+        return await self._await(self._putting(config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
         self,
@@ -197,15 +181,7 @@ class StoreSaver(BaseCheckpointSaver[int]):
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes for the checkpoint ``config`` names, all or none."""
-        call = partial(
-            self._writer.put_writes,
-            serde=self.serde,
-            config=config,
-            writes=writes,
-            task_id=task_id,
-            task_path=task_path,
-        )
-        await self._await(call)
+        await self._await(self._writing(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Erase a thread: its sessions and its journal, recorded as erasures."""
@@ -243,15 +219,7 @@ class StoreSaver(BaseCheckpointSaver[int]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """`alist`, blocking."""
-        call = partial(
-            self._reader.list,
-            serde=self.serde,
-            config=config,
-            filter=filter,
-            before=before,
-            limit=limit,
-        )
-        yield from self._sync("list").run(call)
+        yield from self._sync("list").run(self._listing(config, filter, before, limit))
 
     def put(
         self,
@@ -261,15 +229,7 @@ class StoreSaver(BaseCheckpointSaver[int]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """`aput`, blocking."""
-        call = partial(
-            self._writer.put,
-            serde=self.serde,
-            config=config,
-            checkpoint=checkpoint,
-            metadata=metadata,
-            new=new_versions,
-        )
-        return self._sync("put").run(call)
+        return self._sync("put").run(self._putting(config, checkpoint, metadata, new_versions))
 
     def put_writes(
         self,
@@ -279,15 +239,7 @@ class StoreSaver(BaseCheckpointSaver[int]):
         task_path: str = "",
     ) -> None:
         """`aput_writes`, blocking."""
-        call = partial(
-            self._writer.put_writes,
-            serde=self.serde,
-            config=config,
-            writes=writes,
-            task_id=task_id,
-            task_path=task_path,
-        )
-        self._sync("put_writes").run(call)
+        self._sync("put_writes").run(self._writing(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         """`adelete_thread`, blocking."""
@@ -307,6 +259,57 @@ class StoreSaver(BaseCheckpointSaver[int]):
         """`aprune`, blocking."""
         call = partial(self._threads.prune, threads=list(thread_ids), strategy=strategy)
         self._sync("prune").run(call)
+
+    # ------------------------------------------------------------ the calls
+    # What a method and its blocking twin run on the store, built once here.
+
+    def _listing(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> Callable[[SessionStore], Awaitable[builtins.list[CheckpointTuple]]]:
+        return partial(
+            self._reader.list,
+            serde=self.serde,
+            config=config,
+            filter=filter,
+            before=before,
+            limit=limit,
+        )
+
+    def _putting(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Callable[[SessionStore], Awaitable[RunnableConfig]]:
+        return partial(
+            self._writer.put,
+            serde=self.serde,
+            config=config,
+            checkpoint=checkpoint,
+            metadata=metadata,
+            new=new_versions,
+        )
+
+    def _writing(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> Callable[[SessionStore], Awaitable[None]]:
+        return partial(
+            self._writer.put_writes,
+            serde=self.serde,
+            config=config,
+            writes=writes,
+            task_id=task_id,
+            task_path=task_path,
+        )
 
     # ------------------------------------------------------------ the store
 
