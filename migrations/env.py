@@ -22,27 +22,14 @@ from sqlalchemy import Connection
 
 from sessionstore.backends.sql.engine import WRITE, open_sync_engine
 from sessionstore.backends.sql.schema import VERSION_TABLE
-from sessionstore.backends.sql.tables import POSTGRESQL_ONLY, SQLITE_ONLY, compared_metadata
 
 config = context.config
 
 
 def run_on(connection: Connection) -> None:
-    sqlite = connection.dialect.name == "sqlite"
-
-    elsewhere = POSTGRESQL_ONLY if sqlite else SQLITE_ONLY
-
-    def include_object(item: object, name: str | None, type_: str, *_: object) -> bool:
-        return not (type_ == "table" and name in elsewhere)
-
-    context.configure(
-        include_object=include_object,
-        connection=connection,
-        target_metadata=compared_metadata(),
-        version_table=VERSION_TABLE,
-        render_as_batch=True,
-        compare_type=True,
-    )
+    # No target metadata: the migrations are the schema's one definition,
+    # written by hand, not generated from the tables the queries name.
+    context.configure(connection=connection, version_table=VERSION_TABLE, render_as_batch=True)
     with context.begin_transaction():
         context.run_migrations()
 

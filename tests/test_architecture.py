@@ -488,7 +488,7 @@ def test_reading_an_existing_sqlite_database_leaves_the_postgresql_dialect(
     tmp_path: Path,
 ) -> None:
     """SQLAlchemy's PostgreSQL dialect (about 55 ms to import) is for the
-    migrations alone (`tables.compared_metadata`): a process that opens a
+    migrations alone (their indexes name its options): a process that opens a
     SQLite database already migrated, and reads it, never loads it."""
     run_fresh(OPEN_SQLITE_THROUGH_THE_LAZY_SQLSTORE, tmp_path)  # made, and migrated
     read = (

@@ -1,4 +1,11 @@
-"""The SQL schema, as SQLAlchemy Core tables: the one place it is defined.
+"""The SQL tables, as the store's queries name them: columns and their types.
+
+The migrations (``migrations/versions``) are the one definition of the
+schema: its indexes, constraints and triggers are theirs alone. These
+tables give each column the type the queries bind it with (PostgreSQL's
+driver casts every parameter to it), and ``tests/backends/sql/
+test_tables.py`` checks them against a migrated database, table by table
+and column by column, on SQLite and PostgreSQL.
 
 Append-only by design, and enforced by the database itself: the migrations
 add triggers that abort every UPDATE and DELETE on these tables, and on
@@ -74,29 +81,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import (
-    BigInteger,
-    CheckConstraint,
-    Column,
-    ForeignKey,
-    Index,
-    Integer,
-    LargeBinary,
-    MetaData,
-    Table,
-    Text,
-    TextClause,
-    text,
-)
+from sqlalchemy import BigInteger, Column, Integer, LargeBinary, MetaData, Table, Text
 from sqlalchemy.types import UserDefinedType
 
 __all__ = [
-    "APPEND_ONLY_TABLES",
-    "POSTGRESQL_ONLY",
-    "SQLITE_ONLY",
     "TsVector",
     "activity",
-    "compared_metadata",
     "entries",
     "erasing",
     "erasures",
@@ -130,15 +120,7 @@ class TsVector(UserDefinedType[str]):
         return "TSVECTOR"
 
 
-metadata = MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-        "pk": "pk_%(table_name)s",
-        "ck": "ck_%(table_name)s_%(constraint_name)s",
-    }
-)
+metadata = MetaData()
 
 # SQLite's rowid alias must be spelled INTEGER; elsewhere 64 bits.
 _Key = BigInteger().with_variant(Integer(), "sqlite")
@@ -146,255 +128,153 @@ _Key = BigInteger().with_variant(Integer(), "sqlite")
 # strings (SQLite's own text order; PostgreSQL's "C" collation).
 _Sorted = Text().with_variant(Text(collation="C"), "postgresql")
 
-_DIALECT_OPTIONS: list[tuple[Index, dict[str, Any]]] = []
+
+def _table(name: str, *columns: tuple[str, Any], key: tuple[str, ...]) -> Table:
+    """The table ``name`` of these ``columns`` (name, type), ``key`` its primary key."""
+    return Table(
+        name,
+        metadata,
+        *(Column(column, type_, primary_key=column in key) for column, type_ in columns),
+    )
 
 
-def _options(index: Index, **options: Any) -> Index:
-    """``index``, its dialects' ``options`` (a partial index's WHERE,
-    PostgreSQL's GIN) kept aside for `compared_metadata`: naming a dialect's
-    option loads that dialect, which for PostgreSQL's costs a process
-    opening SQLite about 55 ms."""
-    _DIALECT_OPTIONS.append((index, options))
-    return index
-
-
-def _partial(index: Index, where: TextClause) -> Index:
-    """``index`` over the rows ``where`` holds, on both databases."""
-    return _options(index, sqlite_where=where, postgresql_where=where)
-
-
-def compared_metadata() -> MetaData:
-    """`metadata` with each index's dialect options: what the migrations'
-    environment compares a database with (``alembic check``). The store's
-    statements never need them: the migrations create the tables."""
-    while _DIALECT_OPTIONS:
-        index, options = _DIALECT_OPTIONS.pop()
-        index.dialect_kwargs.update(options)
-    return metadata
-
-
-sessions = Table(
+sessions = _table(
     "sessions",
-    metadata,
-    Column("pk", _Key, primary_key=True, autoincrement=True),
-    Column("id", Text, nullable=False, unique=True),
-    Column("version", BigInteger, nullable=False),
-    Column("parent_session", Text, nullable=True),
-    Column("created_at", Text, nullable=False),
-    Column("header", Text, nullable=False),
-    Column("digest", LargeBinary, nullable=True),  # NULL only if written without one
+    ("pk", _Key),
+    ("id", Text),
+    ("version", BigInteger),
+    ("parent_session", Text),
+    ("created_at", Text),
+    ("header", Text),
+    ("digest", LargeBinary),  # NULL only if written without one
     # A fork's shared history: its seq 1..base_seq are base_pk's (see lineage).
-    Column("base_pk", _Key, ForeignKey("sessions.pk"), nullable=True),
-    Column("base_seq", BigInteger, nullable=True),
-    _partial(Index("ix_sessions_base_pk", "base_pk"), text("base_pk IS NOT NULL")),
+    ("base_pk", _Key),
+    ("base_seq", BigInteger),
+    key=("pk",),
 )
 
-entries = Table(
+entries = _table(
     "entries",
-    metadata,
-    Column("session_pk", _Key, ForeignKey("sessions.pk"), primary_key=True),
-    Column("seq", BigInteger, primary_key=True, autoincrement=False),
-    Column("entry_id", Text, nullable=False),
-    Column("type", Text, nullable=False),
-    Column("timestamp", Text, nullable=False),
-    Column("first_kept_id", Text, nullable=True),
-    Column("line", Text, nullable=False),
-    Column("digest", LargeBinary, nullable=True),
-    # seq included: the first message with an id is found in the index alone.
-    Index("ix_entries_entry_id", "session_pk", "entry_id", "seq"),
-    _partial(Index("ix_entries_compactions", "session_pk", "seq"), text("type = 'compaction'")),
+    ("session_pk", _Key),
+    ("seq", BigInteger),
+    ("entry_id", Text),
+    ("type", Text),
+    ("timestamp", Text),
+    ("first_kept_id", Text),
+    ("line", Text),
+    ("digest", LargeBinary),
+    key=("session_pk", "seq"),
 )
 
-journal_lines = Table(
+journal_lines = _table(
     "journal_lines",
-    metadata,
-    Column("journal", Text, primary_key=True),
-    Column("seq", BigInteger, primary_key=True, autoincrement=False),
-    Column("line", LargeBinary, nullable=True),
-    _partial(Index("ix_journal_lines_clears", "journal", "seq"), text("line IS NULL")),
+    ("journal", Text),
+    ("seq", BigInteger),
+    ("line", LargeBinary),
+    key=("journal", "seq"),
 )
 
-# The index of keyed lines (0011): derived from journal_lines, rows go with theirs.
-journal_keys = Table(
+journal_keys = _table(
     "journal_keys",
-    metadata,
-    Column("journal", Text, primary_key=True),
-    Column("key", _Sorted, primary_key=True),  # a sealed store's: the key's token
-    Column("seq", BigInteger, primary_key=True, autoincrement=False),
-    sqlite_with_rowid=False,
+    ("journal", Text),
+    ("key", _Sorted),  # a sealed store's: the key's token
+    ("seq", BigInteger),
+    key=("journal", "key", "seq"),
 )
 
-journal_unindexed = Table(
-    "journal_unindexed",
-    metadata,
-    Column("journal", Text, primary_key=True),
-)
+journal_unindexed = _table("journal_unindexed", ("journal", Text), key=("journal",))
 
-heads = Table(
+heads = _table(
     "heads",
-    metadata,
-    Column("name", Text, primary_key=True),
-    Column("seq", BigInteger, primary_key=True, autoincrement=False),
-    Column("session_id", Text, nullable=False),
-    Column("at", Text, nullable=False),
+    ("name", Text),
+    ("seq", BigInteger),
+    ("session_id", Text),
+    ("at", Text),
+    key=("name", "seq"),
 )
 
-head_seals = Table(
-    "head_seals",
-    metadata,
-    Column("name", Text, primary_key=True),
-    Column("seq", BigInteger, primary_key=True, autoincrement=False),
-    Column("seal", Text, nullable=False),
+head_seals = _table(
+    "head_seals", ("name", Text), ("seq", BigInteger), ("seal", Text), key=("name", "seq")
 )
 
-erasures = Table(
+erasures = _table(
     "erasures",
-    metadata,
-    Column("seq", _Key, primary_key=True, autoincrement=True),
-    Column("kind", Text, nullable=False),
-    Column("name", Text, nullable=False),
-    Column("at", Text, nullable=False),
-    Column("reason", Text, nullable=False),
-    Column("lines", BigInteger, nullable=False),
-    Column("digest", Text, nullable=False),
-    Column("key", Text, nullable=True),  # the data key destroyed, in a sealed store (0008)
-    Column("keys", BigInteger, nullable=True),  # a drop of keyed lines: how many keys (0011)
-    # The DELETE triggers look an erasure up by what it erases.
-    Index("ix_erasures_kind_name", "kind", "name"),
+    ("seq", _Key),
+    ("kind", Text),
+    ("name", Text),
+    ("at", Text),
+    ("reason", Text),
+    ("lines", BigInteger),
+    ("digest", Text),
+    ("key", Text),  # the data key destroyed, in a sealed store (0008)
+    ("keys", BigInteger),  # a drop of keyed lines: how many keys (0011)
+    key=("seq",),
 )
 
-erasing = Table(
-    "erasing",
-    metadata,
-    Column("erasure", _Key, ForeignKey("erasures.seq"), primary_key=True, autoincrement=False),
-)
+erasing = _table("erasing", ("erasure", _Key), key=("erasure",))
 
-erasures_spent = Table(
-    "erasures_spent",
-    metadata,
-    Column("erasure", _Key, ForeignKey("erasures.seq"), primary_key=True, autoincrement=False),
-)
+erasures_spent = _table("erasures_spent", ("erasure", _Key), key=("erasure",))
 
-titles = Table(
+titles = _table(
     "titles",
-    metadata,
-    Column("session_pk", _Key, ForeignKey("sessions.pk"), primary_key=True),
-    Column("seq", BigInteger, primary_key=True, autoincrement=False),
-    Column("title", Text, nullable=True),  # None: back to the header's title
-    Column("at", Text, nullable=False),
+    ("session_pk", _Key),
+    ("seq", BigInteger),
+    ("title", Text),  # None: back to the header's title
+    ("at", Text),
+    key=("session_pk", "seq"),
 )
 
-activity = Table(
-    "activity",
-    metadata,
-    Column("session_pk", _Key, ForeignKey("sessions.pk"), primary_key=True),
-    Column("tick", BigInteger, primary_key=True, autoincrement=False),
-    Column("at", Text, nullable=False),
-    # Clustered by session: one b-tree, where a session's last tick up to a
-    # listing's mark is looked up (no rowid, no second index to write).
-    sqlite_with_rowid=False,
+activity = _table(
+    "activity", ("session_pk", _Key), ("tick", BigInteger), ("at", Text), key=("session_pk", "tick")
 )
 
-# The owner indexes hold only sessions that have one: an append to a
-# session without an owner writes no page of theirs.
-_OWNED = text("owner IS NOT NULL")
-
-listing = Table(
+listing = _table(
     "listing",
-    metadata,
-    Column("session_pk", _Key, ForeignKey("sessions.pk"), primary_key=True, autoincrement=False),
-    Column("session_id", _Sorted, nullable=False),
-    Column("owner", Text, nullable=True),
-    Column("created_at", _Sorted, nullable=False),
-    Column("created_tick", BigInteger, nullable=False),
-    Column("tick", BigInteger, nullable=False),
-    Column("at", Text, nullable=False),
-    Index("ix_listing_tick", "tick"),
-    _partial(Index("ix_listing_owner_tick", "owner", "tick"), _OWNED),
-    Index("ix_listing_created_at_session_id", "created_at", "session_id"),
-    _partial(
-        Index("ix_listing_owner_created_at_session_id", "owner", "created_at", "session_id"),
-        _OWNED,
-    ),
+    ("session_pk", _Key),
+    ("session_id", _Sorted),
+    ("owner", Text),
+    ("created_at", _Sorted),
+    ("created_tick", BigInteger),
+    ("tick", BigInteger),
+    ("at", Text),
+    key=("session_pk",),
 )
 
-spent_ticks = Table(
-    "spent_ticks",
-    metadata,
-    Column("tick", _Key, primary_key=True, autoincrement=False),
-)
+spent_ticks = _table("spent_ticks", ("tick", _Key), key=("tick",))
 
-sealing = Table(
+sealing = _table(
     "sealing",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),  # the one row: 1
-    Column("store_id", Text, nullable=False),
-    Column("scheme", Text, nullable=False),
-    CheckConstraint("id = 1", name="one_row"),
+    ("id", Integer),  # the one row: 1
+    ("store_id", Text),
+    ("scheme", Text),
+    key=("id",),
 )
 
-# The word index: derived from the entries' lines, rebuilt by the migration
-# that adds it (0006); its rows go with their entries' in an erase.
-search_postings = Table(
+search_postings = _table(
     "search_postings",
-    metadata,
-    Column("word", Text, primary_key=True),
-    Column("session_pk", _Key, primary_key=True),
-    Column("batch", BigInteger, primary_key=True, autoincrement=False),  # its first seq
+    ("word", Text),
+    ("session_pk", _Key),
+    ("batch", BigInteger),  # its first seq
     # The batch's messages holding the word, packed (sessionstore.backends.sql.postings).
-    Column("postings", LargeBinary, nullable=False),
-    sqlite_with_rowid=False,
+    ("postings", LargeBinary),
+    key=("word", "session_pk", "batch"),
 )
 
-search_mark = Table(
+search_mark = _table(
     "search_mark",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),  # the one row: 1
-    Column("indexed", _Key, nullable=False),  # every message of rowid <= this is indexed
-    Column("rule", Text, nullable=False),  # the word rule it was indexed with
+    ("id", Integer),  # the one row: 1
+    ("indexed", _Key),  # every message of rowid <= this is indexed
+    ("rule", Text),  # the word rule it was indexed with
+    key=("id",),
 )
 
-search_vectors = Table(
+search_vectors = _table(
     "search_vectors",
-    metadata,
-    Column("session_pk", _Key, primary_key=True),
-    Column("seq", BigInteger, primary_key=True, autoincrement=False),
-    Column("words", TsVector(), nullable=True),  # NULL: too many words for a tsvector
-    Column("length", Integer, nullable=False),
-    _options(Index("ix_search_vectors_words", "words"), postgresql_using="gin"),
-    _options(
-        Index("ix_search_vectors_unindexed", "session_pk", "seq"),
-        postgresql_where=text("words IS NULL"),
-    ),
+    ("session_pk", _Key),
+    ("seq", BigInteger),
+    ("words", TsVector()),  # NULL: too many words for a tsvector
+    ("length", Integer),
+    key=("session_pk", "seq"),
 )
 
-word_keys = Table(
-    "word_keys",
-    metadata,
-    Column("bucket", BigInteger, primary_key=True, autoincrement=False),
-    Column("key_id", LargeBinary, nullable=False),
-)
-
-APPEND_ONLY_TABLES = (
-    "sessions",
-    "entries",
-    "journal_lines",
-    "heads",
-    "head_seals",
-    "erasures",
-    "titles",
-    "activity",
-    "spent_ticks",
-    "erasures_spent",
-    "sealing",
-)
-"""The tables whose rows never change (``listing`` moves its ticks ahead)."""
-
-SQLITE_ONLY = frozenset(
-    {"erasing", "erasures_spent", "spent_ticks", "search_mark", "search_postings"}
-)
-"""Tables only a SQLite database holds (PostgreSQL's triggers need no
-``erasing`` nor ``spent_ticks``; its word index is ``search_vectors``)."""
-
-POSTGRESQL_ONLY = frozenset({"search_vectors"})
-"""Tables only a PostgreSQL database holds."""
+word_keys = _table("word_keys", ("bucket", BigInteger), ("key_id", LargeBinary), key=("bucket",))

@@ -119,12 +119,10 @@ async def test_list_sees_a_session_that_committed_after_one_with_a_greater_pk(
     assert [m.id for m in await store.list()] == ["late", "early"]  # pk order
 
 
-def test_alembic_round_trip_and_drift_check_on_postgresql(pg_url: str) -> None:
+def test_alembic_round_trip_on_postgresql(pg_url: str) -> None:
     url = f"url={pg_url}"
     upgraded = alembic("-x", url, "upgrade", "head")
     assert upgraded.returncode == 0, upgraded.stderr
-    checked = alembic("-x", url, "check")
-    assert checked.returncode == 0, checked.stdout + checked.stderr
     assert alembic("-x", url, "downgrade", "base").returncode == 0
     with connect(pg_url) as connection:
         tables = {
@@ -176,8 +174,6 @@ async def test_a_new_postgresql_store_is_the_schema_the_migrations_make(
     assert any(line.startswith("CREATE TRIGGER") for line in made)
     assert any("sessionstore_alembic_version" in line for line in made)
     assert dump(replayed) == made
-    checked = alembic("-x", f"url={replayed}", "check")
-    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 async def test_upgrade_from_code_on_postgresql(pg_url: str) -> None:
