@@ -7,37 +7,46 @@ recognised by one query; alembic (and its migration scripts) load only to
 create the schema, or to say what an unknown revision is.
 
 The migrations are the one definition of the schema. A new database is
-given it by replaying what they did, so a suite or a service making many
-small stores pays for alembic once per process (tests compare the result
-with a migrated database, object for object and row for row):
+given it by replaying what they did, kept in two files generated from
+them and shipped beside them (``migrations/snapshot.sqlite.json``,
+``migrations/snapshot.postgresql.json``; ``scripts/schema_snapshot.py``
+writes them, and tests compare a new store with a migrated database,
+object for object and row for row), so a suite or a service making many
+small stores never runs alembic, and nothing is kept in the process:
 
-* SQLite (`_SqliteSchema`): the first new database a process creates runs
-  the migrations on a private in-memory database, whose every object's
-  SQL (``sqlite_master`` keeps it verbatim) and every row (the revision,
-  the word index's mark) are then written to each new database in one
-  transaction: a tenth of alembic's cost.
-* PostgreSQL (`_PostgresSchema`): the first new schema a process creates
-  (per server version) runs the migrations there, and every statement
-  they send to the driver, with its parameters, is kept; each later one
-  is sent the same statements, in the caller's transaction. Nothing in
-  them names the schema: it is the connection's ``search_path``.
+* SQLite (`_SqliteSchema`): every object's SQL as the migrations left it
+  in ``sqlite_master`` (verbatim), and every row they wrote (the revision,
+  the word index's mark), written to the new database in one transaction:
+  a tenth of alembic's cost.
+* PostgreSQL (`_PostgresSchema`): every statement the migrations send to
+  the driver, with its parameters, sent again in the caller's
+  transaction. Nothing in them names the schema: it is the connection's
+  ``search_path``.
 """
 
 from __future__ import annotations
 
-import functools
 from importlib import resources
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, column, event, func, inspect, select, table
 
 from sessionstore.backends.sql.tables import metadata
 from sessionstore.errors import SchemaError, SchemaOutdatedError, SchemaTooNewError
+from sessionstore.wire import decode_value, encode_value
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-__all__ = ["REVISION", "VERSION_TABLE", "alembic_config", "ensure_schema", "revision_of"]
+__all__ = [
+    "REVISION",
+    "SNAPSHOTS",
+    "VERSION_TABLE",
+    "alembic_config",
+    "ensure_schema",
+    "revision_of",
+    "snapshot",
+]
 
 VERSION_TABLE = "sessionstore_alembic_version"
 """Where alembic records the revision of sessionstore's schema."""
@@ -108,7 +117,7 @@ def ensure_schema(connection: Connection, target: str, *, create: bool) -> bool:
             )
         if create:
             if connection.dialect.name == "sqlite":
-                _sqlite_schema().write(connection)
+                _SqliteSchema.write(connection)
             else:
                 _PostgresSchema.write(connection)
         return not create
@@ -123,6 +132,39 @@ def ensure_schema(connection: Connection, target: str, *, create: bool) -> bool:
     )
 
 
+SNAPSHOTS = {"sqlite": "snapshot.sqlite.json", "postgresql": "snapshot.postgresql.json"}
+"""The file of ``sessionstore.migrations`` keeping what the migrations make, per dialect."""
+
+
+def snapshot(connection: Connection) -> str:
+    """What the migrations make, run on ``connection`` (an empty SQLite
+    database, or an empty PostgreSQL schema first on its ``search_path``,
+    in a transaction), as the text of its `SNAPSHOTS` file."""
+    if connection.dialect.name == "sqlite":
+        made: dict[str, Any] = _SqliteSchema.made(connection)
+    else:
+        made = {"sent": _PostgresSchema.made(connection)}
+    return encode_value({"revision": REVISION, **made}) + "\n"
+
+
+def _snapshot(dialect: str) -> dict[str, Any]:
+    """The dialect's `SNAPSHOTS` file, read.
+
+    Raises:
+        SchemaError: it is not this code's revision (a migration was added
+            and the snapshot not written again: ``scripts/schema_snapshot.py``).
+    """
+    text = resources.files("sessionstore.migrations").joinpath(SNAPSHOTS[dialect]).read_text()
+    kept: dict[str, Any] = decode_value(text)
+    if kept.get("revision") != REVISION:
+        raise SchemaError(
+            f"sessionstore.migrations/{SNAPSHOTS[dialect]} holds revision "
+            f"{kept.get('revision')!r}, not {REVISION!r}: write it again with "
+            "scripts/schema_snapshot.py"
+        )
+    return kept
+
+
 class _SqliteSchema:
     """The objects and rows the migrations make in a new SQLite database."""
 
@@ -130,76 +172,52 @@ class _SqliteSchema:
     # a trigger's body may name any table.
     _KINDS = ("table", "index", "view", "trigger")
 
-    def __init__(self, objects: list[tuple[str, str]], rows: dict[str, list[tuple[Any, ...]]]):
-        self.statements = [sql for kind in self._KINDS for made, sql in objects if made == kind]
-        self.rows = rows
-
     @classmethod
-    def made(cls) -> _SqliteSchema:
-        """Run the migrations on a private in-memory database, and keep what they made."""
+    def made(cls, connection: Connection) -> dict[str, Any]:
+        """Run the migrations on ``connection``'s empty database; what they made."""
         from alembic import command
-        from sqlalchemy import create_engine
-        from sqlalchemy.pool import StaticPool
 
-        engine = create_engine("sqlite://", poolclass=StaticPool)
-        try:
-            with engine.begin() as connection:
-                command.upgrade(alembic_config(connection), "head")
-                objects = connection.exec_driver_sql(
-                    "SELECT type, sql FROM sqlite_master "
-                    "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
-                ).all()
-                rows = {}
-                for (name,) in connection.exec_driver_sql(
-                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid"
-                ).all():
-                    found = connection.exec_driver_sql(f'SELECT * FROM "{name}"').all()
-                    if found:
-                        rows[name] = [tuple(row) for row in found]
-        finally:
-            engine.dispose()
-        return cls([(kind, sql) for kind, sql in objects], rows)
+        command.upgrade(alembic_config(connection), "head")
+        objects = connection.exec_driver_sql(
+            "SELECT type, sql FROM sqlite_master "
+            "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+        ).all()
+        rows = {}
+        for (name,) in connection.exec_driver_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid"
+        ).all():
+            found = connection.exec_driver_sql(f'SELECT * FROM "{name}"').all()
+            if found:
+                rows[name] = [list(row) for row in found]
+        statements = [sql for kind in cls._KINDS for made, sql in objects if made == kind]
+        return {"statements": statements, "rows": rows}
 
-    def write(self, connection: Connection) -> None:
+    @staticmethod
+    def write(connection: Connection) -> None:
         """Make the schema in ``connection``'s database (empty, in its write transaction)."""
+        kept = _snapshot("sqlite")
         driver = connection.connection.driver_connection
         assert driver is not None
         cursor = driver.cursor()
         try:
-            for statement in self.statements:
+            for statement in kept["statements"]:
                 cursor.execute(statement)
-            for name, rows in self.rows.items():
+            for name, rows in kept["rows"].items():
                 places = ", ".join("?" * len(rows[0]))
                 cursor.executemany(f'INSERT INTO "{name}" VALUES ({places})', rows)
         finally:
             cursor.close()
 
 
-@functools.cache
-def _sqlite_schema() -> _SqliteSchema:
-    """What the migrations make, made once per process: a constant, as the
-    migrations shipped with this code are."""
-    return _SqliteSchema.made()
-
-
 class _PostgresSchema:
     """The statements the migrations send to a new PostgreSQL schema."""
 
-    # (statement, parameters, executemany) as given to the driver's cursor,
-    # kept per server version, since the dialect may word them by version.
-    _sent: ClassVar[dict[Any, list[tuple[str, Any, bool]]]] = {}
-
-    @classmethod
-    def write(cls, connection: Connection) -> None:
+    @staticmethod
+    def write(connection: Connection) -> None:
         """Make the schema in ``connection``'s empty schema, in its write transaction."""
-        version = connection.dialect.server_version_info
-        sent = cls._sent.get(version)
-        if sent is None:
-            cls._sent[version] = cls._migrate(connection)
-            return
         cursor = connection.connection.cursor()
         try:
-            for statement, parameters, many in sent:
+            for statement, parameters, many in _snapshot("postgresql")["sent"]:
                 if many:
                     cursor.executemany(statement, parameters)
                 else:
@@ -208,16 +226,17 @@ class _PostgresSchema:
             cursor.close()
 
     @staticmethod
-    def _migrate(connection: Connection) -> list[tuple[str, Any, bool]]:
-        """Run the migrations on ``connection``, keeping every statement they send."""
+    def made(connection: Connection) -> list[list[Any]]:
+        """Run the migrations on ``connection``, keeping every statement they
+        send, with its parameters (and whether it ran for many)."""
         from alembic import command
 
-        sent: list[tuple[str, Any, bool]] = []
+        sent: list[list[Any]] = []
 
         def keep(
             _c: Any, _cursor: Any, statement: str, parameters: Any, _x: Any, many: bool
         ) -> None:
-            sent.append((statement, parameters, many))
+            sent.append([statement, _plain(parameters), many])
 
         event.listen(connection, "before_cursor_execute", keep)
         try:
@@ -225,6 +244,18 @@ class _PostgresSchema:
         finally:
             event.remove(connection, "before_cursor_execute", keep)
         return sent
+
+
+def _plain(value: Any) -> Any:
+    """A statement's parameters as JSON holds them (SQLAlchemy passes names
+    as ``quoted_name``, a ``str``; tuples become lists, as the driver takes them)."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
 
 
 def _known(revision: str) -> bool:
