@@ -265,10 +265,7 @@ def _find_files(
     ``sealed`` the ``*.sealed`` ones; everything else there goes to the
     report, skipped (or refused: a link leading out)."""
     directory = root / part
-    try:
-        look(root, directory)
-    except Refused as refused:
-        report.refused.append(ArchiveIssue(str(directory), None, refused.reason))
+    if _looked(root, directory, report) is None:
         return []
     files = []
     for path in _entries(directory):
@@ -278,15 +275,12 @@ def _find_files(
         if not path.name.endswith(SUFFIX) and not (sealed and path.name.endswith(SEALED)):
             _skip(report, path, f"not named *{SUFFIX}" + (f" or *{SEALED}" if sealed else ""))
             continue
-        try:
-            mode, description = look(root, path)
-        except Refused as refused:
-            report.refused.append(ArchiveIssue(str(path), None, refused.reason))
+        if (found := _looked(root, path, report)) is None:
             continue
-        if mode is not None and stat.S_ISREG(mode):
+        if found[0] is not None and stat.S_ISREG(found[0]):
             files.append(path)
         else:
-            _skip(report, path, f"{description}, not a {what} file")
+            _skip(report, path, f"{found[1]}, not a {what} file")
     return files
 
 
@@ -294,32 +288,34 @@ def _find_journals(root: Path, report: ArchiveReport) -> list[Path]:
     """The journal files to import (``journals/<name>/session_journal.jsonl``);
     what stands in the way of one goes to the report."""
     directory = root / JOURNALS
-    found = []
-    for path in (directory, *_entries(directory)):
-        try:
-            mode, what = look(root, path)
-        except Refused as refused:
-            report.refused.append(ArchiveIssue(str(path), None, refused.reason))
-            if path == directory:
-                return []
+    if _looked(root, directory, report) is None:
+        return []
+    files = []
+    for path in _entries(directory):
+        if (found := _looked(root, path, report)) is None:
             continue
-        if path == directory:
-            continue
-        if mode is None or not stat.S_ISDIR(mode):
-            _skip(report, path, f"{what}, not a journal's directory")
+        if found[0] is None or not stat.S_ISDIR(found[0]):
+            _skip(report, path, f"{found[1]}, not a journal's directory")
             continue
         for name in (JOURNAL_FILE, EFFECTS_FILE):  # its lines, its effects: plain or sealed
             for file in (path / name, other_form(path / name)):
-                try:
-                    mode, what = look(root, file)
-                except Refused as refused:
-                    report.refused.append(ArchiveIssue(str(file), None, refused.reason))
+                if (found := _looked(root, file, report)) is None:
                     continue
-                if mode is not None and stat.S_ISREG(mode):
-                    found.append(file)
-                elif what != "missing":
-                    _skip(report, file, f"{what}, not a journal file")
-    return found
+                if found[0] is not None and stat.S_ISREG(found[0]):
+                    files.append(file)
+                elif found[1] != "missing":
+                    _skip(report, file, f"{found[1]}, not a journal file")
+    return files
+
+
+def _looked(root: Path, path: Path, report: ArchiveReport) -> tuple[int | None, str] | None:
+    """What is at ``path`` (`look`); None, the refusal reported, for a
+    symbolic link leading out of the archive."""
+    try:
+        return look(root, path)
+    except Refused as refused:
+        report.refused.append(ArchiveIssue(str(path), None, refused.reason))
+        return None
 
 
 def _skip(report: ArchiveReport, path: Path, reason: str) -> None:
