@@ -304,7 +304,8 @@ class Differs(Exception):
 
 class Against:
     """An archive file (None: there is none) read in step with the blocks it
-    should begin with: how many lines agree, and where they part."""
+    should begin with: how many lines agree, and where they part. The file
+    stays the caller's to close."""
 
     def __init__(self, file: BinaryIO | None, path: Path) -> None:
         self.file = file
@@ -330,6 +331,7 @@ class Against:
         if cut < len(old) or (old and not old.endswith(b"\n")):
             raise Differs(self.lines + block[:cut].count(b"\n") + 1)
         self.lines += old.count(b"\n")  # the file ends here, on a line boundary
+        self.file = None  # read to its end: what follows is beyond it
         return block[len(old) :]
 
     async def longer(self) -> bool:
