@@ -60,14 +60,14 @@ from sessionstore.errors import (
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.models import TitleChange
+from sessionstore.models import HeadMove, TitleChange
 from sessionstore.store import SessionStore
 from sessionstore.wire import encode_line
 
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import DataKey
 
-__all__ = ["LEFT_OUT", "export_archive", "export_chosen"]
+__all__ = ["LEFT_OUT", "Against", "Differs", "export_archive", "export_chosen", "record_lines"]
 
 LEFT_OUT = "erased while exporting: left out"
 """The warning's reason for a session erased since it was chosen."""
@@ -294,12 +294,49 @@ class _AtomicFile:
             raise
 
 
-def _first_difference(old: bytes, new: bytes) -> int:
-    """The index of the first byte where two byte strings differ."""
-    for index, (a, b) in enumerate(zip(old, new, strict=False)):
-        if a != b:
-            return index
-    return min(len(old), len(new))
+class Differs(Exception):
+    """An archive file and the blocks it should hold part at ``line``."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+class Against:
+    """An archive file (None: there is none) read in step with the blocks it
+    should begin with: how many lines agree, and where they part. The file
+    stays the caller's to close."""
+
+    def __init__(self, file: BinaryIO | None, path: Path) -> None:
+        self.file = file
+        self.path = path
+        self.lines = 0  # the file's lines found equal so far
+
+    async def beyond(self, block: bytes) -> bytes:
+        """The part of ``block`` past the file's end (all of it once the file
+        has ended), the part before checked equal to the file's.
+
+        Raises:
+            Differs: they differ, or the file ends inside a line.
+        """
+        if self.file is None:
+            return block
+        old = await io(partial(self.file.read, len(block)), self.path)
+        if old == block:
+            self.lines += block.count(b"\n")
+            return b""
+        cut = next(
+            (i for i, (a, b) in enumerate(zip(old, block, strict=False)) if a != b), len(old)
+        )
+        if cut < len(old) or (old and not old.endswith(b"\n")):
+            raise Differs(self.lines + block[:cut].count(b"\n") + 1)
+        self.lines += old.count(b"\n")  # the file ends here, on a line boundary
+        self.file = None  # read to its end: what follows is beyond it
+        return block[len(old) :]
+
+    async def longer(self) -> bool:
+        """Whether the file holds more than the blocks given so far."""
+        return self.file is not None and bool(await io(partial(self.file.read, 1), self.path))
 
 
 async def _extend(
@@ -316,40 +353,31 @@ async def _extend(
             names what they are), or not a regular file; it is left as it is.
     """
     existing = await io(partial(_existing, root, path), path)
+    against = Against(existing, path)
     out: _AtomicFile | None = None
-    matched = 0  # lines of the existing file found equal to the blocks'
     written = 0  # lines this run writes
     try:
-        async for chunk in blocks:
-            if existing is not None:
-                old = await io(partial(existing.read, len(chunk)), path)
-                if old == chunk:
-                    matched += chunk.count(b"\n")
-                    continue
-                cut = _first_difference(old, chunk)
-                if cut < len(old) or (old and not old.endswith(b"\n")):
-                    line = matched + chunk[:cut].count(b"\n") + 1
-                    raise Refused(line, f"differs from the stored {what}; not overwritten")
-                # The file ends inside this chunk, on a line boundary: the rest is new.
-                matched += old.count(b"\n")
+        async for block in blocks:
+            try:
+                new = await against.beyond(block)
+            except Differs as differs:
+                reason = f"differs from the stored {what}; not overwritten"
+                raise Refused(differs.line, reason) from None
+            if not new:
+                continue
+            if out is None:  # what the file holds, then the rest
                 out = _AtomicFile(path)
                 await io(partial(out.open, copy_of=existing), path)
-                existing.close()
-                existing = None
-                chunk = chunk[len(old) :]
-            elif out is None:
-                out = _AtomicFile(path)
-                await io(out.open, path)
-            await io(partial(out.write, chunk), path)
-            written += chunk.count(b"\n")
-            report.bytes += len(chunk)
-        if existing is not None and len(await io(partial(existing.read, 1), path)):
+            await io(partial(out.write, new), path)
+            written += new.count(b"\n")
+            report.bytes += len(new)
+        if await against.longer():
             reason = f"holds more lines than the stored {what}; not overwritten"
-            raise Refused(matched + 1, reason)
+            raise Refused(against.lines + 1, reason)
         if out is not None:
             await io(out.publish, path)
             out = None
-        return matched, written
+        return against.lines, written
     finally:
         if existing is not None:
             existing.close()
@@ -411,7 +439,7 @@ async def _export_titles(
     ``key`` with ``sealing``; return how many were written. A refusal names
     the file (the step's is the session's)."""
     path = root / TITLES / session_file.name
-    lines = _title_lines(changes)
+    lines = record_lines(changes)
     if sealing is not None and key is not None:
         lines = sealed_lines(lines_of(lines), sealing, key, TITLES, stem(session_file))
     try:
@@ -421,24 +449,18 @@ async def _export_titles(
         raise Refused(None, f"{where}: {refused.reason}") from None
 
 
-async def _title_lines(changes: list[TitleChange]) -> AsyncIterator[bytes]:
-    """A session's title changes, a line each, oldest first, in one block."""
-    if changes:
-        yield b"".join(map(encode_line, changes))
-
-
-async def _head_lines(store: SessionStore, name: str) -> AsyncIterator[bytes]:
-    """Every position of the head, a line each, oldest first, in one block."""
-    moves = await store.head_history(name)
-    if moves:
-        yield b"".join(map(encode_line, moves))
+async def record_lines(records: Sequence[TitleChange | HeadMove]) -> AsyncIterator[bytes]:
+    """Records (a session's title changes, a head's moves), a canonical line
+    each, oldest first, in one block; none, no block."""
+    if records:
+        yield b"".join(map(encode_line, records))
 
 
 async def _export_head(
     store: SessionStore, root: Path, name: str, path: Path, report: ArchiveReport
 ) -> None:
     """Give the archive's head file the positions it lacks: a head only grows."""
-    await _extend(root, path, _head_lines(store, name), "head", report)
+    await _extend(root, path, record_lines(await store.head_history(name)), "head", report)
     report.heads += 1
 
 
@@ -462,26 +484,30 @@ async def _export_journal(
     if sealing is not None:
         held = name + EFFECTS_SUFFIX if effects else name  # the journal holding the lines
         key = await sealing.key("journal", held)
+        # A sealed store's journal that has sealed no line has none to give.
         blocks = (
-            _nothing()
-            if key is None
-            else sealed_lines(lines_of(blocks), sealing, key, JOURNALS, held)
+            sealed_lines(lines_of(blocks), sealing, key, JOURNALS, held)
+            if key
+            else record_lines([])
         )
     existing = await io(partial(_existing, root, path), path)
+    against = Against(existing, path)
     same = existing is not None  # so far, the existing file holds what was read
     out: _AtomicFile | None = None
     written = 0
     try:
         async for block in blocks:
-            if existing is not None and same:
-                same = await io(partial(existing.read, len(block)), path) == block
+            if same:
+                try:
+                    same = not await against.beyond(block)
+                except Differs:
+                    same = False
             if out is None:
                 out = _AtomicFile(path)
                 await io(out.open, path)
             await io(partial(out.write, block), path)
             written += len(block)
-        if existing is not None and same:
-            same = not await io(partial(existing.read, 1), path)
+        same = same and not await against.longer()
         if not same and (out is not None or existing is not None):
             if out is None:  # the journal was cleared: an empty file replaces it
                 out = _AtomicFile(path)
@@ -502,13 +528,6 @@ async def _filled(blocks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     async for block in blocks:
         if block:
             yield block
-
-
-async def _nothing() -> AsyncIterator[bytes]:
-    """No blocks: a sealed store's journal that has sealed no line."""
-    empty: tuple[bytes, ...] = ()
-    for block in empty:
-        yield block
 
 
 async def _export_keys(root: Path, keys: KeysFile, sealing: Sealing, report: ArchiveReport) -> None:

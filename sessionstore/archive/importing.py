@@ -57,6 +57,7 @@ from sessionstore.wire import Record, decode_head_move, decode_meta, decode_titl
 __all__ = ["import_archive"]
 
 _R = TypeVar("_R", bound=Record)
+_L = TypeVar("_L", str, bytes)
 
 
 async def import_archive(
@@ -264,10 +265,7 @@ def _find_files(
     ``sealed`` the ``*.sealed`` ones; everything else there goes to the
     report, skipped (or refused: a link leading out)."""
     directory = root / part
-    try:
-        look(root, directory)
-    except Refused as refused:
-        report.refused.append(ArchiveIssue(str(directory), None, refused.reason))
+    if _looked(root, directory, report) is None:
         return []
     files = []
     for path in _entries(directory):
@@ -277,15 +275,12 @@ def _find_files(
         if not path.name.endswith(SUFFIX) and not (sealed and path.name.endswith(SEALED)):
             _skip(report, path, f"not named *{SUFFIX}" + (f" or *{SEALED}" if sealed else ""))
             continue
-        try:
-            mode, description = look(root, path)
-        except Refused as refused:
-            report.refused.append(ArchiveIssue(str(path), None, refused.reason))
+        if (found := _looked(root, path, report)) is None:
             continue
-        if mode is not None and stat.S_ISREG(mode):
+        if found[0] is not None and stat.S_ISREG(found[0]):
             files.append(path)
         else:
-            _skip(report, path, f"{description}, not a {what} file")
+            _skip(report, path, f"{found[1]}, not a {what} file")
     return files
 
 
@@ -293,32 +288,34 @@ def _find_journals(root: Path, report: ArchiveReport) -> list[Path]:
     """The journal files to import (``journals/<name>/session_journal.jsonl``);
     what stands in the way of one goes to the report."""
     directory = root / JOURNALS
-    found = []
-    for path in (directory, *_entries(directory)):
-        try:
-            mode, what = look(root, path)
-        except Refused as refused:
-            report.refused.append(ArchiveIssue(str(path), None, refused.reason))
-            if path == directory:
-                return []
+    if _looked(root, directory, report) is None:
+        return []
+    files = []
+    for path in _entries(directory):
+        if (found := _looked(root, path, report)) is None:
             continue
-        if path == directory:
-            continue
-        if mode is None or not stat.S_ISDIR(mode):
-            _skip(report, path, f"{what}, not a journal's directory")
+        if found[0] is None or not stat.S_ISDIR(found[0]):
+            _skip(report, path, f"{found[1]}, not a journal's directory")
             continue
         for name in (JOURNAL_FILE, EFFECTS_FILE):  # its lines, its effects: plain or sealed
             for file in (path / name, other_form(path / name)):
-                try:
-                    mode, what = look(root, file)
-                except Refused as refused:
-                    report.refused.append(ArchiveIssue(str(file), None, refused.reason))
+                if (found := _looked(root, file, report)) is None:
                     continue
-                if mode is not None and stat.S_ISREG(mode):
-                    found.append(file)
-                elif what != "missing":
-                    _skip(report, file, f"{what}, not a journal file")
-    return found
+                if found[0] is not None and stat.S_ISREG(found[0]):
+                    files.append(file)
+                elif found[1] != "missing":
+                    _skip(report, file, f"{found[1]}, not a journal file")
+    return files
+
+
+def _looked(root: Path, path: Path, report: ArchiveReport) -> tuple[int | None, str] | None:
+    """What is at ``path`` (`look`); None, the refusal reported, for a
+    symbolic link leading out of the archive."""
+    try:
+        return look(root, path)
+    except Refused as refused:
+        report.refused.append(ArchiveIssue(str(path), None, refused.reason))
+        return None
 
 
 def _skip(report: ArchiveReport, path: Path, reason: str) -> None:
@@ -341,8 +338,9 @@ def _is_effects(path: Path) -> bool:
 
 
 class _FileLines:
-    """A file's complete lines, read in chunks, numbered from 1; with
-    ``opener``, a sealed file's lines opened."""
+    """A file's lines (without their newlines), read in chunks, numbered
+    from 1; with ``opener``, a sealed file's lines opened. A torn last line
+    is skipped with a warning, or with ``torn_kept`` given too (a journal's)."""
 
     def __init__(
         self,
@@ -350,48 +348,95 @@ class _FileLines:
         path: Path,
         report: ArchiveReport,
         opener: Callable[[int, str], bytes] | None = None,
+        *,
+        torn_kept: bool = False,
     ) -> None:
         self.root = root
         self.path = path
         self.report = report
         self.opener = opener
+        self.torn_kept = torn_kept
         self.number = 0  # the line last given out
 
-    async def __aiter__(self) -> AsyncGenerator[str, None]:
+    async def __aiter__(self) -> AsyncGenerator[bytes, None]:
         fd = await io(partial(open_inside, self.root, self.path), self.path)
-        file = os.fdopen(fd, "rb")  # closed below, also when the generator is
-        try:
+        try:  # closed below, also when the generator is
             rest = b""
-            while chunk := await io(partial(file.read, CHUNK), self.path):
+            while chunk := await io(partial(os.read, fd, CHUNK), self.path):
                 self.report.bytes += len(chunk)
-                pieces = (rest + chunk).split(b"\n")
-                rest = pieces.pop()
+                *pieces, rest = (rest + chunk).split(b"\n")
                 for piece in pieces:
-                    self.number += 1
-                    try:
-                        text = piece.decode("utf-8")
-                    except UnicodeDecodeError as exc:
-                        raise Refused(self.number, f"invalid UTF-8 at byte {exc.start}") from None
-                    if self.opener is not None:
-                        yield await self._opened(text)
-                    else:
-                        yield text
-            if rest:
+                    yield await self._line(piece)
+            if rest and self.torn_kept:
+                yield await self._line(rest)
+            elif rest:
                 issue = ArchiveIssue(str(self.path), self.number + 1, "torn last line skipped")
                 self.report.warnings.append(issue)
         finally:
-            file.close()
+            os.close(fd)
 
-    async def _opened(self, line: str) -> str:
-        assert self.opener is not None
-        if self.number == 1:  # the first finds the key: a keyring's call
-            data = await io(partial(self.opener, 1, line), self.path)
-        else:
-            data = self.opener(self.number, line)
+    async def _line(self, piece: bytes) -> bytes:
+        self.number += 1
+        if self.opener is None:
+            return piece
         try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise Refused(self.number, f"opens to invalid UTF-8 at byte {exc.start}") from None
+            text = piece.decode("ascii")
+        except UnicodeDecodeError:
+            raise Refused(self.number, "not a sealed line (base64)") from None
+        if self.number == 1:  # the first finds the key: a keyring's call
+            return await io(partial(self.opener, 1, text), self.path)
+        return self.opener(self.number, text)
+
+    async def text(self) -> AsyncGenerator[str, None]:
+        """The lines, each checked to be UTF-8."""
+        lines = self.__aiter__()
+        opened = "opens to " if self.opener is not None else ""
+        try:
+            async for line in lines:
+                try:
+                    yield line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    reason = f"{opened}invalid UTF-8 at byte {exc.start}"
+                    raise Refused(self.number, reason) from None
+        finally:
+            await lines.aclose()
+
+
+async def _held(
+    stored: AsyncIterator[_L], mine: AsyncIterator[_L], source: _FileLines, what: str
+) -> int:
+    """How many lines the store holds, once those the archive's file shares
+    with them are checked equal, byte for byte; ``mine`` then goes on with
+    the file's lines beyond the store's (none: the file is an older, shorter
+    copy)."""
+    held = 0
+    async for line in stored:
+        held += 1
+        theirs = await anext(mine, None)
+        if theirs is None:
+            async for _ in stored:
+                held += 1
+            break
+        if theirs != line:
+            raise Refused(source.number, f"differs from the stored {what}")
+    return held
+
+
+def _valid(name: str, what: str) -> None:
+    """Refuse a file named for no valid id (``what``: which)."""
+    try:
+        validate_session_id(name)
+    except SessionStoreError as exc:
+        raise Refused(None, f"{what}: {exc}") from None
+
+
+def _beyond(mine: list[_R], held: list[_R], what: str) -> list[_R]:
+    """The records of an archive's file beyond the store's, once those they
+    share are checked equal."""
+    for number, (theirs, stored) in enumerate(zip(mine, held, strict=False), 1):
+        if theirs != stored:
+            raise Refused(number, f"differs from the stored {what}")
+    return mine[len(held) :]
 
 
 async def _import_session(
@@ -399,7 +444,7 @@ async def _import_session(
 ) -> None:
     session_id = stem(path)
     source = _FileLines(root, path, report, _opener(sealing, SESSIONS, path))
-    lines = source.__aiter__()
+    lines = source.text()
     try:
         header = await anext(lines, None)
         if header is None:
@@ -411,7 +456,14 @@ async def _import_session(
             raise Refused(1, str(exc)) from None
         if meta.id != session_id:
             raise Refused(1, f"header names session {meta.id!r}, not the file's {session_id!r}")
-        after = await _shared_part(store, session_id, header, lines, source)
+        stored = store.raw_lines(session_id)
+        try:
+            stored_header: str | None = await anext(stored)
+        except SessionNotFoundError:
+            stored_header = None  # a new session
+        if stored_header is not None and stored_header != header:
+            raise Refused(1, "header differs from the stored session")
+        after = None if stored_header is None else await _held(stored, lines, source, "session")
         report.entries += await store.import_session(header, lines, after=after)
         report.sessions += 1
     except SessionStoreError as exc:
@@ -421,53 +473,14 @@ async def _import_session(
         await lines.aclose()
 
 
-async def _shared_part(
-    store: SessionStore,
-    session_id: str,
-    header: str,
-    lines: AsyncIterator[str],
-    source: _FileLines,
-) -> int | None:
-    """Check the file against what the store holds of the session.
-
-    Returns None when the store has no such session; otherwise how many
-    entries it holds, once the file's lines matched them byte for byte as
-    far as the file goes (``lines`` then goes on with the file's new lines).
-    """
-    stored = store.raw_lines(session_id)
-    try:
-        stored_header = await anext(stored)
-    except SessionNotFoundError:
-        return None
-    if stored_header != header:
-        raise Refused(1, "header differs from the stored session")
-    held = 0
-    async for line in stored:
-        held += 1
-        mine = await anext(lines, None)
-        if mine is None:  # the file is an older, shorter copy: nothing to add
-            async for _ in stored:
-                held += 1
-            break
-        if mine != line:
-            raise Refused(source.number, "differs from the stored session")
-    return held
-
-
 async def _import_head(store: SessionStore, root: Path, path: Path, report: ArchiveReport) -> None:
     """Add to the store's head the positions the archive's file has beyond
     it, once the positions they share are checked equal."""
     name = stem(path)
-    try:
-        validate_session_id(name)
-    except SessionStoreError as exc:
-        raise Refused(None, f"head name: {exc}") from None
+    _valid(name, "head name")
     moves = await _canonical(_FileLines(root, path, report), decode_head_move)
     held = await store.head_history(name)
-    for number, (mine, stored) in enumerate(zip(moves, held, strict=False), 1):
-        if mine != stored:
-            raise Refused(number, "differs from the stored head")
-    new = moves[len(held) :]
+    new = _beyond(moves, held, "head")
     try:
         await store.import_head(name, new, after=len(held))
     except SessionNotFoundError as exc:
@@ -485,7 +498,7 @@ async def _canonical(source: _FileLines, decode: Callable[[str], _R]) -> list[_R
     canonical form: a line in any other form would not export back the same.
     """
     records = []
-    lines = source.__aiter__()
+    lines = source.text()
     try:
         async for line in lines:
             try:
@@ -507,10 +520,7 @@ async def _import_titles(
     """Add to the session's titles the changes the archive's file has beyond
     the store's, once the changes they share are checked equal."""
     session_id = stem(path)
-    try:
-        validate_session_id(session_id)
-    except SessionStoreError as exc:
-        raise Refused(None, f"session id: {exc}") from None
+    _valid(session_id, "session id")
     changes: list[TitleChange] = await _canonical(
         _FileLines(root, path, report, _opener(sealing, TITLES, path)), decode_title_change
     )
@@ -518,12 +528,9 @@ async def _import_titles(
         if change.session_id != session_id:
             raise Refused(number, f"a title change of session {change.session_id!r}")
     try:
-        held = await store.titles(session_id)
-        for number, (mine, stored) in enumerate(zip(changes, held, strict=False), 1):
-            if mine != stored:
-                raise Refused(number, "differs from the stored titles")
-        new = changes[len(held) :]
-        if new and await store.import_titles(session_id, new, after=len(held)) != len(new):
+        new = _beyond(changes, await store.titles(session_id), "titles")
+        after = len(changes) - len(new)
+        if new and await store.import_titles(session_id, new, after=after) != len(new):
             raise Refused(None, "the store's titles changed meanwhile: import again")
     except SessionStoreError as exc:  # no such session (its file was refused?)
         raise Refused(None, str(exc)) from None
@@ -537,35 +544,18 @@ async def _import_journal(
     has beyond it, once the lines they share are checked equal; both are
     streamed."""
     name = path.parent.name
-    try:
-        validate_session_id(name)
-    except SessionStoreError as exc:
-        raise Refused(None, f"journal name: {exc}") from None
+    _valid(name, "journal name")
     effects = _is_effects(path)
     journal = store.journal(name).effects.lines if effects else store.journal(name)
-    fd = await io(partial(open_inside, root, path), path)
+    source = _FileLines(root, path, report, _opener(sealing, JOURNALS, path), torn_kept=True)
+    mine = source.__aiter__()
+    held = lines_of(journal_blocks(journal))
     try:
-        mine = lines_of(_file_blocks(fd, path, report))
-        opener = _opener(sealing, JOURNALS, path)
-        if opener is not None:
-            mine = _opened(mine, opener, path)
-        held = lines_of(journal_blocks(journal))
-        try:
-            number = 0
-            async for line in mine:
-                number += 1
-                stored = await anext(held, None)
-                if stored is None:  # the store's journal is a prefix: add the rest
-                    await held.aclose()
-                    await _append_lines(journal, line, mine)
-                    break
-                if stored != line:
-                    raise Refused(number, "differs from the stored journal")
-        finally:
-            await held.aclose()
-            await mine.aclose()
+        await _held(held, mine, source, "journal")
+        await _append_lines(journal, mine)
     finally:
-        os.close(fd)
+        await held.aclose()
+        await mine.aclose()
     report.journals += not effects
 
 
@@ -574,40 +564,14 @@ _BATCH = 1 << 20
 batches, each whole or absent; importing again completes an interrupted one."""
 
 
-async def _append_lines(
-    journal: SessionJournal | EffectLines, first: bytes, rest: AsyncIterator[bytes]
-) -> None:
-    batch, size = [first], len(first)
-    async for line in rest:
+async def _append_lines(journal: SessionJournal | EffectLines, lines: AsyncIterator[bytes]) -> None:
+    batch: list[bytes] = []
+    size = 0
+    async for line in lines:
         if size >= _BATCH:
             await journal.append_raw(*batch)
             batch, size = [], 0
         batch.append(line)
         size += len(line)
-    await journal.append_raw(*batch)
-
-
-async def _file_blocks(fd: int, path: Path, report: ArchiveReport) -> AsyncIterator[bytes]:
-    while block := await io(partial(os.read, fd, CHUNK), path):
-        report.bytes += len(block)
-        yield block
-
-
-async def _opened(
-    lines: AsyncGenerator[bytes, None], opener: Callable[[int, str], bytes], path: Path
-) -> AsyncGenerator[bytes, None]:
-    """A sealed journal file's lines, opened."""
-    try:
-        number = 0
-        async for line in lines:
-            number += 1
-            try:
-                text = line.decode("ascii")
-            except UnicodeDecodeError:
-                raise Refused(number, "not a sealed line (base64)") from None
-            if number == 1:  # the first finds the key: a keyring's call
-                yield await io(partial(opener, 1, text), path)
-            else:
-                yield opener(number, text)
-    finally:
-        await lines.aclose()
+    if batch:
+        await journal.append_raw(*batch)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -26,7 +26,13 @@ from sessionstore.archive.choosing import (
     verdict,
     without_kept_forks,
 )
-from sessionstore.archive.exporting import LEFT_OUT, export_chosen
+from sessionstore.archive.exporting import (
+    LEFT_OUT,
+    Against,
+    Differs,
+    export_chosen,
+    record_lines,
+)
 from sessionstore.archive.report import (
     SESSIONS,
     SUFFIX,
@@ -48,12 +54,14 @@ from sessionstore.errors import (
 )
 from sessionstore.store import SessionStore, SessionSummary
 from sessionstore.timestamps import Timestamp
-from sessionstore.wire import encode_line
 
 __all__ = ["RetireIssue", "RetireReport", "retire"]
 
 REASON = "retired to {archive}"
 """The reason each erasure records; ``{archive}`` is the archive's absolute path."""
+
+ERASED = "erased meanwhile, by another"
+"""Why a session chosen is not retired: another writer erased it first (no fault)."""
 
 
 @dataclass(frozen=True)
@@ -117,28 +125,11 @@ async def retire(
     """Move sessions out of the store into the archive at ``dest``, checked.
 
     Chooses the sessions that pass every filter given (they combine as AND;
-    giving none is an error, so nothing is retired by accident), exports them
-    with `export_archive` (incrementally: a file a previous run wrote is
-    only checked), then, forks before the sessions they were forked from
-    (``parent_session``), for each: syncs the archive's file, reads it back
-    and compares it byte for byte with the store's `raw_blocks`; only when
-    equal erases the session with the reason ``"retired to <archive>"``, and
-    checks that the erasure's digest is that of the archive's copy.
-
-    A session is left in the store, named in ``skipped``:
-
-    * when a fork of it stays in the store (not chosen, or itself left): a
-      fork is a live branch, never retired because its parent was, and on
-      SQL a parent whose rows a fork shares cannot be erased anyway;
-    * when its age cannot be told (a ``created_at`` or entry timestamp that
-      is not an RFC 3339 time) for ``before`` or ``idle_for``;
-    * as a fault, when its archive file differs from it (never trusted, never
-      overwritten), its stored data does not read back, or the store
-      refuses the erase.
-
-    Running it again after a crash finishes the job: what the last run
-    archived is found equal and erased. `import_archive` brings retired
-    sessions back byte for byte. Named heads and journals are left alone.
+    giving none is an error, so nothing is retired by accident), exports
+    them, then, forks before the sessions they came from, erases each one
+    whose archive copy is read back equal to the store's bytes, on the
+    condition that they still have its digest. What stays in the store and
+    why, and what holds across crashes: docs/archive.md, "Retire".
 
     Args:
         store: any store.
@@ -246,7 +237,7 @@ async def retire(
             why = f"the archive's copy was not written ({issue}); not erased"
             report.skipped.append(RetireIssue(session_id, why, True))
         elif str(path) in gone:  # left out of the export: erased since it was chosen
-            report.skipped.append(RetireIssue(session_id, "erased meanwhile, by another", False))
+            report.skipped.append(RetireIssue(session_id, ERASED, False))
             erased.add(session_id)
         elif kept := [c for c in children.get(session_id, []) if c not in erased]:
             why = f"its fork(s) {', '.join(sorted(kept))} stay in the store; not erased"
@@ -299,60 +290,36 @@ def _open_synced(root: Path, path: Path) -> BinaryIO | None:
     return file
 
 
-async def _same_as_stored(
-    store: SessionStore, root: Path, path: Path, session_id: str
+async def _compared(
+    root: Path, path: Path, blocks: AsyncIterator[bytes], what: str
 ) -> tuple[str, int] | str:
-    """The BLAKE2b-256 digest and size of the archive's copy when it is, byte
-    for byte, the session's file as the store gives it; else why not."""
+    """The BLAKE2b-256 digest and size of the archive's file at ``path``
+    (its ``what``), synced, when it holds ``blocks`` byte for byte; else why
+    not. No blocks, and no file, are the same."""
     try:
         file = await io(partial(_open_synced, root, path), path)
     except Refused as refused:
-        return f"the archive's copy {path}: {refused.reason}"
-    if file is None:
-        return f"the archive holds no copy ({path} is missing)"
+        return f"the archive's {what} {path}: {refused.reason}"
     digest = hashlib.blake2b(digest_size=32)
-    size = lines = 0
+    size = 0
+    against = Against(file, path)
     try:
-        async for block in store.raw_blocks(session_id):
-            copy = await io(partial(file.read, len(block)), path)
-            if copy != block:
-                pairs = enumerate(zip(copy, block, strict=False))
-                at = next((i for i, (a, b) in pairs if a != b), len(copy))
-                line = lines + block[:at].count(b"\n") + 1
-                return f"the archive's copy {path} differs from the store at line {line}"
+        async for block in blocks:
+            if file is None:
+                return f"the archive holds no {what} ({path} is missing)"
+            try:
+                if await against.beyond(block):  # the file ends before the store's bytes
+                    raise Differs(against.lines + 1)
+            except Differs as differs:
+                return f"the archive's {what} {path} differs from the store at line {differs.line}"
             digest.update(block)
             size += len(block)
-            lines += block.count(b"\n")
-        if await io(partial(file.read, 1), path):
-            return f"the archive's copy {path} holds more than the store"
+        if await against.longer():
+            return f"the archive's {what} {path} holds more than the store"
     finally:
-        file.close()
+        if file is not None:
+            file.close()
     return digest.hexdigest(), size
-
-
-def _read_titles(root: Path, path: Path) -> bytes | None:
-    """The archive's file of a session's titles, synced; None when there is none."""
-    file = _open_synced(root, path)
-    if file is None:
-        return None
-    with file:
-        return file.read()
-
-
-async def _titles_differ(store: SessionStore, root: Path, session_id: str) -> str | None:
-    """Why the archive's titles of the session are not the store's; None when they are."""
-    path = root / TITLES / f"{session_id}{SUFFIX}"
-    try:
-        copy = await io(partial(_read_titles, root, path), path)
-    except Refused as refused:
-        return f"the archive's titles {path}: {refused.reason}"
-    try:
-        stored = b"".join(map(encode_line, await store.titles(session_id)))
-    except CorruptSessionError as exc:
-        return f"its titles do not read back ({exc})"
-    if (copy or b"") != stored:
-        return f"the archive's titles {path} differ from the store's"
-    return None
 
 
 async def _retire_one(
@@ -362,36 +329,35 @@ async def _retire_one(
     whether it is gone from the store (erased by this run, or by another
     meanwhile): the session it was forked from no longer waits for it."""
     try:
-        checked = await _same_as_stored(store, root, path, session_id)
+        why = await _erase_checked(store, root, path, session_id, reason, report)
     except SessionNotFoundError:
-        report.skipped.append(RetireIssue(session_id, "erased meanwhile, by another", False))
+        report.skipped.append(RetireIssue(session_id, ERASED, False))
         return True
     except CorruptSessionError as exc:
         why = f"its stored data does not read back ({exc}); not erased"
-        report.skipped.append(RetireIssue(session_id, why, True))
-        return False
-    if isinstance(checked, str):
-        report.skipped.append(RetireIssue(session_id, f"{checked}; not trusted, not erased", True))
-        return False
-    try:
-        # The erase takes the titles too: only once the archive holds them.
-        differs = await _titles_differ(store, root, session_id)
-    except SessionNotFoundError:
-        report.skipped.append(RetireIssue(session_id, "erased meanwhile, by another", False))
-        return True
-    if differs is not None:
-        report.skipped.append(RetireIssue(session_id, f"{differs}; not erased", True))
-        return False
-    digest, size = checked
-    try:
-        # Only the bytes the archive holds: an entry appended since refuses it.
-        await store.erase(session_id, reason=reason, digest=digest)
-    except SessionNotFoundError:
-        report.skipped.append(RetireIssue(session_id, "erased meanwhile, by another", False))
-        return True
     except SessionConflictError as exc:
-        report.skipped.append(RetireIssue(session_id, f"the store kept it: {exc}", True))
-        return False
+        why = f"the store kept it: {exc}"
+    if why is not None:
+        report.skipped.append(RetireIssue(session_id, why, True))
+    return why is None
+
+
+async def _erase_checked(
+    store: SessionStore, root: Path, path: Path, session_id: str, reason: str, report: RetireReport
+) -> str | None:
+    """Erase the session once the archive's copy and titles are found equal
+    to the store's; None when erased, else why not (a fault)."""
+    checked = await _compared(root, path, store.raw_blocks(session_id), "copy")
+    if isinstance(checked, str):
+        return f"{checked}; not trusted, not erased"
+    # The erase takes the titles too: only once the archive holds them.
+    titles = record_lines(await store.titles(session_id))
+    differs = await _compared(root, root / TITLES / path.name, titles, "titles")
+    if isinstance(differs, str):
+        return f"{differs}; not erased"
+    digest, size = checked
+    # Only the bytes the archive holds: an entry appended since refuses it.
+    await store.erase(session_id, reason=reason, digest=digest)
     report.retired.append(session_id)
     report.bytes += size
-    return True
+    return None

@@ -4,7 +4,6 @@ where an OS error is named, how journals are walked and appended."""
 from __future__ import annotations
 
 import errno
-import io
 import os
 import tracemalloc
 from pathlib import Path
@@ -198,13 +197,6 @@ async def test_an_os_error_reading_names_the_archive_file(
     )
     if where == "open":
         monkeypatch.setattr(importing, "open_inside", no_name)
-    elif kind == "session":
-
-        class Failing(io.RawIOBase):
-            def read(self, size: int = -1) -> bytes:
-                raise OSError(errno.EIO, os.strerror(errno.EIO))
-
-        monkeypatch.setattr(os, "fdopen", lambda fd, mode: Failing())
     else:
         real_read = os.read
 
