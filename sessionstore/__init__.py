@@ -28,6 +28,7 @@ from sessionstore.context import (
 from sessionstore.effects import NOT_DONE, EffectLog, EffectState, args_digest
 from sessionstore.errors import (
     ArchiveError,
+    CapabilityError,
     ClosedError,
     ConfigurationError,
     CorruptSessionError,
@@ -69,7 +70,15 @@ from sessionstore.models import (
     TitleChange,
     Written,
 )
-from sessionstore.store import EntrySlice, SearchHit, SessionJournal, SessionStore, SessionSummary
+from sessionstore.store import (
+    Capability,
+    CoreStore,
+    EntrySlice,
+    SearchHit,
+    SessionJournal,
+    SessionStore,
+    SessionSummary,
+)
 from sessionstore.timestamps import Timestamp
 from sessionstore.wire import (
     MAX_DEPTH,
@@ -131,10 +140,13 @@ __all__ = [
     "ArchiveError",
     "ArchiveIssue",
     "ArchiveReport",
+    "Capability",
+    "CapabilityError",
     "ClosedError",
     "CommentWrite",
     "CompactionEntry",
     "ConfigurationError",
+    "CoreStore",
     "CorruptSessionError",
     "DuplicateSessionError",
     "Effect",

@@ -12,6 +12,7 @@ Leaves also derive from the builtin a caller would reach for first, so
      ├── EntryNotFoundError        (also LookupError)  no entry with that id in the session
      ├── DuplicateSessionError                         a session with that id exists
      ├── SessionConflictError                          a session or head is not as a write expects
+     ├── CapabilityError           (also NotImplementedError)  a capability the store lacks
      ├── CorruptSessionError                           stored data does not decode
      ├── InvalidCursorError        (also ValueError)   a paging cursor is not one given
      ├── ConfigurationError        (also ValueError)   a target or option is not valid
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from enum import Enum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ArchiveError",
+    "CapabilityError",
     "ClosedError",
     "ConfigurationError",
     "CorruptSessionError",
@@ -202,6 +205,27 @@ class SessionConflictError(SessionStoreError):
         wanted = "never set" if expected is None else f"to name {expected!r}"
         reason = f"{found}, but the {by} expected it {wanted}; nothing was written"
         return cls(name, reason, "head", expected=expected, actual=actual)
+
+
+class CapabilityError(SessionStoreError, NotImplementedError):
+    """An operation of a capability the store does not declare
+    (`sessionstore.store.Capability`, `SessionStore.capabilities`); nothing
+    was read or written.
+
+    Attributes:
+        backend: the store's class name.
+        capability: the `Capability` it lacks.
+        operation: the operation called.
+    """
+
+    def __init__(self, backend: str, capability: Enum, operation: str) -> None:
+        super().__init__(
+            f"{backend} does not declare the capability {capability.value!r},"
+            f" so it has no {operation}"
+        )
+        self.backend = backend
+        self.capability = capability
+        self.operation = operation
 
 
 class CorruptSessionError(SessionStoreError):

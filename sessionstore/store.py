@@ -1,14 +1,20 @@
 """The store contract: what every backend does, stated once (SPEC section 4).
 
-Backends (`MemoryStore`, `JsonlStore`, and the SQL store) implement
-`SessionStore` and are proven by one contract suite,
-`sessionstore.testing.SessionStoreContract`. Their own docstrings say only
-what differs: where data lives and what survives a crash.
+`CoreStore` is what every backend does; each `Capability` a backend
+declares adds the operations of one protocol (`BranchingStore`,
+`TitledStore`, `BrowsableStore`, `ErasingStore`), and `SessionStore` is a
+store with all of them, as every shipped backend (`MemoryStore`,
+`JsonlStore`, the SQL store) is. One contract suite,
+`sessionstore.testing.SessionStoreContract`, proves a backend against the
+core and what it declares. The backends' own docstrings, `StoreBase`'s and
+the blocking facade's say only what differs: where data lives and what
+survives a crash.
 """
 
 from __future__ import annotations
 
 import builtins
+import enum
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from types import EllipsisType, TracebackType
@@ -29,13 +35,58 @@ from sessionstore.models import (
 )
 from sessionstore.pairing import PairingDialect
 
-__all__ = ["EntrySlice", "Order", "SearchHit", "SessionJournal", "SessionStore", "SessionSummary"]
+__all__ = [
+    "BranchingStore",
+    "BrowsableStore",
+    "Capability",
+    "CoreStore",
+    "EntrySlice",
+    "ErasingStore",
+    "Order",
+    "SearchHit",
+    "SessionJournal",
+    "SessionStore",
+    "SessionSummary",
+    "TitledStore",
+]
 
 _T = TypeVar("_T")
 
 
 Order = Literal["last_activity", "created"]
 """How `SessionStore.summaries` orders sessions, newest first."""
+
+
+class Capability(enum.Enum):
+    """What a store does beyond the core (`CoreStore`), declared by its class.
+
+    Each is the operations of one protocol; `operations` names them. The
+    core holds conditional appends (``expect_last``), compaction, search
+    (a backend without an index of its own searches by reading every
+    message), the journals with their keyed lines and effects, and the
+    archive's import. Sealing (`sessionstore.encryption`) is how a JSONL or
+    SQL store is opened, not a capability: a sealed store declares what the
+    plain one does.
+    """
+
+    BRANCHES = "branches"
+    """`BranchingStore`: `fork`, `set_head`, `head`, `head_history`,
+    `heads`, `import_head`, and `append_many`'s ``expect_head``."""
+
+    TITLES = "titles"
+    """`TitledStore`: `set_title`, `titles`, `import_titles`."""
+
+    SUMMARIES = "summaries"
+    """`BrowsableStore`: `summaries`."""
+
+    ERASURE = "erasure"
+    """`ErasingStore`: `erase`, `erasures`."""
+
+    @property
+    def operations(self) -> tuple[str, ...]:
+        """The names of the store operations this capability holds."""
+        protocol = _PROTOCOLS[self]
+        return tuple(name for name in vars(protocol) if not name.startswith("_"))
 
 
 @dataclass(frozen=True)
@@ -310,8 +361,8 @@ class SessionJournal(Protocol):
 
 
 @runtime_checkable
-class SessionStore(Protocol):
-    """An append-only store of sessions.
+class CoreStore(Protocol):
+    """An append-only store of sessions: the core every backend implements.
 
     A session is a `SessionMeta` header and a log of entries. No operation
     deletes or rewrites an entry or a header; a compaction is a new entry
@@ -336,7 +387,19 @@ class SessionStore(Protocol):
     "reached the storage" goes (process crash or power loss).
 
     Stores are async context managers: ``async with store: ...`` closes it.
+
+    Beyond this core, a store does what its `capabilities` declare: the
+    operations of `BranchingStore`, `TitledStore`, `BrowsableStore` and
+    `ErasingStore`, one `Capability` each. Called on a store that does not
+    declare its capability, such an operation raises `CapabilityError`
+    (naming the store's class and the capability) before anything else is
+    checked, read or written.
     """
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """What this store does beyond the core, as its class declares it."""
+        ...
 
     async def create(self, meta: SessionMeta) -> str:
         """Create a session from its header.
@@ -405,7 +468,8 @@ class SessionStore(Protocol):
         Entry ids are compared, so the check assumes ids that are not
         reused within a session (as `MessageEntry.new` makes them).
 
-        With ``expect_head``, the name of a head (`set_head`), the entries
+        With ``expect_head``, the name of a head (`BranchingStore.set_head`,
+        `Capability.BRANCHES`), the entries
         are stored only if that head names this session now: an append
         that lands on a conversation's current session and never on one a
         concurrent move has just left, checked in the same step.
@@ -574,7 +638,161 @@ class SessionStore(Protocol):
         """
         ...
 
-    # -------------------------------------------------- branches
+    async def search(
+        self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
+    ) -> builtins.list[SearchHit]:
+        """Find the messages that say every word of ``text``, best match first.
+
+        Words are runs of letters and digits, matched whole and ignoring
+        case (``"Fix the BUG"`` finds "the bug was fixed", not "debugging");
+        a message's text is `Message.text()`. Text without a word finds
+        nothing. A message a fork shares with its source is a hit in each
+        session holding it. SQL backends answer from an index of the same
+        words (SQLite: a table of them, filled every 256 entries, the
+        newest entries read as they are; PostgreSQL: a ``tsvector`` per
+        message with a GIN index, written with each append); JSONL and
+        memory read every message.
+
+        Ranking differs between backends; which messages match does not.
+
+        Args:
+            text: the words to find.
+            owner: only in the sessions whose header names this owner.
+            limit: how many hits at most (1 or more).
+            after: a `SearchHit.cursor` from the same ``text`` and ``owner``.
+
+        Raises:
+            InvalidCursorError: ``after`` is not a cursor of this search.
+            ConfigurationError: ``text`` or ``owner`` is not a string, or a
+                ``limit`` below 1.
+        """
+        ...
+
+    async def integrity(self) -> builtins.list[str]:
+        """Faults of the storage itself, beyond what `load` decodes.
+
+        On SQL: the database's own integrity and foreign-key checks, gaps in
+        ``seq``, and the first row of each session that no longer matches
+        its chain of digests. On JSONL: every file `list` cannot list (an
+        empty file, a torn or invalid header, something not a regular file
+        under a session's name). Empty when sound, and always for backends
+        whose layout cannot hold such faults.
+        """
+        ...
+
+    def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+        """A session's stored lines, verbatim and without newlines, streamed.
+
+        The header line first, then each entry's line in append order, as
+        the session's file holds them: byte for byte what was stored (the
+        canonical form for records made through this API, the exact text
+        for imported ones, ``\r`` included). Memory stays bounded however
+        long the session; entries appended meanwhile may be left out.
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as for `load`.
+        """
+        ...
+
+    def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
+        """`raw_lines` as the bytes of the session's file, in blocks.
+
+        Each block holds whole lines, each ending in ``\n``; together they
+        are the file. What export writes: a backend gives them without
+        handling each line (a page of rows joined, a read of its file).
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as for `load`.
+        """
+        ...
+
+    async def import_session(
+        self, header: str, entries: AsyncIterable[str], *, after: int | None = None
+    ) -> int:
+        """Store a session's lines verbatim, all or none: the archive's import.
+
+        Every line is checked as the wire decoders check it, but entries the
+        API would refuse today (a streaming message written elsewhere) are
+        kept: an archive is history. ``entries`` is consumed as it is
+        stored, so an import streams.
+
+        Args:
+            header: the header line; its id names the session.
+            entries: the entry lines, without newlines.
+            after: None to create the session; otherwise the number of
+                entries the session holds now, under this same header line:
+                the lines are appended after them.
+
+        Returns:
+            The number of entries stored.
+
+        Raises:
+            InvalidRecordError: a line does not decode (or holds a newline),
+                or the header names the session as its own ``parent_session``.
+            InvalidSessionIdError: the header's id breaks the rule.
+            DuplicateSessionError: ``after`` is None and the session exists.
+            SessionNotFoundError: ``after`` is given and it does not.
+            SessionConflictError: the stored header or count is not as given.
+        """
+        ...
+
+    def journal(
+        self, name: str, *, durability: Literal["full", "store"] = "full"
+    ) -> SessionJournal:
+        """The journal called ``name`` (one per agent), kept in this store.
+
+        Args:
+            name: the journal's name.
+            durability: how its appends commit. ``"full"`` (the default,
+                what crash recovery and effects rest on): with a full sync,
+                whatever the store's durability, so an append that returned
+                survives a power loss. ``"store"``: as the store's own writes
+                (its ``durability``: a power loss at ``"full"``, a crash of
+                the process at ``"normal"``), for lines that need no more
+                than the sessions they point to (LangGraph's checkpoints).
+                A clear, a drop and an erase always sync fully.
+
+        Raises:
+            InvalidSessionIdError: ``name`` breaks the session-id rule.
+            ConfigurationError: ``durability`` is neither.
+        """
+        ...
+
+    async def journals(self) -> builtins.list[str]:
+        """The names of the journals that hold any lines, in no particular order."""
+        ...
+
+    def drop_caches(self) -> None:
+        """Forget what this store object keeps in memory between calls.
+
+        Stores keep what spares them reading again (contexts they built,
+        headers they decoded); none of it is data, and every answer stays
+        the same. After this, the next call reads the storage as a new
+        store object would: to time a first call, or to free the memory.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release the store's resources. Closing twice is fine."""
+        ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+
+@runtime_checkable
+class BranchingStore(Protocol):
+    """`Capability.BRANCHES`: forks, and named heads that move between sessions.
+
+    With it, `CoreStore.append_many`'s ``expect_head`` is taken too; without
+    it, an append given one raises `CapabilityError`.
+    """
 
     async def fork(
         self, source_id: str, *, at: str | None = None, meta: SessionMeta | None = None
@@ -678,6 +896,88 @@ class SessionStore(Protocol):
         """The names of every head ever set, in no particular order."""
         ...
 
+    async def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
+        """Record positions of the head ``name`` as given, all or none: the archive's import.
+
+        Each move is kept verbatim, its ``at`` included (where `set_head`
+        stamps now): history carried over from another store. The moves
+        become the head's newest positions, in their order. A move may name
+        a session this store does not hold (one erased or retired since):
+        it is kept as the head had it.
+
+        Args:
+            name: the head.
+            moves: the positions to record, oldest first.
+            after: how many positions the head holds now (0 when it was
+                never set): the moves are recorded after them.
+
+        Returns:
+            The number of positions recorded.
+
+        Raises:
+            InvalidSessionIdError: ``name``, or a move's session id, breaks
+                the session-id rule.
+            InvalidRecordError: a move is not a `HeadMove`.
+            SessionConflictError: the head holds another number of positions
+                than ``after``; nothing recorded.
+        """
+        ...
+
+
+@runtime_checkable
+class TitledStore(Protocol):
+    """`Capability.TITLES`: titles given to sessions after their creation.
+
+    A fork of a titled source gets the source's title as a change of its
+    own only where the store has both `Capability.BRANCHES` and this.
+    """
+
+    async def set_title(self, session_id: str, title: str | None) -> TitleChange:
+        """Give a session a title now (None: back to its header's title).
+
+        The header never changes: the title is recorded beside the log, a
+        new `TitleChange` each time (the archive carries them; the
+        reference implementation never reads them), and the last one is
+        the session's title in `summaries`. Erasing the session erases them.
+
+        Raises:
+            SessionNotFoundError: no such session; nothing recorded.
+            InvalidRecordError: ``title`` is neither a string nor None.
+        """
+        ...
+
+    async def titles(self, session_id: str) -> builtins.list[TitleChange]:
+        """Every title the session was given after its creation, oldest first.
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        ...
+
+    async def import_titles(
+        self, session_id: str, changes: Sequence[TitleChange], *, after: int = 0
+    ) -> int:
+        """Record title changes verbatim (time included): for the archive.
+
+        ``after`` is how many of the session's changes the caller knows are
+        stored already (an archive's import counts them); only when the
+        store holds exactly that many are ``changes`` appended, so an
+        import run twice records them once.
+
+        Returns:
+            How many were recorded (0 when the store already had more).
+
+        Raises:
+            SessionNotFoundError: no such session.
+            InvalidRecordError: a change names another session.
+        """
+        ...
+
+
+@runtime_checkable
+class BrowsableStore(Protocol):
+    """`Capability.SUMMARIES`: paged listings of sessions at a glance."""
+
     async def summaries(
         self,
         *,
@@ -722,90 +1022,14 @@ class SessionStore(Protocol):
         """
         ...
 
-    async def set_title(self, session_id: str, title: str | None) -> TitleChange:
-        """Give a session a title now (None: back to its header's title).
 
-        The header never changes: the title is recorded beside the log, a
-        new `TitleChange` each time (the archive carries them; the
-        reference implementation never reads them), and the last one is
-        the session's title in `summaries`. Erasing the session erases them.
+@runtime_checkable
+class ErasingStore(Protocol):
+    """`Capability.ERASURE`: sessions removed whole, each leaving a record.
 
-        Raises:
-            SessionNotFoundError: no such session; nothing recorded.
-            InvalidRecordError: ``title`` is neither a string nor None.
-        """
-        ...
-
-    async def titles(self, session_id: str) -> builtins.list[TitleChange]:
-        """Every title the session was given after its creation, oldest first.
-
-        Raises:
-            SessionNotFoundError: no such session.
-        """
-        ...
-
-    async def import_titles(
-        self, session_id: str, changes: Sequence[TitleChange], *, after: int = 0
-    ) -> int:
-        """Record title changes verbatim (time included): for the archive.
-
-        ``after`` is how many of the session's changes the caller knows are
-        stored already (an archive's import counts them); only when the
-        store holds exactly that many are ``changes`` appended, so an
-        import run twice records them once.
-
-        Returns:
-            How many were recorded (0 when the store already had more).
-
-        Raises:
-            SessionNotFoundError: no such session.
-            InvalidRecordError: a change names another session.
-        """
-        ...
-
-    async def search(
-        self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
-    ) -> builtins.list[SearchHit]:
-        """Find the messages that say every word of ``text``, best match first.
-
-        Words are runs of letters and digits, matched whole and ignoring
-        case (``"Fix the BUG"`` finds "the bug was fixed", not "debugging");
-        a message's text is `Message.text()`. Text without a word finds
-        nothing. A message a fork shares with its source is a hit in each
-        session holding it. SQL backends answer from an index of the same
-        words (SQLite: a table of them, filled every 256 entries, the
-        newest entries read as they are; PostgreSQL: a ``tsvector`` per
-        message with a GIN index, written with each append); JSONL and
-        memory read every message.
-
-        Ranking differs between backends; which messages match does not.
-
-        Args:
-            text: the words to find.
-            owner: only in the sessions whose header names this owner.
-            limit: how many hits at most (1 or more).
-            after: a `SearchHit.cursor` from the same ``text`` and ``owner``.
-
-        Raises:
-            InvalidCursorError: ``after`` is not a cursor of this search.
-            ConfigurationError: ``text`` or ``owner`` is not a string, or a
-                ``limit`` below 1.
-        """
-        ...
-
-    async def integrity(self) -> builtins.list[str]:
-        """Faults of the storage itself, beyond what `load` decodes.
-
-        On SQL: the database's own integrity and foreign-key checks, gaps in
-        ``seq``, and the first row of each session that no longer matches
-        its chain of digests. On JSONL: every file `list` cannot list (an
-        empty file, a torn or invalid header, something not a regular file
-        under a session's name). Empty when sound, and always for backends
-        whose layout cannot hold such faults.
-        """
-        ...
-
-    # -------------------------------------------------- lifecycle
+    A journal's own `SessionJournal.drop` and `SessionJournal.erase` are
+    the journal's, core; `erasures` lists their records too.
+    """
 
     async def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
         """Remove a whole session, and leave a record that it was removed.
@@ -845,136 +1069,21 @@ class SessionStore(Protocol):
         """Every erasure record, oldest first (sessions and journals)."""
         ...
 
-    # -------------------------------------------------- for tools (archive)
 
-    def raw_lines(self, session_id: str) -> AsyncIterator[str]:
-        """A session's stored lines, verbatim and without newlines, streamed.
+@runtime_checkable
+class SessionStore(CoreStore, BranchingStore, TitledStore, BrowsableStore, ErasingStore, Protocol):
+    """A store with every capability: what every shipped backend is
+    (`MemoryStore`, `JsonlStore`, `SqlStore`, sealed or not), and what the
+    archive, the command line and the adapters use.
 
-        The header line first, then each entry's line in append order, as
-        the session's file holds them: byte for byte what was stored (the
-        canonical form for records made through this API, the exact text
-        for imported ones, ``\r`` included). Memory stays bounded however
-        long the session; entries appended meanwhile may be left out.
+    Code that needs only the core takes a `CoreStore`.
+    """
 
-        Raises:
-            SessionNotFoundError, CorruptSessionError: as for `load`.
-        """
-        ...
 
-    def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
-        """`raw_lines` as the bytes of the session's file, in blocks.
-
-        Each block holds whole lines, each ending in ``\n``; together they
-        are the file. What export writes: a backend gives them without
-        handling each line (a page of rows joined, a read of its file).
-
-        Raises:
-            SessionNotFoundError, CorruptSessionError: as for `load`.
-        """
-        ...
-
-    async def import_session(
-        self, header: str, entries: AsyncIterable[str], *, after: int | None = None
-    ) -> int:
-        """Store a session's lines verbatim, all or none: the archive's import.
-
-        Every line is checked as the wire decoders check it, but entries the
-        API would refuse today (a streaming message written elsewhere) are
-        kept: an archive is history. ``entries`` is consumed as it is
-        stored, so an import streams.
-
-        Args:
-            header: the header line; its id names the session.
-            entries: the entry lines, without newlines.
-            after: None to create the session; otherwise the number of
-                entries the session holds now, under this same header line:
-                the lines are appended after them.
-
-        Returns:
-            The number of entries stored.
-
-        Raises:
-            InvalidRecordError: a line does not decode (or holds a newline),
-                or the header names the session as its own ``parent_session``.
-            InvalidSessionIdError: the header's id breaks the rule.
-            DuplicateSessionError: ``after`` is None and the session exists.
-            SessionNotFoundError: ``after`` is given and it does not.
-            SessionConflictError: the stored header or count is not as given.
-        """
-        ...
-
-    async def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
-        """Record positions of the head ``name`` as given, all or none: the archive's import.
-
-        Each move is kept verbatim, its ``at`` included (where `set_head`
-        stamps now): history carried over from another store. The moves
-        become the head's newest positions, in their order. A move may name
-        a session this store does not hold (one erased or retired since):
-        it is kept as the head had it.
-
-        Args:
-            name: the head.
-            moves: the positions to record, oldest first.
-            after: how many positions the head holds now (0 when it was
-                never set): the moves are recorded after them.
-
-        Returns:
-            The number of positions recorded.
-
-        Raises:
-            InvalidSessionIdError: ``name``, or a move's session id, breaks
-                the session-id rule.
-            InvalidRecordError: a move is not a `HeadMove`.
-            SessionConflictError: the head holds another number of positions
-                than ``after``; nothing recorded.
-        """
-        ...
-
-    def journal(
-        self, name: str, *, durability: Literal["full", "store"] = "full"
-    ) -> SessionJournal:
-        """The journal called ``name`` (one per agent), kept in this store.
-
-        Args:
-            name: the journal's name.
-            durability: how its appends commit. ``"full"`` (the default,
-                what crash recovery and effects rest on): with a full sync,
-                whatever the store's durability, so an append that returned
-                survives a power loss. ``"store"``: as the store's own writes
-                (its ``durability``: a power loss at ``"full"``, a crash of
-                the process at ``"normal"``), for lines that need no more
-                than the sessions they point to (LangGraph's checkpoints).
-                A clear, a drop and an erase always sync fully.
-
-        Raises:
-            InvalidSessionIdError: ``name`` breaks the session-id rule.
-            ConfigurationError: ``durability`` is neither.
-        """
-        ...
-
-    async def journals(self) -> builtins.list[str]:
-        """The names of the journals that hold any lines, in no particular order."""
-        ...
-
-    def drop_caches(self) -> None:
-        """Forget what this store object keeps in memory between calls.
-
-        Stores keep what spares them reading again (contexts they built,
-        headers they decoded); none of it is data, and every answer stays
-        the same. After this, the next call reads the storage as a new
-        store object would: to time a first call, or to free the memory.
-        """
-        ...
-
-    async def close(self) -> None:
-        """Release the store's resources. Closing twice is fine."""
-        ...
-
-    async def __aenter__(self) -> Self: ...
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None: ...
+_PROTOCOLS: dict[Capability, type] = {
+    Capability.BRANCHES: BranchingStore,
+    Capability.TITLES: TitledStore,
+    Capability.SUMMARIES: BrowsableStore,
+    Capability.ERASURE: ErasingStore,
+}
+"""The protocol of each capability."""

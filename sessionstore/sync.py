@@ -63,6 +63,7 @@ from sessionstore.models import (
 )
 from sessionstore.pairing import PairingDialect
 from sessionstore.store import (
+    Capability,
     EntrySlice,
     Order,
     SearchHit,
@@ -210,6 +211,11 @@ class SyncStore:
     def store(self) -> SessionStore:
         """The async store underneath (to be awaited only on this object's loop)."""
         return self._store
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """The async store's `SessionStore.capabilities`."""
+        return self._store.capabilities
 
     def run(self, call: Callable[[SessionStore], Awaitable[_T]]) -> _T:
         """Await ``call(store)`` on this object's loop, ``store`` being the async

@@ -1,15 +1,18 @@
 """What a backend is built from: the abstract bases, and the helpers they share.
 
-A store backend subclasses `StoreBase` and implements its abstract methods
-(`create`, `append_many`, `load`, `list`, `raw_lines`, `import_session`,
-`_fork`, `_set_head`, `_head_history`, `heads`, `_import_head`, `journal`,
-`journals`, and `close` when it holds resources). Everything
-else in the `SessionStore` protocol comes from here, built on those, so the
-contract's rules are applied the same way everywhere; a backend overrides
-a derived method where its storage can do better (`_built_context`, the
-one read behind `load_context`, `load_context_with_ids` and `compact`,
-where it can build a context without loading the whole session). A journal backend
-subclasses `JournalBase` likewise.
+A store backend subclasses `StoreBase` and implements its core hooks, the
+abstract methods (`create`, `append_many`, `load`, `list`, `raw_lines`,
+`import_session`, `journal`, `journals`, and `close` when it holds
+resources). Each `Capability` it lists in `StoreBase.capabilities` needs
+the hooks `CAPABILITY_HOOKS` names, checked when the class is defined; an
+operation of a capability it does not list raises `CapabilityError`.
+Everything else in the `SessionStore` protocol comes from here, built on
+those, so the contract's rules (stated in `sessionstore.store`, and only
+there) are applied the same way everywhere; a backend overrides a derived
+method where its storage can do better (`_built_context`, the one read
+behind `load_context`, `load_context_with_ids` and `compact`; `_search`,
+with an index). A journal backend subclasses `JournalBase`
+(`sessionstore.backends.journal_base`) likewise.
 
 Beside them, what every backend shares: the checks of a store's arguments
 (`sessionstore.backends.checks`), and records to stored lines and back
@@ -30,17 +33,17 @@ from collections.abc import (
     AsyncIterable,
     AsyncIterator,
     Callable,
-    Iterator,
     Sequence,
 )
 from types import EllipsisType, TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 from sessionstore.backends.checks import (
     COUNT_MAX,
     JournalDurability,
     check_after,
     check_expect_last,
+    check_expectations,
     check_limit,
     check_owner,
     check_reason,
@@ -50,27 +53,19 @@ from sessionstore.backends.checks import (
 from sessionstore.backends.compaction import arrived_since, check_compaction, compaction_of
 from sessionstore.backends.contexts import BuiltContext, built_from
 from sessionstore.backends.cursors import Cursor, listing_kind
-from sessionstore.backends.keyed import (
-    Keyed,
-    Scanned,
-    check_keys,
-    check_scan,
-    gathered,
-    scanned,
-)
+from sessionstore.backends.journal_base import JournalBase
 from sessionstore.backends.records import (
     current_title,
     decode_stored_entry,
     decode_stored_meta,
     encoded,
     header_line,
-    journal_line,
     lines_block,
 )
 from sessionstore.backends.words import matches, message_words, score, snippet, words
 from sessionstore.context import repair_pairing
-from sessionstore.effects import EffectLog
 from sessionstore.errors import (
+    CapabilityError,
     ClosedError,
     ConfigurationError,
     CorruptSessionError,
@@ -81,26 +76,31 @@ from sessionstore.errors import (
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.journal import Journal
 from sessionstore.models import (
     CompactionEntry,
     Erasure,
     HeadMove,
-    JournalLine,
     Message,
     MessageEntry,
     SessionEntry,
-    SessionHeader,
     SessionMeta,
     TitleChange,
 )
 from sessionstore.pairing import PairingDialect, rules
-from sessionstore.store import EntrySlice, Order, SearchHit, SessionJournal, SessionSummary
+from sessionstore.store import (
+    Capability,
+    EntrySlice,
+    Order,
+    SearchHit,
+    SessionJournal,
+    SessionSummary,
+)
 
 _T = TypeVar("_T")
 
 __all__ = [
     "BLOCK",
+    "CAPABILITY_HOOKS",
     "COMPACT_ATTEMPTS",
     "JournalBase",
     "StoreBase",
@@ -114,12 +114,39 @@ BLOCK = 1 << 20
 """Bytes in a block of `StoreBase.raw_blocks`, about."""
 
 
+CAPABILITY_HOOKS: dict[Capability, tuple[str, ...]] = {
+    Capability.BRANCHES: ("_fork", "_set_head", "_head_history", "heads", "_import_head"),
+    Capability.TITLES: ("_set_title", "_titles", "_import_titles"),
+    Capability.SUMMARIES: ("_summaries",),
+    Capability.ERASURE: ("_erase", "erasures"),
+}
+"""The methods a backend implements for each capability it declares."""
+
+
 class StoreBase(abc.ABC):
     """The shared behaviour of store backends; see `SessionStore` for the contract."""
 
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    """The capabilities the backend declares: none but the core here."""
+
     _closed: bool = False
 
-    # ------------------------------------------------ what a backend implements
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a class that declares a capability without its hooks."""
+        super().__init_subclass__(**kwargs)
+        for capability in cls.capabilities:
+            missing = [
+                hook
+                for hook in CAPABILITY_HOOKS[capability]
+                if getattr(cls, hook) is getattr(StoreBase, hook)
+            ]
+            if missing:
+                raise TypeError(
+                    f"{cls.__name__} declares {capability} without implementing"
+                    f" {', '.join(missing)}"
+                )
+
+    # ------------------------------------------------ the core a backend implements
 
     @abc.abstractmethod
     async def create(self, meta: SessionMeta) -> str:
@@ -159,12 +186,21 @@ class StoreBase(abc.ABC):
         """Store lines verbatim, all or none; see `SessionStore.import_session`."""
 
     @abc.abstractmethod
+    def journal(self, name: str, *, durability: JournalDurability = "full") -> SessionJournal:
+        """A journal kept in this store; see `SessionStore.journal`."""
+
+    @abc.abstractmethod
+    async def journals(self) -> builtins.list[str]:
+        """The journals holding lines; see `SessionStore.journals`."""
+
+    # ------------------------------------------------ the hooks of each capability
+
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
         """Create the fork ``meta`` (its stored line ``header``, checked) of
         ``source_id`` up to the first entry ``at`` (None: all), all or nothing;
         see `SessionStore.fork`."""
+        raise self._lacking(Capability.BRANCHES, "fork")
 
-    @abc.abstractmethod
     async def _set_head(
         self,
         name: str,
@@ -177,61 +213,54 @@ class StoreBase(abc.ABC):
         ``expect_last``, the session ``expect`` names ends there
         (`check_last`), all checked (that session before the head) and
         recorded at once; see `SessionStore.set_head`."""
+        raise self._lacking(Capability.BRANCHES, "set_head")
 
-    @abc.abstractmethod
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
         """Every position of the head ``name`` (checked), oldest first."""
+        raise self._lacking(Capability.BRANCHES, "head_history")
 
-    @abc.abstractmethod
     async def heads(self) -> builtins.list[str]:
         """Every head's name; see `SessionStore.heads`."""
+        raise self._lacking(Capability.BRANCHES, "heads")
 
-    @abc.abstractmethod
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
         """Record ``moves`` (checked) after the first ``after`` positions of the
         head ``name``, once every move's session is found and the head holds
         ``after`` positions, all or nothing; see `SessionStore.import_head`."""
+        raise self._lacking(Capability.BRANCHES, "import_head")
 
-    @abc.abstractmethod
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
         """Remove the session (its id and reason checked) and record it, all
         or nothing, if its bytes still have ``digest`` (when given: compare
         with `check_unchanged`); see `SessionStore.erase`."""
+        raise self._lacking(Capability.ERASURE, "erase")
 
-    @abc.abstractmethod
     async def erasures(self) -> builtins.list[Erasure]:
         """Every erasure record, oldest first; see `SessionStore.erasures`."""
+        raise self._lacking(Capability.ERASURE, "erasures")
 
-    @abc.abstractmethod
     async def _summaries(
         self, owner: str | None, order: Order, limit: int | None, after: str | None, kind: str
     ) -> builtins.list[SessionSummary]:
         """A page of summaries (arguments checked; ``kind`` the `listing_kind`
         an ``after`` cursor must carry); see `SessionStore.summaries`."""
+        raise self._lacking(Capability.SUMMARIES, "summaries")
 
-    @abc.abstractmethod
     async def _set_title(self, session_id: str, change: TitleChange) -> None:
         """Record ``change`` if the session exists (checked and recorded at
         once); see `SessionStore.set_title`."""
+        raise self._lacking(Capability.TITLES, "set_title")
 
-    @abc.abstractmethod
     async def _titles(self, session_id: str) -> builtins.list[TitleChange]:
         """Every title change of an existing session, oldest first."""
+        raise self._lacking(Capability.TITLES, "titles")
 
-    @abc.abstractmethod
     async def _import_titles(
         self, session_id: str, changes: builtins.list[TitleChange], after: int
     ) -> int:
         """Append ``changes`` (checked) when the session holds exactly
         ``after`` changes; see `SessionStore.import_titles`."""
-
-    @abc.abstractmethod
-    def journal(self, name: str, *, durability: JournalDurability = "full") -> SessionJournal:
-        """A journal kept in this store; see `SessionStore.journal`."""
-
-    @abc.abstractmethod
-    async def journals(self) -> builtins.list[str]:
-        """The journals holding lines; see `SessionStore.journals`."""
+        raise self._lacking(Capability.TITLES, "import_titles")
 
     # ------------------------------------------------ derived from those
 
@@ -252,11 +281,13 @@ class StoreBase(abc.ABC):
         self, source_id: str, *, at: str | None = None, meta: SessionMeta | None = None
     ) -> SessionMeta:
         """Branch a session; see `SessionStore.fork`."""
+        self._require(Capability.BRANCHES, "fork")
         self._check(source_id)
         title = None  # the source's current title, given to the fork as a change of its own
         if meta is None:
             source = await self._meta(source_id)
-            title = current_title(source, await self._titles(source_id))
+            if Capability.TITLES in self.capabilities:
+                title = current_title(source, await self._titles(source_id))
             # A header is the session's own: the source's title is the
             # source's record, not the fork's header.
             meta = SessionMeta.new(
@@ -286,6 +317,7 @@ class StoreBase(abc.ABC):
 
     async def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
         """Remove a whole session, recorded; see `SessionStore.erase`."""
+        self._require(Capability.ERASURE, "erase")
         check_reason(reason, session_id=session_id)
         if digest is not None and (
             not isinstance(digest, str) or re.fullmatch(r"[0-9a-fA-F]{64}", digest) is None
@@ -305,6 +337,7 @@ class StoreBase(abc.ABC):
         expect_last: str | None = None,
     ) -> HeadMove:
         """Move a named head; see `SessionStore.set_head`."""
+        self._require(Capability.BRANCHES, "set_head")
         validate_session_id(name)
         self._check(session_id)
         if isinstance(expect, str):
@@ -322,6 +355,7 @@ class StoreBase(abc.ABC):
 
     async def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
         """Record a head's positions verbatim; see `SessionStore.import_head`."""
+        self._require(Capability.BRANCHES, "import_head")
         validate_session_id(name)
         checked = builtins.list(moves)
         for number, move in enumerate(checked, 1):
@@ -335,11 +369,13 @@ class StoreBase(abc.ABC):
 
     async def head(self, name: str) -> str | None:
         """Where a head stands; see `SessionStore.head`."""
+        self._require(Capability.BRANCHES, "head")
         history = await self.head_history(name)
         return history[-1].session_id if history else None
 
     async def head_history(self, name: str) -> builtins.list[HeadMove]:
         """Every position of a head; see `SessionStore.head_history`."""
+        self._require(Capability.BRANCHES, "head_history")
         validate_session_id(name)
         self._check_open(name)
         return await self._head_history(name)
@@ -353,6 +389,7 @@ class StoreBase(abc.ABC):
         after: str | None = None,
     ) -> builtins.list[SessionSummary]:
         """A page of sessions at a glance; see `SessionStore.summaries`."""
+        self._require(Capability.SUMMARIES, "summaries")
         if order not in ("last_activity", "created"):
             raise ConfigurationError(f"order must be 'last_activity' or 'created', not {order!r}")
         check_limit(limit, allow_none=True)
@@ -398,6 +435,7 @@ class StoreBase(abc.ABC):
 
     async def set_title(self, session_id: str, title: str | None) -> TitleChange:
         """Retitle a session; see `SessionStore.set_title`."""
+        self._require(Capability.TITLES, "set_title")
         self._check(session_id)
         if title is not None and not isinstance(title, str):
             raise InvalidRecordError(f"a title is a string or None, not {title!r}")
@@ -408,6 +446,7 @@ class StoreBase(abc.ABC):
 
     async def titles(self, session_id: str) -> builtins.list[TitleChange]:
         """Every later title; see `SessionStore.titles`."""
+        self._require(Capability.TITLES, "titles")
         self._check(session_id)
         return await self._titles(session_id)
 
@@ -415,6 +454,7 @@ class StoreBase(abc.ABC):
         self, session_id: str, changes: Sequence[TitleChange], *, after: int = 0
     ) -> int:
         """Record title changes verbatim; see `SessionStore.import_titles`."""
+        self._require(Capability.TITLES, "import_titles")
         self._check(session_id)
         if not isinstance(after, int) or isinstance(after, bool) or after < 0:
             raise ConfigurationError(f"after must be a count (0 or more), not {after!r}")
@@ -694,150 +734,24 @@ class StoreBase(abc.ABC):
         validate_session_id(session_id)
         self._check_open(session_id)
 
+    def _check_expectations(
+        self, expect_last: object, expect_head: object, *, session_id: str
+    ) -> None:
+        """Refuse an append's expectations before anything is read
+        (`check_expectations`), and an ``expect_head`` without
+        `Capability.BRANCHES`."""
+        if expect_head is not None:
+            self._require(Capability.BRANCHES, "append_many's expect_head")
+        check_expectations(expect_last, expect_head, session_id=session_id)
 
-class JournalBase(abc.ABC):
-    """The shared behaviour of journal backends: `read`, `begin` and `append`
-    in terms of `read_bytes`, `clear` and `append_raw`; see `SessionJournal`."""
+    def _require(self, capability: Capability, operation: str) -> None:
+        """Refuse ``operation`` when the store does not declare ``capability``."""
+        if capability not in self.capabilities:
+            raise self._lacking(capability, operation)
 
-    @abc.abstractmethod
-    async def read_bytes(self) -> bytes:
-        """The journal's bytes; see `SessionJournal.read_bytes`."""
-
-    @abc.abstractmethod
-    async def clear(self) -> None:
-        """Forget the journal; see `SessionJournal.clear`."""
-
-    @abc.abstractmethod
-    async def append_raw(self, *lines: bytes) -> None:
-        """Append lines verbatim, all or none; see `SessionJournal.append_raw`."""
-
-    @abc.abstractmethod
-    async def append_unless(
-        self, found: Callable[[Iterator[bytes]], _T | None], *lines: bytes
-    ) -> _T | None:
-        """Append lines verbatim, all or none, unless the journal already
-        says otherwise: ``found`` is given its lines as they stand (since
-        its last clear, without newlines) and its answer, when not None, is
-        returned with nothing appended. Whole: no other append to the
-        journal (from any thread or process) comes between the look and the
-        append. ``found`` may run in a worker thread, under the journal's
-        lock: it only reads what it is given. What conditional writes to a
-        journal (`sessionstore.effects`) rest on."""
-
-    @abc.abstractmethod
-    async def _erase(self, reason: str) -> Erasure | None:
-        """Remove the journal whole and record it (reason checked); see
-        `SessionJournal.erase`."""
-
-    @abc.abstractmethod
-    async def _drop(self, keys: builtins.list[str], reason: str) -> Erasure | None:
-        """Remove every line under ``keys`` (checked, each once) and record
-        it, all or nothing (reason checked); see `SessionJournal.drop`."""
-
-    @abc.abstractmethod
-    def _effects_journal(self) -> JournalBase:
-        """The journal this one keeps its effects in (`sessionstore.effects`)."""
-
-    def _effects_place(self) -> tuple[str | None, tuple[str, ...] | None]:
-        """The journal's name, and the ``sessionstore`` options that open its
-        store (None: the command line cannot reach it), for the commands an
-        effect in doubt says to run."""
-        return None, None
-
-    @property
-    def effects(self) -> EffectLog:
-        """This journal's effects; see `SessionJournal.effects`."""
-        name, options = self._effects_place()
-        return EffectLog(self._effects_journal(), name=name, options=options)
-
-    async def erase(self, *, reason: str) -> Erasure | None:
-        """Remove the journal whole, and its effects; see `SessionJournal.erase`."""
-        check_reason(reason)
-        effects = await self._effects_journal()._erase(reason)
-        record = await self._erase(reason)
-        return effects if record is None else record
-
-    async def read(self) -> Journal:
-        """The journal as it stands; see `SessionJournal.read`."""
-        return Journal.parse(await self.read_bytes())
-
-    async def read_blocks(self) -> AsyncIterator[bytes]:
-        """`read_bytes` in pieces whose concatenation it is: one piece here;
-        a backend that can stream overrides it (the archive exports with it)."""
-        yield await self.read_bytes()
-
-    async def begin(self, header: SessionHeader, leftover: Journal) -> None:
-        """Start a session; see `SessionJournal.begin`."""
-        if not isinstance(header, SessionHeader):
-            raise InvalidRecordError(f"expected a SessionHeader, got {type(header).__name__}")
-        if leftover.writes() == 0:
-            await self.clear()
-        await self.append(header)
-
-    async def append(self, line: JournalLine) -> None:
-        """Append one line durably; see `SessionJournal.append`."""
-        await self.append_raw(journal_line(line))
-
-    # ------------------------------------------------ keyed lines
-
-    async def keyed(self, *keys: str) -> Keyed:
-        """The lines under each key; see `SessionJournal.keyed`.
-
-        Here by reading every line (`read_bytes`); a backend with an index
-        overrides `_keyed`.
-        """
-        return await self._keyed(check_keys(keys))
-
-    async def _keyed(self, keys: builtins.list[str]) -> Keyed:
-        """`keyed` of checked keys, each once."""
-        if not keys:
-            return {}
-        return gathered(_split(await self.read_bytes()), keys)
-
-    async def scan(
-        self, prefix: str, *, before: str | None = None, limit: int | None = None
-    ) -> Scanned:
-        """The keys starting with ``prefix``, last first; see `SessionJournal.scan`.
-
-        Here by reading every line; a backend with an index overrides `_scan`.
-        """
-        check_scan(prefix, before, limit)
-        return await self._scan(prefix, before, None if limit is None else min(limit, COUNT_MAX))
-
-    async def _scan(self, prefix: str, before: str | None, limit: int | None) -> Scanned:
-        """`scan` of checked arguments."""
-        return scanned(gathered(_split(await self.read_bytes())), prefix, before, limit)
-
-    async def append_keyed_unless(
-        self,
-        keys: Sequence[str],
-        found: Callable[[Keyed], _T | None],
-        *lines: bytes,
-    ) -> _T | None:
-        """`append_unless` given only the lines under ``keys``; see
-        `SessionJournal.append_keyed_unless`.
-
-        Here by `append_unless` (every line read under the journal's lock);
-        a backend with an index overrides it.
-        """
-        wanted = check_keys(keys)
-        return await self.append_unless(lambda held: found(gathered(held, wanted)), *lines)
-
-    async def drop(self, *keys: str, reason: str) -> Erasure | None:
-        """Remove every line under ``keys``, recorded; see `SessionJournal.drop`."""
-        check_reason(reason)
-        wanted = check_keys(keys)
-        if not wanted:
-            return None
-        return await self._drop(wanted, reason)
-
-
-def _split(data: bytes) -> Iterator[bytes]:
-    """A journal's lines (a torn last one too), without their newlines."""
-    pieces = data.split(b"\n")
-    if pieces and not pieces[-1]:
-        pieces.pop()
-    return iter(pieces)
+    def _lacking(self, capability: Capability, operation: str) -> CapabilityError:
+        """The error of ``operation``, of a ``capability`` this store lacks."""
+        return CapabilityError(type(self).__name__, capability, operation)
 
 
 # ---------------------------------------------------------------- writing

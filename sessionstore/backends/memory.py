@@ -57,7 +57,7 @@ from sessionstore.models import (
     SessionMeta,
     TitleChange,
 )
-from sessionstore.store import Order, SessionSummary
+from sessionstore.store import Capability, Order, SessionSummary
 from sessionstore.timestamps import now_rfc3339
 from sessionstore.wire.stored import read_stored_entry
 
@@ -89,6 +89,8 @@ class _Session:
 
 class MemoryStore(StoreBase):
     """A non-persistent store; see `SessionStore` for the contract."""
+
+    capabilities = frozenset(Capability)  # every one
 
     def __init__(self) -> None:
         self._sessions: dict[str, _Session] = {}

@@ -13,6 +13,10 @@ module and provide a ``backend`` fixture returning a `Backend`::
     class TestMyStore(SessionStoreContract):
         pass
 
+It runs the tests of the core and of each capability the store declares
+(`SessionStore.capabilities`); for each capability it does not declare, a
+test checks that its operations raise `CapabilityError`.
+
 Journals likewise: `SessionJournalContract` over a ``journal_backend``
 fixture returning a `JournalBackend`.
 

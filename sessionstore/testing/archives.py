@@ -13,7 +13,8 @@ import pytest
 from sessionstore import ArchiveError, InvalidRecordError, SessionMeta
 from sessionstore.archive import ArchiveReport, export_archive, import_archive, retire
 from sessionstore.models import TitleChange
-from sessionstore.store import SessionStore
+from sessionstore.store import Capability, SessionStore
+from sessionstore.testing.capabilities import needs
 from sessionstore.testing.common import message, raw, stream
 from sessionstore.wire import decode_title_change
 
@@ -84,6 +85,7 @@ def _archive_of(root: Path, sessions: dict[str, str | None]) -> None:
         (root / "sessions" / f"{session_id}.jsonl").write_text(text)
 
 
+@needs(*Capability)  # the archive carries heads, titles and erasures
 class ArchiveContract:
     """Exports, imports and retires over every backend. Mixed into
     `SessionStoreContract`, whose ``store`` fixture it uses."""

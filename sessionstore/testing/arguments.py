@@ -31,7 +31,8 @@ from sessionstore import (
     Timestamp,
     TitleChange,
 )
-from sessionstore.store import SessionStore
+from sessionstore.store import Capability, SessionStore
+from sessionstore.testing.capabilities import needs
 from sessionstore.testing.common import message, stream
 
 LONE = "\ud800"
@@ -225,6 +226,7 @@ class ArgumentContract:
     """Text and integer arguments at their limits. Runs over the ``store``
     fixture of `SessionStoreContract`."""
 
+    @needs(Capability.BRANCHES, Capability.ERASURE, Capability.TITLES)
     async def test_a_lone_surrogate_is_refused_naming_the_argument(
         self, store: SessionStore
     ) -> None:
@@ -251,6 +253,7 @@ class ArgumentContract:
                 break
         assert wrong == []
 
+    @needs(Capability.BRANCHES, Capability.ERASURE, Capability.SUMMARIES)
     async def test_a_surrogate_pair_is_text_like_any_other(self, store: SessionStore) -> None:
         emoji = "\U0001f600"  # one character, which a narrow build would hold as a pair
         session = await store.create(SessionMeta.new(owner=emoji))
@@ -262,6 +265,7 @@ class ArgumentContract:
 
     # ------------------------------------------------------------ integers
 
+    @needs(Capability.SUMMARIES)
     async def test_a_limit_past_every_count_lists_everything(self, store: SessionStore) -> None:
         made = {await store.create(SessionMeta.new()) for _ in range(3)}
         for limit in HUGE:
@@ -321,6 +325,7 @@ class ArgumentContract:
         entry = await store.compact(session, "s", keep_last=1, tokens_before=2**64 - 1)
         assert entry.tokens_before == 2**64 - 1
 
+    @needs(Capability.BRANCHES, Capability.TITLES)
     async def test_import_counts_past_every_count_are_conflicts(self, store: SessionStore) -> None:
         session = await store.create(SessionMeta.new())
         header = (await _lines(store, session))[0]

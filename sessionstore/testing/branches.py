@@ -25,7 +25,8 @@ from sessionstore import (
     build_context,
     encode,
 )
-from sessionstore.store import SessionStore
+from sessionstore.store import Capability, SessionStore
+from sessionstore.testing.capabilities import needs
 from sessionstore.testing.common import (
     IMPORTED_LINES,
     INVALID_IDS,
@@ -65,6 +66,7 @@ class BranchContract:
 
     # ---------------------------------------------------------- fork
 
+    @needs(Capability.BRANCHES, Capability.SUMMARIES)
     async def test_fork_keeps_everything_by_default_and_names_its_parent(
         self, store: SessionStore
     ) -> None:
@@ -80,6 +82,7 @@ class BranchContract:
         assert await _summary(store, meta.id) == (2, entries[-1].timestamp, False, source)
 
     @pytest.mark.parametrize("at", [0, 2, 4])  # the first, a middle, the last entry
+    @needs(Capability.BRANCHES)
     async def test_fork_at_an_entry_then_both_sides_go_their_own_way(
         self, store: SessionStore, at: int
     ) -> None:
@@ -94,6 +97,7 @@ class BranchContract:
         await _history(store, fork, [*entries[: at + 1], ours])
         await _history(store, source, [*entries, theirs])
 
+    @needs(Capability.BRANCHES, Capability.SUMMARIES)
     async def test_fork_of_a_fork_to_any_depth(self, store: SessionStore) -> None:
         expected: list[SessionEntry] = []
         session = await store.create(SessionMeta.new())
@@ -114,6 +118,7 @@ class BranchContract:
         await store.append(chain[-1], message("last", "x"))
         await _history(store, chain[-1], [*expected, message("last", "x")])
 
+    @needs(Capability.BRANCHES, Capability.SUMMARIES)
     async def test_compactions_before_and_after_the_fork_point(self, store: SessionStore) -> None:
         source = await store.create(SessionMeta.new())
         before: list[SessionEntry] = [
@@ -135,6 +140,7 @@ class BranchContract:
         await store.append(early, compaction("c3", "early", "e1"))
         await _history(store, early, [*before[:2], compaction("c3", "early", "e1")])
 
+    @needs(Capability.BRANCHES)
     async def test_a_fork_keeps_imported_lines_byte_for_byte(self, store: SessionStore) -> None:
         await store.import_session(imported_header("imported"), stream(IMPORTED_LINES))
         meta = await store.fork("imported", at="c1")
@@ -143,12 +149,14 @@ class BranchContract:
         assert await raw(store, whole.id) == [encode(whole), *IMPORTED_LINES]
         assert await store.load_context(whole.id) == await store.load_context("imported")
 
+    @needs(Capability.BRANCHES)
     async def test_fork_at_the_first_of_entries_sharing_an_id(self, store: SessionStore) -> None:
         source = await store.create(SessionMeta.new())
         entries: list[SessionEntry] = [message("x", "one"), message("y", "two"), message("x", "3")]
         await store.append_many(source, entries)
         await _history(store, (await store.fork(source, at="x")).id, entries[:1])
 
+    @needs(Capability.BRANCHES, Capability.SUMMARIES)
     async def test_fork_of_an_empty_session(self, store: SessionStore) -> None:
         source = await store.create(SessionMeta.new())
         fork = (await store.fork(source)).id
@@ -160,6 +168,7 @@ class BranchContract:
         again = (await store.fork(fork)).id
         await _history(store, again, [message("e1", "x")])
 
+    @needs(Capability.BRANCHES)
     async def test_fork_takes_a_header_and_sets_its_parent(self, store: SessionStore) -> None:
         source = await store.create(SessionMeta.new())
         await store.append(source, message("e1", "x"))
@@ -172,6 +181,7 @@ class BranchContract:
         named = SessionMeta(id="named", parent_session=source)
         assert await store.fork(source, meta=named) == named
 
+    @needs(Capability.BRANCHES)
     async def test_fork_refusals_create_nothing(self, store: SessionStore) -> None:
         source = await store.create(SessionMeta.new())
         await store.append(source, message("e1", "x"))
@@ -200,6 +210,7 @@ class BranchContract:
             await store.create(SessionMeta(id="s", parent_session="s"))
         assert await store.list() == []
 
+    @needs(Capability.BRANCHES)
     async def test_a_fork_is_stored_for_good(self, backend: Backend) -> None:
         if not backend.persistent:
             pytest.skip("the storage is the store object itself")
@@ -214,6 +225,7 @@ class BranchContract:
             assert await store.head("conversation") == fork
             assert await store.integrity() == []
 
+    @needs(Capability.BRANCHES)
     async def test_appends_racing_a_fork_leave_it_a_prefix(self, store: SessionStore) -> None:
         source = await store.create(SessionMeta.new())
         await store.append(source, message("e0", "x"))
@@ -237,6 +249,7 @@ class BranchContract:
             assert got
         assert await store.integrity() == []
 
+    @needs(Capability.BRANCHES)
     async def test_an_import_continues_a_fork(self, store: SessionStore) -> None:
         source = await store.create(SessionMeta.new())
         await store.append_many(source, [message("e1", "a"), message("e2", "b")])
@@ -248,6 +261,7 @@ class BranchContract:
 
     # ---------------------------------------------------------- heads
 
+    @needs(Capability.BRANCHES)
     async def test_a_head_keeps_every_position_oldest_first(self, store: SessionStore) -> None:
         one = await store.create(SessionMeta.new())
         two = (await store.fork(one)).id
@@ -267,6 +281,7 @@ class BranchContract:
         await store.set_head("other", two)
         assert sorted(await store.heads()) == ["chat", "other"]
 
+    @needs(Capability.BRANCHES)
     async def test_head_refusals_record_nothing(self, store: SessionStore) -> None:
         session = await store.create(SessionMeta.new())
         await store.set_head("chat", session)
@@ -282,6 +297,7 @@ class BranchContract:
         assert [move.session_id for move in await store.head_history("chat")] == [session]
         assert await store.heads() == ["chat"]
 
+    @needs(Capability.BRANCHES)
     async def test_heads_moved_from_many_tasks_keep_every_position(
         self, store: SessionStore
     ) -> None:
@@ -293,6 +309,7 @@ class BranchContract:
 
     # ---------------------------------------------------------- importing heads
 
+    @needs(Capability.BRANCHES)
     async def test_an_imported_head_keeps_each_move_as_given(self, store: SessionStore) -> None:
         one = await store.create(SessionMeta.new())
         two = await store.create(SessionMeta.new())
@@ -309,6 +326,7 @@ class BranchContract:
         moved = await store.set_head("chat", two)  # moves on after what was imported
         assert await store.head_history("chat") == [*moves, *later, moved]
 
+    @needs(Capability.BRANCHES)
     async def test_head_import_refusals_record_nothing(self, store: SessionStore) -> None:
         session = await store.create(SessionMeta.new())
         first = await store.set_head("chat", session)
@@ -327,6 +345,7 @@ class BranchContract:
         assert await store.head_history("chat") == [first]
         assert await store.heads() == ["chat"]
 
+    @needs(Capability.BRANCHES)
     async def test_an_imported_head_may_name_sessions_no_longer_there(
         self, store: SessionStore
     ) -> None:
@@ -338,6 +357,7 @@ class BranchContract:
         with pytest.raises(SessionNotFoundError):
             await store.set_head("chat", "erased-long-ago")  # a new move needs a session
 
+    @needs(Capability.BRANCHES)
     async def test_an_empty_head_import_sets_no_head(self, store: SessionStore) -> None:
         session = await store.create(SessionMeta.new())
         assert await store.import_head("never", []) == 0
@@ -348,6 +368,7 @@ class BranchContract:
             await store.import_head("chat", [], after=0)
         assert await store.heads() == ["chat"]
 
+    @needs(Capability.BRANCHES)
     async def test_an_imported_head_is_stored_for_good(self, backend: Backend) -> None:
         if not backend.persistent:
             pytest.skip("the storage is the store object itself")
@@ -361,6 +382,7 @@ class BranchContract:
 
     # ---------------------------------------------------------- a model
 
+    @needs(Capability.BRANCHES)
     async def test_forks_appends_compactions_and_heads_agree_with_a_model(
         self, store: SessionStore
     ) -> None:

@@ -24,7 +24,8 @@ from sessionstore import (
     encode,
 )
 from sessionstore.backends.words import INDEXED_CHARS
-from sessionstore.store import Order, SearchHit, SessionStore, SessionSummary
+from sessionstore.store import Capability, Order, SearchHit, SessionStore, SessionSummary
+from sessionstore.testing.capabilities import needs
 from sessionstore.testing.common import Backend, compaction, message, raw, stream
 
 _SETTINGS = settings(
@@ -98,6 +99,7 @@ class BrowseContract:
 
     # ------------------------------------------------------- header fields
 
+    @needs(Capability.SUMMARIES)
     async def test_header_fields_are_stored_and_read_back(self, store: SessionStore) -> None:
         meta = SessionMeta.new(
             title="Trip to Lyon",
@@ -127,6 +129,7 @@ class BrowseContract:
 
     # ---------------------------------------------------------------- titles
 
+    @needs(Capability.SUMMARIES, Capability.TITLES)
     async def test_titles_chosen_later_are_kept_beside_the_log(self, store: SessionStore) -> None:
         meta = SessionMeta.new(title="first")
         await store.create(meta)
@@ -142,6 +145,7 @@ class BrowseContract:
         assert await raw(store, meta.id) == [header, encode(message("m1", "hi"))]
         assert [e.id for e in await store.load(meta.id)] == ["m1"]
 
+    @needs(Capability.TITLES)
     async def test_set_title_refusals_record_nothing(self, store: SessionStore) -> None:
         with pytest.raises(SessionNotFoundError):
             await store.set_title("nobody", "x")
@@ -154,6 +158,7 @@ class BrowseContract:
         with pytest.raises(SessionNotFoundError):
             await store.titles("nobody")
 
+    @needs(Capability.SUMMARIES, Capability.TITLES)
     async def test_titles_persist(self, backend: Backend) -> None:
         if not backend.persistent:
             pytest.skip("the storage is the store object itself")
@@ -164,6 +169,7 @@ class BrowseContract:
             assert await store.titles("s") == [change]
             assert [s.title for s in await store.summaries()] == ["b"]
 
+    @needs(Capability.TITLES)
     async def test_import_titles_records_them_once(self, store: SessionStore) -> None:
         await store.create(SessionMeta(id="s"))
         changes = [
@@ -181,6 +187,7 @@ class BrowseContract:
         with pytest.raises(SessionNotFoundError):
             await store.import_titles("nobody", [])
 
+    @needs(Capability.ERASURE, Capability.SUMMARIES, Capability.TITLES)
     async def test_erase_takes_the_titles(self, store: SessionStore) -> None:
         await store.create(SessionMeta(id="s", owner="o"))
         await store.set_title("s", "secret title")
@@ -191,6 +198,7 @@ class BrowseContract:
         assert await store.titles("s") == []
         assert [s.title for s in await store.summaries()] == [None]
 
+    @needs(Capability.BRANCHES, Capability.SUMMARIES, Capability.TITLES)
     async def test_a_fork_keeps_its_sources_owner_and_title(self, store: SessionStore) -> None:
         source = SessionMeta.new(owner="u", title="plan", tags=["t"], metadata={"k": 1})
         await store.create(source)
@@ -203,6 +211,7 @@ class BrowseContract:
 
     # ------------------------------------------------------------- listings
 
+    @needs(Capability.SUMMARIES)
     async def test_created_order_is_newest_first_and_pages_cover_all(
         self, store: SessionStore
     ) -> None:
@@ -221,6 +230,7 @@ class BrowseContract:
         ]
         assert len(await store.summaries(order="created")) == 23  # 50 by default
 
+    @needs(Capability.BRANCHES, Capability.SUMMARIES, Capability.TITLES)
     async def test_last_activity_puts_the_last_written_first(self, store: SessionStore) -> None:
         for name in ("a", "b", "c"):
             await store.create(SessionMeta(id=name))
@@ -237,6 +247,7 @@ class BrowseContract:
         activity = {s.id: s.last_activity for s in listed}
         assert activity["a"] >= activity["c"] >= activity["b"]
 
+    @needs(Capability.SUMMARIES)
     async def test_summaries_filter_by_owner(self, store: SessionStore) -> None:
         for n in range(12):
             await store.create(SessionMeta(id=f"s{n}", owner=["u1", "u2", None][n % 3]))
@@ -246,6 +257,7 @@ class BrowseContract:
             assert all(s.owner == "u1" for s in mine)
         assert await store.summaries(owner="nobody") == []
 
+    @needs(Capability.BRANCHES, Capability.SUMMARIES)
     async def test_summaries_say_what_a_listing_shows(self, store: SessionStore) -> None:
         await store.create(SessionMeta(id="p", owner="o", title="T"))
         await store.append_many("p", [message("m1", "a"), message("m2", "b")])
@@ -263,6 +275,7 @@ class BrowseContract:
         assert (f.entries, f.compacted, f.title, f.meta.parent_session) == (1, False, None, "p")
         assert p.last_timestamp == "2026-07-19T00:00:00+00:00"
 
+    @needs(Capability.SUMMARIES)
     async def test_bad_listing_arguments_are_refused(self, store: SessionStore) -> None:
         for name in ("a", "b"):
             await store.create(SessionMeta(id=name, owner="o"))
@@ -283,6 +296,7 @@ class BrowseContract:
             await store.summaries(owner=3)  # type: ignore[arg-type]
         assert [s.id for s in await store.summaries(limit=1, after=first.cursor)] == ["a"]
 
+    @needs(Capability.ERASURE, Capability.SUMMARIES)
     async def test_erased_sessions_leave_listings_and_pages_go_on(
         self, store: SessionStore
     ) -> None:
@@ -297,6 +311,7 @@ class BrowseContract:
         after = await store.summaries(limit=2, after=page[-1].cursor)
         assert [s.id for s in after] == ["s2", "s1"]
 
+    @needs(Capability.BRANCHES, Capability.SUMMARIES)
     async def test_paging_is_exact_while_sessions_are_written(self, store: SessionStore) -> None:
         """Writes between pages, chosen at random: each session that existed
         at the first page is listed once, in the order it had then."""
@@ -347,6 +362,7 @@ class BrowseContract:
             else:
                 assert sorted(old) == sorted(before)
 
+    @needs(Capability.SUMMARIES)
     async def test_paging_is_exact_under_concurrent_writers(self, store: SessionStore) -> None:
         names = [await store.create(SessionMeta(id=f"c{n:02}", owner="c")) for n in range(40)]
         before = [s.id for s in await store.summaries(owner="c", limit=None)]
@@ -419,6 +435,7 @@ class BrowseContract:
         )
         assert [h.entry_id for h in await store.search("rare")] == ["short", "long"]
 
+    @needs(Capability.BRANCHES)
     async def test_search_finds_shared_messages_in_every_fork(self, store: SessionStore) -> None:
         await store.create(SessionMeta(id="p", owner="u"))
         await store.append_many("p", [message("m1", "alpha one"), message("m2", "alpha two")])
@@ -435,6 +452,7 @@ class BrowseContract:
         ]
         assert {h.session_id for h in await store.search("alpha", owner="w")} == {"f2"}
 
+    @needs(Capability.ERASURE)
     async def test_search_forgets_erased_sessions(self, store: SessionStore) -> None:
         await store.create(SessionMeta(id="s"))
         await store.append("s", message("m1", "confidential plan"))

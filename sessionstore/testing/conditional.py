@@ -16,7 +16,8 @@ from sessionstore import (
     SessionMeta,
     SessionNotFoundError,
 )
-from sessionstore.store import SessionStore
+from sessionstore.store import Capability, SessionStore
+from sessionstore.testing.capabilities import needs
 from sessionstore.testing.common import Backend, message
 
 WRITERS = 6
@@ -102,6 +103,7 @@ class ConditionalContract:
                 await store.append(session, message("e1", "a"), expect_last=bad)  # type: ignore[arg-type]
         assert await store.load(session) == []
 
+    @needs(Capability.BRANCHES)
     async def test_a_fork_ends_at_the_last_entry_it_shares_until_it_has_its_own(
         self, store: SessionStore
     ) -> None:
@@ -151,6 +153,7 @@ class ConditionalContract:
 
     # ---------------------------------------------------------- heads
 
+    @needs(Capability.BRANCHES)
     async def test_a_head_moves_only_from_where_the_mover_read_it(
         self, store: SessionStore
     ) -> None:
@@ -174,6 +177,7 @@ class ConditionalContract:
         assert await store.head("other") is None
         assert "other" not in await store.heads()
 
+    @needs(Capability.BRANCHES)
     async def test_a_conditional_head_move_refuses_bad_arguments_first(
         self, store: SessionStore
     ) -> None:
@@ -184,6 +188,7 @@ class ConditionalContract:
             await store.set_head("chat", session, expect=3)  # type: ignore[arg-type]
         assert await store.head_history("chat") == []
 
+    @needs(Capability.BRANCHES)
     async def test_racing_head_movers_with_one_expectation_let_exactly_one_move(
         self, store: SessionStore, backend: Backend
     ) -> None:
@@ -208,6 +213,7 @@ class ConditionalContract:
 
     # ---------------------------------------------------------- head and session at once
 
+    @needs(Capability.BRANCHES)
     async def test_an_append_expecting_a_head_lands_only_on_its_session(
         self, store: SessionStore
     ) -> None:
@@ -239,6 +245,7 @@ class ConditionalContract:
         with pytest.raises(InvalidSessionIdError):
             await store.append(current, message("x", "x"), expect_head="a/b")
 
+    @needs(Capability.BRANCHES)
     async def test_a_head_move_expecting_its_session_end_stops_at_an_append(
         self, store: SessionStore
     ) -> None:
@@ -264,6 +271,7 @@ class ConditionalContract:
         with pytest.raises(SessionConflictError):  # the head left ``current``
             await store.set_head("chat", current, expect=current, expect_last="e1")
 
+    @needs(Capability.BRANCHES)
     async def test_movers_and_appenders_racing_on_a_conversation_never_lose_an_append(
         self, store: SessionStore, backend: Backend
     ) -> None:

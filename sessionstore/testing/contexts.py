@@ -26,7 +26,8 @@ from sessionstore import (
     check_pairing,
 )
 from sessionstore.context import PairingDialect, summary_message
-from sessionstore.store import SessionStore
+from sessionstore.store import Capability, SessionStore
+from sessionstore.testing.capabilities import needs
 from sessionstore.testing.common import compaction, message
 
 __all__ = ["ContextContract", "reference_ids"]
@@ -205,6 +206,7 @@ class ContextContract:
 
     @pytest.mark.parametrize("shape", SHAPES)
     @pytest.mark.parametrize("named", [True, False], ids=["named", "any-dialect"])
+    @needs(Capability.BRANCHES)
     async def test_compact_never_leaves_an_orphan_of_parallel_tool_calls(
         self, store: SessionStore, shape: PairingDialect, named: bool
     ) -> None:
@@ -219,6 +221,7 @@ class ContextContract:
             assert len(context) - 1 >= min(keep_last, len(history))
             assert context == build_context(await store.load(copy))
 
+    @needs(Capability.BRANCHES)
     async def test_a_fork_compacts_on_its_own(self, store: SessionStore) -> None:
         source = await store.create(SessionMeta.new())
         history = [*turn("openai", "t1", 2), *turn("openai", "t2", 2)]
@@ -276,6 +279,7 @@ class ContextContract:
 
     # ---------------------------------------------------------- a model
 
+    @needs(Capability.BRANCHES)
     async def test_random_agent_histories_compact_and_repair_to_contexts_the_api_takes(
         self, store: SessionStore
     ) -> None:

@@ -31,11 +31,12 @@ from sessionstore import (
     decode_meta,
     encode,
 )
-from sessionstore.store import SessionStore, SessionSummary
+from sessionstore.store import Capability, SessionStore, SessionSummary
 from sessionstore.testing.archives import ArchiveContract
 from sessionstore.testing.arguments import ArgumentContract
 from sessionstore.testing.branches import BranchContract
 from sessionstore.testing.browse import BrowseContract
+from sessionstore.testing.capabilities import CALLS, CapabilityContract, needs
 from sessionstore.testing.common import (
     IMPORTED_LINES,
     INVALID_IDS,
@@ -103,6 +104,7 @@ class SessionStoreContract(
     ArchiveContract,
     ArgumentContract,
     BranchContract,
+    CapabilityContract,
     BrowseContract,
     ConditionalContract,
     ContextContract,
@@ -114,7 +116,9 @@ class SessionStoreContract(
     moves: `ConditionalContract`; slices by position: `SliceContract`; text
     and integer arguments at their limits: `ArgumentContract`; context
     ids, repairs and compaction:
-    `ContextContract`; exports, imports and retires: `ArchiveContract`)."""
+    `ContextContract`; exports, imports and retires: `ArchiveContract`),
+    each test of a capability run only where the store declares it
+    (`CapabilityContract`)."""
 
     @pytest_asyncio.fixture
     async def store(self, backend: Backend) -> AsyncIterator[SessionStore]:
@@ -318,8 +322,10 @@ class SessionStoreContract(
                 await _call(store, operation, session_id)
         with pytest.raises(StorageError, match="closed"):
             await store.list()
-        with pytest.raises(StorageError, match="closed"):
-            await store.summaries()
+        for capability in store.capabilities:
+            for call in CALLS[capability].values():
+                with pytest.raises(StorageError, match="closed"):
+                    await call(store, session_id)
         with pytest.raises(StorageError, match="closed"):
             await store.integrity()
         with pytest.raises(StorageError, match="closed"):
@@ -429,6 +435,7 @@ class SessionStoreContract(
         assert context == build_context(await store.load(session))
         assert context == build_context(log)
 
+    @needs(Capability.SUMMARIES)
     async def test_summaries_list_a_session_that_does_not_decode_with_its_fault(
         self, backend: Backend, store: SessionStore
     ) -> None:
@@ -752,9 +759,11 @@ class SessionStoreContract(
 
     # ---------------------------------------------------------- summaries
 
+    @needs(Capability.SUMMARIES)
     async def test_summaries_of_an_empty_store_are_empty(self, store: SessionStore) -> None:
         assert await store.summaries() == []
 
+    @needs(Capability.SUMMARIES)
     async def test_summaries_give_each_session_its_header_count_last_time_and_compaction(
         self, store: SessionStore
     ) -> None:
@@ -783,6 +792,7 @@ class SessionStoreContract(
             (plain, 2, "2026-07-19T00:00:02Z", False, None),
         ]
 
+    @needs(Capability.SUMMARIES)
     async def test_summaries_of_an_imported_session_read_its_lines(
         self, store: SessionStore
     ) -> None:

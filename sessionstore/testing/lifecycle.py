@@ -15,7 +15,8 @@ from sessionstore import (
     SessionMeta,
     SessionNotFoundError,
 )
-from sessionstore.store import SessionStore
+from sessionstore.store import Capability, SessionStore
+from sessionstore.testing.capabilities import needs
 from sessionstore.testing.common import Backend, message
 
 
@@ -43,6 +44,7 @@ class LifecycleContract:
     """A session or journal leaves a store only whole, by `erase`, recorded.
     Runs over the ``store`` and ``backend`` fixtures of `SessionStoreContract`."""
 
+    @needs(Capability.ERASURE, Capability.SUMMARIES)
     async def test_erase_removes_the_session_and_records_it(self, store: SessionStore) -> None:
         kept = await store.create(SessionMeta(id="kept"))
         await store.append(kept, message("k1", "stays"))
@@ -65,6 +67,7 @@ class LifecycleContract:
         assert await store.load(kept) == [message("k1", "stays")]
         assert await store.integrity() == []
 
+    @needs(Capability.ERASURE)
     async def test_an_erase_given_a_digest_refuses_a_changed_session(
         self, store: SessionStore
     ) -> None:
@@ -80,6 +83,7 @@ class LifecycleContract:
         record = await store.erase(session, reason="retired", digest=now.upper())
         assert record.digest == now
 
+    @needs(Capability.ERASURE)
     async def test_refused_erasures_record_nothing(self, store: SessionStore) -> None:
         session = await store.create(SessionMeta(id="s"))
         with pytest.raises(SessionNotFoundError, match="ghost"):
@@ -92,6 +96,7 @@ class LifecycleContract:
             await store.erase(session, reason="again")
         assert len(await store.erasures()) == 1
 
+    @needs(Capability.ERASURE)
     async def test_an_erased_id_may_be_used_again(self, store: SessionStore) -> None:
         await store.create(SessionMeta(id="s"))
         await store.append("s", message("old", "old"))
@@ -102,6 +107,7 @@ class LifecycleContract:
         assert [m.text() for m in await store.load_context("s")] == ["new"]
         assert await store.integrity() == []
 
+    @needs(Capability.BRANCHES, Capability.ERASURE, Capability.SUMMARIES)
     async def test_forks_keep_working_or_the_erase_names_them(self, store: SessionStore) -> None:
         source = await store.create(SessionMeta(id="source"))
         await store.append_many(source, [message("e1", "a"), message("e2", "b")])
@@ -126,6 +132,7 @@ class LifecycleContract:
         await _gone(store, source)
         assert await store.integrity() == []
 
+    @needs(Capability.BRANCHES, Capability.ERASURE)
     async def test_a_head_on_an_erased_session_keeps_its_history(self, store: SessionStore) -> None:
         session = await store.create(SessionMeta(id="s"))
         await store.set_head("chat", session)
@@ -135,6 +142,7 @@ class LifecycleContract:
         with pytest.raises(SessionNotFoundError):
             await store.set_head("chat", "s")
 
+    @needs(Capability.ERASURE, Capability.SUMMARIES)
     async def test_appends_racing_an_erase_land_before_it_or_fail(
         self, store: SessionStore
     ) -> None:
@@ -156,6 +164,7 @@ class LifecycleContract:
         await _gone(store, session)
         assert await store.integrity() == []
 
+    @needs(Capability.ERASURE, Capability.SUMMARIES)
     async def test_erasures_are_kept_for_good(self, backend: Backend) -> None:
         if not backend.persistent:
             pytest.skip("the storage is the store object itself")
@@ -171,6 +180,7 @@ class LifecycleContract:
             await _gone(store, "s")
             assert await store.journals() == []
 
+    @needs(Capability.ERASURE)
     async def test_a_journal_is_erased_whole(self, store: SessionStore) -> None:
         journal = store.journal("agent")
         assert await journal.erase(reason="nothing there") is None
@@ -188,6 +198,7 @@ class LifecycleContract:
         await journal.append_raw(b"new")  # a journal may start again
         assert await journal.read_bytes() == b"new\n"
 
+    @needs(Capability.ERASURE)
     async def test_a_cleared_journal_is_erased_with_what_it_keeps(
         self, store: SessionStore
     ) -> None:

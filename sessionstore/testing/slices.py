@@ -12,7 +12,8 @@ from sessionstore import (
     SessionMeta,
     SessionNotFoundError,
 )
-from sessionstore.store import EntrySlice, SessionStore
+from sessionstore.store import Capability, EntrySlice, SessionStore
+from sessionstore.testing.capabilities import needs
 from sessionstore.testing.common import INVALID_IDS, compaction, lines, message
 
 STARTS = [-9, -7, -3, -1, 0, 1, 3, 6, 7, 9]
@@ -61,6 +62,7 @@ class SliceContract:
         for start, stop in [(0, None), (-5, None), (3, None), (0, 4), (-2, -1)]:
             assert await store.load_slice(session, start, stop) == EntrySlice([], 0, 0)
 
+    @needs(Capability.BRANCHES)
     async def test_slices_of_a_fork_of_a_fork_cross_what_each_shares(
         self, store: SessionStore
     ) -> None:
@@ -78,6 +80,7 @@ class SliceContract:
             "d0",
         ]
 
+    @needs(Capability.BRANCHES)
     async def test_a_fork_holding_no_entry_of_its_own_slices_what_it_shares(
         self, store: SessionStore
     ) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Self
 
 import pytest
 
-from sessionstore import SessionStore
+from sessionstore import Capability, SessionStore
 from sessionstore.store import SessionJournal
 from sessionstore.sync import SyncJournal, SyncStore, open_store
 from sessionstore.testing import (
@@ -67,6 +67,10 @@ class AsyncOverSync(_Calls):
     def __init__(self, sync: SyncStore) -> None:
         super().__init__(sync)
         self.sync = sync
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        return self.sync.capabilities
 
     def iter_entries(self, session_id: str) -> AsyncIterator[Any]:
         return _streamed(self.sync.iter_entries(session_id))

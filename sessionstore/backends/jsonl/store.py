@@ -140,7 +140,7 @@ from sessionstore.models import (
     SessionMeta,
     TitleChange,
 )
-from sessionstore.store import Order, SessionSummary
+from sessionstore.store import Capability, Order, SessionSummary
 from sessionstore.timestamps import rfc3339_of_ns
 from sessionstore.wire import limits
 
@@ -164,6 +164,8 @@ class JsonlStore(StoreBase):
             by key, exact while nothing is written between them) and a
             context writes no hint in ``.kept/``. Writes write as ever.
     """
+
+    capabilities = frozenset(Capability)  # every one
 
     def __init__(
         self,

@@ -106,7 +106,7 @@ from sessionstore.models import (
     SessionMeta,
     TitleChange,
 )
-from sessionstore.store import EntrySlice, Order, SearchHit, SessionSummary
+from sessionstore.store import Capability, EntrySlice, Order, SearchHit, SessionSummary
 
 if TYPE_CHECKING:
     from sessionstore.encryption.archive import ArchiveSealer
@@ -122,6 +122,8 @@ class SqlStore(StoreBase):
 
     Open one with `SqlStore.open` or `open_store("sqlite:///path.db")`.
     """
+
+    capabilities = frozenset(Capability)  # every one
 
     def __init__(self, database: Database) -> None:
         """Wrap a database opened by `Database.open`; use `open` instead."""
