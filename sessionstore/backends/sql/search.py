@@ -351,9 +351,7 @@ def _from_postings(
         return
     size = _FIRST_PAGE
     while True:
-        held = (
-            hit for driver, others in drivers for hit in _holding(conn, holders, driver, others)
-        )
+        held = itertools.chain.from_iterable(_holding(conn, holders, *w) for w in drivers)
         page = heapq.nsmallest(size, held if past is None else (h for h in held if h[:3] > past))
         yield from page
         if len(page) < size:
@@ -371,14 +369,10 @@ def _holding(conn: Connection, holders: _Holders, driver: str, others: list[str]
     for pk, session_id, forked, batch, blob, lengths, *held in statement.all(
         conn, driver=driver, lengths=LENGTHS, **given
     ):
-        found = {seq: min(count, HITS_PER_WORD) for seq, count in unpack(blob, batch)}
+        found = _capped(dict(unpack(blob, batch)))
         for row in held:
-            more = dict(unpack(row, batch))
-            found = {
-                seq: count + min(more[seq], HITS_PER_WORD)
-                for seq, count in found.items()
-                if seq in more
-            }
+            more = _capped(dict(unpack(row, batch)))
+            found = {seq: count + more[seq] for seq, count in found.items() if seq in more}
         sizes = dict(unpack(lengths, batch))
         for seq, count in found.items():
             if not sizes.get(seq):  # a length of 0 or none: no message of words
@@ -389,6 +383,14 @@ def _holding(conn: Connection, holders: _Holders, driver: str, others: list[str]
                     yield negated, holder_id, seq, pk, holder, None
             else:
                 yield negated, session_id, seq, pk, pk, None
+
+
+def _capped(postings: dict[int, int]) -> dict[int, int]:
+    """A word's ``{seq: hits}``, each counted `HITS_PER_WORD` times at most
+    (rarely more: the check is one pass in C)."""
+    if postings and max(postings.values()) > HITS_PER_WORD:
+        return {seq: min(count, HITS_PER_WORD) for seq, count in postings.items()}
+    return postings
 
 
 def _rarest(conn: Connection, keys: list[str]) -> str | None:
