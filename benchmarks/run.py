@@ -75,6 +75,11 @@ Sealed (benchmarks/sealed.py): a SQLite store opened with ``keys=``
 (encryption at rest) against the same store plain: an append, a turn, a
 first context, a search, a load of 100,000 entries.
 
+Drivers (benchmarks/drivers.py): SqlStore on SQLite as it runs (sqlite3
+in worker threads of its own, a hop per transaction) against the same
+statements on SQLAlchemy's asyncio engine over aiosqlite (a hop per
+statement): an append, a first context and a turn.
+
 Effects (benchmarks/effects.py): a replay (``once`` of an effect already
 done) in a journal of 5,000 effects against one of 200, on SQLite, a
 sealed SQLite store, JSONL, memory and PostgreSQL (with
@@ -153,6 +158,7 @@ from typing import Annotated
 from browse import browse
 from chains import fork_chains
 from checkpoints import checkpoints
+from drivers import drivers
 from effects import effects
 from frameworks import frameworks
 from memory import memory
@@ -1060,6 +1066,7 @@ PARTS = (
     "langgraph",
     "postgres",
     "sealed",
+    "drivers",
     "effects",
     "size",
     "memory",
@@ -1081,6 +1088,7 @@ async def run(
     graphed: list[Table] = []
     served: list[Table] = []
     sealed_: list[Table] = []
+    driven: list[Table] = []
     replays: list[Table] = []
     sized: list[Table] = []
     held: list[Table] = []
@@ -1113,6 +1121,8 @@ async def run(
             served = await postgres(quick, bench.rounds)
         if "sealed" in only:
             sealed_ = await sealed(quick, bench.rounds)
+        if "drivers" in only:
+            driven = await drivers(quick, bench.rounds)
         if "effects" in only:
             replays = await effects(quick, bench.rounds)
         if "size" in only:
@@ -1123,7 +1133,7 @@ async def run(
             stalled = await stalls(quick, bench.rounds)
     finally:
         shutil.rmtree(work)
-    parts = [browsed, framed, graphed, served, sealed_, replays, sized, held, stalled]
+    parts = [browsed, framed, graphed, served, sealed_, driven, replays, sized, held, stalled]
     tables = [*bench.tables(), *(table for part in parts for table in part)]
     return [table for table in tables if table.rows]
 

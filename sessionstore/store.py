@@ -653,7 +653,10 @@ class CoreStore(Protocol):
         message with a GIN index, written with each append); JSONL and
         memory read every message.
 
-        Ranking differs between backends; which messages match does not.
+        The ranking is one on every backend (`sessionstore.backends.words`):
+        best ``hits * hits / length`` first (the occurrences of the query's
+        words, each counted 256 times at most; the message's words), then
+        session id, then ``seq``.
 
         Args:
             text: the words to find.

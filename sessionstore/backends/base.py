@@ -62,7 +62,14 @@ from sessionstore.backends.records import (
     header_line,
     lines_block,
 )
-from sessionstore.backends.words import matches, message_words, score, snippet, words
+from sessionstore.backends.words import (
+    matches,
+    message_score,
+    message_words,
+    rank_key,
+    snippet,
+    words,
+)
 from sessionstore.context import repair_pairing
 from sessionstore.errors import (
     CapabilityError,
@@ -497,8 +504,8 @@ class StoreBase(abc.ABC):
     ) -> builtins.list[SearchHit]:
         """Search by reading every message (JSONL, memory); SQL uses its index.
 
-        Hits are ordered by `score`, then session id and seq; the cursor
-        holds that key. A session that does not decode is searched up to
+        Hits are in the order of `words.rank_key`; the cursor holds that
+        key. A session that does not decode is searched up to
         its fault; one erased meanwhile is skipped.
         """
         start: tuple[float, str, int] | None = None
@@ -510,7 +517,7 @@ class StoreBase(abc.ABC):
             if owner is not None and meta.owner != owner:
                 continue
             hits = (
-                (-score(text_words, wanted), meta.id, seq, entry)
+                (*rank_key(message_score(text_words, wanted), meta.id, seq), entry)
                 async for seq, entry, text_words in self._messages_matching(meta.id, wanted)
             )
             async for hit in hits:

@@ -12,23 +12,33 @@ A message's words are those of the first `INDEXED_CHARS` characters of its
 text (`message_words`): a word past them is not found, on any backend, and
 indexing a message of hundreds of megabytes costs no more than one of a
 few.
+
+One ranking too, for every backend: hits come best `score` first, then by
+session id (code point order), then by ``seq`` (`rank_key`, which a
+search cursor holds). The scan backends compute it here; SQL ones from
+their index, with the same `score`, and the contract suite checks their
+order against this definition over random corpora.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "HITS_PER_WORD",
     "INDEXED_CHARS",
     "SNIPPET_WIDTH",
     "Snippet",
+    "hits",
     "indexed_text",
     "matches",
+    "message_score",
     "message_words",
+    "rank_key",
     "score",
     "snippet",
     "words",
@@ -80,12 +90,36 @@ def matches(found: Iterable[str], wanted: Iterable[str]) -> bool:
     return all(word in have for word in wanted)
 
 
-def score(found: list[str], wanted: Iterable[str]) -> float:
-    """How well a message's words answer the query, for backends that scan:
-    the occurrences of the wanted words, over the square root of the length."""
-    want = set(wanted)
-    hits = sum(1 for word in found if word in want)
-    return hits / math.sqrt(len(found)) if found else 0.0
+HITS_PER_WORD = 256
+"""Occurrences of one query word that a message's score counts at most
+(PostgreSQL's ``tsvector`` keeps 256 positions of a word)."""
+
+
+def hits(counts: Mapping[str, int], wanted: Iterable[str]) -> int:
+    """The occurrences of the ``wanted`` words (each once in it) in a message
+    whose words occur ``counts`` times, each counted `HITS_PER_WORD` times
+    at most."""
+    return sum(min(counts.get(word, 0), HITS_PER_WORD) for word in wanted)
+
+
+def score(hits: int, length: int) -> float:
+    """How well a message of ``length`` words answers a query whose words
+    occur ``hits`` times in it (`hits`): ``hits * hits / length``, the
+    square of hits over the square root of the length (the same order, no
+    square root to compute). One division of two exact integers, correctly
+    rounded: Python, SQLite and PostgreSQL compute the same float."""
+    return hits * hits / length
+
+
+def message_score(found: list[str], wanted: Iterable[str]) -> float:
+    """The `score` of a message whose words are ``found`` (repeats kept)."""
+    return score(hits(Counter(found), wanted), len(found)) if found else 0.0
+
+
+def rank_key(score: float, session_id: str, seq: int) -> tuple[float, str, int]:
+    """Where a hit ranks, on every backend: the smaller key first (best
+    score, then session id, then ``seq``); unique to a hit."""
+    return -score, session_id, seq
 
 
 @dataclass(frozen=True)

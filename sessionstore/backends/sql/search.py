@@ -1,29 +1,30 @@
-"""`SqlStore.search`: the word index's answer, ranked, expanded to forks, paged.
+"""`SqlStore.search`: the word index's answer, expanded to forks, ranked, paged.
 
-One read transaction (one snapshot) answers a page:
+Hits come in the one order of every backend (`words.rank_key`: best
+`words.score` first, then session id, then ``seq``), the cursor holding
+that key. One read transaction (one snapshot) answers a page:
 
-1. **Ranked rows.** The stored rows (session key, ``seq``) whose message
-   holds every word, best first by ``(score descending, session key,
-   seq)``: from the index (`sessionstore.backends.sql.wordindex`) in
-   pages of that order, merged with the messages the index does not hold,
-   read and matched here: on SQLite the backlog past the index's mark
-   (fewer than `wordindex.BACKLOG` entries but for one write's worth), on
-   PostgreSQL the rare message too large for a ``tsvector``. Both compute
-   the same score (`wordindex.score`), so a row keeps its place when the
-   backlog is indexed between two pages.
+1. **Stored rows** (session key, ``seq``) whose message holds every word,
+   with the ``hits`` and ``length`` the score is made of: from the index
+   (`sessionstore.backends.sql.wordindex`), and the messages it does not
+   hold, read and matched here: on SQLite the backlog past the index's
+   mark (fewer than `wordindex.BACKLOG` entries but for one write's
+   worth), on PostgreSQL the rare message too large for a ``tsvector``.
+   Both give the same score, so a hit keeps its place when the backlog is
+   indexed between two pages.
 2. **Sessions holding each row.** A fork shares its source's rows (see
    `sessionstore.backends.sql.lineage`): a row is in its own session, in
    each fork whose ``base_pk`` is that session and ``base_seq`` reaches the
    row, and in every fork of those (a fork's base always holds its last
    shared entry, so a fork of a fork shares all its base shares). Its
-   ``seq`` is the same in each. The owner filter reads each session's
-   header.
-3. **Hits** in order of ``(score, session key, seq, session id)``, the
-   cursor's key; the snippet from the row's line.
+   ``seq`` is the same in each: each holder is a hit, with its own id.
+3. **Hits** in order, after the cursor's; the owner filter reads each
+   session's header; the snippet comes from the row's line.
 
-Only the rows of a page, and of the sessions they reach, are read: a word
-held by a few messages is found in milliseconds however many sessions the
-database holds.
+SQLite ranks in the process, the index's rows of the query's rarest word
+read with their session's id (and whether it has forks) in one
+statement; PostgreSQL in one statement, the forks expanded by a
+recursive query. Only the lines and headers of a page's hits are read.
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ from sessionstore.backends.sql.wordindex import (
     indexed,
     message_of,
     opened_rows,
-    score,
     word_key,
 )
+from sessionstore.backends.words import HITS_PER_WORD, hits, rank_key, score
 from sessionstore.errors import (
     CorruptSessionError,
     EncryptionKeyError,
@@ -71,17 +72,16 @@ __all__ = ["KEY_PARTS", "StaleKeys", "Start", "search", "snapshot", "start_of"]
 
 _T = TypeVar("_T")
 
-KEY_PARTS = 4
-"""Parts of a search cursor's key: score, session key, seq, session id."""
+KEY_PARTS = 3
+"""Parts of a search cursor's key: score, session id, seq (`words.rank_key`)."""
 
 
 class Start(NamedTuple):
     """Where a page starts: after the hit of this key."""
 
     score: float
-    pk: int
-    seq: int
     session_id: str
+    seq: int
 
 
 def start_of(cursor: str, kind: str) -> Start:
@@ -95,12 +95,16 @@ def start_of(cursor: str, kind: str) -> Start:
         found = float(key[0])
     except ValueError:
         found = math.nan
-    if not (math.isfinite(found) and found > 0 and key[1].isdigit() and key[2].isdigit()):
+    if not (math.isfinite(found) and found > 0 and key[2].isdigit()):
         raise InvalidCursorError(f"not a cursor: {cursor!r}")
-    return Start(found, int(key[1]), int(key[2]), key[3])
+    return Start(found, key[1], int(key[2]))
 
 
-# A ranked row: (-score, session key, seq, its message when already read).
+# A hit: its `rank_key` (-score, session id, seq), then the key of the
+# session whose rows hold its message, that of the session it is in, and
+# its message when already read.
+_Hit = tuple[float, str, int, int, int, MessageEntry | None]
+# A stored row: (-score, session key, seq, its message when already read).
 _Row = tuple[float, int, int, MessageEntry | None]
 
 # Rows asked of the index at first, then eight times more each time: a page
@@ -108,10 +112,6 @@ _Row = tuple[float, int, int, MessageEntry | None]
 _FIRST_PAGE = 32
 _LARGEST_PAGE = 131072
 _PROBE = 4096  # index rows weighed at most, to find a query's rarest word
-_KEYSET = (
-    "WHERE score < :score OR (score = :score AND (session_pk, seq) > (:pk, :seq)) "
-    "ORDER BY score DESC, session_pk, seq LIMIT :size"
-)
 
 
 _SQLITE_PROBE = Query(
@@ -125,7 +125,8 @@ _SQLITE_PROBE = Query(
 
 def _sqlite_rows(others: int) -> Query:
     """SQLite: the rows of the word ``driver`` (``session_pk``, ``batch``,
-    ``postings``), each with the lengths of its batch and the rows of the
+    ``postings``), each with its session's id (NULL if none) and whether
+    that session has forks, the lengths of its batch and the rows of the
     ``others`` words ``w1``, ``w2``... at its key, a batch lacking one left
     out: SQLite looks them up, not a statement each. CROSS JOIN keeps the
     driver first."""
@@ -137,10 +138,12 @@ def _sqlite_rows(others: int) -> Query:
     )
     return Query(
         text(
-            "SELECT d.session_pk, d.batch, d.postings, "
+            "SELECT d.session_pk, s.id, EXISTS (SELECT 1 FROM sessions AS f "
+            "WHERE f.base_pk = d.session_pk), d.batch, d.postings, "
             + ", ".join(f"{alias}.postings" for alias in joined)
             + " FROM search_postings AS d "
             + " ".join(f"CROSS JOIN search_postings AS {alias}" for alias in joined)
+            + " LEFT JOIN sessions AS s ON s.pk = d.session_pk"
             + f" WHERE d.word = :driver {on} ORDER BY d.session_pk, d.batch"
         )
     )
@@ -153,17 +156,27 @@ _MARK = Query(select(search_mark.c.indexed))
 
 _POSTGRES_HITS = Query(
     text(
-        "SELECT session_pk, seq, score FROM ("
-        "SELECT v.session_pk, v.seq, CAST(h.hits * h.hits AS float8) / v.length AS score "
+        "WITH RECURSIVE hit AS ("
+        "SELECT v.session_pk AS pk, v.seq, CAST(h.hits * h.hits AS float8) / v.length AS score "
         "FROM search_vectors AS v CROSS JOIN LATERAL ("
         "SELECT sum(cardinality(u.positions)) AS hits FROM unnest(v.words) AS u "
         "WHERE u.lexeme = ANY(:keys)) AS h "
         "WHERE v.words @@ CAST(:query AS tsquery)"
-        f") AS hit {_KEYSET}"
+        "), holder AS ("
+        "SELECT hit.pk AS row_pk, hit.seq, hit.score, s.pk, s.id FROM hit "
+        "JOIN sessions AS s ON s.pk = hit.pk "
+        "UNION ALL SELECT holder.row_pk, holder.seq, holder.score, f.pk, f.id FROM holder "
+        "JOIN sessions AS f ON f.base_pk = holder.pk AND f.base_seq >= holder.seq "
+        "AND f.pk > holder.pk"
+        ") SELECT score, id, seq, row_pk, pk FROM holder "
+        'WHERE score < :score OR (score = :score AND (id COLLATE "C", seq) > (:id, :seq)) '
+        'ORDER BY score DESC, id COLLATE "C", seq LIMIT :size'
     ).bindparams(bindparam("keys", type_=ARRAY(Text)))
 )
-"""PostgreSQL: the ranked rows whose vector holds every word (the GIN index
-answers ``@@``), scored from the positions of the words in it."""
+"""PostgreSQL: the hits whose vector holds every word (the GIN index answers
+``@@``), scored from the positions of the words in it (256 a word at
+most, `words.HITS_PER_WORD`), one per session holding the row (a fork's
+base is older than the fork: no loop), in rank order from a key on."""
 
 _POSTGRES_UNINDEXED = Query(
     text(
@@ -217,28 +230,24 @@ def _page(
     named: list[tuple[int, bytes]] | None,
 ) -> list[SearchHit]:
     holders = _Holders(conn, sealer)
-    hits: list[SearchHit] = []
-    ranked = _ranked(conn, wanted, keys, start, sealer, named)
-    # Rows taken a few at a time, as many as hits are still wanted (a row
-    # gives one hit or more): on PostgreSQL their sessions, forks and lines
-    # are then read in one statement each, not one per row.
-    while chunk := list(itertools.islice(ranked, limit - len(hits))):
+    found: list[SearchHit] = []
+    ranked = _ranked(conn, holders, wanted, keys, start, sealer, named)
+    # Hits taken a few at a time, as many as are still wanted: on
+    # PostgreSQL their sessions and lines are then read in one statement
+    # each, not one per hit.
+    while chunk := list(itertools.islice(ranked, limit - len(found))):
         holders.read_ahead(chunk)
-        for negated, pk, seq, entry in chunk:
-            found = -negated
-            for session_id, header in holders.of(pk, seq):
-                if start is not None and (found, pk, seq) == start[:3] and session_id <= start[3]:
-                    continue
-                if owner is not None and holders.owner(session_id, header) != owner:
-                    continue
-                entry = entry or holders.message_at(pk, seq)
-                if entry is None:  # no longer decodes: no words to show
-                    break
-                key = (repr(found), str(pk), str(seq), session_id)
-                hits.append(search_hit(session_id, seq, entry, wanted, kind, key))
-                if len(hits) == limit:
-                    return hits
-    return hits
+        for negated, session_id, seq, pk, holder, entry in chunk:
+            if owner is not None and holders.owner(holder) != owner:
+                continue
+            entry = entry or holders.message_at(pk, seq)
+            if entry is None:  # no longer decodes: no words to show
+                continue
+            key = (repr(-negated), session_id, str(seq))
+            found.append(search_hit(session_id, seq, entry, wanted, kind, key))
+            if len(found) == limit:
+                return found
+    return found
 
 
 class StaleKeys(Exception):
@@ -259,19 +268,24 @@ def snapshot(body: Callable[[Connection], _T], conn: Connection) -> _T:
 
 def _ranked(
     conn: Connection,
+    holders: _Holders,
     wanted: Sequence[str],
     keys: list[str],
     start: Start | None,
     sealer: Sealer | None,
     named: list[tuple[int, bytes]] | None,
-) -> Iterator[_Row]:
-    """Every row holding every word, best first, from ``start``'s row on."""
-    first = (-start.score, start.pk, start.seq) if start is not None else None
+) -> Iterator[_Hit]:
+    """Every hit of the query, in rank order, after ``start``'s."""
+    past = None if start is None else rank_key(*start)
     unindexed = sorted(
-        row for row in _unindexed(conn, wanted, keys, sealer) if first is None or row[:3] >= first
+        (negated, session_id, seq, pk, holder, entry)
+        for negated, pk, seq, entry in _unindexed(conn, wanted, keys, sealer)
+        for holder, session_id in holders.of(pk, seq)
+        if past is None or (negated, session_id, seq) > past
     )
     groups = [keys] if sealer is None or named is None else _tokens(keys, sealer, named)
-    return heapq.merge(_from_index(conn, groups, start), unindexed, key=lambda row: row[:3])
+    index = _from_index(conn, holders, groups, past)
+    return heapq.merge(index, unindexed, key=lambda hit: hit[:3])
 
 
 def _tokens(keys: list[str], sealer: Sealer, named: list[tuple[int, bytes]]) -> list[list[str]]:
@@ -285,17 +299,19 @@ def _tokens(keys: list[str], sealer: Sealer, named: list[tuple[int, bytes]]) -> 
     return [key.tokens(digests) for _, key in current]
 
 
-def _from_index(conn: Connection, groups: list[list[str]], start: Start | None) -> Iterator[_Row]:
-    """The index's rows holding every word of one of ``groups`` (the
-    query's words as each bucket holds them), best first, from ``start``'s
-    row on, page by page."""
-    # After (score, pk, seq - 1): the start's own row comes again, for the
-    # forks holding it that the last page did not reach.
-    after = (start.score, start.pk, start.seq - 1) if start is not None else (math.inf, 0, 0)
+def _from_index(
+    conn: Connection,
+    holders: _Holders,
+    groups: list[list[str]],
+    past: tuple[float, str, int] | None,
+) -> Iterator[_Hit]:
+    """The hits of the index's rows holding every word of one of ``groups``
+    (the query's words as each bucket holds them), in rank order, after the
+    key ``past``, page by page."""
     if not groups:
         return
     if conn.dialect.name != "postgresql":
-        yield from _from_postings(conn, groups, after)
+        yield from _from_postings(conn, holders, groups, past)
         return
 
     def quoted(key: str) -> str:
@@ -303,25 +319,29 @@ def _from_index(conn: Connection, groups: list[list[str]], start: Start | None) 
 
     query = " | ".join("(" + " & ".join(map(quoted, group)) + ")" for group in groups)
     given: dict[str, object] = {"keys": [key for group in groups for key in group], "query": query}
+    after = (math.inf, "", 0) if past is None else (-past[0], past[1], past[2])
     size = _FIRST_PAGE
     while True:
         rows = _POSTGRES_HITS.all(
-            conn, **given, score=after[0], pk=after[1], seq=after[2], size=size
+            conn, **given, score=after[0], id=after[1], seq=after[2], size=size
         )
-        for pk, seq, found in rows:
-            yield -found, pk, seq, None
+        for found, session_id, seq, pk, holder in rows:
+            yield -found, session_id, seq, pk, holder, None
         if len(rows) < size:
             return
-        after = (rows[-1][2], rows[-1][0], rows[-1][1])
+        after = tuple(rows[-1][:3])
         size = min(size * 8, _LARGEST_PAGE)
 
 
 def _from_postings(
-    conn: Connection, groups: list[list[str]], after: tuple[float, int, int]
-) -> Iterator[_Row]:
-    """SQLite: the index's rows after ``after`` (score, pk, seq), best first,
-    a page at a time: each page ranks every message holding the words
-    again, keeping only the page's best (`_holding`)."""
+    conn: Connection,
+    holders: _Holders,
+    groups: list[list[str]],
+    past: tuple[float, str, int] | None,
+) -> Iterator[_Hit]:
+    """SQLite: the index's hits after the key ``past``, in rank order, a page
+    at a time: each page ranks every message holding the words again,
+    keeping only the page's best (`_holding`)."""
     drivers = []
     for keys in groups:
         driver = _rarest(conn, keys)
@@ -331,34 +351,46 @@ def _from_postings(
         return
     size = _FIRST_PAGE
     while True:
-        past = (-after[0], after[1], after[2])
-        held = (row for driver, others in drivers for row in _holding(conn, driver, others))
-        rows = heapq.nsmallest(size, (row for row in held if row > past))
-        for negated, pk, seq in rows:
-            yield negated, pk, seq, None
-        if len(rows) < size:
+        held = itertools.chain.from_iterable(_holding(conn, holders, *w) for w in drivers)
+        page = heapq.nsmallest(size, held if past is None else (h for h in held if h[:3] > past))
+        yield from page
+        if len(page) < size:
             return
-        after = (-rows[-1][0], rows[-1][1], rows[-1][2])
+        past = page[-1][:3]
         size = min(size * 8, _LARGEST_PAGE)
 
 
-def _holding(conn: Connection, driver: str, others: list[str]) -> Iterator[tuple[float, int, int]]:
-    """SQLite: ``(-score, pk, seq)`` of each message holding ``driver`` and
-    every word of ``others``: the driver's rows, each with the rows of the
-    others and the lengths at its key."""
+def _holding(conn: Connection, holders: _Holders, driver: str, others: list[str]) -> Iterator[_Hit]:
+    """SQLite: the hits of each message holding ``driver`` and every word of
+    ``others``: the driver's rows, each with the rows of the others and the
+    lengths at its key; a session with forks asks `_Holders` for them."""
     statement = _SQLITE_ROWS[len(others)] if len(others) < 8 else _sqlite_rows(len(others))
     given = {f"w{n}": word for n, word in enumerate(others, 1)}
-    for pk, batch, blob, lengths, *held in statement.all(
+    for pk, session_id, forked, batch, blob, lengths, *held in statement.all(
         conn, driver=driver, lengths=LENGTHS, **given
     ):
-        found = dict(unpack(blob, batch))
+        found = _capped(dict(unpack(blob, batch)))
         for row in held:
-            hits = dict(unpack(row, batch))
-            found = {seq: count + hits[seq] for seq, count in found.items() if seq in hits}
+            more = _capped(dict(unpack(row, batch)))
+            found = {seq: count + more[seq] for seq, count in found.items() if seq in more}
         sizes = dict(unpack(lengths, batch))
         for seq, count in found.items():
-            if sizes.get(seq):  # a length of 0 or none: no message of words
-                yield -score(count, sizes[seq]), pk, seq
+            if not sizes.get(seq):  # a length of 0 or none: no message of words
+                continue
+            negated = -score(count, sizes[seq])
+            if forked or session_id is None:
+                for holder, holder_id in holders.of(pk, seq):
+                    yield negated, holder_id, seq, pk, holder, None
+            else:
+                yield negated, session_id, seq, pk, pk, None
+
+
+def _capped(postings: dict[int, int]) -> dict[int, int]:
+    """A word's ``{seq: hits}``, each counted `HITS_PER_WORD` times at most
+    (rarely more: the check is one pass in C)."""
+    if postings and max(postings.values()) > HITS_PER_WORD:
+        return {seq: min(count, HITS_PER_WORD) for seq, count in postings.items()}
+    return postings
 
 
 def _rarest(conn: Connection, keys: list[str]) -> str | None:
@@ -389,8 +421,7 @@ def _unindexed(
                 continue
             found = indexed(entry)
             if found is not None and all(key in found.hits for key in keys):
-                hits = sum(found.hits[key] for key in keys)
-                yield -score(hits, found.length), pk, seq, entry
+                yield -score(hits(found.hits, keys), found.length), pk, seq, entry
     finally:
         rows.close()
 
@@ -413,11 +444,6 @@ _POSTGRES_SESSIONS = Query(
         bindparam("pks", type_=ARRAY(BigInteger))
     )
 )
-_POSTGRES_FORKS = Query(
-    text(
-        "SELECT base_pk, pk, id, header, base_seq FROM sessions WHERE base_pk = ANY(:pks)"
-    ).bindparams(bindparam("pks", type_=ARRAY(BigInteger)))
-)
 _POSTGRES_LINES = Query(
     text(
         "SELECT e.session_pk, e.seq, e.line FROM unnest(:pks, :seqs) AS k(pk, seq) "
@@ -438,31 +464,30 @@ class _Fork(NamedTuple):
 
 
 class _Holders:
-    """The sessions holding each row, and their owners, read once per page."""
+    """The sessions holding each row, their headers and owners, and the
+    messages of the rows, each read once per page."""
 
     def __init__(self, conn: Connection, sealer: Sealer | None) -> None:
         self._conn = conn
         self._sealer = sealer
         self._sessions: dict[int, tuple[str, str] | None] = {}
         self._forks: dict[int, list[_Fork]] = {}
-        self._owners: dict[str, str | None] = {}
+        self._owners: dict[int, str | None] = {}
         self._lines: dict[tuple[int, int], str | bytes] = {}
+        self._messages: dict[tuple[int, int], MessageEntry | None] = {}
 
-    def read_ahead(self, rows: Sequence[_Row]) -> None:
-        """PostgreSQL: read the sessions, forks and lines of ``rows`` at once
-        (on SQLite, in the process, a statement per row costs less)."""
+    def read_ahead(self, hits: Sequence[_Hit]) -> None:
+        """PostgreSQL: read the sessions and lines of ``hits`` at once (on
+        SQLite, in the process, a statement per row costs less)."""
         if self._conn.dialect.name != "postgresql":
             return
-        pks = sorted({pk for _, pk, _, _ in rows} - self._sessions.keys())
+        pks = sorted({pk for hit in hits for pk in hit[3:5]} - self._sessions.keys())
         if pks:
             self._sessions.update(dict.fromkeys(pks))
             for pk, id_, header in _POSTGRES_SESSIONS.all(self._conn, pks=pks):
                 self._sessions[pk] = (id_, header)
-            self._forks.update({pk: [] for pk in pks})
-            for base, fork, id_, header, base_seq in _POSTGRES_FORKS.all(self._conn, pks=pks):
-                if fork > base:  # as `_forks_of`
-                    self._forks[base].append(_Fork(fork, id_, header, base_seq or 0))
-        wanted = [(pk, seq) for _, pk, seq, entry in rows if entry is None]
+        rows = {(pk, seq) for _, _, seq, pk, _, entry in hits if entry is None}
+        wanted = sorted(rows - self._messages.keys())
         if wanted:
             given = {"pks": [pk for pk, _ in wanted], "seqs": [seq for _, seq in wanted]}
             for pk, seq, line in _POSTGRES_LINES.all(self._conn, **given):
@@ -471,30 +496,39 @@ class _Holders:
     def message_at(self, pk: int, seq: int) -> MessageEntry | None:
         """The message of row ``(pk, seq)``; None when it does not decode
         (or, sealed, does not open)."""
+        if (pk, seq) not in self._messages:
+            self._messages[pk, seq] = self._read_message(pk, seq)
+        return self._messages[pk, seq]
+
+    def _read_message(self, pk: int, seq: int) -> MessageEntry | None:
         line = self._lines.pop((pk, seq), None)
         if line is None:
             row = Q.LINES.first(self._conn, pk=pk, after=seq - 1, end=seq)
             line = row[1] if row is not None else None
         if line is not None and self._sealer is not None:
-            own = self._sessions.get(pk)
+            own = self._session(pk)
             try:
                 line = self._sealer.open("entry", own[0] if own else f"#{pk}", seq, line)
             except CorruptSessionError:
                 return None
         return message_of(line) if line is not None else None
 
-    def of(self, pk: int, seq: int) -> list[tuple[str, str]]:
-        """``(id, header)`` of each session holding row ``(pk, seq)``, by id."""
-        if pk not in self._sessions:
-            self._sessions[pk] = _SESSION.first(self._conn, pk=pk)
-        own = self._sessions[pk]
-        found = [] if own is None else [(own[0], own[1])]
+    def of(self, pk: int, seq: int) -> list[tuple[int, str]]:
+        """``(key, id)`` of each session holding row ``(pk, seq)``, by id."""
+        own = self._session(pk)
+        found = [] if own is None else [(pk, own[0])]
         heirs = [fork for fork in self._forks_of(pk) if fork.base_seq >= seq]
         while heirs:
             fork = heirs.pop()
-            found.append((fork.id, fork.header))
+            found.append((fork.pk, fork.id))
             heirs.extend(self._forks_of(fork.pk))  # they share all their base shares
-        return sorted(found)
+        return sorted(found, key=lambda holder: holder[1])
+
+    def _session(self, pk: int) -> tuple[str, str] | None:
+        """``(id, header)`` of session ``pk``; None when there is none."""
+        if pk not in self._sessions:
+            self._sessions[pk] = _SESSION.first(self._conn, pk=pk)
+        return self._sessions[pk]
 
     def _forks_of(self, pk: int) -> list[_Fork]:
         if pk not in self._forks:
@@ -504,14 +538,19 @@ class _Holders:
             self._forks[pk] = [
                 _Fork(fork, id_, header, base or 0) for fork, id_, header, base in rows if fork > pk
             ]
+            for fork in self._forks[pk]:
+                self._sessions.setdefault(fork.pk, (fork.id, fork.header))
         return self._forks[pk]
 
-    def owner(self, session_id: str, header: str) -> str | None:
-        """The owner a session's header names (None if it does not decode)."""
-        if session_id not in self._owners:
-            try:
-                header = open_header(self._sealer, session_id, header, "sessions")
-                self._owners[session_id] = read_stored_meta(header).owner
-            except (InvalidRecordError, CorruptSessionError):
-                self._owners[session_id] = None
-        return self._owners[session_id]
+    def owner(self, pk: int) -> str | None:
+        """The owner session ``pk``'s header names (None if it does not decode)."""
+        if pk not in self._owners:
+            own = self._session(pk)
+            self._owners[pk] = None
+            if own is not None:
+                try:
+                    header = open_header(self._sealer, own[0], own[1], "sessions")
+                    self._owners[pk] = read_stored_meta(header).owner
+                except (InvalidRecordError, CorruptSessionError):
+                    pass
+        return self._owners[pk]

@@ -4,10 +4,7 @@ A message's words are `sessionstore.backends.words`'s (never the
 database's own idea of a word); a word longer than `LONG_WORD` bytes is
 kept as a digest of it (`word_key`), so no key grows without bound. Each
 indexed message has its ``length`` in words, and each word its ``hits``
-(occurrences): a message ranks by the hits of the query's words over the
-square root of its length, as the scan backends' `words.score` does; the
-index sorts on the square of that (`score`), the same order with no
-square root to compute in SQL.
+(occurrences): what `words.score` ranks a message by, on every backend.
 
 * **SQLite** (``search_postings``): one row per word of each session's
   messages indexed together, ``(word, session_pk, batch)`` its key and the
@@ -84,7 +81,6 @@ __all__ = [
     "lower_mark",
     "message_of",
     "opened_rows",
-    "score",
     "vector",
     "word_key",
 ]
@@ -123,13 +119,6 @@ class Indexed:
 
     hits: Mapping[str, int]
     length: int
-
-
-def score(hits: int, length: int) -> float:
-    """The key a message ranks by: the hits of the query's words, squared,
-    over its length (`words.score` squared). Python, SQLite and PostgreSQL
-    compute it alike: one division of two exact integers, correctly rounded."""
-    return hits * hits / length
 
 
 def message_of(line: str | bytes) -> MessageEntry | None:
