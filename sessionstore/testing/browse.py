@@ -518,7 +518,9 @@ class BrowseContract:
                     entries = [message(f"e{k}", t) for k, t in enumerate(texts)]
                     await store.append_many(session_id, entries)
                     ids.append(session_id)
-                if sessions[0]:  # a fork sorting first, sharing the first session's messages
+                # A fork sorting first, sharing the first session's messages
+                # (on a store with branches).
+                if sessions[0] and Capability.BRANCHES in store.capabilities:
                     fork = SessionMeta(id=f"{owner}-0", owner=owner)
                     ids.append((await store.fork(ids[0], meta=fork)).id)
                     await store.append(fork.id, message("more", sessions[0][0]))
