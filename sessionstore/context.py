@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sessionstore.errors import ConfigurationError
-from sessionstore.models import CompactionEntry, Message, MessageEntry
+from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionEntry
 from sessionstore.pairing import PairingDialect, rules
 from sessionstore.pairing.exchanges import (
     INTERRUPTED_RESULT,
@@ -37,6 +37,9 @@ __all__ = [
     "PairingProblem",
     "build_context",
     "check_pairing",
+    "context_entries",
+    "context_message",
+    "moves_start",
     "repair_pairing",
     "safe_cut",
     "summary_message",
@@ -50,16 +53,68 @@ def summary_message(compaction: CompactionEntry) -> Message:
     return Message.user(SUMMARY_PREFIX + compaction.summary)
 
 
-def build_context(entries: Sequence[MessageEntry | CompactionEntry]) -> list[Message]:
+def context_entries(
+    entries: Sequence[SessionEntry],
+) -> tuple[list[SessionEntry], str | None]:
+    """The entries a context is built of: the one rule, which every store and
+    adapter applies (SPEC section 4).
+
+    With no compaction, every message entry in order. Otherwise the last
+    compaction, then every message entry from the first whose id equals the
+    compaction's ``first_kept_id`` (anywhere in ``entries``) to the end; if
+    no message entry has that id, every message entry after that compaction.
+    ``entries`` may be a whole log, or its end from that first kept message
+    (or, when none has the id, from the last compaction) on: the result is
+    the same.
+
+    Args:
+        entries: a session's entries in append order.
+
+    Returns:
+        The entries, the compaction first (it stands for the history it
+        summarizes: `context_message`); and the ``first_kept_id`` no message
+        has yet, else None: a message appended with it moves the context's
+        start (`moves_start`).
+    """
+    for last in range(len(entries) - 1, -1, -1):
+        compaction = entries[last]
+        if isinstance(compaction, CompactionEntry):
+            break
+    else:
+        return [entry for entry in entries if isinstance(entry, MessageEntry)], None
+    kept = compaction.first_kept_id
+    start = next(
+        (i for i, e in enumerate(entries) if isinstance(e, MessageEntry) and e.id == kept), None
+    )
+    found = start is not None
+    after = entries[last + 1 :] if start is None else entries[start:]
+    messages = [entry for entry in after if isinstance(entry, MessageEntry)]
+    return [compaction, *messages], None if found else kept
+
+
+def moves_start(kind: str, entry_id: str, waiting_for: str | None) -> bool:
+    """Whether an entry (its ``type`` and id) appended after the entries of a
+    context changes where it starts, so that it is built again rather than
+    extended: a compaction does; so does a message with the id the last
+    compaction keeps from when no message had it (``waiting_for``, as
+    `context_entries` gives it)."""
+    return kind != "message" or entry_id == waiting_for
+
+
+def context_message(entry: SessionEntry) -> Message:
+    """The message a context entry stands as: a message entry's message, a
+    compaction's `summary_message`."""
+    return entry.message if isinstance(entry, MessageEntry) else summary_message(entry)
+
+
+def build_context(entries: Sequence[SessionEntry]) -> list[Message]:
     """Build the model context from a session's entries (SPEC section 4).
 
-    With no compaction, every message in order. Otherwise the last
-    compaction wins: a user message ``"[Conversation summary]\\n" + summary``,
-    then every message from the first message entry whose id equals the
-    compaction's ``first_kept_id`` (anywhere in the log) to the end; if no
-    message entry has that id, every message after that compaction.
-    Compaction entries never appear in the result, and nothing is removed
-    from the store: the cut exists only in the built context.
+    The messages of `context_entries`: with no compaction, every message in
+    order; otherwise a user message ``"[Conversation summary]\\n" + summary``
+    for the last compaction, then the messages it keeps. Compaction entries
+    never appear in the result, and nothing is removed from the store: the
+    cut exists only in the built context.
 
     Args:
         entries: a session's entries in append order.
@@ -67,23 +122,7 @@ def build_context(entries: Sequence[MessageEntry | CompactionEntry]) -> list[Mes
     Returns:
         The messages to send.
     """
-    for last in range(len(entries) - 1, -1, -1):
-        compaction = entries[last]
-        if isinstance(compaction, CompactionEntry):
-            break
-    else:
-        return [entry.message for entry in entries if isinstance(entry, MessageEntry)]
-    start = next(
-        (
-            i
-            for i, entry in enumerate(entries)
-            if isinstance(entry, MessageEntry) and entry.id == compaction.first_kept_id
-        ),
-        last + 1,
-    )
-    context = [summary_message(compaction)]
-    context.extend(entry.message for entry in entries[start:] if isinstance(entry, MessageEntry))
-    return context
+    return [context_message(entry) for entry in context_entries(entries)[0]]
 
 
 def check_pairing(messages: Sequence[Message], *, dialect: PairingDialect) -> list[Orphan]:

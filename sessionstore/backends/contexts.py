@@ -5,7 +5,7 @@ A store caches the contexts it built (the last `CACHED_SESSIONS` of them,
 `CACHED_MESSAGES` messages in all) with how far into the session each was
 built, its *extent*; the next call reads only what lies past it. A log
 only grows, so that is exact: messages appended since extend the context,
-unless one changes where it starts (see `leaves_cut`), and then it is
+unless one changes where it starts (`moves_start`), and then it is
 built again. Each store owns one `ContextCache`; `drop_caches` clears it.
 
 Beside each message a context keeps the id of the entry it came from (the
@@ -14,7 +14,9 @@ and `SessionStore.compact`: a second tuple, extended with the first, so
 that `load_context` still hands out its messages as they are kept. It also
 keeps the id of the last entry it read, which a compaction states as the
 end it expects (a conditional append).
-`built_from` is the same from a whole log, for stores that load it.
+Every context is built by `BuiltContext.of`, by the rule of
+`sessionstore.context.context_entries`, from a whole log (`built_from`)
+or from the part of it a store read.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from sessionstore.context import summary_message
+from sessionstore.context import context_entries, context_message, moves_start
 from sessionstore.models import CompactionEntry, Message, MessageEntry, SessionEntry
 
 __all__ = [
@@ -34,22 +36,12 @@ __all__ = [
     "BuiltContext",
     "ContextCache",
     "built_from",
-    "leaves_cut",
 ]
 
 CACHED_SESSIONS = 256
 CACHED_MESSAGES = 20_000  # a few megabytes of messages at most, besides the callers' own
 
 _S = TypeVar("_S", bound=Hashable)
-
-
-def leaves_cut(kind: str, entry_id: str, waiting_for: str | None) -> bool:
-    """Whether an entry appended after a context leaves its start where it is.
-
-    A compaction moves it; so does the first message carrying the id the
-    last compaction keeps from (``waiting_for``) when no message had it.
-    """
-    return kind == "message" and entry_id != waiting_for
 
 
 @dataclass(frozen=True)
@@ -64,10 +56,23 @@ class BuiltContext(Generic[_S]):
     waiting_for: str | None  # the kept id no message had yet
     last: str  # the id of the session's last entry read ("" for none): what a compaction expects
 
+    @classmethod
+    def of(
+        cls, stamp: _S, extent: int, entries: Sequence[SessionEntry], last: str
+    ) -> BuiltContext[_S]:
+        """The context of ``entries`` (`context_entries`: a whole log, or its
+        end from where the context starts), built up to ``extent``, whose
+        last entry is ``last``."""
+        kept, waiting_for = context_entries(entries)
+        summarized = bool(kept) and isinstance(kept[0], CompactionEntry)
+        messages = tuple(map(context_message, kept))
+        ids = tuple(entry.id for entry in kept)
+        return cls(stamp, extent, messages, ids, summarized, waiting_for, last)
+
     def extended(self, extent: int, new: Sequence[SessionEntry]) -> BuiltContext[_S] | None:
         """The context with ``new`` entries after it, up to ``extent``; None
-        when one of them moves its start (build it again)."""
-        if not all(leaves_cut(entry.type, entry.id, self.waiting_for) for entry in new):
+        when one of them moves its start (`moves_start`: build it again)."""
+        if any(moves_start(entry.type, entry.id, self.waiting_for) for entry in new):
             return None
         added = [entry for entry in new if isinstance(entry, MessageEntry)]
         return BuiltContext(
@@ -82,45 +87,8 @@ class BuiltContext(Generic[_S]):
 
 
 def built_from(entries: Sequence[SessionEntry]) -> BuiltContext[None]:
-    """`build_context` of a whole log, each message with its entry id.
-
-    The same rule, step for step: the last compaction's summary (carrying
-    the compaction's id), then the messages from the first whose id is its
-    ``first_kept_id``, or those after it when none is.
-    """
-    last = next(
-        (i for i in range(len(entries) - 1, -1, -1) if isinstance(entries[i], CompactionEntry)),
-        None,
-    )
-    if last is None:
-        kept = [entry for entry in entries if isinstance(entry, MessageEntry)]
-        messages = tuple(entry.message for entry in kept)
-        ids = tuple(e.id for e in kept)
-        return BuiltContext(None, len(entries), messages, ids, False, None, _last(entries))
-    compaction = entries[last]
-    assert isinstance(compaction, CompactionEntry)
-    start = next(
-        (
-            i
-            for i, entry in enumerate(entries)
-            if isinstance(entry, MessageEntry) and entry.id == compaction.first_kept_id
-        ),
-        last + 1,
-    )
-    kept = [entry for entry in entries[start:] if isinstance(entry, MessageEntry)]
-    return BuiltContext(
-        None,
-        len(entries),
-        (summary_message(compaction), *(entry.message for entry in kept)),
-        (compaction.id, *(entry.id for entry in kept)),
-        True,
-        None,
-        _last(entries),
-    )
-
-
-def _last(entries: Sequence[SessionEntry]) -> str:
-    return entries[-1].id if entries else ""
+    """The context of a whole log, each message with its entry id."""
+    return BuiltContext.of(None, len(entries), entries, entries[-1].id if entries else "")
 
 
 class ContextCache(Generic[_S]):

@@ -12,10 +12,11 @@ Two shapes, one per kind of adapter:
 * `KeptItems`: one item per message entry, compactions skipped (the
   openai-agents session, whose ``get_items(limit=n)`` reads about ``n``
   entries when nothing is kept yet).
-* `KeptContext`: the session's context (`build_context`): a compaction's
+* `KeptContext`: the session's context (`context_entries`): a compaction's
   summary, then the messages it kept (LangChain's and pydantic-ai's
-  histories). A compaction appended since the last read makes the next
-  read build it again from the whole session.
+  histories). An entry appended since the last read that moves where the
+  context starts (`sessionstore.context.moves_start`: a compaction, say)
+  makes the next read build it again from the whole session.
 
 Each keeps one session's conversion at most: the session the conversation
 named at its last read. A read of another session (after a fork, a clear,
@@ -50,12 +51,13 @@ from dataclasses import dataclass
 from typing import Generic, TypeAlias, TypeVar
 
 from sessionstore import (
-    CompactionEntry,
     EntrySlice,
     Message,
     MessageEntry,
     SessionStore,
-    build_context,
+    context_entries,
+    context_message,
+    moves_start,
 )
 
 __all__ = [
@@ -359,15 +361,19 @@ class KeptContext(Generic[_T]):
         kept = self._kept
         if kept is not None and kept.session_id == session_id:
             read = await _since(store, kept)
+            waiting_for = kept.waiting_for
             if read is not None and not any(
-                isinstance(entry, CompactionEntry) for entry in read.entries
+                moves_start(entry.type, entry.id, waiting_for) for entry in read.entries
             ):
                 return self._extended(kept, read)
         read = await store.load_slice(session_id, 0)
-        messages = build_context(read.entries)
+        entries, waiting_for = context_entries(read.entries)
+        messages = [context_message(entry) for entry in entries]
         context = self._convert(messages, ())
         weighs = sum(map(weight, messages))
-        fresh = _Context(session_id, read.stop, _last_id(read), context, len(context), weighs)
+        fresh = _Context(
+            session_id, read.stop, _last_id(read), waiting_for, context, len(context), weighs
+        )
         self._kept = fresh if _fits(fresh) else None
         return list(context)
 
@@ -386,7 +392,9 @@ class KeptContext(Generic[_T]):
             last_id = _last_id(read) or kept.last_id
             weighs = kept.weighs + sum(map(weight, messages))
             count = kept.count + len(added)
-            fresh = _Context(kept.session_id, read.stop, last_id, items, count, weighs)
+            fresh = _Context(
+                kept.session_id, read.stop, last_id, kept.waiting_for, items, count, weighs
+            )
             self._kept = fresh if _fits(fresh) else None
             return items[: fresh.count]
 
@@ -400,6 +408,7 @@ class _Context(Generic[_T]):
     session_id: str
     stop: int
     last_id: str
+    waiting_for: str | None  # as `context_entries` gives it
     items: list[_T]
     count: int
     weighs: int

@@ -386,14 +386,9 @@ def to_message(message: BaseMessage) -> Message:
     fields: dict[str, Any] = {}
     if isinstance(message, AIMessage) and message.tool_calls:
         fields["tool_calls"] = [
-            {
-                "id": call["id"],
-                "type": "function",
-                "function": {
-                    "name": call["name"],
-                    "arguments": json.dumps(call["args"], ensure_ascii=False),
-                },
-            }
+            turns.openai_call(
+                call["id"], call["name"], json.dumps(call["args"], ensure_ascii=False)
+            )
             for call in message.tool_calls
         ]
     if isinstance(message, ToolMessage):
@@ -417,21 +412,21 @@ def from_context(messages: Sequence[Message]) -> list[BaseMessage]:
     return [_from_message(message) for message in messages]
 
 
+_ROLES: tuple[tuple[type[BaseMessage], str], ...] = (
+    (HumanMessage, "user"),
+    (AIMessage, "assistant"),
+    (SystemMessage, "system"),
+    (ToolMessage, "tool"),
+    (FunctionMessage, "function"),
+)
+
+
 def _role(message: BaseMessage) -> str:
     # Chunks subclass their message classes, so they map alike.
-    if isinstance(message, HumanMessage):
-        return "user"
-    if isinstance(message, AIMessage):
-        return "assistant"
-    if isinstance(message, SystemMessage):
-        return "system"
-    if isinstance(message, ToolMessage):
-        return "tool"
-    if isinstance(message, FunctionMessage):
-        return "function"
-    if isinstance(message, ChatMessage):
-        return message.role
-    return message.type
+    role = next((role for kind, role in _ROLES if isinstance(message, kind)), None)
+    if role is not None:
+        return role
+    return message.role if isinstance(message, ChatMessage) else message.type
 
 
 def _from_message(message: Message) -> BaseMessage:
@@ -456,7 +451,7 @@ def _by_role(message: Message) -> BaseMessage:
     if message.role == "system":
         return SystemMessage(content=content, **named)
     if message.role == "assistant":
-        calls, invalid = _tool_calls(message.extra.get("tool_calls"))
+        calls, invalid = _tool_calls(message)
         return AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid, **named)
     if message.role == "tool":
         call_id = message.extra.get("tool_call_id")
@@ -475,17 +470,13 @@ def _content(message: Message) -> _Content:
     return message.text()
 
 
-def _tool_calls(calls: Any) -> tuple[list[ToolCall], list[InvalidToolCall]]:
-    """OpenAI-shaped tool calls as LangChain's: valid ones, and those whose
-    arguments are not a JSON object."""
+def _tool_calls(message: Message) -> tuple[list[ToolCall], list[InvalidToolCall]]:
+    """A message's OpenAI-shaped tool calls as LangChain's: valid ones, and
+    those whose arguments are not a JSON object."""
     valid: list[ToolCall] = []
     invalid: list[InvalidToolCall] = []
-    for call in calls if isinstance(calls, list) else []:
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            continue
-        name, arguments = function.get("name"), function.get("arguments")
-        call_id = call.get("id") if isinstance(call.get("id"), str) else None
+    for stored_id, name, arguments in turns.openai_calls(message):
+        call_id = stored_id if isinstance(stored_id, str) else None
         try:
             args = json.loads(arguments) if isinstance(arguments, str) else arguments
         except ValueError as exc:
@@ -580,9 +571,18 @@ class OnceTool(BaseTool):
         running = ((config or {}).get("configurable") or {}).get("message_history")
         return running if isinstance(running, SessionStoreChatMessageHistory) else None
 
-    def _call(self, input: Any, key: str | None, session: str | None) -> dict[str, Any]:
+    def _turn_key(
+        self, history: SessionStoreChatMessageHistory, input: Any
+    ) -> Callable[[SessionStore], Awaitable[str]]:
+        """What finds the key of a tool call in the turn ``history`` stands in."""
+        call = (str(input.get("id")), self.name, input["args"])
+        return partial(_turn_key, history, call, self._ranks)
+
+    def _call(
+        self, input: Any, key: str | None, history: SessionStoreChatMessageHistory | None
+    ) -> dict[str, Any]:
         """`EffectLog.once`'s arguments for a call given ``input`` (``key``:
-        its turn's key, if it has one, in the conversation ``session``)."""
+        its turn's key, if it has one, in the conversation of ``history``)."""
         call = _is_tool_call(input)
         args = input["args"] if call else input
         if key is None and self.key is not None:
@@ -590,7 +590,7 @@ class OnceTool(BaseTool):
         return {
             "tool": self.name,
             "args": args,
-            "session": session,
+            "session": self.session if history is None else history.name,
             "call_id": input.get("id") if call else None,
             "key": key,
             "check": self.check,
@@ -604,12 +604,9 @@ class OnceTool(BaseTool):
         async def call() -> Any:
             return _recorded(await self.wrapped.ainvoke(input, config, **kwargs))
 
-        history, key, session = self._history(input, config), None, self.session
-        if history is not None:
-            turn_call = (str(input.get("id")), self.name, input["args"])
-            key = await history._await(partial(_turn_key, history, turn_call, self._ranks))
-            session = history.name
-        once = self._call(input, key, session)
+        history = self._history(input, config)
+        key = None if history is None else await history._await(self._turn_key(history, input))
+        once = self._call(input, key, history)
         return _answered(input, self.name, await self.effects.once(call, **once))
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
@@ -619,15 +616,11 @@ class OnceTool(BaseTool):
         def call() -> Any:
             return _recorded(self.wrapped.invoke(input, config, **kwargs))
 
-        history, key, session = self._history(input, config), None, self.session
+        history, key = self._history(input, config), None
         if history is not None:
-            turn_call = (str(input.get("id")), self.name, input["args"])
-            store = history._sync_store("OnceTool.invoke")
-            key = store.run(partial(_turn_key, history, turn_call, self._ranks))
-            session = history.name
-        return _answered(
-            input, self.name, self.effects.once(call, **self._call(input, key, session))
-        )
+            key = history._sync_store("OnceTool.invoke").run(self._turn_key(history, input))
+        once = self._call(input, key, history)
+        return _answered(input, self.name, self.effects.once(call, **once))
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("OnceTool runs through invoke and ainvoke")
@@ -646,19 +639,7 @@ async def _turn_key(
         call_id, tool, args = call
         rank = ranks.rank((conversation.first_id, tool, turns.digest(args)), call_id, [])
         return turns.turn_key(history.name, conversation.first_id, tool, args, rank)
-    return await turns.stored_call_key(store, current, history.name, call, ranks, _calls)
-
-
-def _calls(entry: MessageEntry) -> list[tuple[str, str, Any]]:
-    """The tool calls a stored assistant message holds (OpenAI-shaped)."""
-    found = []
-    for call in entry.message.extra.get("tool_calls") or []:
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict):
-            found.append(
-                (str(call.get("id")), str(function.get("name")), function.get("arguments"))
-            )
-    return found
+    return await turns.stored_call_key(store, current, history.name, call, ranks)
 
 
 def _is_tool_call(input: Any) -> bool:

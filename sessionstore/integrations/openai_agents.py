@@ -245,7 +245,9 @@ class StoreSession:
         given = session_arguments(args, kwargs)
         self.session_id = validate_session_id(given.name)
         settings = given.settings
-        self.session_settings = SessionSettings() if settings is None else _settings(settings)
+        self.session_settings = (
+            SessionSettings() if settings is None else coerce_session_settings(settings)
+        )
         self._lock = threading.Lock()  # held to set `_on`, never across a call
         self._closed = False
         self._owner: OwnedStore[SessionStore] | None = None
@@ -276,7 +278,15 @@ class StoreSession:
             InvalidSessionIdError: ``session_id`` breaks the session-id rule.
         """
         validate_session_id(session_id)
-        return _Opening(cls, target, session_id, session_settings, options)
+
+        async def opened() -> StoreSession:
+            store = await open_store(target, **options)
+            session = cls(store, session_id, session_settings=session_settings)
+            owner = OwnedStore(session, os.fspath(target), _open_async, _close_async, opened=store)
+            session._owner = owner
+            return session
+
+        return _Opening(opened)
 
     def __repr__(self) -> str:
         if self._owner is not None:
@@ -446,11 +456,7 @@ class _On:
 
 
 def _open_async(target: str) -> SessionStore:
-    return run_blocking(partial(_opened, target))
-
-
-async def _opened(target: str) -> SessionStore:
-    return await open_store(target)
+    return run_blocking(partial(open_store, target))  # what open_store returns is a coroutine
 
 
 def _close_async(store: SessionStore) -> None:
@@ -548,19 +554,8 @@ async def _turn_key(
     current = await session.current_session()
     if current is None:  # nothing stored (a run without its session): the call's own id
         return f"{session.session_id}:{call_id}"
-    return await turns.stored_call_key(
-        session.store, current, session.session_id, (call_id, tool, args), ranks, _calls
-    )
-
-
-def _calls(entry: MessageEntry) -> list[tuple[str, str, Any]]:
-    """The function call a stored item is, if it is one."""
-    content = entry.message.content
-    if entry.message.extra.get(MARKER) != _ITEM or not isinstance(content, dict):
-        return []
-    if content.get("type") != "function_call":
-        return []
-    return [(str(content.get("call_id")), str(content.get("name")), content.get("arguments"))]
+    call = (call_id, tool, args)
+    return await turns.stored_call_key(session.store, current, session.session_id, call, ranks)
 
 
 def continue_turn(
@@ -598,27 +593,9 @@ def _role(item: Any) -> Any:
 class _Opening:
     """What `StoreSession.open` returns: await it, or use it with ``async with``."""
 
-    def __init__(
-        self,
-        cls: type[StoreSession],
-        target: str | os.PathLike[str],
-        session_id: str,
-        session_settings: SessionSettings | dict[str, Any] | None,
-        options: dict[str, Any],
-    ) -> None:
-        self._cls = cls
-        self._target = target
-        self._session_id = session_id
-        self._session_settings = session_settings
-        self._options = options
+    def __init__(self, open: Callable[[], Awaitable[StoreSession]]) -> None:
+        self._open = open
         self._session: StoreSession | None = None
-
-    async def _open(self) -> StoreSession:
-        store = await open_store(self._target, **self._options)
-        session = self._cls(store, self._session_id, session_settings=self._session_settings)
-        target = os.fspath(self._target)
-        session._owner = OwnedStore(session, target, _open_async, _close_async, opened=store)
-        return session
 
     def __await__(self) -> Generator[Any, None, StoreSession]:
         return self._open().__await__()
@@ -635,10 +612,6 @@ class _Opening:
     ) -> None:
         if self._session is not None:
             await self._session.close()
-
-
-def _settings(settings: SessionSettings | dict[str, Any]) -> SessionSettings:
-    return coerce_session_settings(settings)
 
 
 CONVERSATIONS = 256

@@ -363,7 +363,11 @@ def _stored(message: ModelMessage, payload: Any) -> Message:
     if isinstance(message, ModelResponse):
         role = "assistant"
         text = _joined(part.content for part in message.parts if isinstance(part, TextPart))
-        calls = [_openai_call(part) for part in message.parts if isinstance(part, ToolCallPart)]
+        calls = [
+            turns.openai_call(part.tool_call_id, part.tool_name, part.args_as_json_str())
+            for part in message.parts
+            if isinstance(part, ToolCallPart)
+        ]
         if calls:
             fields["tool_calls"] = calls
     else:
@@ -407,28 +411,18 @@ def _joined(texts: Any) -> str:
     return "\n\n".join(text for text in texts if text)
 
 
-def _openai_call(part: ToolCallPart) -> dict[str, Any]:
-    return {
-        "id": part.tool_call_id,
-        "type": "function",
-        "function": {"name": part.tool_name, "arguments": part.args_as_json_str()},
-    }
-
-
 def _by_role(message: Message, before: Sequence[ModelMessage]) -> ModelMessage:
     """A message stored without pydantic-ai's form of it, mapped by its role."""
     text = message.text()
     if message.role == "assistant":
         parts: list[ModelResponsePart] = [TextPart(content=text)] if text else []
-        for call in message.extra.get("tool_calls") or []:
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and isinstance(function.get("name"), str):
-                arguments = function.get("arguments")
+        for call_id, name, arguments in turns.openai_calls(message):
+            if isinstance(name, str):
                 parts.append(
                     ToolCallPart(
-                        tool_name=function["name"],
+                        tool_name=name,
                         args=arguments if isinstance(arguments, str | dict) else None,
-                        tool_call_id=str(call.get("id") or ""),
+                        tool_call_id=str(call_id or ""),
                     )
                 )
         return ModelResponse(parts=parts)

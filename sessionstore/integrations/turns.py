@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sessionstore import MessageEntry, SessionEntry, SessionStore, args_digest
+from sessionstore import Message, MessageEntry, SessionEntry, SessionStore, args_digest
 
 __all__ = [
     "INPUT_ROLES",
@@ -43,10 +43,13 @@ __all__ = [
     "OpenTurn",
     "answers",
     "arguments",
+    "calls",
     "digest",
     "is_answer",
     "is_input",
     "open_turn",
+    "openai_call",
+    "openai_calls",
     "read_tail",
     "resumes",
     "stored_call_key",
@@ -237,6 +240,37 @@ Calls = Callable[[MessageEntry], Iterable[tuple[str, str, Any]]]
 """The tool calls a stored message holds: (call id, tool, arguments) each."""
 
 
+def openai_call(call_id: Any, name: str, arguments: str) -> dict[str, Any]:
+    """A tool call in the OpenAI shape, as the adapters store an assistant's
+    calls in ``tool_calls`` (``arguments``: JSON text)."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def openai_calls(message: Message) -> list[tuple[Any, Any, Any]]:
+    """The OpenAI-shaped tool calls in a message's ``tool_calls``: (id, name,
+    arguments) each, as stored; one without a ``function`` object is left out."""
+    stored = message.extra.get("tool_calls")
+    found = []
+    for call in stored if isinstance(stored, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            found.append((call.get("id"), function.get("name"), function.get("arguments")))
+    return found
+
+
+def calls(entry: MessageEntry) -> list[tuple[str, str, Any]]:
+    """The tool calls a stored message makes (`Calls`): an openai-agents
+    ``function_call`` item, or the OpenAI-shaped ``tool_calls`` of an
+    assistant message (the store's own shape, LangChain's)."""
+    message = entry.message
+    content = message.content
+    if message.extra.get("openai_agents") == "item":
+        if not isinstance(content, dict) or content.get("type") != "function_call":
+            return []
+        return [(str(content.get("call_id")), str(content.get("name")), content.get("arguments"))]
+    return [(str(id_), str(name), args) for id_, name, args in openai_calls(message)]
+
+
 def answers(entry: MessageEntry) -> list[str]:
     """The ids of the tool calls a stored message gives the output of: a
     ``tool`` message's ``tool_call_id`` (the store's own shape, LangChain's),
@@ -255,7 +289,7 @@ async def stored_call_key(
     conversation: str,
     call: tuple[str, str, Any],
     ranks: CallRanks,
-    calls: Calls,
+    calls: Calls = calls,
 ) -> str:
     """The key of ``call`` (its id, tool and arguments) in the turn the
     session ``session_id`` of ``conversation`` stands in (`turn_key`): the

@@ -25,7 +25,12 @@ from sessionstore import (
     build_context,
     check_pairing,
 )
-from sessionstore.context import PairingDialect, summary_message
+from sessionstore.context import (
+    PairingDialect,
+    context_entries,
+    context_message,
+    summary_message,
+)
 from sessionstore.store import Capability, SessionStore
 from sessionstore.testing.capabilities import needs
 from sessionstore.testing.common import compaction, message
@@ -36,22 +41,10 @@ SHAPES: list[PairingDialect] = ["openai", "anthropic"]
 
 
 def reference_ids(entries: Sequence[SessionEntry]) -> list[tuple[str, Message]]:
-    """`build_context` of ``entries``, each message with its entry's id, as a
-    full load gives them: the oracle of `SessionStore.load_context_with_ids`."""
-    marks = [i for i, entry in enumerate(entries) if isinstance(entry, CompactionEntry)]
-    if not marks:
-        ids = [entry.id for entry in entries if isinstance(entry, MessageEntry)]
-    else:
-        last = entries[marks[-1]]
-        assert isinstance(last, CompactionEntry)
-        starts = [
-            i
-            for i, entry in enumerate(entries)
-            if isinstance(entry, MessageEntry) and entry.id == last.first_kept_id
-        ]
-        start = starts[0] if starts else marks[-1] + 1
-        ids = [last.id] + [e.id for e in entries[start:] if isinstance(e, MessageEntry)]
-    return list(zip(ids, build_context(entries), strict=True))
+    """The context of ``entries`` by its one definition (`context_entries`),
+    each message with its entry's id: the oracle of
+    `SessionStore.load_context_with_ids`."""
+    return [(entry.id, context_message(entry)) for entry in context_entries(entries)[0]]
 
 
 # ------------------------------------------------------------- tool exchanges
@@ -302,6 +295,64 @@ class ContextContract:
             asyncio.run(agent.run(store, steps))
 
         await asyncio.to_thread(check)
+
+    async def test_every_context_is_the_one_definition_over_random_histories(
+        self, store: SessionStore
+    ) -> None:
+        """Random histories of messages (ids drawn from a few, so some repeat),
+        compactions keeping from an id that is earlier, later or nowhere, and
+        forks: after every step each session's context, built afresh or
+        extended from one the store cached, is `context_entries`' of its log."""
+        examples = itertools.count()
+
+        @settings(
+            max_examples=15,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+        )
+        @given(st.lists(_EDIT, min_size=1, max_size=16))
+        def check(edits: list[tuple[str, int, int]]) -> None:
+            asyncio.run(_edited(store, f"r{next(examples)}-", edits))
+
+        await asyncio.to_thread(check)
+
+
+_EDIT = st.tuples(
+    st.sampled_from(["message", "message", "message", "compact", "fork", "drop"]),
+    st.integers(0, 1000),
+    st.integers(0, 1000),
+)
+
+
+async def _edited(store: SessionStore, prefix: str, edits: list[tuple[str, int, int]]) -> None:
+    """Run ``edits`` on sessions named from ``prefix``, each session's context
+    checked after each edit."""
+    made = itertools.count()
+    logs: dict[str, list[SessionEntry]] = {}
+    logs[await store.create(SessionMeta(id=f"{prefix}{next(made)}"))] = []
+    for kind, a, b in edits:
+        target = sorted(logs)[a % len(logs)]
+        log = logs[target]
+        if kind == "message":  # one of six ids; the compactions may keep from a seventh
+            added = [message(f"{prefix}m{n % 6}", f"text {n}") for n in range(b, b + 1 + a % 2)]
+            await store.append_many(target, added)
+            log += added
+        elif kind == "compact":
+            marker = compaction(f"{prefix}c{next(made)}", f"summary {b}", f"{prefix}m{b % 7}")
+            await store.append(target, marker)
+            log.append(marker)
+        elif kind == "fork" and Capability.BRANCHES in store.capabilities:
+            # at an entry whose id is the log's alone, or its end
+            alone = [i for i, e in enumerate(log) if [f.id for f in log].count(e.id) == 1]
+            at = alone[b % len(alone)] if alone and b % 2 else None
+            meta = SessionMeta(id=f"{prefix}{next(made)}")
+            fork = await store.fork(target, at=None if at is None else log[at].id, meta=meta)
+            logs[fork.id] = list(log if at is None else log[: at + 1])
+        else:
+            store.drop_caches()
+        for session_id, entries in logs.items():
+            assert await store.load_context_with_ids(session_id) == reference_ids(entries)
+            assert await store.load_context(session_id) == build_context(entries)
 
 
 _STEP = st.tuples(

@@ -6,10 +6,13 @@ Without the frameworks these tests skip (fail under CI=true): `require`.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.integrations import require
 
@@ -20,7 +23,16 @@ require("pydantic_ai", extra="pydantic-ai")
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from sessionstore import EntrySlice, SessionMeta, SessionStore
+from sessionstore import (
+    CompactionEntry,
+    EntrySlice,
+    MemoryStore,
+    Message,
+    MessageEntry,
+    SessionMeta,
+    SessionStore,
+    build_context,
+)
 from sessionstore.integrations import kept
 from sessionstore.integrations.langchain import ChatHistories, SessionStoreChatMessageHistory
 from sessionstore.integrations.openai_agents import StoreSession
@@ -322,6 +334,49 @@ async def test_pydantic_ai_histories_read_only_the_turn(async_store: SessionStor
 def contents(history: list[Any]) -> list[list[Any]]:
     """The parts' contents: a summary's request is stamped with the time it is read."""
     return [[part.content for part in message.parts] for message in history]
+
+
+async def test_a_message_with_the_id_a_compaction_waits_for_moves_the_kept_start(
+    async_store: SessionStore,
+) -> None:
+    # A compaction keeping from an id no message has yet keeps what follows
+    # it; the first message with that id, arriving later, is where it starts.
+    session = await async_store.create(SessionMeta.new())
+    histories = MessageHistories(async_store)
+    await save_messages(async_store, session, exchange(0))
+    await async_store.append(session, CompactionEntry.new("earlier", "later"))
+    await save_messages(async_store, session, exchange(1))
+    assert contents(await histories.load(session))[1:] == [["question 1"], ["answer 1"]]
+    answer = MessageEntry(id="later", timestamp="t", message=Message.user("from here"))
+    await async_store.append(session, answer)
+    got = await histories.load(session)
+    assert contents(got) == [["[Conversation summary]\nearlier"], ["from here"]]
+    assert contents(got) == contents(await load_history(async_store, session))
+
+
+async def test_a_kept_context_is_the_one_definition_over_random_histories() -> None:
+    """Messages with ids of a few (some repeat), compactions keeping from
+    any of them or one never used: after each step, what a `KeptContext`
+    hands out is `build_context` of the log."""
+
+    async def run(steps: list[tuple[bool, int]]) -> None:
+        store = MemoryStore()
+        session = await store.create(SessionMeta.new())
+        context: kept.KeptContext[Message] = kept.KeptContext(lambda new, _: list(new))
+        for n, (compact, pick) in enumerate(steps):
+            if compact:
+                await store.append(session, CompactionEntry.new(f"summary {n}", f"m{pick % 7}"))
+            else:
+                said = MessageEntry(id=f"m{pick % 6}", timestamp="t", message=Message.user(f"{n}"))
+                await store.append(session, said)
+            assert await context.read(store, session) == build_context(await store.load(session))
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.tuples(st.booleans(), st.integers(0, 9)), max_size=20))
+    def check(steps: list[tuple[bool, int]]) -> None:
+        asyncio.run(run(steps))
+
+    await asyncio.to_thread(check)
 
 
 # ------------------------------------------------------------ factories

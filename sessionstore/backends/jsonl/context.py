@@ -25,7 +25,6 @@ from typing import NoReturn
 
 from sessionstore.backends.contexts import BuiltContext
 from sessionstore.backends.records import decode_stored_entry, decode_stored_meta
-from sessionstore.context import summary_message
 from sessionstore.errors import CorruptSessionError
 from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry
 from sessionstore.wire import encode_string, limits
@@ -173,47 +172,28 @@ def read_context(
     reader.header(first_line(fd, size))
     lines = lines_backwards(reader, size)
     after: list[SessionEntry] = []  # from the end back to the last compaction, last first
+    before: list[SessionEntry] = []  # back from it to the first kept message
     for offset, line in lines:
         if offset == 0:  # the header: no compaction, every message
-            kept = [e for e in reversed(after) if isinstance(e, MessageEntry)]
-            messages, ids = tuple(e.message for e in kept), tuple(e.id for e in kept)
-            return BuiltContext(
-                file, size, messages, ids, False, None, after[0].id if after else ""
-            )
-        entry = reader.entry(offset, line)
-        if isinstance(entry, CompactionEntry):
-            compaction = entry
             break
-        after.append(entry)
-    kept_id = compaction.first_kept_id
-    before: list[SessionEntry] = []  # back from the compaction to the first kept message
-    for offset, line in lines:
-        if offset == 0:
-            break  # no message before the compaction has the id
-        before.append(reader.entry(offset, line))
-        if isinstance(before[-1], MessageEntry) and before[-1].id == kept_id:
-            first = earlier(fd, kept_id, offset)
-            if first is not None:  # an earlier one has it too: the context starts there
-                for offset, line in lines:
-                    before.append(reader.entry(offset, line))
-                    if offset == first:
-                        break
+        after.append(reader.entry(offset, line))
+        if isinstance(after[-1], CompactionEntry):
+            kept_id = after[-1].first_kept_id
+            for offset, line in lines:
+                if offset == 0:
+                    break  # no message before the compaction has the id
+                before.append(reader.entry(offset, line))
+                if isinstance(before[-1], MessageEntry) and before[-1].id == kept_id:
+                    first = earlier(fd, kept_id, offset)
+                    if first is not None:  # an earlier one has it too: the context starts there
+                        for offset, line in lines:
+                            before.append(reader.entry(offset, line))
+                            if offset == first:
+                                break
+                    break
             break
-    log = [*reversed(before), compaction, *reversed(after)]
-    found = next(
-        (i for i, e in enumerate(log) if isinstance(e, MessageEntry) and e.id == kept_id), None
-    )
-    start = len(before) + 1 if found is None else found  # none has it: after the compaction
-    kept = [e for e in log[start:] if isinstance(e, MessageEntry)]
-    return BuiltContext(
-        file,
-        size,
-        (summary_message(compaction), *(e.message for e in kept)),
-        (compaction.id, *(e.id for e in kept)),
-        True,
-        kept_id if found is None else None,
-        after[0].id if after else compaction.id,
-    )
+    last = after[0].id if after else ""
+    return BuiltContext.of(file, size, [*reversed(before), *reversed(after)], last)
 
 
 def last_entry_id(session_id: str, path: str, fd: int, size: int) -> str:

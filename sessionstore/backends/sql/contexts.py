@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection
 
-from sessionstore.backends.contexts import BuiltContext, ContextCache, leaves_cut
+from sessionstore.backends.contexts import BuiltContext, ContextCache
 from sessionstore.backends.records import decode_stored_entries
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import sealing
@@ -38,9 +38,9 @@ from sessionstore.backends.sql.database import Database, find_session
 from sessionstore.backends.sql.engine import is_sqlite
 from sessionstore.backends.sql.lineage import Lineage, lineage
 from sessionstore.backends.sql.query import Query
-from sessionstore.context import summary_message
+from sessionstore.context import moves_start
 from sessionstore.errors import CorruptSessionError, SessionNotFoundError
-from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry
+from sessionstore.models import CompactionEntry, SessionEntry
 
 __all__ = ["Contexts", "Stamp"]
 
@@ -149,7 +149,7 @@ class Contexts:
         if built is not None and built.extent < last <= built.extent + (most or last):
             new = _each(conn, Q.ENTRIES_AFTER, spans, built.extent, last, most)
             cut = built.waiting_for
-            if new is not None and all(leaves_cut(kind, id_, cut) for _, id_, _, kind in new):
+            if new is not None and not any(moves_start(kind, id_, cut) for _, id_, _, kind in new):
                 return _Read(stamp, last, new_rows=new, holder=holder)
         # Built afresh: a first call, too many new rows, or rows that move the cut.
         if most is not None and not self._quick_builds:
@@ -180,33 +180,23 @@ class Contexts:
         return _Read(stamp, last, marker=marker, rows=rows, last_id=last_id, holder=holder)
 
     def _build(self, session_id: str, read: _Read) -> _Built:
+        """The context of what `_read` read: the messages from where it
+        starts, after the last compaction when there is one."""
         assert read.rows is not None
         entries = self._entries(session_id, read.rows, read.holder)
-        kept = [e for e in entries if isinstance(e, MessageEntry)]
-        messages = tuple(e.message for e in kept)
-        ids = tuple(e.id for e in kept)
-        if read.marker is None:
-            return _Built(read.stamp, read.last, messages, ids, False, None, read.last_id)
-        seq, line, kept, _ = read.marker
-        marked = self._opened(read.holder, [(seq, line)])
-        compaction = decode_stored_entries(session_id, marked, path=self._where)[0]
-        if not isinstance(compaction, CompactionEntry):
-            raise CorruptSessionError(
-                session_id,
-                "row typed 'compaction' holds another entry",
-                path=self._where,
-                line=seq + 1,
-            )
-        found = bool(read.rows) and read.rows[0][1] == kept
-        return _Built(
-            read.stamp,
-            read.last,
-            (summary_message(compaction), *messages),
-            (compaction.id, *ids),
-            True,
-            None if found else kept,
-            read.last_id,
-        )
+        if read.marker is not None:
+            seq, line, _, _ = read.marker
+            marked = self._opened(read.holder, [(seq, line)])
+            compaction = decode_stored_entries(session_id, marked, path=self._where)[0]
+            if not isinstance(compaction, CompactionEntry):
+                raise CorruptSessionError(
+                    session_id,
+                    "row typed 'compaction' holds another entry",
+                    path=self._where,
+                    line=seq + 1,
+                )
+            entries.insert(0, compaction)
+        return _Built.of(read.stamp, read.last, entries, read.last_id)
 
     def _entries(
         self, session_id: str, rows: Sequence[Any], holder: Callable[[int], str] | None
