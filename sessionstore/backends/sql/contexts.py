@@ -38,6 +38,7 @@ from sessionstore.backends.sql.database import Database, find_session
 from sessionstore.backends.sql.engine import is_sqlite
 from sessionstore.backends.sql.lineage import Lineage, lineage
 from sessionstore.backends.sql.query import Query
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.context import summary_message
 from sessionstore.errors import CorruptSessionError, SessionNotFoundError
 from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry
@@ -98,10 +99,10 @@ class Contexts:
         try:
             if built is not None or self._quick_builds:  # most turns: a few rows to read
                 probe = partial(self._read, session_id=session_id, built=built, most=QUICK_ROWS)
-                read = await transaction(session_id, probe, quick=True)
+                read = await transaction(Kind.QUICK_READ, session_id, probe)
             if read is None:
                 full = partial(self._read, session_id=session_id, built=built)
-                read = await transaction(session_id, full, lean=True)
+                read = await transaction(Kind.READ, session_id, full)
         except SessionNotFoundError:
             self.cache.discard(session_id)  # erased by another store object
             raise

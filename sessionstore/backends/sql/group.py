@@ -44,6 +44,7 @@ from sessionstore.backends.sql.database import (
     last_entry_id,
 )
 from sessionstore.backends.sql.digests import entry_digest
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.errors import SessionStoreError
 
 if TYPE_CHECKING:
@@ -197,7 +198,9 @@ class _LoopGroup:
             alone = not self._pending
             write = partial(write_appends, [append], sealer=self._database.sealer)
             transaction = self._database.transaction
-            (error,), due = await transaction(None, write, write=True, lean=True, quick=alone)
+            (error,), due = await transaction(
+                Kind.QUICK_WRITE if alone else Kind.WRITE, None, write
+            )
             if due:
                 await self._catch_up()
         finally:
@@ -220,10 +223,7 @@ class _LoopGroup:
             appends = [append for append, _ in jobs]
             try:
                 errors, due = await self._database.transaction(
-                    None,
-                    partial(write_appends, appends, sealer=self._database.sealer),
-                    write=True,
-                    lean=True,
+                    Kind.WRITE, None, partial(write_appends, appends, sealer=self._database.sealer)
                 )
             except BaseException as exc:
                 for _, future in jobs:
@@ -249,4 +249,4 @@ class _LoopGroup:
         reads the backlog meanwhile."""
         with contextlib.suppress(SessionStoreError):
             body = partial(wordindex.catch_up, sealer=self._database.sealer)
-            await self._database.transaction(None, body, write=True)
+            await self._database.transaction(Kind.WRITE, None, body)

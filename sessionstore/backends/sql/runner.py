@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,7 +34,6 @@ from sqlalchemy import Connection, Engine
 from sessionstore.backends.checks import Durability
 from sessionstore.backends.sql.engine import (
     DEFAULT_BUSY_TIMEOUT,
-    DURABLE,
     WRITE,
     begin_on_driver,
     is_busy,
@@ -41,15 +41,55 @@ from sessionstore.backends.sql.engine import (
     open_sync_engine,
 )
 
-__all__ = ["Runner", "Step", "Workers", "on_driver", "open_runner"]
+__all__ = ["Kind", "Runner", "Step", "Workers", "on_driver", "open_runner"]
 
 _T = TypeVar("_T")
 
 Step = Callable[[Callable[[Connection], _T]], Awaitable[_T]]
 
 
-def _options(write: bool, durable: bool) -> dict[str, bool]:
-    return {WRITE: True, DURABLE: durable} if write else {}
+class Kind(enum.Enum):
+    """What a transaction does, named at each call: how it runs follows.
+
+    Every kind commits whole or not at all; a body may run `Query`
+    statements on the driver and SQLAlchemy's own alike.
+    """
+
+    READ = "read"
+    """Reads what is committed. On SQLite one transaction, one snapshot. On
+    PostgreSQL each statement commits alone: at READ COMMITTED each takes
+    a snapshot of its own in a transaction too, so it sees what it would
+    have, and the BEGIN and COMMIT round trips are spared (a one-statement
+    read is one round trip, not three)."""
+
+    LOCKED_READ = "locked read"
+    """A read in one transaction on every database, for a body that locks
+    (``FOR SHARE``, ``LOCK TABLE``) or sets its isolation (``REPEATABLE
+    READ``: one snapshot on PostgreSQL): what it took holds to its end."""
+
+    QUICK_READ = "quick read"
+    """A read of a few statements through indexes, each of a few rows: on
+    SQLite it may run on the event loop's thread (see `Runner`)."""
+
+    WRITE = "write"
+    """Writes, one writer at a time: the database's writer lock, then on
+    SQLite ``BEGIN IMMEDIATE``; a writer locked out by another process is
+    tried again. Its commit survives a crash of the process, and a power
+    loss at ``durability="full"`` (always, on PostgreSQL)."""
+
+    QUICK_WRITE = "quick write"
+    """A write of a few rows (one append, a create, a fork, a title): on
+    SQLite at durability "normal" it may commit on the event loop's thread
+    (see `Runner`)."""
+
+    DURABLE_WRITE = "durable write"
+    """A write whose commit survives a power loss at any durability: on
+    SQLite it commits with a full fsync (``synchronous=FULL``)."""
+
+    @property
+    def writes(self) -> bool:
+        """Whether it writes (takes the writer lock)."""
+        return self in (Kind.WRITE, Kind.QUICK_WRITE, Kind.DURABLE_WRITE)
 
 
 _Job = tuple[Callable[[], Any], "asyncio.Future[Any]"]
@@ -109,46 +149,38 @@ class Workers:
             thread.join()
 
 
-def on_driver(conn: Connection, body: Callable[[Connection], _T], write: bool, durable: bool) -> _T:
-    """Run ``body`` in a transaction begun and ended on the driver alone:
-    SQLAlchemy's begin and commit cost as much again as a small transaction.
-    ``body`` must run its statements on the driver too (`Query`): one of
-    SQLAlchemy's own would begin a second transaction, and fail."""
+def on_driver(
+    conn: Connection, body: Callable[[Connection], _T], *, write: bool, durable: bool
+) -> _T:
+    """Run ``body`` in a SQLite transaction begun on the driver, and commit it."""
     begin_on_driver(conn.connection, write=write, durable=durable)
     return finish_on_driver(conn, body)
 
 
 def finish_on_driver(conn: Connection, body: Callable[[Connection], _T]) -> _T:
     """Run ``body`` in the transaction begun on ``conn``'s driver, and commit
-    it (roll it back when ``body`` raises)."""
+    it (roll it back when ``body`` raises). Begun on the driver, commit
+    included: SQLAlchemy's begin and commit cost as much again as a small
+    transaction. A body's SQLAlchemy statement begins SQLAlchemy's own on
+    top of it (beginning nothing more: `engine`), which then ends it."""
     driver = conn.connection.dbapi_connection
     assert driver is not None
     try:
         result = body(conn)
     except BaseException:
-        driver.rollback()
+        conn.rollback() if conn.in_transaction() else driver.rollback()
         raise
-    driver.commit()
+    conn.commit() if conn.in_transaction() else driver.commit()
     return result
 
 
 def _autocommitted(conn: Connection, body: Callable[[Connection], _T]) -> _T:
-    """Run a lean read on PostgreSQL, each statement committed on its own.
-
-    The store reads at PostgreSQL's default, READ COMMITTED, where each
-    statement of a transaction takes a snapshot of its own already: run
-    alone, each sees what it would have seen in the transaction, and the
-    BEGIN and COMMIT round trips are spared (a one-statement read is one
-    round trip, not three: about 130 us instead of 450 with a server on the
-    same machine). A read that needs one snapshot for several statements
-    (a page of summaries, the survey) sets REPEATABLE READ in a transaction
-    of its own, and is not lean.
-    """
+    """Run a read on PostgreSQL, each statement committed on its own (`Kind.READ`)."""
     driver = conn.connection.dbapi_connection
     assert driver is not None
     driver.autocommit = True
     try:
-        return body(conn)
+        return finish_on_driver(conn, body)
     finally:
         if not driver.closed:
             driver.autocommit = False
@@ -217,51 +249,34 @@ class Runner:
             self._opened.append(conn)
         return conn
 
-    def _connection(self, write: bool, durable: bool) -> Connection:
-        """This thread's connection, set to begin its next transaction as asked."""
-        local = self._local
-        conn: Connection | None = getattr(local, "conn", None)
+    def _connection(self) -> Connection:
+        """This thread's connection."""
+        conn: Connection | None = getattr(self._local, "conn", None)
         if conn is None or conn.closed or conn.invalidated:
-            conn = local.conn = self._open()
-            local.options = None
-        if local.options != (write, durable):
-            conn.execution_options(**{WRITE: write, DURABLE: durable})  # in place
-            local.options = (write, durable)
+            conn = self._local.conn = self._open()
         return conn
 
-    def _in_transaction(
-        self, body: Callable[[Connection], _T], write: bool, durable: bool, lean: bool
-    ) -> _T:
-        conn = self._connection(write, durable)
-        if lean and self._sqlite:
-            return on_driver(conn, body, write, durable)
-        if lean and not write:
-            return _autocommitted(conn, body)
-        with conn.begin() as transaction:
-            return body(transaction.connection)
+    def _in_transaction(self, body: Callable[[Connection], _T], kind: Kind) -> _T:
+        conn = self._connection()
+        if not self._sqlite:  # PostgreSQL's driver begins by itself
+            if kind in (Kind.READ, Kind.QUICK_READ):
+                return _autocommitted(conn, body)
+            return finish_on_driver(conn, body)
+        return on_driver(conn, body, write=kind.writes, durable=kind is Kind.DURABLE_WRITE)
 
-    async def run(
-        self,
-        body: Callable[[Connection], _T],
-        *,
-        write: bool,
-        durable: bool,
-        quick: bool = False,
-        lean: bool = False,
-    ) -> _T:
-        if quick and not write and self._sqlite:
-            here = self._here()
+    async def run(self, body: Callable[[Connection], _T], kind: Kind) -> _T:
+        """Run ``body`` as a transaction of ``kind``, and commit it."""
+        if kind is Kind.QUICK_READ and self._sqlite:
             try:
-                return on_driver(here, body, write=False, durable=False)
+                return on_driver(self._here(), body, write=False, durable=False)
             except self._driver_error as exc:
                 if not is_busy(exc):
                     raise
             # A lock SQLite would wait for: wait in a thread instead.
-        elif write and quick and not durable and self._inline_writes:
+        elif kind is Kind.QUICK_WRITE and self._inline_writes:
             here = self._here()
-            pooled = here.connection
             try:
-                begin_on_driver(pooled, write=True, durable=False)
+                begin_on_driver(here.connection, write=True, durable=False)
             except self._driver_error as exc:
                 if not is_busy(exc):
                     raise
@@ -272,8 +287,8 @@ class Runner:
                 if self._written_here % _CHECKPOINT_EVERY == 0:
                     self._writer.call(self._checkpoint_passive).add_done_callback(_ignored)
                 return result
-        workers = self._writer if write else self._readers
-        return await workers.call(partial(self._in_transaction, body, write, durable, lean))
+        workers = self._writer if kind.writes else self._readers
+        return await workers.call(partial(self._in_transaction, body, kind))
 
     def _here(self) -> Connection:
         """This thread's connection for the transactions run on it."""
@@ -315,7 +330,7 @@ class Runner:
     def _checkpoint_passive(self) -> None:
         """Copy what the WAL holds into the database file, waiting for nobody
         (``PASSIVE``), on the writer thread's connection."""
-        driver = self._connection(write=True, durable=False).connection.dbapi_connection
+        driver = self._connection().connection.dbapi_connection
         assert driver is not None
         driver.execute("PRAGMA wal_checkpoint(PASSIVE)").close()
 
@@ -328,7 +343,7 @@ class Runner:
             return True
 
         def run() -> bool:
-            driver = self._connection(write=True, durable=False).connection.dbapi_connection
+            driver = self._connection().connection.dbapi_connection
             assert driver is not None
             cursor = driver.cursor()
             try:
@@ -340,12 +355,12 @@ class Runner:
         return await self._writer.call(run)
 
     @asynccontextmanager
-    async def steps(self, *, write: bool) -> AsyncIterator[Step[Any]]:
-        call = (self._writer if write else self._readers).call
+    async def steps(self) -> AsyncIterator[Step[Any]]:
+        """A write transaction run in several calls (`Database.steps`)."""
+        call = self._writer.call
         conn = await call(self.sync_engine.connect)
         try:
-            if write:
-                conn = conn.execution_options(**_options(write, False))
+            conn = conn.execution_options(**{WRITE: True})
             transaction = await call(conn.begin)
             try:
                 yield lambda body: call(partial(body, conn))

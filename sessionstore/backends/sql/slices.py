@@ -26,6 +26,7 @@ from sessionstore.backends.sql.contexts import QUICK_ROWS
 from sessionstore.backends.sql.database import Database, find_session, last_seq
 from sessionstore.backends.sql.engine import is_sqlite
 from sessionstore.backends.sql.lineage import END, lineage
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.store import EntrySlice
 
 if TYPE_CHECKING:
@@ -41,9 +42,11 @@ async def load_slice(
     read = None
     given = partial(_read, session_id=session_id, start=start, stop=stop, sealer=database.sealer)
     if is_sqlite(database.runner.url) and _most(start, stop) <= QUICK_ROWS:
-        read = await database.transaction(session_id, partial(given, most=QUICK_ROWS), quick=True)
+        read = await database.transaction(
+            Kind.QUICK_READ, session_id, partial(given, most=QUICK_ROWS)
+        )
     if read is None:
-        read = await database.transaction(session_id, given, lean=True)
+        read = await database.transaction(Kind.READ, session_id, given)
     assert read is not None
     first, length, rows = read
     entries = decode_stored_entries(session_id, rows, path=database.entries_at)
