@@ -99,7 +99,7 @@ async def start(
             a keyring without keys, or none for PostgreSQL.
         ConfigurationError: no cryptography package.
     """
-    found = await database.transaction(Kind.QUICK_READ, None, _sealing_row)
+    found = await database.transaction(Kind.READ, None, _sealing_row)
     if keys is None:
         if keyring is not None:
             raise EncryptionKeyError("keyring= is given without keys=: give both, or neither")
@@ -109,10 +109,10 @@ async def start(
                 needs_keys=True,
             )
         return None
-    if found is None and await database.transaction(Kind.QUICK_READ, None, _holds_anything):
+    if found is None and await database.transaction(Kind.READ, None, _holds_anything):
         # Sealed meanwhile by another process (its row commits before its
         # first session), or plain: refused before any keyring is made.
-        found = await database.transaction(Kind.QUICK_READ, None, _sealing_row)
+        found = await database.transaction(Kind.READ, None, _sealing_row)
         if found is None:
             raise _plain()
     from sessionstore.encryption.keys import MasterKeys

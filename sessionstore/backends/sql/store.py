@@ -299,10 +299,7 @@ class SqlStore(StoreBase):
         self._check_open(meta.id)
         sealer = self._database.sealer
         insert = partial(_new_session, meta=meta, header=line, sealer=sealer)
-        # Sealed, a new key goes to the keyring first: not on the event loop.
-        await self._database.transaction(
-            Kind.QUICK_WRITE if sealer is None else Kind.WRITE, meta.id, insert
-        )
+        await self._database.transaction(Kind.WRITE, meta.id, insert)
         return meta.id
 
     async def append_many(
@@ -420,9 +417,7 @@ class SqlStore(StoreBase):
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
         sealer = self._database.sealer
         fork = partial(_fork, source_id=source_id, at=at, meta=meta, header=header, sealer=sealer)
-        await self._database.transaction(
-            Kind.QUICK_WRITE if sealer is None else Kind.WRITE, source_id, fork
-        )
+        await self._database.transaction(Kind.WRITE, source_id, fork)
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
         """See `sessionstore.backends.sql.erase`; the bytes' fate is in docs/sql.md."""
@@ -469,7 +464,7 @@ class SqlStore(StoreBase):
         validate_session_id(name)
         self._check_open(name)
         body = partial(heads.head, name=name, sealer=self._database.sealer)
-        return await self._database.transaction(Kind.QUICK_READ, name, body)
+        return await self._database.transaction(Kind.READ, name, body)
 
     async def heads(self) -> builtins.list[str]:
         self._check_open()
@@ -553,17 +548,17 @@ class SqlStore(StoreBase):
 
     async def _set_title(self, session_id: str, change: TitleChange) -> None:
         body = partial(titles.record, change=change, sealer=self._database.sealer)
-        await self._database.transaction(Kind.QUICK_WRITE, session_id, body)
+        await self._database.transaction(Kind.WRITE, session_id, body)
 
     async def _titles(self, session_id: str) -> builtins.list[TitleChange]:
         body = partial(titles.changes, session_id=session_id, sealer=self._database.sealer)
-        return await self._database.transaction(Kind.QUICK_READ, session_id, body)
+        return await self._database.transaction(Kind.READ, session_id, body)
 
     async def _meta(self, session_id: str) -> SessionMeta:
-        """The header from the session's row, in a quick read (a fork
+        """The header from the session's row, read first (a fork
         without a ``meta`` reads it, with the titles, before it writes)."""
         body = partial(find_session, session_id=session_id)
-        row = await self._database.transaction(Kind.QUICK_READ, session_id, body)
+        row = await self._database.transaction(Kind.READ, session_id, body)
         where = self._database.headers_at
         header = sealing.open_header(self._database.sealer, session_id, row.header, where)
         return decode_stored_meta(session_id, header, path=where, line_no=1)

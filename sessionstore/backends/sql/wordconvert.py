@@ -119,7 +119,7 @@ async def convert(database: Database, sealer: Sealer) -> int:
     transactions of a bucket (PostgreSQL) or of `CHUNK` rows (SQLite) each:
     an open killed midway goes on at the next; how many transactions moved
     tokens. Nothing for a store converted."""
-    if await database.transaction(Kind.QUICK_READ, None, converted):
+    if await database.transaction(Kind.READ, None, converted):
         return 0
     done = 0
     if database.runner.url.get_backend_name() == "postgresql":
