@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sessionstore.backends.sql.database import Database
+from sessionstore.backends.sql.database import Database, Kind
 from sessionstore.backends.sql.schema import VERSION_TABLE, alembic_config, revision_of
 from sessionstore.errors import StorageError
 
@@ -57,13 +57,17 @@ async def upgrade(target: str, revision: str = "head") -> None:
 
     def migrate(connection: Connection) -> None:
         try:
-            command.upgrade(alembic_config(connection), revision)
+            # Alembic runs in the caller's transaction only when
+            # SQLAlchemy's connection is in one: begun on the driver, it
+            # is not yet.
+            with connection.begin():
+                command.upgrade(alembic_config(connection), revision)
         except CommandError as exc:  # alembic's own: an unknown revision
             raise StorageError(f"{database.where}: migration failed: {exc}") from exc
 
     database = await Database.open(target, check_schema=False)
     try:
-        await database.transaction(None, migrate, write=True)
+        await database.transaction(Kind.WRITE, None, migrate)
     finally:
         await database.close()
 
@@ -72,7 +76,7 @@ async def current(target: str) -> str | None:
     """The revision a database is at; None for a database never migrated."""
     database = await Database.open(target, check_schema=False)
     try:
-        return await database.transaction(None, revision_of)
+        return await database.transaction(Kind.READ, None, revision_of)
     finally:
         await database.close()
 
@@ -85,7 +89,7 @@ async def tables(target: str) -> list[str]:
     database = await Database.open(target, check_schema=False)
     try:
         return await database.transaction(
-            None, lambda connection: sorted(inspect(connection).get_table_names())
+            Kind.READ, None, lambda connection: sorted(inspect(connection).get_table_names())
         )
     finally:
         await database.close()

@@ -5,18 +5,13 @@ messages it keeps are read through indexes, so the cost does not grow
 with the history before the cut. The store caches the contexts it built
 (`sessionstore.backends.contexts`), each with the last ``seq`` it was built
 to: the next call reads the session's last ``seq`` and, when it grew, the
-entries since. ``seq`` has no gaps, so that is exact. That next call, when
-at most `QUICK_ROWS` entries are new, is a quick read: on SQLite it runs on
-the event loop, sparing the hop to a thread (see `Runner`). So is, on
-SQLite, a context built afresh (a first call, or one after a new compaction
-or an erasure) of at most `QUICK_ROWS` entries besides its compaction: its
-rows are read `QUICK_ROWS` + 1 at most, and a longer context is read again
-in a thread.
+entries since. ``seq`` has no gaps, so that is exact. Each call is one
+read transaction, in a thread (see `Runner`).
 
 A cached context names its session by key (`Lineage`), which only an
 erasure can take from the id: erased, or erased and created again, maybe
 with the same key (SQLite reuses the greatest). So each context also notes
-the newest erasure (`Stamp`), which the quick read checks in the same
+the newest erasure (`Stamp`), which the next call checks in the same
 statement as the last ``seq``: when anything was erased since, by this
 store object or any other, the context is found and built again.
 """
@@ -35,19 +30,14 @@ from sessionstore.backends.records import decode_stored_entries
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import sealing
 from sessionstore.backends.sql.database import Database, find_session
-from sessionstore.backends.sql.engine import is_sqlite
 from sessionstore.backends.sql.lineage import Lineage, lineage
 from sessionstore.backends.sql.query import Query
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.context import moves_start
 from sessionstore.errors import CorruptSessionError, SessionNotFoundError
 from sessionstore.models import CompactionEntry, SessionEntry
 
 __all__ = ["Contexts", "Stamp"]
-
-QUICK_ROWS = 64
-"""Entries a context may read on the event loop (`Runner.run`'s ``quick``): the
-new ones of a cached context, or all of one built afresh but its compaction.
-Decoding them, on the loop too, costs several times what reading them does."""
 
 
 class Stamp(NamedTuple):
@@ -85,27 +75,16 @@ class Contexts:
     def __init__(self, database: Database) -> None:
         self._database = database
         self.cache: ContextCache[Stamp] = ContextCache()
-        # Whether a quick read may build a context afresh: where it runs on
-        # the event loop (SQLite). Elsewhere it runs in a thread as a full
-        # read does, and a context too long for it would be read twice.
-        self._quick_builds = is_sqlite(database.runner.url)
 
     async def load(self, session_id: str) -> _Built:
         """The context of ``session_id``, built or extended, and cached."""
         built = self.cache.get(session_id)
-        transaction = self._database.transaction
-        read = None
+        body = partial(self._read, session_id=session_id, built=built)
         try:
-            if built is not None or self._quick_builds:  # most turns: a few rows to read
-                probe = partial(self._read, session_id=session_id, built=built, most=QUICK_ROWS)
-                read = await transaction(session_id, probe, quick=True)
-            if read is None:
-                full = partial(self._read, session_id=session_id, built=built)
-                read = await transaction(session_id, full, lean=True)
+            read = await self._database.transaction(Kind.READ, session_id, body)
         except SessionNotFoundError:
             self.cache.discard(session_id)  # erased by another store object
             raise
-        assert read is not None
         if read.new_rows is None:
             built = self._build(session_id, read)
         else:  # rows that leave the cut where it is (`_read` checked their columns)
@@ -122,13 +101,9 @@ class Contexts:
         self.cache.put(session_id, built)
         return built
 
-    def _read(
-        self, conn: Connection, *, session_id: str, built: _Built | None, most: int | None = None
-    ) -> _Read | None:
-        """What `load` needs, read in one transaction; with ``most``, no more
-        rows than that besides a compaction: the new ones of ``built``, or,
-        where a quick read may build one, those of a context built afresh
-        (None when it needs more)."""
+    def _read(self, conn: Connection, *, session_id: str, built: _Built | None) -> _Read:
+        """What `load` needs, read in one transaction: the new rows of
+        ``built``, or those of a context built afresh."""
         if built is not None:
             stamp = built.stamp
             erased, last = Q.CONTEXT_PROBE.first(conn, pk=stamp.spans.pk)
@@ -146,36 +121,30 @@ class Contexts:
         holder = None
         if self._database.sealer is not None:
             holder = sealing.holders(conn, session_id, spans)
-        if built is not None and built.extent < last <= built.extent + (most or last):
-            new = _each(conn, Q.ENTRIES_AFTER, spans, built.extent, last, most)
+        if built is not None and built.extent < last:
+            new = _each(conn, Q.ENTRIES_AFTER, spans, built.extent, last)
             cut = built.waiting_for
-            if new is not None and not any(moves_start(kind, id_, cut) for _, id_, _, kind in new):
+            if not any(moves_start(kind, id_, cut) for _, id_, _, kind in new):
                 return _Read(stamp, last, new_rows=new, holder=holder)
-        # Built afresh: a first call, too many new rows, or rows that move the cut.
-        if most is not None and not self._quick_builds:
-            return None
+        # Built afresh: a first call, or rows that move the cut.
         marker = next(
             filter(None, (Q.LAST_COMPACTION.first(conn, **s) for s in _spans(spans, 0, last, -1))),
             None,
         )
         if marker is None:
-            rows = _each(conn, Q.MESSAGES, spans, 0, last, most)
-            if rows is None:
-                return None
+            rows = _each(conn, Q.MESSAGES, spans, 0, last)
             last_id = _last_id(conn, session_id, spans, last, rows)
             return _Read(stamp, last, rows=rows, last_id=last_id, holder=holder)
         seq, _, kept, _ = marker
         if len(spans.spans) == 1:
             bounds = {"pk": spans.pk, "kept": kept, "after": seq + 1, "end": last}
-            rows = _rows(conn, Q.KEPT_MESSAGES, bounds, most)
+            rows = Q.KEPT_MESSAGES.all(conn, **bounds)
         else:
             found = (
                 Q.FIRST_MESSAGE_WITH_ID.scalar(conn, id=kept, **s) for s in _spans(spans, 0, last)
             )
             start = next((first for first in found if first is not None), seq + 1)
-            rows = _each(conn, Q.MESSAGES, spans, start - 1, last, most)
-        if rows is None:
-            return None
+            rows = _each(conn, Q.MESSAGES, spans, start - 1, last)
         last_id = _last_id(conn, session_id, spans, last, rows, marker)
         return _Read(stamp, last, marker=marker, rows=rows, last_id=last_id, holder=holder)
 
@@ -248,22 +217,6 @@ def _last_id(
     return str(found[0])
 
 
-def _rows(
-    conn: Connection, query: Query, bounds: dict[str, Any], most: int | None
-) -> list[Any] | None:
-    """``query``'s rows; with ``most``, None when there are more."""
-    return query.all(conn, **bounds) if most is None else query.some(conn, most, **bounds)
-
-
-def _each(
-    conn: Connection, query: Query, spans: Lineage, after: int, end: int, most: int | None = None
-) -> list[Any] | None:
-    """``query``'s rows over every span of ``after < seq <= end``, in order;
-    with ``most``, None when there are more."""
-    rows: list[Any] = []
-    for bounds in _spans(spans, after, end):
-        found = _rows(conn, query, bounds, None if most is None else most - len(rows))
-        if found is None:
-            return None
-        rows += found
-    return rows
+def _each(conn: Connection, query: Query, spans: Lineage, after: int, end: int) -> list[Any]:
+    """``query``'s rows over every span of ``after < seq <= end``, in order."""
+    return [row for bounds in _spans(spans, after, end) for row in query.all(conn, **bounds)]

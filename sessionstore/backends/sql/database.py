@@ -26,7 +26,7 @@ from sessionstore.backends.checks import Durability
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.digests import fork_digest, header_digest
 from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT, describe, is_busy
-from sessionstore.backends.sql.runner import Runner, Step, open_runner
+from sessionstore.backends.sql.runner import Kind, Runner, Step, open_runner
 from sessionstore.backends.sql.schema import ensure_schema
 from sessionstore.errors import (
     ClosedError,
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Database",
+    "Kind",
     "SessionRow",
     "WriterLock",
     "chain_end",
@@ -170,10 +171,10 @@ class Database:
         """
         database = cls(open_runner(target, durability=durability, busy_timeout=busy_timeout))
         try:
-            for write in (False, True) if check_schema else ():
+            for kind in (Kind.READ, Kind.WRITE) if check_schema else ():
                 # The write lock is taken only to create the schema.
-                check = partial(ensure_schema, target=database.where, create=write)
-                if not await database.transaction(None, check, write=write):
+                check = partial(ensure_schema, target=database.where, create=kind.writes)
+                if not await database.transaction(kind, None, check):
                     break
         except BaseException:
             await database.close()
@@ -194,39 +195,28 @@ class Database:
                 self.sealer.keyring.close()
 
     async def transaction(
-        self,
-        session_id: str | None,
-        body: Callable[[Connection], _T],
-        *,
-        write: bool = False,
-        durable: bool = False,
-        lean: bool = False,
-        quick: bool = False,
+        self, kind: Kind, session_id: str | None, body: Callable[[Connection], _T]
     ) -> _T:
-        """Run ``body`` in one transaction and commit it.
+        """Run ``body`` in one transaction of ``kind`` (see `Kind`: what each
+        promises) and commit it.
 
         Args:
+            kind: what the transaction does; a writing kind takes the write
+                lock up front, one writer at a time, and a writer locked
+                out by another process is tried again.
             session_id: named by the error when it fails.
-            write: take the write lock up front; one writer at a time, and
-                a writer locked out by another process is tried again.
-            durable: commit with a full fsync even at ``durability="normal"``.
-            lean: ``body`` runs `Query` statements alone (see `Runner.run`).
-            quick: ``body`` is lean and runs a few statements through indexes,
-                each reading a few rows: on SQLite it may run on the event
-                loop's thread (see `Runner.run`).
 
         Raises:
             SessionStoreError: what ``body`` raised, or a `StorageError` for
                 a driver or OS error, the original chained.
         """
-        run = partial(self._runner.run, body, lean=lean or quick)
         attempt = 0
         while True:
             try:
-                if not write:
-                    return await run(write=False, durable=False, quick=quick)
+                if not kind.writes:
+                    return await self._runner.run(body, kind)
                 async with self._writer.held():
-                    return await run(write=True, durable=durable, quick=quick)
+                    return await self._runner.run(body, kind)
             except SessionStoreError:
                 raise
             except self._errors as exc:
@@ -246,7 +236,7 @@ class Database:
         Raises:
             SessionStoreError: as `transaction`.
         """
-        result = await self.transaction(session_id, body, write=True, durable=True)
+        result = await self.transaction(Kind.DURABLE_WRITE, session_id, body)
         try:
             async with self._writer.held():
                 await self._runner.checkpoint()
@@ -264,7 +254,7 @@ class Database:
             SessionStoreError: as `transaction` (never retried).
         """
         try:
-            async with self._writer.held(), self._runner.steps(write=True) as step:
+            async with self._writer.held(), self._runner.steps() as step:
                 yield step
         except SessionStoreError:
             raise

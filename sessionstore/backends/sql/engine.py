@@ -31,7 +31,6 @@ from sessionstore.errors import ConfigurationError, StorageError
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT",
-    "DURABLE",
     "WRITE",
     "begin_on_driver",
     "create_private_file",
@@ -45,9 +44,6 @@ __all__ = [
 
 WRITE = "sessionstore_write"
 """Execution option: begin the transaction as a writer (``BEGIN IMMEDIATE``)."""
-
-DURABLE = "sessionstore_durable"
-"""Execution option: commit with ``synchronous=FULL`` whatever the store's level."""
 
 DEFAULT_BUSY_TIMEOUT = 30.0
 
@@ -166,18 +162,17 @@ def _install_events(engine: Engine, durability: Durability, busy_timeout: float)
 
     @event.listens_for(engine, "begin")
     def on_begin(connection: Connection) -> None:
-        options = connection.get_execution_options()
-        begin_on_driver(
-            connection.connection,
-            write=options.get(WRITE, False),
-            durable=options.get(DURABLE, False),
-        )
+        pooled = connection.connection
+        if not pooled.dbapi_connection.in_transaction:  # type: ignore[union-attr]
+            # Not begun on the driver already (`Runner`): a steps' or
+            # alembic's command line's transaction.
+            begin_on_driver(pooled, write=connection.get_execution_options().get(WRITE, False))
 
 
 _DEFAULT_SYNCHRONOUS = "sessionstore_synchronous"
 
 
-def begin_on_driver(pooled: PoolProxiedConnection, *, write: bool, durable: bool) -> None:
+def begin_on_driver(pooled: PoolProxiedConnection, *, write: bool, durable: bool = False) -> None:
     """Begin a SQLite transaction: ``BEGIN IMMEDIATE`` to write, ``BEGIN`` to read.
 
     ``synchronous`` can only change outside a transaction: it is set here,

@@ -56,6 +56,7 @@ from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database, SessionRow, last_seq
 from sessionstore.backends.sql.lineage import END, lineage, lines
 from sessionstore.backends.sql.query import Query
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.backends.sql.tables import activity, listing, spent_ticks, titles
 from sessionstore.errors import CorruptSessionError, SessionConflictError, SessionNotFoundError
 from sessionstore.models import Erasure
@@ -102,10 +103,10 @@ async def erase_sealed(
     # session (a raw writer) names that session's key, which a doom here
     # would let the next open destroy: such a session is erased as damaged.
     key_id = await database.transaction(
-        session_id, partial(sealing.session_key_id, session_id=session_id)
+        Kind.READ, session_id, partial(sealing.session_key_id, session_id=session_id)
     )
     opens = partial(_opens, sealer=sealer, session_id=session_id)
-    own = await database.transaction(session_id, opens)
+    own = await database.transaction(Kind.READ, session_id, opens)
     if own:
         await asyncio.to_thread(sealer.keyring.doom, key_id)
     rekeyed: list[bytes] = []  # the bucket's old word key, doomed by the transaction

@@ -44,6 +44,7 @@ from sessionstore.backends.sql.database import (
     last_entry_id,
 )
 from sessionstore.backends.sql.digests import entry_digest
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.errors import SessionStoreError
 
 if TYPE_CHECKING:
@@ -177,14 +178,9 @@ class _LoopGroup:
     async def submit(self, append: Append) -> None:
         """Write ``append`` in the next shared transaction; return once it committed.
 
-        With no transaction of appends running, the caller runs its own at
-        once (no task to start first); appends arriving meanwhile gather,
-        and one task then commits them together. It first lets the tasks
-        ready to run submit (one turn of the loop): alone, its transaction
-        may commit on the loop's thread (SQLite at durability "normal",
-        where that costs less than a hop to the writer thread); joined, it
-        runs in the writer thread, the others gathering behind it while it
-        commits, as they always did.
+        With no transaction of appends running, the caller runs its own
+        at once (no task to start first); appends arriving meanwhile
+        gather, and one task then commits them together.
         """
         if self._busy:
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -193,11 +189,8 @@ class _LoopGroup:
             return
         self._busy = True
         try:
-            await asyncio.sleep(0)
-            alone = not self._pending
             write = partial(write_appends, [append], sealer=self._database.sealer)
-            transaction = self._database.transaction
-            (error,), due = await transaction(None, write, write=True, lean=True, quick=alone)
+            (error,), due = await self._database.transaction(Kind.WRITE, None, write)
             if due:
                 await self._catch_up()
         finally:
@@ -220,10 +213,7 @@ class _LoopGroup:
             appends = [append for append, _ in jobs]
             try:
                 errors, due = await self._database.transaction(
-                    None,
-                    partial(write_appends, appends, sealer=self._database.sealer),
-                    write=True,
-                    lean=True,
+                    Kind.WRITE, None, partial(write_appends, appends, sealer=self._database.sealer)
                 )
             except BaseException as exc:
                 for _, future in jobs:
@@ -249,4 +239,4 @@ class _LoopGroup:
         reads the backlog meanwhile."""
         with contextlib.suppress(SessionStoreError):
             body = partial(wordindex.catch_up, sealer=self._database.sealer)
-            await self._database.transaction(None, body, write=True)
+            await self._database.transaction(Kind.WRITE, None, body)

@@ -43,6 +43,7 @@ from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
 from sessionstore.backends.sql.erase import drop_journal_keys, erase_journal_of
 from sessionstore.backends.sql.keyorder import KeyOrders
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.effects import EFFECTS_SUFFIX
 from sessionstore.models import Erasure
 
@@ -84,7 +85,7 @@ class SqlJournal(JournalBase):
     async def read_bytes(self) -> bytes:
         self._database.check_open(self._name)
         lines = partial(_listed, self._lines)
-        return journal_bytes(await self._database.transaction(self._name, lines))
+        return journal_bytes(await self._database.transaction(Kind.READ, self._name, lines))
 
     async def _add(
         self,
@@ -127,7 +128,9 @@ class SqlJournal(JournalBase):
             return None
 
         durable = self._synced or lines == [None]  # a clear syncs fully
-        return await self._database.transaction(self._name, body, write=True, durable=durable)
+        return await self._database.transaction(
+            Kind.DURABLE_WRITE if durable else Kind.WRITE, self._name, body
+        )
 
     def _held(self, found: Callable[[Iterator[bytes]], _T | None], conn: Connection) -> _T | None:
         with contextlib.closing(self._lines(conn)) as held:
@@ -158,7 +161,9 @@ class SqlJournal(JournalBase):
         self._database.check_open(self._name)
         if not keys:
             return {}
-        return await self._database.transaction(self._name, partial(self._under, keys=keys))
+        return await self._database.transaction(
+            Kind.READ, self._name, partial(self._under, keys=keys)
+        )
 
     async def _scan(self, prefix: str, before: str | None, limit: int | None) -> Scanned:
         self._database.check_open(self._name)
@@ -172,12 +177,12 @@ class SqlJournal(JournalBase):
                 before=before,
                 limit=limit,
             )
-            return await self._database.transaction(self._name, scan)
+            return await self._database.transaction(Kind.READ, self._name, scan)
         high, most = bound(prefix, before), COUNT_MAX if limit is None else limit
         if high is not None and high <= prefix:
             return []
         scan = partial(journalkeys.scan, name=self._name, low=prefix, high=high, limit=most)
-        return await self._database.transaction(self._name, scan)
+        return await self._database.transaction(Kind.READ, self._name, scan)
 
     async def _drop(self, keys: list[str], reason: str) -> Erasure | None:
         self._database.check_open(self._name)

@@ -28,6 +28,7 @@ from sqlalchemy import Connection, and_, bindparam, delete, func, insert, select
 from sessionstore.backends.keyed import Keyed
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.query import Query
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.backends.sql.tables import journal_keys, journal_lines, journal_unindexed
 from sessionstore.wire import line_key
 
@@ -183,7 +184,7 @@ async def index_unindexed(database: Database) -> None:
     """Index the journals the migration could not (a sealed store's), each
     in a write transaction of its own, with the store's keys."""
     sealer = database.sealer
-    names = [name for (name,) in await database.transaction(None, _UNINDEXED.all)]
+    names = [name for (name,) in await database.transaction(Kind.READ, None, _UNINDEXED.all)]
     for name in names:
 
         def body(conn: Connection, name: str = name) -> None:
@@ -198,4 +199,4 @@ async def index_unindexed(database: Database) -> None:
             index_rows(conn, name, rows, sealer)
             _INDEXED.many(conn, [{"name": name}])
 
-        await database.transaction(name, body, write=True, durable=True)
+        await database.transaction(Kind.DURABLE_WRITE, name, body)

@@ -32,6 +32,7 @@ from sqlalchemy import Connection
 from sessionstore.backends.records import decode_stored_meta
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.backends.sql.sealing import open_header
 from sessionstore.errors import CorruptSessionError, InvalidRecordError
 from sessionstore.models import SessionMeta
@@ -85,14 +86,14 @@ class Listing:
         held, last, erased = self._metas, self._last, self._erased
         transaction = self._database.transaction
         read = partial(_read, held=len(held), after=last, erased=erased)
-        erased_now, count, rows = await transaction(None, read, lean=True)
+        erased_now, count, rows = await transaction(Kind.READ, None, read)
         if erased_now != erased:  # some session may be gone: `_read` read them all
             held, last = (), 0
         if rows is None:
             return builtins.list(held)
         if len(held) + len(rows) != count:  # one committed late: read them all
             read_all = partial(Q.HEADERS_AFTER.all, after=0)
-            held, rows = (), await transaction(None, read_all, lean=True)
+            held, rows = (), await transaction(Kind.READ, None, read_all)
         metas = held + tuple(await self._decode(rows))
         # Between erasures sessions only grow in number: of two calls, keep
         # what the later saw.

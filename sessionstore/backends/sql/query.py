@@ -64,15 +64,6 @@ class Query:
         cursor.close()
         return list(rows)
 
-    def some(self, conn: Connection, most: int, **given: Any) -> list[Any] | None:
-        """Every row, as tuples; None when there are more than ``most`` (on
-        SQLite no more than ``most`` + 1 are read; psycopg receives them all)."""
-        cursor, sql, params = self._cursor(conn)
-        cursor.execute(sql, params(given))
-        rows = cursor.fetchmany(most + 1)
-        cursor.close()
-        return None if len(rows) > most else list(rows)
-
     def each(self, conn: Connection, **given: Any) -> Generator[Any, None, None]:
         """Every row, as tuples, one at a time (each dropped once the caller is done).
 

@@ -41,6 +41,7 @@ from sessionstore.backends.sql.database import find_session
 from sessionstore.backends.sql.database import session_id as stored_id
 from sessionstore.backends.sql.engine import describe, is_sqlite
 from sessionstore.backends.sql.query import Query
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.backends.sql.tables import erasures, heads, journal_lines, sealing, sessions
 from sessionstore.errors import ConfigurationError, CorruptSessionError, EncryptionKeyError
 from sessionstore.models import SessionMeta
@@ -98,7 +99,7 @@ async def start(
             a keyring without keys, or none for PostgreSQL.
         ConfigurationError: no cryptography package.
     """
-    found = await database.transaction(None, _sealing_row, quick=True)
+    found = await database.transaction(Kind.READ, None, _sealing_row)
     if keys is None:
         if keyring is not None:
             raise EncryptionKeyError("keyring= is given without keys=: give both, or neither")
@@ -108,10 +109,10 @@ async def start(
                 needs_keys=True,
             )
         return None
-    if found is None and await database.transaction(None, _holds_anything, quick=True):
+    if found is None and await database.transaction(Kind.READ, None, _holds_anything):
         # Sealed meanwhile by another process (its row commits before its
         # first session), or plain: refused before any keyring is made.
-        found = await database.transaction(None, _sealing_row, quick=True)
+        found = await database.transaction(Kind.READ, None, _sealing_row)
         if found is None:
             raise _plain()
     from sessionstore.encryption.keys import MasterKeys
@@ -141,7 +142,7 @@ async def start(
         start = partial(Sealer.start, master, ring, store_id, new=True, as_text=as_text)
         sealer = await _in_thread(start)
         seal = partial(_seal_store, store_id=store_id)
-        named = await database.transaction(None, seal, write=True, durable=True, lean=True)
+        named = await database.transaction(Kind.DURABLE_WRITE, None, seal)
         if named == store_id:
             return sealer
         return await _in_thread(
@@ -165,7 +166,7 @@ async def sweep(database: Database, sealer: Sealer) -> int:
             ended = partial(wordkeys.doomed_key_ended, key_id=key.key_id, bucket=int(key.name))
         else:
             ended = partial(_erased, key_id=key.key_id, scope=key.scope, name=key.name)
-        erased = await database.transaction(None, ended)
+        erased = await database.transaction(Kind.READ, None, ended)
         if erased:
             await _in_thread(partial(sealer.destroy, key.key_id))
             destroyed += 1

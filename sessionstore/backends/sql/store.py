@@ -90,6 +90,7 @@ from sessionstore.backends.sql.lineage import END, Lineage, branch, lineage
 from sessionstore.backends.sql.lineage import lines as history_lines
 from sessionstore.backends.sql.lineage import page as history_page
 from sessionstore.backends.sql.listing import Listing
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.backends.sql.tables import journal_lines
 from sessionstore.effects import EFFECTS_SUFFIX
 from sessionstore.errors import (
@@ -258,7 +259,7 @@ class SqlStore(StoreBase):
                 await asyncio.to_thread(sealer.journal_key, name)
             return await asyncio.to_thread(sealer.keyring.find, "journal", name)
         key_id = await self._database.transaction(
-            name, partial(sealing.session_key_id, session_id=name)
+            Kind.READ, name, partial(sealing.session_key_id, session_id=name)
         )
         found = await asyncio.to_thread(sealer.keyring.get, key_id)
         if found is None:
@@ -291,7 +292,7 @@ class SqlStore(StoreBase):
             names = (name.removesuffix(EFFECTS_SUFFIX) for name in conn.execute(query).scalars())
             return builtins.list(dict.fromkeys(names))  # one holding only effects too
 
-        return await self._database.transaction(None, body)
+        return await self._database.transaction(Kind.READ, None, body)
 
     # ------------------------------------------------------------ the contract
 
@@ -300,8 +301,7 @@ class SqlStore(StoreBase):
         self._check_open(meta.id)
         sealer = self._database.sealer
         insert = partial(_new_session, meta=meta, header=line, sealer=sealer)
-        # Sealed, a new key goes to the keyring first: not on the event loop.
-        await self._database.transaction(meta.id, insert, write=True, quick=sealer is None)
+        await self._database.transaction(Kind.WRITE, meta.id, insert)
         return meta.id
 
     async def append_many(
@@ -339,7 +339,7 @@ class SqlStore(StoreBase):
             return header, spans, last_seq(conn, row), holder
 
         transaction = self._database.transaction
-        header, spans, end, holder = await transaction(session_id, start, lean=True)
+        header, spans, end, holder = await transaction(Kind.READ, session_id, start)
         yield [header]
         size, done = paging.FIRST, 0
         while done < end:
@@ -347,10 +347,12 @@ class SqlStore(StoreBase):
             # seq order makes them one consistent prefix of the session. A
             # page is one statement, however many spans of a fork it covers.
             read = partial(history_page, spans=spans, after=done, end=end, size=size, as_bytes=raw)
-            rows = await transaction(session_id, read, lean=True)
+            rows = await transaction(Kind.READ, session_id, read)
             if not rows:  # seq said more rows exist: erased meanwhile, or corrupt
                 # An erase since the first page: not found, as it is now.
-                await transaction(session_id, partial(find_session, session_id=session_id))
+                await transaction(
+                    Kind.READ, session_id, partial(find_session, session_id=session_id)
+                )
                 reason = f"entry seq {done + 1} is missing (the last seq is {end})"
                 raise CorruptSessionError(session_id, reason, path=where)
             done = rows[-1][0]
@@ -417,7 +419,7 @@ class SqlStore(StoreBase):
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
         sealer = self._database.sealer
         fork = partial(_fork, source_id=source_id, at=at, meta=meta, header=header, sealer=sealer)
-        await self._database.transaction(source_id, fork, write=True, quick=sealer is None)
+        await self._database.transaction(Kind.WRITE, source_id, fork)
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
         """See `sessionstore.backends.sql.erase`; the bytes' fate is in docs/sql.md."""
@@ -432,7 +434,7 @@ class SqlStore(StoreBase):
 
     async def erasures(self) -> builtins.list[Erasure]:
         self._check_open()
-        return await self._database.transaction(None, erase.erasures)
+        return await self._database.transaction(Kind.READ, None, erase.erasures)
 
     async def _set_head(
         self,
@@ -449,26 +451,26 @@ class SqlStore(StoreBase):
             expect_last=expect_last,
             sealer=self._database.sealer,
         )
-        await self._database.transaction(move.session_id, body, write=True)
+        await self._database.transaction(Kind.WRITE, move.session_id, body)
 
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
         sealer = self._database.sealer
         body = partial(heads.extend, name=name, moves=moves, after=after, sealer=sealer)
-        await self._database.transaction(name, body, write=True)
+        await self._database.transaction(Kind.WRITE, name, body)
 
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
         body = partial(heads.history, name=name, sealer=self._database.sealer)
-        return await self._database.transaction(name, body)
+        return await self._database.transaction(Kind.READ, name, body)
 
     async def head(self, name: str) -> str | None:
         validate_session_id(name)
         self._check_open(name)
         body = partial(heads.head, name=name, sealer=self._database.sealer)
-        return await self._database.transaction(name, body, quick=True)
+        return await self._database.transaction(Kind.READ, name, body)
 
     async def heads(self) -> builtins.list[str]:
         self._check_open()
-        return await self._database.transaction(None, heads.names)
+        return await self._database.transaction(Kind.READ, None, heads.names)
 
     async def seal_heads(self) -> int:
         """Authenticate the heads of a store sealed before migration 0010
@@ -481,7 +483,7 @@ class SqlStore(StoreBase):
         if sealer is None:
             return 0
         body = partial(heads.seal_all, sealer=sealer)
-        return await self._database.transaction(None, body, write=True)
+        return await self._database.transaction(Kind.WRITE, None, body)
 
     async def load(self, session_id: str) -> builtins.list[SessionEntry]:
         self._check(session_id)
@@ -503,7 +505,7 @@ class SqlStore(StoreBase):
             finally:
                 rows.close()
 
-        return await self._database.transaction(session_id, body, lean=True)
+        return await self._database.transaction(Kind.READ, session_id, body)
 
     async def load_slice(
         self, session_id: str, start: int = 0, stop: int | None = None
@@ -530,7 +532,7 @@ class SqlStore(StoreBase):
         begun = None if after is None else browse.start(after, kind, order)
         if begun is None and not is_sqlite(self._database.runner.url):
             # The mark's lock is held by a transaction of its own, not the page's.
-            begun = await transaction(None, activity.mark), ()
+            begun = await transaction(Kind.LOCKED_READ, None, activity.mark), ()
         body = partial(
             browse.page,
             owner=owner,
@@ -540,7 +542,7 @@ class SqlStore(StoreBase):
             where=self._database.headers_at,
             sealer=sealer,
         )
-        mark, found = await transaction(None, body)
+        mark, found = await transaction(Kind.LOCKED_READ, None, body)
         return [
             dataclasses.replace(summary, cursor=Cursor(kind, str(mark), key).encode())
             for summary, key in found
@@ -548,17 +550,17 @@ class SqlStore(StoreBase):
 
     async def _set_title(self, session_id: str, change: TitleChange) -> None:
         body = partial(titles.record, change=change, sealer=self._database.sealer)
-        await self._database.transaction(session_id, body, write=True, quick=True)
+        await self._database.transaction(Kind.WRITE, session_id, body)
 
     async def _titles(self, session_id: str) -> builtins.list[TitleChange]:
         body = partial(titles.changes, session_id=session_id, sealer=self._database.sealer)
-        return await self._database.transaction(session_id, body, quick=True)
+        return await self._database.transaction(Kind.READ, session_id, body)
 
     async def _meta(self, session_id: str) -> SessionMeta:
-        """The header from the session's row, in a quick read (a fork
+        """The header from the session's row, read first (a fork
         without a ``meta`` reads it, with the titles, before it writes)."""
         body = partial(find_session, session_id=session_id)
-        row = await self._database.transaction(session_id, body, quick=True)
+        row = await self._database.transaction(Kind.READ, session_id, body)
         where = self._database.headers_at
         header = sealing.open_header(self._database.sealer, session_id, row.header, where)
         return decode_stored_meta(session_id, header, path=where, line_no=1)
@@ -573,7 +575,7 @@ class SqlStore(StoreBase):
             after=after,
             sealer=self._database.sealer,
         )
-        return await self._database.transaction(session_id, body, write=True, lean=True)
+        return await self._database.transaction(Kind.WRITE, session_id, body)
 
     async def _search(
         self,
@@ -596,16 +598,18 @@ class SqlStore(StoreBase):
             sealer=sealer,
         )
         if sealer is None:
-            return await self._database.transaction(None, body, lean=True)
+            return await self._database.transaction(Kind.READ, None, body)
         # Sealed: the word keys an erase changed meanwhile, or destroyed,
         # have new ones at the next try; the last in one snapshot.
         for _ in range(2):
             try:
-                return await self._database.transaction(None, body, lean=True)
+                return await self._database.transaction(Kind.READ, None, body)
             except search.StaleKeys:
                 continue
         try:
-            return await self._database.transaction(None, partial(search.snapshot, body))
+            return await self._database.transaction(
+                Kind.LOCKED_READ, None, partial(search.snapshot, body)
+            )
         except search.StaleKeys as exc:
             raise EncryptionKeyError(str(exc)) from None
 
@@ -614,7 +618,7 @@ class SqlStore(StoreBase):
         faults = partial(
             survey.faults, where=self._database.headers_at, sealer=self._database.sealer
         )
-        return await self._database.transaction(None, faults)
+        return await self._database.transaction(Kind.LOCKED_READ, None, faults)
 
     async def _built_context(self, session_id: str) -> BuiltContext[Stamp]:
         """The built context, read from the last compaction on, and cached.

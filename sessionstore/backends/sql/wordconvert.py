@@ -21,6 +21,7 @@ from sqlalchemy import Connection, bindparam, select, text
 
 from sessionstore.backends.sql import wordkeys
 from sessionstore.backends.sql.query import Query
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.backends.sql.tables import sessions
 from sessionstore.backends.sql.wordkeys import (
     Change,
@@ -118,19 +119,19 @@ async def convert(database: Database, sealer: Sealer) -> int:
     transactions of a bucket (PostgreSQL) or of `CHUNK` rows (SQLite) each:
     an open killed midway goes on at the next; how many transactions moved
     tokens. Nothing for a store converted."""
-    if await database.transaction(None, converted, quick=True):
+    if await database.transaction(Kind.READ, None, converted):
         return 0
     done = 0
     if database.runner.url.get_backend_name() == "postgresql":
-        for bucket in await database.transaction(None, _buckets):
+        for bucket in await database.transaction(Kind.READ, None, _buckets):
             body = partial(_convert_bucket, sealer=sealer, bucket=bucket)
-            await database.transaction(None, body, write=True, durable=True)
+            await database.transaction(Kind.DURABLE_WRITE, None, body)
             done += 1
     else:
         after: tuple[str, int, int] | None = ("", -1, -1)
         while after is not None:
             chunk = partial(_convert_chunk, sealer=sealer, after=after)
-            after = await database.transaction(None, chunk, write=True, durable=True)
+            after = await database.transaction(Kind.DURABLE_WRITE, None, chunk)
             done += 1
-    await database.transaction(None, wordkeys.mark_converted, write=True, durable=True)
+    await database.transaction(Kind.DURABLE_WRITE, None, wordkeys.mark_converted)
     return done

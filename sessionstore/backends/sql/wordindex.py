@@ -284,8 +284,7 @@ def keep_up(
     """After ``inserted`` entry rows went in (in this write transaction):
     PostgreSQL indexes them now. On SQLite, whether the backlog holds
     `BACKLOG` entries: index it then with `catch_up`, in a transaction of
-    its own (an append's stays a few rows, even where it commits on the
-    event loop's thread)."""
+    its own (an append's stays a few rows)."""
     if conn.dialect.name == "postgresql":
         line = TEXT if sealer is not None else "line"
         index_rows(

@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
 
 from sessionstore import CorruptSessionError, SqlStore, StorageError
-from sessionstore.backends.sql.database import Database, WriterLock
+from sessionstore.backends.sql.database import Database, Kind, WriterLock
 
 
 class FakeRunner:
@@ -25,19 +25,11 @@ class FakeRunner:
     sync_engine = SimpleNamespace(dialect=SimpleNamespace(loaded_dbapi=sqlite3))
 
     def __init__(self) -> None:
-        self.calls: list[dict[str, bool]] = []
+        self.calls: list[Kind] = []
         self.disposed = 0
 
-    async def run(
-        self,
-        body: Callable[[Any], Any],
-        *,
-        write: bool,
-        durable: bool,
-        quick: bool = False,
-        lean: bool = False,
-    ) -> Any:
-        self.calls.append({"write": write, "durable": durable, "quick": quick, "lean": lean})
+    async def run(self, body: Callable[[Any], Any], kind: Kind) -> Any:
+        self.calls.append(kind)
         return body(None)
 
     async def dispose(self) -> None:
@@ -51,16 +43,10 @@ def fake_database() -> tuple[Database, FakeRunner]:
 
 async def test_each_kind_of_transaction_is_asked_of_the_runner_as_it_is() -> None:
     db, runner = fake_database()
-    assert await db.transaction(None, lambda conn: 1) == 1
-    await db.transaction(None, lambda conn: 2, quick=True)
-    await db.transaction(None, lambda conn: 3, lean=True)
-    await db.transaction(None, lambda conn: 4, write=True, durable=True)
-    assert runner.calls == [
-        {"write": False, "durable": False, "quick": False, "lean": False},
-        {"write": False, "durable": False, "quick": True, "lean": True},
-        {"write": False, "durable": False, "quick": False, "lean": True},
-        {"write": True, "durable": True, "quick": False, "lean": False},
-    ]
+    assert await db.transaction(Kind.READ, None, lambda conn: 1) == 1
+    for kind in Kind:
+        await db.transaction(kind, None, lambda conn: 2)
+    assert runner.calls == [Kind.READ, *Kind]
 
 
 def failing(errors: list[BaseException]) -> Callable[[Any], str]:
@@ -86,7 +72,7 @@ def naps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 async def test_a_writer_locked_out_is_tried_again_with_growing_waits(naps: list[float]) -> None:
     db, runner = fake_database()
     locked: list[BaseException] = [sqlite3.OperationalError("database is locked")] * 3
-    assert await db.transaction("s", failing(locked), write=True) == "done"
+    assert await db.transaction(Kind.WRITE, "s", failing(locked)) == "done"
     assert len(runner.calls) == 4
     assert naps == [0.1, 0.2, 0.4]
 
@@ -97,7 +83,7 @@ async def test_a_writer_locked_out_five_times_more_gets_a_storage_error(
     db, runner = fake_database()
     locked: list[BaseException] = [sqlite3.OperationalError("database is locked")] * 7
     with pytest.raises(StorageError, match="database is locked") as caught:
-        await db.transaction("s", failing(locked), write=True)
+        await db.transaction(Kind.WRITE, "s", failing(locked))
     assert caught.value.session_id == "s"
     assert len(runner.calls) == 6  # the first try and five more
     assert naps == [0.1, 0.2, 0.4, 0.8, 1.6]
@@ -106,7 +92,7 @@ async def test_a_writer_locked_out_five_times_more_gets_a_storage_error(
 async def test_any_other_driver_error_is_a_storage_error_at_once(naps: list[float]) -> None:
     db, runner = fake_database()
     with pytest.raises(StorageError) as caught:
-        await db.transaction("s", failing([sqlite3.OperationalError("disk I/O error")]))
+        await db.transaction(Kind.READ, "s", failing([sqlite3.OperationalError("disk I/O error")]))
     assert f"{db.where}: disk I/O error" in str(caught.value)
     assert caught.value.session_id == "s"
     assert len(runner.calls) == 1
@@ -117,13 +103,13 @@ async def test_text_that_is_not_utf8_is_corrupt_data_and_never_quoted() -> None:
     db, _ = fake_database()
     error = sqlite3.OperationalError("Could not decode to UTF-8 column 'line' with text 'SECRET'")
     with pytest.raises(CorruptSessionError) as caught:
-        await db.transaction("s", failing([error]))
+        await db.transaction(Kind.READ, "s", failing([error]))
     assert caught.value.session_id == "s"
     assert caught.value.path == db.where
     assert "not valid UTF-8" in str(caught.value)
     assert "SECRET" not in str(caught.value)
     with pytest.raises(StorageError) as without:
-        await db.transaction(None, failing([error]))
+        await db.transaction(Kind.READ, None, failing([error]))
     assert str(without.value) == (
         f"{db.where}: a stored text is not valid UTF-8 (`sessionstore verify` names the row)"
     )
@@ -181,7 +167,7 @@ async def test_a_driver_error_is_named_by_the_driver_alone(tmp_path: Path) -> No
             conn.exec_driver_sql("SELECT * FROM no_such_table")
 
         with pytest.raises(StorageError) as caught:
-            await db.transaction(None, broken)
+            await db.transaction(Kind.READ, None, broken)
     assert str(caught.value) == f"{db.where}: no such table: no_such_table"  # no SQL, no links
 
 

@@ -13,6 +13,7 @@ from sqlalchemy.engine import make_url
 
 from sessionstore import MessageEntry, SessionMeta, SqlStore, encode, migrate, open_store
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.runner import Kind
 from sessionstore.testing.contract import message
 from tests.backends.sql.helpers import connect
 from tests.helpers import alembic, run_appenders
@@ -61,11 +62,11 @@ async def test_eight_processes_appending_to_one_session_give_seq_1_to_2000(
     assert await store.integrity() == []
 
 
-async def test_lean_reads_run_without_begin_and_commit_and_writes_in_transactions(
+async def test_reads_run_without_begin_and_commit_and_locked_reads_and_writes_in_transactions(
     store: SqlStore,
 ) -> None:
     # At READ COMMITTED each statement has a snapshot of its own anyway:
-    # a lean read spares the BEGIN and COMMIT round trips.
+    # a read spares the BEGIN and COMMIT round trips.
     seen: list[tuple[str, bool]] = []
 
     def body(kind: str, conn: Connection) -> None:
@@ -75,11 +76,11 @@ async def test_lean_reads_run_without_begin_and_commit_and_writes_in_transaction
         seen.append((kind, driver.info.transaction_status == TransactionStatus.INTRANS))
 
     transaction = store.database.transaction
-    await transaction(None, partial(body, "lean"), lean=True)
-    await transaction(None, partial(body, "plain"))
-    await transaction(None, partial(body, "write"), write=True, lean=True)
-    await transaction(None, partial(body, "lean again"), lean=True)
-    assert seen == [("lean", False), ("plain", True), ("write", True), ("lean again", False)]
+    await transaction(Kind.READ, None, partial(body, "read"))
+    await transaction(Kind.LOCKED_READ, None, partial(body, "locked read"))
+    await transaction(Kind.WRITE, None, partial(body, "write"))
+    await transaction(Kind.READ, None, partial(body, "read again"))
+    assert seen == [("read", False), ("locked read", True), ("write", True), ("read again", False)]
     meta = SessionMeta.new()  # and the store works on, on the same connections
     await store.create(meta)
     await store.append(meta.id, message("e1", "x"))

@@ -336,17 +336,16 @@ async def test_journal_commits_with_a_full_fsync_even_at_normal_durability(
     await store.journal("agent").append_raw(b"x")
     await store.append("s", message("e1", "x"))
     await store.journal("agent").clear()
-    # Each commit, with the synchronous level its connection (one per
-    # thread: the writer's, and the event loop's for an append) was set to
-    # last; a connection opened since runs at the store's level, NORMAL.
+    # Each commit, with the synchronous level the writer's connection was
+    # set to last.
     levels, level = [], {"sessionstore-sql-writer-0": "FULL"}
     for sql, thread in zip(statements, threads, strict=True):
         if sql.startswith("PRAGMA synchronous="):
             level[thread] = sql.split("=")[1]
         elif sql == "COMMIT":
             levels.append((level.get(thread, "NORMAL"), "writer" in thread))
-    # The create and the append on the loop's connection, the journal's in the writer's.
-    assert levels == [("NORMAL", False), ("FULL", True), ("NORMAL", False), ("FULL", True)]
+    # All in the writer thread: the create and the append at the store's level.
+    assert levels == [("NORMAL", True), ("FULL", True), ("NORMAL", True), ("FULL", True)]
 
 
 async def test_appends_that_arrive_together_share_a_commit(store: SqlStore) -> None:
