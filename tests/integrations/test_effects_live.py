@@ -66,6 +66,11 @@ async def conversation(store: SessionStore) -> list[Message]:
     return [entry.message for entry in await store.load(current) if isinstance(entry, MessageEntry)]
 
 
+TIMES = frozenset({"timestamp", "request_timestamp", "duration"})
+"""Fields of a message that say when, or how long (pydantic-ai 2.7x's model
+responses carry the time of their request and its duration too)."""
+
+
 def same_up_to_ids(messages: list[Message]) -> Any:
     """``messages`` with each id (of a call, a message, a run) named by the
     order it first shows in, and no time: what two runs of a turn share."""
@@ -73,7 +78,7 @@ def same_up_to_ids(messages: list[Message]) -> Any:
 
     def walk(value: Any, key: str | None = None) -> Any:
         if isinstance(value, dict):
-            return {k: walk(v, k) for k, v in value.items() if k != "timestamp"}
+            return {k: walk(v, k) for k, v in value.items() if k not in TIMES}
         if isinstance(value, list):
             return [walk(item) for item in value]
         if key in IDS and isinstance(value, str):
