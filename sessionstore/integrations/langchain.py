@@ -1,56 +1,15 @@
-"""LangChain chat history kept in a session store.
+"""LangChain chat history kept in a session store: `SessionStoreChatMessageHistory`.
 
-`SessionStoreChatMessageHistory` is a LangChain ``BaseChatMessageHistory``
-(what ``RunnableWithMessageHistory`` reads and writes) over a store::
-
-    from sessionstore.integrations.langchain import SessionStoreChatMessageHistory
-    from sessionstore.sync import open_store
-
-    store = open_store("sessions.db")
-    history = SessionStoreChatMessageHistory(store, "chat-42")
-
-or, as langchain-community's ``SQLChatMessageHistory`` is called, on a
-store of its own: ``SessionStoreChatMessageHistory(session_id="chat-42",
-connection="sessions.db")``.
-
-The conversation ``"chat-42"`` is a named head (`SessionStore.set_head`): the
-session it names now holds the conversation. Its first session has the id
-``"chat-42"`` too, as openai-agents' session names it, so ``sessionstore show
-chat-42`` finds it; a conversation begun under the earlier naming (its first
-session's id derived from the name) is found by its head and continued.
-Messages go in with ``append_many``, one batch per call; what LangChain
-reads back is the store's context (`SessionStore.load_context`), so a
-compaction appended to the session shows as its summary, a `HumanMessage`,
-then the messages it kept. ``clear`` deletes nothing: it starts an empty
-session whose ``parent_session`` is the old one and moves the head there.
-
-Any number of histories, in any threads, event loops and processes, may
-share one conversation: their adds and clears are conditional writes
-(`sessionstore.integrations.conversation`), so each add lands whole on the
-current session, and a clear racing an add either clears it (it read it)
-or leaves it on the new session, never on the branch it left.
-
-Sync or async: built on a `sessionstore.sync.SyncStore`, every method works
-(the async ones run the blocking calls in a worker thread), so one history
-serves a chain's ``invoke`` and ``ainvoke``. Built on an async
-`SessionStore`, the async methods (``aget_messages``, ``aadd_messages``,
-``aclear``: a chain's ``ainvoke``) await it on the caller's loop, and the
-sync ones raise `ConfigurationError`: an async store lives on its event
-loop and cannot be waited for from plain sync code.
-
-Each message is stored as a `Message` a reader without LangChain
-understands (role ``user``, ``assistant``, ``system``, ``tool``,
-``function`` or a `ChatMessage`'s own; the content as LangChain holds it;
-``tool_calls`` in the OpenAI shape, ``tool_call_id``, ``name``), plus the
-field ``langchain``: LangChain's own serialization of the message (its
-``type`` and ``data``, the content left out since it is stored once), from
-which it comes back equal. Messages without that field (stored by other
-code, or a compaction's summary) are mapped by role.
+A LangChain ``BaseChatMessageHistory`` (what ``RunnableWithMessageHistory``
+reads and writes) over a store, or, called as langchain-community's
+``SQLChatMessageHistory`` is, over a store of its own. The conversation is a
+named head; ``clear`` deletes nothing. docs/integrations.md (LangChain) tells
+how messages are stored (`to_message`, `from_context`) and what each call
+guarantees.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
@@ -96,7 +55,7 @@ from sessionstore import (
 )
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptContext, Latest
-from sessionstore.integrations.owned import OwnedStore, history_arguments
+from sessionstore.integrations.owned import OwnedStore, blocking, history_arguments, on_store
 from sessionstore.integrations.turns import CallRanks
 from sessionstore.sync import SyncEffects, SyncStore
 from sessionstore.sync import open_store as open_sync_store
@@ -125,20 +84,13 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         SessionStoreChatMessageHistory(store, "chat-42")
         SessionStoreChatMessageHistory(session_id="chat-42", connection="conv.db")
 
-    The second form takes the arguments of langchain-community's
-    ``SQLChatMessageHistory`` (``session_id, connection_string=None,
-    table_name, session_id_field_name, custom_message_converter,
-    connection=None, engine_args=None, async_mode=None``), so that changing
-    the import is the whole migration. ``connection`` (or its old name
-    ``connection_string``) is any `open_store` target or database URL
-    (``conv.db``, ``sqlite:///conv.db``, ``postgresql://...``; an in-memory
-    SQLite URL is an in-memory store of this history's own), or a
-    SQLAlchemy engine, whose URL is opened. The history opens a blocking
-    store there on first use (`sessionstore.sync.open_store`: every method
-    works, whatever ``async_mode`` says) and closes it at `close`, or when
-    it is collected unclosed (`sessionstore.integrations.owned`). Each such
-    history opens a store of its own: an application with many
-    conversations opens one store and uses the first form (`ChatHistories`).
+    The second form takes ``SQLChatMessageHistory``'s arguments, so that
+    changing the import is the whole migration: ``connection`` (or
+    ``connection_string``) is any `open_store` target, a database URL or a
+    SQLAlchemy engine (whose URL is opened). The history opens a blocking
+    store there on first use (every method works) and closes it at `close`,
+    or when it is collected. Each such history opens a store of its own: an
+    application with many conversations uses the first form (`ChatHistories`).
 
     Args:
         store: a `sessionstore.sync.SyncStore` (every method works) or an
@@ -180,10 +132,11 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         super().__init__()
         given = history_arguments(args, kwargs)
         self.name = validate_session_id(given.name)
-        self._given: SessionStore | SyncStore | None = given.store
-        self._owner: OwnedStore[SyncStore] | None = None
-        if given.store is None:
-            self._owner = OwnedStore(self, given.target, open_sync_store, SyncStore.close)
+        self._owner: OwnedStore[SessionStore | SyncStore] = (
+            OwnedStore(self, given.target, open_sync_store, _close_sync)
+            if given.store is None
+            else OwnedStore.given(self, given.store)
+        )
         self._closed = False
         # What this history's reads converted: the next read converts only
         # the messages added since (`sessionstore.integrations.kept`).
@@ -193,26 +146,20 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         self._on: Conversation | None = None
 
     def __repr__(self) -> str:
-        if self._owner is not None:
+        if self._owner.owned:
             return f"SessionStoreChatMessageHistory({self.name!r}, {self._owner.target!r})"
-        return f"SessionStoreChatMessageHistory({self._given!r}, {self.name!r})"
+        return f"SessionStoreChatMessageHistory({self._owner.get()!r}, {self.name!r})"
 
     @property
     def store(self) -> SessionStore | SyncStore:
-        """The store; a history made with a connection opens it now if no
-        call has yet (a blocking call)."""
-        if self._owner is not None:
-            return self._owner.get()
-        assert self._given is not None
-        return self._given
+        """The store; one made with a connection is opened now if no call has yet."""
+        return self._owner.get()
 
     def close(self) -> None:
-        """End the history: every later call raises `ClosedError`; a store
-        the history opened (made with a connection) is closed before this
-        returns, one it was given stays open. Closing again is fine."""
+        """End the history: later calls raise `ClosedError`; a store it opened
+        is closed before this returns, one it was given stays open."""
         self._closed = True
-        if self._owner is not None:
-            self._owner.close()
+        self._owner.close()
 
     @property
     def kept_count(self) -> int:
@@ -232,25 +179,14 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         return self._sync_store("messages").run(self._read)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Store messages at the end of the conversation, all or none.
-
-        The first call of a conversation creates its session and head. A
-        turn's input (human, system messages) that the conversation's open
-        turn began with (a rerun of a turn a crash cut: its messages, maybe
-        tool calls and results, no answer) is not stored again: the rerun
-        continues that turn (`sessionstore.integrations.turns`).
-        """
+        """Store messages at the end of the conversation, all or none; the
+        input of the open turn a crash cut, sent again, is not stored twice."""
         entries = [MessageEntry.new(to_message(message)) for message in messages]
         if entries:
             self._sync_store("add_messages").run(partial(self._add, entries=entries))
 
     def clear(self) -> None:
-        """Start the conversation over in a new, empty session.
-
-        Nothing is deleted: the new session's ``parent_session`` is the old
-        one, and the head moves to it (`SessionStore.head_history` keeps
-        every earlier position). Nothing to do before the first message.
-        """
+        """Start over in a new empty session whose parent is the current one."""
         self._sync_store("clear").run(self._clear)
 
     # ------------------------------------------------------------ async
@@ -288,20 +224,8 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         await self._conversation(store).clear()
 
     async def _await(self, call: Callable[[SessionStore], Awaitable[_T]]) -> _T:
-        """``call`` on the async store: awaited here, or on a sync store's own
-        loop from a worker thread (this loop is not held up meanwhile)."""
         self._check_open()
-        if self._owner is not None:  # opened, when first used, in the worker thread
-            return await asyncio.to_thread(lambda: self._owner_store().run(call))
-        store = self._given
-        if isinstance(store, SyncStore):
-            return await asyncio.to_thread(store.run, call)
-        assert store is not None
-        return await call(store)
-
-    def _owner_store(self) -> SyncStore:
-        assert self._owner is not None
-        return self._owner.get()
+        return await on_store(await self._owner.aget(), call)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -309,14 +233,18 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
 
     def _sync_store(self, method: str) -> SyncStore:
         self._check_open()
-        store = self.store
-        if isinstance(store, SyncStore):
-            return store
-        raise ConfigurationError(
-            f"{method} is a blocking call, and this history is built on an async store: "
+        return blocking(
+            self.store,
+            method,
+            "history",
             "await its async methods (aget_messages, aadd_messages, aclear; a chain's "
-            "ainvoke), or build it on a sessionstore.sync store"
+            "ainvoke), or build it",
         )
+
+
+def _close_sync(store: SessionStore | SyncStore) -> None:
+    assert isinstance(store, SyncStore)  # what open_sync_store opened
+    store.close()
 
 
 class ChatHistories:
@@ -328,12 +256,9 @@ class ChatHistories:
         histories = ChatHistories(open_store("sessions.db"))
         chain = RunnableWithMessageHistory(runnable, histories)
 
-    It hands out one history per conversation, the same object at every
-    call, for the last `CONVERSATIONS` conversations used: so a turn reads
-    only the messages added since the last one (what the history converted
-    stays kept, `sessionstore.integrations.kept.KeptContext`), and an add
-    appends to the session the turn's read found, without reading the head
-    again. One history serves any number of calls at once, in any threads.
+    It hands out the same history for a conversation at every call (for
+    the last `CONVERSATIONS` used), so a turn converts only the messages
+    added since the last one.
 
     Args:
         store: as for `SessionStoreChatMessageHistory`.
@@ -365,8 +290,7 @@ class ChatHistories:
 
 
 def _from_context(messages: Sequence[Message], before: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """`from_context`, as `KeptContext` converts: a LangChain message needs
-    nothing of those before it."""
+    # A LangChain message needs nothing of those before it.
     return from_context(messages)
 
 
@@ -374,12 +298,8 @@ def _from_context(messages: Sequence[Message], before: Sequence[BaseMessage]) ->
 
 
 def to_message(message: BaseMessage) -> Message:
-    """A LangChain message as the store keeps it; `from_context` gives it back equal.
-
-    What is kept is LangChain's own serialization (``message_to_dict``), so
-    a value JSON cannot carry (a NaN, a tuple, an object) is refused when
-    the message is appended, never silently changed.
-    """
+    """A LangChain message as the store keeps it; `from_context` gives it back
+    equal (a value JSON cannot carry is refused at the append)."""
     serialized = message_to_dict(message)
     data = {key: value for key, value in serialized["data"].items() if key != "content"}
     content = serialized["data"]["content"]
@@ -402,12 +322,8 @@ def to_message(message: BaseMessage) -> Message:
 def from_context(messages: Sequence[Message]) -> list[BaseMessage]:
     """LangChain messages from stored ones (`SessionStore.load_context` gives them).
 
-    A message `to_message` made comes back equal to the one it was made
-    from. Any other is mapped by role: ``user`` to a `HumanMessage` (a
-    compaction's summary among them), ``assistant`` to an `AIMessage` (its
-    OpenAI-shaped ``tool_calls`` as tool calls), ``system`` to a
-    `SystemMessage`, ``tool`` to a `ToolMessage` (with its
-    ``tool_call_id``), any other role to a `ChatMessage` of that role.
+    A message `to_message` made comes back equal; any other is mapped by
+    role (docs/integrations.md).
     """
     return [_from_message(message) for message in messages]
 
@@ -460,8 +376,7 @@ def _by_role(message: Message) -> BaseMessage:
 
 
 def _content(message: Message) -> _Content:
-    """The content as LangChain takes it: a string, or a list of strings and
-    content blocks; anything else as its text."""
+    """The content as LangChain takes it (a string, or strings and blocks), else its text."""
     content = message.content
     if isinstance(content, str):
         return content
@@ -471,8 +386,7 @@ def _content(message: Message) -> _Content:
 
 
 def _tool_calls(message: Message) -> tuple[list[ToolCall], list[InvalidToolCall]]:
-    """A message's OpenAI-shaped tool calls as LangChain's: valid ones, and
-    those whose arguments are not a JSON object."""
+    """A message's OpenAI-shaped tool calls as LangChain's valid and invalid ones."""
     valid: list[ToolCall] = []
     invalid: list[InvalidToolCall] = []
     for stored_id, name, arguments in turns.openai_calls(message):
@@ -508,23 +422,16 @@ class OnceTool(BaseTool):
         history = SessionStoreChatMessageHistory(store, "chat-42")
         tools = [OnceTool(send_email, store.journal("mailer").effects, history=history)]
 
-    A call given as a tool call (``{"type": "tool_call", "id": ..., "args":
-    ...}``, as ``ToolNode`` and agents call tools) is keyed, with
-    ``history`` (the conversation the turn is kept in; without ``history``
-    and ``session``, the history ``RunnableWithMessageHistory`` runs the
-    call in, from its config), by what a model asked again does not change
-    (`sessionstore.integrations.turns.turn_key`: the conversation, the
-    turn's user message as stored, or where the conversation stood when the
-    turn began, the tool, its arguments, the call's rank among the turn's
-    identical calls); with ``session`` instead
-    (a graph's thread, whose checkpoints keep the model's response, so its
-    ids), by ``session`` and the call's id. One given plain arguments needs
-    ``key``, a function of them. ``effects`` is an async store's (for
-    ``ainvoke``) or a blocking store's (`sessionstore.sync`, for
-    ``invoke``), and ``history`` is kept in the same store. What the tool
-    returns is recorded: a message (the `ToolMessage` of a tool call) as
-    LangChain serializes it, anything else as JSON (its text, when it is
-    not).
+    A tool call (``{"type": "tool_call", ...}``, as ``ToolNode`` and agents
+    call tools) is keyed by what a model asked again does not change
+    (`sessionstore.integrations.turns.turn_key`) in the conversation of
+    ``history`` (without ``history`` and ``session``, the one
+    ``RunnableWithMessageHistory`` runs the call in); with ``session`` (a
+    graph's thread, whose checkpoints keep the model's ids), by ``session``
+    and the call's id. Plain arguments need ``key``, a function of them.
+    ``effects`` is an async store's (for ``ainvoke``) or a blocking store's
+    (for ``invoke``). A message returned is recorded as LangChain
+    serializes it, anything else as JSON (its text, when it is not).
     """
 
     wrapped: BaseTool
@@ -561,9 +468,7 @@ class OnceTool(BaseTool):
         )
 
     def _history(self, input: Any, config: RunnableConfig | None) -> Any:
-        """The history a call is keyed by the turn of: a tool call's, without
-        ``key``; ``history``, or without it and ``session`` the one
-        ``RunnableWithMessageHistory`` runs the call in. None: keyed otherwise."""
+        """The history whose turn keys the call; None: keyed otherwise."""
         if self.key is not None or not _is_tool_call(input):
             return None
         if self.history is not None or self.session is not None:
@@ -574,15 +479,13 @@ class OnceTool(BaseTool):
     def _turn_key(
         self, history: SessionStoreChatMessageHistory, input: Any
     ) -> Callable[[SessionStore], Awaitable[str]]:
-        """What finds the key of a tool call in the turn ``history`` stands in."""
         call = (str(input.get("id")), self.name, input["args"])
         return partial(_turn_key, history, call, self._ranks)
 
     def _call(
         self, input: Any, key: str | None, history: SessionStoreChatMessageHistory | None
     ) -> dict[str, Any]:
-        """`EffectLog.once`'s arguments for a call given ``input`` (``key``:
-        its turn's key, if it has one, in the conversation of ``history``)."""
+        """`EffectLog.once`'s arguments for a call given ``input``."""
         call = _is_tool_call(input)
         args = input["args"] if call else input
         if key is None and self.key is not None:
@@ -653,9 +556,8 @@ def _recorded(output: Any) -> Any:
 
 
 def _answered(input: Any, name: str, output: Any) -> Any:
-    """What a call given ``input`` returns, from its recorded ``output``: for
-    a tool call, a `ToolMessage` answering this call's id (a rerun's model
-    gave it anew; a check's result becomes the message's content)."""
+    """What a call given ``input`` returns from its recorded ``output``: for a
+    tool call, a `ToolMessage` answering this call's id (a rerun's is new)."""
     restored = _restored(output)
     if not _is_tool_call(input):
         return restored

@@ -1,59 +1,11 @@
-"""An openai-agents ``Session`` kept in any sessionstore store.
+"""An openai-agents ``Session`` kept in any sessionstore store: `StoreSession`.
 
-``Runner.run(agent, "hi", session=StoreSession(store, "chat-42"))``: the
-conversation ``chat-42`` lives in ``store`` (memory, JSONL, SQLite or
-PostgreSQL), and nothing the framework does to it deletes anything.
-``StoreSession("chat-42", "sessions.db")``, as openai-agents'
-``SQLiteSession`` is called, opens (and closes) a store of its own.
-
-Where things are:
-
-* The conversation's name is the framework's ``session_id`` and the name of
-  a head (`SessionStore.set_head`): the head names the conversation's
-  current session. The first session has the conversation's name as its id
-  (a session of that name that exists already is continued); later ones,
-  made by `StoreSession.pop_item` and `StoreSession.clear_session`, have
-  fresh ids and name the session they came from as their parent.
-* Each item is one finalized `Message` entry. ``add_items`` appends the
-  items of one call with one `SessionStore.append_many`: all or none. A
-  turn's input that the conversation's open turn began with (a rerun of a
-  turn a crash cut) is not stored again (`sessionstore.integrations.turns`).
-* ``pop_item`` forks the current session just before the last item and
-  moves the head there; ``clear_session`` starts a new empty session and
-  moves the head there. Every earlier session stays, whole, and every
-  position of the head stays in `SessionStore.head_history`.
-* Any number of objects, in any threads, event loops and processes, may
-  share a conversation: each change is a conditional write that the store
-  checks as it writes (`sessionstore.integrations.conversation`), and no
-  lock is held between calls.
-* What a session converted is kept per store object and conversation
-  (`sessionstore.integrations.kept`), not per session object: a
-  `StoreSession` made for each request of a server reads only what was
-  appended since the last one on that store.
-
-An item becomes a message (`message_from_item`, reversed by
-`item_from_message`; ``get_items`` gives back dicts equal to the ones
-``add_items`` took):
-
-* An item with a string ``role`` and a ``content`` (a user, assistant,
-  system or developer message): the message has that role and content,
-  and the item's other fields as its further fields, in their order, with
-  ``"openai_agents": "message"``. `Message.text` and ``load_context``
-  read such a message as any other.
-* Any other item (``function_call``, ``function_call_output``,
-  ``reasoning``, a type newer than this code...), and an item holding a
-  ``streaming`` or ``openai_agents`` field of its own: the message's
-  content is the whole item, its role the item's ``type`` (its ``role``
-  when that is a string; ``"item"`` when it has neither), with
-  ``"openai_agents": "item"``.
-
-Messages written without the adapter (no ``openai_agents`` field) read as
-``{"role": ..., "content": ..., **further fields}``, and compaction
-entries are not items: a session begun with the store API can be
-continued by an agent.
-
-Values go through the wire format: JSON values only, and an integer beyond
-64 bits comes back as a float.
+``Runner.run(agent, "hi", session=StoreSession(store, "chat-42"))`` keeps the
+conversation ``chat-42`` under a head of that name, and nothing the framework
+does to it deletes anything; ``StoreSession("chat-42", "sessions.db")``, as
+``SQLiteSession`` is called, opens a store of its own. docs/integrations.md
+(openai-agents) tells where a conversation lives, how items map to messages
+(`message_from_item`, `item_from_message`) and what each call guarantees.
 """
 
 from __future__ import annotations
@@ -95,7 +47,7 @@ from sessionstore import (
 )
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptItems, Latest
-from sessionstore.integrations.owned import DONE, OwnedStore, run_blocking, session_arguments
+from sessionstore.integrations.owned import OwnedStore, run_blocking, session_arguments
 from sessionstore.integrations.turns import CallRanks
 
 __all__ = [
@@ -114,9 +66,8 @@ MARKER = "openai_agents"
 
 
 class InvalidItemError(InvalidRecordError, TypeError):
-    """An item the store cannot keep: not a JSON object, or holding a value
-    JSON cannot carry. A `TypeError` too, as openai-agents' own sessions
-    raise for an item ``json.dumps`` refuses."""
+    """An item the store cannot keep (not a JSON object, or a value JSON cannot
+    carry); a `TypeError` too, as openai-agents' sessions raise."""
 
 
 _MESSAGE = "message"  # role and content are the item's own; its other fields follow
@@ -125,7 +76,7 @@ _RESERVED = frozenset({"role", "content", "streaming", MARKER})
 
 
 def message_from_item(item: Mapping[str, Any]) -> Message:
-    """The message that stores an openai-agents input item (module docstring).
+    """The message that stores an openai-agents input item (docs/integrations.md).
 
     Raises:
         InvalidItemError: ``item`` is not a mapping.
@@ -149,7 +100,7 @@ def message_from_item(item: Mapping[str, Any]) -> Message:
 
 
 def item_from_message(message: Message) -> dict[str, Any]:
-    """The openai-agents input item a stored message stands for (module docstring).
+    """The openai-agents input item a stored message stands for (docs/integrations.md).
 
     Raises:
         InvalidRecordError: the message names a layout this version does
@@ -175,31 +126,15 @@ class StoreSession:
         StoreSession(store, "chat-42")       # on a store you opened (and close)
         StoreSession("chat-42", "conv.db")   # as openai-agents' SQLiteSession
 
-    The second form takes ``SQLiteSession``'s arguments (``session_id,
-    db_path=":memory:", sessions_table, messages_table, session_settings``),
-    so that changing the import is the whole migration. ``db_path`` is any
-    `open_store` target (a path ending ``.db``, ``.sqlite`` or ``.sqlite3``
-    is SQLite, as ``sessionstore show`` reads it); ``":memory:"``, the
-    default, is an in-memory store of this object's own. The session opens
-    that store on first use, from whatever thread or event loop that is
-    (``Runner.run_sync`` in threads, ``asyncio.run`` again and again), and
-    closes it at `close`, or when it is collected unclosed
-    (`sessionstore.integrations.owned`). Each such session opens a store of
-    its own: a process making one per request opens one store and uses the
-    first form.
+    The second form takes ``SQLiteSession``'s arguments, so that changing
+    the import is the whole migration: ``db_path`` is any `open_store`
+    target (``":memory:"``, the default, an in-memory store of this
+    object's own), opened on first use from whatever thread or event loop
+    that is, and closed at `close` or when the session is collected.
 
-    Every method first reads the conversation's current session (the head
-    named ``session_id``); `add_items` creates it on first use. Reads never
-    write.
-
-    Concurrency: any number of `StoreSession` objects, in any threads, event
-    loops and processes (``Runner.run_sync`` in worker threads), may share
-    one conversation. No lock is held between calls; each change states what
-    it read and the store checks it as it writes
-    (`sessionstore.integrations.conversation`): every `add_items` lands
-    whole on the conversation's current session, every `pop_item` returns
-    an item no other pop returned, and a `clear_session` racing an
-    `add_items` loses nothing.
+    Any number of sessions, in any threads, loops and processes, may share
+    one conversation: each change is a conditional write, and no lock is
+    held between calls (docs/integrations.md, Guarantees).
 
     Args:
         store: any store; the caller keeps it open (and closes it) unless the
@@ -250,12 +185,12 @@ class StoreSession:
         )
         self._lock = threading.Lock()  # held to set `_on`, never across a call
         self._closed = False
-        self._owner: OwnedStore[SessionStore] | None = None
+        self._owner: OwnedStore[SessionStore] = (
+            OwnedStore(self, given.target, _open_async, _close_async)
+            if given.store is None
+            else OwnedStore.given(self, given.store)
+        )
         self._on: _On | None = None
-        if given.store is not None:
-            self._on = _On.of(given.store, self.session_id)
-        else:
-            self._owner = OwnedStore(self, given.target, _open_async, _close_async)
 
     @classmethod
     def open(
@@ -289,20 +224,14 @@ class StoreSession:
         return _Opening(opened)
 
     def __repr__(self) -> str:
-        if self._owner is not None:
+        if self._owner.owned:
             return f"StoreSession({self.session_id!r}, {self._owner.target!r})"
-        assert self._on is not None
-        return f"StoreSession({self._on.store!r}, {self.session_id!r})"
+        return f"StoreSession({self._owner.get()!r}, {self.session_id!r})"
 
     @property
     def store(self) -> SessionStore:
-        """The store the conversation lives in; a session made with a target
-        opens it now if no call has yet (a blocking call)."""
-        on = self._on
-        if on is None:
-            assert self._owner is not None
-            on = self._opened(self._owner.get())
-        return on.store
+        """The store; one made with a target is opened now if no call has yet."""
+        return self._owner.get()
 
     async def current_session(self) -> str | None:
         """The id of the conversation's current session; None before first use.
@@ -316,17 +245,11 @@ class StoreSession:
     # ------------------------------------------------ the Session protocol
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """The current session's items, oldest first.
-
-        Args:
-            limit: at most this many, the latest; None takes
-                ``session_settings.limit``, and when that is None too, every
-                item. Zero gives none; below zero, every item (as
-                openai-agents' SQLite sessions read it).
+        """The current session's items, oldest first: the latest ``limit``
+        (None: ``session_settings.limit``, then all; below zero, all).
 
         Raises:
-            CorruptSessionError: a stored entry does not decode, or holds an
-                item this version cannot read.
+            CorruptSessionError: a stored item this version cannot read.
             ClosedError: the session is closed.
         """
         on = await self._ready()
@@ -340,14 +263,8 @@ class StoreSession:
         return await on.kept.read(on.store, current, limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Append items to the current session: all of them, together, or none.
-
-        The first call creates the conversation's first session. A turn's
-        input that the conversation's open turn began with (a rerun of a
-        turn a crash cut: the input, maybe tool calls and outputs, no
-        answer) is not stored again: the rerun continues that turn
-        (`sessionstore.integrations.turns`; `continue_turn` keeps the model
-        from seeing it twice).
+        """Append items to the current session, all or none; the input of the
+        open turn a crash cut, sent again, is not stored twice (`continue_turn`).
 
         Raises:
             InvalidItemError: an item is not a JSON object, or holds what
@@ -364,11 +281,7 @@ class StoreSession:
                 raise InvalidItemError(str(exc)) from exc
 
     async def pop_item(self) -> TResponseInputItem | None:
-        """Take the last item off the conversation, losing nothing.
-
-        The current session is forked just before its last item (with a
-        single item, a new empty session takes its place) and the head
-        moves to the fork; the session it left keeps the item.
+        """Take the last item off: the head moves to a fork just before it.
 
         Returns:
             The item, as `add_items` took it; None when there is none.
@@ -382,11 +295,7 @@ class StoreSession:
         return None if popped is None else _item(popped.session_id, popped.entry)
 
     async def clear_session(self) -> None:
-        """Start the conversation over, losing nothing.
-
-        A new empty session whose parent is the current one becomes current;
-        the old one keeps every item. Clearing a conversation that holds no
-        entry changes nothing.
+        """Start over in a new empty session whose parent is the current one.
 
         Raises:
             ClosedError: the session is closed.
@@ -397,19 +306,12 @@ class StoreSession:
     # ------------------------------------------------ owning the store
 
     def close(self) -> Awaitable[None]:
-        """End the session: every later call raises `ClosedError`; a store
-        this session opened (made with a target, or by `open`) is closed,
-        one it was given is not.
-
-        Callable from blocking code, as openai-agents' ``SQLiteSession.close``
-        is (the store is closed before it returns), and to be awaited in
-        async code, as ``AsyncSQLiteSession.close`` is (the store's close
-        starts at the call, in a worker thread, and is done when the await
-        returns; not awaited, it ends on its own). Closing again, from any
-        thread or loop, is fine: only the first close closes.
-        """
+        """End the session: later calls raise `ClosedError`; a store it opened
+        is closed, one it was given is not. Called from blocking code (as
+        ``SQLiteSession.close``) or awaited (as ``AsyncSQLiteSession.close``);
+        closing again is fine."""
         self._closed = True
-        return DONE if self._owner is None else self._owner.close_soon()
+        return self._owner.close_soon()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -420,15 +322,10 @@ class StoreSession:
         self._check_open()
         on = self._on
         if on is None:
-            assert self._owner is not None
-            on = self._opened(await self._owner.aget())
+            store = await self._owner.aget()
+            with self._lock:
+                on = self._on = self._on or _On.of(store, self.session_id)
         return on
-
-    def _opened(self, store: SessionStore) -> _On:
-        with self._lock:
-            if self._on is None:
-                self._on = _On.of(store, self.session_id)
-            return self._on
 
     async def __aenter__(self) -> Self:
         return self
@@ -464,9 +361,8 @@ def _close_async(store: SessionStore) -> None:
 
 
 class ToolCallInDoubtError(EffectInDoubtError, AgentsException):
-    """A `once_tool` call in doubt: the `EffectInDoubtError` itself, which
-    the Runner lets through as it is (it wraps any other error of a tool in
-    a ``UserError``), so the run ends with the commands that settle it."""
+    """A `once_tool` call in doubt: an `AgentsException` the Runner lets
+    through unwrapped, so the run ends with the commands that settle it."""
 
 
 def once_tool(
@@ -478,28 +374,21 @@ def once_tool(
     check: Callable[[Effect], Any] | None = None,
     idempotent: bool = False,
 ) -> FunctionTool:
-    """``tool`` (a ``FunctionTool``, as ``@function_tool`` makes), each call
-    run through `EffectLog.once` (docs/effects.md): a run replayed after a
-    crash gets the recorded output of each call that finished, without the
-    tool running again.
+    """``tool`` (a ``FunctionTool``), each call run through `EffectLog.once`
+    (docs/effects.md): a run replayed after a crash gets the recorded output
+    of each call that finished, without the tool running again. What the
+    tool returns is recorded as JSON (its text, for what is not JSON).
 
     Args:
         tool: the tool.
         effects: where its calls are recorded (``store.journal(name).effects``).
-        session: the `StoreSession` the run keeps its conversation in: each
-            call's key is what a model asked again does not change
-            (`sessionstore.integrations.turns.turn_key`: the conversation,
-            the entry of the turn's input, the tool, its arguments, the
-            call's rank among the turn's identical calls). A conversation's
-            name (a string) keys each call by it and the model's tool-call
-            id instead, which a live model asked again does not keep.
+        session: the `StoreSession` of the run: each call is keyed by what a
+            model asked again does not change (`turns.turn_key`); a
+            conversation's name keys it by the model's tool-call id instead.
         key: what names a call instead, from its ``ToolContext`` and its
             JSON arguments.
-        check, idempotent: for a call in doubt (see `EffectLog.once`); without
-            either, `ToolCallInDoubtError` (an `EffectInDoubtError`) ends the
-            run, saying how to settle the call; it is never told to the model.
-
-    What the tool returns is recorded as JSON (its text, for what is not JSON).
+        check, idempotent: for a call in doubt (`EffectLog.once`); without
+            either, `ToolCallInDoubtError` ends the run, saying how to settle it.
     """
     invoke = tool.on_invoke_tool
     ranks = CallRanks()
@@ -561,18 +450,13 @@ async def _turn_key(
 def continue_turn(
     history: list[TResponseInputItem], new_items: list[TResponseInputItem]
 ) -> list[TResponseInputItem]:
-    """A ``session_input_callback`` (openai-agents' ``RunConfig``) for runs
-    that may resume a crashed turn: when ``new_items`` are the input of the
-    open turn ``history`` ends in (stored by the run a crash cut, with the
-    tool calls and outputs saved since, and no answer), the model is given
-    ``history`` alone, and continues that turn; else ``history`` then
-    ``new_items``, as without a callback::
+    """A ``session_input_callback`` (``RunConfig``) for runs that may resume
+    a crashed turn: when ``new_items`` are the input of the open turn
+    ``history`` ends in, the model is given ``history`` alone (and does not
+    see the input twice); else ``history`` then ``new_items``::
 
         config = RunConfig(session_input_callback=continue_turn)
         await Runner.run(agent, "Send the report", session=session, run_config=config)
-
-    `StoreSession.add_items` stores such an input once either way; this
-    keeps the model from seeing it twice.
     """
     last_user = next(
         (i for i in range(len(history) - 1, -1, -1) if _role(history[i]) == "user"), None
@@ -615,16 +499,13 @@ class _Opening:
 
 
 CONVERSATIONS = 256
-"""Conversations whose items are kept at most per store object, the latest
-used (and at most `sessionstore.integrations.kept.KEPT_IN_ALL` bytes)."""
+"""Conversations whose items are kept at most per store object, the latest used."""
 
 
 def _kept_for(store: SessionStore, name: str) -> _Kept:
-    """What the sessions on ``store`` keep of conversation ``name``, for as
-    long as the store object lives (`StoreBase.kept`, forgotten by its
-    `drop_caches`): a session made for each request of a server reads on
-    from what the last one read. A store without `kept` (one written
-    elsewhere) keeps nothing between sessions: each session keeps its own."""
+    """What the sessions on ``store`` keep of conversation ``name`` while the
+    store object lives (`StoreBase.kept`): a session per request reads on
+    from the last one. A store without `kept` keeps nothing between sessions."""
     keep = getattr(store, "kept", None)
     if not callable(keep):
         return _new_kept(name)
@@ -652,17 +533,11 @@ _ATOMS = frozenset({str, int, float, bool, type(None)})
 
 
 def _kept_item(session_id: str, entry: MessageEntry) -> dict[str, Any] | _Nested:
-    """The item ``entry`` stands for, as `StoreSession` keeps it: a plain
-    ``dict`` when its values are all strings, numbers, booleans or None (most
-    messages: a plain copy of it is a deep one), else wrapped in `_Nested`.
-
-    CPython's garbage collector does not track a plain dict of such values,
-    nor a plain copy of it: kept items of 10,000-item conversations, and a
-    `get_items` handing out copies of them, add nothing for the collector to
-    walk. (A dict subclass, or a tuple holding a dict, is always tracked:
-    copies of 10,000 pushed into the oldest generation made a full
-    collection every other call, some 80% of the call's time.)
-    """
+    """The item ``entry`` stands for, as kept: a plain ``dict`` when its values
+    are all atoms (a plain copy is a deep one), else wrapped in `_Nested`."""
+    # The garbage collector does not track a plain dict of atoms, nor its
+    # copy; a dict subclass or a tuple holding one is (copies of 10,000 items
+    # made a full collection every other call, 80% of its time).
     item = cast(dict[str, Any], _item(session_id, entry))
     if all(type(value) in _ATOMS for value in item.values()):
         return item
@@ -689,9 +564,7 @@ def _handed_out(kept: dict[str, Any] | _Nested) -> Any:
 
 
 def _copied(value: Any) -> Any:
-    """A deep copy of a JSON value (what `item_from_message` returns): each
-    `get_items` hands out items of its own, as openai-agents' sessions do,
-    so a caller changing one changes nothing kept."""
+    """A deep copy of a JSON value: a caller changing an item changes nothing kept."""
     kind = type(value)
     if kind is dict:
         return {key: item if type(item) in _ATOMS else _copied(item) for key, item in value.items()}

@@ -1,24 +1,15 @@
-"""A store an adapter object opens on first use and closes: the peers' one-line constructors.
+"""The store of an adapter object: given by the caller, or opened on first use and closed.
 
-``StoreSession("chat-1", "conv.db")`` (openai-agents' ``SQLiteSession``
-shape) and ``SessionStoreChatMessageHistory(session_id="chat-1",
-connection="conv.db")`` (LangChain's ``SQLChatMessageHistory`` shape) name
-a target, not a store. The object owns an `OwnedStore`: the store is
-opened when the object is first used, from whatever thread or event loop
-that is, and closed by the object's ``close()`` or, left unclosed, when
-the object is garbage-collected.
+``StoreSession("chat-1", "conv.db")`` and ``SessionStoreChatMessageHistory(
+session_id="chat-1", connection="conv.db")`` (the peers' one-line
+constructors) name a target, not a store: the object owns an `OwnedStore`,
+opened on first use from whatever thread or event loop that is, and closed
+by the object's ``close()`` or when it is collected unclosed. Each such
+object opens a store of its own (docs/integrations.md gives the cost).
 
-Nothing is shared between objects and nothing is kept process-wide: each
-object opens a store of its own, which costs an engine and its threads on
-SQL (docs/integrations.md gives the figures). A process making many such
-objects for one database (a server, per request) opens one store and gives
-it to each instead.
-
-Opening and closing are blocking calls made in a thread of their own
-(`run_blocking`), so they touch no event loop of the caller's: an async
-store is opened on a loop that then ends, which is fine because the stores
-belong to no loop (docs/stores.md), and the caller's thread keeps
-whatever event loop it had set.
+Opening and closing run in a thread of their own (`run_blocking`), so they
+touch no event loop of the caller's: the stores belong to no loop
+(docs/stores.md).
 """
 
 from __future__ import annotations
@@ -32,14 +23,17 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, Generic, TypeVar
 
-from sessionstore import ClosedError, ConfigurationError
+from sessionstore import ClosedError, ConfigurationError, SessionStore
+from sessionstore.sync import SyncStore
 
 __all__ = [
     "DONE",
     "IN_MEMORY",
     "Given",
     "OwnedStore",
+    "blocking",
     "history_arguments",
+    "on_store",
     "run_blocking",
     "session_arguments",
 ]
@@ -49,9 +43,7 @@ _T = TypeVar("_T")
 
 
 def run_blocking(call: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
-    """Run the coroutine ``call()`` makes to its end in a thread of its own,
-    on a loop of its own, and return or raise what it did; callable from
-    any thread, with or without a running event loop (which it blocks)."""
+    """What ``call()`` returns or raises, run in a thread and a loop of its own."""
     outcome: list[Any] = []
 
     def run() -> None:
@@ -70,8 +62,7 @@ def run_blocking(call: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
 
 
 class _Done(Coroutine[Any, Any, None]):
-    """A coroutine with nothing left to do: awaited, or run by ``asyncio.run``,
-    it returns at once; left alone, it warns of nothing."""
+    """A coroutine that returns at once, and left alone warns of nothing."""
 
     def send(self, value: Any) -> Any:
         raise StopIteration
@@ -94,14 +85,25 @@ class OwnedStore(Generic[_S]):
     """The store of one adapter object: opened once, on first use, and closed once.
 
     Args:
-        owner: the adapter object; when it is collected unclosed, the store
-            is closed (in a thread of its own: collection may happen in any
-            thread, the store's own among them).
+        owner: the adapter object; collected unclosed, it closes the store
+            (in a thread of its own: collection happens in any thread).
         target: what ``opener`` opens, named by errors.
         opener: opens the store (blocking).
         closer: closes it (blocking).
         opened: a store opened already, which this object now owns.
     """
+
+    @classmethod
+    def given(cls, owner: object, store: _S) -> OwnedStore[_S]:
+        """A store the caller gave and keeps open: `get` returns it, `close` leaves it."""
+        held = cls(owner, "", _no_opener, _leave_open, opened=store)
+        held._finalizer.detach()
+        return held
+
+    @property
+    def owned(self) -> bool:
+        """Whether closing this closes the store (it was not given)."""
+        return self._close is not _leave_open
 
     def __init__(
         self,
@@ -133,7 +135,6 @@ class OwnedStore(Generic[_S]):
 
         Raises:
             ClosedError: closed before anything opened it.
-            ConfigurationError, StorageError, SchemaError: as `open_store`.
         """
         store = self._store
         if store is not None:
@@ -155,16 +156,14 @@ class OwnedStore(Generic[_S]):
         return store if store is not None else await asyncio.to_thread(self.get)
 
     def close(self) -> None:
-        """Close the store if it was opened, before returning (a blocking
-        call); only the first close closes, and nothing opens afterwards."""
+        """Close the store if it was opened (blocking); only the first close closes."""
         store = self._take()
         if store is not None:
             self._close(store)
 
     def close_soon(self) -> Awaitable[None]:
-        """`close`, from blocking code; from a running event loop, the close
-        starts now in a worker thread and the awaitable returned is done
-        when it is (not awaited, it ends on its own)."""
+        """`close`; from a running loop, started in a worker thread, and done
+        when the awaitable returned is (not awaited, it ends on its own)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # blocking code
@@ -181,7 +180,6 @@ class OwnedStore(Generic[_S]):
         return self._store if first else None
 
     def _collected(self) -> None:
-        """The owner went away unclosed: close the store."""
         store = self._take()
         if store is None:
             return
@@ -191,6 +189,38 @@ class OwnedStore(Generic[_S]):
         # thread may be one whose end the close waits for.
         if threading.current_thread() is threading.main_thread():
             thread.join()
+
+
+def _no_opener(target: str) -> Any:
+    raise AssertionError("a given store is never opened")  # pragma: no cover
+
+
+def _leave_open(store: Any) -> None:
+    pass
+
+
+async def on_store(
+    store: SessionStore | SyncStore, call: Callable[[SessionStore], Awaitable[_T]]
+) -> _T:
+    """``call`` on the async store: awaited here, or on a blocking store's own
+    loop from a worker thread (this loop is not held up meanwhile)."""
+    if isinstance(store, SyncStore):
+        return await asyncio.to_thread(store.run, call)
+    return await call(store)
+
+
+def blocking(store: SessionStore | SyncStore, method: str, what: str, instead: str) -> SyncStore:
+    """``store``, for the blocking ``method`` of an adapter object (``what``).
+
+    Raises:
+        ConfigurationError: it is an async store (``instead``: what to do).
+    """
+    if isinstance(store, SyncStore):
+        return store
+    raise ConfigurationError(
+        f"{method} is a blocking call, and this {what} is built on an async store: "
+        f"{instead} on a sessionstore.sync store"
+    )
 
 
 # ---------------------------------------------------------------- the peers' arguments
