@@ -34,7 +34,7 @@ class Reader:
         self._channel = channel
 
     async def get(
-        self, store: SessionStore, *, serde: SerializerProtocol, config: RunnableConfig
+        self, serde: SerializerProtocol, config: RunnableConfig, store: SessionStore
     ) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or its namespace's latest (`StoreSaver.aget_tuple`)."""
         thread, ns = thread_of(config), ns_of(config)
@@ -56,13 +56,12 @@ class Reader:
 
     async def list(
         self,
-        store: SessionStore,
-        *,
         serde: SerializerProtocol,
         config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
+        store: SessionStore,
     ) -> builtins.list[CheckpointTuple]:
         """The checkpoints ``config`` picks, newest first; see `StoreSaver.alist`."""
         if config is None:

@@ -26,9 +26,8 @@ from sessionstore import (
     SessionStoreError,
     decode_meta,
 )
-from sessionstore.integrations.langgraph_messages import Messages
 
-__all__ = ["Threads", "named"]
+__all__ = ["copy", "delete", "delete_runs", "named", "prune", "record_session"]
 
 REASON = "langgraph {what}"
 """The reason recorded with each erasure (``{what}``: the operation)."""
@@ -46,155 +45,151 @@ def named(exc: SessionStoreError, where: str) -> SessionStoreError:
     return again
 
 
-class Threads:
-    """The thread-wide operations of a saver whose messages are ``messages``."""
+async def record_session(journal: SessionJournal, ns: str, session_id: str) -> None:
+    """Note that the thread makes the session ``session_id`` (before it does)."""
+    await journal.append_raw(records.encode({"key": records.session_key(ns, session_id)}))
 
-    def __init__(self, messages: Messages) -> None:
-        self._messages = messages
 
-    async def record_session(self, journal: SessionJournal, ns: str, session_id: str) -> None:
-        """Note that the thread makes the session ``session_id`` (before it does)."""
-        await journal.append_raw(records.encode({"key": records.session_key(ns, session_id)}))
+async def delete(thread: str, store: SessionStore) -> None:
+    """Erase the thread: its sessions, then its journal whole."""
+    journal = records.journal_of(store, thread)
+    checkpoints = await _checkpoints(journal, thread)
+    sessions = [_session_of(key) for key, _ in await journal.scan("s/")]
+    # A first session made but not yet noted (a crash between): its
+    # header tells it the thread's.
+    for ns in {"", *(record["ns"] for _, record in checkpoints)}:
+        name = records.conversation_name(thread, ns)
+        if name is not None and name not in sessions and await _ours(store, name, thread):
+            sessions.append(name)
+    await _erase_sessions(store, sessions, REASON.format(what="delete_thread"))
+    await journal.erase(reason=REASON.format(what="delete_thread"))
+    runs = {record["run"] for _, record in checkpoints if isinstance(record.get("run"), str)}
+    if runs:
+        keys = [records.run_key(run, thread) for run in sorted(runs)]
+        await _drop(records.runs_of(store), keys, "delete_thread")
 
-    async def delete(self, store: SessionStore, *, thread: str) -> None:
-        """Erase the thread: its sessions, then its journal whole."""
-        journal = records.journal_of(store, thread)
-        checkpoints = await _checkpoints(journal, thread)
-        sessions = [_session_of(key) for key, _ in await journal.scan("s/")]
-        # A first session made but not yet noted (a crash between): its
-        # header tells it the thread's.
-        for ns in {"", *(record["ns"] for _, record in checkpoints)}:
-            name = records.conversation_name(thread, ns)
-            if name is not None and name not in sessions and await _ours(store, name, thread):
-                sessions.append(name)
-        await _erase_sessions(store, sessions, REASON.format(what="delete_thread"))
-        await journal.erase(reason=REASON.format(what="delete_thread"))
-        runs = {record["run"] for _, record in checkpoints if isinstance(record.get("run"), str)}
-        if runs:
-            keys = [records.run_key(run, thread) for run in sorted(runs)]
-            await _drop(records.runs_of(store), keys, "delete_thread")
 
-    async def delete_runs(self, store: SessionStore, *, runs: list[str]) -> None:
-        """Erase the checkpoints of ``runs``, in every thread they wrote to."""
-        index = records.runs_of(store)
-        for run in runs:
-            found = await index.scan(records.run_prefix(run))
-            for key, _ in found:
-                await self._drop_checkpoints(
-                    store,
-                    records.thread_of_run_key(key),
-                    lambda record, run=run: record.get("run") == run,  # type: ignore[misc]
-                    "delete_for_runs",
-                )
-            if found:
-                await _drop(index, [key for key, _ in found], "delete_for_runs")
-
-    async def prune(self, store: SessionStore, *, threads: list[str], strategy: str) -> None:
-        """``keep_latest``: each namespace's latest checkpoint stays; ``delete``: nothing."""
-        if strategy not in ("keep_latest", "delete"):
-            raise ConfigurationError(
-                f"prune strategy {strategy!r}: the strategies are 'keep_latest' and 'delete'"
-            )
-        for thread in threads:
-            if strategy == "delete":
-                await self.delete(store, thread=thread)
-                continue
-            journal = records.journal_of(store, thread)
-            latest: dict[str, str] = {}
-            for _, record in await _checkpoints(journal, thread):
-                if record["id"] > latest.get(record["ns"], ""):
-                    latest[record["ns"]] = record["id"]
-            await self._drop_checkpoints(
+async def delete_runs(runs: list[str], store: SessionStore) -> None:
+    """Erase the checkpoints of ``runs``, in every thread they wrote to."""
+    index = records.runs_of(store)
+    for run in runs:
+        found = await index.scan(records.run_prefix(run))
+        for key, _ in found:
+            await _drop_checkpoints(
                 store,
-                thread,
-                lambda record, latest=latest: latest[record["ns"]] != record["id"],  # type: ignore[misc]
-                "prune",
+                records.thread_of_run_key(key),
+                lambda record, run=run: record.get("run") == run,  # type: ignore[misc]
+                "delete_for_runs",
             )
+        if found:
+            await _drop(index, [key for key, _ in found], "delete_for_runs")
 
-    async def copy(self, store: SessionStore, *, source: str, target: str) -> None:
-        """Copy ``source``'s lines to ``target``, its sessions forked."""
-        from_journal = records.journal_of(store, source)
-        to_journal = records.journal_of(store, target)
-        held = await from_journal.scan("")
-        if not held:
-            return
-        forks: dict[str, str] = {}
-        copied: list[bytes] = []
-        runs: set[str] = set()
-        for key, lines in reversed(held):  # ascending: blobs, checkpoints, sessions, writes
-            if key.startswith("s/"):
-                continue
-            if not key.startswith("c/"):
-                copied.extend(lines)
-                continue
-            record = records.checkpoint_of(key, lines[-1], source)
-            if isinstance(record.get("run"), str):
-                runs.add(record["run"])
-            position = records.position_of(record)
-            if position is not None and position.session is not None:
-                if position.session not in forks:
-                    meta = SessionMeta.new(
-                        parent_session=position.session,
-                        metadata=records.session_mark(target, record["ns"]),
-                    )
-                    await self.record_session(to_journal, record["ns"], meta.id)
-                    await store.fork(position.session, meta=meta)
-                    forks[position.session] = meta.id
-                moved = records.Position(forks[position.session], position.count, position.last)
-                record["messages"] = records.position_value(moved)
-            copied.append(records.checkpoint_line(record, target))
-        await to_journal.append_raw(*copied)
-        for ns, session in _latest_sessions(await _checkpoints(to_journal, target)).items():
-            await _point(store, records.conversation_name(target, ns), session)
-        index = records.runs_of(store)
-        for run in sorted(runs):
-            key = records.run_key(run, target)
-            await index.append_keyed_unless(
-                [key], lambda found: True if found else None, records.encode({"key": key})
-            )
 
-    async def _drop_checkpoints(
-        self,
-        store: SessionStore,
-        thread: str,
-        doomed: Callable[[dict[str, Any]], bool],
-        what: str,
-    ) -> None:
-        """Erase the thread's checkpoints ``doomed`` picks, their writes, the
-        values and sessions only they need."""
-        journal = records.journal_of(store, thread)
-        checkpoints = await _checkpoints(journal, thread)
-        gone = [(key, record) for key, record in checkpoints if doomed(record)]
-        if not gone:
-            return
-        kept = [record for _, record in checkpoints if not doomed(record)]
-        needed = {_blob(record, name) for record in kept for name in record["versions"]}
-        keys = []
-        for key, record in gone:
-            keys.append(key)
-            keys.extend(
-                found
-                for found, _ in await journal.scan(records.write_prefix(record["ns"], record["id"]))
-            )
-            keys.extend(
-                blob for name in record["versions"] if (blob := _blob(record, name)) not in needed
-            )
-        await _drop(journal, keys, what)
-        in_use = {
-            position.session
-            for record in kept
-            if (position := records.position_of(record)) is not None
-        }
-        made = [(key, _session_of(key)) for key, _ in await journal.scan("s/")]
-        spare = [(key, session) for key, session in made if session not in in_use]
-        erased = await _erase_sessions(
-            store, [session for _, session in spare], REASON.format(what=what)
+async def prune(threads: list[str], strategy: str, store: SessionStore) -> None:
+    """``keep_latest``: each namespace's latest checkpoint stays; ``delete``: nothing."""
+    if strategy not in ("keep_latest", "delete"):
+        raise ConfigurationError(
+            f"prune strategy {strategy!r}: the strategies are 'keep_latest' and 'delete'"
         )
-        dropped = [key for key, session in spare if session in erased]
-        if dropped:
-            await _drop(journal, dropped, what)
-        for ns, session in _latest_sessions([(None, record) for record in kept]).items():
-            await _point(store, records.conversation_name(thread, ns), session)
+    for thread in threads:
+        if strategy == "delete":
+            await delete(thread, store)
+            continue
+        journal = records.journal_of(store, thread)
+        latest: dict[str, str] = {}
+        for _, record in await _checkpoints(journal, thread):
+            if record["id"] > latest.get(record["ns"], ""):
+                latest[record["ns"]] = record["id"]
+        await _drop_checkpoints(
+            store,
+            thread,
+            lambda record, latest=latest: latest[record["ns"]] != record["id"],  # type: ignore[misc]
+            "prune",
+        )
+
+
+async def copy(source: str, target: str, store: SessionStore) -> None:
+    """Copy ``source``'s lines to ``target``, its sessions forked."""
+    from_journal = records.journal_of(store, source)
+    to_journal = records.journal_of(store, target)
+    held = await from_journal.scan("")
+    if not held:
+        return
+    forks: dict[str, str] = {}
+    copied: list[bytes] = []
+    runs: set[str] = set()
+    for key, lines in reversed(held):  # ascending: blobs, checkpoints, sessions, writes
+        if key.startswith("s/"):
+            continue
+        if not key.startswith("c/"):
+            copied.extend(lines)
+            continue
+        record = records.checkpoint_of(key, lines[-1], source)
+        if isinstance(record.get("run"), str):
+            runs.add(record["run"])
+        position = records.position_of(record)
+        if position is not None and position.session is not None:
+            if position.session not in forks:
+                meta = SessionMeta.new(
+                    parent_session=position.session,
+                    metadata=records.session_mark(target, record["ns"]),
+                )
+                await record_session(to_journal, record["ns"], meta.id)
+                await store.fork(position.session, meta=meta)
+                forks[position.session] = meta.id
+            moved = records.Position(forks[position.session], position.count, position.last)
+            record["messages"] = records.position_value(moved)
+        copied.append(records.checkpoint_line(record, target))
+    await to_journal.append_raw(*copied)
+    for ns, session in _latest_sessions(await _checkpoints(to_journal, target)).items():
+        await _point(store, records.conversation_name(target, ns), session)
+    index = records.runs_of(store)
+    for run in sorted(runs):
+        key = records.run_key(run, target)
+        await index.append_keyed_unless(
+            [key], lambda found: True if found else None, records.encode({"key": key})
+        )
+
+
+async def _drop_checkpoints(
+    store: SessionStore,
+    thread: str,
+    doomed: Callable[[dict[str, Any]], bool],
+    what: str,
+) -> None:
+    """Erase the thread's checkpoints ``doomed`` picks, their writes, the
+    values and sessions only they need."""
+    journal = records.journal_of(store, thread)
+    checkpoints = await _checkpoints(journal, thread)
+    gone = [(key, record) for key, record in checkpoints if doomed(record)]
+    if not gone:
+        return
+    kept = [record for _, record in checkpoints if not doomed(record)]
+    needed = {_blob(record, name) for record in kept for name in record["versions"]}
+    keys = []
+    for key, record in gone:
+        keys.append(key)
+        keys.extend(
+            found
+            for found, _ in await journal.scan(records.write_prefix(record["ns"], record["id"]))
+        )
+        keys.extend(
+            blob for name in record["versions"] if (blob := _blob(record, name)) not in needed
+        )
+    await _drop(journal, keys, what)
+    in_use = {
+        position.session for record in kept if (position := records.position_of(record)) is not None
+    }
+    made = [(key, _session_of(key)) for key, _ in await journal.scan("s/")]
+    spare = [(key, session) for key, session in made if session not in in_use]
+    erased = await _erase_sessions(
+        store, [session for _, session in spare], REASON.format(what=what)
+    )
+    dropped = [key for key, session in spare if session in erased]
+    if dropped:
+        await _drop(journal, dropped, what)
+    for ns, session in _latest_sessions([(None, record) for record in kept]).items():
+        await _point(store, records.conversation_name(thread, ns), session)
 
 
 async def _checkpoints(journal: SessionJournal, thread: str) -> list[tuple[str, dict[str, Any]]]:

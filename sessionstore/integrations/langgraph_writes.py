@@ -43,7 +43,7 @@ from sessionstore import (
 )
 from sessionstore.integrations.langgraph_messages import Messages
 from sessionstore.integrations.langgraph_records import Position, ns_of, thread_of
-from sessionstore.integrations.langgraph_threads import Threads, named
+from sessionstore.integrations.langgraph_threads import named, record_session
 
 __all__ = ["Writer"]
 
@@ -58,12 +58,10 @@ _Input = tuple[str, dict[str, tuple[Any, records.Typed]]]
 
 
 class Writer:
-    """Writes checkpoints whose messages channel ``channel`` is kept by
-    ``messages``, the sessions it makes noted by ``threads``."""
+    """Writes checkpoints whose messages channel ``channel`` is kept by ``messages``."""
 
-    def __init__(self, messages: Messages, threads: Threads, channel: str) -> None:
+    def __init__(self, messages: Messages, channel: str) -> None:
         self._messages = messages
-        self._threads = threads
         self._channel = channel
         self._runs: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._runs_lock = threading.Lock()
@@ -71,13 +69,12 @@ class Writer:
 
     async def put(
         self,
-        store: SessionStore,
-        *,
         serde: SerializerProtocol,
         config: RunnableConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new: ChannelVersions,
+        store: SessionStore,
     ) -> RunnableConfig:
         """Store a checkpoint; see `StoreSaver.aput`."""
         thread, ns = thread_of(config), ns_of(config)
@@ -172,7 +169,7 @@ class Writer:
                 records.conversation_name(thread, ns),
                 None if parent_id is None or parent is None else (parent_id, parent),
                 messages,
-                partial(self._threads.record_session, journal, ns),
+                partial(record_session, journal, ns),
             )
         if as_entries and position is not None:
             record["messages"] = records.position_value(position)
@@ -222,13 +219,12 @@ class Writer:
 
     async def put_writes(
         self,
-        store: SessionStore,
-        *,
         serde: SerializerProtocol,
         config: RunnableConfig,
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
+        store: SessionStore,
     ) -> None:
         """Store a task's pending writes, all or none; see `StoreSaver.aput_writes`."""
         thread, ns = thread_of(config), ns_of(config)
