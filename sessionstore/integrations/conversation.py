@@ -3,35 +3,14 @@
 What a framework's session slot asks of a store (add to the conversation,
 take its last item back, start it over) over an append-only store: the
 conversation's name is a head (`SessionStore.set_head`) naming its current
-session, and nothing is ever deleted. The framework adapters
-(`sessionstore.integrations.openai_agents`, ``.langchain``) are built on
-`Conversation`; an application with a session slot of its own can be too.
+session, and nothing is ever deleted.
 
 Any number of `Conversation` objects, in any threads, event loops and
-processes, may edit one conversation at once. No lock is held between
-calls, and none bound to an event loop is held at all: each edit states
-what it read, and the store checks it in the same step as it writes.
-
-* `Conversation.add` appends one batch to the session the head names, on
-  the condition that the head still names it (``expect_head``): the batch
-  lands whole on the current session, or is refused and tried again on the
-  session the head names then.
-* `Conversation.add_input` appends a turn's input the same way, unless the
-  conversation's open turn began with it (a rerun resuming a crashed turn,
-  `sessionstore.integrations.turns`): it checks what it read in the same
-  step (``expect_last``), so a turn answered meanwhile takes the input.
-* `Conversation.pop` reads the current session, forks it just before its
-  last message, and moves the head there on the condition that the head
-  still names the session read and that session still ends where it was
-  read (``expect`` and ``expect_last``): an item added meanwhile makes the
-  pop read again. Two pops never return one item, and a pop never leaves
-  an added item behind. A pop that lost such a race leaves its unused fork
-  (a session nothing names).
-* `Conversation.clear` moves the head to a new empty session on the same
-  terms.
-
-So the edits are linearizable: each takes effect at one instant between its
-call and its return, and a caller's own edits keep their order.
+processes, may edit one conversation at once: no lock is held, and each
+edit states what it read (``expect_head``, ``expect``, ``expect_last``) for
+the store to check in the same step as it writes, reading again when it is
+refused. So the edits are linearizable; docs/integrations.md (Guarantees)
+tells what each one promises.
 """
 
 from __future__ import annotations
@@ -59,8 +38,7 @@ __all__ = ["Conversation", "Popped"]
 
 @dataclass(frozen=True)
 class Popped:
-    """What `Conversation.pop` took off: the message entry, and the session
-    that still holds it (the one the head named before the pop)."""
+    """What `Conversation.pop` took off, and the session that still holds it."""
 
     entry: MessageEntry
     session_id: str
@@ -73,10 +51,8 @@ class Conversation:
     Args:
         store: any store; the caller keeps it open.
         name: the conversation's name, the head's (the session-id rule applies).
-        first_id: the id of the conversation's first session, made by the
-            first `add` (a session of that id that exists already is
-            continued). Before the head is first set, reads take that
-            session when it exists.
+        first_id: the id of its first session, made by the first `add` (or
+            continued, when it exists; reads take it before any head).
 
     Raises:
         InvalidSessionIdError: ``name`` or ``first_id`` breaks the session-id rule.
@@ -100,14 +76,10 @@ class Conversation:
 
     async def add(self, entries: Sequence[SessionEntry]) -> str:
         """Append ``entries`` to the current session, all or none, creating the
-        first session on first use.
-
-        Returns:
-            The session they were appended to.
+        first session on first use; returns the session appended to.
 
         Raises:
-            as `SessionStore.append_many` (nothing is stored then, and no
-            first session made).
+            as `SessionStore.append_many` (nothing is stored, no first session made).
         """
         target = self._seen or await self._start(entries)
         while True:
@@ -126,15 +98,9 @@ class Conversation:
                 target = exc.actual  # moved meanwhile: where it stands now
 
     async def add_input(self, entries: Sequence[SessionEntry]) -> bool:
-        """`add` a turn's input, unless it is the input of the conversation's
-        open turn, stored already: a rerun after a crash continues the turn
-        it resumes (`sessionstore.integrations.turns.resumes`).
-
-        The check and the append are one step: the append is stored only if
-        the session still ends as read (``expect_last``), else it reads again.
-
-        Returns:
-            Whether ``entries`` were stored (False: the turn is resumed).
+        """`add` a turn's input, unless the open turn began with it (a rerun
+        after a crash, `turns.resumes`); the check and the append are one
+        step (``expect_last``). Returns whether ``entries`` were stored.
 
         Raises:
             as `add`.
@@ -164,15 +130,11 @@ class Conversation:
             return True
 
     async def pop(self) -> Popped | None:
-        """Take the last message off the conversation, losing nothing.
-
-        The current session is forked just before its last message (with
-        none before it, a new empty session takes its place), and the head
-        moves to the fork if nothing changed since the session was read.
+        """Take the last message off: the head moves to a fork just before it
+        (or a new empty session) if nothing changed since the read.
 
         Returns:
-            The message taken, and the session holding it; None when the
-            current session holds no message.
+            What was taken; None when the current session holds no message.
 
         Raises:
             CorruptSessionError: the session does not decode.
@@ -210,8 +172,7 @@ class Conversation:
     # ------------------------------------------------------------ reading
 
     async def _read(self) -> tuple[str | None, str | None]:
-        """Where the head stands (None before it is set), and the current
-        session: the head's, or before any head the first session if it exists."""
+        """Where the head stands (None before it is set), and the current session."""
         head = await self.store.head(self.name)
         if head is not None:
             self._seen = head
@@ -220,9 +181,8 @@ class Conversation:
         return None, self.first_id if exists else None
 
     async def _start(self, entries: Sequence[SessionEntry]) -> str:
-        """The current session, the first one created and the head set to it
-        on first use (racing first uses agree on it), once ``entries`` are
-        known to be storable."""
+        """The current session, on first use the first one created and the
+        head set to it (racing first uses agree), once ``entries`` encode."""
         head = await self.store.head(self.name)
         if head is not None:
             return head

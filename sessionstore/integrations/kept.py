@@ -1,45 +1,13 @@
 """What a framework adapter converted of a conversation, kept between its reads.
 
-Nothing stored ever changes: the entries of a session at positions 0 to
-``n`` stay those entries for as long as the session exists. So an adapter
-that converted them (to openai-agents items, LangChain or pydantic-ai
-messages) keeps the result, and its next read asks the store only for the
-entries appended since (`SessionStore.load_slice`): a turn costs what the
-turn added, not what the conversation holds.
-
-Two shapes, one per kind of adapter:
-
-* `KeptItems`: one item per message entry, compactions skipped (the
-  openai-agents session, whose ``get_items(limit=n)`` reads about ``n``
-  entries when nothing is kept yet).
-* `KeptContext`: the session's context (`context_entries`): a compaction's
-  summary, then the messages it kept (LangChain's and pydantic-ai's
-  histories). An entry appended since the last read that moves where the
-  context starts (`sessionstore.context.moves_start`: a compaction, say)
-  makes the next read build it again from the whole session.
-
-Each keeps one session's conversion at most: the session the conversation
-named at its last read. A read of another session (after a fork, a clear,
-a pop, a head moved by anyone) replaces it. Each read first re-reads the
-last entry it kept and checks its id, so a session erased and created
-again under the same id is read afresh. At most `KEPT` items, and about
-`KEPT_BYTES` of them, are kept (the latest): a read wanting more than is
-kept (after a limited read) reads the rest, and keeps what fits.
-
-Each message is weighed once, when it is converted (`weight`: the text it
-holds, its strings' lengths, and `ITEM_BYTES` for the objects around it),
-never encoded again to be weighed.
-
-What is kept is a snapshot replaced whole (`KeptContext` extends its list
-in place, under a lock held only while it does), and no lock is held
-across a read of the store: any number of threads and event loops may read
-through one object at once (two reads racing both read the store, and
-either result may stay kept: each is true of the session). `Latest`
-keeps what a factory of histories made (or the openai-agents sessions of
-one store object), for the names used last, and at most about
-`KEPT_IN_ALL` bytes in all. The lists returned are new; `KeptItems`
-hands out what its ``hand_out`` makes of each kept item (a copy, for
-items a caller may change), `KeptContext` the kept objects themselves.
+Nothing stored ever changes, so an adapter keeps what it converted and its
+next read asks the store only for the entries appended since: `KeptItems`
+one item per message entry (openai-agents), `KeptContext` the session's
+context (LangChain, pydantic-ai), `Latest` the keepers of the names used
+last. Each keeps one session's conversion, replaced whole (or a list
+extended under a lock held only while it is), and re-reads the last entry
+kept to check its id. docs/integrations.md (What an adapter keeps between
+reads) tells the guarantees and the bounds.
 """
 
 from __future__ import annotations
@@ -72,21 +40,16 @@ __all__ = [
 ]
 
 KEPT = 20_000
-"""Items (or context messages) kept at most, the latest: at a few kilobytes
-each as Python objects, tens of megabytes for one conversation."""
+"""Items (or context messages) one conversation keeps at most, the latest."""
 
 KEPT_BYTES = 32 * 2**20
-"""What one conversation keeps at most, in bytes as `weight` counts them
-(the latest items; the last one always)."""
+"""What one conversation keeps at most, in bytes as `weight` counts them (the last item always)."""
 
 KEPT_IN_ALL = 100 * 2**20
-"""Bytes (as `weight` counts them) a `Latest` keeps at most across its
-conversations, when it weighs them: some 100 MB, 100,000 items of a
-kilobyte or 6,400 of 16 KB."""
+"""Bytes (as `weight` counts them) a `Latest` keeps at most across its conversations."""
 
 ITEM_BYTES = 1024
-"""What `weight` counts for a message beside its strings: the Python
-objects of an item or message around them."""
+"""What `weight` counts for a message beside its strings: the objects around them."""
 
 _REWEIGH = 64
 """A `Latest` weighs its values again every this many uses."""
@@ -104,8 +67,7 @@ _FIRST = 64
 
 def weight(message: Message) -> int:
     """About the bytes a message's conversion keeps: `ITEM_BYTES`, and the
-    length of each string in its content and extra fields (walked without
-    recursion, at any depth; nothing encoded)."""
+    length of each string it holds (walked without recursion; nothing encoded)."""
     size = ITEM_BYTES
     values: list[object] = [message.content]
     if message.__pydantic_extra__:
@@ -124,9 +86,8 @@ def weight(message: Message) -> int:
 
 @dataclass(frozen=True)
 class _Snapshot(Generic[_T]):
-    """What was converted of ``session_id``: the items of the entries at
-    positions ``start`` to ``stop``, ``positions`` holding each item's entry
-    and ``weights`` its `weight`, ``weighs`` their sum."""
+    """The items of ``session_id``'s entries ``start`` to ``stop``, each one's
+    entry position and `weight`, and their sum."""
 
     session_id: str
     start: int
@@ -143,8 +104,8 @@ def _last_id(read: EntrySlice) -> str:
 
 
 async def _since(store: SessionStore, kept: _Snapshot[_T] | _Context[_T]) -> EntrySlice | None:
-    """The entries appended after ``kept``, once the last one kept is re-read
-    and found where it was; None when it is not (the session is not the one read)."""
+    """The entries appended after ``kept``; None when the last one kept is not
+    where it was (the session is not the one read)."""
     if kept.stop == 0:
         return await store.load_slice(kept.session_id, 0)
     read = await store.load_slice(kept.session_id, kept.stop - 1)
@@ -157,10 +118,8 @@ class KeptItems(Generic[_T, _Out]):
     """The items of a session's message entries, kept between reads.
 
     Args:
-        convert: an item to keep from a message entry (and its session's
-            id, for errors).
-        hand_out: what each read hands out for a kept item (a deep copy,
-            for items the caller may change).
+        convert: an item to keep from a message entry (and its session's id).
+        hand_out: what each read hands out for a kept item (a copy, say).
     """
 
     def __init__(
@@ -185,10 +144,8 @@ class KeptItems(Generic[_T, _Out]):
         return 0 if kept is None else kept.weighs
 
     def kept(self, session_id: str) -> tuple[_T, ...] | None:
-        """The items kept of ``session_id``, from its first entry on, as they
-        were last read (no read of the store: entries never change, so what
-        was read of a session's start stays true while it exists); None when
-        what is kept is another session's, or does not reach back to its start."""
+        """The items kept of ``session_id`` from its first entry on, without a
+        read of the store; None when what is kept is another's, or not from its start."""
         kept = self._kept
         if kept is None or kept.session_id != session_id or kept.start != 0:
             return None
@@ -230,8 +187,7 @@ class KeptItems(Generic[_T, _Out]):
     async def _first(
         self, store: SessionStore, session_id: str, limit: int | None
     ) -> _Snapshot[_T]:
-        """A first read: the whole session, or for ``limit`` its end, read
-        back from the end until it holds ``limit`` items."""
+        """The whole session, or its end read back until it holds ``limit`` items."""
         if limit is None:
             read = await store.load_slice(session_id, 0)
         else:
@@ -305,8 +261,7 @@ class KeptItems(Generic[_T, _Out]):
         )
 
     async def _whole(self, store: SessionStore, kept: _Snapshot[_T]) -> _Snapshot[_T]:
-        """``kept`` with the items before it: all of the session's items up
-        to ``kept.stop``."""
+        """``kept`` with the items before it, from the session's start."""
         read = await store.load_slice(kept.session_id, 0, kept.start)
         items, positions, weights = self._converted(kept.session_id, read)
         return _Snapshot(
@@ -324,10 +279,8 @@ class KeptItems(Generic[_T, _Out]):
 class KeptContext(Generic[_T]):
     """A session's context (`build_context`), converted, kept between reads.
 
-    The context only grows until a compaction, so what is kept is one list
-    that reads extend (under a lock held while they do, never across an
-    await); each snapshot notes how much of it is its own, and each read
-    hands out a copy of that much.
+    The context only grows until a compaction: one list that reads extend,
+    each snapshot noting how much of it is its own.
 
     Args:
         convert: the items of context messages, given the items before them
@@ -401,9 +354,7 @@ class KeptContext(Generic[_T]):
 
 @dataclass(frozen=True)
 class _Context(Generic[_T]):
-    """What `KeptContext` converted of ``session_id``: the context of its
-    entries up to position ``stop``, the first ``count`` of ``items``,
-    weighing ``weighs`` (`weight`)."""
+    """The context of ``session_id`` up to ``stop``: the first ``count`` of ``items``."""
 
     session_id: str
     stop: int
@@ -420,18 +371,14 @@ def _fits(kept: _Context[_T]) -> bool:
 
 
 class Latest(Generic[_V]):
-    """The values of the last ``most`` names used (sessions or
-    conversations), each made by ``make(name)`` on first use: what a
-    factory of histories keeps between the calls it serves.
+    """The values of the last ``most`` names used, each made by ``make(name)``.
 
     Args:
         make: makes the value of a name it has none for (any more).
         most: names kept at most; the one used longest ago goes first.
-        weigh: the bytes a value keeps (`KeptItems.weight`); given, the
-            values used longest ago also go while all of them together
-            keep more than `KEPT_IN_ALL`. They are weighed when a name is
-            made, and every `_REWEIGH` uses: between two weighings the
-            values may keep more, by what reads since converted.
+        weigh: the bytes a value keeps; given, the values used longest ago
+            also go while all keep more than `KEPT_IN_ALL` (weighed when a
+            name is made, and every `_REWEIGH` uses).
     """
 
     def __init__(
@@ -469,8 +416,7 @@ class Latest(Generic[_V]):
             return value
 
     def _lighten(self, weigh: Callable[[_V], int]) -> None:
-        """The values used longest ago dropped until the rest keep at most
-        `KEPT_IN_ALL` bytes (the latest always stays)."""
+        """Drop the values used longest ago until the rest keep `KEPT_IN_ALL` (the latest stays)."""
         total = sum(weigh(value) for value in self._kept.values())
         while total > KEPT_IN_ALL and len(self._kept) > 1:
             _, value = self._kept.popitem(last=False)

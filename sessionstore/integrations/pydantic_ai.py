@@ -7,32 +7,9 @@ of the store's context::
     result = await agent.run("And tomorrow?", message_history=history)
     await save_messages(store, session_id, result.new_messages())
 
-Each `load_history` reads and converts the whole context; a long-lived
-agent keeps one `MessageHistories` instead, whose turns convert only what
-was added since the last one.
-
-`load_history_sync` and `save_messages_sync` do the same on a
-`sessionstore.sync.SyncStore`, beside ``agent.run_sync``.
-
-Each pydantic-ai message is one entry: a `Message` a reader without
-pydantic-ai understands, plus the field ``pydantic_ai``, the message as
-pydantic-ai serializes it (``ModelMessagesTypeAdapter``'s JSON form), from
-which it comes back as pydantic-ai's own JSON round trip gives it. A
-`ModelResponse` is an ``assistant`` message: its text, and its tool calls
-as ``tool_calls`` in the OpenAI shape. A `ModelRequest` is a ``user``
-message when it holds a user prompt or feedback on the model's output
-(their text), else ``tool`` when it returns tool results or a tool's retry
-(their text), else ``system`` (the system prompts).
-
-The history is built from `SessionStore.load_context`, so a compaction
-appended to the session shows as its summary, a `ModelRequest` holding one
-`UserPromptPart` (``"[Conversation summary]\\n..."``), followed by the
-messages it kept. pydantic-ai sends an agent's ``system_prompt`` only when
-the history is empty, so once a compaction has cut the first request away
-the model no longer sees it: an agent whose sessions are compacted should
-give its standing orders as ``instructions``, sent with every request.
-Messages stored without the ``pydantic_ai`` field (by other code) are
-mapped by role; see `from_context`.
+A long-lived agent keeps one `MessageHistories`, whose turns convert only
+what was added since the last one. docs/integrations.md (pydantic-ai) tells
+how each message is stored and how a compaction reads.
 """
 
 from __future__ import annotations
@@ -142,17 +119,12 @@ class OnceToolset(WrapperToolset[Any]):
                               session=session_id)
         agent = Agent(model, toolsets=[toolset])
 
-    With ``session`` (the conversation's session id), each call's key is
-    what a model asked again does not change
-    (`sessionstore.integrations.turns.turn_key`): the session, the turn (its
-    place in the history, the message before it, its prompt), the tool,
-    its arguments and the call's rank among the turn's identical calls, all
-    read from the run's messages. The history a rerun loads is the one the
-    run a crash cut loaded (a run's messages are saved at its end), so its
-    calls get the keys they had. Without ``session``, a call's key is the
-    model's tool-call id. Its arguments' digest is recorded. For a call in
-    doubt, ``check`` and ``idempotent`` are `EffectLog.once`'s; without
-    either, `EffectInDoubtError` ends the run.
+    With ``session`` (the conversation's session id), each call is keyed
+    by what a model asked again does not change (`turns.turn_key`), read
+    from the run's messages: a rerun loads the history the cut run loaded,
+    so its calls get the keys they had. Without it, by the model's
+    tool-call id. For a call in doubt, ``check`` and ``idempotent`` are
+    `EffectLog.once`'s; without either, `EffectInDoubtError` ends the run.
     """
 
     effects: EffectLog
@@ -180,8 +152,7 @@ class OnceToolset(WrapperToolset[Any]):
 
 
 def _turn_key(session: str, tool: str, args: Any, ctx: RunContext[Any]) -> str:
-    """The key of the call ``ctx`` names, from the run's messages: the turn
-    begins at the last request holding a user prompt."""
+    """The key of the call ``ctx`` names; the turn begins at the last user prompt."""
     messages = ctx.messages
     start = next(
         (
@@ -198,7 +169,7 @@ def _turn_key(session: str, tool: str, args: Any, ctx: RunContext[Any]) -> str:
         for part in (messages[start].parts if start < len(messages) else ())
         if isinstance(part, UserPromptPart)
     ]
-    anchor = turns.digest([start, before.decode(), _prompt_texts(prompt)])[:16]
+    anchor = turns.digest([start, before.decode(), [_prompt_text(each) for each in prompt]])[:16]
     calls = [
         part
         for message in messages[start:]
@@ -214,35 +185,27 @@ def _turn_key(session: str, tool: str, args: Any, ctx: RunContext[Any]) -> str:
     return turns.turn_key(session, anchor, tool, args, rank)
 
 
-def _prompt_texts(prompts: Sequence[Any]) -> list[str]:
-    return [_prompt_text(prompt) for prompt in prompts]
-
-
 class MessageHistories:
     """`load_history` and `save_messages` for a store's sessions, each
     session's history kept converted between calls.
 
-    A long-lived agent (a chat server) makes one and uses it for every
-    turn: a turn then converts only the messages added since the last one
-    (`sessionstore.integrations.kept.KeptContext`), however long the
-    history, for the last `SESSIONS` sessions used::
+    A long-lived agent makes one for every turn: a turn then converts only
+    the messages added since the last one, for the last `SESSIONS` used::
 
         histories = MessageHistories(store)
         history = await histories.load(session_id)
         result = await agent.run("And tomorrow?", message_history=history)
         await histories.save(session_id, result.new_messages())
 
-    The lists returned are new; the messages in them are the kept objects,
-    as ``result.all_messages()`` hands pydantic-ai the objects of earlier
-    runs: pass them on, don't change them.
+    The lists returned are new; the messages in them are the kept objects
+    (as ``result.all_messages()`` hands them on): don't change them.
 
     Args:
         store: any store; the caller keeps it open.
     """
 
     SESSIONS = 256
-    """Sessions whose conversions are kept at most, the latest used (and at
-    most `sessionstore.integrations.kept.KEPT_IN_ALL` bytes in all)."""
+    """Sessions whose conversions are kept at most, the latest used."""
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
@@ -309,8 +272,7 @@ def _payloads(messages: Sequence[ModelMessage]) -> list[Any]:
     """The JSON form of messages, as pydantic-ai serializes them.
 
     Raises:
-        InvalidRecordError: pydantic-ai cannot serialize one (its error), or
-            what it made nests past what Python's parser reads back.
+        InvalidRecordError: pydantic-ai cannot serialize one, or nests too deep.
     """
     try:
         payloads: list[Any] = json.loads(ModelMessagesTypeAdapter.dump_json(list(messages)))
@@ -329,25 +291,14 @@ def _payloads(messages: Sequence[ModelMessage]) -> list[Any]:
 def from_context(messages: Sequence[Message]) -> list[ModelMessage]:
     """pydantic-ai messages from stored ones (`SessionStore.load_context` gives them).
 
-    A message `to_message` or `to_entries` made comes back as pydantic-ai's
-    own JSON round trip gives it: equal, for the parts a run makes from
-    text and JSON values. What that JSON changes stays changed: a tool's
-    return value comes back as its JSON (an object as a dict, a NaN as
-    None), bytes as pydantic-ai's own reader gives them back.
-
-    Any other message is mapped by role: ``assistant`` to a `ModelResponse`
-    with a `TextPart` and a `ToolCallPart` for each OpenAI-shaped tool
-    call; ``system`` to a request with a `SystemPromptPart`; ``tool`` to a
-    request with a `ToolReturnPart` (its ``tool_call_id``; the tool's name
-    from the call it answers); ``user``, a compaction's summary among them,
-    and any other role to a request with a `UserPromptPart`.
+    A message `to_message` made comes back as pydantic-ai's own JSON round
+    trip gives it; any other is mapped by role (docs/integrations.md).
     """
     return _converted(messages, ())
 
 
 def _converted(messages: Sequence[Message], before: Sequence[ModelMessage]) -> list[ModelMessage]:
-    """`from_context` of ``messages``, coming after the history ``before``
-    (where a tool's result finds the name of the call it answers)."""
+    """`from_context` of ``messages`` after ``before`` (where a tool's result finds its call)."""
     history: list[ModelMessage] = []
     for message in messages:
         payload = message.extra.get(PYDANTIC_AI_FIELD)
@@ -377,8 +328,7 @@ def _stored(message: ModelMessage, payload: Any) -> Message:
 
 
 def _request_role_and_text(parts: Sequence[ModelRequestPart]) -> tuple[str, str]:
-    """A request's role, and the text of the parts it is named after: its
-    user prompts, else its tool results, else its system prompts."""
+    """A request's role, and the text of its user prompts, else tool results, else system."""
     prompts: list[str] = []
     results: list[str] = []
     systems: list[str] = []

@@ -1,29 +1,19 @@
 """Where a conversation's turn stands: what a resumed turn continues, and
 what names its tools' effects when the model is asked again.
 
-A crash mid-turn leaves the conversation with the turn's input and maybe
-some of its tool calls and outputs, and no answer. The rerun sends the same
-input and asks the model again; a live model answers with new tool-call
-ids. So the adapters name things by what a rerun does not change:
+A crash mid-turn leaves the turn's input and maybe some tool calls and
+outputs, and no answer; the rerun sends the same input, and a live model
+answers with new tool-call ids. So the adapters name things by what a
+rerun does not change:
 
-* **The open turn.** A conversation's last turn begins at its last
-  ``user`` message; it is *open* while no answer ends it (an answer: an
-  ``assistant`` message without ``tool_calls``, the last message of the
-  conversation). `open_turn` finds it.
-* **A resumed turn** (`resumes`): an input (messages of the roles
-  ``user``, ``system``, ``developer``, at least one ``user``) is the open
-  turn's input again when the conversation ends with exactly those
-  messages, followed only by what the turn made (tool calls and outputs,
-  no input and no answer). The adapters store such an input once: the
-  rerun continues the turn it resumes. A user who sends the same text
-  twice while the first got no answer is taken the same way: one turn.
-* **An effect's key** (`turn_key`): the conversation, the turn (the entry
-  id of its ``user`` message, or where the conversation stood when the
-  turn began), the tool, a digest of its arguments (as JSON values, so
-  ``{"a": 1}`` and ``{ "a" : 1 }`` are one), and the call's rank among
-  the turn's calls of that tool with those arguments (`CallRanks`): the
-  second identical call of a turn is a second effect, the same one asked
-  again after a crash is not.
+* **The open turn** (`open_turn`) begins at the last ``user`` message and
+  is open while no answer (an ``assistant`` message without
+  ``tool_calls``) ends the conversation.
+* **A resumed turn** (`resumes`): an input (``user``, ``system``,
+  ``developer`` messages, one ``user`` at least) that the conversation
+  ends with, followed only by what the turn made, is stored once: the
+  rerun continues that turn.
+* **An effect's key** (`turn_key`): docs/effects.md, through a framework's tools.
 """
 
 from __future__ import annotations
@@ -31,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,12 +76,10 @@ class OpenTurn:
     """Where a conversation's turn stands.
 
     Attributes:
-        anchor: what names the turn: the entry id of its ``user`` message
-            when the conversation ends in an open turn, else where it
-            stands (its last entry's id, or ``session_id`` when empty): the
-            turn about to be stored there.
-        made: the entries stored since its ``user`` message (its tool calls
-            and outputs so far); empty when the turn is not stored yet.
+        anchor: the entry id of its ``user`` message when the turn is open,
+            else where the conversation stands (its last entry's id, or the
+            session's id when empty).
+        made: the entries stored since its ``user`` message.
     """
 
     anchor: str
@@ -99,16 +87,8 @@ class OpenTurn:
 
 
 def open_turn(session_id: str, tail: Sequence[SessionEntry], *, whole: bool) -> OpenTurn | None:
-    """The turn ``tail`` (the last entries of ``session_id``) ends in.
-
-    Args:
-        session_id: the session read.
-        tail: its last entries.
-        whole: whether ``tail`` holds the whole session.
-
-    Returns:
-        The turn; None when ``tail`` is too short to tell (read more).
-    """
+    """The turn ``tail`` (the last entries of ``session_id``, ``whole`` if all
+    of them) ends in; None when it is too short to tell (read more)."""
     if not tail:
         return OpenTurn(session_id, ()) if whole else None
     if is_answer(tail[-1]):
@@ -126,10 +106,8 @@ def is_input(entries: Sequence[SessionEntry]) -> bool:
 
 
 def resumes(tail: Sequence[SessionEntry], entries: Sequence[SessionEntry]) -> bool:
-    """Whether ``entries`` are the input of the open turn that ``tail`` (the
-    last entries of a session, back to its last ``user`` message and as
-    many before it as ``entries`` holds) ends in, stored already (module
-    docstring)."""
+    """Whether ``entries`` are the input of the open turn ``tail`` (a
+    session's last entries, back past its last input) ends in, stored already."""
     if not is_input(entries) or (tail and is_answer(tail[-1])):
         return False
     end = len(tail)
@@ -153,9 +131,8 @@ async def read_tail(
     enough: Callable[[Sequence[SessionEntry]], bool],
     first: int = _CHUNK,
 ) -> tuple[list[SessionEntry], bool]:
-    """The last entries of ``session_id``: the last ``first``, and twice as
-    many each time until ``enough`` of them says they tell what is wanted
-    (or the whole session is read); and whether they are the whole session."""
+    """The last entries of ``session_id``, doubled from ``first`` until
+    ``enough`` of them; and whether they are the whole session."""
     read = await store.load_slice(session_id, -max(1, first))
     entries, start = list(read.entries), read.start
     while start > 0 and not enough(entries):
@@ -199,18 +176,14 @@ def digest(args: Any) -> str:
 
 
 def turn_key(conversation: str, anchor: str, tool: str, args: Any, rank: int) -> str:
-    """The key of a call's effect (module docstring)."""
+    """The key of a call's effect (docs/effects.md)."""
     return f"{conversation}:{anchor}:{tool}:{args_digest(args)[:16]}:{rank}"
 
 
 class CallRanks:
     """Each call's rank among a turn's calls of one tool with the same
-    arguments: those already stored, then those this object saw run and
-    not yet stored, in the order they came (one step's side-by-side calls).
-
-    Kept per wrapper object, for the latest `SCOPES` (turn, tool,
-    arguments) met; under a thread lock held only while it counts.
-    """
+    arguments: those stored, then those this object saw run since, in the
+    order they came; for the latest `SCOPES` (turn, tool, arguments)."""
 
     SCOPES = 1024
     """(turn, tool, arguments) whose calls are remembered at most, the latest."""
@@ -236,19 +209,13 @@ class CallRanks:
         return len(kept) + running.index(call_id)
 
 
-Calls = Callable[[MessageEntry], Iterable[tuple[str, str, Any]]]
-"""The tool calls a stored message holds: (call id, tool, arguments) each."""
-
-
 def openai_call(call_id: Any, name: str, arguments: str) -> dict[str, Any]:
-    """A tool call in the OpenAI shape, as the adapters store an assistant's
-    calls in ``tool_calls`` (``arguments``: JSON text)."""
+    """A tool call in the OpenAI shape, as the adapters store ``tool_calls``."""
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 def openai_calls(message: Message) -> list[tuple[Any, Any, Any]]:
-    """The OpenAI-shaped tool calls in a message's ``tool_calls``: (id, name,
-    arguments) each, as stored; one without a ``function`` object is left out."""
+    """(id, name, arguments) of each OpenAI-shaped call in a message's ``tool_calls``."""
     stored = message.extra.get("tool_calls")
     found = []
     for call in stored if isinstance(stored, list) else []:
@@ -259,9 +226,8 @@ def openai_calls(message: Message) -> list[tuple[Any, Any, Any]]:
 
 
 def calls(entry: MessageEntry) -> list[tuple[str, str, Any]]:
-    """The tool calls a stored message makes (`Calls`): an openai-agents
-    ``function_call`` item, or the OpenAI-shaped ``tool_calls`` of an
-    assistant message (the store's own shape, LangChain's)."""
+    """The tool calls a stored message makes: an openai-agents ``function_call``
+    item, or OpenAI-shaped ``tool_calls``."""
     message = entry.message
     content = message.content
     if message.extra.get("openai_agents") == "item":
@@ -272,9 +238,8 @@ def calls(entry: MessageEntry) -> list[tuple[str, str, Any]]:
 
 
 def answers(entry: MessageEntry) -> list[str]:
-    """The ids of the tool calls a stored message gives the output of: a
-    ``tool`` message's ``tool_call_id`` (the store's own shape, LangChain's),
-    or an openai-agents ``function_call_output`` item's ``call_id``."""
+    """The ids of the calls a stored message answers: a ``tool`` message's
+    ``tool_call_id``, or a ``function_call_output`` item's ``call_id``."""
     message = entry.message
     content = message.content
     if isinstance(content, dict) and content.get("type") == "function_call_output":
@@ -289,12 +254,9 @@ async def stored_call_key(
     conversation: str,
     call: tuple[str, str, Any],
     ranks: CallRanks,
-    calls: Calls = calls,
 ) -> str:
-    """The key of ``call`` (its id, tool and arguments) in the turn the
-    session ``session_id`` of ``conversation`` stands in (`turn_key`): the
-    turn's identical calls stored already, and those ``ranks`` saw since,
-    come before it."""
+    """The key of ``call`` (id, tool, arguments) in the turn ``session_id``
+    stands in: the identical calls stored, and those ``ranks`` saw, rank first."""
     call_id, tool, args = call
     tail, whole = await read_tail(store, session_id, tells_the_turn)
     turn = open_turn(session_id, tail, whole=whole)
