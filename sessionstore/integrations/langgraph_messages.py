@@ -1,29 +1,19 @@
 """A LangGraph messages channel kept as a session's entries (`StoreSaver`).
 
-A checkpoint holds the messages channel as a `Position`: the first
-``count`` messages of a session. Writing a checkpoint's list compares it
-with its parent's, message by message (the same object, or an equal one):
+A checkpoint holds the channel as a `Position`. Writing a checkpoint's list
+compares it with its parent's: an extension is appended to the parent's
+session while that still ends where the parent left it (``expect_last``),
+else to a fork made there; a list that differs before the parent's end
+goes on in a fork made just before the first difference. So each message
+is stored once, and no history is copied. Every session a thread makes is
+recorded in its journal before it is made, so that deleting the thread
+finds it.
 
-* it extends the parent's list: the new messages are appended to the
-  parent's session, on the condition that the session still ends where the
-  parent left it (``expect_last``); when it does not (a sibling checkpoint
-  appended meanwhile: a time travel, another process), the session is
-  forked there and the messages go to the fork;
-* it differs before the parent's end (a message removed or replaced by id,
-  a time travel that rewrote the past): the session is forked just before
-  the first difference, and the rest goes to the fork.
-
-So each message is stored once, and no history is ever copied (`fork`
-shares it on SQL). Every session a thread makes is recorded in its journal
-before it is made (``record``), so that deleting the thread finds it.
-
-What was converted is kept: per session, the LangChain messages of its
-entries (`sessionstore.integrations.kept.KeptItems`), and per thread and
-namespace, the list of the checkpoint last written or read, as given or
-handed out (`Recent`). The messages handed out are those kept objects, not
-copies (a copy of 2,000 messages costs some 6 ms, more than the rest of a
-turn): they are LangGraph's state, which nodes replace and never change in
-place (``add_messages`` builds a new list).
+What was converted is kept: per session, the entries' LangChain messages
+(`KeptItems`), and per thread and namespace the list of the checkpoint last
+written or read. The messages handed out are those kept objects, not
+copies (2,000 cost some 6 ms, more than the rest of a turn): nodes replace
+LangGraph's state, never change it in place.
 """
 
 from __future__ import annotations
@@ -72,8 +62,7 @@ _RECENT = 256
 """Threads (and namespaces) whose latest list a saver keeps."""
 
 RECENT_MESSAGES = 100_000
-"""Messages those lists hold at most in all (the threads used longest ago
-go first; the latest always stays): they keep alive what a graph put."""
+"""Messages those lists hold at most in all (the latest always stays)."""
 
 
 @dataclass(frozen=True)
@@ -95,15 +84,9 @@ class Messages:
     """The messages channels of one saver's threads, in its store's sessions."""
 
     def __init__(self) -> None:
-        self._kept: Latest[KeptItems[tuple[str, BaseMessage], tuple[str, BaseMessage]]] = Latest(
-            lambda _: KeptItems(_convert, _same), most=_RECENT, weigh=attrgetter("weight")
-        )
-        self._recent: OrderedDict[tuple[str, str], _Seen] = OrderedDict()
-        self._held = 0  # the messages the lists of _recent hold
-        # The last session's kept items, split into ids and messages: the
-        # checkpoints of a listing slice it.
-        self._split: tuple[Sequence[tuple[str, BaseMessage]], Listed] | None = None
         self._lock = threading.Lock()  # held to look up or note, never across a read
+        self._recent: OrderedDict[tuple[str, str], _Seen] = OrderedDict()
+        self.drop()
 
     @property
     def held(self) -> int:
@@ -112,13 +95,15 @@ class Messages:
 
     def drop(self) -> None:
         """Forget every conversion kept."""
-        self._kept = Latest(
+        self._kept: Latest[KeptItems[tuple[str, BaseMessage], tuple[str, BaseMessage]]] = Latest(
             lambda _: KeptItems(_convert, _same), most=_RECENT, weigh=attrgetter("weight")
         )
-        self._split = None
+        # The last session's kept items, split into ids and messages: the
+        # checkpoints of a listing slice it.
+        self._split: tuple[Sequence[tuple[str, BaseMessage]], Listed] | None = None
         with self._lock:
             self._recent.clear()
-            self._held = 0
+            self._held = 0  # the messages the lists of _recent hold
 
     def recent(self, thread: str, ns: str, checkpoint_id: str) -> Position | None:
         """The position of ``checkpoint_id`` if it is the last one seen here."""
@@ -148,13 +133,10 @@ class Messages:
         messages: Sequence[BaseMessage],
         record: Callable[[str], Awaitable[None]],
     ) -> tuple[Position, Listed]:
-        """Store ``messages``, the list of a checkpoint whose parent (its id
-        and position) is ``parent``, and return where it stands, and the
-        messages with their entries' ids (for `note`, once the checkpoint is stored).
-
-        Args:
-            name: the conversation: its first session's id and its head's name.
-            record: notes a session id in the thread's journal before it is made.
+        """Store ``messages``, the list of a checkpoint whose parent (id and
+        position) is ``parent``; return where it stands and the messages with
+        their entries' ids (for `note`). ``name`` is the conversation;
+        ``record`` notes a session id in the thread's journal before it is made.
 
         Raises:
             InvalidRecordError: a message the wire format cannot carry; nothing written.
@@ -214,9 +196,8 @@ class Messages:
     ) -> str:
         """A new session for a conversation's first messages: ``name`` if free.
 
-        The session ``name`` is noted once made (a session of that id that
-        exists already may be another's); a crash between the two leaves it
-        unnoted, and its header (``mark``) tells it the thread's."""
+        ``name`` is noted once made (one that exists may be another's); a crash
+        between leaves it unnoted, and its header (``mark``) tells it the thread's."""
         if name is not None:
             meta = SessionMeta.new(metadata=mark).model_copy(update={"id": name})
             try:
@@ -243,8 +224,7 @@ class Messages:
         record: Callable[[str], Awaitable[None]],
         mark: dict[str, Any],
     ) -> str:
-        """A fork of ``source`` up to the entry ``at`` ("": an empty session
-        whose parent is ``source``), which the conversation's head then names."""
+        """A fork of ``source`` up to entry ``at`` ("": an empty child); the head moves there."""
         meta = SessionMeta.new(parent_session=source, metadata=mark)
         await record(meta.id)
         if at:
@@ -304,8 +284,7 @@ class Messages:
                 self._held -= len(gone.listed.messages)
 
     def carry(self, thread: str, ns: str, parent_id: str, checkpoint_id: str) -> None:
-        """The checkpoint ``checkpoint_id`` was stored with its parent's
-        messages, unchanged: what is kept of the parent's is its too."""
+        """The checkpoint was stored with its parent's messages unchanged: keep them as its."""
         seen = self._seen(thread, ns, parent_id)
         if seen is not None:
             self._note(thread, ns, _Seen(checkpoint_id, seen.position, seen.listed))

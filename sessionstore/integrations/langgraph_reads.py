@@ -1,10 +1,7 @@
 """Reading a `StoreSaver`'s checkpoints: a tuple from its keyed lines and its session.
 
-A checkpoint is one keyed lookup (by its id, or the first key of a
-namespace's descending scan), its channels' values one more (the keys of
-their versions), its pending writes a scan of its prefix, and its messages
-what `sessionstore.integrations.langgraph_messages` keeps: what a read
-costs is what it returns, however long the thread.
+A checkpoint is one keyed lookup, its channels' values one more, its
+pending writes a scan of its prefix: a read costs what it returns.
 """
 
 from __future__ import annotations
@@ -36,7 +33,6 @@ class Reader:
     async def get(
         self, serde: SerializerProtocol, config: RunnableConfig, store: SessionStore
     ) -> CheckpointTuple | None:
-        """The checkpoint ``config`` names, or its namespace's latest (`StoreSaver.aget_tuple`)."""
         thread, ns = thread_of(config), ns_of(config)
         journal = records.journal_of(store, thread)
         checkpoint_id = get_checkpoint_id(config)
@@ -63,7 +59,6 @@ class Reader:
         limit: int | None,
         store: SessionStore,
     ) -> builtins.list[CheckpointTuple]:
-        """The checkpoints ``config`` picks, newest first; see `StoreSaver.alist`."""
         if config is None:
             names = await store.journals()
             prefix = records.JOURNAL_PREFIX
@@ -184,8 +179,7 @@ class Reader:
 
 
 def _loads_member(serde: SerializerProtocol, record: dict[str, Any], where: str) -> Any:
-    """The ``value`` of a blob or write line, loaded (left out: the
-    serializer's null, `records.NULL`)."""
+    """The ``value`` of a blob or write line, loaded (left out: `records.NULL`)."""
     if "value" not in record:
         return serde.loads_typed(records.NULL)
     return _loads(serde, record["value"], where)

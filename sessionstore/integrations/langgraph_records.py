@@ -1,27 +1,12 @@
-"""The keyed journal lines `StoreSaver` keeps a LangGraph thread in (docs/wire-format.md).
+"""The keyed journal lines `StoreSaver` keeps a LangGraph thread in.
 
-A thread's journal (`journal_name`) holds, as keyed lines (a JSON object
-whose member ``key`` is a string, `sessionstore.wire.line_key`):
-
-* ``c/<ns>/<checkpoint>``: a checkpoint, without its channel values: its
-  parent, time, channel versions, versions seen, metadata, and where the
-  messages channel stands in the thread's session (`Position`);
-* ``b/<ns>/<channel>/<version>``: a channel's value at a version, written
-  by the checkpoint that made the version and read by every later one that
-  still has it;
-* ``w/<ns>/<checkpoint>/<task>/<index>``: a pending write;
-* ``s/<ns>/<session>``: a session the thread made (its first one, a fork),
-  so that deleting the thread erases it.
-
-The store-wide journal `RUNS` holds ``r/<run>/<thread>`` for each run that
-wrote a checkpoint of a thread (what ``delete_for_runs`` finds threads by).
-Key parts are escaped (``%`` and ``/``), so a prefix is one namespace's or
-one checkpoint's; checkpoint ids sort by time, so a namespace's keys in
-descending order are its checkpoints newest first.
-
-Values a serializer made (``serde.dumps_typed``: a type and bytes) are kept
-as ``[type, base64]``. This module only builds and reads these objects; the
-JSON is `sessionstore.wire`'s.
+A thread's journal (`journal_name`) holds ``c/`` checkpoints, ``b/``
+channel values, ``w/`` pending writes and ``s/`` the sessions the thread
+made; the store-wide journal `RUNS` holds ``r/<run>/<thread>``. Key parts
+are escaped, so a prefix is one namespace's or one checkpoint's, and a
+namespace's keys in descending order are its checkpoints newest first.
+docs/wire-format.md (LangGraph's checkpoints) gives every member. This
+module only builds and reads these objects; the JSON is `sessionstore.wire`'s.
 """
 
 from __future__ import annotations
@@ -43,41 +28,6 @@ from sessionstore import (
     validate_session_id,
 )
 from sessionstore.wire import decode_value, encode_value
-
-__all__ = [
-    "CHECKPOINT_FORMAT",
-    "JOURNAL_PREFIX",
-    "NULL",
-    "RUNS",
-    "UNCOMPRESSED_MAX",
-    "Position",
-    "Typed",
-    "blob_key",
-    "checkpoint_key",
-    "checkpoint_line",
-    "checkpoint_of",
-    "checkpoint_prefix",
-    "conversation_name",
-    "decode",
-    "encode",
-    "journal_name",
-    "journal_of",
-    "marked",
-    "ns_of",
-    "regular",
-    "run_key",
-    "run_prefix",
-    "runs_of",
-    "session_key",
-    "session_mark",
-    "thread_of",
-    "ts_value",
-    "typed_of",
-    "typed_value",
-    "write_key",
-    "write_parts",
-    "write_prefix",
-]
 
 JOURNAL_PREFIX = "langgraph:"
 """A thread's journal is ``langgraph:<thread>``."""
@@ -114,9 +64,8 @@ def blob_key(ns: str, channel: str, version: Any) -> str:
 
 
 def _id_part(text: str) -> str:
-    """An id as a write's key holds it: a UUID (as LangGraph's checkpoint and
-    task ids are) in 22 characters, ``~`` and the base64url of its 16 bytes;
-    anything else escaped, a leading ``~`` too."""
+    """An id as a write's key holds it: a UUID as ``~`` and the base64url of
+    its 16 bytes; anything else escaped, a leading ``~`` too."""
     if len(text) == 36:
         try:
             parsed = uuid.UUID(text)
@@ -186,8 +135,7 @@ def journal_name(thread_id: Any) -> str:
     """The journal of ``thread_id``.
 
     Raises:
-        InvalidSessionIdError: the thread id is no string, or makes no valid
-            journal name (a ``/``, a control character, too long).
+        InvalidSessionIdError: the thread id is no string, or names no journal.
     """
     if not isinstance(thread_id, str):
         raise InvalidSessionIdError(repr(thread_id), "a thread_id is a string")
@@ -198,9 +146,8 @@ def journal_name(thread_id: Any) -> str:
 
 
 def journal_of(store: SessionStore, thread_id: str) -> SessionJournal:
-    """The journal of ``thread_id`` in ``store``, its appends as durable as
-    the store's (``durability="store"``): a checkpoint needs no more than the
-    messages it points to."""
+    """The journal of ``thread_id``, as durable as the store's appends (a
+    checkpoint needs no more than the messages it points to)."""
     return store.journal(journal_name(thread_id), durability="store")
 
 
@@ -229,18 +176,14 @@ def ns_of(config: Any) -> str:
 
 
 def regular(key: str) -> bool:
-    """Whether a write's key is a regular write's (index 0 or more), not a
-    special one's (an error, an interrupt: below 0)."""
+    """Whether a write's key is a regular write's, not a special one's (index below 0)."""
     return not key.rsplit("/", 1)[1].startswith("-")
 
 
 def conversation_name(thread_id: str, ns: str) -> str | None:
-    """The conversation (head, and first session id) of a thread's namespace:
-    the thread id itself for the root namespace, so ``sessionstore show
-    <thread_id>`` shows it; ``<thread_id>|<ns>`` for a subgraph's, or
-    ``<thread_id>|#<digest of ns>`` when that breaks the session-id rule (too
-    long); None when even that does (the sessions then have fresh ids, and
-    no head names them)."""
+    """The conversation (head, and first session id) of a thread's namespace
+    (docs/wire-format.md); None when none is a valid session id (the sessions
+    then have fresh ids, and no head names them)."""
     if not ns:
         return thread_id
     for name in (
@@ -267,9 +210,8 @@ def marked(metadata: dict[str, Any], thread_id: str) -> bool:
 
 @dataclass(frozen=True)
 class Position:
-    """Where the messages channel stands: the first ``count`` messages of
-    ``session``, the last of them in the entry ``last`` ("" when there are
-    none; ``session`` is None only then)."""
+    """The first ``count`` messages of ``session``, the last in the entry
+    ``last`` ("" and None when there are none)."""
 
     session: str | None
     count: int
@@ -277,8 +219,7 @@ class Position:
 
 
 _SQUEEZE = 128
-"""Bytes from which a serialized value is kept compressed, if that saves a
-quarter of it (a serializer's output repeats its field and class names)."""
+"""Bytes from which a serialized value is kept compressed, if that saves a quarter."""
 
 UNCOMPRESSED_MAX = 2**30
 """The most a compressed value may give back: a line cannot hold more."""
@@ -286,7 +227,7 @@ UNCOMPRESSED_MAX = 2**30
 
 def typed_value(typed: Typed) -> list[str]:
     """A serializer's output as a line holds it: ``[type, base64]``, or
-    ``[type, base64 of the zlib stream, "zlib"]`` when that is a quarter shorter."""
+    ``[type, base64 of its zlib stream, "zlib"]`` when a quarter shorter."""
     kind, data = typed
     if len(data) >= _SQUEEZE:
         squeezed = zlib.compress(data)
@@ -351,8 +292,7 @@ _GREGORIAN = 0x01B21DD213814000
 
 
 def _id_time(checkpoint_id: str) -> int | None:
-    """The microseconds since 1970 a UUIDv6 checkpoint id holds (LangGraph's
-    ids are), None for another id."""
+    """The microseconds since 1970 a UUIDv6 checkpoint id holds; None for another id."""
     try:
         parsed = uuid.UUID(checkpoint_id)
     except ValueError:
@@ -370,8 +310,7 @@ def _ts_from(offset: int, base: int) -> str:
 
 def ts_value(ts: Any, checkpoint_id: str) -> Any:
     """A checkpoint's ``ts`` as its line holds it: the microseconds from the
-    time its UUIDv6 id holds (a few, as LangGraph makes both), when that
-    gives back the very string; else ``ts`` itself."""
+    time its UUIDv6 id holds, when that gives back the very string; else ``ts``."""
     base = _id_time(checkpoint_id) if isinstance(ts, str) else None
     if base is None:
         return ts
@@ -386,11 +325,9 @@ def ts_value(ts: Any, checkpoint_id: str) -> Any:
 
 
 def checkpoint_of(key: str, line: bytes, thread_id: str) -> dict[str, Any]:
-    """A checkpoint line of ``thread_id``'s journal back, whole: its
-    namespace and id (``ns``, ``id``) taken from its key, ``v`` when left
-    out, ``ts`` as LangGraph gave it, and its messages position
-    (``messages``, as `position_value` makes it) with its session when
-    that is the conversation's.
+    """A checkpoint line of ``thread_id``'s journal back, whole: ``ns`` and
+    ``id`` from its key, ``v``, ``ts`` as LangGraph gave it, and ``messages``
+    as `position_value` makes it.
 
     Raises:
         InvalidRecordError: it is not a checkpoint line.
@@ -423,11 +360,7 @@ def checkpoint_of(key: str, line: bytes, thread_id: str) -> dict[str, Any]:
 
 
 def checkpoint_line(record: dict[str, Any], thread_id: str) -> bytes:
-    """A checkpoint's line of ``thread_id``'s journal from what
-    `checkpoint_of` gives: its key first, its namespace and id only in the
-    key, ``ts`` as `ts_value` writes it, ``v`` left out when it is
-    `CHECKPOINT_FORMAT`, its messages position ``[count, last]``, or
-    ``[count, last, session]`` when its session is not the conversation's."""
+    """`checkpoint_of` back: a checkpoint's line, as docs/wire-format.md gives it."""
     line = {k: v for k, v in record.items() if k not in ("ns", "id", "v", "messages")}
     if "ts" in line:
         line["ts"] = ts_value(line["ts"], record["id"])

@@ -1,13 +1,9 @@
 """A `StoreSaver`'s whole-thread operations: delete, delete runs, copy, prune.
 
-Each erases only what no checkpoint kept needs, and records it: a session
-by `SessionStore.erase` (crypto-shredded on a sealed store), journal lines
-by `SessionJournal.drop`, a whole thread's journal by `SessionJournal.erase`;
-``sessionstore erasures`` lists them all. The checkpoints' lines go first,
-then the sessions only they held, so no checkpoint ever names an erased
-session. A session that a fork in another thread shares (a `copy` on SQL,
-where forks share their history) is not erased while that fork exists: it
-stays, named by nothing, as the copy's history.
+Each erases only what no kept checkpoint needs, recorded as erasures. The
+checkpoints' lines go first, then the sessions only they held, so no
+checkpoint ever names an erased session; a session a fork in another
+thread shares (a `copy` on SQL) stays while that fork exists.
 """
 
 from __future__ import annotations
@@ -34,8 +30,7 @@ REASON = "langgraph {what}"
 
 
 def named(exc: SessionStoreError, where: str) -> SessionStoreError:
-    """``exc`` again, its message starting with ``where`` (the thread and
-    checkpoint), as the same class when it can be made from a message."""
+    """``exc`` again, of its class, its message starting with ``where``."""
     if str(exc).startswith(where):
         return exc
     # Made without its class's own __init__ (some take fields, not a message).
@@ -157,8 +152,7 @@ async def _drop_checkpoints(
     doomed: Callable[[dict[str, Any]], bool],
     what: str,
 ) -> None:
-    """Erase the thread's checkpoints ``doomed`` picks, their writes, the
-    values and sessions only they need."""
+    """Erase the checkpoints ``doomed`` picks, and what only they need."""
     journal = records.journal_of(store, thread)
     checkpoints = await _checkpoints(journal, thread)
     gone = [(key, record) for key, record in checkpoints if doomed(record)]
@@ -242,9 +236,8 @@ async def _ours(store: SessionStore, session_id: str, thread: str) -> bool:
 
 
 async def _erase_sessions(store: SessionStore, sessions: list[str], reason: str) -> set[str]:
-    """Erase the sessions that can be: forks before what they fork (a pass
-    each time one refuses for a fork); one a fork elsewhere shares stays.
-    Returns those erased, or gone already."""
+    """Erase the sessions that can be, forks first (a pass each time one
+    refuses for a fork); returns those erased, or gone already."""
     erased: set[str] = set()
     left = list(dict.fromkeys(sessions))
     while left:

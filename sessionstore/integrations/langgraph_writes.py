@@ -1,14 +1,10 @@
 """Writing a `StoreSaver`'s checkpoints: keyed lines, and messages to the session.
 
-A checkpoint is checked whole before anything is written: every value
-serialized, every line within `MAX_LINE`, every message converted (by
-`sessionstore.integrations.langgraph_messages`, which then appends them to
-the thread's session, or forks it). Its lines (the values that changed,
-then the checkpoint) are one append: they are stored together or not at
-all. A task's pending writes are one append. A write of a member of the
-checkpoint's input (its ``__start__`` value: the graph's first task passes
-the input's messages on) is kept as the member's name (``of``) when it is
-that very object, serialized to the same bytes: the input's line holds it.
+A checkpoint is checked whole (every value serialized, every line within
+`MAX_LINE`, every message converted) before anything is written; its lines
+are one append, and so are a task's pending writes. A write of a member of
+the checkpoint's input that is that very object, serialized alike (the
+first task passes the input's messages on), is kept as the member's name.
 """
 
 from __future__ import annotations
@@ -76,7 +72,6 @@ class Writer:
         new: ChannelVersions,
         store: SessionStore,
     ) -> RunnableConfig:
-        """Store a checkpoint; see `StoreSaver.aput`."""
         thread, ns = thread_of(config), ns_of(config)
         checkpoint_id = checkpoint["id"]
         where = f"thread {thread!r}, checkpoint {checkpoint_id!r}"
@@ -191,8 +186,7 @@ class Writer:
     async def _position(
         self, journal: SessionJournal, thread: str, ns: str, checkpoint_id: str
     ) -> Position | None:
-        """Where the messages stand at the checkpoint ``checkpoint_id`` (None:
-        not in a session, or no such checkpoint)."""
+        """Where the messages stand at a checkpoint; None: not in a session, or no such one."""
         recent = self._messages.recent(thread, ns, checkpoint_id)
         if recent is not None:
             return recent
@@ -226,7 +220,6 @@ class Writer:
         task_path: str,
         store: SessionStore,
     ) -> None:
-        """Store a task's pending writes, all or none; see `StoreSaver.aput_writes`."""
         thread, ns = thread_of(config), ns_of(config)
         checkpoint_id = config["configurable"]["checkpoint_id"]
         where = f"thread {thread!r}, checkpoint {checkpoint_id!r}, task {task_id!r}"
@@ -283,9 +276,8 @@ def _typed(serde: SerializerProtocol, value: Any, where: str) -> records.Typed:
 
 
 def _rest(serde: SerializerProtocol, rest: dict[str, Any], where: str) -> dict[str, Any]:
-    """A checkpoint's other fields as its line holds them: ``updated`` (its
-    ``updated_channels``, a list of names or null) when that is all there
-    is, as most are; else ``rest``, serialized."""
+    """A checkpoint's other fields as its line holds them: ``updated`` when
+    ``updated_channels`` is all there is, as most are; else ``rest``, serialized."""
     updated = rest.get("updated_channels")
     if set(rest) == {"updated_channels"} and (
         updated is None

@@ -226,22 +226,17 @@ def blocking(store: SessionStore | SyncStore, method: str, what: str, instead: s
 # ---------------------------------------------------------------- the peers' arguments
 
 IN_MEMORY = "memory://"
-"""The target of the in-memory store an object given the peer's in-memory
-database opens: a store of its own, as the peer's database is."""
+"""What the peer's in-memory database opens: an in-memory store of the object's own."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Given:
     """What an adapter's constructor was given, in either of its forms."""
 
-    store: Any
-    """The store given, or None: the object opens `target`."""
-    name: str
-    """The conversation's name (the peer's ``session_id``)."""
-    target: str
-    """The target of the store to open; empty when a store was given."""
-    settings: Any = None
-    """openai-agents' ``session_settings``."""
+    store: Any  # the store given, or None: the object opens ``target``
+    name: str  # the conversation's (the peer's ``session_id``)
+    target: str  # empty when a store was given
+    settings: Any = None  # openai-agents' ``session_settings``
 
 
 def _session_store_form(store: Any, session_id: str, *, session_settings: Any = None) -> None:
@@ -295,8 +290,8 @@ _HISTORY_FORMS = {
 def _bound(
     cls: str, forms: dict[bool, inspect.Signature], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[bool, dict[str, Any]]:
-    """Which form the arguments take (a store first, or ``store=``; else a
-    session id first, a string) and the arguments by name, defaults filled in.
+    """Whether the arguments take the store form (a store first, or
+    ``store=``), and the arguments by name, defaults filled in.
 
     Raises:
         TypeError: they do not fit that form, or the first is a path.
@@ -331,9 +326,7 @@ def _defaults_only(
 
 
 def session_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Given:
-    """`StoreSession`'s arguments: ``(store, session_id, *, session_settings)``,
-    or ``SQLiteSession``'s ``(session_id, db_path=":memory:", sessions_table,
-    messages_table, session_settings)``; ``":memory:"`` is `IN_MEMORY`.
+    """`StoreSession`'s arguments, in either form (``":memory:"`` is `IN_MEMORY`).
 
     Raises:
         TypeError: arguments that fit neither form.
@@ -365,22 +358,14 @@ _IN_MEMORY_SQLITE = ("sqlite://", "sqlite:///:memory:", "sqlite+pysqlite://", "s
 
 
 def history_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Given:
-    """`SessionStoreChatMessageHistory`'s arguments: ``(store, name)``, or
-    ``SQLChatMessageHistory``'s ``(session_id, connection_string=None,
-    table_name, session_id_field_name, custom_message_converter,
-    connection=None, engine_args=None, async_mode=None)``.
-
-    ``connection`` (or its old name ``connection_string``) is a store
-    target or a database URL (an in-memory SQLite URL is `IN_MEMORY`), or
-    a SQLAlchemy ``Engine`` or ``AsyncEngine``, whose URL is opened (the
-    engine itself is left alone). ``async_mode`` changes nothing: every
-    method works either way.
+    """`SessionStoreChatMessageHistory`'s arguments, in either form: an
+    in-memory SQLite URL is `IN_MEMORY`, an engine's URL is opened (the
+    engine left alone), and ``async_mode`` changes nothing.
 
     Raises:
         TypeError: arguments that fit neither form, or no connection.
-        ConfigurationError: an argument of the peer's other than its default
-            (a table name, a converter, engine arguments), or an in-memory
-            engine (whose database no other engine sees).
+        ConfigurationError: a peer's argument other than its default, or an
+            in-memory engine (whose database no other engine sees).
     """
     cls = "SessionStoreChatMessageHistory"
     if len(args) == 2 and not kwargs and not isinstance(args[0], str | os.PathLike):
