@@ -51,18 +51,16 @@ KEPT_IN_ALL = 100 * 2**20
 ITEM_BYTES = 1024
 """What `weight` counts for a message beside its strings: the objects around them."""
 
-_REWEIGH = 64
-"""A `Latest` weighs its values again every this many uses."""
+_REWEIGH = 64  # a `Latest` weighs its values again every this many uses
 
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 _Out = TypeVar("_Out")
 
+# Items converted, the position of each one's entry, and each one's `weight`.
 _Converted: TypeAlias = tuple[tuple[_T, ...], tuple[int, ...], tuple[int, ...]]
-"""Items converted, the position of each one's entry, and each one's `weight`."""
 
-_FIRST = 64
-"""Entries read from the end first, for a limited read with nothing kept."""
+_FIRST = 64  # entries read from the end first, for a limited read with nothing kept
 
 
 def weight(message: Message) -> int:
