@@ -170,7 +170,9 @@ class OwnedStore(Generic[_S]):
             self.close()
             return DONE
         store = self._take()
-        return DONE if store is None else loop.run_in_executor(None, self._close, store)
+        if store is None or not self.owned:
+            return DONE
+        return loop.run_in_executor(None, self._close, store)
 
     def _take(self) -> _S | None:
         """The store to close, the first time; None after, or when none opened."""
