@@ -55,7 +55,7 @@ from sessionstore import (
 )
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptContext, Latest
-from sessionstore.integrations.owned import OwnedStore, blocking, history_arguments, on_store
+from sessionstore.integrations.owned import OwnedStore, blocking, forms, history_arguments, on_store
 from sessionstore.integrations.turns import CallRanks
 from sessionstore.sync import SyncEffects, SyncStore
 from sessionstore.sync import open_store as open_sync_store
@@ -130,7 +130,7 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
-        given = history_arguments(args, kwargs)
+        given = history_arguments(args, kwargs, _FORMS)
         self.name = validate_session_id(given.name)
         self._owner: OwnedStore[SessionStore | SyncStore] = (
             OwnedStore(self, given.target, open_sync_store, _close_sync)
@@ -240,6 +240,9 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
             "await its async methods (aget_messages, aadd_messages, aclear; a chain's "
             "ainvoke), or build it",
         )
+
+
+_FORMS = forms(SessionStoreChatMessageHistory.__init__)
 
 
 def _close_sync(store: SessionStore | SyncStore) -> None:

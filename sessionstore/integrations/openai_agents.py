@@ -47,7 +47,7 @@ from sessionstore import (
 )
 from sessionstore.integrations.conversation import Conversation
 from sessionstore.integrations.kept import KeptItems, Latest
-from sessionstore.integrations.owned import OwnedStore, run_blocking, session_arguments
+from sessionstore.integrations.owned import OwnedStore, forms, run_blocking, session_arguments
 from sessionstore.integrations.turns import CallRanks
 
 __all__ = [
@@ -177,7 +177,7 @@ class StoreSession:
     ) -> None: ...
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        given = session_arguments(args, kwargs)
+        given = session_arguments(args, kwargs, _FORMS)
         self.session_id = validate_session_id(given.name)
         settings = given.settings
         self.session_settings = (
@@ -337,6 +337,9 @@ class StoreSession:
         traceback: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+_FORMS = forms(StoreSession.__init__)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ import dataclasses
 import inspect
 import os
 import threading
+import typing
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, Generic, TypeVar
@@ -32,6 +33,7 @@ __all__ = [
     "Given",
     "OwnedStore",
     "blocking",
+    "forms",
     "history_arguments",
     "on_store",
     "run_blocking",
@@ -241,52 +243,18 @@ class Given:
     settings: Any = None  # openai-agents' ``session_settings``
 
 
-def _session_store_form(store: Any, session_id: str, *, session_settings: Any = None) -> None:
-    """``StoreSession(store, session_id, ...)``."""
-
-
-def _sqlite_session_form(
-    session_id: str,
-    db_path: str | os.PathLike[str] = ":memory:",
-    sessions_table: str = "agent_sessions",
-    messages_table: str = "agent_messages",
-    session_settings: Any = None,
-) -> None:
-    """``StoreSession(session_id, db_path, ...)``: ``SQLiteSession.__init__``'s arguments."""
-
-
-def _history_store_form(store: Any, name: str) -> None:
-    """``SessionStoreChatMessageHistory(store, name)``."""
-
-
-def _sql_history_form(
-    session_id: str,
-    connection_string: str | None = None,
-    table_name: str = "message_store",
-    session_id_field_name: str = "session_id",
-    custom_message_converter: Any = None,
-    connection: Any = None,
-    engine_args: dict[str, Any] | None = None,
-    async_mode: bool | None = None,
-) -> None:
-    """``SessionStoreChatMessageHistory(session_id=..., connection=...)``:
-    ``SQLChatMessageHistory.__init__``'s arguments."""
+def forms(init: Callable[..., None]) -> dict[bool, inspect.Signature]:
+    """An adapter's two forms, from the overloads of its ``__init__`` (the
+    store's first, then the peer's), without ``self``: True is the store's."""
+    found = [inspect.signature(each) for each in typing.get_overloads(init)]
+    store, peer = (form.replace(parameters=[*form.parameters.values()][1:]) for form in found)
+    return {True: store, False: peer}
 
 
 def _shown(form: inspect.Signature) -> str:
     """A form as an error shows it: its parameters and defaults, without types."""
     plain = [each.replace(annotation=each.empty) for each in form.parameters.values()]
     return str(form.replace(parameters=plain, return_annotation=form.empty))
-
-
-_SESSION_FORMS = {
-    True: inspect.signature(_session_store_form),
-    False: inspect.signature(_sqlite_session_form),
-}
-_HISTORY_FORMS = {
-    True: inspect.signature(_history_store_form),
-    False: inspect.signature(_sql_history_form),
-}
 
 
 def _bound(
@@ -327,7 +295,9 @@ def _defaults_only(
             )
 
 
-def session_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Given:
+def session_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any], forms: dict[bool, inspect.Signature]
+) -> Given:
     """`StoreSession`'s arguments, in either form (``":memory:"`` is `IN_MEMORY`).
 
     Raises:
@@ -341,7 +311,7 @@ def session_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Given:
     ):
         # A store and a name: a server's session per request, read without binding.
         return Given(args[0], args[1], "", kwargs.get("session_settings"))
-    by_store, given = _bound("StoreSession", _SESSION_FORMS, args, kwargs)
+    by_store, given = _bound("StoreSession", forms, args, kwargs)
     if by_store:
         return Given(given["store"], given["session_id"], "", given["session_settings"])
     name = given["session_id"]
@@ -359,7 +329,9 @@ def session_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Given:
 _IN_MEMORY_SQLITE = ("sqlite://", "sqlite:///:memory:", "sqlite+pysqlite://", "sqlite+aiosqlite://")
 
 
-def history_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Given:
+def history_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any], forms: dict[bool, inspect.Signature]
+) -> Given:
     """`SessionStoreChatMessageHistory`'s arguments, in either form: an
     in-memory SQLite URL is `IN_MEMORY`, an engine's URL is opened (the
     engine left alone), and ``async_mode`` changes nothing.
@@ -372,7 +344,7 @@ def history_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Given:
     cls = "SessionStoreChatMessageHistory"
     if len(args) == 2 and not kwargs and not isinstance(args[0], str | os.PathLike):
         return Given(args[0], args[1], "")  # a store and a name, read without binding
-    by_store, given = _bound(cls, _HISTORY_FORMS, args, kwargs)
+    by_store, given = _bound(cls, forms, args, kwargs)
     if by_store:
         return Given(given["store"], given["name"], "")
     name = given["session_id"]

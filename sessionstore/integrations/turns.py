@@ -110,9 +110,7 @@ def resumes(tail: Sequence[SessionEntry], entries: Sequence[SessionEntry]) -> bo
     session's last entries, back past its last input) ends in, stored already."""
     if not is_input(entries) or (tail and is_answer(tail[-1])):
         return False
-    end = len(tail)
-    while end and not _is_input(tail[end - 1]):
-        end -= 1
+    end = _input_end(tail)
     start = end - len(entries)
     if start < 0:
         return False
@@ -141,6 +139,14 @@ async def read_tail(
     return entries, start == 0
 
 
+def _input_end(tail: Sequence[SessionEntry]) -> int:
+    """Where ``tail``'s last input ends: what the turn made since comes after."""
+    end = len(tail)
+    while end and not _is_input(tail[end - 1]):
+        end -= 1
+    return end
+
+
 def tells_the_turn(tail: Sequence[SessionEntry]) -> bool:
     """Whether ``tail`` reaches back to the turn's start (`open_turn`)."""
     return bool(tail) and (is_answer(tail[-1]) or any(_is_user(entry) for entry in tail))
@@ -152,10 +158,7 @@ def tells_a_resume(count: int) -> Callable[[Sequence[SessionEntry]], bool]:
     def enough(tail: Sequence[SessionEntry]) -> bool:
         if tail and is_answer(tail[-1]):
             return True
-        end = len(tail)
-        while end and not _is_input(tail[end - 1]):
-            end -= 1
-        return end >= count
+        return _input_end(tail) >= count
 
     return enough
 
