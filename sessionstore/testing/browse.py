@@ -26,7 +26,7 @@ from sessionstore import (
 from sessionstore.backends.words import INDEXED_CHARS
 from sessionstore.store import Capability, Order, SearchHit, SessionStore, SessionSummary
 from sessionstore.testing.capabilities import needs
-from sessionstore.testing.common import Backend, compaction, message, raw, stream
+from sessionstore.testing.common import compaction, message, raw, stream
 
 _SETTINGS = settings(
     max_examples=20,
@@ -162,17 +162,6 @@ class BrowseContract:
         assert await store.titles(session) == []
         with pytest.raises(SessionNotFoundError):
             await store.titles("nobody")
-
-    @needs(Capability.SUMMARIES, Capability.TITLES)
-    async def test_titles_persist(self, backend: Backend) -> None:
-        if not backend.persistent:
-            pytest.skip("the storage is the store object itself")
-        async with await backend.open() as store:
-            await store.create(SessionMeta(id="s", title="a"))
-            change = await store.set_title("s", "b")
-        async with await backend.open() as store:
-            assert await store.titles("s") == [change]
-            assert [s.title for s in await store.summaries()] == ["b"]
 
     @needs(Capability.TITLES)
     async def test_import_titles_records_them_once(self, store: SessionStore) -> None:
