@@ -7,7 +7,7 @@ import itertools
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from sessionstore import (
@@ -30,6 +30,7 @@ from sessionstore.testing.common import (
     IMPORTED_LINES,
     INVALID_IDS,
     compaction,
+    examples,
     imported_header,
     message,
     raw,
@@ -352,16 +353,12 @@ class BranchContract:
         examples run in a thread, each on an event loop of its own (stores
         are shared across loops).
         """
-        examples = itertools.count()
+        runs = itertools.count()
 
-        @settings(
-            max_examples=25,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-        )
+        @examples(25)
         @given(st.lists(_OPERATION, min_size=1, max_size=25))
         def check(operations: list[tuple[str, int, int]]) -> None:
-            model = _Model(f"x{next(examples)}-")
+            model = _Model(f"x{next(runs)}-")
             asyncio.run(model.run(store, operations))
 
         await asyncio.to_thread(check)

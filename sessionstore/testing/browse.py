@@ -9,7 +9,7 @@ import random
 from collections.abc import Iterable
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from sessionstore import (
@@ -26,21 +26,19 @@ from sessionstore import (
 from sessionstore.backends.words import INDEXED_CHARS
 from sessionstore.store import Capability, Order, SearchHit, SessionStore, SessionSummary
 from sessionstore.testing.capabilities import needs
-from sessionstore.testing.common import compaction, message, raw, stream
-
-_SETTINGS = settings(
-    max_examples=20,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+from sessionstore.testing.common import compaction, examples, message, raw, stream
 
 
 async def every_page(
-    store: SessionStore, *, limit: int, owner: str | None = None, order: Order = "last_activity"
+    store: SessionStore,
+    *,
+    limit: int,
+    owner: str | None = None,
+    order: Order = "last_activity",
+    after: str | None = None,
 ) -> list[SessionSummary]:
-    """Every summary of a listing, page by page."""
+    """Every summary of a listing (after the cursor ``after``), page by page."""
     pages: list[SessionSummary] = []
-    after = None
     while True:
         page = await store.summaries(owner=owner, order=order, limit=limit, after=after)
         pages += page
@@ -309,12 +307,12 @@ class BrowseContract:
     async def test_paging_is_exact_while_sessions_are_written(self, store: SessionStore) -> None:
         """Writes between pages, chosen at random: each session that existed
         at the first page is listed once, in the order it had then."""
-        examples = itertools.count()
+        runs = itertools.count()
 
-        @_SETTINGS
+        @examples(20)
         @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 99)), max_size=30))
         def check(steps: list[tuple[int, int]]) -> None:
-            asyncio.run(self._page_while_writing(store, f"x{next(examples)}", steps))
+            asyncio.run(self._page_while_writing(store, f"x{next(runs)}", steps))
 
         await asyncio.to_thread(check)
 
@@ -347,7 +345,9 @@ class BrowseContract:
                     else:
                         await store.fork(before[n % len(before)], meta=meta)
             if len(page) == 3:
-                seen += [s.id for s in await _rest(store, owner, order, page[-1].cursor)]
+                after = page[-1].cursor
+                rest = await every_page(store, owner=owner, order=order, limit=3, after=after)
+                seen += [s.id for s in rest]
             assert len(seen) == len(set(seen)), seen  # never twice
             old = [name for name in seen if name in before]
             if order == "last_activity":
@@ -488,16 +488,16 @@ class BrowseContract:
         each once, over every page, in the documented order."""
         vocabulary = ["Apple", "apple", "pie", "Pie!", "café", "CAFÉ", "x_y", "tea-time", "42"]
         text = st.lists(st.sampled_from(vocabulary), max_size=6).map(" ".join)
-        examples = itertools.count()
+        runs = itertools.count()
 
-        @_SETTINGS
+        @examples(20)
         @given(
             st.lists(st.lists(text, max_size=4), min_size=1, max_size=4),
             st.lists(st.sampled_from(vocabulary), min_size=1, max_size=2).map(" ".join),
             st.integers(1, 4),
         )
         def check(sessions: list[list[str]], query: str, limit: int) -> None:
-            owner = f"q{next(examples)}"
+            owner = f"q{next(runs)}"
 
             async def run() -> None:
                 ids = []
@@ -520,16 +520,3 @@ class BrowseContract:
             asyncio.run(run())
 
         await asyncio.to_thread(check)
-
-
-async def _rest(
-    store: SessionStore, owner: str, order: Order, after: str | None
-) -> list[SessionSummary]:
-    """The pages after ``after``."""
-    rest: list[SessionSummary] = []
-    while True:
-        page = await store.summaries(owner=owner, order=order, limit=3, after=after)
-        rest += page
-        if len(page) < 3:
-            return rest
-        after = page[-1].cursor

@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from sessionstore import (
     CompactionEntry,
@@ -18,6 +20,8 @@ from sessionstore import (
     encode,
 )
 from sessionstore.store import Capability, SessionJournal, SessionStore, SessionSummary
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 INVALID_IDS = ["../x", "a/b", "a\\b", ".hidden", "", "x" * 201, "tab\there", "nul\x00", "del\x7f"]
 UNUSUAL_VALID_IDS = ["tenant:42", "Ünïcode", "x" * 200, "é" * 100, "with space", "a.b"]
@@ -55,6 +59,15 @@ class Backend:
     open: Callable[[], Awaitable[SessionStore]]
     persistent: bool = True
     damage: Callable[[str], Awaitable[None]] | None = None
+
+
+def examples(count: int) -> Callable[[_F], _F]:
+    """Hypothesis settings for a model test of ``count`` examples over a store."""
+    return settings(
+        max_examples=count,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
 
 
 def message(entry_id: str, text: str, timestamp: str = "2026-07-19T00:00:00+00:00") -> MessageEntry:

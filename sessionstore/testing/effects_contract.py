@@ -108,9 +108,6 @@ class EffectsContract:
     ) -> None:
         effects = (await journal_backend.open()).effects
 
-        def crash() -> None:
-            raise Crash
-
         with pytest.raises(Crash):
             await effects.once(crash, tool="charge", args={"cents": 500}, session="s", key="k")
         send = Tool("charged")
@@ -179,9 +176,6 @@ class EffectsContract:
         self, journal_backend: JournalBackend
     ) -> None:
         journals = [await journal_backend.open() for _ in range(4)]
-
-        def crash() -> None:
-            raise Crash
 
         with pytest.raises(Crash):
             await journals[0].effects.once(crash, tool="charge", key="k")

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 
 import pytest
 
-from sessionstore.errors import InvalidRecordError
+from sessionstore.errors import ConfigurationError, InvalidRecordError
 from sessionstore.journal import Journal, JournalSession
 from sessionstore.models import CommentWrite, PostWrite, SessionHeader
-from sessionstore.testing.common import JournalBackend
+from sessionstore.testing.common import JournalBackend, digest
 from sessionstore.testing.effects_contract import EffectsContract
 from sessionstore.testing.keyed_contract import KeyedContract
 from sessionstore.timestamps import Timestamp
@@ -194,11 +193,13 @@ class SessionJournalContract(EffectsContract, KeyedContract):
         journal = await journal_backend.open()
         assert await journal.erase(reason="nothing there") is None
         await journal.append_raw(b"one", b"two")
-        data = await journal.read_bytes()
+        await journal.append_raw(b"three")
+        with pytest.raises(ConfigurationError):
+            await journal.erase(reason="")
         record = await journal.erase(reason="the user asked")
         assert record is not None
-        assert (record.kind, record.lines, record.reason) == ("journal", 2, "the user asked")
-        assert record.digest == hashlib.blake2b(data, digest_size=32).hexdigest()
+        assert (record.kind, record.lines, record.reason) == ("journal", 3, "the user asked")
+        assert record.digest == digest(b"one\ntwo\nthree\n")
         assert await (await journal_backend.open()).read_bytes() == b""
         await journal.begin(header(40), Journal())  # a journal may start again
         assert len((await journal.read()).sessions) == 1
