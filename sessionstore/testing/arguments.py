@@ -1,15 +1,8 @@
-"""The argument contract as tests: text no backend can carry is refused by
-name, and integers of any size work or are refused (part of
-`SessionStoreContract`).
-
-A lone surrogate (``"\\ud800"``) is a Python string UTF-8 cannot encode, so
-no file or database can store it, nor compare it with what it holds. Every
-method refuses it in any text argument with the library error of that
-argument, naming it (and the session or head it concerns), before storage
-is touched. Integers too large for a database's column or an index are
-brought down where that changes nothing (a limit larger than any store)
-and refused where it would.
-"""
+"""The argument contract as tests (part of `SessionStoreContract`): a lone
+surrogate (``"\\ud800"``), which UTF-8 cannot carry, is refused in every text
+argument by that argument's error, naming it (and the session or head),
+before storage is touched; integers too large for a column or an index are
+brought down where that changes nothing and refused where it would."""
 
 from __future__ import annotations
 

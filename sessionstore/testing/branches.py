@@ -196,6 +196,9 @@ class BranchContract:
     async def test_a_session_cannot_be_its_own_parent(self, store: SessionStore) -> None:
         with pytest.raises(InvalidRecordError, match="own parent"):
             await store.create(SessionMeta(id="s", parent_session="s"))
+        header = '{"id":"s","version":1,"parent_session":"s","created_at":"2020-01-01T00:00:00Z"}'
+        with pytest.raises(InvalidRecordError, match="cannot be its own parent_session"):
+            await store.import_session(header, stream([]))
         assert await store.list() == []
 
     @needs(Capability.BRANCHES)
@@ -347,12 +350,9 @@ class BranchContract:
     async def test_forks_appends_compactions_and_heads_agree_with_a_model(
         self, store: SessionStore
     ) -> None:
-        """Random fork/append/compact/head moves, against plain Python lists.
-
-        Each example uses its own sessions and heads in the one store: the
-        examples run in a thread, each on an event loop of its own (stores
-        are shared across loops).
-        """
+        """Random fork/append/compact/head moves, against plain Python lists;
+        each example has its own sessions and heads, and a loop of its own in a
+        thread (stores are shared across loops)."""
         runs = itertools.count()
 
         @examples(25)

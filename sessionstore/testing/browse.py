@@ -191,15 +191,24 @@ class BrowseContract:
         assert [s.title for s in await store.summaries()] == [None]
 
     @needs(Capability.BRANCHES, Capability.SUMMARIES, Capability.TITLES)
-    async def test_a_fork_keeps_its_sources_owner_and_title(self, store: SessionStore) -> None:
+    async def test_a_fork_keeps_its_sources_owner_and_title_as_a_change_of_its_own(
+        self, store: SessionStore
+    ) -> None:
         source = SessionMeta.new(owner="u", title="plan", tags=["t"], metadata={"k": 1})
         await store.create(source)
         await store.set_title(source.id, "plan, renamed")
         fork = await store.fork(source.id)
-        assert (fork.owner, fork.tags, fork.metadata) == ("u", ("t",), {"k": 1})
+        assert (fork.owner, fork.tags, fork.metadata, fork.title) == ("u", ("t",), {"k": 1}, None)
+        assert '"title"' not in (await raw(store, fork.id))[0]
         [change] = await store.titles(fork.id)  # its own, not in its header
         assert change.title == "plan, renamed"
-        assert {s.id for s in await store.summaries(owner="u")} == {source.id, fork.id}
+        titles = {s.id: s.title for s in await store.summaries(owner="u")}
+        assert titles == {source.id: "plan, renamed", fork.id: "plan, renamed"}
+        untitled = await store.create(SessionMeta.new())
+        bare = (await store.fork(untitled)).id
+        assert await store.titles(bare) == []
+        titles = {s.id: s.title for s in await store.summaries() if s.id in (untitled, bare)}
+        assert titles == {untitled: None, bare: None}
 
     # ------------------------------------------------------------- listings
 

@@ -1,11 +1,6 @@
-"""Capabilities in the contract suite: which tests run, and what the rest raise.
-
-A contract test of a capability (`needs`) runs on a store that declares
-it (`SessionStore.capabilities`) and is skipped on one that does not;
-`CapabilityContract` checks instead that each operation of a capability the
-store does not declare raises `CapabilityError`, naming the store's class
-and the capability.
-"""
+"""Capabilities in the contract suite: a test of a capability (`needs`) runs
+on a store that declares it and is skipped on one that does not, whose
+operations of it must raise `CapabilityError` (`CapabilityContract`)."""
 
 from __future__ import annotations
 

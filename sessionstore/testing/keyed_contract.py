@@ -1,10 +1,6 @@
-"""The keyed lines' contract as tests: `KeyedContract`, part of the journal
-contract (`SessionJournalContract`) over the same ``journal_backend``.
-
-A line whose top-level ``"key"`` is a string is found under that key
-(`SessionJournal.keyed`, `scan`, `append_keyed_unless`), by a second
-journal object too, as soon as any object wrote it.
-"""
+"""The keyed lines' contract as tests (part of `SessionJournalContract`): a
+line whose top-level ``"key"`` is a string is found under that key, by a
+second journal object too, as soon as any object wrote it."""
 
 from __future__ import annotations
 
