@@ -79,10 +79,6 @@ class CapabilityContract:
                 names = ", ".join(sorted(capability.value for capability in lacking))
                 pytest.skip(f"{type(store).__name__} does not declare {names}")
 
-    async def test_every_operation_of_a_capability_has_a_call(self) -> None:
-        for capability in Capability:
-            assert set(capability.operations) <= set(CALLS[capability]), capability
-
     async def test_operations_of_undeclared_capabilities_raise_capability_error(
         self, store: SessionStore
     ) -> None:
@@ -100,3 +96,5 @@ class CapabilityContract:
     async def test_declared_capabilities_are_capabilities(self, store: SessionStore) -> None:
         assert isinstance(store.capabilities, frozenset)
         assert all(isinstance(capability, Capability) for capability in store.capabilities)
+        for capability in Capability:  # and the suite calls each operation of each
+            assert set(capability.operations) <= set(CALLS[capability]), capability

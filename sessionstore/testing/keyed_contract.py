@@ -149,7 +149,7 @@ class KeyedContract:
         assert answers.count(None) == 1
         assert len((await journals[0].keyed("k"))["k"]) == 1
 
-    async def test_bad_keys_are_refused_and_nothing_written(
+    async def test_bad_keys_and_reasons_are_refused_and_nothing_written(
         self, journal_backend: JournalBackend
     ) -> None:
         journal = await journal_backend.open()
@@ -168,6 +168,13 @@ class KeyedContract:
         with pytest.raises(ConfigurationError, match="before"):
             await journal.scan("", before=3)  # type: ignore[arg-type]
         assert await journal.read_bytes() == b""
+        await journal.append_raw(keyed("a"))
+        for reason in ("", " ", None):
+            with pytest.raises(ConfigurationError, match="reason"):
+                await journal.drop("a", reason=reason)  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError, match="string"):
+            await journal.drop(b"a", reason="why")  # type: ignore[arg-type]
+        assert await journal.keyed("a") == {"a": [keyed("a")]}
 
     async def test_drop_removes_the_lines_of_its_keys_and_records_them(
         self, journal_backend: JournalBackend
@@ -203,13 +210,3 @@ class KeyedContract:
             "a": [keyed("a", "2")],
             "b": [keyed("b", "1")],
         }
-
-    async def test_a_drop_needs_a_reason(self, journal_backend: JournalBackend) -> None:
-        journal = await journal_backend.open()
-        await journal.append_raw(keyed("a"))
-        for reason in ("", " ", None):
-            with pytest.raises(ConfigurationError, match="reason"):
-                await journal.drop("a", reason=reason)  # type: ignore[arg-type]
-        with pytest.raises(ConfigurationError, match="string"):
-            await journal.drop(b"a", reason="why")  # type: ignore[arg-type]
-        assert await journal.keyed("a") == {"a": [keyed("a")]}
