@@ -87,8 +87,7 @@ def _archive_of(root: Path, sessions: dict[str, str | None]) -> None:
 
 @needs(*Capability)  # the archive carries heads, titles and erasures
 class ArchiveContract:
-    """Exports, imports and retires over every backend. Mixed into
-    `SessionStoreContract`, whose ``store`` fixture it uses."""
+    """Exports, imports and retires over every backend."""
 
     # ------------------------------------------------------------- forks' titles
 

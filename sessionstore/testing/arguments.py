@@ -188,14 +188,12 @@ async def _state(store: SessionStore, session: str) -> tuple[object, ...]:
 
 @pytest.mark.asyncio
 class ArgumentContract:
-    """Text and integer arguments at their limits. Runs over the ``store``
-    fixture of `SessionStoreContract`."""
+    """Text and integer arguments at their limits."""
 
     @needs(Capability.BRANCHES, Capability.ERASURE, Capability.TITLES)
     async def test_a_lone_surrogate_is_refused_naming_the_argument(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         await store.append(session, message("e1", "hello"))
         await store.set_head("chat", session)
         before = await _state(store, session)
@@ -242,18 +240,16 @@ class ArgumentContract:
             assert len(rest) == 2, f"limit={limit} after a cursor"
 
     async def test_a_search_limit_past_every_count_finds_everything(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         await store.append_many(session, [message(f"e{n}", "hello there") for n in range(3)])
         for limit in HUGE:
             hits = await store.search("hello", limit=limit)
             assert sorted(hit.entry_id for hit in hits) == ["e0", "e1", "e2"], f"limit={limit}"
 
     async def test_slice_positions_past_every_length_slice_as_python_does(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         await store.append_many(session, [message(f"e{n}", "x") for n in range(3)])
         every = ["e0", "e1", "e2"]
         for big in HUGE:
@@ -271,9 +267,8 @@ class ArgumentContract:
                 assert (got.start, got.length) == (slice(start, stop).indices(3)[0], 3)
 
     async def test_a_compaction_keeping_more_than_there_is_keeps_it_all(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         await store.append_many(session, [message(f"e{n}", f"text {n}") for n in range(3)])
         for keep_last in HUGE:
             await store.compact(session, "before", keep_last=keep_last)

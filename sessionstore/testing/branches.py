@@ -49,8 +49,7 @@ async def _summary(
 @pytest.mark.asyncio
 class BranchContract:
     """Forks share or copy a prefix and never write their source; heads keep
-    every position. Runs over the ``store`` and ``backend`` fixtures of
-    `SessionStoreContract`."""
+    every position."""
 
     # ---------------------------------------------------------- fork
 
@@ -258,8 +257,7 @@ class BranchContract:
         assert sorted(await store.heads()) == ["chat", "other"]
 
     @needs(Capability.BRANCHES)
-    async def test_head_refusals_record_nothing(self, store: SessionStore) -> None:
-        session = await store.create(SessionMeta.new())
+    async def test_head_refusals_record_nothing(self, store: SessionStore, session: str) -> None:
         await store.set_head("chat", session)
         with pytest.raises(SessionNotFoundError, match="ghost"):
             await store.set_head("chat", "ghost")

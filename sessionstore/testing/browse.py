@@ -97,8 +97,7 @@ async def expected_hits(
 @pytest.mark.asyncio
 class BrowseContract:
     """Sessions carry a title, an owner, tags and metadata; listings page
-    exactly; search finds every message holding every word. Runs over the
-    ``store`` and ``backend`` fixtures of `SessionStoreContract`."""
+    exactly; search finds every message holding every word."""
 
     # ------------------------------------------------------- header fields
 
@@ -430,14 +429,6 @@ class BrowseContract:
         assert await store.search("!!! ...") == []
         assert await store.search("nowhere") == []
 
-    async def test_search_ranks_the_better_match_first(self, store: SessionStore) -> None:
-        await store.create(SessionMeta(id="s"))
-        filler = " ".join(f"word{n}" for n in range(60))
-        await store.append_many(
-            "s", [message("long", f"rare {filler}"), message("short", "rare rare")]
-        )
-        assert [h.entry_id for h in await store.search("rare")] == ["short", "long"]
-
     @needs(Capability.BRANCHES)
     async def test_search_finds_shared_messages_in_every_fork(self, store: SessionStore) -> None:
         await store.create(SessionMeta(id="p", owner="u"))
@@ -480,8 +471,15 @@ class BrowseContract:
         with pytest.raises(ConfigurationError):
             await store.search(b"same")  # type: ignore[arg-type]
 
-    async def test_a_snippet_is_the_text_around_the_match(self, store: SessionStore) -> None:
+    async def test_search_ranks_the_better_match_first_and_snips_around_it(
+        self, store: SessionStore
+    ) -> None:
         await store.create(SessionMeta(id="s"))
+        filler = " ".join(f"word{n}" for n in range(60))
+        await store.append_many(
+            "s", [message("long", f"rare {filler}"), message("short", "rare rare")]
+        )
+        assert [h.entry_id for h in await store.search("rare")] == ["short", "long"]
         text = " ".join(f"w{n}" for n in range(200)) + " needle\n<b>[/bold]</b> tail"
         await store.append("s", message("m1", text))
         [hit] = await store.search("needle")

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from sessionstore import CapabilityError, SessionMeta
+from sessionstore import CapabilityError
 from sessionstore.store import Capability, SessionStore
 from sessionstore.testing.common import message
 
@@ -80,9 +80,8 @@ class CapabilityContract:
                 pytest.skip(f"{type(store).__name__} does not declare {names}")
 
     async def test_operations_of_undeclared_capabilities_raise_capability_error(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         for capability in set(Capability) - store.capabilities:
             for operation, call in CALLS[capability].items():
                 with pytest.raises(CapabilityError) as raised:

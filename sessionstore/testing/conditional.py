@@ -51,8 +51,7 @@ async def _outcome(call: Awaitable[object]) -> SessionConflictError | None:
 @pytest.mark.asyncio
 class ConditionalContract:
     """A conditional write lands only where the store still is as the writer
-    read it. Runs over the ``store`` and ``backend`` fixtures of
-    `SessionStoreContract`."""
+    read it."""
 
     # ---------------------------------------------------------- appends
 
@@ -65,9 +64,8 @@ class ConditionalContract:
         assert [entry.id for entry in await store.load(session)] == ["e1", "e2", "e3", "e4"]
 
     async def test_an_append_expecting_another_end_writes_nothing(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         await store.append_many(session, [message("e1", "a"), message("e2", "b")])
         for expected in ("e1", "", "nowhere"):
             with pytest.raises(SessionConflictError) as caught:

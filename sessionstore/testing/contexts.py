@@ -95,8 +95,7 @@ def orphans(pairs: Sequence[tuple[str, Message]], shape: PairingDialect) -> set[
 @pytest.mark.asyncio
 class ContextContract:
     """Contexts with entry ids, repaired contexts, and compactions that keep
-    the last messages without cutting a tool exchange. Runs over the
-    ``store`` fixture of `SessionStoreContract`."""
+    the last messages without cutting a tool exchange."""
 
     # ---------------------------------------------------------- ids
 
@@ -160,9 +159,8 @@ class ContextContract:
             ]
 
     async def test_compact_again_summarizes_the_previous_summary_never_keeps_it(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         await store.append_many(session, [message(f"m{n}", "x") for n in range(4)])
         await store.compact(session, "first", keep_last=2, tokens_before=900)
         second = await store.compact(session, "second", keep_last=10, tokens_before=500)
@@ -238,9 +236,8 @@ class ContextContract:
         assert await store.load_context(session) == build_context(await store.load(session))
 
     async def test_compact_refuses_bad_arguments_and_writes_nothing(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         await store.append(session, message("e1", "a"))
         bad: list[dict[str, Any]] = [
             {"keep_last": -1},

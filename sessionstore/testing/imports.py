@@ -56,8 +56,7 @@ OTHER_HEADERS = [
 
 @pytest.mark.asyncio
 class ImportContract:
-    """Imports keep each line as written, and refuse all of a batch or none.
-    Runs over the ``store`` fixture of `SessionStoreContract`."""
+    """Imports keep each line as written, and refuse all of a batch or none."""
 
     async def test_an_imported_session_keeps_its_lines_and_reads_as_they_decode(
         self, store: SessionStore

@@ -39,8 +39,7 @@ def comment(minute: int, on: uuid.UUID | None = None) -> CommentWrite:
 @pytest.mark.asyncio
 class SessionJournalContract(EffectsContract, KeyedContract):
     """Every rule of the journal contract, its effects' and keyed lines'
-    included (`EffectsContract`, `KeyedContract`), over the
-    ``journal_backend`` fixture."""
+    included, over the ``journal_backend`` fixture."""
 
     async def test_appended_lines_read_back_by_session(
         self, journal_backend: JournalBackend
@@ -54,19 +53,14 @@ class SessionJournalContract(EffectsContract, KeyedContract):
         assert read == Journal(sessions=[JournalSession(header=header(32), writes=[p, c])])
         assert len(list(read.interrupted())) == 1
 
-    async def test_no_journal_reads_empty_and_clears_fine(
+    async def test_no_journal_reads_empty_and_a_leftover_without_writes_is_discarded(
         self, journal_backend: JournalBackend
     ) -> None:
         journal = await journal_backend.open()
         assert await journal.read() == Journal()
         await journal.clear()
-        await journal.clear()
+        await journal.clear()  # clearing nothing is fine
         assert await journal.read() == Journal()
-
-    async def test_a_leftover_without_writes_is_discarded_at_begin(
-        self, journal_backend: JournalBackend
-    ) -> None:
-        journal = await journal_backend.open()
         await journal.begin(header(0), Journal())
         leftover = await journal.read()
         assert list(leftover.interrupted()) == []
