@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from sessionstore import ArchiveError, InvalidRecordError, SessionMeta
+from sessionstore import ArchiveError, SessionMeta
 from sessionstore.archive import ArchiveReport, export_archive, import_archive, retire
 from sessionstore.models import TitleChange
 from sessionstore.store import Capability, SessionStore
@@ -87,29 +87,9 @@ def _archive_of(root: Path, sessions: dict[str, str | None]) -> None:
 
 @needs(*Capability)  # the archive carries heads, titles and erasures
 class ArchiveContract:
-    """Exports, imports and retires over every backend. Mixed into
-    `SessionStoreContract`, whose ``store`` fixture it uses."""
+    """Exports, imports and retires over every backend."""
 
     # ------------------------------------------------------------- forks' titles
-
-    async def test_a_forks_header_carries_no_title_its_title_is_a_change_of_its_own(
-        self, store: SessionStore
-    ) -> None:
-        source = SessionMeta.new(title="plan")
-        await store.create(source)
-        await store.set_title(source.id, "plan, renamed")
-        fork = await store.fork(source.id)
-        assert fork.title is None
-        assert '"title"' not in (await raw(store, fork.id))[0]
-        assert [c.title for c in await store.titles(fork.id)] == ["plan, renamed"]
-        titles = {s.meta.id: s.title for s in await store.summaries()}
-        assert titles == {source.id: "plan, renamed", fork.id: "plan, renamed"}
-
-    async def test_a_fork_of_an_untitled_session_has_no_title(self, store: SessionStore) -> None:
-        source = await store.create(SessionMeta.new())
-        fork = await store.fork(source)
-        assert await store.titles(fork.id) == []
-        assert [s.title for s in await store.summaries()] == [None, None]
 
     async def test_an_export_keeps_each_title_with_its_own_session(
         self, store: SessionStore, tmp_path: Path
@@ -247,11 +227,4 @@ class ArchiveContract:
         assert [(i.session_id, i.reason) for i in report.skipped] == [
             ("fork", "erased meanwhile, by another")
         ]
-        assert await store.list() == []
-
-    async def test_an_imported_header_naming_itself_as_parent_is_refused(
-        self, store: SessionStore
-    ) -> None:
-        with pytest.raises(InvalidRecordError, match="cannot be its own parent_session"):
-            await store.import_session(_header("s", "s"), stream([]))
         assert await store.list() == []

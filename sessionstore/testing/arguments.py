@@ -1,15 +1,8 @@
-"""The argument contract as tests: text no backend can carry is refused by
-name, and integers of any size work or are refused (part of
-`SessionStoreContract`).
-
-A lone surrogate (``"\\ud800"``) is a Python string UTF-8 cannot encode, so
-no file or database can store it, nor compare it with what it holds. Every
-method refuses it in any text argument with the library error of that
-argument, naming it (and the session or head it concerns), before storage
-is touched. Integers too large for a database's column or an index are
-brought down where that changes nothing (a limit larger than any store)
-and refused where it would.
-"""
+"""The argument contract as tests (part of `SessionStoreContract`): a lone
+surrogate (``"\\ud800"``), which UTF-8 cannot carry, is refused in every text
+argument by that argument's error, naming it (and the session or head),
+before storage is touched; integers too large for a column or an index are
+brought down where that changes nothing and refused where it would."""
 
 from __future__ import annotations
 
@@ -70,37 +63,39 @@ def _bad_id(call: Callable[[SessionStore, str], Awaitable[object]]) -> _Refusal:
     return _Refusal(call, InvalidSessionIdError, ("lone surrogate",))
 
 
+def _record(call: Callable[[SessionStore, str], Awaitable[object]], names: str) -> _Refusal:
+    """Refused by `InvalidRecordError` naming each of ``names`` (``"; "`` between)."""
+    return _Refusal(call, InvalidRecordError, tuple(names.split("; ")))
+
+
+def _config(call: Callable[[SessionStore, str], Awaitable[object]], names: str) -> _Refusal:
+    return _Refusal(call, ConfigurationError, tuple(names.split("; ")))
+
+
 REFUSALS: dict[str, _Refusal] = {
-    "create meta.owner": _Refusal(
-        lambda s, _: s.create(SessionMeta(id="new", created_at="t", owner=LONE)),
-        InvalidRecordError,
-        ("'new'", "owner"),
+    "create meta.owner": _record(
+        lambda s, _: s.create(SessionMeta(id="new", created_at="t", owner=LONE)), "'new'; owner"
     ),
-    "create meta.tags": _Refusal(
+    "create meta.tags": _record(
         lambda s, _: s.create(SessionMeta(id="new", created_at="t", tags=("a", LONE))),
-        InvalidRecordError,
-        ("'new'", "tags[1]"),
+        "'new'; tags[1]",
     ),
-    "create meta.metadata": _Refusal(
+    "create meta.metadata": _record(
         lambda s, _: s.create(SessionMeta(id="new", created_at="t", metadata={LONE: 1})),
-        InvalidRecordError,
-        ("'new'", "metadata"),
+        "'new'; metadata",
     ),
     "create meta.id": _bad_id(lambda s, _: s.create(SessionMeta(id=LONE, created_at="t"))),
-    "append entry": _Refusal(
+    "append entry": _record(
         lambda s, session: s.append(session, message("e2", f"a{LONE}")),
-        InvalidRecordError,
-        ("{session}", "'e2'", "message.content"),
+        "{session}; 'e2'; message.content",
     ),
-    "append expect_last": _Refusal(
+    "append expect_last": _config(
         lambda s, session: s.append(session, message("e2", "x"), expect_last=LONE),
-        ConfigurationError,
-        ("{session}", "expect_last"),
+        "{session}; expect_last",
     ),
-    "append_many expect_last": _Refusal(
+    "append_many expect_last": _config(
         lambda s, session: s.append_many(session, [message("e2", "x")], expect_last=LONE),
-        ConfigurationError,
-        ("{session}", "expect_last"),
+        "{session}; expect_last",
     ),
     "append expect_head": _bad_id(
         lambda s, session: s.append(session, message("e2", "x"), expect_head=LONE)
@@ -112,87 +107,58 @@ REFUSALS: dict[str, _Refusal] = {
     "raw_lines session_id": _bad_id(lambda s, _: _lines(s, LONE)),
     "load_context session_id": _bad_id(lambda s, _: s.load_context(LONE)),
     "titles session_id": _bad_id(lambda s, _: s.titles(LONE)),
-    "fork at": _Refusal(
-        lambda s, session: s.fork(session, at=LONE),
-        InvalidRecordError,
-        ("{session}", "at"),
-    ),
-    "fork meta.title": _Refusal(
+    "fork at": _record(lambda s, session: s.fork(session, at=LONE), "{session}; at"),
+    "fork meta.title": _record(
         lambda s, session: s.fork(session, meta=SessionMeta(id="new", created_at="t", title=LONE)),
-        InvalidRecordError,
-        ("'new'", "title"),
+        "'new'; title",
     ),
-    "erase reason": _Refusal(
-        lambda s, session: s.erase(session, reason=f"asked {LONE}"),
-        ConfigurationError,
-        ("{session}", "reason"),
+    "erase reason": _config(
+        lambda s, session: s.erase(session, reason=f"asked {LONE}"), "{session}; reason"
     ),
-    "journal erase reason": _Refusal(
-        lambda s, _: s.journal("agent").erase(reason=LONE),
-        ConfigurationError,
-        ("reason",),
-    ),
-    "journal append header.model": _Refusal(
+    "journal erase reason": _config(lambda s, _: s.journal("agent").erase(reason=LONE), "reason"),
+    "journal append header.model": _record(
         lambda s, _: s.journal("agent").append(SessionHeader(started_at=_STARTED, model=LONE)),
-        InvalidRecordError,
-        ("journal line", "model"),
+        "journal line; model",
     ),
     "journal name": _bad_id(lambda s, _: s.journal(LONE).read()),
     "set_head name": _bad_id(lambda s, session: s.set_head(LONE, session)),
     "set_head session_id": _bad_id(lambda s, _: s.set_head("chat", LONE)),
-    "set_head expect": _Refusal(
-        lambda s, session: s.set_head("chat", session, expect=LONE),
-        ConfigurationError,
-        ("{head}", "expect"),
+    "set_head expect": _config(
+        lambda s, session: s.set_head("chat", session, expect=LONE), "{head}; expect"
     ),
-    "set_head expect_last": _Refusal(
+    "set_head expect_last": _config(
         lambda s, session: s.set_head("chat", session, expect=session, expect_last=LONE),
-        ConfigurationError,
-        ("{head}", "expect_last"),
+        "{head}; expect_last",
     ),
     "head name": _bad_id(lambda s, _: s.head(LONE)),
     "head_history name": _bad_id(lambda s, _: s.head_history(LONE)),
-    "import_head move.at": _Refusal(
+    "import_head move.at": _record(
         lambda s, session: s.import_head("chat", [HeadMove(session_id=session, at=LONE)], after=1),
-        InvalidRecordError,
-        ("{head}", "move 1", "at"),
+        "{head}; move 1; at",
     ),
-    "summaries owner": _Refusal(
-        lambda s, _: s.summaries(owner=LONE), ConfigurationError, ("owner",)
-    ),
+    "summaries owner": _config(lambda s, _: s.summaries(owner=LONE), "owner"),
     "summaries after": _Refusal(
         lambda s, _: s.summaries(after=LONE), InvalidCursorError, ("after",)
     ),
-    "search text": _Refusal(
-        lambda s, _: s.search(f"hello {LONE}"), ConfigurationError, ("search text",)
-    ),
-    "search owner": _Refusal(
-        lambda s, _: s.search("hello", owner=LONE), ConfigurationError, ("owner",)
-    ),
+    "search text": _config(lambda s, _: s.search(f"hello {LONE}"), "search text"),
+    "search owner": _config(lambda s, _: s.search("hello", owner=LONE), "owner"),
     "search after": _Refusal(
         lambda s, _: s.search("hello", after=LONE), InvalidCursorError, ("after",)
     ),
-    "set_title title": _Refusal(
-        lambda s, session: s.set_title(session, LONE), InvalidRecordError, ("{session}", "title")
-    ),
-    "import_titles title": _Refusal(
+    "set_title title": _record(lambda s, session: s.set_title(session, LONE), "{session}; title"),
+    "import_titles title": _record(
         lambda s, session: s.import_titles(
             session, [TitleChange(session_id=session, title=LONE, at="t")]
         ),
-        InvalidRecordError,
-        ("{session}", "title change 1", "title"),
+        "{session}; title change 1; title",
     ),
-    "compact summary": _Refusal(
-        lambda s, session: s.compact(session, LONE, keep_last=1),
-        ConfigurationError,
-        ("{session}", "summary"),
+    "compact summary": _config(
+        lambda s, session: s.compact(session, LONE, keep_last=1), "{session}; summary"
     ),
-    "import_session header": _Refusal(
-        lambda s, _: s.import_session(_header("new", LONE), stream([])),
-        InvalidRecordError,
-        ("header", "lone surrogate"),
+    "import_session header": _record(
+        lambda s, _: s.import_session(_header("new", LONE), stream([])), "header; lone surrogate"
     ),
-    "import_session entry": _Refusal(
+    "import_session entry": _record(
         lambda s, _: s.import_session(
             _header("new", "t"),
             stream(
@@ -202,8 +168,7 @@ REFUSALS: dict[str, _Refusal] = {
                 ]
             ),
         ),
-        InvalidRecordError,
-        ("'new'", "entry 1", "lone surrogate"),
+        "'new'; entry 1; lone surrogate",
     ),
 }
 """Every text argument of the store API given a lone surrogate, by method and argument."""
@@ -223,14 +188,12 @@ async def _state(store: SessionStore, session: str) -> tuple[object, ...]:
 
 @pytest.mark.asyncio
 class ArgumentContract:
-    """Text and integer arguments at their limits. Runs over the ``store``
-    fixture of `SessionStoreContract`."""
+    """Text and integer arguments at their limits."""
 
     @needs(Capability.BRANCHES, Capability.ERASURE, Capability.TITLES)
     async def test_a_lone_surrogate_is_refused_naming_the_argument(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         await store.append(session, message("e1", "hello"))
         await store.set_head("chat", session)
         before = await _state(store, session)
@@ -277,18 +240,16 @@ class ArgumentContract:
             assert len(rest) == 2, f"limit={limit} after a cursor"
 
     async def test_a_search_limit_past_every_count_finds_everything(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         await store.append_many(session, [message(f"e{n}", "hello there") for n in range(3)])
         for limit in HUGE:
             hits = await store.search("hello", limit=limit)
             assert sorted(hit.entry_id for hit in hits) == ["e0", "e1", "e2"], f"limit={limit}"
 
     async def test_slice_positions_past_every_length_slice_as_python_does(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         await store.append_many(session, [message(f"e{n}", "x") for n in range(3)])
         every = ["e0", "e1", "e2"]
         for big in HUGE:
@@ -306,9 +267,8 @@ class ArgumentContract:
                 assert (got.start, got.length) == (slice(start, stop).indices(3)[0], 3)
 
     async def test_a_compaction_keeping_more_than_there_is_keeps_it_all(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         await store.append_many(session, [message(f"e{n}", f"text {n}") for n in range(3)])
         for keep_last in HUGE:
             await store.compact(session, "before", keep_last=keep_last)

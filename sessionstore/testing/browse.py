@@ -9,7 +9,7 @@ import random
 from collections.abc import Iterable
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from sessionstore import (
@@ -26,21 +26,19 @@ from sessionstore import (
 from sessionstore.backends.words import INDEXED_CHARS
 from sessionstore.store import Capability, Order, SearchHit, SessionStore, SessionSummary
 from sessionstore.testing.capabilities import needs
-from sessionstore.testing.common import Backend, compaction, message, raw, stream
-
-_SETTINGS = settings(
-    max_examples=20,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+from sessionstore.testing.common import compaction, examples, message, raw, stream
 
 
 async def every_page(
-    store: SessionStore, *, limit: int, owner: str | None = None, order: Order = "last_activity"
+    store: SessionStore,
+    *,
+    limit: int,
+    owner: str | None = None,
+    order: Order = "last_activity",
+    after: str | None = None,
 ) -> list[SessionSummary]:
-    """Every summary of a listing, page by page."""
+    """Every summary of a listing (after the cursor ``after``), page by page."""
     pages: list[SessionSummary] = []
-    after = None
     while True:
         page = await store.summaries(owner=owner, order=order, limit=limit, after=after)
         pages += page
@@ -99,8 +97,7 @@ async def expected_hits(
 @pytest.mark.asyncio
 class BrowseContract:
     """Sessions carry a title, an owner, tags and metadata; listings page
-    exactly; search finds every message holding every word. Runs over the
-    ``store`` and ``backend`` fixtures of `SessionStoreContract`."""
+    exactly; search finds every message holding every word."""
 
     # ------------------------------------------------------- header fields
 
@@ -163,17 +160,6 @@ class BrowseContract:
         with pytest.raises(SessionNotFoundError):
             await store.titles("nobody")
 
-    @needs(Capability.SUMMARIES, Capability.TITLES)
-    async def test_titles_persist(self, backend: Backend) -> None:
-        if not backend.persistent:
-            pytest.skip("the storage is the store object itself")
-        async with await backend.open() as store:
-            await store.create(SessionMeta(id="s", title="a"))
-            change = await store.set_title("s", "b")
-        async with await backend.open() as store:
-            assert await store.titles("s") == [change]
-            assert [s.title for s in await store.summaries()] == ["b"]
-
     @needs(Capability.TITLES)
     async def test_import_titles_records_them_once(self, store: SessionStore) -> None:
         await store.create(SessionMeta(id="s"))
@@ -204,15 +190,24 @@ class BrowseContract:
         assert [s.title for s in await store.summaries()] == [None]
 
     @needs(Capability.BRANCHES, Capability.SUMMARIES, Capability.TITLES)
-    async def test_a_fork_keeps_its_sources_owner_and_title(self, store: SessionStore) -> None:
+    async def test_a_fork_keeps_its_sources_owner_and_title_as_a_change_of_its_own(
+        self, store: SessionStore
+    ) -> None:
         source = SessionMeta.new(owner="u", title="plan", tags=["t"], metadata={"k": 1})
         await store.create(source)
         await store.set_title(source.id, "plan, renamed")
         fork = await store.fork(source.id)
-        assert (fork.owner, fork.tags, fork.metadata) == ("u", ("t",), {"k": 1})
+        assert (fork.owner, fork.tags, fork.metadata, fork.title) == ("u", ("t",), {"k": 1}, None)
+        assert '"title"' not in (await raw(store, fork.id))[0]
         [change] = await store.titles(fork.id)  # its own, not in its header
         assert change.title == "plan, renamed"
-        assert {s.id for s in await store.summaries(owner="u")} == {source.id, fork.id}
+        titles = {s.id: s.title for s in await store.summaries(owner="u")}
+        assert titles == {source.id: "plan, renamed", fork.id: "plan, renamed"}
+        untitled = await store.create(SessionMeta.new())
+        bare = (await store.fork(untitled)).id
+        assert await store.titles(bare) == []
+        titles = {s.id: s.title for s in await store.summaries() if s.id in (untitled, bare)}
+        assert titles == {untitled: None, bare: None}
 
     # ------------------------------------------------------------- listings
 
@@ -320,12 +315,12 @@ class BrowseContract:
     async def test_paging_is_exact_while_sessions_are_written(self, store: SessionStore) -> None:
         """Writes between pages, chosen at random: each session that existed
         at the first page is listed once, in the order it had then."""
-        examples = itertools.count()
+        runs = itertools.count()
 
-        @_SETTINGS
+        @examples(20)
         @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 99)), max_size=30))
         def check(steps: list[tuple[int, int]]) -> None:
-            asyncio.run(self._page_while_writing(store, f"x{next(examples)}", steps))
+            asyncio.run(self._page_while_writing(store, f"x{next(runs)}", steps))
 
         await asyncio.to_thread(check)
 
@@ -358,7 +353,9 @@ class BrowseContract:
                     else:
                         await store.fork(before[n % len(before)], meta=meta)
             if len(page) == 3:
-                seen += [s.id for s in await _rest(store, owner, order, page[-1].cursor)]
+                after = page[-1].cursor
+                rest = await every_page(store, owner=owner, order=order, limit=3, after=after)
+                seen += [s.id for s in rest]
             assert len(seen) == len(set(seen)), seen  # never twice
             old = [name for name in seen if name in before]
             if order == "last_activity":
@@ -432,14 +429,6 @@ class BrowseContract:
         assert await store.search("!!! ...") == []
         assert await store.search("nowhere") == []
 
-    async def test_search_ranks_the_better_match_first(self, store: SessionStore) -> None:
-        await store.create(SessionMeta(id="s"))
-        filler = " ".join(f"word{n}" for n in range(60))
-        await store.append_many(
-            "s", [message("long", f"rare {filler}"), message("short", "rare rare")]
-        )
-        assert [h.entry_id for h in await store.search("rare")] == ["short", "long"]
-
     @needs(Capability.BRANCHES)
     async def test_search_finds_shared_messages_in_every_fork(self, store: SessionStore) -> None:
         await store.create(SessionMeta(id="p", owner="u"))
@@ -482,8 +471,15 @@ class BrowseContract:
         with pytest.raises(ConfigurationError):
             await store.search(b"same")  # type: ignore[arg-type]
 
-    async def test_a_snippet_is_the_text_around_the_match(self, store: SessionStore) -> None:
+    async def test_search_ranks_the_better_match_first_and_snips_around_it(
+        self, store: SessionStore
+    ) -> None:
         await store.create(SessionMeta(id="s"))
+        filler = " ".join(f"word{n}" for n in range(60))
+        await store.append_many(
+            "s", [message("long", f"rare {filler}"), message("short", "rare rare")]
+        )
+        assert [h.entry_id for h in await store.search("rare")] == ["short", "long"]
         text = " ".join(f"w{n}" for n in range(200)) + " needle\n<b>[/bold]</b> tail"
         await store.append("s", message("m1", text))
         [hit] = await store.search("needle")
@@ -499,16 +495,16 @@ class BrowseContract:
         each once, over every page, in the documented order."""
         vocabulary = ["Apple", "apple", "pie", "Pie!", "café", "CAFÉ", "x_y", "tea-time", "42"]
         text = st.lists(st.sampled_from(vocabulary), max_size=6).map(" ".join)
-        examples = itertools.count()
+        runs = itertools.count()
 
-        @_SETTINGS
+        @examples(20)
         @given(
             st.lists(st.lists(text, max_size=4), min_size=1, max_size=4),
             st.lists(st.sampled_from(vocabulary), min_size=1, max_size=2).map(" ".join),
             st.integers(1, 4),
         )
         def check(sessions: list[list[str]], query: str, limit: int) -> None:
-            owner = f"q{next(examples)}"
+            owner = f"q{next(runs)}"
 
             async def run() -> None:
                 ids = []
@@ -531,16 +527,3 @@ class BrowseContract:
             asyncio.run(run())
 
         await asyncio.to_thread(check)
-
-
-async def _rest(
-    store: SessionStore, owner: str, order: Order, after: str | None
-) -> list[SessionSummary]:
-    """The pages after ``after``."""
-    rest: list[SessionSummary] = []
-    while True:
-        page = await store.summaries(owner=owner, order=order, limit=3, after=after)
-        rest += page
-        if len(page) < 3:
-            return rest
-        after = page[-1].cursor

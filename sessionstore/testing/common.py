@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from sessionstore import CompactionEntry, Message, MessageEntry, SessionEntry, encode
-from sessionstore.store import SessionJournal, SessionStore
+import pytest
+from hypothesis import HealthCheck, settings
+
+from sessionstore import (
+    CompactionEntry,
+    Message,
+    MessageEntry,
+    SessionEntry,
+    SessionNotFoundError,
+    build_context,
+    encode,
+)
+from sessionstore.store import Capability, SessionJournal, SessionStore, SessionSummary
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 INVALID_IDS = ["../x", "a/b", "a\\b", ".hidden", "", "x" * 201, "tab\there", "nul\x00", "del\x7f"]
 UNUSUAL_VALID_IDS = ["tenant:42", "Ünïcode", "x" * 200, "é" * 100, "with space", "a.b"]
@@ -46,6 +61,15 @@ class Backend:
     damage: Callable[[str], Awaitable[None]] | None = None
 
 
+def examples(count: int) -> Callable[[_F], _F]:
+    """Hypothesis settings for a model test of ``count`` examples over a store."""
+    return settings(
+        max_examples=count,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
+
+
 def message(entry_id: str, text: str, timestamp: str = "2026-07-19T00:00:00+00:00") -> MessageEntry:
     """A message entry with a fixed id, for readable assertions."""
     return MessageEntry(id=entry_id, timestamp=timestamp, message=Message.user(text))
@@ -76,6 +100,48 @@ async def stream(texts: Iterable[str]) -> AsyncIterator[str]:
 async def raw(store: SessionStore, session_id: str) -> list[str]:
     """A session's stored lines, as `SessionStore.raw_lines` gives them."""
     return [line async for line in store.raw_lines(session_id)]
+
+
+async def blocks(store: SessionStore, session_id: str) -> bytes:
+    """A session's stored bytes, as `SessionStore.raw_blocks` gives them."""
+    return b"".join([block async for block in store.raw_blocks(session_id)])
+
+
+def digest(data: bytes) -> str:
+    """The digest an erasure records of ``data``."""
+    return hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
+async def reads_as(store: SessionStore, session_id: str, entries: list[SessionEntry]) -> None:
+    """``session_id`` reads back exactly as a session holding ``entries``
+    would, through every read of the contract."""
+    expected = lines(entries)
+    assert lines(await store.load(session_id)) == expected
+    assert [encode(entry) async for entry in store.iter_entries(session_id)] == expected
+    stored = await raw(store, session_id)
+    assert stored[1:] == expected
+    assert await store.load_context(session_id) == build_context(entries)
+    assert await blocks(store, session_id) == "".join(line + "\n" for line in stored).encode()
+
+
+async def gone(store: SessionStore, session_id: str) -> None:
+    """Every way to reach ``session_id`` says it is not found."""
+    with pytest.raises(SessionNotFoundError):
+        await store.load(session_id)
+    with pytest.raises(SessionNotFoundError):
+        await store.load_context(session_id)
+    with pytest.raises(SessionNotFoundError):
+        await store.append(session_id, message("late", "x"))
+    with pytest.raises(SessionNotFoundError):
+        await raw(store, session_id)
+    assert session_id not in [meta.id for meta in await store.list()]
+    if Capability.SUMMARIES in store.capabilities:
+        assert session_id not in [s.meta.id for s in await store.summaries()]
+
+
+def glance(summary: SessionSummary) -> tuple[object, ...]:
+    """What a summary says of its session's contents."""
+    return (summary.meta, summary.entries, summary.last_timestamp, summary.compacted, summary.fault)
 
 
 def imported_header(session_id: str) -> str:

@@ -51,8 +51,7 @@ async def _outcome(call: Awaitable[object]) -> SessionConflictError | None:
 @pytest.mark.asyncio
 class ConditionalContract:
     """A conditional write lands only where the store still is as the writer
-    read it. Runs over the ``store`` and ``backend`` fixtures of
-    `SessionStoreContract`."""
+    read it."""
 
     # ---------------------------------------------------------- appends
 
@@ -61,12 +60,12 @@ class ConditionalContract:
         await store.append(session, message("e1", "a"), expect_last="")
         await store.append_many(session, [message("e2", "b")], expect_last="e1")
         await store.append_many(session, [message("e3", "c"), message("e4", "d")], expect_last="e2")
+        await store.append_many(session, [], expect_last="e4")  # checks, stores nothing
         assert [entry.id for entry in await store.load(session)] == ["e1", "e2", "e3", "e4"]
 
     async def test_an_append_expecting_another_end_writes_nothing(
-        self, store: SessionStore
+        self, store: SessionStore, session: str
     ) -> None:
-        session = await store.create(SessionMeta.new())
         await store.append_many(session, [message("e1", "a"), message("e2", "b")])
         for expected in ("e1", "", "nowhere"):
             with pytest.raises(SessionConflictError) as caught:
@@ -77,31 +76,18 @@ class ConditionalContract:
             assert (error.session_id, error.expected, error.actual) == (session, expected, "e2")
             assert session in str(error)
             assert "'e2'" in str(error)
+        with pytest.raises(SessionConflictError):
+            await store.append_many(session, [], expect_last="")
         empty = await store.create(SessionMeta.new())
         with pytest.raises(SessionConflictError, match="holds no entry"):
             await store.append(empty, message("x", "x"), expect_last="e2")
-        assert [entry.id for entry in await store.load(session)] == ["e1", "e2"]
-
-    async def test_an_empty_conditional_append_checks_and_stores_nothing(
-        self, store: SessionStore
-    ) -> None:
-        session = await store.create(SessionMeta.new())
-        await store.append(session, message("e1", "a"))
-        await store.append_many(session, [], expect_last="e1")
-        with pytest.raises(SessionConflictError):
-            await store.append_many(session, [], expect_last="")
-        assert [entry.id for entry in await store.load(session)] == ["e1"]
-
-    async def test_a_conditional_append_refuses_bad_arguments_first(
-        self, store: SessionStore
-    ) -> None:
-        session = await store.create(SessionMeta.new())
-        with pytest.raises(SessionNotFoundError):
+        with pytest.raises(SessionNotFoundError):  # the arguments are checked first
             await store.append(SessionMeta.new().id, message("e1", "a"), expect_last="")
         for bad in (1, b"e1", ["e1"]):
             with pytest.raises(ConfigurationError, match="expect_last"):
-                await store.append(session, message("e1", "a"), expect_last=bad)  # type: ignore[arg-type]
-        assert await store.load(session) == []
+                await store.append(empty, message("e1", "a"), expect_last=bad)  # type: ignore[arg-type]
+        assert [entry.id for entry in await store.load(session)] == ["e1", "e2"]
+        assert await store.load(empty) == []
 
     @needs(Capability.BRANCHES)
     async def test_a_fork_ends_at_the_last_entry_it_shares_until_it_has_its_own(
@@ -173,20 +159,13 @@ class ConditionalContract:
             await store.set_head("other", third, expect=first)
         with pytest.raises(SessionConflictError):
             await store.set_head("chat", third, expect=None)
+        with pytest.raises(SessionNotFoundError):  # the arguments are checked first
+            await store.set_head("chat", SessionMeta.new().id, expect=second)
+        with pytest.raises(ConfigurationError, match="expect"):
+            await store.set_head("chat", third, expect=3)  # type: ignore[arg-type]
         assert [move.session_id for move in await store.head_history("chat")] == [first, second]
         assert await store.head("other") is None
         assert "other" not in await store.heads()
-
-    @needs(Capability.BRANCHES)
-    async def test_a_conditional_head_move_refuses_bad_arguments_first(
-        self, store: SessionStore
-    ) -> None:
-        session = await store.create(SessionMeta.new())
-        with pytest.raises(SessionNotFoundError):
-            await store.set_head("chat", SessionMeta.new().id, expect=None)
-        with pytest.raises(ConfigurationError, match="expect"):
-            await store.set_head("chat", session, expect=3)  # type: ignore[arg-type]
-        assert await store.head_history("chat") == []
 
     @needs(Capability.BRANCHES)
     async def test_racing_head_movers_with_one_expectation_let_exactly_one_move(

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 
 import pytest
 
-from sessionstore.errors import InvalidRecordError
+from sessionstore.errors import ConfigurationError, InvalidRecordError
 from sessionstore.journal import Journal, JournalSession
 from sessionstore.models import CommentWrite, PostWrite, SessionHeader
-from sessionstore.testing.common import JournalBackend
+from sessionstore.testing.common import JournalBackend, digest
 from sessionstore.testing.effects_contract import EffectsContract
 from sessionstore.testing.keyed_contract import KeyedContract
 from sessionstore.timestamps import Timestamp
@@ -40,8 +39,7 @@ def comment(minute: int, on: uuid.UUID | None = None) -> CommentWrite:
 @pytest.mark.asyncio
 class SessionJournalContract(EffectsContract, KeyedContract):
     """Every rule of the journal contract, its effects' and keyed lines'
-    included (`EffectsContract`, `KeyedContract`), over the
-    ``journal_backend`` fixture."""
+    included, over the ``journal_backend`` fixture."""
 
     async def test_appended_lines_read_back_by_session(
         self, journal_backend: JournalBackend
@@ -55,19 +53,14 @@ class SessionJournalContract(EffectsContract, KeyedContract):
         assert read == Journal(sessions=[JournalSession(header=header(32), writes=[p, c])])
         assert len(list(read.interrupted())) == 1
 
-    async def test_no_journal_reads_empty_and_clears_fine(
+    async def test_no_journal_reads_empty_and_a_leftover_without_writes_is_discarded(
         self, journal_backend: JournalBackend
     ) -> None:
         journal = await journal_backend.open()
         assert await journal.read() == Journal()
         await journal.clear()
-        await journal.clear()
+        await journal.clear()  # clearing nothing is fine
         assert await journal.read() == Journal()
-
-    async def test_a_leftover_without_writes_is_discarded_at_begin(
-        self, journal_backend: JournalBackend
-    ) -> None:
-        journal = await journal_backend.open()
         await journal.begin(header(0), Journal())
         leftover = await journal.read()
         assert list(leftover.interrupted()) == []
@@ -194,11 +187,13 @@ class SessionJournalContract(EffectsContract, KeyedContract):
         journal = await journal_backend.open()
         assert await journal.erase(reason="nothing there") is None
         await journal.append_raw(b"one", b"two")
-        data = await journal.read_bytes()
+        await journal.append_raw(b"three")
+        with pytest.raises(ConfigurationError):
+            await journal.erase(reason="")
         record = await journal.erase(reason="the user asked")
         assert record is not None
-        assert (record.kind, record.lines, record.reason) == ("journal", 2, "the user asked")
-        assert record.digest == hashlib.blake2b(data, digest_size=32).hexdigest()
+        assert (record.kind, record.lines, record.reason) == ("journal", 3, "the user asked")
+        assert record.digest == digest(b"one\ntwo\nthree\n")
         assert await (await journal_backend.open()).read_bytes() == b""
         await journal.begin(header(40), Journal())  # a journal may start again
         assert len((await journal.read()).sessions) == 1

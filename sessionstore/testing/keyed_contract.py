@@ -1,20 +1,15 @@
-"""The keyed lines' contract as tests: `KeyedContract`, part of the journal
-contract (`SessionJournalContract`) over the same ``journal_backend``.
-
-A line whose top-level ``"key"`` is a string is found under that key
-(`SessionJournal.keyed`, `scan`, `append_keyed_unless`), by a second
-journal object too, as soon as any object wrote it.
-"""
+"""The keyed lines' contract as tests (part of `SessionJournalContract`): a
+line whose top-level ``"key"`` is a string is found under that key, by a
+second journal object too, as soon as any object wrote it."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 
 import pytest
 
 from sessionstore.errors import ConfigurationError, InvalidRecordError
-from sessionstore.testing.common import JournalBackend
+from sessionstore.testing.common import JournalBackend, digest
 
 
 def keyed(key: str, value: str = "v") -> bytes:
@@ -154,7 +149,7 @@ class KeyedContract:
         assert answers.count(None) == 1
         assert len((await journals[0].keyed("k"))["k"]) == 1
 
-    async def test_bad_keys_are_refused_and_nothing_written(
+    async def test_bad_keys_and_reasons_are_refused_and_nothing_written(
         self, journal_backend: JournalBackend
     ) -> None:
         journal = await journal_backend.open()
@@ -173,6 +168,13 @@ class KeyedContract:
         with pytest.raises(ConfigurationError, match="before"):
             await journal.scan("", before=3)  # type: ignore[arg-type]
         assert await journal.read_bytes() == b""
+        await journal.append_raw(keyed("a"))
+        for reason in ("", " ", None):
+            with pytest.raises(ConfigurationError, match="reason"):
+                await journal.drop("a", reason=reason)  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError, match="string"):
+            await journal.drop(b"a", reason="why")  # type: ignore[arg-type]
+        assert await journal.keyed("a") == {"a": [keyed("a")]}
 
     async def test_drop_removes_the_lines_of_its_keys_and_records_them(
         self, journal_backend: JournalBackend
@@ -187,7 +189,7 @@ class KeyedContract:
         gone = keyed("a", "1") + b"\n" + keyed("c") + b"\n" + keyed("a", "2") + b"\n"
         assert (record.kind, record.lines, record.keys) == ("journal", 3, 2)
         assert (record.reason, record.key) == ("thread deleted", None)
-        assert record.digest == hashlib.blake2b(gone, digest_size=32).hexdigest()
+        assert record.digest == digest(gone)
         again = await journal_backend.open()
         for reader in (journal, again):
             assert await reader.read_bytes() == b"".join(line + b"\n" for line in kept)
@@ -208,13 +210,3 @@ class KeyedContract:
             "a": [keyed("a", "2")],
             "b": [keyed("b", "1")],
         }
-
-    async def test_a_drop_needs_a_reason(self, journal_backend: JournalBackend) -> None:
-        journal = await journal_backend.open()
-        await journal.append_raw(keyed("a"))
-        for reason in ("", " ", None):
-            with pytest.raises(ConfigurationError, match="reason"):
-                await journal.drop("a", reason=reason)  # type: ignore[arg-type]
-        with pytest.raises(ConfigurationError, match="string"):
-            await journal.drop(b"a", reason="why")  # type: ignore[arg-type]
-        assert await journal.keyed("a") == {"a": [keyed("a")]}

@@ -4,39 +4,30 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 
 import pytest
 
 from sessionstore import (
     ConfigurationError,
     Erasure,
+    HeadMove,
     SessionConflictError,
+    SessionEntry,
     SessionMeta,
     SessionNotFoundError,
 )
 from sessionstore.store import Capability, SessionStore
 from sessionstore.testing.capabilities import needs
-from sessionstore.testing.common import Backend, message
-
-
-async def _file_bytes(store: SessionStore, session_id: str) -> bytes:
-    return b"".join([block async for block in store.raw_blocks(session_id)])
-
-
-async def _gone(store: SessionStore, session_id: str) -> None:
-    """Every way to reach ``session_id`` says it is not found."""
-    with pytest.raises(SessionNotFoundError):
-        await store.load(session_id)
-    with pytest.raises(SessionNotFoundError):
-        await store.load_context(session_id)
-    with pytest.raises(SessionNotFoundError):
-        await store.append(session_id, message("late", "x"))
-    with pytest.raises(SessionNotFoundError):
-        async for _ in store.raw_lines(session_id):
-            pass
-    assert session_id not in [meta.id for meta in await store.list()]
-    assert session_id not in [s.meta.id for s in await store.summaries()]
+from sessionstore.testing.common import (
+    Backend,
+    blocks,
+    compaction,
+    digest,
+    gone,
+    lines,
+    message,
+    reads_as,
+)
 
 
 @pytest.mark.asyncio
@@ -51,7 +42,7 @@ class LifecycleContract:
         doomed = await store.create(SessionMeta(id="doomed"))
         await store.append_many(doomed, [message("e1", "a"), message("e2", "b")])
         await store.load_context(doomed)  # a cached context must go too
-        data = await _file_bytes(store, doomed)
+        data = await blocks(store, doomed)
         record = await store.erase(doomed, reason="the user asked")
         assert isinstance(record, Erasure)
         assert (record.kind, record.name, record.reason, record.lines) == (
@@ -60,10 +51,10 @@ class LifecycleContract:
             "the user asked",
             2,
         )
-        assert record.digest == hashlib.blake2b(data, digest_size=32).hexdigest()
+        assert record.digest == digest(data)
         assert record.at
         assert await store.erasures() == [record]
-        await _gone(store, doomed)
+        await gone(store, doomed)
         assert await store.load(kept) == [message("k1", "stays")]
         assert await store.integrity() == []
 
@@ -73,13 +64,13 @@ class LifecycleContract:
     ) -> None:
         session = await store.create(SessionMeta(id="s"))
         await store.append(session, message("e1", "archived"))
-        seen = hashlib.blake2b(await _file_bytes(store, session), digest_size=32).hexdigest()
+        seen = digest(await blocks(store, session))
         await store.append(session, message("e2", "appended since"))
         with pytest.raises(SessionConflictError, match="changed"):
             await store.erase(session, reason="retired", digest=seen)
         assert len(await store.load(session)) == 2
         assert await store.erasures() == []
-        now = hashlib.blake2b(await _file_bytes(store, session), digest_size=32).hexdigest()
+        now = digest(await blocks(store, session))
         record = await store.erase(session, reason="retired", digest=now.upper())
         assert record.digest == now
 
@@ -125,11 +116,11 @@ class LifecycleContract:
             assert await store.erasures() == []
             await store.erase(fork, reason="r")  # forks first, then their source
             await store.erase(source, reason="r")
-            await _gone(store, fork)
+            await gone(store, fork)
         else:
             assert await store.load(fork) == expected
             assert await store.load_context(fork) == [m.message for m in expected]  # type: ignore[union-attr]
-        await _gone(store, source)
+        await gone(store, source)
         assert await store.integrity() == []
 
     @needs(Capability.BRANCHES, Capability.ERASURE)
@@ -161,45 +152,59 @@ class LifecycleContract:
         record = await store.erase(session, reason="r")
         await asyncio.gather(*writers)
         assert outcomes.count("stored") == record.lines  # erased with it
-        await _gone(store, session)
+        await gone(store, session)
         assert await store.integrity() == []
 
-    @needs(Capability.ERASURE, Capability.SUMMARIES)
-    async def test_erasures_are_kept_for_good(self, backend: Backend) -> None:
+    async def test_a_new_store_object_reads_all_an_earlier_one_stored(
+        self, backend: Backend
+    ) -> None:
         if not backend.persistent:
-            pytest.skip("the storage is the store object itself")
+            pytest.skip("backend declares persistent=False: its storage is the object itself")
+        meta = SessionMeta.new()
+        entries: list[SessionEntry] = [message("e1", "hello"), compaction("c1", "summary", "e1")]
+        moves = [HeadMove(session_id="s", at="2026-01-01T00:00:00Z")] * 2
+        erased: list[Erasure | None] = []
         async with await backend.open() as store:
-            await store.create(SessionMeta(id="s"))
-            await store.append("s", message("e1", "secret"))
-            record = await store.erase("s", reason="r")
-            journal = store.journal("agent")
-            await journal.append_raw(b"a line")
-            journal_record = await journal.erase(reason="gone")
+            capabilities = store.capabilities
+            await store.create(meta)
+            await store.append_many(meta.id, entries)
+            await store.journal("agent").append_raw(b"kept")
+            if Capability.BRANCHES in capabilities:
+                await store.fork(meta.id, at="e1", meta=SessionMeta(id="fork"))
+                await store.append("fork", message("f1", "c"))
+                await store.set_head("conversation", "fork")
+                await store.import_head("chat", moves)
+            if Capability.TITLES in capabilities:
+                change = await store.set_title(meta.id, "renamed")
+            if Capability.ERASURE in capabilities:
+                await store.create(SessionMeta(id="s"))
+                await store.append("s", message("e1", "secret"))
+                erased.append(await store.erase("s", reason="r"))
+                await store.journal("erased").append_raw(b"a line")
+                erased.append(await store.journal("erased").erase(reason="gone"))
         async with await backend.open() as store:
-            assert await store.erasures() == [record, journal_record]
-            await _gone(store, "s")
-            assert await store.journals() == []
+            assert lines(await store.load(meta.id)) == lines(entries)
+            listed = await store.list()
+            assert meta in listed
+            assert len(listed) == 1 + (Capability.BRANCHES in capabilities)
+            assert await store.journals() == ["agent"]
+            assert (await store.journal("agent").read()).skipped == [1]
+            if Capability.BRANCHES in capabilities:
+                await reads_as(store, "fork", [message("e1", "hello"), message("f1", "c")])
+                assert await store.head("conversation") == "fork"
+                assert await store.head_history("chat") == moves
+            if Capability.TITLES in capabilities:
+                assert await store.titles(meta.id) == [change]
+            if {Capability.TITLES, Capability.SUMMARIES} <= capabilities:
+                titles = {s.id: s.title for s in await store.summaries()}
+                assert titles[meta.id] == "renamed"
+            if Capability.ERASURE in capabilities:
+                assert await store.erasures() == erased
+                await gone(store, "s")
+            assert await store.integrity() == []
 
     @needs(Capability.ERASURE)
-    async def test_a_journal_is_erased_whole(self, store: SessionStore) -> None:
-        journal = store.journal("agent")
-        assert await journal.erase(reason="nothing there") is None
-        await journal.append_raw(b"one", b"two")
-        await journal.append_raw(b"three")
-        record = await journal.erase(reason="the user asked")
-        assert record is not None
-        assert (record.kind, record.name, record.lines) == ("journal", "agent", 3)
-        assert record.digest == hashlib.blake2b(b"one\ntwo\nthree\n", digest_size=32).hexdigest()
-        assert await journal.read_bytes() == b""
-        assert await store.journals() == []
-        assert await store.erasures() == [record]
-        with pytest.raises(ConfigurationError):
-            await journal.erase(reason="")
-        await journal.append_raw(b"new")  # a journal may start again
-        assert await journal.read_bytes() == b"new\n"
-
-    @needs(Capability.ERASURE)
-    async def test_a_cleared_journal_is_erased_with_what_it_keeps(
+    async def test_an_erased_journal_is_recorded_with_what_it_keeps_and_unlisted(
         self, store: SessionStore
     ) -> None:
         journal = store.journal("agent")
@@ -208,9 +213,11 @@ class LifecycleContract:
         await journal.append_raw(b"three")
         record = await journal.erase(reason="r")
         assert record is not None
+        assert (record.kind, record.name) == ("journal", "agent")
         # A store that keeps a journal's history (memory, SQL) erases the
         # cleared lines too; one whose clear deletes them (JSONL) had only the rest.
         kept = {3: b"one\ntwo\nthree\n", 1: b"three\n"}[record.lines]
-        assert record.digest == hashlib.blake2b(kept, digest_size=32).hexdigest()
+        assert record.digest == digest(kept)
         assert await journal.read_bytes() == b""
+        assert await store.journals() == []
         assert await store.erasures() == [record]
