@@ -24,15 +24,13 @@ from sessionstore.errors import CorruptSessionError, EncryptionKeyError
 
 __all__ = ["CACHED", "TOKENS", "WORD_KEYS", "DataKey", "Sealer", "unwrap_key"]
 
-CACHED = 4096
-"""Data keys a store keeps unwrapped (one per session or journal in use)."""
+CACHED = 4096  # data keys a store keeps unwrapped (one per session or journal in use)
 
 TOKENS = 65536
 """Word digests a store keeps made (a few MB): a word's HMAC costs more than
 the lookup, and most words of a conversation recur."""
 
-WORD_KEYS = 4096
-"""Word keys a store keeps unwrapped (one per bucket of sessions in use)."""
+WORD_KEYS = 4096  # word keys a store keeps unwrapped (one per bucket of sessions in use)
 
 _HEAD = 1 + cipher.KEY_ID_BYTES  # a sealed value's version and key id
 

@@ -321,17 +321,6 @@ def decode_entry(data: _Data) -> MessageEntry | CompactionEntry:
     return _validate(model, _known(obj, model), "session entry")
 
 
-def decode_message(data: _Data) -> Message:
-    """Decode a chat message.
-
-    Raises:
-        InvalidRecordError: not a valid message; the message says why and where.
-    """
-    obj, repeats = _load_object(_text_of(data), "message")
-    _refuse_repeats(obj, repeats, _FIELDS[Message], "")
-    return _validate(Message, obj, "message")
-
-
 def decode_journal_line(data: _Data) -> SessionHeader | PostWrite | CommentWrite:
     """Decode a journal line (tagged by ``line``).
 
@@ -354,11 +343,13 @@ def decode_value(data: _Data) -> Any:
     return value
 
 
-def _record_decoder(model: type[_M], what: str) -> Callable[[_Data], _M]:
+def _record_decoder(model: type[_M], what: str, *, extra: bool = False) -> Callable[[_Data], _M]:
+    """A decoder of one untagged record; ``extra``: it keeps unknown fields."""
+
     def decode(data: _Data) -> _M:
         obj, repeats = _load_object(_text_of(data), what)
         _refuse_repeats(obj, repeats, _FIELDS[model], "")
-        return _validate(model, _known(obj, model), what)
+        return _validate(model, obj if extra else _known(obj, model), what)
 
     decode.__doc__ = f"""Decode a {what} line.
 
@@ -373,6 +364,7 @@ decode_archived_key = _record_decoder(ArchivedKey, "archived key")  # an archive
 decode_effect = _record_decoder(Effect, "effect")  # a journal's effects
 decode_erasure = _record_decoder(Erasure, "erasure")  # a JSONL store's erasure log
 decode_head_move = _record_decoder(HeadMove, "head move")  # a JSONL store's head file
+decode_message = _record_decoder(Message, "message", extra=True)  # a chat message
 decode_title_change = _record_decoder(TitleChange, "title change")  # its title file
 
 
