@@ -153,7 +153,6 @@ def _opt(name: str, value: str | None) -> str:
 _FLAT: dict[type[Record], tuple[str, ...]] = {
     model: tuple(model.model_fields)
     for model in (
-        CompactionEntry,
         SessionHeader,
         PostWrite,
         CommentWrite,
@@ -189,6 +188,20 @@ def _encode_record(record: Record, out: list[str]) -> None:
         )
         _encode_message(record.message, out, 2, "message.")
         out.append("}")
+    elif isinstance(record, CompactionEntry):  # an entry: appended, kept as quick as a message
+        out.append(
+            '{"type":"compaction","id":'
+            + _escape(record.id)
+            + _opt("parent_id", record.parent_id)
+            + ',"timestamp":'
+            + _escape(record.timestamp)
+            + ',"summary":'
+            + _escape(record.summary)
+            + ',"first_kept_id":'
+            + _escape(record.first_kept_id)
+            + ("" if record.tokens_before is None else f',"tokens_before":{record.tokens_before}')
+            + "}"
+        )
     elif isinstance(record, SessionMeta):
         out.append(
             '{"id":'
