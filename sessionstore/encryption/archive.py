@@ -1,18 +1,7 @@
-"""`ArchiveSealer`: the lines of an encrypted archive, sealed and opened.
-
-``export --encrypted`` (`sessionstore.archive`) writes each file a sealed
-store's session, titles or journal would have in a plain archive as a
-``.sealed`` file: each line sealed under the data key of the session (or
-journal) it belongs to, bound to its file and line number, and written as
-base64. The same line exported again seals to the same bytes
-(`cipher.seal_fixed`), so an archive grows by what it lacks, checked byte
-for byte, as a plain one does.
-
-Its ``keys.jsonl`` holds those data keys as the store's keyring held them,
-wrapped by a master key (`ArchivedKey`). An import opens each line with a
-key unwrapped from there, or failing that (the file was kept apart, or its
-master key dropped) from the keyring it is given: the store's own, whose
-erased sessions' keys are destroyed.
+"""`ArchiveSealer`: the lines of an encrypted archive (docs/encryption.md),
+each sealed under its session's (or journal's) data key, bound to its file
+and line, and opened with the keys of the archive's ``keys.jsonl`` or,
+failing that, of a keyring given.
 """
 
 from __future__ import annotations
@@ -96,10 +85,6 @@ class ArchiveSealer:
         )
 
     def key_by_id(self, key_id: bytes) -> DataKey:
-        """The data key of that id (`_key`)."""
-        return self._key(key_id)
-
-    def _key(self, key_id: bytes) -> DataKey:
         """The data key of that id, from the archive's keys or the lookup.
 
         Raises:
@@ -135,8 +120,11 @@ class ArchiveSealer:
     @staticmethod
     def seal(key: DataKey, part: str, name: str, number: int, line: bytes) -> bytes:
         """Line ``number`` (1-based) of the file of ``name`` in ``part``
-        (``sessions``, ``titles``, ``journals``), without its newline, as the
-        sealed file holds it (with one)."""
+        (``sessions``, ``titles``, ``journals``) as the sealed file holds it.
+
+        Same line, same place, same bytes (`cipher.seal_fixed`): an archive
+        grows by what it lacks, checked byte for byte, as a plain one does.
+        """
         value = cipher.seal_fixed(
             key.cipher, key.key_id, key.nonces, f"archive/{part}", name, number, line
         )
@@ -154,7 +142,7 @@ class ArchiveSealer:
         except ValueError:  # binascii.Error, or a character not ASCII
             raise UnopenedLine("not a sealed line (base64)") from None
         try:
-            key = self._key(cipher.sealed_key_id(value))
+            key = self.key_by_id(cipher.sealed_key_id(value))
             return cipher.open_value(key.cipher, f"archive/{part}", name, number, value)
         except Sealed as exc:
             raise UnopenedLine(str(exc)) from None

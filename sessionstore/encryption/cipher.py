@@ -1,25 +1,9 @@
 """The cipher: AES-256-GCM from the ``cryptography`` package, and keyed hashes.
 
-Every value sealed here is authenticated, and bound by its associated data
-to where it belongs (a record's kind, its session or journal, its
-position): moved anywhere else, it no longer opens. Its bytes::
-
-    version (1) | key id (12) | nonce (12) | ciphertext | tag (16)
-
-The key id names the data key that sealed it (`sessionstore.encryption.keyring`);
-the version and key id are part of the associated data, so neither can be
-swapped. Nonces are random: a data key seals one session's records, far
-below the 2**32 values a random 96-bit nonce allows a key. An archive
-exported sealed (`seal_fixed`) derives its nonces instead, so that the
-same line exported again gives the same bytes.
-
-Keys wrap data keys the same way (`wrap`, `unwrap`), bound to the data
-key's id. `token` is a keyed hash (HMAC-SHA256, truncated to 96 bits): what
-the owner column holds in place of owners. A word's token is that hash
-enciphered by a *word key* (`WordKey`: AES-256 on one 16-byte block, the
-hash and 4 zero bytes, in base64 after the number of the key's bucket), a
-keyed permutation: tokens can be moved from one word key to another
-(`WordKey.rekey`) without knowing their words.
+A sealed value is ``version (1) | key id (12) | nonce (12) | ciphertext |
+tag (16)``, its associated data binding it (version and key id too) to
+where it belongs: moved, it no longer opens. docs/encryption.md describes
+the scheme, word keys' tokens included.
 """
 
 from __future__ import annotations
@@ -53,24 +37,19 @@ __all__ = [
     "wrap",
 ]
 
-KEY_ID_BYTES = 12
-"""A data key's id: random, never reused in a keyring."""
-
-VERSION = b"\x01"
-"""The first byte of every sealed value."""
-_NONCE = 12
+KEY_ID_BYTES = 12  # a data key's id: random, never reused in a keyring
+VERSION = b"\x01"  # the first byte of every sealed value
+_NONCE = 12  # random: a data key seals one session, far below 2**32 values
 _HEAD = 1 + KEY_ID_BYTES  # version and key id, before the nonce
 _LEAST = _HEAD + _NONCE + 16  # an empty value's tag
 
 
 class Sealed(ValueError):
     """A value that does not open: not sealed by this scheme, sealed by
-    another key, or moved or changed since (the tag fails). The store turns
-    it into a `CorruptSessionError` naming the record."""
+    another key, or moved or changed since (the store raises a `CorruptSessionError`)."""
 
 
 def new_key_id() -> bytes:
-    """A new random data key id."""
     return os.urandom(KEY_ID_BYTES)
 
 
@@ -81,9 +60,11 @@ def _where(kind: str, name: str, position: int) -> bytes:
 def seal(cipher: AESGCM, key_id: bytes, kind: str, name: str, position: int, data: bytes) -> bytes:
     """``data`` sealed under the data key ``cipher`` (whose id is ``key_id``),
     bound to the record ``kind`` of ``name`` at ``position``."""
-    head = VERSION + key_id
-    nonce = os.urandom(_NONCE)
-    return head + nonce + cipher.encrypt(nonce, data, head + _where(kind, name, position))
+    return _sealed(cipher, VERSION + key_id, _where(kind, name, position), os.urandom(_NONCE), data)
+
+
+def _sealed(cipher: AESGCM, head: bytes, where: bytes, nonce: bytes, data: bytes) -> bytes:
+    return head + nonce + cipher.encrypt(nonce, data, head + where)
 
 
 def seal_fixed(
@@ -95,16 +76,13 @@ def seal_fixed(
     position: int,
     data: bytes,
 ) -> bytes:
-    """`seal`, deterministic: the nonce is a keyed hash (under ``nonces``, a
-    key of its own) of where the value goes and of ``data``, as in SIV
-    modes. The same data sealed for the same place gives the same bytes,
-    which is what an archive exported again compares; anything else gives
-    another nonce. It reveals only that: equal data at equal places.
-    `open_value` opens it."""
+    """`seal`, deterministic: the nonce is a keyed hash (under ``nonces``) of
+    where the value goes and of ``data``, as in SIV modes, so an archive
+    exported again gives the same bytes; it reveals only equal data at equal places."""
     head = VERSION + key_id
     where = _where(kind, name, position)
     nonce = hmac.digest(nonces, head + where + b"\x00" + data, hashlib.sha256)[:_NONCE]
-    return head + nonce + cipher.encrypt(nonce, data, head + where)
+    return _sealed(cipher, head, where, nonce, data)
 
 
 def nonce_key(data_key: bytes) -> bytes:
@@ -113,12 +91,7 @@ def nonce_key(data_key: bytes) -> bytes:
 
 
 def stored(value: bytes | bytearray | memoryview | str) -> bytes:
-    """A sealed value as a column keeps it (its bytes, or their base64 where
-    the column must hold text), as bytes.
-
-    Raises:
-        Sealed: neither.
-    """
+    """The bytes of a sealed value as a column keeps it (bytes, or base64); else `Sealed`."""
     if isinstance(value, bytes | bytearray | memoryview):
         value = bytes(value)
         if value[:1] == VERSION:
@@ -131,11 +104,7 @@ def stored(value: bytes | bytearray | memoryview | str) -> bytes:
 
 
 def sealed_key_id(value: bytes) -> bytes:
-    """The id of the data key that sealed ``value``.
-
-    Raises:
-        Sealed: ``value`` is not a sealed value of this scheme.
-    """
+    """The id of the data key that sealed ``value``; `Sealed` when it is no sealed value."""
     if len(value) < _LEAST or value[:1] != VERSION:
         raise Sealed("not a value sealed by sessionstore's cipher (version 1)")
     return value[1:_HEAD]
@@ -143,11 +112,7 @@ def sealed_key_id(value: bytes) -> bytes:
 
 def open_value(cipher: AESGCM, kind: str, name: str, position: int, value: bytes) -> bytes:
     """The data ``value`` seals, checked to belong to the record ``kind`` of
-    ``name`` at ``position``.
-
-    Raises:
-        Sealed: it does not open so (another key, another place, changed).
-    """
+    ``name`` at ``position``; `Sealed` when it does not open so."""
     sealed_key_id(value)
     nonce = value[_HEAD : _HEAD + _NONCE]
     try:
@@ -168,11 +133,7 @@ def wrap(master: bytes, key_id: bytes, data_key: bytes) -> bytes:
 
 
 def unwrap(master: bytes, key_id: bytes, wrapped: bytes) -> bytes:
-    """The data key ``wrapped`` holds.
-
-    Raises:
-        Sealed: ``master`` did not wrap it, or it was changed or moved.
-    """
+    """The data key ``wrapped`` holds; `Sealed` unless ``master`` wrapped it as it is."""
     try:
         return AESGCM(master).decrypt(
             wrapped[:_NONCE], wrapped[_NONCE:], b"sessionstore/wrap\x00" + key_id
@@ -190,57 +151,20 @@ def digest(key: bytes, kind: str, text: str) -> bytes:
     return hmac.digest(key, f"{kind}\x00{text}".encode(), hashlib.sha256)[:_DIGEST]
 
 
-def _text(raw: bytes) -> str:
-    return base64.b32encode(raw).decode().rstrip("=").lower()
-
-
-def _raw(text: str) -> bytes | None:
-    """The bytes a token's text encodes; None when it is no token."""
-    padded = text.upper() + "=" * (-len(text) % 8)
-    try:
-        return base64.b32decode(padded)
-    except (binascii.Error, ValueError):
-        return None
-
-
 def token(key: bytes, kind: str, text: str) -> str:
-    """A keyed hash of ``text`` (a word, an owner): equal texts give equal
+    """A keyed hash of ``text`` (an owner, a key): equal texts give equal
     tokens under one key, and nothing else can be learnt without it."""
-    return _text(digest(key, kind, text))
+    return base64.b32encode(digest(key, kind, text)).decode().rstrip("=").lower()
 
 
 _TOKEN_CHARS = 22  # a 16-byte block in unpadded base64
 
 
-def _block_texts(blocks: bytes, prefix: str) -> list[str]:
-    """16-byte blocks as ``prefix`` and their unpadded URL-safe base64: each
-    block and two zero bytes make 24 characters of one encoding, of which
-    the first 22 are the block's own."""
-    count = len(blocks) // 16
-    joined = b"".join(blocks[n * 16 : n * 16 + 16] + b"\x00\x00" for n in range(count))
-    text = base64.urlsafe_b64encode(joined).decode("ascii")
-    return [prefix + text[n * 24 : n * 24 + _TOKEN_CHARS] for n in range(count)]
-
-
-def _text_blocks(texts: list[str]) -> bytes | None:
-    """The blocks `_block_texts` made those texts of (22 characters each);
-    None when one is no base64."""
-    if not texts:
-        return b""
-    try:
-        raw = base64.b64decode("".join(text + "AA" for text in texts), b"-_", validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    return b"".join(raw[n * 18 : n * 18 + 16] for n in range(len(texts)))
-
-
 class WordKey:
-    """A word key: what makes a word's keyed hash (`digest` under the index
-    key) the token a word index holds, by enciphering it as one AES block.
-    Destroyed, its tokens are as good as random: guessing a word, with the
-    index key, no longer gives its token. A token names the key's bucket
-    first (``<bucket>.``), so that an index sorted by token keeps each
-    bucket's tokens together.
+    """A word key: it makes a word's keyed hash (`digest` under the index
+    key) the token a word index holds, by enciphering it as one AES block,
+    after its bucket (``<bucket>.``: an index sorted by token keeps each
+    bucket's tokens together). Destroyed, its tokens are as good as random.
 
     Args:
         key_id: its id in the keyring.
@@ -259,7 +183,12 @@ class WordKey:
         if not digests:
             return []
         blocks = self._cipher.encryptor().update(b"".join(raw + _PAD for raw in digests))
-        return _block_texts(blocks, self.prefix)
+        # Each block and two zero bytes make 24 characters of one base64
+        # encoding, of which the first 22 are the block's own.
+        count = len(digests)
+        joined = b"".join(blocks[n * 16 : n * 16 + 16] + b"\x00\x00" for n in range(count))
+        text = base64.urlsafe_b64encode(joined).decode("ascii")
+        return [self.prefix + text[n * 24 : n * 24 + _TOKEN_CHARS] for n in range(count)]
 
     def digests(self, tokens: list[str]) -> list[bytes | None]:
         """The digests those tokens were made of, in order; None for a text
@@ -267,9 +196,14 @@ class WordKey:
         prefix, size = self.prefix, len(self.prefix)
         texts = [token[size:] if token.startswith(prefix) else None for token in tokens]
         whole = [text for text in texts if text is not None and len(text) == _TOKEN_CHARS]
-        raw = _text_blocks(whole)
-        if raw is None:  # a text that is no base64 (a raw writer's): each alone
+        try:
+            joined = base64.b64decode("".join(text + "AA" for text in whole), b"-_", validate=True)
+        except (
+            binascii.Error,
+            ValueError,
+        ):  # a text that is no base64 (a raw writer's): each alone
             return [None] if len(tokens) == 1 else [self.digests([t])[0] for t in tokens]
+        raw = b"".join(joined[n * 18 : n * 18 + 16] for n in range(len(whole)))
         plain = self._cipher.decryptor().update(raw) if raw else b""
         found: list[bytes | None] = []
         at = 0
@@ -293,5 +227,8 @@ class WordKey:
 def old_digest(token: str) -> bytes | None:
     """The digest of a token made by `token` alone (a word index sealed
     before word keys held those); None when it is no such token."""
-    raw = _raw(token)
-    return raw if raw is not None and len(raw) == _DIGEST else None
+    try:
+        raw = base64.b32decode(token.upper() + "=" * (-len(token) % 8))
+    except (binascii.Error, ValueError):
+        return None
+    return raw if len(raw) == _DIGEST else None

@@ -1,29 +1,7 @@
 """The keyring: a store's data keys, each wrapped by a master key, kept
-apart from the data they open.
-
-Each session (and each journal) is sealed with a data key of its own; the
-word index with one key for the whole store, and a word key for each
-bucket of sessions, which an erase in the bucket replaces. The keyring holds them
-wrapped (`cipher.wrap`) by a master key, named by its fingerprint, never
-the master key itself. It is the one mutable thing encryption adds:
-
-* a new session puts its key in *before* the session's first row is
-  written (a crash between leaves a key no row uses: harmless);
-* an erase checks that the session's header opens as its own under the
-  key kept for it, marks the key *doomed* before its transaction, and
-  destroys it after the commit; a key left doomed by a crash is destroyed
-  at the next open once an erasure record names it (its erase committed);
-* the keyring records which master key wraps new data keys (`masters`),
-  and keeps a new key only if it is wrapped by that one (`put`): a store
-  still open with an older key cannot wrap a key the old key alone opens;
-* `rotate` first makes the first master key the current one (`set_master`),
-  then rewraps every key under it, one key at a time, each change whole:
-  a crash leaves each key wrapped by the old master or the new, both of
-  which open it.
-
-`Keyring` is what a store needs of one. `sessionstore.backends.sql.keyring`
-keeps it in a SQL database: a SQLite file (beside a SQLite store by
-default) or another PostgreSQL database; any object of this shape works.
+apart from the data they open (docs/encryption.md: when keys are put,
+doomed, destroyed and rewrapped). `Keyring` is what a store needs of one;
+`sessionstore.backends.sql.keyring` keeps it in a SQL database.
 """
 
 from __future__ import annotations
@@ -34,10 +12,9 @@ from typing import Literal
 
 __all__ = ["Keyring", "Scope", "WrappedKey"]
 
+# What a data key seals: a session, a journal, the store's index key (owners,
+# heads, words' hashes), or the word tokens of a bucket of sessions (its number).
 Scope = Literal["session", "journal", "index", "words"]
-"""What a data key seals: a session, a journal, the store's index key (owners,
-heads, words' hashes), or the word tokens of a bucket of sessions (named by
-its number)."""
 
 
 @dataclass(frozen=True)

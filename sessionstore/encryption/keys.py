@@ -1,12 +1,5 @@
-"""Master keys: what a user gives as ``keys=``, and how a key is written down.
-
-A master key is 32 random bytes (`generate_key` gives one, written as 44
-characters of URL-safe base64, the form a key file or an environment
-variable holds; `parse_key` reads it, strictly). ``keys=`` takes one key
-or a list, the newest first: any of them unwraps, and new data keys are
-wrapped by the keyring's current one (`Keyring.masters`), so a store moves
-to a new key by putting it first and running `rotate` (which makes it
-current), then dropping the old one.
+"""Master keys: what a user gives as ``keys=`` (one key or a list, the newest
+first), and how a key is written down: 44 characters of URL-safe base64.
 """
 
 from __future__ import annotations
@@ -33,25 +26,19 @@ __all__ = [
     "read_key_file",
 ]
 
-KEY_BYTES = 32
-"""A key's length: AES-256."""
-
-KEY_FILE_BYTES = 64 * 1024
-"""The most a key file may hold: about a thousand keys with comments. A
-larger file is not a key file (``/dev/zero``, a log named by mistake)."""
+KEY_BYTES = 32  # AES-256
+KEY_FILE_BYTES = 64 * 1024  # about a thousand keys with comments; more is no key file
 
 Key: TypeAlias = "bytes | str"
 """A master key: its 32 bytes, or their URL-safe base64 (as `generate_key` writes)."""
 
 
 def new_key() -> bytes:
-    """A new random key (a data key, or a master key's bytes)."""
     return os.urandom(KEY_BYTES)
 
 
 def fingerprint(key: bytes) -> str:
-    """A master key's public name (16 hex digits): which key wrapped a data
-    key, without revealing the key."""
+    """A master key's public name (16 hex digits), which reveals nothing of it."""
     return hmac.digest(key, b"sessionstore/fingerprint", hashlib.sha256)[:8].hex()
 
 
@@ -71,15 +58,12 @@ _ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 
 
 def parse_key(text: str, where: str = "the key") -> bytes:
-    """The bytes of a master key written as `generate_key` writes it.
-
-    Strict: exactly 44 characters of URL-safe base64 with its padding (43,
-    then ``=``) that decode to exactly 32 bytes, whitespace around it
-    ignored. The message names ``where`` the key was and what is wrong with
-    it, never the key.
+    """The bytes of a master key written as `generate_key` writes it (43
+    characters of URL-safe base64 then ``=``), whitespace around it ignored.
 
     Raises:
-        EncryptionKeyError: the text is not such a key.
+        EncryptionKeyError: the text is not such a key; the message names
+            ``where`` it was and what is wrong, never the key.
     """
     key = text.strip()
     for number, char in enumerate(key, 1):
@@ -128,11 +112,8 @@ def _key_bytes(key: object, number: int) -> bytes:
 
 class MasterKeys:
     """The master keys a store was opened with, the newest first: all unwrap;
-    the first is the one a rotation makes current.
-
-    Holds the keys' bytes and never shows them: its ``repr`` names their
-    fingerprints only.
-    """
+    the first is the one a rotation makes current. Its ``repr`` names
+    fingerprints only."""
 
     def __init__(self, keys: Key | Iterable[Key]) -> None:
         if isinstance(keys, str | bytes | bytearray):
@@ -145,8 +126,7 @@ class MasterKeys:
             raise ConfigurationError("keys= holds no key: give one, or a list, the newest first")
         raws = [_key_bytes(key, n if len(given) > 1 else 0) for n, key in enumerate(given, 1)]
         self._by_print = {fingerprint(raw): raw for raw in reversed(raws)}
-        self.first = fingerprint(raws[0])
-        """The fingerprint of the first key given (the newest)."""
+        self.first = fingerprint(raws[0])  # the newest
 
     def __repr__(self) -> str:
         return f"MasterKeys({', '.join(self._by_print)})"
@@ -166,14 +146,12 @@ class MasterKeys:
 
 
 def read_key_file(path: str | os.PathLike[str]) -> list[str]:
-    """The keys of a key file: one per line, the newest first; blank lines
-    and lines starting with ``#`` are skipped. Each is checked as
-    `parse_key` checks a key.
+    """The keys of a key file: one a line, the newest first, blank lines and
+    ``#`` comments skipped, each checked as `parse_key` checks a key.
 
     Raises:
-        ConfigurationError: the file cannot be read, is not a regular file
-            (a FIFO, a device, a directory), is larger than
-            `KEY_FILE_BYTES`, or holds no key.
+        ConfigurationError: the file cannot be read, is not a regular file,
+            is larger than `KEY_FILE_BYTES`, or holds no key.
         EncryptionKeyError: a line is not a key (naming the file and line).
     """
     text = _key_file_text(path)
@@ -189,11 +167,9 @@ def read_key_file(path: str | os.PathLike[str]) -> list[str]:
 
 
 def _key_file_text(path: str | os.PathLike[str]) -> str:
-    """A key file's text, read without waiting and without reading without
-    end: the file is opened without blocking (a FIFO with no writer would
-    hang a plain open), must be a regular file (a symlink to one is fine: a
-    secret mounted by an orchestrator often is), and is read up to
-    `KEY_FILE_BYTES`."""
+    """A key file's text, read without waiting and without reading without end."""
+    # Opened without blocking (a FIFO with no writer would hang a plain
+    # open); a symlink to a regular file is fine, as a mounted secret often is.
     name = os.fspath(path)
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))

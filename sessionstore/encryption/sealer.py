@@ -1,25 +1,8 @@
 """`Sealer`: what an encrypted store seals and opens its records with.
 
-It holds the master keys, the store's keyring and the data keys it has
-unwrapped (a bounded cache: at most `CACHED` keys, the least recently used
-dropped first). Records are sealed per kind, bound to their session or
-journal and position (`cipher.seal`):
-
-=========  =============  ==========================================
-kind       name           position
-=========  =============  ==========================================
-header     session id     0
-entry      session id     seq (the session holding the row as its own)
-title      session id     the title change's seq
-journal    journal name   the line's seq
-=========  =============  ==========================================
-
-Owners become tokens under the index key (`cipher.token`), and each
-position of a head is authenticated under it (`Sealer.head_seal`). A
-word's token is its keyed hash under the index key (`Sealer.word`)
-enciphered by the word key of its session's bucket (`cipher.WordKey`,
-`Sealer.word_key`): an erase replaces its bucket's word key and destroys
-the old one (`sessionstore.backends.sql.wordkeys`).
+It holds the master keys, the store's keyring, and the data keys and word
+keys it has unwrapped (bounded caches, the least recently used dropped
+first). What each record is bound to is tabled in docs/encryption.md.
 """
 
 from __future__ import annotations
@@ -28,7 +11,7 @@ import base64
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -41,22 +24,19 @@ from sessionstore.errors import CorruptSessionError, EncryptionKeyError
 
 __all__ = ["CACHED", "TOKENS", "WORD_KEYS", "DataKey", "Sealer", "unwrap_key"]
 
-CACHED = 4096
-"""Data keys a store keeps unwrapped (one per session or journal in use)."""
+CACHED = 4096  # data keys a store keeps unwrapped (one per session or journal in use)
 
 TOKENS = 65536
 """Word digests a store keeps made (a few MB): a word's HMAC costs more than
 the lookup, and most words of a conversation recur."""
 
-WORD_KEYS = 4096
-"""Word keys a store keeps unwrapped (one per bucket of sessions in use)."""
+WORD_KEYS = 4096  # word keys a store keeps unwrapped (one per bucket of sessions in use)
 
 _HEAD = 1 + cipher.KEY_ID_BYTES  # a sealed value's version and key id
 
 
 class DataKey(NamedTuple):
-    """A data key, unwrapped: its id, its cipher, and the key its
-    deterministic nonces are derived with (`cipher.seal_fixed`)."""
+    """A data key, unwrapped: its id, its cipher, and its nonce key (`cipher.seal_fixed`)."""
 
     key_id: bytes
     cipher: AESGCM
@@ -68,12 +48,14 @@ class DataKey(NamedTuple):
         return cls(key_id, AESGCM(raw), cipher.nonce_key(raw))
 
 
+_K = TypeVar("_K", DataKey, WordKey)
+
+
 def unwrap_key(keys: MasterKeys, found: WrappedKey, where: str) -> bytes:
-    """The bytes of the data key ``found`` wraps, unwrapped by the master
-    key that wrapped it.
+    """The bytes of the data key ``found`` wraps.
 
     Raises:
-        EncryptionKeyError: no key of ``keys`` is that master, or it does
+        EncryptionKeyError: no key of ``keys`` is its master, or it does
             not open (changed); the message names ``where`` it was found.
     """
     master = keys.key(found.master)
@@ -90,21 +72,17 @@ def unwrap_key(keys: MasterKeys, found: WrappedKey, where: str) -> bytes:
 
 
 class Sealer:
-    """Seals and opens one store's records; see the module docstring.
-
-    Thread-safe: a store's worker threads share it. Its lock guards the
-    cache alone, never a keyring call.
-    """
+    """Seals and opens one store's records. Thread-safe: a store's worker
+    threads share it; its lock guards the caches alone, never a keyring call."""
 
     def __init__(
         self, keys: MasterKeys, keyring: Keyring, index: bytes, *, as_text: bool = True
     ) -> None:
         self.keys = keys
         self.keyring = keyring
+        # A text column holds the sealed bytes' base64 (PostgreSQL), or the
+        # bytes themselves (SQLite keeps a blob in any column).
         self.as_text = as_text
-        """Whether what a text column holds is the sealed bytes' base64 (it
-        must be text: PostgreSQL), or the bytes themselves (SQLite keeps a
-        blob in any column, and spares the encoding)."""
         self._index = index
         self._cache: OrderedDict[bytes, DataKey] = OrderedDict()
         self._lock = threading.Lock()
@@ -151,20 +129,14 @@ class Sealer:
         return unwrap_key(self.keys, found, f"keyring {self.keyring!r}")
 
     def _made(self, scope: Scope, name: str) -> tuple[DataKey, bytes]:
-        """A new data key, kept in the keyring: it, and its bytes. It is
-        wrapped by the keyring's current master key (which a rotation sets),
-        never by one a rotation retired.
-
-        Raises:
-            EncryptionKeyError: the current master key is not among the keys
-                given (the store was rotated to a key this one lacks).
-        """
+        """A new data key and its bytes, kept in the keyring wrapped by its
+        current master key (never one a rotation retired)."""
         raw, key_id = new_key(), cipher.new_key_id()
         for _ in range(3):  # a rotation between the read and the write: again
             master = self._current_master()
             wrapped = cipher.wrap(master[1], key_id, raw)
             if self.keyring.put(WrappedKey(key_id, scope, name, master[0], wrapped)):
-                return self._keep(DataKey.of(key_id, raw)), raw
+                return self._keep(self._cache, key_id, DataKey.of(key_id, raw), CACHED), raw
             self._master = None
         raise EncryptionKeyError(
             f"keyring {self.keyring!r}: its master key changed three times while a data "
@@ -172,11 +144,7 @@ class Sealer:
         )
 
     def _masters(self) -> list[str]:
-        """The keyring's `Keyring.masters`, the current first.
-
-        Raises:
-            EncryptionKeyError: it names none.
-        """
+        """The keyring's `Keyring.masters`, the current first; refused when it names none."""
         masters = self.keyring.masters()
         if not masters:
             raise EncryptionKeyError(
@@ -198,12 +166,19 @@ class Sealer:
             )
         return self._master, raw
 
-    def _keep(self, key: DataKey) -> DataKey:
+    def _keep(self, cache: OrderedDict[bytes, _K], key_id: bytes, key: _K, most: int) -> _K:
         with self._lock:
-            self._cache[key.key_id] = key
-            while len(self._cache) > CACHED:
-                self._cache.popitem(last=False)
+            cache[key_id] = key
+            while len(cache) > most:
+                cache.popitem(last=False)
         return key
+
+    def _cached(self, cache: OrderedDict[bytes, _K], key_id: bytes) -> _K | None:
+        with self._lock:
+            found = cache.get(key_id)
+            if found is not None:
+                cache.move_to_end(key_id)
+            return found
 
     def new_key(self, scope: Scope, name: str) -> DataKey:
         """A new data key for a new session (or journal), kept in the keyring
@@ -227,11 +202,9 @@ class Sealer:
                 (kind, name).
             EncryptionKeyError: no key given wraps it.
         """
-        with self._lock:
-            cached = self._cache.get(key_id)
-            if cached is not None:
-                self._cache.move_to_end(key_id)
-                return cached
+        cached = self._cached(self._cache, key_id)
+        if cached is not None:
+            return cached
         found = self.keyring.get(key_id)
         if found is None:
             raise CorruptSessionError(
@@ -248,7 +221,7 @@ class Sealer:
             raise CorruptSessionError(
                 what[1], f"its {what[0]}'s data key is damaged: {exc}"
             ) from None
-        return self._keep(DataKey.of(key_id, raw))
+        return self._keep(self._cache, key_id, DataKey.of(key_id, raw), CACHED)
 
     def forget(self, key_id: bytes) -> None:
         """Drop a key from the cache (it is being destroyed)."""
@@ -271,7 +244,7 @@ class Sealer:
         self, key: DataKey, kind: str, name: str, position: int, text: str
     ) -> str | bytes:
         """`seal` of a text, as a text column keeps it (`as_text`)."""
-        sealed = cipher.seal(key.cipher, key.key_id, kind, name, position, text.encode())
+        sealed = self.seal(key, kind, name, position, text.encode())
         return base64.b64encode(sealed).decode("ascii") if self.as_text else sealed
 
     def key_of(self, value: bytes | str, kind: str, name: str) -> DataKey:
@@ -311,14 +284,11 @@ class Sealer:
         rows: Iterable[Any],
         where: str | None = None,
     ) -> Iterator[tuple[Any, ...]]:
-        """Rows ``(position, stored value, ...)`` with their values opened (as
-        bytes), each as the record ``kind`` of ``holder(position)``; the rest
-        of each row as it was. `open` for many rows, lean: a run of rows of
-        one session and key (most reads) costs a decryption each and little
-        more.
+        """`open` of rows ``(position, stored value, ...)``, each the record
+        ``kind`` of ``holder(position)``, the rest of each row as it was.
 
-        Raises:
-            CorruptSessionError: a value does not open as its record.
+        Lean: a run of rows of one session and key (most reads) costs a
+        decryption each and little more.
         """
         head = b""  # version and key id of the run of rows before
         run_name = ""
@@ -354,8 +324,7 @@ class Sealer:
     # ------------------------------------------------------------ tokens
 
     def word(self, word: str) -> bytes:
-        """The keyed hash of ``word`` under the index key, which a word key
-        makes its token (`cipher.WordKey.tokens`); kept: words recur."""
+        """The keyed hash of ``word`` under the index key (kept: words recur)."""
         found = self._tokens.get(word)
         if found is None:
             if len(self._tokens) >= TOKENS:
@@ -364,69 +333,53 @@ class Sealer:
         return found
 
     def new_word_key(self, bucket: int) -> WordKey:
-        """A new word key for a bucket of sessions, kept in the keyring
-        before any token is made with it."""
+        """A new word key for a bucket, kept in the keyring before any token is made."""
         data, raw = self._made("words", str(bucket))
         with self._lock:
             self._cache.pop(data.key_id, None)  # no data key: a word key
-        return self._keep_word(WordKey(data.key_id, raw, bucket))
+        return self._keep(
+            self._word_keys, data.key_id, WordKey(data.key_id, raw, bucket), WORD_KEYS
+        )
 
     def word_key(self, key_id: bytes, bucket: int) -> WordKey:
         """The word key ``key_id`` of a bucket, from the cache or the keyring.
 
         Raises:
-            EncryptionKeyError: the keyring does not hold it (destroyed by an
-                erase since it was read, or damaged), or no key given wraps it.
+            EncryptionKeyError: the keyring does not hold it, or no key given wraps it.
         """
-        with self._lock:
-            cached = self._word_keys.get(key_id)
-            if cached is not None:
-                self._word_keys.move_to_end(key_id)
-                return cached
+        cached = self._cached(self._word_keys, key_id)
+        if cached is not None:
+            return cached
         found = self.keyring.get(key_id)
         if found is None or found.scope != "words":
             raise EncryptionKeyError(
                 f"keyring {self.keyring!r} holds no word key {key_id.hex()} of bucket "
                 f"{bucket} (destroyed by an erase since it was read, or damaged)"
             )
-        return self._keep_word(WordKey(key_id, self._unwrapped(found), bucket))
-
-    def _keep_word(self, key: WordKey) -> WordKey:
-        with self._lock:
-            self._word_keys[key.key_id] = key
-            while len(self._word_keys) > WORD_KEYS:
-                self._word_keys.popitem(last=False)
-        return key
+        word_key = WordKey(key_id, self._unwrapped(found), bucket)
+        return self._keep(self._word_keys, key_id, word_key, WORD_KEYS)
 
     def owner(self, owner: str) -> str:
         """What the listing holds for ``owner``."""
         return cipher.token(self._index, "owner", owner)
 
     def journal_line_key(self, journal: str, key: str) -> str:
-        """What the index of keyed lines holds for ``key`` in ``journal``:
-        equal keys of one journal give equal tokens, nothing else shows."""
+        """What the index of keyed lines holds for ``key`` in ``journal``."""
         return cipher.token(self._index, "journal key", f"{journal}\x00{key}")
 
     def head_seal(self, *, name: str, seq: int, session_id: str, at: str) -> str:
-        """What authenticates position ``seq`` of the head ``name``: a keyed
-        hash of it, the session it names and its time."""
+        """What authenticates position ``seq`` of the head ``name`` (its session, its time)."""
         return cipher.token(self._index, "head", f"{name}\x00{seq}\x00{session_id}\x00{at}")
 
     # ------------------------------------------------------------ rotation
 
     def rotate(self) -> int:
         """Make the first master key given the keyring's current one, then
-        rewrap every data key not wrapped by it under it; how many were.
-        Each key's change is whole: stopped anywhere, every key is wrapped
-        by the old master or the new, and run again it goes on. From the
-        first step on, no store makes a new data key under the old master.
+        rewrap every data key under it, one whole change a key; how many were.
 
         Raises:
-            EncryptionKeyError: the keys are not given newest first (the
-                first was retired by an earlier rotation, or the current
-                master is not given, or a key given after the first never
-                wrapped this store's keys while nothing is left to rewrap),
-                or a key's master is not among the keys given.
+            EncryptionKeyError: the keys are not given newest first, or a
+                key's master is not among the keys given.
         """
         first, given = self.keys.first, self.keys.fingerprints
         masters = self._masters()
@@ -467,10 +420,8 @@ class Sealer:
 
 
 def _record_masters(keys: MasterKeys, keyring: Keyring) -> None:
-    """Record the current master of a keyring that names none (made before
-    sessionstore recorded it): the first key given if it wraps any of the
-    store's keys, else the one that wraps the index key; the others that
-    wrap keys, as retired."""
+    """Record the current master of a keyring made before masters were: the
+    first key given if it wraps any key, else the index key's; the others retired."""
     wrapping = {found.master: found.scope for found in keyring.all_keys()}
     index = keyring.find("index", "")
     current = keys.first if keys.first in wrapping or index is None else index.master

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -25,15 +26,17 @@ from sessionstore.models import (
     SessionMeta,
     TitleChange,
 )
+from sessionstore.wire.encoding import Record
 from sessionstore.wire.jsontext import SPACE, SkipError, lone_surrogate_escape, nesting, skip_value
 from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, SURROGATE, U64_MAX, refuse_long
 
-__all__ = ["decode_entry", "decode_journal_line", "decode_message", "decode_meta"]
+__all__ = ["decode_entry", "decode_journal_line", "decode_message", "decode_meta", "line_key"]
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BOM = "\ufeff"
 
 _M = TypeVar("_M", bound=BaseModel)
+_Data = str | bytes | bytearray | memoryview
 
 
 class _NumberError(ValueError):
@@ -63,9 +66,10 @@ def _refuse_constant(text: str) -> Any:
 
 
 _Repeats = dict[int, tuple[dict[str, Any], list[str]]]
+_KINDS = {list: "an array", str: "a string", type(None): "null", bool: "a boolean"}
 
 
-def _text_of(data: str | bytes | bytearray | memoryview) -> str:
+def _text_of(data: _Data) -> str:
     """The record's text: valid UTF-8 (for bytes), no surrogate, no byte-order mark."""
     if isinstance(data, str):
         text = data
@@ -83,22 +87,15 @@ def _text_of(data: str | bytes | bytearray | memoryview) -> str:
 
 
 def _refuse_text(text: str) -> None:
-    """Refuse what serde refuses anywhere in a value, even one a repeated key replaces.
-
-    Both checks read the text, not a parsed value, so they see every value
-    and hold at any depth: deeper than serde's limit is refused before
-    Python's parser (which would recurse) is given the text.
-    """
+    """Refuse what serde refuses anywhere in a value, even one a repeated key replaces."""
+    # Read on the text, not a parsed value: they see every value, and deeper
+    # than serde's limit is refused before Python's parser would recurse.
     if text.count("[") + text.count("{") > MAX_DEPTH and nesting(text) > MAX_DEPTH:
         raise InvalidRecordError(f"nested deeper than {MAX_DEPTH} levels")
     if _SURROGATE_ESCAPE.search(text):
         at = lone_surrogate_escape(text)
         if at is not None:
             raise InvalidRecordError(f"lone surrogate escape at character {at}")
-
-
-def _json_error(exc: json.JSONDecodeError) -> InvalidRecordError:
-    return InvalidRecordError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
 
 
 def _parse_json(text: str) -> tuple[Any, _Repeats]:
@@ -123,7 +120,9 @@ def _parse_json(text: str) -> tuple[Any, _Repeats]:
     try:
         value = decoder.decode(text)
     except json.JSONDecodeError as exc:
-        raise _json_error(exc) from None
+        raise InvalidRecordError(
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
     except _NumberError as exc:
         raise InvalidRecordError(str(exc)) from None
     except RecursionError:  # not reached: _refuse_text bounds the depth; a deep caller, then
@@ -137,15 +136,10 @@ _SCALAR = json.JSONDecoder(
 
 
 def _lenient_header(text: str) -> dict[str, Any]:
-    """A header's known fields, read as serde reads the header.
+    """A header's known fields, read as serde reads them; refused as serde refuses.
 
-    serde_json reads the known fields strictly but only skips the others
-    (``ignore_value``): their values are checked for JSON's grammar, at any
-    depth, with any number and any escape. Keys are strings it reads, so a
-    lone surrogate in a key is refused.
-
-    Raises:
-        InvalidRecordError: serde refuses the header.
+    serde reads the known fields and every key strictly, and only skips the
+    other values (``ignore_value``): any depth, number or escape passes.
     """
     known = _REFERENCE_HEADER
     fields: dict[str, Any] = {}
@@ -214,20 +208,10 @@ def _validate(model: type[_M], obj: dict[str, Any], what: str) -> _M:
 def _load_object(text: str, what: str) -> tuple[dict[str, Any], _Repeats]:
     value, repeats = _parse_json(text)
     if not isinstance(value, dict):
-        raise InvalidRecordError(f"invalid {what}: expected a JSON object, got {_json_kind(value)}")
+        raise InvalidRecordError(
+            f"invalid {what}: expected a JSON object, got {_KINDS.get(type(value), 'a number')}"
+        )
     return value, repeats
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    return "a number"
 
 
 def _variant(
@@ -260,25 +244,10 @@ def _known(obj: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
 # The header fields the reference implementation reads.
 _REFERENCE_HEADER = frozenset({"id", "version", "parent_session", "created_at"})
 
-# Each model's field names, read once: pydantic's model_fields is a slow
+# Each record's field names, read once: pydantic's model_fields is a slow
 # class property.
 _FIELDS: dict[type[BaseModel], frozenset[str]] = {
-    model: frozenset(model.model_fields)
-    for model in (
-        SessionMeta,
-        Message,
-        MessageEntry,
-        CompactionEntry,
-        SessionHeader,
-        PostWrite,
-        CommentWrite,
-        HeadMove,
-        TitleChange,
-        Erasure,
-        Anchor,
-        ArchivedKey,
-        Effect,
-    )
+    model: frozenset(model.model_fields) for model in get_args(Record)
 }
 
 _ENTRIES: dict[str, type[MessageEntry | CompactionEntry]] = {
@@ -292,7 +261,7 @@ _JOURNAL_LINES: dict[str, type[SessionHeader | PostWrite | CommentWrite]] = {
 }
 
 
-def decode_meta(data: str | bytes | bytearray | memoryview) -> SessionMeta:
+def decode_meta(data: _Data) -> SessionMeta:
     """Decode a session header.
 
     Raises:
@@ -336,7 +305,7 @@ def _fits(key: str, value: Any) -> bool:
     return True
 
 
-def decode_entry(data: str | bytes | bytearray | memoryview) -> MessageEntry | CompactionEntry:
+def decode_entry(data: _Data) -> MessageEntry | CompactionEntry:
     """Decode a session entry (tagged by ``type``).
 
     Raises:
@@ -352,20 +321,7 @@ def decode_entry(data: str | bytes | bytearray | memoryview) -> MessageEntry | C
     return _validate(model, _known(obj, model), "session entry")
 
 
-def decode_message(data: str | bytes | bytearray | memoryview) -> Message:
-    """Decode a chat message.
-
-    Raises:
-        InvalidRecordError: not a valid message; the message says why and where.
-    """
-    obj, repeats = _load_object(_text_of(data), "message")
-    _refuse_repeats(obj, repeats, _FIELDS[Message], "")
-    return _validate(Message, obj, "message")
-
-
-def decode_journal_line(
-    data: str | bytes | bytearray | memoryview,
-) -> SessionHeader | PostWrite | CommentWrite:
+def decode_journal_line(data: _Data) -> SessionHeader | PostWrite | CommentWrite:
     """Decode a journal line (tagged by ``line``).
 
     Raises:
@@ -376,62 +332,7 @@ def decode_journal_line(
     return _validate(model, _known(obj, model), "journal line")
 
 
-def decode_head_move(data: str | bytes | bytearray | memoryview) -> HeadMove:
-    """Decode one position of a named head (a line of a JSONL store's head file).
-
-    Raises:
-        InvalidRecordError: not a valid head move; the message says why.
-    """
-    obj, repeats = _load_object(_text_of(data), "head move")
-    _refuse_repeats(obj, repeats, _FIELDS[HeadMove], "")
-    return _validate(HeadMove, _known(obj, HeadMove), "head move")
-
-
-def decode_erasure(data: str | bytes | bytearray | memoryview) -> Erasure:
-    """Decode an erasure record (a line of a JSONL store's erasure log).
-
-    Raises:
-        InvalidRecordError: not a valid erasure record; the message says why.
-    """
-    obj, repeats = _load_object(_text_of(data), "erasure")
-    _refuse_repeats(obj, repeats, _FIELDS[Erasure], "")
-    return _validate(Erasure, _known(obj, Erasure), "erasure")
-
-
-def decode_anchor(data: str | bytes | bytearray | memoryview) -> Anchor:
-    """Decode an anchor (a line of an anchors file, `sessionstore.anchors`).
-
-    Raises:
-        InvalidRecordError: not a valid anchor; the message says why.
-    """
-    obj, repeats = _load_object(_text_of(data), "anchor")
-    _refuse_repeats(obj, repeats, _FIELDS[Anchor], "")
-    return _validate(Anchor, _known(obj, Anchor), "anchor")
-
-
-def decode_archived_key(data: str | bytes | bytearray | memoryview) -> ArchivedKey:
-    """Decode a wrapped data key (a line of an encrypted archive's ``keys.jsonl``).
-
-    Raises:
-        InvalidRecordError: not a valid archived key; the message says why.
-    """
-    obj, repeats = _load_object(_text_of(data), "archived key")
-    _refuse_repeats(obj, repeats, _FIELDS[ArchivedKey], "")
-    return _validate(ArchivedKey, _known(obj, ArchivedKey), "archived key")
-
-
-def decode_effect(data: str | bytes | bytearray | memoryview) -> Effect:
-    """Decode a line of a journal's effects (`sessionstore.effects`).
-
-    Raises:
-        InvalidRecordError: not a valid effect line; the message says why.
-    """
-    obj, repeats = _load_object(_text_of(data), "effect")
-    _refuse_repeats(obj, repeats, _FIELDS[Effect], "")
-    return _validate(Effect, _known(obj, Effect), "effect")
-
-
-def decode_value(data: str | bytes | bytearray | memoryview) -> Any:
+def decode_value(data: _Data) -> Any:
     """Decode any JSON value, as strictly as a line (an effect's result an
     operator gives: ``sessionstore journal --settle KEY done --result JSON``).
 
@@ -442,12 +343,56 @@ def decode_value(data: str | bytes | bytearray | memoryview) -> Any:
     return value
 
 
-def decode_title_change(data: str | bytes | bytearray | memoryview) -> TitleChange:
-    """Decode a title change (a line of a JSONL store's title file).
+def _record_decoder(model: type[_M], what: str, *, extra: bool = False) -> Callable[[_Data], _M]:
+    """A decoder of one untagged record; ``extra``: it keeps unknown fields."""
+
+    def decode(data: _Data) -> _M:
+        obj, repeats = _load_object(_text_of(data), what)
+        _refuse_repeats(obj, repeats, _FIELDS[model], "")
+        return _validate(model, obj if extra else _known(obj, model), what)
+
+    decode.__doc__ = f"""Decode a {what} line.
 
     Raises:
-        InvalidRecordError: not a valid title change; the message says why.
+        InvalidRecordError: not a valid {what}; the message says why and where.
     """
-    obj, repeats = _load_object(_text_of(data), "title change")
-    _refuse_repeats(obj, repeats, _FIELDS[TitleChange], "")
-    return _validate(TitleChange, _known(obj, TitleChange), "title change")
+    return decode
+
+
+decode_anchor = _record_decoder(Anchor, "anchor")  # an anchors file's line
+decode_archived_key = _record_decoder(ArchivedKey, "archived key")  # an archive's keys.jsonl
+decode_effect = _record_decoder(Effect, "effect")  # a journal's effects
+decode_erasure = _record_decoder(Erasure, "erasure")  # a JSONL store's erasure log
+decode_head_move = _record_decoder(HeadMove, "head move")  # a JSONL store's head file
+decode_message = _record_decoder(Message, "message", extra=True)  # a chat message
+decode_title_change = _record_decoder(TitleChange, "title change")  # its title file
+
+
+def line_key(line: bytes | bytearray | memoryview) -> str | None:
+    """The key a journal line is indexed under: its top-level ``"key"``, a string.
+
+    Args:
+        line: one journal line, without its newline.
+
+    Returns:
+        The key; None when the line is not one valid JSON object (as the
+        strict decoder reads it), has no top-level ``"key"``, has it more
+        than once, or holds another value than a string there.
+    """
+    # Read as the strict decoder reads it, so the index never disagrees with
+    # a record decoded from the line. Without ``"key"`` nor a ``\\u`` escape
+    # (the name's only other spelling), the line has no key: no parse.
+    data = bytes(line)
+    if b'"key"' not in data and b"\\u" not in data:
+        return None
+    try:
+        value, repeats = _parse_json(_text_of(data))
+    except InvalidRecordError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    repeated = repeats.get(id(value))
+    if repeated is not None and "key" in repeated[1]:
+        return None
+    key = value.get("key")
+    return key if isinstance(key, str) else None

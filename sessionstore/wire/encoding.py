@@ -1,4 +1,4 @@
-"""Encoding: records to serde_json-identical canonical lines (see `sessionstore.wire`)."""
+"""Encoding: records to serde_json-identical canonical lines (docs/wire-format.md)."""
 
 from __future__ import annotations
 
@@ -148,6 +148,34 @@ def _opt(name: str, value: str | None) -> str:
     return "" if value is None else f',"{name}":' + _escape(value)
 
 
+# Records of strings, integers, timestamps and UUIDs only, written field by
+# field in their model's order (the wire order), a None left out.
+_FLAT: dict[type[Record], tuple[str, ...]] = {
+    model: tuple(model.model_fields)
+    for model in (
+        SessionHeader,
+        PostWrite,
+        CommentWrite,
+        HeadMove,
+        TitleChange,
+        Erasure,
+        Anchor,
+        ArchivedKey,
+    )
+}
+
+
+def _encode_flat(record: Record, fields: tuple[str, ...], out: list[str]) -> None:
+    sep = "{"
+    for name in fields:
+        value = getattr(record, name)
+        if value is not None:
+            text = str(value) if type(value) is int else _escape(str(value))
+            out.append(f'{sep}"{name}":{text}')
+            sep = ","
+    out.append("}")
+
+
 def _encode_record(record: Record, out: list[str]) -> None:
     if isinstance(record, MessageEntry):
         out.append(
@@ -160,7 +188,7 @@ def _encode_record(record: Record, out: list[str]) -> None:
         )
         _encode_message(record.message, out, 2, "message.")
         out.append("}")
-    elif isinstance(record, CompactionEntry):
+    elif isinstance(record, CompactionEntry):  # an entry: appended, kept as quick as a message
         out.append(
             '{"type":"compaction","id":'
             + _escape(record.id)
@@ -194,56 +222,6 @@ def _encode_record(record: Record, out: list[str]) -> None:
         out.append("}")
     elif isinstance(record, Message):
         _encode_message(record, out, 1, "")
-    elif isinstance(record, SessionHeader):
-        out.append(
-            f'{{"line":"session","started_at":"{record.started_at}","model":'
-            + _escape(record.model)
-            + "}"
-        )
-    elif isinstance(record, PostWrite):
-        out.append(f'{{"line":"post","at":"{record.at}","id":"{record.id}"}}')
-    elif isinstance(record, CommentWrite):
-        on = "" if record.on is None else f',"on":"{record.on}"'
-        out.append(f'{{"line":"comment","at":"{record.at}","id":"{record.id}"{on}}}')
-    elif isinstance(record, HeadMove):
-        out.append(
-            '{"session_id":' + _escape(record.session_id) + ',"at":' + _escape(record.at) + "}"
-        )
-    elif isinstance(record, TitleChange):
-        out.append(
-            '{"session_id":'
-            + _escape(record.session_id)
-            + _opt("title", record.title)
-            + ',"at":'
-            + _escape(record.at)
-            + "}"
-        )
-    elif isinstance(record, Erasure):
-        out.append(
-            '{"kind":'
-            + _escape(record.kind)
-            + ',"name":'
-            + _escape(record.name)
-            + ',"at":'
-            + _escape(record.at)
-            + ',"reason":'
-            + _escape(record.reason)
-            + f',"lines":{record.lines},"digest":'
-            + _escape(record.digest)
-            + _opt("key", record.key)
-            + ("" if record.keys is None else f',"keys":{record.keys}')
-            + "}"
-        )
-    elif isinstance(record, Anchor):
-        out.append(
-            '{"session":'
-            + _escape(record.session)
-            + f',"lines":{record.lines},"digest":'
-            + _escape(record.digest)
-            + f',"erasures":{record.erasures},"at":'
-            + _escape(record.at)
-            + "}"
-        )
     elif isinstance(record, Effect):
         out.append('{"effect":' + _escape(record.effect) + ',"key":' + _escape(record.key))
         for name in ("tool", "args", "session"):
@@ -254,22 +232,11 @@ def _encode_record(record: Record, out: list[str]) -> None:
         for name in ("error", "reason", "by"):
             out.append(_opt(name, getattr(record, name)))
         out.append(',"at":' + _escape(record.at) + "}")
-    elif isinstance(record, ArchivedKey):
-        out.append(
-            '{"key":'
-            + _escape(record.key)
-            + ',"scope":'
-            + _escape(record.scope)
-            + ',"name":'
-            + _escape(record.name)
-            + ',"master":'
-            + _escape(record.master)
-            + ',"wrapped":'
-            + _escape(record.wrapped)
-            + "}"
-        )
     else:
-        raise InvalidRecordError(f"{type(record).__name__} is not a wire record")
+        fields = _FLAT.get(type(record))
+        if fields is None:
+            raise InvalidRecordError(f"{type(record).__name__} is not a wire record")
+        _encode_flat(record, fields, out)
 
 
 def encode(record: Record) -> str:
@@ -281,7 +248,10 @@ def encode(record: Record) -> str:
     """
     out: list[str] = []
     _encode_record(record, out)
-    text = "".join(out)
+    return _utf8_only("".join(out))
+
+
+def _utf8_only(text: str) -> str:
     found = None if text.isascii() else SURROGATE.search(text)  # surrogates are not ASCII
     if found is not None:
         raise InvalidRecordError(f"lone surrogate {found.group()!r} cannot be written as UTF-8")
@@ -294,19 +264,14 @@ def encode_string(text: str) -> str:
 
 
 def encode_value(value: Any) -> str:
-    """The canonical JSON of any JSON value (a message's content part, an
-    extra field's value), as `encode` would spell it inside a record.
+    """The canonical JSON of any JSON value, as `encode` spells it inside a record.
 
     Raises:
         InvalidRecordError: as for `encode`.
     """
     out: list[str] = []
     _encode_value(value, out, 1, "")
-    text = "".join(out)
-    found = None if text.isascii() else SURROGATE.search(text)
-    if found is not None:
-        raise InvalidRecordError(f"lone surrogate {found.group()!r} cannot be written as UTF-8")
-    return text
+    return _utf8_only("".join(out))
 
 
 def encode_line(record: Record) -> bytes:

@@ -1,11 +1,8 @@
-"""Checks on JSON text that need no parse, so they hold at any depth.
+"""Checks on JSON text that need no parse: linear, without recursion, at any depth.
 
-Python's ``json`` recurses once per nesting level and raises `RecursionError`
-near a thousand levels; serde_json refuses a 128th level before it gets
-there, and skips an ignored value (an unknown field of a session header) at
-any depth without recursing. These helpers read the text instead of a
-parsed value, in linear time and without recursion, so the decoder can
-refuse or skip what it must before (or instead of) parsing it.
+Python's ``json`` recurses once per level (a `RecursionError` near a
+thousand); serde_json refuses a 128th level, and skips an ignored value at
+any depth: the decoder refuses or skips on the text before parsing it.
 """
 
 from __future__ import annotations
@@ -15,8 +12,7 @@ from itertools import accumulate
 
 __all__ = ["SPACE", "SkipError", "lone_surrogate_escape", "nesting", "skip_value"]
 
-SPACE = re.compile(r"[ \t\n\r]*")
-"""JSON's whitespace, which is also serde_json's."""
+SPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace, also serde_json's
 
 # A string, its closing quote optional so that an unterminated one is one
 # match to the end of the text (never a retry from every later quote).
@@ -30,8 +26,7 @@ _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.S)
 def nesting(text: str) -> int:
     """How deeply the arrays and objects of a JSON text nest (0 for a scalar).
 
-    Brackets inside strings do not count. Exact for valid JSON; for text that
-    is not, at least as deep as any parser gets before it fails.
+    Exact for valid JSON; for other text, at least as deep as a parser gets.
     """
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
     return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
@@ -40,11 +35,8 @@ def nesting(text: str) -> int:
 def lone_surrogate_escape(text: str) -> int | None:
     """Where the first ``\\u`` escape of a lone surrogate starts, or None.
 
-    A high surrogate escape must be followed at once by a low one, and a low
-    one must follow a high one, as serde_json requires of every string it
-    reads. The text is read escape by escape, so ``\\\\ud800`` (an escaped
-    backslash, then text) is not one; every value counts, even one that a
-    later repeated key replaces.
+    Read escape by escape, so ``\\\\ud800`` (an escaped backslash, then
+    text) is not one.
     """
     high: re.Match[str] | None = None
     for escape in _ESCAPE.finditer(text):
@@ -90,10 +82,9 @@ class SkipError(ValueError):
 def skip_value(text: str, position: int) -> int:
     """Where the JSON value starting at ``position`` ends, checked as serde skips it.
 
-    This is serde_json's ``ignore_value``: the grammar of JSON, and nothing
-    more. Any depth, any number (``1e400``), any escape (``\\ud800``) passes;
-    control characters in strings, ``NaN``, a trailing comma do not.
-    Whitespace before the value is skipped, none after it.
+    serde_json's ``ignore_value``: JSON's grammar alone. Any depth, number
+    (``1e400``) or escape (``\\ud800``) passes; control characters in
+    strings, ``NaN``, a trailing comma do not. Whitespace before is skipped.
 
     Raises:
         SkipError: the text there is not one JSON value.

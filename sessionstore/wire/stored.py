@@ -1,36 +1,6 @@
-"""The fast reader of stored lines: what the strict decoder would read, quicker.
-
-A stored line is read with pydantic's own JSON parser, in one pass and
-several times faster than the strict decoder; its answer is taken only where
-the strict decoder's would be the same, and the strict decoder
-(`sessionstore.wire.decoding`) decides every other line. So a store holding
-a line the wire rules refuse (written there by hand, or by a bug) fails to
-load, to verify and to export, instead of exporting what import refuses.
-
-pydantic's parser reads more than serde_json: ``NaN``, ``Infinity``,
-``1e400`` (as infinity), nesting up to about 200 levels, a repeated key (the
-last one wins), and it ignores unknown fields without a look at their
-values. It also reads two numbers otherwise: ``-0`` (an integer 0 to it, a
-float to serde) and integers beyond i64..u64 (exact to it, floats to serde).
-Its answer is trusted when:
-
-* the line holds no string the record lacks: every key and string value
-  has two quotes and every ``\\"`` in it one more, so counting the quotes of
-  the line (one C-speed pass) and of the record (its string values, and
-  the keys the line gave, which pydantic records where its defaults would
-  hide them) tells that there is no unknown field and no repeated key
-  anywhere, hence no value the parse dropped unseen (a ``\\u0022`` escape,
-  which hides a quote, sends the line to the strict decoder);
-* every value it kept is one serde reads alike: the free-form JSON of a
-  message (content that is not a string, extra fields) is walked for
-  numbers out of range, non-finite floats, a possible ``-0`` and depth.
-
-A line of plain-text content, the common case, needs only the quote count.
-
-A line longer than `sessionstore.wire.limits.MAX_LINE` is refused before
-the parser sees it, and the parser failing otherwise than by refusing (a
-``pyo3_runtime.PanicException``, a `BaseException`, as when it cannot
-allocate) is an `InvalidRecordError` too: no such exception leaves here.
+"""The fast reader of stored lines: pydantic's JSON parser, its answer taken only
+where the strict decoder's would be the same (docs/wire-format.md explains
+when); the strict decoder reads every other line.
 """
 
 from __future__ import annotations
@@ -43,12 +13,10 @@ from pydantic import TypeAdapter, ValidationError
 
 from sessionstore.errors import InvalidRecordError
 from sessionstore.models import CompactionEntry, MessageEntry, SessionEntry, SessionMeta
-from sessionstore.wire.decoding import decode_entry, decode_meta
+from sessionstore.wire.decoding import _REFERENCE_HEADER, decode_entry, decode_meta
 from sessionstore.wire.limits import I64_MIN, MAX_DEPTH, U64_MAX, refuse_long
 
 __all__ = ["read_stored_entry", "read_stored_meta", "trusted_entry"]
-
-_REFERENCE_FIELDS = frozenset({"id", "version", "parent_session", "created_at"})
 
 _ENTRY: TypeAdapter[MessageEntry | CompactionEntry] = TypeAdapter(SessionEntry)
 
@@ -71,9 +39,7 @@ _FREE_DEPTH = MAX_DEPTH - 2
 
 
 def _panicked(exc: BaseException, what: str) -> InvalidRecordError:
-    """pydantic-core's panic (``pyo3_runtime.PanicException``, which derives
-    from `BaseException` alone) as the refusal of the line; anything else
-    (a `KeyboardInterrupt`, a `MemoryError`) is raised again as it is."""
+    """pydantic-core's panic (a `BaseException`) as the line's refusal; anything else re-raised."""
     if type(exc).__name__ != "PanicException":
         raise exc
     return InvalidRecordError(f"the {what} could not be parsed (pydantic-core panicked: {exc})")
@@ -86,28 +52,22 @@ def _no_negative_zero(line: str | bytes) -> bool:
 
 
 def _quotes(line: str | bytes, hidden: bool) -> int:
-    """The quotes of a line; -1 where ``hidden`` ones may be, as ``\\u0022`` escapes.
-
-    Only a string whose own quotes are counted can hide one that way, so
-    the search for the escape is needed only where such a string has some.
-    """
+    """The quotes of a line; -1 where ``hidden`` ones may be, as ``\\u0022`` escapes."""
+    # Only a string whose own quotes are counted can hide one that way.
     if hidden and _hides_quote(line):
         return -1
     return line.count(b'"') if isinstance(line, bytes) else line.count('"')
 
 
 def _hides_quote(line: str | bytes) -> bool:
-    """Whether a line writes a quote as a ``\\u0022`` escape somewhere."""
     return b"\\u0022" in line if isinstance(line, bytes) else "\\u0022" in line
 
 
 def _tally(values: list[Any]) -> tuple[int, int, bool] | None:
     """Strings, their inner quotes, and whether an integer 0 is among free-form JSON values.
 
-    None where serde would read a value otherwise or refuse it: an integer
-    beyond i64..u64, a float that is not finite, nesting past serde's limit.
-    Walked level by level, without recursion, so any depth pydantic's
-    parser returns is safe.
+    None where serde would read a value otherwise or refuse it (beyond
+    i64..u64, not finite, too deep). Walked level by level: no recursion.
     """
     strings: list[str] = []
     zero = False
@@ -157,7 +117,7 @@ def read_stored_meta(line: str | bytes) -> SessionMeta:
     given = meta.__pydantic_fields_set__
     strings = len(given) + 1 + ("created_at" in given) + (meta.parent_session is not None)
     inner, zero = 0, meta.version == 0
-    if not given <= _REFERENCE_FIELDS:
+    if not given <= _REFERENCE_HEADER:
         # This project's fields: their strings (tags, and metadata's keys
         # and strings at any depth) and the quotes inside them.
         ours = [value for value in (meta.title, meta.owner) if value is not None]
@@ -176,7 +136,7 @@ def read_stored_meta(line: str | bytes) -> SessionMeta:
 def trusted_entry(line: str | bytes) -> MessageEntry | CompactionEntry | None:
     """The entry pydantic's parser reads, when the strict decoder would read the same.
 
-    See the module docstring for when that is. None: ask the strict decoder.
+    None: ask the strict decoder.
 
     Raises:
         InvalidRecordError: the line is longer than `MAX_LINE`, or the
