@@ -29,7 +29,7 @@ from sessionstore.backends.checks import (
     check_unchanged,
 )
 from sessionstore.backends.cursors import Cursor
-from sessionstore.backends.memory_journal import MemoryJournal, MemoryJournals
+from sessionstore.backends.memory_journal import MemoryJournal, MemoryJournals, yielding
 from sessionstore.backends.records import (
     current_title,
     decode_stored_entries,
@@ -87,6 +87,7 @@ class _Session:
         self.lines.extend(lines)
 
 
+@yielding
 class MemoryStore(StoreBase):
     """A non-persistent store; see `SessionStore` for the contract."""
 

@@ -8,11 +8,15 @@ the journals (`MemoryJournals`); each `MemoryJournal` is a view of one.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import contextlib
+import functools
+import inspect
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sessionstore.backends.base import JournalBase
 from sessionstore.backends.keyed import Keyed, Scanned, check_keys, dropped, scanned
@@ -26,9 +30,42 @@ from sessionstore.effects import EFFECTS_SUFFIX
 from sessionstore.models import Erasure
 from sessionstore.wire import line_key
 
-__all__ = ["MemoryJournal", "MemoryJournals"]
+__all__ = ["MemoryJournal", "MemoryJournals", "yielding"]
 
 _T = TypeVar("_T")
+_C = TypeVar("_C", bound=type)
+
+
+def yielding(cls: _C) -> _C:
+    """Give the event loop a turn at the start of each operation of ``cls``:
+    nothing in memory awaits, so a task running many operations in a row
+    would otherwise keep every other task waiting."""
+    for name, method in builtins.list(vars(cls).items()):
+        if inspect.iscoroutinefunction(method):
+            setattr(cls, name, _turn_first(method))
+        elif inspect.isasyncgenfunction(method):
+            setattr(cls, name, _turn_first_stream(method))
+    return cls
+
+
+def _turn_first(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    async def turn_first(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0)
+        return await method(*args, **kwargs)
+
+    return turn_first
+
+
+def _turn_first_stream(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    async def turn_first(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        await asyncio.sleep(0)
+        async with contextlib.aclosing(method(*args, **kwargs)) as items:
+            async for item in items:
+                yield item
+
+    return turn_first
 
 
 @dataclass
@@ -71,6 +108,7 @@ class MemoryJournals:
         return MemoryJournal(self, name, check_open)
 
 
+@yielding
 class MemoryJournal(JournalBase):
     """A journal kept in a `MemoryStore`: history stays, a clear is a marker.
 
