@@ -1,9 +1,6 @@
-"""The journals of a `MemoryStore`: each one's history, and its keyed lines' index.
-
-A journal's history keeps every line, and a marker where it was cleared;
-beside it, a dict from each key to its lines since the last clear, kept up
-by every write: `keyed` and `scan` cost what they return. The store owns
-the journals (`MemoryJournals`); each `MemoryJournal` is a view of one.
+"""The journals of a `MemoryStore`: each one's history (every line, and a
+marker where it was cleared) and beside it each key's lines since the last
+clear, kept up by every write, so that `keyed` and `scan` cost what they return.
 """
 
 from __future__ import annotations
@@ -70,9 +67,6 @@ def _turn_first_stream(method: Callable[..., Any]) -> Callable[..., Any]:
 
 @dataclass
 class _Lines:
-    """One journal: its history (None where it was cleared), and the lines
-    under each key since its last clear."""
-
     history: builtins.list[bytes | None] = field(default_factory=builtins.list)
     keys: Keyed = field(default_factory=dict)
 
@@ -100,7 +94,6 @@ class MemoryJournals:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def names(self) -> builtins.list[str]:
-        """The journals written to (their effects' companions as their own)."""
         found = (name.removesuffix(EFFECTS_SUFFIX) for name in self.by_name)
         return builtins.list(dict.fromkeys(found))
 
@@ -110,13 +103,7 @@ class MemoryJournals:
 
 @yielding
 class MemoryJournal(JournalBase):
-    """A journal kept in a `MemoryStore`: history stays, a clear is a marker.
-
-    Args:
-        journals: the store's journals.
-        name: this journal's.
-        check_open: refuses a closed store.
-    """
+    """A view of one of a `MemoryStore`'s journals."""
 
     def __init__(self, journals: MemoryJournals, name: str, check_open: Callable[[], None]):
         self._journals = journals
@@ -126,10 +113,12 @@ class MemoryJournal(JournalBase):
     def _held(self) -> _Lines:
         return self._journals.by_name.setdefault(self._name, _Lines())
 
+    def _found(self) -> _Lines:
+        return self._journals.by_name.get(self._name) or _Lines()  # none yet: empty, not kept
+
     async def read_bytes(self) -> bytes:
         self._check_open()
-        found = self._journals.by_name.get(self._name)
-        return b"" if found is None else journal_bytes(lines_since_clear(found.history))
+        return journal_bytes(lines_since_clear(self._found().history))
 
     async def append_raw(self, *lines: bytes) -> None:
         checked = raw_journal_lines(lines)
@@ -155,21 +144,14 @@ class MemoryJournal(JournalBase):
             return self._looked(keys)
 
     def _looked(self, keys: builtins.list[str]) -> Keyed:
-        held = self._journals.by_name.get(self._name)
-        if held is None:
-            return {}
+        held = self._found()
         return {key: builtins.list(held.keys[key]) for key in keys if key in held.keys}
 
     async def _scan(self, prefix: str, before: str | None, limit: int | None) -> Scanned:
         self._check_open()
         with self._journals.lock:
-            held = self._journals.by_name.get(self._name)
-            if held is None:
-                return []
-            return [
-                (key, builtins.list(lines))
-                for key, lines in scanned(held.keys, prefix, before, limit)
-            ]
+            found = scanned(self._found().keys, prefix, before, limit)
+            return [(key, builtins.list(lines)) for key, lines in found]
 
     async def append_keyed_unless(
         self,
@@ -190,9 +172,7 @@ class MemoryJournal(JournalBase):
         self._check_open()
         wanted = set(keys)
         with self._journals.lock:
-            held = self._journals.by_name.get(self._name)
-            if held is None:
-                return None
+            held = self._found()
             gone = [line for line in held.history if line is not None and line_key(line) in wanted]
             if not gone:
                 return None
@@ -214,15 +194,13 @@ class MemoryJournal(JournalBase):
     async def clear(self) -> None:
         self._check_open()
         with self._journals.lock:
-            held = self._journals.by_name.get(self._name)
-            if held is not None:
-                held.clear()
+            self._found().clear()
 
     async def _erase(self, reason: str) -> Erasure | None:
         self._check_open()
         with self._journals.lock:
-            held = self._journals.by_name.get(self._name)
-            if held is None or not held.history:
+            held = self._found()
+            if not held.history:
                 return None
             lines = [line for line in held.history if line is not None]
             record = erasure_of("journal", self._name, reason, [journal_bytes(lines)], len(lines))
