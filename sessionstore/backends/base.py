@@ -1,23 +1,10 @@
-"""What a backend is built from: the abstract bases, and the helpers they share.
+"""What a store backend is built from: `StoreBase`, and the helpers it shares.
 
-A store backend subclasses `StoreBase` and implements its core hooks, the
-abstract methods (`create`, `append_many`, `load`, `list`, `raw_lines`,
-`import_session`, `journal`, `journals`, and `close` when it holds
-resources). Each `Capability` it lists in `StoreBase.capabilities` needs
-the hooks `CAPABILITY_HOOKS` names, checked when the class is defined; an
-operation of a capability it does not list raises `CapabilityError`.
-Everything else in the `SessionStore` protocol comes from here, built on
-those, so the contract's rules (stated in `sessionstore.store`, and only
-there) are applied the same way everywhere; a backend overrides a derived
-method where its storage can do better (`_built_context`, the one read
-behind `load_context`, `load_context_with_ids` and `compact`; `_search`,
-with an index). A journal backend subclasses `JournalBase`
-(`sessionstore.backends.journal_base`) likewise.
-
-Beside them, what every backend shares: the checks of a store's arguments
-(`sessionstore.backends.checks`), and records to stored lines and back
-(`sessionstore.backends.records`). `sessionstore.testing` proves a
-backend against the contract.
+A backend implements the core hooks (the abstract methods) and the hooks of
+each `Capability` it declares (`CAPABILITY_HOOKS`, checked when the class is
+defined); everything else in the `SessionStore` protocol is built here on
+them, so the contract (`sessionstore.store`) is applied the same way
+everywhere. docs/writing-a-backend.md has the whole story.
 """
 
 from __future__ import annotations
@@ -25,16 +12,10 @@ from __future__ import annotations
 import abc
 import builtins
 import collections
-import heapq
+import contextlib
 import re
 import threading
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterable,
-    AsyncIterator,
-    Callable,
-    Sequence,
-)
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Sequence
 from types import EllipsisType, TracebackType
 from typing import Any, ClassVar, Self, TypeVar
 
@@ -52,7 +33,7 @@ from sessionstore.backends.checks import (
 )
 from sessionstore.backends.compaction import arrived_since, check_compaction, compaction_of
 from sessionstore.backends.contexts import BuiltContext, built_from
-from sessionstore.backends.cursors import Cursor, listing_kind
+from sessionstore.backends.cursors import listing_kind
 from sessionstore.backends.journal_base import JournalBase
 from sessionstore.backends.records import (
     current_title,
@@ -62,14 +43,7 @@ from sessionstore.backends.records import (
     header_line,
     lines_block,
 )
-from sessionstore.backends.words import (
-    matches,
-    message_score,
-    message_words,
-    rank_key,
-    snippet,
-    words,
-)
+from sessionstore.backends.words import scan_search, search_hit, words
 from sessionstore.context import repair_pairing
 from sessionstore.errors import (
     CapabilityError,
@@ -77,7 +51,6 @@ from sessionstore.errors import (
     ConfigurationError,
     CorruptSessionError,
     DuplicateSessionError,
-    InvalidCursorError,
     InvalidRecordError,
     SessionConflictError,
     SessionNotFoundError,
@@ -88,7 +61,6 @@ from sessionstore.models import (
     Erasure,
     HeadMove,
     Message,
-    MessageEntry,
     SessionEntry,
     SessionMeta,
     TitleChange,
@@ -114,32 +86,27 @@ __all__ = [
     "search_hit",
 ]
 
-COMPACT_ATTEMPTS = 16
-"""How many times `StoreBase.compact` reads again after losing a race with an append."""
-
-BLOCK = 1 << 20
-"""Bytes in a block of `StoreBase.raw_blocks`, about."""
+COMPACT_ATTEMPTS = 16  # how many times `compact` reads again after losing a race
+BLOCK = 1 << 20  # bytes in a block of `raw_blocks`, about
 
 
+# The methods a backend implements for each capability it declares.
 CAPABILITY_HOOKS: dict[Capability, tuple[str, ...]] = {
     Capability.BRANCHES: ("_fork", "_set_head", "_head_history", "heads", "_import_head"),
     Capability.TITLES: ("_set_title", "_titles", "_import_titles"),
     Capability.SUMMARIES: ("_summaries",),
     Capability.ERASURE: ("_erase", "erasures"),
 }
-"""The methods a backend implements for each capability it declares."""
 
 
 class StoreBase(abc.ABC):
     """The shared behaviour of store backends; see `SessionStore` for the contract."""
 
-    capabilities: ClassVar[frozenset[Capability]] = frozenset()
-    """The capabilities the backend declares: none but the core here."""
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()  # beyond the core
 
     _closed: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Refuse a class that declares a capability without its hooks."""
         super().__init_subclass__(**kwargs)
         for capability in cls.capabilities:
             missing = [
@@ -153,11 +120,8 @@ class StoreBase(abc.ABC):
                     f" {', '.join(missing)}"
                 )
 
-    # ------------------------------------------------ the core a backend implements
-
     @abc.abstractmethod
-    async def create(self, meta: SessionMeta) -> str:
-        """Create a session; see `SessionStore.create`."""
+    async def create(self, meta: SessionMeta) -> str: ...
 
     @abc.abstractmethod
     async def append_many(
@@ -167,45 +131,31 @@ class StoreBase(abc.ABC):
         *,
         expect_last: str | None = None,
         expect_head: str | None = None,
-    ) -> None:
-        """Append a turn, all or none, if the session ends at ``expect_last``
-        (`check_last`) and the head ``expect_head`` names it (`check_head`
-        with ``by="append"``), checked in the write's own step; see
-        `SessionStore.append_many`. Refuse bad expectations first
-        (`check_expectations`)."""
+    ) -> None: ...
 
     @abc.abstractmethod
-    async def load(self, session_id: str) -> builtins.list[SessionEntry]:
-        """Every entry; see `SessionStore.load`."""
+    async def load(self, session_id: str) -> builtins.list[SessionEntry]: ...
 
     @abc.abstractmethod
-    async def list(self) -> builtins.list[SessionMeta]:
-        """Every header; see `SessionStore.list`."""
+    async def list(self) -> builtins.list[SessionMeta]: ...
 
     @abc.abstractmethod
-    def raw_lines(self, session_id: str) -> AsyncIterator[str]:
-        """The stored lines, streamed; see `SessionStore.raw_lines`."""
+    def raw_lines(self, session_id: str) -> AsyncIterator[str]: ...
 
     @abc.abstractmethod
     async def import_session(
         self, header: str, entries: AsyncIterable[str], *, after: int | None = None
-    ) -> int:
-        """Store lines verbatim, all or none; see `SessionStore.import_session`."""
+    ) -> int: ...
 
     @abc.abstractmethod
-    def journal(self, name: str, *, durability: JournalDurability = "full") -> SessionJournal:
-        """A journal kept in this store; see `SessionStore.journal`."""
+    def journal(self, name: str, *, durability: JournalDurability = "full") -> SessionJournal: ...
 
     @abc.abstractmethod
-    async def journals(self) -> builtins.list[str]:
-        """The journals holding lines; see `SessionStore.journals`."""
+    async def journals(self) -> builtins.list[str]: ...
 
-    # ------------------------------------------------ the hooks of each capability
+    # The hooks of each capability.
 
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
-        """Create the fork ``meta`` (its stored line ``header``, checked) of
-        ``source_id`` up to the first entry ``at`` (None: all), all or nothing;
-        see `SessionStore.fork`."""
         raise self._lacking(Capability.BRANCHES, "fork")
 
     async def _set_head(
@@ -215,61 +165,38 @@ class StoreBase(abc.ABC):
         expect: str | EllipsisType | None,
         expect_last: str | None,
     ) -> None:
-        """Record ``move`` as the head's newest position, if its session exists,
-        the head stands at ``expect`` (unless ``...``: `check_head`) and, with
-        ``expect_last``, the session ``expect`` names ends there
-        (`check_last`), all checked (that session before the head) and
-        recorded at once; see `SessionStore.set_head`."""
         raise self._lacking(Capability.BRANCHES, "set_head")
 
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
-        """Every position of the head ``name`` (checked), oldest first."""
         raise self._lacking(Capability.BRANCHES, "head_history")
 
     async def heads(self) -> builtins.list[str]:
-        """Every head's name; see `SessionStore.heads`."""
         raise self._lacking(Capability.BRANCHES, "heads")
 
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
-        """Record ``moves`` (checked) after the first ``after`` positions of the
-        head ``name``, once every move's session is found and the head holds
-        ``after`` positions, all or nothing; see `SessionStore.import_head`."""
         raise self._lacking(Capability.BRANCHES, "import_head")
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
-        """Remove the session (its id and reason checked) and record it, all
-        or nothing, if its bytes still have ``digest`` (when given: compare
-        with `check_unchanged`); see `SessionStore.erase`."""
         raise self._lacking(Capability.ERASURE, "erase")
 
     async def erasures(self) -> builtins.list[Erasure]:
-        """Every erasure record, oldest first; see `SessionStore.erasures`."""
         raise self._lacking(Capability.ERASURE, "erasures")
 
     async def _summaries(
         self, owner: str | None, order: Order, limit: int | None, after: str | None, kind: str
     ) -> builtins.list[SessionSummary]:
-        """A page of summaries (arguments checked; ``kind`` the `listing_kind`
-        an ``after`` cursor must carry); see `SessionStore.summaries`."""
         raise self._lacking(Capability.SUMMARIES, "summaries")
 
     async def _set_title(self, session_id: str, change: TitleChange) -> None:
-        """Record ``change`` if the session exists (checked and recorded at
-        once); see `SessionStore.set_title`."""
         raise self._lacking(Capability.TITLES, "set_title")
 
     async def _titles(self, session_id: str) -> builtins.list[TitleChange]:
-        """Every title change of an existing session, oldest first."""
         raise self._lacking(Capability.TITLES, "titles")
 
     async def _import_titles(
         self, session_id: str, changes: builtins.list[TitleChange], after: int
     ) -> int:
-        """Append ``changes`` (checked) when the session holds exactly
-        ``after`` changes; see `SessionStore.import_titles`."""
         raise self._lacking(Capability.TITLES, "import_titles")
-
-    # ------------------------------------------------ derived from those
 
     async def append(
         self,
@@ -279,7 +206,6 @@ class StoreBase(abc.ABC):
         expect_last: str | None = None,
         expect_head: str | None = None,
     ) -> None:
-        """Append one entry; see `SessionStore.append`."""
         await self.append_many(
             session_id, (entry,), expect_last=expect_last, expect_head=expect_head
         )
@@ -287,7 +213,6 @@ class StoreBase(abc.ABC):
     async def fork(
         self, source_id: str, *, at: str | None = None, meta: SessionMeta | None = None
     ) -> SessionMeta:
-        """Branch a session; see `SessionStore.fork`."""
         self._require(Capability.BRANCHES, "fork")
         self._check(source_id)
         title = None  # the source's current title, given to the fork as a change of its own
@@ -323,7 +248,6 @@ class StoreBase(abc.ABC):
         return meta
 
     async def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
-        """Remove a whole session, recorded; see `SessionStore.erase`."""
         self._require(Capability.ERASURE, "erase")
         check_reason(reason, session_id=session_id)
         if digest is not None and (
@@ -343,7 +267,6 @@ class StoreBase(abc.ABC):
         expect: str | EllipsisType | None = ...,
         expect_last: str | None = None,
     ) -> HeadMove:
-        """Move a named head; see `SessionStore.set_head`."""
         self._require(Capability.BRANCHES, "set_head")
         validate_session_id(name)
         self._check(session_id)
@@ -361,7 +284,6 @@ class StoreBase(abc.ABC):
         return move
 
     async def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
-        """Record a head's positions verbatim; see `SessionStore.import_head`."""
         self._require(Capability.BRANCHES, "import_head")
         validate_session_id(name)
         checked = builtins.list(moves)
@@ -375,13 +297,11 @@ class StoreBase(abc.ABC):
         return len(checked)
 
     async def head(self, name: str) -> str | None:
-        """Where a head stands; see `SessionStore.head`."""
         self._require(Capability.BRANCHES, "head")
         history = await self.head_history(name)
         return history[-1].session_id if history else None
 
     async def head_history(self, name: str) -> builtins.list[HeadMove]:
-        """Every position of a head; see `SessionStore.head_history`."""
         self._require(Capability.BRANCHES, "head_history")
         validate_session_id(name)
         self._check_open(name)
@@ -395,7 +315,6 @@ class StoreBase(abc.ABC):
         limit: int | None = 50,
         after: str | None = None,
     ) -> builtins.list[SessionSummary]:
-        """A page of sessions at a glance; see `SessionStore.summaries`."""
         self._require(Capability.SUMMARIES, "summaries")
         if order not in ("last_activity", "created"):
             raise ConfigurationError(f"order must be 'last_activity' or 'created', not {order!r}")
@@ -410,8 +329,7 @@ class StoreBase(abc.ABC):
     async def _summary(
         self, meta: SessionMeta, *, title: str | None, last_activity: str, cursor: str
     ) -> SessionSummary | None:
-        """The summary of a session a scan found, its entries read whole; None
-        when it was erased since."""
+        """The summary of a session a scan found, read whole; None once erased."""
         try:
             entries, fault = await self.load(meta.id), None
         except CorruptSessionError as exc:
@@ -430,7 +348,6 @@ class StoreBase(abc.ABC):
         )
 
     async def _meta(self, session_id: str) -> SessionMeta:
-        """A session's header (its first stored line)."""
         lines = self.raw_lines(session_id)
         try:
             async for header in lines:
@@ -441,7 +358,6 @@ class StoreBase(abc.ABC):
         raise SessionNotFoundError(session_id)  # pragma: no cover (a header is always there)
 
     async def set_title(self, session_id: str, title: str | None) -> TitleChange:
-        """Retitle a session; see `SessionStore.set_title`."""
         self._require(Capability.TITLES, "set_title")
         self._check(session_id)
         if title is not None and not isinstance(title, str):
@@ -452,7 +368,6 @@ class StoreBase(abc.ABC):
         return change
 
     async def titles(self, session_id: str) -> builtins.list[TitleChange]:
-        """Every later title; see `SessionStore.titles`."""
         self._require(Capability.TITLES, "titles")
         self._check(session_id)
         return await self._titles(session_id)
@@ -460,7 +375,6 @@ class StoreBase(abc.ABC):
     async def import_titles(
         self, session_id: str, changes: Sequence[TitleChange], *, after: int = 0
     ) -> int:
-        """Record title changes verbatim; see `SessionStore.import_titles`."""
         self._require(Capability.TITLES, "import_titles")
         self._check(session_id)
         if not isinstance(after, int) or isinstance(after, bool) or after < 0:
@@ -479,7 +393,6 @@ class StoreBase(abc.ABC):
     async def search(
         self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
     ) -> builtins.list[SearchHit]:
-        """Find messages by their words; see `SessionStore.search`."""
         if not isinstance(text, str):
             raise ConfigurationError(f"search text must be a string, not {text!r}")
         check_text(text, "search text")
@@ -502,64 +415,19 @@ class StoreBase(abc.ABC):
         after: str | None,
         kind: str,
     ) -> builtins.list[SearchHit]:
-        """Search by reading every message (JSONL, memory); SQL uses its index.
-
-        Hits are in the order of `words.rank_key`; the cursor holds that
-        key. A session that does not decode is searched up to
-        its fault; one erased meanwhile is skipped.
-        """
-        start: tuple[float, str, int] | None = None
-        if after is not None:
-            key = Cursor.decode(after, kind, length=3).key
-            start = (-_cursor_float(key[0], after), key[1], _cursor_int(key[2], after))
-        found: builtins.list[tuple[float, str, int, MessageEntry]] = []
-        for meta in await self.list():
-            if owner is not None and meta.owner != owner:
-                continue
-            hits = (
-                (*rank_key(message_score(text_words, wanted), meta.id, seq), entry)
-                async for seq, entry, text_words in self._messages_matching(meta.id, wanted)
-            )
-            async for hit in hits:
-                if start is None or hit[:3] > start:
-                    found.append(hit)
-            found = heapq.nsmallest(limit, found, key=lambda hit: hit[:3])
-        return [_hit(hit, wanted, kind) for hit in found]
-
-    async def _messages_matching(
-        self, session_id: str, wanted: builtins.list[str]
-    ) -> AsyncIterator[tuple[int, MessageEntry, builtins.list[str]]]:
-        """``(seq, entry, its words)`` of each message of a session holding
-        every wanted word, read up to a fault."""
-        stream = self.iter_entries(session_id)
-        try:
-            seq = 0
-            async for entry in stream:
-                seq += 1
-                if isinstance(entry, MessageEntry):
-                    found = message_words(entry.message.text())
-                    if matches(found, wanted):
-                        yield seq, entry, found
-        except (CorruptSessionError, SessionNotFoundError):
-            return
-        finally:
-            await stream.aclose()
+        """By reading every message; SQL overrides it with its index."""
+        return await scan_search(self, wanted, owner, limit, after, kind)
 
     async def _entries_before_fault(self, session_id: str) -> builtins.list[SessionEntry]:
         """The entries of a session up to the first that does not decode."""
         read: builtins.list[SessionEntry] = []
-        stream = self.iter_entries(session_id)
-        try:
-            async for entry in stream:
-                read.append(entry)
-        except CorruptSessionError:
-            pass
-        finally:
-            await stream.aclose()
+        with contextlib.suppress(CorruptSessionError):
+            async with contextlib.aclosing(self.iter_entries(session_id)) as stream:
+                async for entry in stream:
+                    read.append(entry)
         return read
 
     async def integrity(self) -> builtins.list[str]:
-        """Storage faults; none can exist beyond what `load` decodes here."""
         self._check_open()
         return []
 
@@ -580,13 +448,8 @@ class StoreBase(abc.ABC):
     async def load_slice(
         self, session_id: str, start: int = 0, stop: int | None = None
     ) -> EntrySlice:
-        """A run of entries by position; see `SessionStore.load_slice`.
-
-        Built on `raw_lines`: every line is read, and only those of the
-        slice decoded (the header is checked); a slice from the end holds
-        no more lines than it returns. Backends that can read a range
-        directly (SQL) override it.
-        """
+        # Every line is read, only the slice's decoded; one from the end holds
+        # no more lines than it returns.
         self._check(session_id)
         start, stop = check_slice(start, stop)
         header_at, entries_at = self._locations(session_id)
@@ -615,12 +478,6 @@ class StoreBase(abc.ABC):
         return EntrySlice(entries, first, length)
 
     async def iter_entries(self, session_id: str) -> AsyncGenerator[SessionEntry, None]:
-        """Stream a session's entries; see `SessionStore.iter_entries`.
-
-        Built on `raw_lines`, which every backend streams in bounded memory;
-        each line is decoded as `load` decodes it, numbered as in the
-        session's file.
-        """
         header_at, entries_at = self._locations(session_id)
         lines = self.raw_lines(session_id)
         try:
@@ -638,7 +495,6 @@ class StoreBase(abc.ABC):
     async def load_context(
         self, session_id: str, *, repair: PairingDialect | None = None
     ) -> builtins.list[Message]:
-        """The built context; see `SessionStore.load_context`."""
         self._check(session_id)
         if repair is None:
             return builtins.list((await self._built_context(session_id)).messages)
@@ -647,8 +503,6 @@ class StoreBase(abc.ABC):
         return repair_pairing(messages, dialect=repair)
 
     async def load_context_with_ids(self, session_id: str) -> builtins.list[tuple[str, Message]]:
-        """The built context, each message with its entry's id; see
-        `SessionStore.load_context_with_ids`."""
         self._check(session_id)
         built = await self._built_context(session_id)
         return builtins.list(zip(built.ids, built.messages, strict=True))
@@ -662,8 +516,6 @@ class StoreBase(abc.ABC):
         tokens_before: int | None = None,
         dialect: PairingDialect | None = None,
     ) -> CompactionEntry:
-        """Append a compaction cut where no tool exchange is split; see
-        `SessionStore.compact` and `sessionstore.backends.compaction`."""
         self._check(session_id)
         check_compaction(summary, keep_last, tokens_before, dialect)
         check_text(summary, "summary", session_id=session_id)
@@ -685,11 +537,8 @@ class StoreBase(abc.ABC):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def kept(self, owner: str, make: Callable[[], _T]) -> _T:
-        """What a layer above the store keeps for as long as this store object
-        lives (an adapter's conversions, read on from one request to the
-        next): ``make()`` at the first ask for ``owner``, the same object on
-        every ask after, until `drop_caches`. Safe from any thread: held
-        under a thread lock only while looking it up, never across a call."""
+        """What a layer above (an adapter) keeps while this store object lives:
+        ``make()`` at the first ask for ``owner``, then the same until `drop_caches`."""
         kept: dict[str, Any] = self.__dict__.setdefault("_kept_by_owner", {})
         lock: threading.Lock = self.__dict__.setdefault("_kept_lock", threading.Lock())
         with lock:
@@ -699,13 +548,10 @@ class StoreBase(abc.ABC):
         return found
 
     def drop_caches(self) -> None:
-        """Forget what this object keeps between calls, what `kept` gave
-        included; see `SessionStore.drop_caches`. A backend that caches more
-        forgets it too, and calls this."""
+        """A backend that caches more forgets it too, and calls this."""
         self.__dict__.pop("_kept_by_owner", None)
 
     async def close(self) -> None:
-        """Close the store; see `SessionStore.close`."""
         self._closed = True
 
     async def __aenter__(self) -> Self:
@@ -719,12 +565,9 @@ class StoreBase(abc.ABC):
     ) -> None:
         await self.close()
 
-    # ------------------------------------------------ for subclasses
-
     async def _built_context(self, session_id: str) -> BuiltContext[Any]:
-        """The context of a (checked) session with its entry ids: here from a
-        whole `load`; a backend that can read less overrides this alone, and
-        `load_context`, `load_context_with_ids` and `compact` follow."""
+        """The context of a (checked) session with its ids: the one read behind
+        `load_context`, `load_context_with_ids` and `compact`, from a whole `load`."""
         return built_from(await self.load(session_id))
 
     def _locations(self, session_id: str) -> tuple[str | None, str | None]:
@@ -732,7 +575,6 @@ class StoreBase(abc.ABC):
         return None, None
 
     def _check_open(self, session_id: str | None = None) -> None:
-        """Refuse a closed store."""
         if self._closed:
             raise ClosedError(f"{type(self).__name__} is closed", session_id=session_id)
 
@@ -744,64 +586,14 @@ class StoreBase(abc.ABC):
     def _check_expectations(
         self, expect_last: object, expect_head: object, *, session_id: str
     ) -> None:
-        """Refuse an append's expectations before anything is read
-        (`check_expectations`), and an ``expect_head`` without
-        `Capability.BRANCHES`."""
+        """`check_expectations`, and refuse an ``expect_head`` without branches."""
         if expect_head is not None:
             self._require(Capability.BRANCHES, "append_many's expect_head")
         check_expectations(expect_last, expect_head, session_id=session_id)
 
     def _require(self, capability: Capability, operation: str) -> None:
-        """Refuse ``operation`` when the store does not declare ``capability``."""
         if capability not in self.capabilities:
             raise self._lacking(capability, operation)
 
     def _lacking(self, capability: Capability, operation: str) -> CapabilityError:
-        """The error of ``operation``, of a ``capability`` this store lacks."""
         return CapabilityError(type(self).__name__, capability, operation)
-
-
-# ---------------------------------------------------------------- writing
-
-
-def _cursor_float(text: str, cursor: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise InvalidCursorError(f"not a cursor: {cursor!r}") from None
-
-
-def _cursor_int(text: str, cursor: str) -> int:
-    if not text.isdigit():
-        raise InvalidCursorError(f"not a cursor: {cursor!r}")
-    return int(text)
-
-
-def _hit(
-    found: tuple[float, str, int, MessageEntry], wanted: Sequence[str], kind: str
-) -> SearchHit:
-    """The `SearchHit` of a scanned match ``(-score, session id, seq, entry)``."""
-    negated, session_id, seq, entry = found
-    return search_hit(session_id, seq, entry, wanted, kind, (repr(-negated), session_id, str(seq)))
-
-
-def search_hit(
-    session_id: str,
-    seq: int,
-    entry: MessageEntry,
-    wanted: Sequence[str],
-    kind: str,
-    key: tuple[str, ...],
-) -> SearchHit:
-    """A `SearchHit` for message ``entry``: its snippet around the ``wanted``
-    words, and a cursor of ``kind`` standing on ``key`` (the backend's order)."""
-    shown = snippet(entry.message.text(), wanted)
-    return SearchHit(
-        session_id=session_id,
-        entry_id=entry.id,
-        seq=seq,
-        role=entry.message.role,
-        snippet=shown.text,
-        highlights=shown.highlights,
-        cursor=Cursor(kind, "", key).encode(),
-    )

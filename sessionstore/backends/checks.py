@@ -1,19 +1,10 @@
-"""The checks a store applies to its arguments before it reads or writes.
-
-Every backend calls them at the same points (`StoreBase` does for what it
-derives), so an argument is refused the same way everywhere, with the
-argument's own error naming it: a text holding a lone surrogate, a limit
-that counts nothing, an expectation that names no entry or head. Counts
-past anything a store holds are brought down to `COUNT_MAX`, which means
-the same.
-"""
+"""The checks of a store's arguments, before it reads or writes: one for
+every backend, so an argument is refused the same way everywhere."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import (
-    Callable,
-)
+from collections.abc import Callable
 from types import EllipsisType
 from typing import Literal
 
@@ -24,9 +15,7 @@ from sessionstore.errors import (
     SessionStoreError,
     validate_session_id,
 )
-from sessionstore.models import (
-    Erasure,
-)
+from sessionstore.models import Erasure
 from sessionstore.wire.limits import SURROGATE
 
 __all__ = [
@@ -49,9 +38,8 @@ __all__ = [
 ]
 
 COUNT_MAX = sys.maxsize // 2
-"""More than any store holds: a larger limit or slice position means the same
-as this one, to which it is brought down before a backend sees it (a
-database's integer, an index, one more than it: each still holds it)."""
+"""More than any store holds: a larger limit or position is brought down to it
+(a database's integer holds it, and one more)."""
 
 
 Durability = Literal["normal", "full"]
@@ -66,7 +54,6 @@ of the process at ``"normal"``)."""
 
 
 def check_journal_durability(durability: object) -> None:
-    """Refuse a journal durability that is neither ``"full"`` nor ``"store"``."""
     if durability not in ("full", "store"):
         raise ConfigurationError(
             f"a journal's durability must be 'full' or 'store', not {durability!r}"
@@ -74,7 +61,6 @@ def check_journal_durability(durability: object) -> None:
 
 
 def check_durability(durability: object) -> None:
-    """Refuse a durability level that is neither ``"normal"`` nor ``"full"``."""
     if durability not in ("normal", "full"):
         raise ConfigurationError(f"durability must be 'normal' or 'full', not {durability!r}")
 
@@ -87,16 +73,8 @@ def check_text(
     kind: str = "session",
     error: Callable[[str], SessionStoreError] = ConfigurationError,
 ) -> None:
-    """Refuse a text argument no backend can store or compare: one holding a
-    lone surrogate, which UTF-8 (a file, SQLite, PostgreSQL) cannot carry.
-
-    Args:
-        text: the argument, known to be a string.
-        what: its name, for the message.
-        session_id: the session it is about (``kind="head"``: the head), named
-            in the message when given.
-        error: what refuses it: the argument's own error.
-    """
+    """Refuse with ``error`` a string argument ``what`` holding a lone
+    surrogate, which UTF-8 cannot carry (naming the ``kind`` ``session_id``)."""
     found = None if text.isascii() else SURROGATE.search(text)
     if found is None:
         return
@@ -108,17 +86,15 @@ def check_text(
 
 
 def check_after(after: object) -> None:
-    """Refuse an ``after`` that cannot be a cursor (a cursor is ASCII)."""
-    if after is not None and not isinstance(after, str):
-        raise InvalidCursorError(f"not a cursor: {after!r}")
     if after is not None:
+        if not isinstance(after, str):
+            raise InvalidCursorError(f"not a cursor: {after!r}")
         check_text(after, "after", error=InvalidCursorError)
 
 
 def check_expect_last(
     expect_last: object, *, session_id: str | None = None, kind: str = "session"
 ) -> None:
-    """Refuse an ``expect_last`` that is neither an entry id nor None."""
     if expect_last is None:
         return
     if not isinstance(expect_last, str):
@@ -129,12 +105,8 @@ def check_expect_last(
 
 
 def check_last(session_id: str, expect_last: str | None, last: str, *, by: str = "append") -> None:
-    """Refuse an append (or, ``by="move"``, a head move) whose ``expect_last``
-    is not the session's ``last`` entry id (``""`` for none).
-
-    Raises:
-        SessionConflictError: it is another.
-    """
+    """Refuse an append (or ``by="move"``) whose ``expect_last`` is not the
+    session's ``last`` entry id (``""`` for none)."""
     if expect_last is not None and expect_last != last:
         raise SessionConflictError.last_entry(session_id, expect_last, last, by=by)
 
@@ -142,9 +114,7 @@ def check_last(session_id: str, expect_last: str | None, last: str, *, by: str =
 def check_expectations(
     expect_last: object, expect_head: object, *, session_id: str | None = None
 ) -> None:
-    """Refuse an append's expectations (to ``session_id``) before anything is
-    read: an ``expect_last`` that is no entry id, an ``expect_head`` that is no
-    head name."""
+    """Refuse an append's expectations before anything is read."""
     check_expect_last(expect_last, session_id=session_id)
     if expect_head is not None:
         if not isinstance(expect_head, str):
@@ -155,20 +125,14 @@ def check_expectations(
 def check_head(
     name: str, expect: str | EllipsisType | None, current: str | None, *, by: str = "move"
 ) -> None:
-    """Refuse a head move (or, ``by="append"``, an append) whose ``expect`` is
-    not where the head stands (``current``, None for a head never set);
-    ``...`` expects nothing.
-
-    Raises:
-        SessionConflictError: it stands elsewhere.
-    """
+    """Refuse a head move (or ``by="append"``) whose ``expect`` (``...``:
+    anything) is not where the head stands (None: never set)."""
     if expect is not ... and expect != current:
         raise SessionConflictError.head_moved(name, expect, current, by=by)
 
 
 def check_slice(start: object, stop: object) -> tuple[int, int | None]:
-    """Refuse slice positions that are not ints (``stop`` may be None); give
-    them back brought within `COUNT_MAX` either way, which slices the same."""
+    """Slice positions checked, brought within `COUNT_MAX` (which slices the same)."""
     if not isinstance(start, int) or isinstance(start, bool):
         raise ConfigurationError(f"start must be an int, not {start!r}")
     if stop is not None and (not isinstance(stop, int) or isinstance(stop, bool)):
@@ -181,7 +145,6 @@ def _within(position: int) -> int:
 
 
 def check_limit(limit: object, *, allow_none: bool) -> None:
-    """Refuse a page size that is not a count of 1 or more (or None, where allowed)."""
     if limit is None and allow_none:
         return
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -190,27 +153,20 @@ def check_limit(limit: object, *, allow_none: bool) -> None:
 
 
 def check_owner(owner: object) -> None:
-    """Refuse an owner filter that is not a string (or None), or no backend can compare."""
-    if owner is not None and not isinstance(owner, str):
-        raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
     if owner is not None:
+        if not isinstance(owner, str):
+            raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
         check_text(owner, "owner")
 
 
 def check_reason(reason: object, *, session_id: str | None = None) -> None:
-    """Refuse an erasure reason (of ``session_id``) that is not a non-empty
-    string UTF-8 can carry."""
     if not isinstance(reason, str) or not reason.strip():
         raise ConfigurationError(f"an erasure needs a reason (a non-empty string), not {reason!r}")
     check_text(reason, "reason", session_id=session_id)
 
 
 def check_unchanged(record: Erasure, digest: str | None) -> None:
-    """Refuse an erase whose session changed since its bytes had ``digest``.
-
-    Raises:
-        SessionConflictError: ``digest`` is given and is not the record's.
-    """
+    """Refuse an erase whose session's bytes no longer have ``digest`` (if given)."""
     if digest is not None and digest.lower() != record.digest:
         raise SessionConflictError(
             record.name, "its bytes changed since they had the digest given: not erased"

@@ -1,13 +1,10 @@
 """`SessionStore.compact`: where a compaction of a built context may start.
 
-`StoreBase.compact` reads the context with its entry ids (what
-`load_context` reads: from the last compaction on) and appends the
-`CompactionEntry` made here. The cut is `safe_cut`'s, over the context's
-messages without the previous summary (a summary is no message entry: a
-new compaction can only summarize it again, never keep it). With no
-dialect named, the cut is the latest one safe in every dialect at once:
-the messages of one session have one shape, which the other dialects see
-no exchange in, so this costs nothing there and needs no configuration.
+The cut is `safe_cut`'s, over the context's messages without the previous
+summary (a new compaction summarizes it again, never keeps it). With no
+dialect named, it is the latest cut safe in every dialect at once: a
+session's messages have one shape, in which the others see no exchange, so
+this costs nothing and needs no configuration.
 """
 
 from __future__ import annotations
@@ -30,13 +27,6 @@ _DIALECTS: tuple[PairingDialect, ...] = get_args(PairingDialect)
 def check_compaction(
     summary: object, keep_last: object, tokens_before: object, dialect: object
 ) -> None:
-    """Refuse the arguments of `compact` before anything is read.
-
-    Raises:
-        ConfigurationError: ``keep_last`` is not an integer of 0 or more,
-            ``summary`` is not a string, ``tokens_before`` is neither None
-            nor an integer from 0 to 2**64-1, or ``dialect`` is unknown.
-    """
     if not isinstance(summary, str):
         raise ConfigurationError(f"summary must be a string, not {type(summary).__name__}")
     if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
@@ -55,17 +45,17 @@ def check_compaction(
 
 
 def cut_in_every_dialect(messages: Sequence[Message], keep_last: int) -> int | None:
-    """The index of the latest cut keeping at least ``keep_last`` messages that
-    `safe_cut` finds safe in every dialect; None when nothing is kept.
+    """The index of the latest cut keeping ``keep_last`` messages or more that
+    is safe in every dialect; None when nothing is kept.
 
-    Each dialect's `safe_cut` moves the cut back, never forward, so moving
-    it back to the earliest of theirs until all agree ends at the latest cut
-    all of them accept.
+    Each `safe_cut` moves the cut back, never forward: moving it to the
+    earliest of theirs until all agree ends at the latest all accept.
     """
     numbered = [(str(i), message) for i, message in enumerate(messages)]
     cut = max(0, len(messages) - keep_last)
     while True:
-        cuts = {_index(safe_cut(numbered, len(messages) - cut, dialect=d)) for d in _DIALECTS}
+        found = (safe_cut(numbered, len(messages) - cut, dialect=d) for d in _DIALECTS)
+        cuts = {None if c is None else int(c) for c in found}
         if None in cuts:
             return None
         earliest = min(c for c in cuts if c is not None)
@@ -82,12 +72,8 @@ def compaction_of(
     tokens_before: int | None,
     dialect: PairingDialect | None,
 ) -> CompactionEntry:
-    """The compaction of ``built`` keeping its last ``keep_last`` messages.
-
-    Its ``first_kept_id`` is the id of the first message kept; when none is,
-    its own id, which names no message, so that its context holds only what
-    comes after it (`build_context`'s fallback).
-    """
+    """The compaction of ``built`` keeping its last ``keep_last`` messages; with
+    none kept, its ``first_kept_id`` is its own id, naming no message."""
     ids, messages = built.ids, built.messages
     if built.summarized:  # the previous summary is summarized again, never kept
         ids, messages = ids[1:], messages[1:]
@@ -101,13 +87,11 @@ def compaction_of(
 
 
 def arrived_since(session_id: str, seen: BuiltContext[Any], now: BuiltContext[Any]) -> int:
-    """How many messages were appended after the context ``seen`` was read,
-    as the context ``now`` (read later) holds them.
+    """How many messages the context ``now`` holds past the end of ``seen``.
 
     Raises:
-        SessionConflictError: ``now`` no longer holds the end of ``seen``:
-            another compaction was appended meanwhile, and a summary written
-            from ``seen`` cannot stand for what it summarized.
+        SessionConflictError: another compaction was appended meanwhile: a
+            summary written from ``seen`` cannot stand for what it summarized.
     """
     if now.last == seen.last:
         return 0
@@ -123,7 +107,3 @@ def arrived_since(session_id: str, seen: BuiltContext[Any], now: BuiltContext[An
         f"(which ended at {seen.last!r}); nothing was written"
     )
     raise SessionConflictError(session_id, reason, expected=seen.last, actual=now.last)
-
-
-def _index(cut: str | None) -> int | None:
-    return None if cut is None else int(cut)

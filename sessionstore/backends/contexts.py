@@ -1,22 +1,12 @@
 """The contexts a store built, cached for its next `load_context` (bounded).
 
-An agent asks for its context every turn, after adding a message or two.
-A store caches the contexts it built (the last `CACHED_SESSIONS` of them,
-`CACHED_MESSAGES` messages in all) with how far into the session each was
-built, its *extent*; the next call reads only what lies past it. A log
-only grows, so that is exact: messages appended since extend the context,
-unless one changes where it starts (`moves_start`), and then it is
-built again. Each store owns one `ContextCache`; `drop_caches` clears it.
-
-Beside each message a context keeps the id of the entry it came from (the
-summary's is its compaction's), for `SessionStore.load_context_with_ids`
-and `SessionStore.compact`: a second tuple, extended with the first, so
-that `load_context` still hands out its messages as they are kept. It also
-keeps the id of the last entry it read, which a compaction states as the
-end it expects (a conditional append).
-Every context is built by `BuiltContext.of`, by the rule of
-`sessionstore.context.context_entries`, from a whole log (`built_from`)
-or from the part of it a store read.
+An agent asks for its context every turn, after adding a message or two. A
+store caches each context with how far into the session it was built (its
+*extent*), and the next call reads only what lies past it: a log only
+grows, so messages appended since extend the context, unless one moves its
+start (`moves_start`) and it is built again. Beside each message a context
+keeps its entry's id (the summary's: its compaction's), and the id of the
+last entry read, which a compaction expects to end the session.
 """
 
 from __future__ import annotations
@@ -60,9 +50,8 @@ class BuiltContext(Generic[_S]):
     def of(
         cls, stamp: _S, extent: int, entries: Sequence[SessionEntry], last: str
     ) -> BuiltContext[_S]:
-        """The context of ``entries`` (`context_entries`: a whole log, or its
-        end from where the context starts), built up to ``extent``, whose
-        last entry is ``last``."""
+        """The context of ``entries`` (`context_entries`: a whole log, or its end
+        from the context's start), built up to ``extent``."""
         kept, waiting_for = context_entries(entries)
         summarized = bool(kept) and isinstance(kept[0], CompactionEntry)
         messages = tuple(map(context_message, kept))
@@ -70,8 +59,7 @@ class BuiltContext(Generic[_S]):
         return cls(stamp, extent, messages, ids, summarized, waiting_for, last)
 
     def extended(self, extent: int, new: Sequence[SessionEntry]) -> BuiltContext[_S] | None:
-        """The context with ``new`` entries after it, up to ``extent``; None
-        when one of them moves its start (`moves_start`: build it again)."""
+        """The context with ``new`` entries after it; None when one moves its start."""
         if any(moves_start(entry.type, entry.id, self.waiting_for) for entry in new):
             return None
         added = [entry for entry in new if isinstance(entry, MessageEntry)]
@@ -119,29 +107,22 @@ class ContextCache(Generic[_S]):
                 self._messages -= len(self._held.popitem(last=False)[1].messages)
 
     def discard(self, session_id: str) -> None:
-        """Forget the context of ``session_id``, if one is cached."""
+        """Forget the context of ``session_id`` (erased...), if one is cached."""
         with self._lock:
             held = self._held.pop(session_id, None)
             if held is not None:
                 self._messages -= len(held.messages)
 
     def held(self) -> dict[str, BuiltContext[_S]]:
-        """What is cached, oldest first."""
         with self._lock:
             return dict(self._held)
 
     @property
     def messages(self) -> int:
-        """How many messages the cached contexts hold in all."""
         with self._lock:
             return self._messages
 
-    def forget(self, session_id: str) -> None:
-        """Drop the context of one session (erased), if cached."""
-        with self._lock:
-            held = self._held.pop(session_id, None)
-            if held is not None:
-                self._messages -= len(held.messages)
+    forget = discard
 
     def clear(self) -> None:
         with self._lock:

@@ -1,11 +1,7 @@
-"""Paging cursors: what a page's last row says about where the next starts.
-
-A cursor is opaque to callers: a short URL-safe string. Inside, it names
-the listing it belongs to (``kind``: what was asked, the order and owner
-of a listing, the words and owner of a search), the snapshot the listing
-stands on (a backend's own mark: a tick, a listing file), and the sort key
-of the row it follows. A cursor given to another listing, or one that was
-edited, is an `InvalidCursorError`, never a wrong page.
+"""Paging cursors: an opaque URL-safe string naming the listing it belongs to
+(`listing_kind`: what was asked), the snapshot the listing stands on (a
+backend's mark) and the sort key of the row it follows. One given to another
+listing, or edited, is an `InvalidCursorError`, never a wrong page.
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ _VERSION = "1"
 
 
 def _joined(parts: tuple[str, ...]) -> str:
-    """Parts spelled ``<length>:<text>``, so that any text can be one."""
+    # ``<length>:<text>``, so that any text can be a part.
     return "".join(f"{len(part)}:{part}" for part in parts)
 
 
@@ -40,7 +36,6 @@ def _split(text: str) -> list[str]:
 
 
 def listing_kind(*parts: str | None) -> str:
-    """A short fingerprint of what a listing asked (order, owner, words...)."""
     text = _joined(tuple("\x00" if part is None else "=" + part for part in parts))
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=9).hexdigest()
 
@@ -60,19 +55,13 @@ class Cursor:
     key: tuple[str, ...]
 
     def encode(self) -> str:
-        """The cursor as the string callers pass back."""
         text = _joined((_VERSION, self.kind, self.mark, *self.key))
         raw = text.encode("utf-8", "surrogatepass")
         return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
     @classmethod
     def decode(cls, text: object, kind: str, *, length: int) -> Cursor:
-        """Read a cursor a page gave for the listing ``kind``, whose key has
-        ``length`` parts.
-
-        Raises:
-            InvalidCursorError: not such a cursor.
-        """
+        """Read a cursor a page of the listing ``kind`` gave (a key of ``length`` parts)."""
         if not isinstance(text, str) or not text.isascii():
             raise InvalidCursorError(f"not a cursor: {text!r}")
         try:

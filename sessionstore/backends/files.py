@@ -1,21 +1,14 @@
 """File primitives for file-based backends (and the archive): durable, private writes.
 
-Only regular files are read or written. A session file, journal or archive
-file is opened with `open_regular`: never through a symbolic link at its
-name (``O_NOFOLLOW``), never blocking on a FIFO (``O_NONBLOCK``), and
-refused unless ``fstat`` finds a regular file, so a FIFO named like a
-session cannot hang a reader and a link to ``/dev/zero`` cannot feed one
-forever. Directories are created private to their owner (`DIR_MODE`),
-like the files (`FILE_MODE`): their names are session ids and agent names.
-
-A store's own directories (a JSONL store's ``heads/``, ``titles/``,
-``journals/<name>/``...) are not followed through a link either: given
-``own_dirs``, `open_regular` and `make_directory` open that many of the
-directories above the file one by one, each relative to the one before
-(``dir_fd``) and with ``O_NOFOLLOW``, so a link planted at any of them,
-even while the call runs, is refused (`LinkedDirectoryError`) and nothing
-outside is read, created or written. The directories above those (the
-store's own directory and its parents) may be links.
+Only regular files are opened (`open_regular`): never through a link at the
+name, never blocking on a FIFO, refused unless ``fstat`` finds a regular
+file, so a FIFO named like a session cannot hang a reader and a link to
+``/dev/zero`` cannot feed one forever. Files and directories are private to
+their owner: their names are session ids and agent names. Given
+``own_dirs``, the last directories above a file (a JSONL store's
+``heads/``...) are opened one by one, each relative to the one before and
+with ``O_NOFOLLOW``, so a link planted at one, even while the call runs, is
+refused and nothing outside is read or written.
 """
 
 from __future__ import annotations
@@ -65,7 +58,6 @@ _KINDS = (
 
 
 def describe(mode: int) -> str:
-    """What a file of this ``st_mode`` is, when not a regular file."""
     for test, name in _KINDS:
         if test(mode):
             return name
@@ -92,15 +84,8 @@ class LinkedDirectoryError(NotRegularFileError):
 def _own_directory(
     directory: Path, own_dirs: int, *, create: bool, made: list[Path] | None = None
 ) -> int:
-    """An open file descriptor of ``directory``, whose last ``own_dirs``
-    components are each opened never through a link (the first by its path,
-    with ``O_NOFOLLOW``; each next one relative to the one before), created
-    private when missing, with ``create``.
-
-    Raises:
-        LinkedDirectoryError: one of them is a link, or no directory.
-        FileNotFoundError: one is missing (without ``create``).
-    """
+    """``directory`` opened, its last ``own_dirs`` components never through a
+    link (created private when missing, with ``create``)."""
     parts = directory.parts[len(directory.parts) - own_dirs :]
     base = Path(*directory.parts[: len(directory.parts) - own_dirs])
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -137,11 +122,7 @@ def _own_directory(
 
 
 def _opened_directory(path: Path, name: str, flags: int, parent: int | None) -> int:
-    """``name`` in ``parent`` opened as a directory, or what is there named.
-
-    Raises:
-        LinkedDirectoryError: it is a link or no directory.
-    """
+    """``name`` in ``parent`` opened as a directory, or a `LinkedDirectoryError`."""
     try:
         return os.open(name, flags, dir_fd=parent)
     except OSError as exc:
@@ -157,19 +138,8 @@ def _opened_directory(path: Path, name: str, flags: int, parent: int | None) -> 
 def open_regular(
     path: str | os.PathLike[str], flags: int, mode: int = FILE_MODE, *, own_dirs: int = 0
 ) -> int:
-    """Open a regular file, and nothing else, without blocking or following a link.
-
-    Args:
-        own_dirs: how many of the directories above the file are the
-            store's own, never followed through a link (created when
-            missing, if ``flags`` holds ``O_CREAT``).
-
-    Raises:
-        NotRegularFileError: ``path`` is a symbolic link, a FIFO, a
-            directory, a device or a socket (nothing was read or written).
-        LinkedDirectoryError: one of the ``own_dirs`` is a link.
-        OSError: as `os.open` (``FileNotFoundError`` when missing).
-    """
+    """Open a regular file, and nothing else, without blocking or following a
+    link (nor one at the ``own_dirs`` above it, created with ``O_CREAT``)."""
     parent: int | None = None
     if own_dirs:
         path = Path(path)
@@ -209,19 +179,8 @@ def _open_regular(path: str | os.PathLike[str], flags: int, mode: int, parent: i
 
 
 def make_directory(directory: Path, *, own_dirs: int = 0) -> bool:
-    """Create ``directory`` and any missing parent, each private (`DIR_MODE`).
-
-    Args:
-        own_dirs: how many of its last components are the store's own:
-            never followed through a link (see `open_regular`).
-
-    Returns:
-        Whether anything was created (its parent then needs an ``fsync``
-        for the new name to be durable).
-
-    Raises:
-        LinkedDirectoryError: one of the ``own_dirs`` is a link.
-    """
+    """Create ``directory`` and any missing parent, each private; whether
+    anything was (its parent then needs an ``fsync``)."""
     if own_dirs:
         made: list[Path] = []
         os.close(_own_directory(directory, own_dirs, create=True, made=made))
@@ -243,14 +202,8 @@ def make_directory(directory: Path, *, own_dirs: int = 0) -> bool:
 
 
 def remove_file(path: Path, *, own_dirs: int = 0, directory: bool = False) -> None:
-    """Unlink ``path`` (remove it, an empty ``directory``), never through a
-    link at one of its ``own_dirs``.
-
-    Raises:
-        LinkedDirectoryError: one of the ``own_dirs`` is a link.
-        FileNotFoundError: there is no such file.
-        OSError: as `os.unlink` or `os.rmdir` (a directory not empty).
-    """
+    """Unlink ``path`` (or rmdir a ``directory``), never through a link at
+    one of its ``own_dirs``."""
     if not own_dirs:
         path.rmdir() if directory else path.unlink()
         return
@@ -274,19 +227,16 @@ def fsync_directory(directory: Path) -> None:
 
 
 def write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data``: in one ``write`` unless the OS takes less."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 
 
 def truncate_back(fd: int, size: int, error: BaseException) -> None:
-    """After a failed write, cut the file back to the ``size`` it had before it.
+    """After a failed write, cut the file back to its ``size`` before it.
 
-    A full disk can take the first part of a write and refuse the rest; the
-    bytes it took are removed, so a write is whole or absent and a retry
-    duplicates nothing. Should the cut fail too, its error is noted on
-    ``error``, which the caller raises.
+    A full disk can take part of a write: cut, a write is whole or absent
+    and a retry duplicates nothing. A failed cut is noted on ``error``.
     """
     try:
         os.ftruncate(fd, size)

@@ -1,11 +1,6 @@
-"""What every journal backend shares for its keyed lines (docs/journal.md).
-
-A line whose top-level ``"key"`` is a string (`sessionstore.wire.line_key`)
-is indexed under that key. These helpers check the arguments of
-`JournalBase.keyed`, `scan`, `append_keyed_unless` and `drop`, gather a
-journal's lines under their keys, and make a drop's `Erasure`: one place
-for what the generic implementation and each backend's index agree on.
-"""
+"""What every journal backend shares for its keyed lines (docs/journal.md):
+a line whose top-level ``"key"`` is a string (`sessionstore.wire.line_key`)
+is indexed under that key."""
 
 from __future__ import annotations
 
@@ -37,11 +32,7 @@ Scanned = builtins.list[tuple[str, builtins.list[bytes]]]
 
 
 def check_keys(keys: Iterable[object], what: str = "key") -> builtins.list[str]:
-    """The keys asked for, each once, in order.
-
-    Raises:
-        ConfigurationError: one is not a string UTF-8 can carry.
-    """
+    """The keys asked for, each once, in order (each a string UTF-8 can carry)."""
     if isinstance(keys, str | bytes):
         raise ConfigurationError(f"keys must be a sequence of strings, not a single {keys!r}")
     checked: builtins.list[str] = []
@@ -54,8 +45,6 @@ def check_keys(keys: Iterable[object], what: str = "key") -> builtins.list[str]:
 
 
 def check_scan(prefix: object, before: object, limit: object) -> None:
-    """Refuse what `scan` cannot compare: a prefix or bound that is not a
-    string, a limit that is not 1 or more (or None)."""
     if not isinstance(prefix, str):
         raise ConfigurationError(f"prefix must be a string, not {prefix!r}")
     check_text(prefix, "prefix")
@@ -68,8 +57,8 @@ def check_scan(prefix: object, before: object, limit: object) -> None:
 
 def bound(prefix: str, before: str | None) -> str | None:
     """The least string above every key `scan` takes (None: no bound): the
-    lesser of ``before`` and the first string past those that start with
-    ``prefix`` (its last character not U+10FFFF made the next one, skipping
+    lesser of ``before`` and the first string past those starting with
+    ``prefix`` (its last character below U+10FFFF made the next, skipping
     the surrogates, which no storage holds)."""
     stem = prefix.rstrip("\U0010ffff")
     past = None
@@ -82,8 +71,7 @@ def bound(prefix: str, before: str | None) -> str | None:
 
 
 def gathered(lines: Iterable[bytes], keys: Sequence[str] | None = None) -> Keyed:
-    """The lines of ``lines`` under each of ``keys`` (None: every key),
-    oldest first."""
+    """The lines under each of ``keys`` (None: every key), oldest first."""
     wanted = None if keys is None else set(keys)
     found: Keyed = {}
     for line in lines:
@@ -94,7 +82,6 @@ def gathered(lines: Iterable[bytes], keys: Sequence[str] | None = None) -> Keyed
 
 
 def scanned(found: Keyed, prefix: str, before: str | None, limit: int | None) -> Scanned:
-    """`scan`'s answer from every key's lines."""
     keys = sorted(
         (key for key in found if key.startswith(prefix) and (before is None or key < before)),
         reverse=True,
@@ -103,7 +90,6 @@ def scanned(found: Keyed, prefix: str, before: str | None, limit: int | None) ->
 
 
 def dropped(name: str, reason: str, lines: Sequence[bytes], keys: int) -> Erasure:
-    """The record of dropping ``lines`` (in journal order, under ``keys``
-    keys) from the journal ``name``: a journal's erasure, of those lines."""
+    """The record of dropping ``lines`` (under ``keys`` keys) from the journal ``name``."""
     record = erasure_of("journal", name, reason, (line + b"\n" for line in lines), len(lines))
     return record.model_copy(update={"keys": keys})

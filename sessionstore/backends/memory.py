@@ -1,11 +1,8 @@
 """`MemoryStore`: the reference backend, kept in the memory of one process.
 
-It enforces every rule the persistent backends do (the session-id rule,
-the streaming refusal, duplicate ids) and keeps each record as the exact
-line the other backends would store, decoding it again on every load, so
-that what a caller gets back never shares state with what is stored.
-Nothing survives the process; there is no global state, and two
-`MemoryStore` objects never see each other's sessions.
+It enforces every rule the persistent backends do, and keeps each record as
+the line they would store, decoded again on every load: what a caller gets
+back never shares state with what is stored.
 """
 
 from __future__ import annotations
@@ -29,7 +26,7 @@ from sessionstore.backends.checks import (
     check_unchanged,
 )
 from sessionstore.backends.cursors import Cursor
-from sessionstore.backends.memory_journal import MemoryJournal, MemoryJournals
+from sessionstore.backends.memory_journal import MemoryJournal, MemoryJournals, yielding
 from sessionstore.backends.records import (
     current_title,
     decode_stored_entries,
@@ -76,7 +73,6 @@ class _Session:
     first_compaction: int | None = None
 
     def extend(self, entries: Sequence[SessionEntry], lines: Sequence[str]) -> None:
-        """Add the lines of ``entries``."""
         if self.first_compaction is None:
             found = (
                 number
@@ -87,6 +83,7 @@ class _Session:
         self.lines.extend(lines)
 
 
+@yielding
 class MemoryStore(StoreBase):
     """A non-persistent store; see `SessionStore` for the contract."""
 
@@ -103,7 +100,6 @@ class MemoryStore(StoreBase):
         self._writing = threading.Lock()
 
     def _touch(self, session: _Session) -> None:
-        """Record a write to ``session`` (see `summaries`)."""
         self._tick += 1
         session.ticks.append(self._tick)
         session.active_at = now_rfc3339()
@@ -187,16 +183,13 @@ class MemoryStore(StoreBase):
             if session is not None:
                 raise DuplicateSessionError(meta.id)
             self._sessions[meta.id] = session = _Session(header)
-            session.extend(decoded, lines)
-            self._touch(session)
-            return len(lines)
-        if session is None:
+        elif session is None:
             raise SessionNotFoundError(meta.id)
-        if session.header != header:
+        elif session.header != header:
             raise SessionConflictError(meta.id, "the stored header line differs")
-        if len(session.lines) != after:
+        elif len(session.lines) != after:
             raise SessionConflictError(meta.id, f"holds {len(session.lines)} entries, not {after}")
-        if lines:
+        if lines or after is None:
             session.extend(decoded, lines)
             self._touch(session)
         return len(lines)
@@ -244,27 +237,28 @@ class MemoryStore(StoreBase):
             if order == "created":
                 key: tuple[Any, ...] = (meta.created_at, session_id)
             else:
-                tick = _last_at_most(session.ticks, int(mark))
-                if tick is None:  # created after the listing started
+                at = bisect.bisect_right(session.ticks, int(mark))
+                if not at:  # created after the listing started
                     continue
-                key = (tick,)
+                key = (session.ticks[at - 1],)
             if start is None or key < start:
                 found.append((key, meta))
         found.sort(key=lambda item: item[0], reverse=True)
         result = []
-        for key, meta in found if limit is None else found[:limit]:
+        for key, meta in found[:limit]:
             session = self._sessions[meta.id]
             last = read_stored_entry(session.lines[-1]) if session.lines else None
-            summary = SessionSummary(
-                meta=meta,
-                entries=len(session.lines),
-                last_timestamp=None if last is None else last.timestamp,
-                compacted=session.first_compaction is not None,
-                title=current_title(meta, session.titles),
-                last_activity=session.active_at,
-                cursor=Cursor(kind, mark, tuple(str(part) for part in key)).encode(),
+            result.append(
+                SessionSummary(
+                    meta=meta,
+                    entries=len(session.lines),
+                    last_timestamp=None if last is None else last.timestamp,
+                    compacted=session.first_compaction is not None,
+                    title=current_title(meta, session.titles),
+                    last_activity=session.active_at,
+                    cursor=Cursor(kind, mark, tuple(str(part) for part in key)).encode(),
+                )
             )
-            result.append(summary)
         return result
 
     async def _set_title(self, session_id: str, change: TitleChange) -> None:
@@ -316,8 +310,6 @@ class MemoryStore(StoreBase):
         return builtins.list(self._heads)
 
     def journal(self, name: str, *, durability: JournalDurability = "full") -> MemoryJournal:
-        """The journal ``name``, in memory (``durability`` is checked, and
-        means nothing here: nothing outlives the process)."""
         check_journal_durability(durability)
         validate_session_id(name)
         self._check_open(name)
@@ -326,9 +318,3 @@ class MemoryStore(StoreBase):
     async def journals(self) -> builtins.list[str]:
         self._check_open()
         return self._journals.names()  # a journal holding only effects too
-
-
-def _last_at_most(ticks: builtins.list[int], mark: int) -> int | None:
-    """The greatest of the (ascending) ``ticks`` not above ``mark``."""
-    at = bisect.bisect_right(ticks, mark)
-    return ticks[at - 1] if at else None

@@ -1,18 +1,19 @@
-"""The journals of a `MemoryStore`: each one's history, and its keyed lines' index.
-
-A journal's history keeps every line, and a marker where it was cleared;
-beside it, a dict from each key to its lines since the last clear, kept up
-by every write: `keyed` and `scan` cost what they return. The store owns
-the journals (`MemoryJournals`); each `MemoryJournal` is a view of one.
+"""The journals of a `MemoryStore`: each one's history (every line, and a
+marker where it was cleared) and beside it each key's lines since the last
+clear, kept up by every write, so that `keyed` and `scan` cost what they return.
 """
 
 from __future__ import annotations
 
+import asyncio
 import builtins
+import contextlib
+import functools
+import inspect
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sessionstore.backends.base import JournalBase
 from sessionstore.backends.keyed import Keyed, Scanned, check_keys, dropped, scanned
@@ -26,16 +27,46 @@ from sessionstore.effects import EFFECTS_SUFFIX
 from sessionstore.models import Erasure
 from sessionstore.wire import line_key
 
-__all__ = ["MemoryJournal", "MemoryJournals"]
+__all__ = ["MemoryJournal", "MemoryJournals", "yielding"]
 
 _T = TypeVar("_T")
+_C = TypeVar("_C", bound=type)
+
+
+def yielding(cls: _C) -> _C:
+    """Give the event loop a turn at the start of each operation of ``cls``:
+    nothing in memory awaits, so a task running many operations in a row
+    would otherwise keep every other task waiting."""
+    for name, method in builtins.list(vars(cls).items()):
+        if inspect.iscoroutinefunction(method):
+            setattr(cls, name, _turn_first(method))
+        elif inspect.isasyncgenfunction(method):
+            setattr(cls, name, _turn_first_stream(method))
+    return cls
+
+
+def _turn_first(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    async def turn_first(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0)
+        return await method(*args, **kwargs)
+
+    return turn_first
+
+
+def _turn_first_stream(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    async def turn_first(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        await asyncio.sleep(0)
+        async with contextlib.aclosing(method(*args, **kwargs)) as items:
+            async for item in items:
+                yield item
+
+    return turn_first
 
 
 @dataclass
 class _Lines:
-    """One journal: its history (None where it was cleared), and the lines
-    under each key since its last clear."""
-
     history: builtins.list[bytes | None] = field(default_factory=builtins.list)
     keys: Keyed = field(default_factory=dict)
 
@@ -63,7 +94,6 @@ class MemoryJournals:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def names(self) -> builtins.list[str]:
-        """The journals written to (their effects' companions as their own)."""
         found = (name.removesuffix(EFFECTS_SUFFIX) for name in self.by_name)
         return builtins.list(dict.fromkeys(found))
 
@@ -71,14 +101,9 @@ class MemoryJournals:
         return MemoryJournal(self, name, check_open)
 
 
+@yielding
 class MemoryJournal(JournalBase):
-    """A journal kept in a `MemoryStore`: history stays, a clear is a marker.
-
-    Args:
-        journals: the store's journals.
-        name: this journal's.
-        check_open: refuses a closed store.
-    """
+    """A view of one of a `MemoryStore`'s journals."""
 
     def __init__(self, journals: MemoryJournals, name: str, check_open: Callable[[], None]):
         self._journals = journals
@@ -88,10 +113,12 @@ class MemoryJournal(JournalBase):
     def _held(self) -> _Lines:
         return self._journals.by_name.setdefault(self._name, _Lines())
 
+    def _found(self) -> _Lines:
+        return self._journals.by_name.get(self._name) or _Lines()  # none yet: empty, not kept
+
     async def read_bytes(self) -> bytes:
         self._check_open()
-        found = self._journals.by_name.get(self._name)
-        return b"" if found is None else journal_bytes(lines_since_clear(found.history))
+        return journal_bytes(lines_since_clear(self._found().history))
 
     async def append_raw(self, *lines: bytes) -> None:
         checked = raw_journal_lines(lines)
@@ -117,21 +144,14 @@ class MemoryJournal(JournalBase):
             return self._looked(keys)
 
     def _looked(self, keys: builtins.list[str]) -> Keyed:
-        held = self._journals.by_name.get(self._name)
-        if held is None:
-            return {}
+        held = self._found()
         return {key: builtins.list(held.keys[key]) for key in keys if key in held.keys}
 
     async def _scan(self, prefix: str, before: str | None, limit: int | None) -> Scanned:
         self._check_open()
         with self._journals.lock:
-            held = self._journals.by_name.get(self._name)
-            if held is None:
-                return []
-            return [
-                (key, builtins.list(lines))
-                for key, lines in scanned(held.keys, prefix, before, limit)
-            ]
+            found = scanned(self._found().keys, prefix, before, limit)
+            return [(key, builtins.list(lines)) for key, lines in found]
 
     async def append_keyed_unless(
         self,
@@ -152,9 +172,7 @@ class MemoryJournal(JournalBase):
         self._check_open()
         wanted = set(keys)
         with self._journals.lock:
-            held = self._journals.by_name.get(self._name)
-            if held is None:
-                return None
+            held = self._found()
             gone = [line for line in held.history if line is not None and line_key(line) in wanted]
             if not gone:
                 return None
@@ -176,15 +194,13 @@ class MemoryJournal(JournalBase):
     async def clear(self) -> None:
         self._check_open()
         with self._journals.lock:
-            held = self._journals.by_name.get(self._name)
-            if held is not None:
-                held.clear()
+            self._found().clear()
 
     async def _erase(self, reason: str) -> Erasure | None:
         self._check_open()
         with self._journals.lock:
-            held = self._journals.by_name.get(self._name)
-            if held is None or not held.history:
+            held = self._found()
+            if not held.history:
                 return None
             lines = [line for line in held.history if line is not None]
             record = erasure_of("journal", self._name, reason, [journal_bytes(lines)], len(lines))

@@ -1,20 +1,12 @@
-"""Records to stored lines and back, as every backend stores them.
-
-Before anything is written, a record is checked and encoded (`header_line`,
-`entry_lines`, `imported_header`, `imported_entry`, the journal's lines);
-what was stored is decoded naming the session, file and line of a fault
-(`decode_stored_meta`, `decode_stored_entry`, `decode_stored_entries`).
-An erasure's record is made from the bytes it removes (`erasure_of`).
-"""
+"""Records to stored lines and back, as every backend stores them: checked
+and encoded before anything is written, decoded naming the session, file and
+line of a fault."""
 
 from __future__ import annotations
 
 import builtins
 import hashlib
-from collections.abc import (
-    Iterable,
-    Sequence,
-)
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from sessionstore.errors import (
@@ -67,8 +59,7 @@ def lines_block(lines: Sequence[str]) -> bytes:
 
 
 def current_title(meta: SessionMeta, changes: Sequence[TitleChange]) -> str | None:
-    """A session's title now: the last change's, or the header's when there is
-    none or the last change gave None."""
+    """A session's title now: the last change's, else (none, or None) the header's."""
     last = changes[-1].title if changes else None
     return meta.title if last is None else last
 
@@ -84,11 +75,7 @@ def header_line(meta: SessionMeta) -> str:
 
 
 def encoded(record: Record, where: str) -> str:
-    """`encode`, its refusal naming ``where`` and, for a lone surrogate, the field.
-
-    Raises:
-        InvalidRecordError: the record cannot be a line.
-    """
+    """`encode`, its refusal naming ``where`` and, for a lone surrogate, the field."""
     try:
         return encode(record)
     except InvalidRecordError as exc:
@@ -105,8 +92,8 @@ def encoded(record: Record, where: str) -> str:
 
 
 def _surrogate_field(value: object, path: str) -> str | None:
-    """The path (``tags[0]``, ``message.content``) of the first string under
-    ``value`` holding a lone surrogate, a key or a value; None when none does."""
+    """The path (``tags[0]``...) of the first key or string under ``value``
+    holding a lone surrogate."""
     if isinstance(value, str):
         return (path or "text") if SURROGATE.search(value) else None
     if isinstance(value, dict):
@@ -126,11 +113,8 @@ def _surrogate_field(value: object, path: str) -> str | None:
 
 
 def entry_lines(session_id: str, entries: Sequence[SessionEntry]) -> builtins.list[str]:
-    """The stored lines (no newline) of entries, refusing any that may not be stored.
-
-    Every entry is checked before the caller writes anything, which is what
-    makes `append_many` all-or-nothing.
-    """
+    """The stored lines of entries, every one checked before the caller writes
+    anything (which makes `append_many` all-or-nothing)."""
     lines = []
     for entry in entries:
         if isinstance(entry, MessageEntry):
@@ -148,7 +132,6 @@ def entry_lines(session_id: str, entries: Sequence[SessionEntry]) -> builtins.li
 
 
 def _refuse_long_line(line: str, where: str) -> None:
-    """Refuse a line whose UTF-8 is longer than `MAX_LINE` (no reader reads it)."""
     if len(line) * 4 <= limits.MAX_LINE:  # never past it, whatever its characters
         return
     size = len(line) if line.isascii() else len(line.encode())
@@ -161,8 +144,7 @@ def _refuse_long_line(line: str, where: str) -> None:
 def erasure_of(
     kind: Literal["session", "journal"], name: str, reason: str, blocks: Iterable[bytes], lines: int
 ) -> Erasure:
-    """The record of erasing ``name``, whose bytes (a file's: each line ending
-    in a newline) were ``blocks``, holding ``lines`` entries or journal lines."""
+    """The record of erasing ``name``, whose file's bytes were ``blocks``."""
     digest = hashlib.blake2b(digest_size=32)
     for block in blocks:
         digest.update(block)
@@ -177,15 +159,8 @@ def erasure_of(
 
 
 def fork_point(source_id: str, at: str | None, entry_ids: Iterable[str]) -> int:
-    """How many of the source's entries a fork keeps: all of them when ``at``
-    is None, else up to and including the first whose id is ``at``.
-
-    Args:
-        entry_ids: the source's entry ids, in order (read no further than needed).
-
-    Raises:
-        EntryNotFoundError: no entry of the source has the id ``at``.
-    """
+    """How many of the source's entries (``entry_ids``, read no further than
+    needed) a fork keeps: up to the first whose id is ``at``, or all."""
     count = 0
     for count, entry_id in enumerate(entry_ids, 1):
         if entry_id == at:
@@ -196,8 +171,7 @@ def fork_point(source_id: str, at: str | None, entry_ids: Iterable[str]) -> int:
 
 
 def imported_header(line: str) -> SessionMeta:
-    """Check an imported header line: one line, a valid header and id, not
-    its own parent (as `create` refuses)."""
+    """Check an imported header line as `create` checks a header."""
     try:
         meta = decode_meta(_one_line(line))
     except InvalidRecordError as exc:
@@ -209,12 +183,7 @@ def imported_header(line: str) -> SessionMeta:
 
 
 def imported_entry(session_id: str, number: int, line: str) -> SessionEntry:
-    """Check an imported entry line: one line that decodes (streaming kept).
-
-    Raises:
-        InvalidRecordError: it does not, naming the session and the entry's
-            number (1 for the session's first entry).
-    """
+    """Check an imported entry line (numbered from 1): one line that decodes."""
     try:
         return decode_entry(_one_line(line))
     except InvalidRecordError as exc:
@@ -228,14 +197,12 @@ def _one_line(line: str) -> str:
 
 
 def journal_line(line: JournalLine) -> bytes:
-    """The stored bytes of a journal line (no newline), after checking its type."""
     if not isinstance(line, SessionHeader | PostWrite | CommentWrite):
         raise InvalidRecordError(f"expected a journal line, got {type(line).__name__}")
     return encoded(line, "journal line").encode()
 
 
 def raw_journal_lines(lines: Iterable[bytes]) -> builtins.list[bytes]:
-    """Verbatim journal lines, refused when one would stand on more than one line."""
     checked = [bytes(line) for line in lines]
     for line in checked:
         if b"\n" in line:
@@ -244,7 +211,6 @@ def raw_journal_lines(lines: Iterable[bytes]) -> builtins.list[bytes]:
 
 
 def journal_bytes(lines: Iterable[bytes]) -> bytes:
-    """The bytes of a journal file holding these complete lines."""
     return b"".join(line + b"\n" for line in lines)
 
 
@@ -277,29 +243,11 @@ def decode_stored_meta(
 def decode_stored_entry(
     session_id: str, line: str | bytes, *, path: str | None, line_no: int
 ) -> SessionEntry:
-    """Decode a stored entry (`sessionstore.wire.stored`); a fault is a
-    `CorruptSessionError` naming ``path`` and ``line_no``."""
-    entry = _trusted(session_id, line, path, line_no)
-    return entry if entry is not None else _strict_entry(session_id, line, path, line_no)
-
-
-def _trusted(
-    session_id: str, line: str | bytes, path: str | None, line_no: int
-) -> SessionEntry | None:
-    """`trusted_entry`, its refusal (a line past `MAX_LINE`, a parser's
-    panic) a `CorruptSessionError`."""
+    """Decode a stored entry (`sessionstore.wire.stored`, else the strict
+    decoder); a fault is a `CorruptSessionError` naming ``path`` and ``line_no``."""
     try:
-        return trusted_entry(line)
-    except InvalidRecordError as exc:
-        raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
-
-
-def _strict_entry(
-    session_id: str, line: str | bytes, path: str | None, line_no: int
-) -> SessionEntry:
-    """What the strict decoder reads, its refusal a `CorruptSessionError`."""
-    try:
-        return decode_entry(line)
+        entry = trusted_entry(line)
+        return entry if entry is not None else decode_entry(line)
     except InvalidRecordError as exc:
         raise CorruptSessionError(session_id, str(exc), path=path, line=line_no) from None
 
@@ -307,15 +255,6 @@ def _strict_entry(
 def decode_stored_entries(
     session_id: str, rows: Iterable[tuple[int, str | bytes]], *, path: str | None
 ) -> builtins.list[SessionEntry]:
-    """`decode_stored_entry` over ``(seq, line)`` rows.
-
-    ``seq`` counts entries from 1: the line is number ``seq + 1`` of the
-    session's file, after its header.
-    """
-    decoded: builtins.list[SessionEntry] = []
-    for seq, line in rows:
-        entry = _trusted(session_id, line, path, seq + 1)
-        if entry is None:
-            entry = _strict_entry(session_id, line, path, seq + 1)
-        decoded.append(entry)
-    return decoded
+    """`decode_stored_entry` over ``(seq, line)`` rows, ``seq`` from 1 (the
+    line is number ``seq + 1`` of the session's file, after its header)."""
+    return [decode_stored_entry(session_id, line, path=path, line_no=seq + 1) for seq, line in rows]

@@ -1,8 +1,4 @@
-"""Store targets: which backend a target string names, and `open_store`.
-
-Nothing here loads SQLAlchemy, nor the JSONL store: each backend loads
-when a target names it.
-"""
+"""`open_store`: the backend a target string names, loaded only then."""
 
 from __future__ import annotations
 
@@ -16,16 +12,12 @@ from sessionstore.store import SessionStore
 
 __all__ = ["SQLITE_SUFFIXES", "is_sql_target", "open_store"]
 
-SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-"""Paths ending so name a SQLite database."""
-
-_SQL_SCHEMES = ("sqlite", "postgresql")
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")  # paths naming a SQLite database
 
 
 def is_sql_target(target: str) -> bool:
-    """Whether a store target names a SQL database."""
     if "://" in target:
-        return target.split("://", 1)[0].split("+", 1)[0] in _SQL_SCHEMES
+        return target.split("://", 1)[0].split("+", 1)[0] in ("sqlite", "postgresql")
     return target.endswith(SQLITE_SUFFIXES)
 
 
@@ -80,9 +72,8 @@ async def _backend_for(text: str, options: dict[str, Any]) -> SessionStore:
 
 
 class _Opening(Coroutine[Any, Any, SessionStore]):
-    """What `open_store` returns: await it, use it with ``async with``, or
-    hand it to anything that runs a coroutine (``asyncio.run``,
-    ``asyncio.create_task``): it is one, opening the store when first run."""
+    """What `open_store` returns: awaitable, an async context manager, and a
+    coroutine (for ``asyncio.run``...) opening the store when first run."""
 
     def __init__(self, target: str | os.PathLike[str], options: dict[str, Any]) -> None:
         self._target = target

@@ -1,32 +1,27 @@
-"""The words of full-text search, and the snippet a hit shows.
+"""The words of full-text search, the ranking of its hits and the snippet a hit shows.
 
-One rule for every backend, so that a search matches the same messages
-everywhere: a message's text (`Message.text()`) is put in Unicode NFC form,
-and its words are the maximal runs of letters and digits in it (an
-underscore, a hyphen, an apostrophe or any other character separates them),
-compared in lower case. A message matches when each word of the query is one
-of its words. SQL backends index these words (`words`), never their
-database's own idea of a word, and build the query from them too.
-
-A message's words are those of the first `INDEXED_CHARS` characters of its
-text (`message_words`): a word past them is not found, on any backend, and
-indexing a message of hundreds of megabytes costs no more than one of a
-few.
-
-One ranking too, for every backend: hits come best `score` first, then by
-session id (code point order), then by ``seq`` (`rank_key`, which a
-search cursor holds). The scan backends compute it here; SQL ones from
-their index, with the same `score`, and the contract suite checks their
-order against this definition over random corpora.
+One rule for every backend (docs/browse.md, "Search"): a message's words are
+the maximal runs of letters and digits of its NFC text, in lower case, found
+in its first `INDEXED_CHARS` characters; a message matches when each word of
+the query is one of its words. Hits rank by `rank_key`, from `score`. SQL
+backends index these words and compute the same score; the others read
+every message (`scan_search`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import heapq
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from sessionstore.backends.cursors import Cursor
+from sessionstore.errors import CorruptSessionError, InvalidCursorError, SessionNotFoundError
+from sessionstore.models import MessageEntry
+from sessionstore.store import CoreStore, SearchHit
 
 __all__ = [
     "HITS_PER_WORD",
@@ -39,14 +34,16 @@ __all__ = [
     "message_score",
     "message_words",
     "rank_key",
+    "scan_search",
     "score",
+    "search_hit",
     "snippet",
     "words",
 ]
 
 INDEXED_CHARS = 1_000_000
-"""Characters of a message's text that search finds words in, at most (the
-first ones; a word the limit cuts is found as what comes before the cut)."""
+"""Characters of a message's text search finds words in (the first ones): a
+word past them is not found, and indexing a huge message costs no more."""
 
 _WORD = re.compile(r"[^\W_]+")
 # ASCII text's words, in lower case, by ``str.translate`` then ``split``:
@@ -56,8 +53,7 @@ _ASCII_WORDS = str.maketrans(
     {code: chr(code).lower() if chr(code).isalnum() else " " for code in range(128)}
 )
 _SPACE = re.compile(r"\s")
-SNIPPET_WIDTH = 200
-"""Characters of message text a snippet holds at most, about."""
+SNIPPET_WIDTH = 200  # characters of message text a snippet holds at most, about
 _BEFORE = 60  # characters shown before the first match, about
 
 
@@ -73,41 +69,33 @@ def words(text: str) -> list[str]:
 
 
 def message_words(text: str) -> list[str]:
-    """The words search finds in a message of text ``text``: those of its
-    first `INDEXED_CHARS` characters."""
+    """The words of a message's first `INDEXED_CHARS` characters."""
     return words(indexed_text(text))
 
 
 def indexed_text(text: str) -> str:
-    """The part of a message's text search finds words in: its first
-    `INDEXED_CHARS` characters."""
     return text[:INDEXED_CHARS] if len(text) > INDEXED_CHARS else text
 
 
 def matches(found: Iterable[str], wanted: Iterable[str]) -> bool:
-    """Whether every wanted word is among the words found."""
     have = set(found)
     return all(word in have for word in wanted)
 
 
-HITS_PER_WORD = 256
-"""Occurrences of one query word that a message's score counts at most
-(PostgreSQL's ``tsvector`` keeps 256 positions of a word)."""
+HITS_PER_WORD = 256  # occurrences of a word a score counts (PostgreSQL's tsvector keeps 256)
 
 
 def hits(counts: Mapping[str, int], wanted: Iterable[str]) -> int:
-    """The occurrences of the ``wanted`` words (each once in it) in a message
-    whose words occur ``counts`` times, each counted `HITS_PER_WORD` times
-    at most."""
+    """The occurrences of the (distinct) ``wanted`` words among ``counts``,
+    each counted `HITS_PER_WORD` times at most."""
     return sum(min(counts.get(word, 0), HITS_PER_WORD) for word in wanted)
 
 
 def score(hits: int, length: int) -> float:
-    """How well a message of ``length`` words answers a query whose words
-    occur ``hits`` times in it (`hits`): ``hits * hits / length``, the
-    square of hits over the square root of the length (the same order, no
-    square root to compute). One division of two exact integers, correctly
-    rounded: Python, SQLite and PostgreSQL compute the same float."""
+    """How well a message of ``length`` words answers a query whose words occur
+    ``hits`` times in it: hits over the square root of the length, squared
+    (the same order). One correctly rounded division of two integers, so
+    Python, SQLite and PostgreSQL compute the same float."""
     return hits * hits / length
 
 
@@ -117,8 +105,7 @@ def message_score(found: list[str], wanted: Iterable[str]) -> float:
 
 
 def rank_key(score: float, session_id: str, seq: int) -> tuple[float, str, int]:
-    """Where a hit ranks, on every backend: the smaller key first (best
-    score, then session id, then ``seq``); unique to a hit."""
+    """Where a hit ranks, the smaller first: best score, session id, ``seq``."""
     return -score, session_id, seq
 
 
@@ -136,8 +123,8 @@ class Snippet:
 
 
 def snippet(text: str, wanted: Iterable[str], width: int = SNIPPET_WIDTH) -> Snippet:
-    """The part of ``text`` to show for a hit: from a little before the first
-    matched word, about ``width`` characters, each matched word highlighted."""
+    """About ``width`` characters of ``text`` from a little before the first
+    matched word, each matched word highlighted."""
     longer = len(text) > INDEXED_CHARS + width  # what matched is in its indexed part
     text = _normal(text[: INDEXED_CHARS + width] if longer else text)
     want = set(wanted)
@@ -157,6 +144,65 @@ def snippet(text: str, wanted: Iterable[str], width: int = SNIPPET_WIDTH) -> Sni
 
 
 def _start_near(text: str, at: int) -> int:
-    """A start at or after ``at`` that does not cut a word."""
     space = text.find(" ", at, at + 20)
     return space + 1 if space >= 0 else at
+
+
+async def scan_search(
+    store: CoreStore, wanted: list[str], owner: str | None, limit: int, after: str | None, kind: str
+) -> list[SearchHit]:
+    """`SessionStore.search` of checked arguments by reading every message: a
+    session that does not decode is searched up to its fault, one erased
+    meanwhile is skipped. The cursor holds the hit's `rank_key`."""
+    start: tuple[float, str, int] | None = None
+    if after is not None:
+        key = Cursor.decode(after, kind, length=3).key
+        try:
+            if not key[2].isdigit():
+                raise ValueError(key[2])
+            start = (-float(key[0]), key[1], int(key[2]))
+        except ValueError:
+            raise InvalidCursorError(f"not a cursor: {after!r}") from None
+    found: list[tuple[float, str, int, MessageEntry]] = []
+    for meta in await store.list():
+        if owner is not None and meta.owner != owner:
+            continue
+        with contextlib.suppress(CorruptSessionError, SessionNotFoundError):
+            async with contextlib.aclosing(store.iter_entries(meta.id)) as entries:
+                seq = 0
+                async for entry in entries:
+                    seq += 1
+                    if not isinstance(entry, MessageEntry):
+                        continue
+                    text_words = message_words(entry.message.text())
+                    if matches(text_words, wanted):
+                        hit = (*rank_key(message_score(text_words, wanted), meta.id, seq), entry)
+                        if start is None or hit[:3] > start:
+                            found.append(hit)
+        found = heapq.nsmallest(limit, found, key=lambda hit: hit[:3])
+    return [
+        search_hit(session_id, seq, entry, wanted, kind, (repr(-negated), session_id, str(seq)))
+        for negated, session_id, seq, entry in found
+    ]
+
+
+def search_hit(
+    session_id: str,
+    seq: int,
+    entry: MessageEntry,
+    wanted: Sequence[str],
+    kind: str,
+    key: tuple[str, ...],
+) -> SearchHit:
+    """A `SearchHit` for message ``entry``: its snippet around the ``wanted``
+    words, and a cursor of ``kind`` standing on ``key`` (the backend's order)."""
+    shown = snippet(entry.message.text(), wanted)
+    return SearchHit(
+        session_id=session_id,
+        entry_id=entry.id,
+        seq=seq,
+        role=entry.message.role,
+        snippet=shown.text,
+        highlights=shown.highlights,
+        cursor=Cursor(kind, "", key).encode(),
+    )
