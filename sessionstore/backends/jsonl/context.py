@@ -1,18 +1,9 @@
 """The JSONL store's `load_context`: a session file read from its end.
 
-The context starts at the last compaction's kept message, so reading from
-the end of the file finds what it needs first: lines are decoded backwards
-until the last compaction, then on until a message with its
-``first_kept_id``. Only then is the rest of the file looked at, and only to
-make sure no earlier message has that id (the context starts from the
-*first* such message in the log): a search of the raw bytes for the id's
-spelling, without decoding. Bytes before a complete line never change, so
-the store keeps that answer (for a long history, beside the files too:
-`sessionstore.backends.jsonl.hints`); later calls read only the tail,
-however long the history.
-
-Reading backwards, a line's number is not known: it is counted only for an
-error message.
+Lines are decoded backwards to the last compaction, then on to a message
+with its ``first_kept_id``; the bytes before are only searched, undecoded,
+for an earlier message with that id (the context starts at the first).
+Reading backwards, a line's number is counted only for an error message.
 """
 
 from __future__ import annotations

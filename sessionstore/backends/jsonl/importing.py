@@ -1,12 +1,8 @@
 """Importing a session's lines into a JSONL store: a new session, or more of one.
 
-A new session is written aside and linked into place whole
-(`sessionstore.backends.jsonl.temporary`): it appears with all its lines or
-not at all, and never replaces one that exists. More lines for a session go
-under its lock, after its header and entry count are found as the caller
-expects, and are cut back off the file if anything fails: all or nothing.
-Lines are checked as the wire decoders check them and written in large
-writes, their messages' ids indexed as they go (`sessionstore.backends.jsonl.ids`).
+A new session is published whole (`Temporary`); more lines go under the
+session's lock once its header and entry count are as the caller expects,
+and are cut back off the file if anything fails.
 """
 
 from __future__ import annotations
