@@ -137,7 +137,8 @@ def after_key(directory: Path, order: Order, owner: str | None, key: tuple[str, 
     whose order was not kept; exact while nothing is written between its pages.
 
     Raises:
-        InvalidCursorError: ``key`` is no key of such a listing."""
+        InvalidCursorError: ``key`` is no key of such a listing.
+    """
     sort, session_id = key
     if order == "created":
         mark: int | str = sort
@@ -254,7 +255,8 @@ class Listings:
         """A later page: the order the cursor's listing kept, and how many rows went before.
 
         Raises:
-            InvalidCursorError: no such order is kept, or the cursor names no row of it."""
+            InvalidCursorError: no such order is kept, or the cursor names no row of it.
+        """
         kept = self.find(cursor.kind, cursor.mark)
         position, session_id = cursor.key
         at = int(position) if position.isdigit() else 0
@@ -279,7 +281,8 @@ class Listings:
         """The order kept under ``token`` for a listing ``kind``.
 
         Raises:
-            InvalidCursorError: no such order is kept (any more)."""
+            InvalidCursorError: no such order is kept (any more).
+        """
         if _TOKEN.fullmatch(token) is None:
             raise InvalidCursorError("not a cursor of this store's listings")
         with self._held_lock:

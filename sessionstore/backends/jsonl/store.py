@@ -327,32 +327,30 @@ class JsonlStore(StoreBase):
                 cut = chunk.rfind(b"\n") + 1
                 block, rest = chunk[:cut], chunk[cut:]
                 if len(rest) > limits.MAX_LINE:  # never joined whole: refused here
-                    line = await self._run(session_id, partial(line_number, fd, at + cut))
-                    raise CorruptSessionError(
-                        session_id,
-                        f"a line of more than {len(rest)} bytes, longer than the limit of "
-                        f"{limits.MAX_LINE}",
-                        path=str(path),
-                        line=line,
-                    )
+                    size_of = f"a line of more than {len(rest)} bytes"
+                    reason = f"{size_of}, longer than the limit of {limits.MAX_LINE}"
+                    raise await self._corrupt(session_id, fd, at + cut, reason)
                 if not block.isascii():  # ASCII is UTF-8, and quicker to tell
                     try:
                         block.decode("utf-8")
                     except UnicodeDecodeError as exc:
                         start = block.rfind(b"\n", 0, exc.start) + 1
-                        line = await self._run(session_id, partial(line_number, fd, at + start))
-                        raise CorruptSessionError(
-                            session_id,
-                            f"invalid UTF-8 at byte {exc.start - start}",
-                            path=str(path),
-                            line=line,
-                        ) from None
+                        reason = f"invalid UTF-8 at byte {exc.start - start}"
+                        raise await self._corrupt(session_id, fd, at + start, reason) from None
                 if block:
                     yield block
         finally:
             os.close(fd)
 
+    async def _corrupt(
+        self, session_id: str, fd: int, offset: int, reason: str
+    ) -> CorruptSessionError:
+        """The fault of the session file's line at ``offset``, numbered."""
+        line = await self._run(session_id, partial(line_number, fd, offset))
+        return CorruptSessionError(session_id, reason, path=str(self.path(session_id)), line=line)
+
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+
         async for block in self.raw_blocks(session_id):
             lines = block.decode("utf-8").split("\n")
             lines.pop()  # what follows the block's last newline: nothing
