@@ -42,15 +42,10 @@ before ``end`` whose id is ``first_kept_id``, or None."""
 
 
 def lines_backwards(reader: _Reader, end: int) -> Iterator[tuple[int, bytes]]:
-    """The lines of a file before ``end`` (just after a newline), last first.
-
-    Each comes with its offset, without its newline; the first line of the
-    file comes last, at offset 0. A line's pieces are joined once its start
-    is found, so a long line costs its length, not its square.
-
-    Raises:
-        CorruptSessionError: a line is longer than `MAX_LINE` (never joined).
-    """
+    """The lines of a file before ``end`` (just after a newline), last first, each
+    with its offset, without its newline. A line's pieces are joined once its
+    start is found, so a long line costs its length, not its square; one longer
+    than `MAX_LINE` is a `CorruptSessionError`, never joined."""
     fd = reader.fd
     position, rest = max(end - 1, 0), b""  # the last newline ends the last line
     while position > 0:
@@ -123,11 +118,7 @@ class _Reader:
             ) from None
 
     def too_long(self, offset: int, held: int) -> NoReturn:
-        """Refuse the line at ``offset``, of more than ``held`` bytes.
-
-        Raises:
-            CorruptSessionError: always, naming the line.
-        """
+        """Raise the `CorruptSessionError` of the line at ``offset``, over ``held`` bytes."""
         raise CorruptSessionError(
             self.session_id,
             f"a session entry of more than {held} bytes, longer than the limit of "

@@ -28,16 +28,8 @@ __all__ = ["Importer"]
 
 @dataclass(frozen=True)
 class Importer:
-    """Writes imported lines of one session.
-
-    Attributes:
-        session_id: the session.
-        path: its file.
-        directory: the store's directory (for the index of ids).
-        full: whether writes are synced (``durability="full"``).
-        run: runs blocking file work off the event loop, its OS errors made
-            a `StorageError` naming the session's file.
-    """
+    """Writes imported lines of one session into its ``path``; ``full``: writes
+    synced, ``run``: blocking work off the loop, OS errors naming the file."""
 
     session_id: str
     path: Path
@@ -103,11 +95,9 @@ class Importer:
         at: int = 0,
         spool: BinaryIO | None = None,
     ) -> tuple[int, int]:
-        """Check and write lines in large writes at offset ``at`` of a file
-        (the session holds ``after`` entries before them), indexing their
-        messages' ids: into ``spool``, or else the session's index
-        (`sessionstore.backends.jsonl.ids`). Return how many entries, and
-        the file's size after them."""
+        """Check and write lines in large writes at ``at`` (after ``after`` entries),
+        indexing their messages' ids into ``spool`` or else the session's index;
+        how many entries, and the file's size after them."""
         session_id, run = self.session_id, self.run
         buffer = [] if header is None else [(header + "\n").encode()]
         pending, count = len(buffer[0]) if buffer else 0, 0
