@@ -1,11 +1,7 @@
 """`export_archive`: sessions, journals and heads out of a store, into an archive.
 
-See `sessionstore.archive` for what an archive holds and promises.
-
-Only regular files are read or replaced in the archive: a FIFO, a directory
-or a symbolic link at a file's name, or a directory that leads out of the
-archive, refuses that file and is left as it is. Directories are created
-private to their owner (0700), like the files (0600).
+Only regular files are read or replaced in the archive, never through a
+link leading out of it; directories are made 0700, files 0600.
 """
 
 from __future__ import annotations
@@ -138,9 +134,8 @@ async def export_chosen(
     erased_left_out: bool,
     sealing: Sealing | None = None,
 ) -> ArchiveReport:
-    """`export_archive`; with ``erased_left_out``, a session erased since it
-    was chosen (listed, or named by `retire`) is left out with a warning
-    rather than a `SessionNotFoundError`; with ``sealing``, encrypted."""
+    """`export_archive`; with ``erased_left_out``, a session erased since it was
+    chosen is left out with a warning, not a `SessionNotFoundError`."""
     root = Path(dest)
     report = ArchiveReport()
     everything = sessions is None and journals is None and heads is None
@@ -186,11 +181,8 @@ async def export_chosen(
 
 
 async def _manifest(root: Path, sealing: Sealing) -> dict[str, manifest.Listed] | None:
-    """The encrypted archive's manifest before this export (None: it has none).
-
-    Raises:
-        ArchiveError: it does not verify (changed, or by a master key not given).
-    """
+    """The encrypted archive's manifest before this export (None: it has none);
+    `ArchiveError` when it does not verify."""
     try:
         return await io(partial(manifest.read, root, sealing.manifest_opener()), root)
     except Refused as refused:
@@ -214,9 +206,8 @@ def _write_manifest(
 
 
 def _one_form(root: Path, path: Path, what: str) -> None:
-    """Refuse to write ``path`` when the archive holds its ``what`` in the
-    other form (plain beside sealed, or sealed beside plain): an import
-    would meet both."""
+    """Refuse to write ``path`` when the archive holds its ``what`` in the other
+    form (plain beside sealed): an import would meet both."""
     other = other_form(path)
     if os.path.lexists(other):
         form = "sealed" if other.name.endswith(SEALED) else "plain"
@@ -228,12 +219,9 @@ def _one_form(root: Path, path: Path, what: str) -> None:
 
 
 def _existing(root: Path, path: Path) -> BinaryIO | None:
-    """The archive's file at ``path`` open to read, or None when there is none.
-
-    Raises:
-        Refused: something else than a regular file has the name, or its
-            directory leads out of the archive.
-    """
+    """The archive's file at ``path`` open to read (None: there is none); `Refused`
+    when something else than a regular file has the name, or its directory
+    leads out of the archive."""
     real = outside(root, path.parent)
     if real is not None:
         raise Refused(None, f"its directory leads out of the archive (to {real}); not written")
@@ -254,16 +242,17 @@ class _AtomicFile:
         self.temporary = final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex}")
         self.fd = -1
 
-    def open(self, copy_of: BinaryIO | None = None) -> None:
-        """Create the temporary file (and its directory); with ``copy_of``,
-        start it as a copy of that."""
+    def open(self, copy_of: BinaryIO | None = None, length: int = 0) -> None:
+        """Create the temporary (and its directory), started as a copy of the
+        first ``length`` bytes of ``copy_of``."""
         make_directory(self.final.parent)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
         self.fd = open_regular(self.temporary, flags, FILE_MODE)
         if copy_of is not None:
             copy_of.seek(0)
-            while chunk := copy_of.read(CHUNK):
+            while length and (chunk := copy_of.read(min(CHUNK, length))):
                 self.write(chunk)
+                length -= len(chunk)
 
     def write(self, data: bytes) -> None:
         write_all(self.fd, data)
@@ -304,8 +293,7 @@ class Differs(Exception):
 
 class Against:
     """An archive file (None: there is none) read in step with the blocks it
-    should begin with: how many lines agree, and where they part. The file
-    stays the caller's to close."""
+    should begin with; the file stays the caller's to close."""
 
     def __init__(self, file: BinaryIO | None, path: Path) -> None:
         self.file = file
@@ -313,12 +301,8 @@ class Against:
         self.lines = 0  # the file's lines found equal so far
 
     async def beyond(self, block: bytes) -> bytes:
-        """The part of ``block`` past the file's end (all of it once the file
-        has ended), the part before checked equal to the file's.
-
-        Raises:
-            Differs: they differ, or the file ends inside a line.
-        """
+        """The part of ``block`` past the file's end, the part before checked equal
+        to the file's; `Differs` when they differ, or the file ends inside a line."""
         if self.file is None:
             return block
         old = await io(partial(self.file.read, len(block)), self.path)
@@ -340,40 +324,56 @@ class Against:
 
 
 async def _extend(
-    root: Path, path: Path, blocks: AsyncIterator[bytes], what: str, report: ArchiveReport
+    root: Path,
+    path: Path,
+    blocks: AsyncIterator[bytes],
+    what: str,
+    report: ArchiveReport,
+    *,
+    replace: bool = False,
 ) -> tuple[int, int]:
-    """Make the archive's file at ``path`` hold ``blocks`` (whole lines): written
-    when missing, given only what it lacks when it holds a prefix of them.
-
-    Returns:
-        The lines the file held already, and the lines written.
-
-    Raises:
-        Refused: the file is not a byte-exact prefix of ``blocks`` (``what``
-            names what they are), or not a regular file; it is left as it is.
-    """
+    """Make the archive's file at ``path`` hold ``blocks`` (whole lines), given
+    only what it lacks; the lines it held and the lines written. `Refused`
+    when it is not a byte-exact prefix of them (left as it is); with
+    ``replace``, it is written anew then (a journal, which can be cleared)."""
     existing = await io(partial(_existing, root, path), path)
     against = Against(existing, path)
     out: _AtomicFile | None = None
-    written = 0  # lines this run writes
+    matched = written = 0  # bytes found in the file; lines this run writes
+
+    async def start() -> _AtomicFile:  # the bytes the file holds, then the rest
+        nonlocal out
+        out = started = _AtomicFile(path)  # discarded below, also if opening fails
+        await io(partial(started.open, copy_of=existing, length=matched), path)
+
+        report.bytes += matched if replace else 0
+        return started
+
+    seen = False  # a block, if empty: a journal's file, empty when cleared
     try:
         async for block in blocks:
+            seen = True
             try:
                 new = await against.beyond(block)
             except Differs as differs:
-                reason = f"differs from the stored {what}; not overwritten"
-                raise Refused(differs.line, reason) from None
+                if not replace:
+                    reason = f"differs from the stored {what}; not overwritten"
+                    raise Refused(differs.line, reason) from None
+                new, against.file = block, None  # what follows is all new
+            matched += len(block) - len(new)
             if not new:
                 continue
-            if out is None:  # what the file holds, then the rest
-                out = _AtomicFile(path)
-                await io(partial(out.open, copy_of=existing), path)
+            out = out or await start()
             await io(partial(out.write, new), path)
             written += new.count(b"\n")
             report.bytes += len(new)
-        if await against.longer():
+        longer = await against.longer()
+        if longer and not replace:
             reason = f"holds more lines than the stored {what}; not overwritten"
             raise Refused(against.lines + 1, reason)
+        if replace and (longer or (existing is None and seen)):
+            out = out or await start()
+
         if out is not None:
             await io(out.publish, path)
             out = None
@@ -394,14 +394,11 @@ async def _export_session(
     erased_left_out: bool,
     sealing: Sealing | None,
 ) -> None:
-    """Export one session and its titles (sealed, with ``sealing``); with
-    ``erased_left_out``, one erased since it was chosen is left out with a
-    warning, as if it had never been: nothing of it is written.
+    """Export one session and its titles; with ``erased_left_out``, one erased
+    since it was chosen is left out with a warning, nothing of it written.
 
-    The titles are read first and written last: an erase before the
-    session's bytes are read leaves nothing in the archive, and one after
-    leaves the whole session with the titles it had.
-    """
+    The titles are read first and written last: an erase before the session's
+    bytes are read leaves nothing in the archive, one after leaves it whole."""
     await io(partial(_one_form, root, path, "session"), path)
     try:
         key = None if sealing is None else await sealing.key("session", session_id)
@@ -434,10 +431,8 @@ async def _export_titles(
     sealing: Sealing | None,
     key: DataKey | None,
 ) -> int:
-    """Give the archive's file of the session's titles (named as its
-    ``session_file``) the changes it lacks (none: no file), sealed under
-    ``key`` with ``sealing``; return how many were written. A refusal names
-    the file (the step's is the session's)."""
+    """Give the archive's file of the session's titles the changes it lacks (none:
+    no file); how many were written. A refusal names the file."""
     path = root / TITLES / session_file.name
     lines = record_lines(changes)
     if sealing is not None and key is not None:
@@ -450,8 +445,7 @@ async def _export_titles(
 
 
 async def record_lines(records: Sequence[TitleChange | HeadMove]) -> AsyncIterator[bytes]:
-    """Records (a session's title changes, a head's moves), a canonical line
-    each, oldest first, in one block; none, no block."""
+    """Records, a canonical line each, oldest first, in one block (none: no block)."""
     if records:
         yield b"".join(map(encode_line, records))
 
@@ -473,9 +467,8 @@ async def _export_journal(
     sealing: Sealing | None,
     effects: bool,
 ) -> None:
-    """Replace the archive's journal file (with ``effects``, its effects')
-    with the journal as it stands (sealed, with ``sealing``), streamed;
-    left as it is when they are the same bytes."""
+    """Replace the archive's journal file (or its effects') with the journal as it
+    stands, streamed; left as it is when they are the same bytes."""
     await io(partial(_one_form, root, path, "journal"), path)
     journal = store.journal(name)
     blocks = journal_blocks(journal.effects.lines if effects else journal)
@@ -490,36 +483,7 @@ async def _export_journal(
             if key
             else record_lines([])
         )
-    existing = await io(partial(_existing, root, path), path)
-    against = Against(existing, path)
-    same = existing is not None  # so far, the existing file holds what was read
-    out: _AtomicFile | None = None
-    written = 0
-    try:
-        async for block in blocks:
-            if same:
-                try:
-                    same = not await against.beyond(block)
-                except Differs:
-                    same = False
-            if out is None:
-                out = _AtomicFile(path)
-                await io(out.open, path)
-            await io(partial(out.write, block), path)
-            written += len(block)
-        same = same and not await against.longer()
-        if not same and (out is not None or existing is not None):
-            if out is None:  # the journal was cleared: an empty file replaces it
-                out = _AtomicFile(path)
-                await io(out.open, path)
-            await io(out.publish, path)
-            out = None
-            report.bytes += written
-    finally:
-        if existing is not None:
-            existing.close()
-        if out is not None:
-            await io(out.discard, path)
+    await _extend(root, path, blocks, "journal", report, replace=True)
     report.journals += not effects
 
 
@@ -531,8 +495,8 @@ async def _filled(blocks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
 
 
 async def _export_keys(root: Path, keys: KeysFile, sealing: Sealing, report: ArchiveReport) -> None:
-    """Give the archive's ``keys.jsonl`` the data keys this export sealed
-    with, each replacing what it held of that key (rewrapped since)."""
+    """Give ``keys.jsonl`` the data keys this export sealed with, each replacing
+    what it held of that key (rewrapped since)."""
 
     def write() -> None:
         existing = _existing(root, keys.path)

@@ -1,10 +1,7 @@
 """`import_archive`: an archive's sessions, journals and heads into a store.
 
-See `sessionstore.archive` for what an archive holds and promises.
-
-Only regular files are read, each opened so that it cannot block (a FIFO)
-nor lead out of the archive (a symbolic link): what is not read is named in
-the report, as skipped, or as refused when it is a link leading out.
+Only regular files are read, opened so that they cannot block (a FIFO) nor
+lead out of the archive (a link): the rest is reported skipped or refused.
 """
 
 from __future__ import annotations
@@ -154,8 +151,8 @@ async def _sealing(
     keyring: Keyring | str | os.PathLike[str] | None,
     report: ArchiveReport,
 ) -> Sealing | None:
-    """What opens the archive's sealed files, with the keys of its
-    ``keys.jsonl`` known; None when it has none, or nothing to open them."""
+    """What opens the archive's sealed files, with ``keys.jsonl``'s keys known;
+    None when it has none, or nothing to open them."""
     if (
         not any(path.name.endswith(SEALED) for path in paths)
         and not (root / manifest.MANIFEST).exists()
@@ -214,9 +211,8 @@ async def _without_cycles(
     report: ArchiveReport,
     sealing: Sealing | None,
 ) -> list[Path]:
-    """The session files, but for those whose ``parent_session`` links (with
-    the store's) form a cycle: a session would be its own ancestor, which
-    no fork can make. Each of those is refused, naming the cycle."""
+    """The session files but those whose ``parent_session`` links (with the
+    store's) form a cycle, which no fork can make: each refused, naming it."""
     links = await io(partial(_parent_links, root, files, sealing), root / SESSIONS)
     if not links:
         return files
@@ -260,10 +256,9 @@ def _find_sessions(root: Path, report: ArchiveReport) -> list[Path]:
 def _find_files(
     root: Path, part: str, what: str, report: ArchiveReport, *, sealed: bool = False
 ) -> list[Path]:
-    """The ``*.jsonl`` files of a directory of the archive (``sessions/``,
-    ``heads/``, ``titles/``) to import, each a ``what`` file, and with
-    ``sealed`` the ``*.sealed`` ones; everything else there goes to the
-    report, skipped (or refused: a link leading out)."""
+    """The ``*.jsonl`` files (and with ``sealed`` ``*.sealed``) of a directory of
+    the archive to import as ``what`` files; the rest reported skipped (or
+    refused: a link leading out)."""
     directory = root / part
     if _looked(root, directory, report) is None:
         return []
@@ -285,8 +280,7 @@ def _find_files(
 
 
 def _find_journals(root: Path, report: ArchiveReport) -> list[Path]:
-    """The journal files to import (``journals/<name>/session_journal.jsonl``);
-    what stands in the way of one goes to the report."""
+    """The journal files to import; what stands in the way of one is reported."""
     directory = root / JOURNALS
     if _looked(root, directory, report) is None:
         return []
@@ -309,8 +303,7 @@ def _find_journals(root: Path, report: ArchiveReport) -> list[Path]:
 
 
 def _looked(root: Path, path: Path, report: ArchiveReport) -> tuple[int | None, str] | None:
-    """What is at ``path`` (`look`); None, the refusal reported, for a
-    symbolic link leading out of the archive."""
+    """What is at ``path`` (`look`); None, reported refused, for a link leading out."""
     try:
         return look(root, path)
     except Refused as refused:
@@ -338,9 +331,9 @@ def _is_effects(path: Path) -> bool:
 
 
 class _FileLines:
-    """A file's lines (without their newlines), read in chunks, numbered
-    from 1; with ``opener``, a sealed file's lines opened. A torn last line
-    is skipped with a warning, or with ``torn_kept`` given too (a journal's)."""
+    """A file's lines (without newlines), read in chunks, numbered from 1, opened
+    with ``opener`` when sealed; a torn last line is skipped with a warning,
+    or kept with ``torn_kept`` (a journal's)."""
 
     def __init__(
         self,
@@ -474,8 +467,8 @@ async def _import_session(
 
 
 async def _import_head(store: SessionStore, root: Path, path: Path, report: ArchiveReport) -> None:
-    """Add to the store's head the positions the archive's file has beyond
-    it, once the positions they share are checked equal."""
+    """Add to the store's head the archive's positions beyond it, those they
+    share checked equal."""
     name = stem(path)
     _valid(name, "head name")
     moves = await _canonical(_FileLines(root, path, report), decode_head_move)
@@ -492,11 +485,9 @@ async def _import_head(store: SessionStore, root: Path, path: Path, report: Arch
 
 
 async def _canonical(source: _FileLines, decode: Callable[[str], _R]) -> list[_R]:
-    """The records of a head's or titles' file, each line in the form export writes.
-
-    A store keeps these records, not their lines, and exports them in
-    canonical form: a line in any other form would not export back the same.
-    """
+    """The records of a head's or titles' file, each line in the canonical form
+    export writes: the store keeps records, not lines, and a line in another
+    form would not export back the same."""
     records = []
     lines = source.text()
     try:
@@ -517,8 +508,8 @@ async def _canonical(source: _FileLines, decode: Callable[[str], _R]) -> list[_R
 async def _import_titles(
     store: SessionStore, root: Path, path: Path, report: ArchiveReport, sealing: Sealing | None
 ) -> None:
-    """Add to the session's titles the changes the archive's file has beyond
-    the store's, once the changes they share are checked equal."""
+    """Add to the session's titles the archive's changes beyond the store's,
+    those they share checked equal."""
     session_id = stem(path)
     _valid(session_id, "session id")
     changes: list[TitleChange] = await _canonical(
@@ -540,9 +531,8 @@ async def _import_titles(
 async def _import_journal(
     store: SessionStore, root: Path, path: Path, report: ArchiveReport, sealing: Sealing | None
 ) -> None:
-    """Add to the store's journal (or its effects) the lines the archive's
-    has beyond it, once the lines they share are checked equal; both are
-    streamed."""
+    """Add to the store's journal (or its effects) the archive's lines beyond it,
+    those they share checked equal; both streamed."""
     name = path.parent.name
     _valid(name, "journal name")
     effects = _is_effects(path)

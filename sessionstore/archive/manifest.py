@@ -1,26 +1,19 @@
 """An encrypted archive's manifest: what it holds, authenticated by the master key.
 
-Each line of a ``.sealed`` file is bound to its file and line number, but
-nothing in the lines says how many there are: without more, the last
-lines of a file, or whole files, could be removed unseen, and the clear
-``heads/*.jsonl`` could be changed. ``manifest.txt``, which every
-encrypted export writes at the archive's root, lists each ``.sealed`` file
-and each head's file with its number of lines and the SHA-256 of its
-bytes, under an HMAC-SHA256 keyed by a data key of the store's keyring
-(`Sealing.manifest_key`, its id named; ``keys.jsonl`` holds it wrapped,
-so it opens wherever the archive's lines do)::
+A sealed line is bound to its file and line number, but nothing says how
+many lines there are, and heads are clear: ``manifest.txt`` lists each
+``.sealed`` file and head file with its lines and SHA-256, under an
+HMAC-SHA256 keyed by a data key of the store's keyring (`Sealing.manifest_key`)::
 
     sessionstore-archive-manifest 1 <key id>
     <lines> <sha256> <path in the archive>
     ...
     mac <hmac of every line above>
 
-An import checks it before anything is imported (`check`): a listed file
-missing or holding fewer lines, a head's file changed, a file not listed
-(added without the keys) refuses the whole import, naming the file (and
-line). A sealed file's changed line is left to its own check, which names
-it. An export verifies the manifest it finds, and writes it again with the
-files it exported (`updated`): the archive grows, and so does its manifest.
+An import checks it first (`check`): a listed file missing or shorter, a
+head changed, a file not listed refuses the whole import; a sealed file's
+changed line is left to its own check. An export verifies it and writes it
+again with what it exported (`updated`).
 """
 
 from __future__ import annotations
@@ -70,8 +63,7 @@ def _mac(key: bytes, body: bytes) -> str:
 
 
 def covered(root: Path) -> list[str]:
-    """The archive's files a manifest covers (each ``.sealed`` file, and
-    each head's file), as paths in the archive, sorted."""
+    """The files a manifest covers (``.sealed`` files, heads), as paths in the archive, sorted."""
     found = []
     for top, dirs, files in os.walk(root):
         dirs[:] = [name for name in dirs if not name.startswith(".")]
@@ -85,12 +77,7 @@ def covered(root: Path) -> list[str]:
 
 
 def measure(root: Path, name: str) -> Listed:
-    """The lines and digest of the archive's file ``name`` as it is now.
-
-    Raises:
-        Refused: it leads out of the archive, or is not a regular file.
-        FileNotFoundError: there is none.
-    """
+    """The lines and digest of the archive's file ``name`` as it is now."""
     digest = hashlib.sha256()
     lines, last = 0, b"\n"
     with os.fdopen(open_inside(root, root / name), "rb") as file:
@@ -102,12 +89,8 @@ def measure(root: Path, name: str) -> Listed:
 
 
 def read(root: Path, opener: Opener) -> dict[str, Listed] | None:
-    """What the archive's manifest lists; None when it has none.
-
-    Raises:
-        Refused: it is not a manifest, no key given opens its key, or its
-            MAC does not match (changed without the keys).
-    """
+    """What the archive's manifest lists (None: it has none); `Refused` when it is
+    not one, no key given opens its key, or its MAC does not match."""
     try:
         fd = open_inside(root, root / MANIFEST)
     except FileNotFoundError:
@@ -141,12 +124,9 @@ def render(key_id: str, key: bytes, listed: dict[str, Listed]) -> bytes:
 def updated(
     root: Path, previous: dict[str, Listed] | None, touched: set[str], refused: set[str]
 ) -> dict[str, Listed]:
-    """The manifest after an export: ``previous`` with each covered file the
-    export wrote or checked (``touched``, but for those it ``refused``)
-    measured again. With no ``previous`` (the archive's first export with
-    manifests), every covered file is measured: the archive is trusted as
-    it stands.
-    """
+    """The manifest after an export: ``previous`` with each covered file it
+    ``touched`` (but those it ``refused``) measured again; with none, every
+    covered file: the archive is trusted as it stands."""
     listed = dict(previous or {})
     for name in covered(root):
         if name in refused or (previous is not None and name not in touched):
@@ -159,15 +139,8 @@ def updated(
 
 
 def check(root: Path, opener: Opener | None) -> list[ArchiveIssue]:
-    """What is wrong with the archive against its manifest (nothing, when
-    it is whole or holds nothing the manifest covers).
-
-    Args:
-        root: the archive.
-        opener: what opens the manifest's key; None when no keys are given
-            (each head's file is then refused, and the sealed files are
-            refused by the import).
-    """
+    """What is wrong with the archive against its manifest; with no ``opener``
+    (no keys given), each head's file is refused (the sealed ones by the import)."""
     present = covered(root)
     manifest = str(root / MANIFEST)
     if not (root / MANIFEST).exists() and not any(name.endswith(SEALED) for name in present):

@@ -138,8 +138,7 @@ async def io(call: Callable[[], _T], what: Path) -> _T:
 
 
 def finish(report: ArchiveReport, verb: str) -> ArchiveReport:
-    """The report, or the `ArchiveError` listing every refusal and fault when
-    there was one."""
+    """The report, or the `ArchiveError` listing every refusal and fault."""
     parts = []
     if report.refused:
         listed = "".join(f"\n  {issue}" for issue in report.refused)
@@ -153,8 +152,8 @@ def finish(report: ArchiveReport, verb: str) -> ArchiveReport:
 
 
 def parent_cycles(parents: dict[str, str]) -> dict[str, list[str]]:
-    """The sessions whose ``parent_session`` links lead back to themselves,
-    each with its cycle, from itself round to itself."""
+    """The sessions whose ``parent_session`` links lead back to themselves, each
+    with its cycle, round to itself."""
     on_cycle: dict[str, list[str]] = {}
     done: set[str] = set()
     for start in parents:
@@ -173,8 +172,7 @@ def parent_cycles(parents: dict[str, str]) -> dict[str, list[str]]:
 
 
 def outside(root: Path, path: Path) -> str | None:
-    """Where ``path`` really leads when that is out of the archive ``root``
-    (through a symbolic link on the way), else None."""
+    """Where ``path`` really leads when that is out of the archive ``root``, else None."""
     top = os.path.realpath(root)
     real = os.path.realpath(path)
     if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
@@ -183,12 +181,8 @@ def outside(root: Path, path: Path) -> str | None:
 
 
 def look(root: Path, path: Path) -> tuple[int | None, str]:
-    """What is at ``path`` in the archive: the mode of what it leads to (None
-    when nothing is there, or it cannot be followed) and how to name it.
-
-    Raises:
-        Refused: a symbolic link leading out of the archive (not followed).
-    """
+    """What is at ``path`` in the archive: the mode of what it leads to (None:
+    nothing, or a broken link) and its name; `Refused` for a link leading out."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -206,12 +200,8 @@ def look(root: Path, path: Path) -> tuple[int | None, str]:
 
 
 def open_inside(root: Path, path: Path) -> int:
-    """Open an archive file to read: a regular file, reached through no link
-    that leads out of the archive.
-
-    Raises:
-        Refused: a link leading out, or not a regular file (a FIFO).
-    """
+    """Open an archive file to read: a regular file, through no link leading out
+    (else `Refused`)."""
     real = outside(root, path)
     if real is not None:
         raise Refused(None, f"a symbolic link leading out of the archive (to {real}); not followed")

@@ -1,10 +1,8 @@
 """`retire`: old sessions out of a store, into an archive, never lost on the way.
 
-See `retire` for what it chooses and `docs/archive.md` for what it promises
-across crashes. A session leaves the store only through `SessionStore.erase`,
-and only once the archive's copy of it has been synced and read back equal,
-byte for byte, to what the store holds; the erasure's digest is then checked
-against that copy too.
+A session leaves the store only through `SessionStore.erase`, once the
+archive's copy has been synced and read back equal, byte for byte, to what
+the store holds, and with that copy's digest (docs/archive.md, "Retire").
 """
 
 from __future__ import annotations
@@ -274,8 +272,7 @@ async def _absent(
 
 
 def _open_synced(root: Path, path: Path) -> BinaryIO | None:
-    """The archive's file, synced to the disk (and its directory), open to
-    read; None when there is none."""
+    """The archive's file, synced (and its directory), open to read; None when missing."""
     try:
         fd = open_inside(root, path)
     except FileNotFoundError:
@@ -293,9 +290,9 @@ def _open_synced(root: Path, path: Path) -> BinaryIO | None:
 async def _compared(
     root: Path, path: Path, blocks: AsyncIterator[bytes], what: str
 ) -> tuple[str, int] | str:
-    """The BLAKE2b-256 digest and size of the archive's file at ``path``
-    (its ``what``), synced, when it holds ``blocks`` byte for byte; else why
-    not. No blocks, and no file, are the same."""
+    """The BLAKE2b-256 digest and size of the archive's file (its ``what``),
+    synced, when it holds ``blocks`` byte for byte, else why not (no blocks
+    and no file are the same)."""
     try:
         file = await io(partial(_open_synced, root, path), path)
     except Refused as refused:
@@ -325,9 +322,8 @@ async def _compared(
 async def _retire_one(
     store: SessionStore, root: Path, path: Path, session_id: str, reason: str, report: RetireReport
 ) -> bool:
-    """Check the archive's copy of one session, then erase it from the store;
-    whether it is gone from the store (erased by this run, or by another
-    meanwhile): the session it was forked from no longer waits for it."""
+    """Check the archive's copy of one session, then erase it; whether it is gone
+    from the store (by this run, or another meanwhile)."""
     try:
         why = await _erase_checked(store, root, path, session_id, reason, report)
     except SessionNotFoundError:
@@ -345,8 +341,8 @@ async def _retire_one(
 async def _erase_checked(
     store: SessionStore, root: Path, path: Path, session_id: str, reason: str, report: RetireReport
 ) -> str | None:
-    """Erase the session once the archive's copy and titles are found equal
-    to the store's; None when erased, else why not (a fault)."""
+    """Erase the session once the archive's copy and titles are found equal to
+    the store's; None when erased, else why not (a fault)."""
     checked = await _compared(root, path, store.raw_blocks(session_id), "copy")
     if isinstance(checked, str):
         return f"{checked}; not trusted, not erased"

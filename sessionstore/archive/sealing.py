@@ -1,20 +1,12 @@
 """Encrypted archives (``export --encrypted``): which files are sealed, and
 the glue between the archive's two directions and `ArchiveSealer`.
 
-An encrypted archive has the layout of a plain one, but for what a sealed
-store keeps sealed (docs/encryption.md)::
-
-    <archive>/keys.jsonl                                  the data keys, wrapped
-    <archive>/sessions/<id>.sealed                        a session's lines, sealed
-    <archive>/titles/<id>.sealed                          its later titles, sealed
-    <archive>/journals/<name>/session_journal.sealed      a journal's lines, sealed
-    <archive>/heads/<name>.jsonl                          heads, clear as in the store
-    <archive>/manifest.txt                                what it holds, authenticated
-
-A ``.sealed`` file has a line for each line of its plain twin, sealed
-under its session's (or journal's) data key and bound to its file and
-line number (`sessionstore.encryption.archive`); the manifest says how
-many lines each file holds (`sessionstore.archive.manifest`).
+The layout of a plain archive, but ``sessions/<id>.sealed``,
+``titles/<id>.sealed`` and ``journals/<name>/session_journal.sealed`` hold
+a sealed line for each line of their plain twins (under the session's or
+journal's data key, bound to file and line number), ``keys.jsonl`` the
+wrapped data keys and ``manifest.txt`` what it holds
+(`sessionstore.archive.manifest`); heads stay clear, as in the store.
 """
 
 from __future__ import annotations
@@ -64,8 +56,7 @@ def stem(path: Path) -> str:
 
 
 def other_form(path: Path) -> Path:
-    """The file the same session would be in the archive's other form
-    (``.sealed`` for ``.jsonl``, and back)."""
+    """The file the same session would be in the archive's other form (``.sealed`` and back)."""
     suffix = SUFFIX if path.name.endswith(SEALED) else SEALED
     return path.with_name(stem(path) + suffix)
 
@@ -92,11 +83,7 @@ class Sealing:
 
     @classmethod
     def of_store(cls, store: SessionStore) -> Sealing:
-        """The sealing of an export of ``store`` (sealed).
-
-        Raises:
-            ArchiveError: the store is not encrypted.
-        """
+        """The sealing of an export of ``store``; `ArchiveError` when it is not encrypted."""
         maker: Callable[[], ArchiveSealer] | None = getattr(store, "archive_sealer", None)
         if maker is None or not getattr(store, "encrypted", False):
             raise ArchiveError(
@@ -111,8 +98,8 @@ class Sealing:
         cls, store: SessionStore, keys: Key | list[Key] | None, keyring: Any
     ) -> Sealing | None:
         """The sealing an import opens sealed files with: from ``keys`` (and
-        ``keyring``, a `Keyring` or its file or URL) when given, else the
-        store's own when it is encrypted; None when neither."""
+        ``keyring``, a `Keyring` or its file or URL), else the store's own when it
+        is encrypted; None when neither."""
         if keys is None:
             if keyring is not None:
                 raise ArchiveError("keyring= is given without keys=: give both, or neither", None)
@@ -147,10 +134,8 @@ class Sealing:
         return self.sealer.unwrap(found, "the store's keyring")
 
     async def manifest_key(self) -> tuple[str, bytes]:
-        """The id (hex) and bytes of the key the export authenticates the
-        archive's manifest with: a key of the store's keyring (made at its
-        first encrypted export), kept for ``keys.jsonl`` as a journal's is,
-        so that it opens wherever the archive's lines do."""
+        """The id (hex) and bytes of the key authenticating the manifest: a key of
+        the store's keyring, kept for ``keys.jsonl`` as a journal's is."""
         data_key = getattr(self.store, "data_key", None)
         assert data_key is not None, "an export's sealing has a sealed store"
         found: WrappedKey | None = await data_key("journal", MANIFEST_KEY, create=True)
@@ -159,11 +144,7 @@ class Sealing:
         return found.key_id.hex(), self.sealer.unwrap(found, "the store's keyring").nonces
 
     def manifest_opener(self) -> Callable[[str], bytes]:
-        """What gives the bytes of the manifest's key of an id (hex).
-
-        Raises (from the opener):
-            Refused: no key given opens it.
-        """
+        """What gives the bytes of the manifest's key of an id (hex), or raises `Refused`."""
         from sessionstore.encryption.archive import UnopenedLine
 
         def opened(key_id: str) -> bytes:
@@ -175,11 +156,7 @@ class Sealing:
         return opened
 
     def opener(self, part: str, name: str) -> Callable[[int, str], bytes]:
-        """What opens line ``number`` of ``name``'s sealed file in ``part``.
-
-        Raises (from the opener):
-            Refused: the line does not open, naming it.
-        """
+        """What opens line ``number`` of ``name``'s sealed file in ``part``, or raises `Refused`."""
         from sessionstore.encryption.archive import UnopenedLine
 
         def opened(number: int, line: str) -> bytes:
@@ -234,8 +211,8 @@ class KeysFile:
         self.path = root / KEYS
 
     def read(self, sealing: Sealing) -> list[tuple[int | None, str]]:
-        """Give ``sealing`` the keys the file holds (none when it is missing);
-        the lines that are not keys, with why."""
+        """Give ``sealing`` the keys the file holds (none when missing); the lines
+        that are not keys, with why."""
         from sessionstore.archive.report import open_inside
 
         try:
@@ -252,13 +229,8 @@ class KeysFile:
         return bad
 
     def merged(self, existing: bytes, met: dict[bytes, WrappedKey]) -> bytes:
-        """The file's new bytes: what it held, each key met now in place of
-        the line of the same id (rewrapped since, perhaps), then the keys
-        it lacked.
-
-        Raises:
-            Refused: a line it held is not a key (not overwritten).
-        """
+        """The file's new bytes: what it held, each key met now in place of the line
+        of the same id, then the keys it lacked; `Refused` when a line is not a key."""
         from sessionstore.encryption.archive import ArchiveSealer
 
         out: dict[str, bytes] = {}

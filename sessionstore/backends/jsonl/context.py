@@ -1,18 +1,9 @@
 """The JSONL store's `load_context`: a session file read from its end.
 
-The context starts at the last compaction's kept message, so reading from
-the end of the file finds what it needs first: lines are decoded backwards
-until the last compaction, then on until a message with its
-``first_kept_id``. Only then is the rest of the file looked at, and only to
-make sure no earlier message has that id (the context starts from the
-*first* such message in the log): a search of the raw bytes for the id's
-spelling, without decoding. Bytes before a complete line never change, so
-the store keeps that answer (for a long history, beside the files too:
-`sessionstore.backends.jsonl.hints`); later calls read only the tail,
-however long the history.
-
-Reading backwards, a line's number is not known: it is counted only for an
-error message.
+Lines are decoded backwards to the last compaction, then on to a message
+with its ``first_kept_id``; the bytes before are only searched, undecoded,
+for an earlier message with that id (the context starts at the first).
+Reading backwards, a line's number is counted only for an error message.
 """
 
 from __future__ import annotations
@@ -51,15 +42,10 @@ before ``end`` whose id is ``first_kept_id``, or None."""
 
 
 def lines_backwards(reader: _Reader, end: int) -> Iterator[tuple[int, bytes]]:
-    """The lines of a file before ``end`` (just after a newline), last first.
-
-    Each comes with its offset, without its newline; the first line of the
-    file comes last, at offset 0. A line's pieces are joined once its start
-    is found, so a long line costs its length, not its square.
-
-    Raises:
-        CorruptSessionError: a line is longer than `MAX_LINE` (never joined).
-    """
+    """The lines of a file before ``end`` (just after a newline), last first, each
+    with its offset, without its newline. A line's pieces are joined once its
+    start is found, so a long line costs its length, not its square; one longer
+    than `MAX_LINE` is a `CorruptSessionError`, never joined."""
     fd = reader.fd
     position, rest = max(end - 1, 0), b""  # the last newline ends the last line
     while position > 0:
@@ -132,11 +118,7 @@ class _Reader:
             ) from None
 
     def too_long(self, offset: int, held: int) -> NoReturn:
-        """Refuse the line at ``offset``, of more than ``held`` bytes.
-
-        Raises:
-            CorruptSessionError: always, naming the line.
-        """
+        """Raise the `CorruptSessionError` of the line at ``offset``, over ``held`` bytes."""
         raise CorruptSessionError(
             self.session_id,
             f"a session entry of more than {held} bytes, longer than the limit of "

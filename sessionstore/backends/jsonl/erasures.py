@@ -1,26 +1,13 @@
-"""The JSONL store's erasure log: ``<dir>/erasures/log.jsonl``, one record per line.
-
-Each `Erasure` is a line in the wire form (`sessionstore.wire.encode`),
-appended in one ``write`` (``O_APPEND``) under an exclusive ``flock``, so
-records from many tasks and processes are each kept; a read holds the
-shared lock. As in head files, what follows the last newline is the remnant
-of a crash: reads drop it (with a warning), the next append cuts it first.
-With ``durability="full"`` each record is ``fsync``ed (and a new file's
-directory entry); otherwise it survives a crash of the process.
-
-The log lives in a directory of its own, not beside the sessions as
-``erasures.jsonl``: that name is a session's (``erasures``).
+"""The JSONL store's erasure log: ``<dir>/erasures/log.jsonl``, one record per line
+(a log of `sessionstore.backends.jsonl.records`; not ``erasures.jsonl``,
+which is a session's name).
 
 An erase writes its record *before* removing the file, so a crash between
-the two leaves the record and the file. To tell that case from an erased
-id used again for the same bytes (an archive imported back), the erase
-first writes the record and the file's identity (device, inode) to a note,
-``<dir>/.erasing/<kind>/<name>``, and removes the note once the file is
-gone. A second erase that finds the note, its record in the log, the same
-file and the same bytes (digest and lines) returns that record and only
-finishes the removal: one record per removal. Bytes that changed meanwhile
-(an append after the crash) are a new removal, recorded anew. `pending`
-lists the notes whose file is still there: `JsonlStore.integrity` reports them.
+the two leaves both. To tell that from an erased id used again for the same
+bytes, the erase first notes the record and the file's device and inode in
+``<dir>/.erasing/<kind>/<name>``, removed once the file is gone: a second
+erase finding the note, its record, the same file and the same bytes only
+finishes the removal. `pending` lists the notes whose file is still there.
 """
 
 from __future__ import annotations
@@ -72,10 +59,8 @@ def digest_file(
     *,
     block: int,
 ) -> Erasure:
-    """The record of erasing the first ``size`` bytes of the file ``fd``,
-    read in blocks of ``block`` bytes (never whole). A session's header line
-    is not counted among its lines; a journal's last line counts even
-    without its newline."""
+    """The record of erasing the first ``size`` bytes of the file ``fd``, read in
+    blocks; a session's header is no line of it, a journal's torn last line is."""
     counted = _Counted(_blocks(fd, size, block))
     record = erasure_of(kind, name, reason, counted, 0)
     lines = counted.newlines
@@ -112,12 +97,7 @@ class _Counted:
 
 
 class ErasureLog:
-    """The erasure log of the store in ``directory``.
-
-    Args:
-        directory: the store's directory.
-        full: ``fsync`` each record (``durability="full"``).
-    """
+    """The erasure log of the store in ``directory`` (``full``: each record ``fsync``ed)."""
 
     def __init__(self, directory: Path, *, full: bool) -> None:
         self._dir = directory
@@ -132,10 +112,9 @@ class ErasureLog:
         return self._dir / ERASING / kind / name
 
     def record(self, fresh: Erasure, file: FileId) -> Erasure:
-        """Keep ``fresh``, the record of removing ``file`` (its device and
-        inode), about to happen, unless an erase of the same file and bytes
-        recorded it and died before removing them: then that record. Call
-        `done` once the file is gone."""
+        """Keep ``fresh``, the record of removing ``file`` (device, inode), about to
+        happen, unless an erase of the same file and bytes recorded it and died
+        before removing them: then that record. Call `done` once the file is gone."""
         noted = self._noted(fresh.kind, fresh.name)
         if noted is not None:
             earlier, where = noted
@@ -192,11 +171,7 @@ class ErasureLog:
         append_lines(self.path, data, full=self._full, what="erasure log")
 
     def read(self) -> list[Erasure]:
-        """Every record, oldest first (none without a log).
-
-        Raises:
-            CorruptSessionError: a complete line does not decode (naming it).
-        """
+        """Every record, oldest first (none without a log)."""
         lines = read_lines(self.path, what="erasure log")
         records = []
         for number, line in enumerate(lines, 1):
@@ -209,9 +184,8 @@ class ErasureLog:
         return records
 
     def erased_since(self, begun_ns: int) -> set[str]:
-        """The sessions erased since ``begun_ns`` (ns since the epoch): a
-        listing that began then leaves them out, even where their ids are
-        used again (and their new files got the old inodes back)."""
+        """The sessions erased since ``begun_ns``, even where their ids are used
+        again (and their new files got the old inodes back)."""
         try:
             changed = os.stat(self.path).st_mtime_ns
         except FileNotFoundError:
@@ -231,13 +205,8 @@ class ErasureLog:
         }
 
     def pending(self, file_of: Callable[[str, str], FileId | None]) -> list[str]:
-        """A fault for each erase that recorded its removal and died before it.
-
-        Args:
-            file_of: the identity of the file of a session or journal, by
-                kind and name; None when there is none. A note whose file is
-                gone (the erase died just after removing it) is no fault.
-        """
+        """A fault for each erase that recorded its removal and died before it;
+        ``file_of`` gives the identity of a session's or journal's file (None: gone)."""
         found = []
         for kind in _KINDS:
             try:

@@ -1,21 +1,12 @@
 """One JSONL session file: opening it, its complete length, crash repair, parsing, header.
 
-What the JSONL store does to a single file, apart from where files live. The
-bytes before the last newline are complete lines and never change (appends
-only add after them, a repair only cuts after them); what follows the last
-newline is the remnant of a crash, cut under the file's exclusive lock.
+The bytes before the last newline are complete lines and never change;
+what follows it is a crash's remnant, cut under the file's exclusive lock.
 
-Only a regular file is a session file (`open_regular`): a FIFO, a link or a
-directory named like a session is refused by name, never read.
-
-A batch of several lines goes out in one ``write``, but a process killed
-in the middle of it can leave its first lines whole. So before such a
-write the store notes the file's length in ``<dir>/.batch/<file>``
-(`batch_started`) and removes the note once the write is done
-(`batch_ended`); a note still there means its writer died mid-batch, and
-the next repair cuts the file back to that length: the batch is stored
-whole or not at all. The note is not fsynced: after a power loss a batch
-can still keep its first lines, as the docs say.
+A process killed inside a batch's one ``write`` can leave its first lines,
+so the batch's writer notes the file's length in ``<dir>/.batch/<file>``
+first and removes the note after; a note still there is cut back to by the
+next repair. The note is not fsynced: a power loss can still keep a part.
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
 """A JSONL fork: a new session file, its own header then a prefix of its source's lines.
 
-Each session file stands alone (the Rust implementation loads it by
-itself), so a fork copies its source's entry lines byte for byte (an
-imported line keeps its exact bytes, ``\\r`` and all), up to and including
-the first entry whose id is ``at``, or all of them.
-
-* The source is read as a load reads it (`complete_size`): under its
-  shared lock, after the repair of a torn tail or of a batch whose writer
-  died. The bytes before that length never change, so a line an append is
-  still writing is never copied, and neither is a torn tail. The source is
-  never written but by that repair, which a load would make too.
-* The entry ``at`` is found by decoding the source's lines from the start,
-  in blocks, up to the first with that id: a line that does not decode is
-  a `CorruptSessionError` naming the source's file and line, as in a load.
-  Without ``at`` nothing is decoded: the lines are copied as they are.
-* The copy is one sweep of ``copy_file_range`` (in the kernel, or a
-  reflink where the file system shares blocks), or, where there is none or
-  the file system refuses it, of reads and writes of ``block`` bytes.
-* It is written to a `Temporary` and published whole under the fork's
-  name (see `sessionstore.backends.jsonl.temporary`): a fork killed at any
-  moment leaves no fork or a complete one.
-
-A fork writes no context hint (`sessionstore.backends.jsonl.hints`): a
-hint belongs to one file, and the fork's first `load_context` finds its own.
+Each session file stands alone (the Rust implementation loads it by itself),
+so a fork copies its source's entry lines byte for byte, read as a load reads
+them (`complete_size`), and is published whole (`Temporary`). It writes no
+context hint: a hint belongs to one file. docs/jsonl.md, "Forks", says more.
 """
 
 from __future__ import annotations
@@ -61,23 +42,9 @@ def write_fork(
     full: bool,
     block: int,
 ) -> None:
-    """Write the fork ``fork_id`` of ``source_id`` at ``final``, whole or not at all.
-
-    Args:
-        source: the source's file.
-        at: the id of the last entry to keep; None keeps every complete line.
-        header: the fork's header line, newline included.
-        full: ``fsync`` the fork and its directory entry before returning.
-        block: bytes per read (and write, without ``copy_file_range``).
-
-    Raises:
-        SessionNotFoundError: the source has no file.
-        CorruptSessionError: the source's header, or one of its lines up to
-            ``at``, does not decode (naming the line).
-        EntryNotFoundError: no entry of the source has the id ``at``.
-        DuplicateSessionError: a session ``fork_id`` exists.
-        OSError: as the file system; one about the source names its file.
-    """
+    """Write the fork ``fork_id`` of the file ``source`` at ``final``, whole or
+    not at all: its ``header`` line, then the lines up to the entry ``at``
+    (None: every complete line). OS errors about the source name its file."""
     fd = open_session(source_id, source, os.O_RDONLY)
     try:
         with _naming(source):
@@ -102,11 +69,8 @@ def write_fork(
 def entry_end(
     session_id: str, path: Path, fd: int, start: int, size: int, at: str, block: int
 ) -> int:
-    """Where the first entry line whose id is ``at`` ends (after its newline).
-
-    The lines from ``start`` (the first entry's, line 2) to ``size`` (just
-    after a newline) are read ``block`` bytes at a time, and decoded in
-    order up to that line.
+    """Where the first entry line from ``start`` (line 2) whose id is ``at``
+    ends, the lines before it decoded in order.
 
     Raises:
         CorruptSessionError: a line before it does not decode (naming it).
@@ -133,14 +97,10 @@ def entry_end(
 
 
 def copy_range(source: int, target: int, start: int, end: int, block: int) -> int:
-    """Copy the bytes ``start`` to ``end`` of ``source`` to ``target``, at its
-    position; return how many (fewer only when ``source`` ends sooner).
+    """Copy the bytes ``start`` to ``end`` of ``source`` to ``target``'s position;
+    return how many (fewer only when ``source`` ends sooner). In the kernel
+    where ``copy_file_range`` is offered, else by reads and writes."""
 
-    ``os.copy_file_range`` copies them without bringing them into the
-    process; where it is missing or refused (another file system, one that
-    does not offer it), the rest goes through reads and writes of ``block``
-    bytes.
-    """
     offset = start
     copy = getattr(os, "copy_file_range", None)  # Linux only
     if copy is not None:

@@ -1,22 +1,8 @@
-"""Named heads of the JSONL store: ``<dir>/heads/<name>.jsonl``, one move per line.
+"""Named heads of the JSONL store: ``<dir>/heads/<name>.jsonl``, every move one line.
 
-A head's file holds every `HeadMove`, oldest first, each a line in the
-wire form (`sessionstore.wire.encode`). A move is appended in one
-``write`` (``O_APPEND``) under an exclusive ``flock`` on the file, so moves
-from many tasks and processes are each kept, one after another; a read
-holds the shared lock, so it never sees a line still being written.
-
-Crash safety is that of session files: what follows the last newline is
-the remnant of a crash, dropped by reads (with a warning) and cut off
-before the next move is written, so a move never fuses onto it. With
-``durability="full"`` each move is ``fsync``ed (and a new file's directory
-entry), so it survives a power loss; otherwise a crash of the process.
-
-A complete line that does not decode is a `CorruptSessionError` naming the
-head (as its ``session_id``), the file and the line. Only regular files are
-head files: anything else at a head's name is a `StorageError` when used,
-and `names` reports it rather than listing it. ``heads/`` is created private
-to its owner, like ``journals/``.
+A log of `sessionstore.backends.jsonl.records`, its crash safety theirs; a
+line that does not decode is a `CorruptSessionError` naming the head (as its
+``session_id``), the file and the line.
 """
 
 from __future__ import annotations
@@ -52,12 +38,8 @@ HEADS = "heads"
 def append_move(
     name: str, path: Path, move: HeadMove, *, full: bool, expect: str | EllipsisType | None = ...
 ) -> None:
-    """Append ``move`` to the head file ``path``, creating it (and ``heads/``),
-    if the head stands at ``expect`` (`check_head`) under the file's lock.
-
-    Raises:
-        SessionConflictError: it stands elsewhere (nothing written).
-    """
+    """Append ``move`` to the head file ``path`` if the head stands at
+    ``expect`` (`check_head`) under the file's lock."""
 
     def check(held: bytes) -> None:
         if expect is not ...:
@@ -74,14 +56,7 @@ def append_moves(
     name: str, path: Path, moves: list[HeadMove], *, full: bool, after: int | None = None
 ) -> None:
     """Append ``moves`` to the head file ``path`` in one write, all or none,
-    creating it (and ``heads/``).
-
-    Args:
-        after: None, or the number of moves the file must hold now.
-
-    Raises:
-        SessionConflictError: it holds another number (nothing written).
-    """
+    if it holds ``after`` moves now (None: any number)."""
 
     def check(held: bytes) -> None:
         count = held.count(b"\n")
@@ -108,30 +83,25 @@ def last_session(name: str, path: Path) -> str | None:
 
 
 def _last_session(name: str, path: Path, lines: list[bytes]) -> str | None:
-    """The session the last of a head file's complete ``lines`` names (only
-    that one decoded: an append expecting the head reads it every time)."""
+    """The session the last of a head file's complete ``lines`` names, only that one decoded."""
     return _decoded(name, path, len(lines), lines[-1]).session_id if lines else None
 
 
 def read_moves(name: str, path: Path) -> list[HeadMove]:
-    """The moves in the head file ``path``, oldest first (none without a file).
-
-    Raises:
-        CorruptSessionError: a complete line does not decode (naming it).
-    """
+    """The moves in the head file ``path``, oldest first (none without a file)."""
     lines = read_lines(path, what=f"head {name!r}")
     return [_decoded(name, path, number, line) for number, line in enumerate(lines, 1)]
 
 
 def names(directory: Path) -> tuple[list[str], list[str]]:
-    """The heads in the store ``directory``, and a fault for each file named
-    like a head that is none (not a regular file, a name that is no id)."""
+    """The heads in the store ``directory``, and a fault for each file named like one."""
+
     return id_files(directory / HEADS, "head file", "not listed")
 
 
 def faults(directory: Path) -> list[str]:
-    """What is wrong with the heads: files `names` cannot list, and lines
-    that do not decode, each naming its file."""
+    """Files `names` cannot list, and lines that do not decode, each naming its file."""
+
     listed, found = names(directory)
     for name in listed:
         path = directory / HEADS / f"{name}{SUFFIX}"

@@ -1,24 +1,10 @@
 """Where a long JSONL session's context starts, remembered beside the files.
 
-`load_context` starts at the *first* message, anywhere in the log, whose id
-is the last compaction's ``first_kept_id``, and only a search of what comes
-before the kept message can tell which that is: of the session's index of
-ids where it has one (`sessionstore.backends.jsonl.ids`), a few
-milliseconds at a million entries, else of every byte (`first_kept_in`),
-about 0.5 s for their 375 MB. Its answer cannot change while those bytes do
-not, so for a search of at least `HINT_FROM` bytes the store writes it to
-``<dir>/.kept/<id>``, a hint that a new store object or a new process reads
-instead of searching again.
-
-A hint is a cache, never the record. It is used only for the file it was
-written for (same device and inode), the same kept id and the same end of
-search, and only while the first and last 4 KiB of the bytes searched are
-those it saw: a digest of all of these is in the hint. A torn, stale or
-foreign hint fails that check, and the search runs again. A hint that
-cannot be written (a read-only directory) is not written; nothing else
-changes. Only a file rewritten in place behind the store, keeping its inode
-and the bytes the digest covers, could mislead a hint; `load()` and
-``sessionstore verify`` read every line regardless.
+The search for the first message with the last compaction's kept id cannot
+change its answer while the bytes searched do not, so for a search of at
+least `HINT_FROM` bytes its answer goes to ``<dir>/.kept/<id>``, with a
+digest of the file's identity, the kept id, the end of search and the bytes
+at both ends: a cache, checked before use (docs/jsonl.md, "Hints").
 """
 
 from __future__ import annotations
@@ -53,21 +39,10 @@ def first_kept(
     *,
     write: bool = True,
 ) -> int | None:
-    """`first_kept_in`, read from the session's hint when one holds (and,
-    with ``write``, written when none did).
+    """`first_kept_in` on the session file ``fd`` (its device and inode:
+    ``file``), read from its hint when one holds, and with ``write`` written
+    when none did."""
 
-    Args:
-        directory: the store's directory.
-        session_id: whose file ``fd`` is open on.
-        file: that file's device and inode.
-        fd: the session file, open for reading.
-        kept: the id the last compaction keeps from.
-        end: where the search stops: the offset of a message with that id.
-
-    Returns:
-        The offset of the first message line before ``end`` whose id is
-        ``kept``, or None.
-    """
     if end < HINT_FROM:
         return first_kept_in(fd, kept, end)
     path = directory / HINTS / session_id

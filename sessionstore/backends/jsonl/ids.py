@@ -1,32 +1,12 @@
-"""An index of a JSONL session's message ids, kept beside the files.
+"""An index of a JSONL session's message ids, kept beside the files (a cache).
 
-After a new compaction, `load_context` must know whether a message before
-the kept one has the kept id too (`sessionstore.backends.jsonl.context`):
-without help, a search of every byte before it, about half a second for
-the 375 MB of a million entries. ``<dir>/.ids/<id>`` answers it from 16
-bytes a message: the store appends there, under the session file's lock,
-one record per message it has just written (a hash of its id, the offset
-of its line), then a mark (how far the file is covered, and a digest of
-the 4 KiB before that). Beside it, ``<dir>/.ids/.firsts/<id>`` holds the
-first 4 bytes of each record, written just before them: a search scans
-that column (4 MB at a million messages, about 2 ms), reads the records
-whose hash starts alike, and decodes only the lines they point to. Lines
-after the last mark (written by another program, or after a crash between
-the writes) are searched as bytes. A column that lags behind its records
-(a crash, a deletion) is caught up from them at the next append; until
-then a search scans the records themselves.
-
-The index is a cache, never the record, and is checked before it is
-believed: its header names the session file (device, inode, a digest of
-its header line) and its last mark must still describe the file's bytes.
-A file that does not match is not used and, at the next append, replaced.
-An import writes the index of what it writes (`spooled`, then `adopt`).
-An append starts or catches up an index only when the lines it has not
-seen are at most `CATCH_UP` bytes, decoded then: a session written before
-this index existed, or forked past that size, has none, and is searched as
-before (with `sessionstore.backends.jsonl.hints` remembering
-each answer). Writing the index can fail (a read-only directory, a full
-disk) without failing the append.
+After a new compaction `load_context` must know whether a message before the
+kept one has the kept id too: ``<dir>/.ids/<id>`` answers it from 16 bytes a
+message (a hash of its id, its line's offset), appended under the session
+file's lock, then a mark (how far the file is covered, a digest of the bytes
+before); ``.ids/.firsts/<id>`` is the column of each record's first 4 bytes
+that a search scans. Checked before it is believed (device, inode, header
+digest, the last mark's digest); docs/jsonl.md, "An index of ids", says more.
 """
 
 from __future__ import annotations
@@ -63,12 +43,8 @@ _SPOOL_BLOCK = _RECORD.size << 16  # records read at once from a spool (1 MiB)
 def note(
     directory: Path, session_id: str, fd: int, size: int, data: bytes, ids: list[tuple[str, int]]
 ) -> None:
-    """Index the messages of an append; the caller holds the session file's lock.
-
-    Args:
-        fd: the session file, just written: ``data`` at offset ``size``.
-        ids: each message's id and its line's offset within ``data``.
-    """
+    """Index the messages of ``data``, just written at ``size`` (``ids``: each
+    one's id and offset in ``data``); the caller holds the file's lock."""
     path, firsts = _paths(directory, session_id)
     try:
         index = _open_for_append(path, create=size <= CATCH_UP)
@@ -102,15 +78,13 @@ def note(
 
 
 def spooled(at: int, ids: list[tuple[str, int]]) -> bytes:
-    """The records of messages written at ``at``: each one's id, and its
-    line's offset from there."""
+    """The records of messages written at ``at`` (each id with its offset from there)."""
     return b"".join(_RECORD.pack(_hash(entry_id), at + offset) for entry_id, offset in ids)
 
 
 def adopt(directory: Path, session_id: str, fd: int, size: int, spool: BinaryIO) -> None:
-    """Write the index of a session file written aside and just published
-    (an import), from the `spooled` records of its messages; the caller
-    still holds the file's lock. One that cannot be written is not left."""
+    """Write the index of an imported session file just published, from the
+    `spooled` records, under its lock; one that cannot be written is not left."""
     path, firsts = _paths(directory, session_id)
     index = column = -1
     try:
@@ -135,10 +109,9 @@ def adopt(directory: Path, session_id: str, fd: int, size: int, spool: BinaryIO)
 
 
 def _extend_firsts(path: str, index: int, held: int, new: bytes) -> None:
-    """Append the first bytes of the ``new`` records to the index's column
-    of them, after bringing it to the ``held`` records before them (a crash
-    between its write and the index's leaves it longer; one deleted leaves
-    it short). Unwritten, searches scan the records themselves."""
+    """Append the first bytes of the ``new`` records to the column, first
+    brought to the ``held`` records before them (a crash leaves it longer,
+    a deletion short)."""
     try:
         column = _open_for_append(path, create=True)
     except OSError:
@@ -160,12 +133,7 @@ def _extend_firsts(path: str, index: int, held: int, new: bytes) -> None:
 
 
 def first_kept(directory: Path, session_id: str, fd: int, kept: str, end: int) -> int | None:
-    """`first_kept_in`, with the index's help where it holds.
-
-    Returns:
-        The offset of the first message line before ``end`` whose id is
-        ``kept``, or None.
-    """
+    """`first_kept_in`, with the index's help where it holds."""
     path, firsts = _paths(directory, session_id)
     try:
         index = open_regular(path, os.O_RDONLY, own_dirs=1)
@@ -230,9 +198,8 @@ def _header(fd: int) -> bytes:
 
 
 def _mark(fd: int, end: int, data: bytes) -> bytes:
-    """A mark: the file is covered up to ``end``, where ``data`` ends; its
-    seal is a digest of the (at most `_WINDOW`) bytes before ``end``, and
-    their length."""
+    """A mark: the file is covered up to ``end``, where ``data`` ends, sealed
+    by a digest of the bytes before (and their length)."""
     if len(data) >= _WINDOW:
         window = data[-_WINDOW:]
     else:
@@ -251,8 +218,7 @@ def _sealed(fd: int, covered: int, seal: bytes) -> bool:
 
 
 def _last_mark(index: int, header: bytes, length: int) -> tuple[int, int, bytes] | None:
-    """Where the last mark of an index of ``length`` bytes is, the end it
-    covers, and its digest (None: not this file's index, or no mark)."""
+    """Where the index's last mark is, the end it covers, and its digest (None: none)."""
     if os.pread(index, _HEADER.size, 0) != header:
         return None
     position = _HEADER.size + (length - _HEADER.size) // _RECORD.size * _RECORD.size
@@ -266,8 +232,7 @@ def _last_mark(index: int, header: bytes, length: int) -> tuple[int, int, bytes]
 
 def _covered(index: int, header: bytes, size: int) -> tuple[int, int] | None:
     """How far an index ready for more records covers a file of ``size``
-    bytes, and how many records it holds (None: unusable). Its last mark's
-    digest is left to the reader, who checks it against the bytes."""
+    bytes, and how many records it holds (None: unusable)."""
     length = os.fstat(index).st_size
     found = _last_mark(index, header, length)
     if found is None:
@@ -279,8 +244,8 @@ def _covered(index: int, header: bytes, size: int) -> tuple[int, int] | None:
 
 
 def _look_up(index: int, firsts: str, fd: int, kept: str, end: int) -> tuple[list[int], int] | None:
-    """The offsets before ``end`` the index has for ``kept``'s hash, and how
-    far it covers (None: it does not hold for this file)."""
+    """The offsets before ``end`` the index has for ``kept``, and how far it
+    covers (None: it does not hold for this file)."""
     found = _last_mark(index, _header(fd), os.fstat(index).st_size)
     if found is None:
         return None
@@ -301,8 +266,8 @@ def _look_up(index: int, firsts: str, fd: int, kept: str, end: int) -> tuple[lis
 
 
 def _rows_from_firsts(firsts: str, count: int, wanted: bytes) -> list[int] | None:
-    """The records among the first ``count`` whose hash starts as ``wanted``
-    does, read from the column of first bytes (None: it lags behind)."""
+    """The records among the first ``count`` whose hash starts as ``wanted``,
+    from the column (None: it lags behind)."""
     try:
         column = open_regular(firsts, os.O_RDONLY, own_dirs=2)
     except OSError:
@@ -321,8 +286,7 @@ def _rows(index: int, count: int, wanted: bytes) -> list[int]:
 
 
 def _aligned(fd: int, length: int, start: int, needle: bytes, width: int) -> list[int]:
-    """The numbers of the ``width``-byte slots, from ``start``, of a file's
-    first ``length`` bytes that begin with ``needle``."""
+    """The ``width``-byte slots from ``start`` (of ``length`` bytes) that begin with ``needle``."""
     found = []
     with mmap.mmap(fd, length, access=mmap.ACCESS_READ) as data:
         at = data.find(needle, start)
@@ -365,8 +329,8 @@ def _holds(fd: int, offset: int, kept: str) -> bool:
 
 
 def _messages(fd: int, start: int, end: int) -> list[bytes]:
-    """Records of the message lines from ``start`` to ``end`` (the header
-    line skipped)."""
+    """Records of the message lines from ``start`` to ``end`` (not the header)."""
+
     data = os.pread(fd, end - start, start)
     records, offset = [], start
     for line in data.split(b"\n")[:-1]:

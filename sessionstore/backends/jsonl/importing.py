@@ -1,12 +1,8 @@
 """Importing a session's lines into a JSONL store: a new session, or more of one.
 
-A new session is written aside and linked into place whole
-(`sessionstore.backends.jsonl.temporary`): it appears with all its lines or
-not at all, and never replaces one that exists. More lines for a session go
-under its lock, after its header and entry count are found as the caller
-expects, and are cut back off the file if anything fails: all or nothing.
-Lines are checked as the wire decoders check them and written in large
-writes, their messages' ids indexed as they go (`sessionstore.backends.jsonl.ids`).
+A new session is published whole (`Temporary`); more lines go under the
+session's lock once its header and entry count are as the caller expects,
+and are cut back off the file if anything fails.
 """
 
 from __future__ import annotations
@@ -32,16 +28,8 @@ __all__ = ["Importer"]
 
 @dataclass(frozen=True)
 class Importer:
-    """Writes imported lines of one session.
-
-    Attributes:
-        session_id: the session.
-        path: its file.
-        directory: the store's directory (for the index of ids).
-        full: whether writes are synced (``durability="full"``).
-        run: runs blocking file work off the event loop, its OS errors made
-            a `StorageError` naming the session's file.
-    """
+    """Writes imported lines of one session into its ``path``; ``full``: writes
+    synced, ``run``: blocking work off the loop, OS errors naming the file."""
 
     session_id: str
     path: Path
@@ -107,11 +95,9 @@ class Importer:
         at: int = 0,
         spool: BinaryIO | None = None,
     ) -> tuple[int, int]:
-        """Check and write lines in large writes at offset ``at`` of a file
-        (the session holds ``after`` entries before them), indexing their
-        messages' ids: into ``spool``, or else the session's index
-        (`sessionstore.backends.jsonl.ids`). Return how many entries, and
-        the file's size after them."""
+        """Check and write lines in large writes at ``at`` (after ``after`` entries),
+        indexing their messages' ids into ``spool`` or else the session's index;
+        how many entries, and the file's size after them."""
         session_id, run = self.session_id, self.run
         buffer = [] if header is None else [(header + "\n").encode()]
         pending, count = len(buffer[0]) if buffer else 0, 0

@@ -1,37 +1,13 @@
 """`FileJournal`: the session journal as a file in an agent's directory.
 
-One JSON object per line in ``<agent_dir>/session_journal.jsonl``, the same
-file the Rust implementation writes:
-
-* every append is ``fsync``ed before it returns (and the directory too when
-  the file is new), so it survives a power loss (unless the journal is a
-  store's at ``durability="store"`` in a store at ``"normal"``: then it
-  survives a crash of the process);
-* an append is whole or absent: a write that fails part way (a full disk)
-  is cut back off the file before the error is raised;
-* an appended line always starts on a line of its own: when the file does
-  not end in a newline (a line torn by a crash), one is written first, so a
-  torn line costs only itself and never eats the next;
-* `clear` removes the file and ``fsync``s the directory;
-* reading never fails on content: what does not parse is skipped and its
-  line number kept; it streams, holding one line at a time besides the
-  `Journal` it returns;
-* only a regular file is a journal: a FIFO, a symbolic link or a directory
-  at its name is a `StorageError` naming it, never opened to read or write;
-* the agent's directory, when the first append creates it, is private to
-  its owner (mode 0700), like the file (0600).
-
-Appends hold an exclusive ``flock`` on the file, so two processes sharing a
-journal do not interleave their lines.
-
-`erase` takes that lock, digests the file's bytes, records the `Erasure` in
-the store's erasure log (a journal kept in a `JsonlStore`; a journal on its
-own returns the record and keeps it nowhere), then unlinks the file, removes
-the journal's directory when that leaves it empty (a store's journal only:
-an agent's directory is the agent's) and ``fsync``s the directory. An append
-that opened the file before the unlink and locks it after finds the name
-gone or naming another file, and opens the journal afresh: it starts the
-journal again rather than writing into the removed file.
+One JSON object per line in ``<agent_dir>/session_journal.jsonl``, the file
+the Rust implementation writes. Appends hold an exclusive ``flock``, are
+``fsync``ed (unless ``synced`` is False), whole or cut back, and always
+start on a line of their own (a newline first after a torn one); reading
+never fails on content. `erase` records under the lock, then unlinks: an
+append that opened the file before and locks it after finds the name gone
+or naming another file, and starts the journal again rather than writing
+into the removed file.
 """
 
 from __future__ import annotations

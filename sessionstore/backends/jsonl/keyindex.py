@@ -1,26 +1,12 @@
 """The keyed lines of journal files, by key: where each line is in its file.
 
-A `FileKeyIndex` holds, for one journal file, the place (offset, length)
-of each keyed line (`sessionstore.wire.line_key`) under its key, and how
-far the file is indexed. It is built once, by reading the file, then
-caught up: each look reads only what was appended since, so a lookup
-costs what it returns. The lines themselves are read again from the file
-(``pread``), never kept.
-
-The file may change behind the index: cleared or erased (removed, perhaps
-made again, by this process or another), cut back after a failed write,
-or replaced by a drop (written anew and renamed over it). The index
-recognises the file it read by its identity (device and inode), its length
-(never shorter than what was indexed) and the last bytes it indexed (still
-the same at the same place); any change, and it is built again.
-
-Only complete lines (ending in a newline) are kept; the last piece of a
-file that does not end in one (a line torn by a crash, or an append under
-way) is looked at again by every look, as a reader of the file would.
-
-An index is kept per journal store (`KeyIndexes`, owned by a `JsonlStore`
-or by a `FileJournal` of its own), never module-wide; its methods run in
-worker threads, each under the index's lock.
+A `FileKeyIndex` holds, for one journal file, the place of each complete
+keyed line (`sessionstore.wire.line_key`), built once and then caught up
+with what was appended; the lines are read again with ``pread``, never kept.
+The file may be cleared, erased, cut back or replaced behind it: the index
+knows its file by device, inode, length and the last bytes it indexed, and
+any change builds it again. One per journal store (`KeyIndexes`), never
+module-wide; its methods run in worker threads under its lock.
 """
 
 from __future__ import annotations

@@ -1,42 +1,14 @@
 """What `JsonlStore.summaries` pages through: the order a listing found on
-its first page, kept between its pages.
+its first page, kept between its pages (docs/jsonl.md, "Listings").
 
-A session's last activity is its file's modification time: every write of
-the store (a create, an append that stored lines, an import, a fork) sets it
-to the time of the write, to the nanosecond (`file.stamp`), since the
-kernel's own stamp may be a clock tick coarse and tie sessions written one
-after another. Titles live in other files and leave it alone.
-
-Paging by last activity must stay exact while sessions are written: a
-session appended to after the first page moves to the top, and a keyset on
-the time would skip it (or list it twice). So the first page of a listing
-scans every file's time (and header, by creation or for an owner), sorts,
-and keeps that order, each session's id and inode, in
-``<dir>/.listings/<token>``; its cursors name the token and a position in
-it, and later pages read on from there, leaving out what was erased since
-(its file gone, or another file under its name). Sessions created after the
-first page are not in it. By creation the keys never change and a keyset
-would do, but it would read every header on every page: the kept order
-makes a later page cost what its own sessions do, whatever the order.
-
-* The token is a digest of the order (and of the listing asked): the same
-  order, asked again, is the same file, not another one.
-* The file is written under a temporary name, then renamed: it is whole or
-  absent (a write a power loss cut short fails its count, and reads as
-  gone). It is private to its owner (0600), like ``.listings/`` (0700).
-* It is kept `KEPT_FOR` seconds after its last page (each page touches it),
-  and only the `KEPT_AT_MOST` last used: each new one sweeps the others. A
-  cursor whose order is gone is an `InvalidCursorError` saying to start
-  again, never a wrong page.
-* Where ``.listings/`` cannot be written (a read-only directory), the store
-  object holds the order itself, under the same rules: its cursors then
-  work with that object only.
-
-The first page's scan runs in a worker thread, as all file work does; the
-writes of the same store object asked after the listing was wait until the
-scan is done (`ListingGate`), so that the order is the one of the moment the
-listing was asked, not of a moment a few writes later. Other processes'
-writes race with the scan as they would with any read.
+A session's last activity is its file's time (`file.stamp`), and a session
+written after the first page would move under a keyset on it: so the first
+page scans, sorts and keeps the order (ids and inodes) in
+``<dir>/.listings/<token>`` (a digest of the order: asked again, the same
+file), written aside and renamed, kept `KEPT_FOR` seconds and at most
+`KEPT_AT_MOST`; later pages read on by position. Where it cannot be
+written the store object holds it. The same store object's writes wait
+for the scans asked before them (`ListingGate`).
 """
 
 from __future__ import annotations
@@ -114,10 +86,8 @@ _GONE = (
 
 @dataclass(frozen=True)
 class Row:
-    """A session as a listing found it: its id, its file's inode (a session
-    erased and made again under the id has another), and its sort key (the
-    file's time in nanoseconds, or the header's ``created_at``; None for a
-    row read back from a kept order, which pages by position)."""
+    """A session as a listing found it: its id, its file's inode (another when
+    erased and made again), and its sort key (None when read back from a kept order)."""
 
     session_id: str
     inode: int
@@ -125,12 +95,9 @@ class Row:
 
 
 def scan(directory: Path, order: Order, owner: str | None) -> list[Row]:
-    """Every session in the listing's order, newest first: by the file's
-    time for ``"last_activity"``, by the header's (``created_at``, id) for
-    ``"created"``; ties by id, descending. The sessions are the regular files
-    named ``<id>.jsonl`` (of ``owner``, when given). A header that is read
-    (by creation, or for an owner) and is no sound one leaves its file out,
-    with a warning as `list` gives; otherwise the page that reaches it does."""
+    """Every session in the listing's order, newest first, ties by id descending
+    (of ``owner``, when given). A header read (by creation, or for an owner)
+    that is no sound one leaves its file out, with a warning as `list` gives."""
     try:
         names = os.listdir(directory)
     except FileNotFoundError:
@@ -166,10 +133,8 @@ def scan(directory: Path, order: Order, owner: str | None) -> list[Row]:
 
 
 def after_key(directory: Path, order: Order, owner: str | None, key: tuple[str, ...]) -> list[Row]:
-    """The rows of a listing that follow ``key``: a later page of a listing
-    whose order was not kept (`Listings` with ``keep=False``), found by key
-    on a scan made now. Exact while nothing is written between its pages; a
-    session written since moves above the key, out of the later pages.
+    """The rows that follow ``key`` on a scan made now: a later page of a listing
+    whose order was not kept; exact while nothing is written between its pages.
 
     Raises:
         InvalidCursorError: ``key`` is no key of such a listing.
@@ -193,15 +158,8 @@ def _skipping(path: Path, exc: Exception) -> None:
 
 @dataclass(frozen=True)
 class Facts:
-    """What a summary needs besides the session's entries.
-
-    Attributes:
-        meta: the header.
-        active_ns: the file's modification time: the last write, in
-            nanoseconds since the epoch.
-        changes: the session's title changes.
-        fault: why its titles do not read back (``changes`` is then empty).
-    """
+    """What a summary needs besides the session's entries (``active_ns``: the
+    file's time; ``fault``: why its titles do not read back)."""
 
     meta: SessionMeta
     active_ns: int
@@ -210,9 +168,8 @@ class Facts:
 
 
 def facts(directory: Path, session_id: str, inode: int) -> Facts | None:
-    """The facts of a session a listing found in the file ``inode``; None
-    when it is gone (erased, or another file under its name) or its header
-    is no sound one (skipped with a warning, as `list` skips it)."""
+    """The facts of a session a listing found in the file ``inode``; None when it
+    is gone or its header is no sound one (skipped with a warning, as `list`)."""
     path = directory / f"{session_id}{SUFFIX}"
     try:
         status = os.lstat(path)
@@ -265,15 +222,9 @@ class ListingGate:
 
 @dataclass(frozen=True)
 class Kept:
-    """The order of a listing by last activity, as its first page found it.
-
-    Attributes:
-        token: its name (a digest of the listing asked and of ``rows``);
-            empty when there is nothing to page through.
-        begun_ns: when the first page began (`time.time_ns`): a session
-            erased after it is left out even when its id is used again.
-        rows: the sessions, the last written first.
-    """
+    """The order of a listing by last activity, as its first page found it:
+    ``token`` its name (empty: nothing to page through), ``begun_ns`` when it
+    began (a session erased after is left out), ``rows`` newest first."""
 
     token: str
     begun_ns: int
@@ -281,10 +232,9 @@ class Kept:
 
 
 class Listings:
-    """The listing orders of the store in ``directory``: kept in
-    ``.listings/``, or by this object where that cannot be written; or,
-    with ``keep=False``, not kept at all: nothing is written, and a
-    listing's later pages go on by key (`after_key`)."""
+    """The listing orders of the store in ``directory``, kept in ``.listings/`` (or
+    by this object where that cannot be written); with ``keep=False`` not kept,
+    later pages going on by key (`after_key`)."""
 
     def __init__(self, directory: Path, *, keep: bool = True) -> None:
         self._dir = directory / LISTINGS
@@ -302,12 +252,10 @@ class Listings:
         return self.keep(kind, begun, rows)
 
     def resume(self, cursor: Cursor) -> tuple[Kept, int]:
-        """A later page: the order the cursor's listing kept, and how many of
-        its rows went before the page.
+        """A later page: the order the cursor's listing kept, and how many rows went before.
 
         Raises:
-            InvalidCursorError: no such order is kept (any more), or the
-                cursor names no row of it.
+            InvalidCursorError: no such order is kept, or the cursor names no row of it.
         """
         kept = self.find(cursor.kind, cursor.mark)
         position, session_id = cursor.key
@@ -348,9 +296,8 @@ class Listings:
         return kept
 
     def _hold(self, kind: str, kept: Kept) -> None:
-        """Keep an order in this object (its last use now), forgetting those
-        unused for `KEPT_FOR` seconds and the least recently used beyond
-        `KEPT_AT_MOST`."""
+        """Keep an order in this object, forgetting those unused for `KEPT_FOR`
+        seconds and the least recently used beyond `KEPT_AT_MOST`."""
         now = time.monotonic()
         with self._held_lock:
             self._held[kept.token] = (now, kind, kept)

@@ -1,11 +1,9 @@
 """Small append-only logs of wire records beside the sessions: head files and
 the erasure log.
 
-Each record is one line, appended in one ``write`` under an exclusive
-``flock``; a read takes the shared lock, so it never sees a record halfway
-through its write. A crash can tear only the last line: a read drops it
-(with a warning) and the next append cuts it off first, so later records
-never fuse onto it. A write the disk could not hold whole is cut back off.
+One record a line, appended in one ``write`` under an exclusive ``flock``
+and read under the shared one; a torn last line is dropped by reads and cut
+off by the next append; a write the disk could not hold whole is cut back.
 """
 
 from __future__ import annotations
@@ -39,15 +37,10 @@ def append_lines(
     what: str,
     check: Callable[[bytes], None] | None = None,
 ) -> None:
-    """Append ``data`` (whole lines) to the log ``path`` in one write, all or
-    none, creating it and its directory.
+    """Append ``data`` (whole lines) to the log ``path`` (named ``what`` in
+    warnings) in one write, all or none, creating it; ``check`` is given the
+    lines it holds, under the lock, and what it raises stops the append."""
 
-    Args:
-        full: ``fsync`` the data (and a new file's or directory's name).
-        what: the log, as a warning about a torn last line names it.
-        check: called, under the lock, with the complete lines the log
-            holds (newlines included); what it raises stops the append.
-    """
     if make_directory(path.parent, own_dirs=1) and full:
         fsync_directory(path.parent.parent)
     fd = open_regular(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE, own_dirs=1)

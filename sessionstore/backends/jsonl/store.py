@@ -1,58 +1,7 @@
-"""`JsonlStore`: one JSONL file per session in a directory (SPEC section 3).
+"""`JsonlStore`: one JSONL file per session in a directory.
 
-Session ``<id>`` lives in ``<dir>/<id>.jsonl``: line 1 is the header, each
-further line one entry, every line in the canonical wire form. The files
-are the same the Rust implementation writes and reads.
-
-Crash safety:
-
-* Each append (or `append_many` batch) goes out in one ``write`` of whole
-  lines, under an exclusive advisory lock (``flock``) on the file, so two
-  processes appending to one session never interleave, and a load never
-  mistakes a line still being written for a torn one.
-* Everything after the last ``\\n`` is the remnant of a crash: a load drops
-  it (with a warning) and truncates the file to the last ``\\n``, and so does
-  the next append before writing, so later lines never fuse onto it.
-* ``durability="normal"`` (default): an append that returned has reached
-  the operating system and survives a crash of the process.
-  ``durability="full"``: it is also ``fsync``ed (and a new file's directory
-  entry too), so it survives a power loss.
-* A new session's header, a fork (`fork`) and a new imported session
-  are written to a temporary and linked into place whole (`sessionstore.backends.jsonl.temporary`):
-  a process killed at any moment leaves none or a complete one. With
-  ``durability="full"`` the file and its name are ``fsync``ed before the
-  call returns; with ``"normal"`` a power loss can lose one that returned,
-  or leave it short or empty, as it can a new session.
-
-A batch is all-or-nothing against refused entries, process crashes and a
-full disk: a ``write`` that fails part way is cut back off the file before
-the `StorageError`, so a retry stores the batch once. A power loss in the
-middle of a large batch's single ``write`` can leave its first lines on
-disk; the torn last one is dropped at the next load.
-
-Only regular files are session files: a FIFO, a symbolic link or a
-directory named ``<id>.jsonl`` is never opened to read (a FIFO would block
-the reader, a link could lead anywhere); using it is a `StorageError`
-naming it, `list` skips it with a warning, and `integrity` reports it, as
-it does every file named like a session that `list` cannot read (an empty
-file, a torn or invalid header).
-
-The directory, its ``journals/``, each journal's directory, ``heads/``,
-``titles/`` and ``.listings/`` are created private to their owner (mode
-0700), like the files (0600): their names are session ids, agent names and
-head names.
-
-Journals (`journal`) are `FileJournal` files in
-``<dir>/journals/<name>/session_journal.jsonl``; named heads (`set_head`)
-are files ``<dir>/heads/<name>.jsonl`` (`sessionstore.backends.jsonl.heads`);
-titles chosen later (`set_title`) are files ``<dir>/titles/<id>.jsonl``
-(`sessionstore.backends.jsonl.titles`). A session's last activity is its
-file's modification time, and a listing by it keeps its order in
-``<dir>/.listings/`` between its pages (`sessionstore.backends.jsonl.listing`),
-but in a store opened with ``write_caches=False``, whose reads write nothing.
-
-Locks are POSIX ``flock`` locks: advisory, honoured by every sessionstore
-process on the machine, not by other programs writing the same files.
+Its files, locks, durability, crash repair and what it refuses to open are
+in docs/jsonl.md; each helper module says how it keeps its part.
 """
 
 from __future__ import annotations
@@ -202,17 +151,14 @@ class JsonlStore(StoreBase):
         return self._dir
 
     def drop_caches(self) -> None:
-        """Forget the contexts built (the hint files beside the sessions stay:
-        they are what a new process finds, see `sessionstore.backends.jsonl.hints`)
-        and the journals' key indexes (the next look reads the file again)."""
+        """Forget the contexts built and the journals' key indexes (the hint
+        files beside the sessions stay: they are what a new process finds)."""
         super().drop_caches()
         self._contexts.clear()
         self._journal_keys.drop()
 
     def journal(self, name: str, *, durability: JournalDurability = "full") -> FileJournal:
-        """The journal file ``<dir>/journals/<name>/session_journal.jsonl``
-        (its appends ``fsync``ed unless ``durability="store"`` at the
-        store's ``durability="normal"``)."""
+        """The file ``<dir>/journals/<name>/session_journal.jsonl``."""
         check_journal_durability(durability)
         validate_session_id(name)
         self._check_open(name)
@@ -227,7 +173,6 @@ class JsonlStore(StoreBase):
 
     async def journals(self) -> builtins.list[str]:
         self._check_open()
-
         return await self._run(None, lambda: journals(self._dir)[0])
 
     def path(self, session_id: str) -> Path:
@@ -235,8 +180,7 @@ class JsonlStore(StoreBase):
         return self._dir / f"{validate_session_id(session_id)}{SUFFIX}"
 
     async def _run(self, session_id: str | None, call: Callable[[], _T]) -> _T:
-        """Run blocking file work off the event loop; OS errors become a
-        `StorageError` naming the file (the session's, when the OS names none)."""
+        """Run file work in a thread; OS errors name the file (the session's by default)."""
         where = self._dir if session_id is None else self.path(session_id)
         return await in_thread(call, where=where, session_id=session_id)
 
@@ -250,8 +194,7 @@ class JsonlStore(StoreBase):
         return meta.id
 
     def _create(self, session_id: str, line: bytes) -> None:
-        """Write the header aside and link it into place (`Temporary`): a
-        reader never finds the session's file without its header."""
+        # Written aside and linked into place: no reader finds the file without its header.
         temporary = Temporary.create(self.path(session_id), "create", swept=False)
         try:
             write_all(temporary.fd, line)
@@ -333,12 +276,6 @@ class JsonlStore(StoreBase):
         return parse(session_id, path, data)
 
     async def _built_context(self, session_id: str) -> BuiltContext[tuple[int, int]]:
-        """The built context, read from the end of the session's file, and cached.
-
-        See `sessionstore.backends.jsonl.context`: the cost follows the
-        context's length, not the history's. Asked again, only the lines
-        appended since are read (`sessionstore.backends.contexts`).
-        """
         return await self._run(session_id, lambda: self._context(session_id))
 
     def _context(self, session_id: str) -> BuiltContext[tuple[int, int]]:
@@ -374,7 +311,6 @@ class JsonlStore(StoreBase):
         return path, path
 
     async def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
-        """The file's complete lines as they are, in reads of about a megabyte."""
         self._check(session_id)
         path = self.path(session_id)
         fd = await self._run(session_id, lambda: open_session(session_id, path, os.O_RDONLY))
@@ -391,32 +327,30 @@ class JsonlStore(StoreBase):
                 cut = chunk.rfind(b"\n") + 1
                 block, rest = chunk[:cut], chunk[cut:]
                 if len(rest) > limits.MAX_LINE:  # never joined whole: refused here
-                    line = await self._run(session_id, partial(line_number, fd, at + cut))
-                    raise CorruptSessionError(
-                        session_id,
-                        f"a line of more than {len(rest)} bytes, longer than the limit of "
-                        f"{limits.MAX_LINE}",
-                        path=str(path),
-                        line=line,
-                    )
+                    size_of = f"a line of more than {len(rest)} bytes"
+                    reason = f"{size_of}, longer than the limit of {limits.MAX_LINE}"
+                    raise await self._corrupt(session_id, fd, at + cut, reason)
                 if not block.isascii():  # ASCII is UTF-8, and quicker to tell
                     try:
                         block.decode("utf-8")
                     except UnicodeDecodeError as exc:
                         start = block.rfind(b"\n", 0, exc.start) + 1
-                        line = await self._run(session_id, partial(line_number, fd, at + start))
-                        raise CorruptSessionError(
-                            session_id,
-                            f"invalid UTF-8 at byte {exc.start - start}",
-                            path=str(path),
-                            line=line,
-                        ) from None
+                        reason = f"invalid UTF-8 at byte {exc.start - start}"
+                        raise await self._corrupt(session_id, fd, at + start, reason) from None
                 if block:
                     yield block
         finally:
             os.close(fd)
 
+    async def _corrupt(
+        self, session_id: str, fd: int, offset: int, reason: str
+    ) -> CorruptSessionError:
+        """The fault of the session file's line at ``offset``, numbered."""
+        line = await self._run(session_id, partial(line_number, fd, offset))
+        return CorruptSessionError(session_id, reason, path=str(self.path(session_id)), line=line)
+
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+
         async for block in self.raw_blocks(session_id):
             lines = block.decode("utf-8").split("\n")
             lines.pop()  # what follows the block's last newline: nothing
@@ -438,8 +372,7 @@ class JsonlStore(StoreBase):
     # ------------------------------------------------------------ branches
 
     async def _meta(self, session_id: str) -> SessionMeta:
-        """The header, from the file's first line alone (a fork's default
-        header copies it; the lines need not be read)."""
+        """The header, from the file's first line alone."""
         path = self.path(session_id)
 
         def meta() -> SessionMeta:
@@ -451,7 +384,6 @@ class JsonlStore(StoreBase):
         return await self._run(session_id, meta)
 
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
-        """Copy the source's lines into a new file; see `sessionstore.backends.jsonl.fork`."""
         fork = partial(
             write_fork,
             source_id,
@@ -476,12 +408,8 @@ class JsonlStore(StoreBase):
         expect: str | EllipsisType | None,
         expect_last: str | None,
     ) -> None:
-        """Append the move to the head's file; see `sessionstore.backends.jsonl.heads`.
-
-        With ``expect_last``, the session ``expect`` names is locked first (as
-        an append locks it), its end checked, and the head moved under that
-        lock: no append lands on it in between.
-        """
+        # With expect_last, the session ``expect`` names is locked first (as an
+        # append locks it): no append lands on it between the check and the move.
         session_id, path = move.session_id, self._head(name)
 
         def set_head() -> None:
@@ -522,8 +450,6 @@ class JsonlStore(StoreBase):
         return await in_thread(partial(head_files.read_moves, name, path), where=path)
 
     async def heads(self) -> builtins.list[str]:
-        """The head files' names; anything else named like one is skipped with
-        a warning (and reported by `integrity`)."""
         self._check_open()
         names, faults = await self._run(None, partial(head_files.names, self._dir))
         for fault in faults:
@@ -533,8 +459,6 @@ class JsonlStore(StoreBase):
     # ------------------------------------------------------------ titles
 
     async def _set_title(self, session_id: str, change: TitleChange) -> None:
-        """Append the change to ``titles/<id>.jsonl``; see
-        `sessionstore.backends.jsonl.titles`."""
         record = partial(title_files.record_changes, self._dir, session_id, [change])
         await self._run(session_id, partial(record, full=self._full))
 
@@ -552,10 +476,8 @@ class JsonlStore(StoreBase):
     async def _summaries(
         self, owner: str | None, order: Order, limit: int | None, after: str | None, kind: str
     ) -> builtins.list[SessionSummary]:
-        """A page: a position in the order the listing's first page found
-        and kept (by the file's time, or the header's ``created_at``); see
-        `sessionstore.backends.jsonl.listing`. Only the sessions given are
-        read whole."""
+        # A page: positions in the order the listing's first page kept
+        # (`sessionstore.backends.jsonl.listing`); only the sessions given are read whole.
         erased: set[str] = set()  # since the listing's first page
         if after is None:
             with self._gate.scanning():
@@ -610,7 +532,6 @@ class JsonlStore(StoreBase):
     # ------------------------------------------------------------ lifecycle
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
-        """Record, then unlink the session's file under its exclusive lock."""
         erase = partial(self._erase_file, session_id, reason, digest)
         return await self._run(session_id, erase)
 
@@ -642,9 +563,8 @@ class JsonlStore(StoreBase):
         return record
 
     def _forget_if_erased(self) -> None:
-        """Forget every cached context once the erasure log grew (an erase by
-        any process): a session erased and created again may get the erased
-        file's inode, which alone would pass for the same file."""
+        """Forget every cached context once the erasure log grew (an erase by any
+        process): a session created again may get the erased file's inode."""
         try:
             mark = os.stat(self._erasures.path).st_size
         except FileNotFoundError:
@@ -654,7 +574,6 @@ class JsonlStore(StoreBase):
             self._erasure_mark = mark
 
     async def erasures(self) -> builtins.list[Erasure]:
-        """The records of ``<dir>/erasures/log.jsonl``, oldest first."""
         self._check_open()
         return await self._run(None, self._erasures.read)
 
@@ -671,15 +590,8 @@ class JsonlStore(StoreBase):
         return metas
 
     async def integrity(self) -> builtins.list[str]:
-        """What `list` cannot list, each naming its file: a session file that
-        is empty or whose header is torn or invalid, anything but a regular
-        file named like a session, a journal or a head, a name that is no
-        session id. Also a head file's line that does not decode. (The
-        temporary of a fork or import whose process died is no fault: the
-        next fork or import deletes it, see `sessionstore.backends.jsonl.temporary`.)
-
-        Such a session is not lost, but `list` (and so an export of
-        everything) leaves it out: these faults say so.
-        """
+        # Also a head file's line that does not decode; a dead writer's
+        # temporary is no fault (the next fork or import deletes it).
         self._check_open()
+
         return await self._run(None, partial(survey.faults, self._dir, self._erasures))

@@ -1,10 +1,5 @@
-"""What a JSONL store's directory holds, and what in it is a fault.
-
-`sessions` reads the header of every file named like a session;
-`journals` names the journals; `faults` is what `JsonlStore.integrity`
-reports: each file named like a session, journal, head or title that is
-none, and each erase that recorded its removal and died before it. These
-only read: nothing here writes to the directory.
+"""What a JSONL store's directory holds, and what in it is a fault
+(`JsonlStore.integrity`); nothing here writes to the directory.
 """
 
 from __future__ import annotations
@@ -35,9 +30,7 @@ def journal_path(directory: Path, name: str) -> Path:
 
 
 def sessions(directory: Path) -> tuple[list[SessionMeta], list[str]]:
-    """The headers of the sessions, and a fault for each file named like a
-    session (``*.jsonl``) that is none: a file without a sound header,
-    something other than a regular file, a name that is no session id."""
+    """The headers of the sessions, and a fault for each ``*.jsonl`` file that is none."""
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
@@ -54,8 +47,7 @@ def sessions(directory: Path) -> tuple[list[SessionMeta], list[str]]:
 
 
 def journals(directory: Path) -> tuple[list[str], list[str]]:
-    """The journals' names (those holding lines or effects), and the faults
-    of what is named like one."""
+    """The journals holding lines or effects, and a fault for what is named like one."""
     try:
         listed = sorted(os.listdir(directory / JOURNALS))
     except FileNotFoundError:
@@ -79,17 +71,15 @@ def journals(directory: Path) -> tuple[list[str], list[str]]:
 
 
 def faults(directory: Path, erasures: ErasureLog) -> list[str]:
-    """Every fault `JsonlStore.integrity` reports, each naming its file."""
     found = sessions(directory)[1] + journals(directory)[1]
     found += head_files.faults(directory) + title_files.faults(directory)
     return found + erasures.pending(lambda kind, name: _erased_file(directory, kind, name))
 
 
 def _erased_file(directory: Path, kind: str, name: str) -> FileId | None:
-    """The file of a session or journal an erase noted, as `ErasureLog.pending`
-    asks: None when there is none, or when its lock is held. An erase holds
-    the lock from its record to the unlink, so a locked file is an erase
-    under way (or a write), not one that died: no fault yet."""
+    """The file of a session or journal an erase noted (`ErasureLog.pending`);
+    None when there is none, or it is locked: an erase (or a write) under way."""
+
     path = directory / f"{name}{SUFFIX}" if kind == "session" else journal_path(directory, name)
     found = named_file(path)
     if found is None:

@@ -1,23 +1,12 @@
-"""New session files written aside, then published whole: new sessions,
-forks and imports.
+"""New session files written aside, then published whole: new sessions, forks, imports.
 
-A new session (its header), a fork (the copied prefix of its source) and
-an import (streamed lines) write their new session file in one step or
-several, and no reader may see it before it is whole, so they write it into a
-temporary in the store's directory, ``.<id>.jsonl.<kind>-<32 hex digits>``,
-then link it to ``<id>.jsonl`` (``link`` never replaces a name, so an
-existing session is refused) and unlink the temporary. A process killed
-before the link leaves no session, one killed after it a whole one: never
-a part of one.
-
-A temporary's name starts with a dot and does not end in ``.jsonl``: no
-session id names it, and `list` never reads it. Its writer holds an
-exclusive ``flock`` on it from the moment it is created to the moment it is
-unlinked. A temporary left by a process that died (killed, or a power loss)
-holds no lock. It is no session and no fault (nothing stored is lost): the
-next fork or import in the directory deletes it (`sweep`), once it is
-older than `ABANDONED_AFTER`, so that a temporary seen in the instant
-between its creation and its lock is never taken for an abandoned one.
+The file is written to ``.<id>.jsonl.<kind>-<32 hex digits>`` (no session id
+names it: `list` never reads it), then linked to ``<id>.jsonl`` (``link``
+never replaces a name) and unlinked: a process killed at any moment leaves
+no session or a whole one. Its writer holds an exclusive ``flock`` on it
+throughout; one left unlocked by a dead writer is no fault, and the next
+fork or import deletes it (`sweep`) once older than `ABANDONED_AFTER`, so
+that one seen between its creation and its lock is never taken.
 """
 
 from __future__ import annotations
@@ -52,14 +41,8 @@ _NAME = re.compile(r"\..+\.(fork|import)-[0-9a-f]{32}")
 
 @dataclass
 class Temporary:
-    """A new session file being written under a temporary name.
-
-    Attributes:
-        path: the temporary's name.
-        fd: the temporary, open to read and write, exclusively locked.
-        final: the session's file, its name once published.
-        new_directory: whether creating it created the store's directory.
-    """
+    """A new session file being written under a temporary name, open and
+    exclusively locked; ``final`` is its name once published."""
 
     path: Path
     fd: int
@@ -68,10 +51,8 @@ class Temporary:
 
     @classmethod
     def create(cls, final: Path, kind: str, *, swept: bool = True) -> Temporary:
-        """Create and lock a temporary beside ``final`` (``kind``: what writes
-        it), the leftovers of dead writers deleted first unless not ``swept``
-        (a new session's header, written often: the next fork or import
-        sweeps)."""
+        """Create and lock a temporary beside ``final``, first deleting dead
+        writers' leftovers when ``swept`` (not for a header: written often)."""
         new_directory = make_directory(final.parent)
         if swept:
             sweep(final.parent)
@@ -87,12 +68,7 @@ class Temporary:
         return cls(path, fd, final, new_directory)
 
     def publish(self, session_id: str, *, full: bool) -> None:
-        """Give the temporary its session's name, durably when ``full``.
-
-        Raises:
-            DuplicateSessionError: a session file has the name already.
-            NotRegularFileError: something else has it (a FIFO, a link).
-        """
+        """Give the temporary its session's name, durably when ``full``."""
         stamp(self.fd)  # the session's last activity: now
         if full:
             os.fsync(self.fd)  # the bytes before the name that makes them a session
@@ -115,12 +91,8 @@ class Temporary:
 
 
 def refuse_taken(final: Path, session_id: str) -> None:
-    """Refuse a session file name that is taken.
-
-    Raises:
-        DuplicateSessionError: a session file has the name.
-        NotRegularFileError: something else has it (a FIFO, a link).
-    """
+    """Refuse a session file name that is taken: `DuplicateSessionError`, or
+    `NotRegularFileError` when no regular file has it."""
     try:
         mode = os.lstat(final).st_mode
     except FileNotFoundError:
@@ -131,8 +103,8 @@ def refuse_taken(final: Path, session_id: str) -> None:
 
 
 def sweep(directory: Path) -> list[Path]:
-    """Delete the temporaries in ``directory`` whose writer died: unlocked,
-    and last written more than `ABANDONED_AFTER` seconds ago. Returns them."""
+    """Delete (and return) the temporaries in ``directory`` whose writer died."""
+
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:

@@ -1,26 +1,11 @@
-"""Titles given after creation: ``<dir>/titles/<id>.jsonl``, one change per line.
+"""Titles given after creation: ``<dir>/titles/<id>.jsonl``, one change per line,
+a log of `sessionstore.backends.jsonl.records`; the last is the title.
 
-A header never changes, so `set_title` appends a `TitleChange`, in the wire
-form (`sessionstore.wire.encode`), to a file beside the session's; the last
-line is the session's title (`current_title`). The file is one of the small
-logs of `sessionstore.backends.jsonl.records`: each change is one ``write``
-under the file's exclusive ``flock``, a read holds the shared lock, and a
-line torn by a crash is dropped by reads (with a warning) and cut off
-before the next change.
-
-A change is written while the session's file is held under its exclusive
-lock, once the name is found still to lead to it (`open_locked`): an erase
-takes that lock too, so a change is never written for a session being
-erased, and no file of titles outlives its session. The erase removes the
-file under the lock, after recording the erasure and before unlinking the
-session's file: a crash in between leaves the session without its titles
-and the erase unfinished (`JsonlStore.integrity` names it), and erasing
-again finishes it. A fork writes no file of titles: its header carries the
-title its source had.
-
-A complete line that does not decode, or names another session, is a
-`CorruptSessionError` naming the file and line; `faults` reports it, and
-also a file of titles whose session is gone (removed behind the store).
+A change is written under the session file's exclusive lock (`open_locked`),
+which an erase takes too: no change is written for a session being erased.
+The erase removes this file after recording the erasure and before unlinking
+the session's: a crash between leaves the erase unfinished (`integrity`
+names it), and erasing again finishes it.
 """
 
 from __future__ import annotations
@@ -69,21 +54,9 @@ def record_changes(
     full: bool,
     after: int | None = None,
 ) -> int:
-    """Append ``changes`` to the session's file of titles in one write, all
-    or none, holding the session's file locked.
-
-    Args:
-        directory: the store's directory.
-        full: ``fsync`` the changes (and a new file's name).
-        after: None, or how many changes the file must hold for these to
-            be appended.
-
-    Returns:
-        How many were appended: 0 when it held another number than ``after``.
-
-    Raises:
-        SessionNotFoundError: no session ``session_id`` (nothing written).
-    """
+    """Append ``changes`` to the session's file of titles in one write, all or
+    none, the session's file locked; how many: 0 when it held another number
+    than ``after`` (None: any)."""
     session = directory / f"{session_id}{SUFFIX}"
     fd = open_locked(session_id, session, os.O_RDONLY)
     try:  # the lock is held until the file is closed: no erase meanwhile
@@ -111,17 +84,8 @@ def record_changes(
 
 
 def read_changes(directory: Path, session_id: str) -> list[TitleChange]:
-    """The title changes of an existing session, oldest first.
-
-    Read under the session file's shared lock: an erase takes the titles,
-    then the file, under its exclusive lock, so a read sees the session with
-    its titles or not at all, never the session without them.
-
-    Raises:
-        SessionNotFoundError: no session ``session_id``.
-        CorruptSessionError: a complete line of its file of titles does not
-            decode, or names another session (naming the file and line).
-    """
+    """The title changes of an existing session, oldest first, read under the
+    session file's shared lock: an erase takes both under the exclusive one."""
     path = directory / f"{session_id}{SUFFIX}"
     while True:
         fd = open_session(session_id, path, os.O_RDONLY)
@@ -136,11 +100,7 @@ def read_changes(directory: Path, session_id: str) -> list[TitleChange]:
 
 def changes_of(directory: Path, session_id: str) -> list[TitleChange]:
     """The changes in the session's file of titles (none without one); the
-    session itself is not looked for.
-
-    Raises:
-        CorruptSessionError: as `read_changes`.
-    """
+    session itself is not looked for."""
     path = _path(directory, session_id)
     changes = []
     for number, line in enumerate(read_lines(path, what=f"titles of session {session_id!r}"), 1):
@@ -167,9 +127,8 @@ def forget(directory: Path, session_id: str) -> None:
 
 
 def faults(directory: Path) -> list[str]:
-    """What is wrong with the files of titles, each naming its file: not a
-    regular file, a name that is no session id, a line that does not decode
-    or names another session, a file whose session is gone."""
+    """What is wrong with the files of titles, each naming its file (a file
+    whose session is gone among them)."""
     titles = directory / TITLES
     session_ids, found = id_files(titles, "file of titles", "not read")
     for session_id in session_ids:
