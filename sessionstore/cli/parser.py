@@ -117,9 +117,9 @@ class LazyCommand:
 _MODULES = {
     "ls": "browse",
     "search": "search",
-    "title": "titles",
+    "title": "show",
     "show": "show",
-    "html": "pages",
+    "html": "show",
     "import": "archives",
     "export": "archives",
     "retire": "archives",
