@@ -14,7 +14,7 @@ from typing import Any
 
 from sessionstore.errors import InvalidRecordError
 from sessionstore.models import CompactionEntry, Message
-from sessionstore.parts import Other, Piece, Said, ToolCall, ToolResult, read_message
+from sessionstore.parts import Piece, Said, ToolCall, ToolResult, read_message
 from sessionstore.wire import encode_value
 
 __all__ = ["SHORT", "ToolNames", "compaction_text", "message_line"]
@@ -79,13 +79,7 @@ def _piece(piece: Piece, names: ToolNames, label: str) -> str:
         status = "" if piece.status is None else f"{piece.status}: "
         result = f"{names.answered(piece)} → {status}{output}"
         return result if label == "tool result" else f"tool result {result}"
-    return _other(piece)
-
-
-def _other(piece: Other) -> str:
-    if piece.kind is not None:
-        return f"[{piece.kind}]"
-    return _short(piece.value)
+    return f"[{piece.kind}]" if piece.kind is not None else _short(piece.value)
 
 
 def _short(value: Any) -> str:

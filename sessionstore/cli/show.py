@@ -38,13 +38,6 @@ __all__ = ["run_html", "run_show", "run_title", "session_header", "session_title
 _T = TypeVar("_T")
 
 
-def _entry_text(entry: SessionEntry, names: ToolNames) -> tuple[str, str]:
-    """An entry's label and text, as ``show`` lists them (`message_line`)."""
-    if isinstance(entry, MessageEntry):
-        return message_line(entry.message, names)
-    return "-", compaction_text(entry)
-
-
 async def _numbered(
     items: AsyncIterator[_T], *, limit: int | None, tail: int | None
 ) -> AsyncIterator[tuple[int, _T]]:
@@ -61,8 +54,6 @@ async def _numbered(
             last.append((number, item))
         for numbered in last:
             yield numbered
-        return
-    if limit == 0:
         return
     number = 0
     async for item in items:
@@ -91,7 +82,10 @@ class _EntryLines:
             tsv(("#", "type", "timestamp", "role", "text", "id"))
 
     def row(self, number: int, entry: SessionEntry) -> None:
-        label, text = _entry_text(entry, self.names)
+        if isinstance(entry, MessageEntry):
+            label, text = message_line(entry.message, self.names)
+        else:
+            label, text = "-", compaction_text(entry)
         if self.terminal:
             console.print(
                 self._line(str(number), entry.id, entry.type, label, moment(entry.timestamp), text)
@@ -115,9 +109,8 @@ class _EntryLines:
         *,
         bold: bool = False,
     ) -> Text:
-        """One entry: on one line when the terminal is wide enough for its text
-        beside the rest, otherwise its text on a second, indented line. The
-        id comes whole (`fork --at` takes it), on a line of its own below."""
+        """One entry, its text on a second line when it has no room beside the rest;
+        then its id, whole (`fork --at` takes it), on a line of its own."""
         head = f"{number:>7}  {cell(kind):<10}  {preview(label, 11):<11}  {cell(timestamp):<19}"
         room = self.width - len(head) - 2
         line = Text(head if room >= 40 else head.rstrip(), style="bold" if bold else "")
