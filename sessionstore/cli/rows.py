@@ -24,8 +24,7 @@ SHORT = 160
 
 
 class ToolNames:
-    """The names of the tool calls seen so far, by call id, until a result
-    names its call (and takes its name)."""
+    """The names of the tool calls seen so far, by call id, until a result answers one."""
 
     def __init__(self) -> None:
         self._names: dict[str, str] = {}
