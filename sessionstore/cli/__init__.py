@@ -1,22 +1,11 @@
-"""The ``sessionstore`` command: a thin shell over the library.
-
-Every command opens the store named by ``--db`` (or ``SESSIONSTORE_DB``;
-default ``./sessions.db``, SQLite), does one thing, and prints it: tables
-and progress bars on a terminal, plain tab-separated text when piped.
-
-What the store holds is shown as it is, never read as markup, with control
-characters escaped. Commands that only read (``ls``, ``show``, ``verify``,
-``export``, ``html``, ``journal``, ``erasures``, ``migrate --status``), and ``erase``,
-refuse a store that does not exist rather than create an empty one. Errors
-become one line on stderr and a non-zero exit, never a traceback; Ctrl-C
-stops at once with status 130, and a closed pipe (``| head``) ends the output quietly.
+"""The ``sessionstore`` command: a thin shell over the library (docs/cli.md).
 
 The package's modules, in the order a command runs through them: `parser`
 (every command and option; it names each command's module without loading
 it), `running` (errors, Ctrl-C, pipes), `opening` (the store ``--db``
 names), `naming` (the session a command is given: a conversation's name,
 an id, ``latest``, an id's start), the one module of the command's family (`browse`, `search`,
-`titles`, `show`, `pages`, `archives`, `commands`), and `output` (what every command
+`show`, `keys`, `archives`, `commands`), and `output` (what every command
 prints, and how stored text is made safe to print). A run loads only the
 modules its command uses: ``--version`` loads none of them, ``ls`` neither
 the archive nor alembic.

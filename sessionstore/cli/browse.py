@@ -55,9 +55,7 @@ async def run_ls(args: argparse.Namespace) -> int:
         summaries = await store.summaries(
             owner=args.owner, order=args.order, limit=limit, after=args.after
         )
-    for summary in summaries:
-        if summary.fault is not None:
-            warn(in_user_words(summary.fault, args))
+    _each_fault(summaries, args)
     more = limit is not None and len(summaries) == limit
     if args.json:
         for s in summaries:
@@ -80,9 +78,8 @@ async def run_ls(args: argparse.Namespace) -> int:
 
 
 def next_page(args: argparse.Namespace, command: Sequence[str], cursor: str, *, shown: str) -> None:
-    """Say how to get the next page, as a command to copy (``--db`` in it
-    unless it is the default): dim, below a listing on a terminal; on
-    stderr when piped or for ``--json``, so that stdout holds only rows."""
+    """The command that gets the next page (``--db`` unless the default): dim below
+    a listing on a terminal; on stderr when piped or for ``--json`` (stdout: rows only)."""
     db = [] if args.db == default_target() else ["--db", named(args.db)]
     json = ["--json"] if args.json else []
     words = ["sessionstore", *db, *command, *json, "--after", cursor]
@@ -98,7 +95,14 @@ def _order_and_owner(args: argparse.Namespace) -> list[str]:
     return words if args.owner is None else [*words, "--owner", args.owner]
 
 
+def _each_fault(summaries: Sequence[SessionSummary], args: argparse.Namespace) -> None:
+    for summary in summaries:
+        if summary.fault is not None:
+            warn(in_user_words(summary.fault, args))
+
+
 def _faults(summaries: Sequence[SessionSummary]) -> int:
+    """Warn of how many sessions are corrupt: 1 when there is one, else 0."""
     faulty = sum(s.fault is not None for s in summaries)
     if not faulty:
         return 0
@@ -161,9 +165,7 @@ async def _ls_tree(args: argparse.Namespace) -> int:
         found = await store.summaries(order="created", limit=None)
         heads = await _heads_by_session(store)
     summaries = sorted(found, key=lambda s: (s.meta.created_at, s.meta.id))  # oldest first
-    for summary in summaries:
-        if summary.fault is not None:
-            warn(in_user_words(summary.fault, args))
+    _each_fault(summaries, args)
     for line in _tree(summaries, heads):
         console.print(line) if console.is_terminal else print(line.plain)
     return _faults(summaries)
@@ -180,12 +182,8 @@ async def _heads_by_session(store: SessionStore) -> dict[str, list[str]]:
 
 
 def _tree(summaries: Sequence[SessionSummary], heads: dict[str, list[str]]) -> list[Text]:
-    """Sessions as a forest of forks: each under its parent, oldest first.
-
-    A session whose parent is not in the store starts a tree of its own,
-    saying so; sessions caught in a loop of parents (only data written by
-    hand can make one) are drawn as trees of their own after the rest.
-    """
+    """Sessions as a forest of forks, each under its parent, oldest first; a session
+    whose parent is not here, or in a loop of parents (data written by hand), a root."""
     known = {s.meta.id for s in summaries}
     children: dict[str, list[SessionSummary]] = collections.defaultdict(list)
     roots = []
@@ -231,13 +229,10 @@ def _tree(summaries: Sequence[SessionSummary], heads: dict[str, list[str]]) -> l
 def _sessions_on_terminal(
     summaries: Sequence[SessionSummary], order: str, owner: str | None
 ) -> None:
-    """``ls`` on a terminal: one line a session when the terminal is wide
-    enough for a title beside the rest, else the title on a second line.
+    """``ls`` on a terminal: a line a session, the title on a second when it has no room.
 
-    An id is never cut nor folded by us: it is what one copies into
-    ``show``, and a line longer than the terminal is wrapped by the
-    terminal itself, which copies it back as one line. Titles and owners
-    are cut to fit (``ls --json`` gives them whole).
+    An id is never cut nor folded by us (it is copied into ``show``, and the
+    terminal's own wrap copies back as one line); titles and owners are cut to fit.
     """
     by_activity = order == "last_activity"
     when = [moment(s.last_activity if by_activity else s.meta.created_at) for s in summaries]

@@ -101,8 +101,7 @@ async def run_head(args: argparse.Namespace) -> int:
 
 
 def _pairs(title: str, columns: tuple[str, str], rows: Sequence[tuple[str, str]], sep: str) -> None:
-    """Two columns of ids and times, never cut: one line per row on a terminal
-    (a table would fold or drop them when narrow), tab-separated when piped."""
+    """Two columns never cut (a narrow table would fold them): a line a row; piped, `table`."""
     if not console.is_terminal:
         table(title, columns, rows)
         return
@@ -236,8 +235,7 @@ async def run_journal(args: argparse.Namespace) -> int:
 
 
 async def _journals(args: argparse.Namespace) -> int:
-    """``journal`` with no name: every journal, with how many sessions it
-    recorded and how many effects (and how many of them are in doubt)."""
+    """``journal`` with no name: every journal, its sessions, effects and effects in doubt."""
     rows = []
     async with opened(args, read=True) as store:
         for name in sorted(await store.journals()):
@@ -258,8 +256,7 @@ async def _journals(args: argparse.Namespace) -> int:
 
 
 async def _check_journal(store: SessionStore, name: str) -> None:
-    """Refuse a journal that holds nothing (a name mistyped, most likely),
-    naming those there are. A name the journal rule refuses is named so first."""
+    """Refuse a journal that holds nothing (mistyped, most likely), naming those there are."""
     store.journal(name)
     known = sorted(await store.journals())
     if name not in known:
@@ -293,8 +290,7 @@ def _settled(state: EffectState) -> str:
 
 
 async def _in_doubt(args: argparse.Namespace) -> int:
-    """Every effect in doubt, of one journal or all: what an operator checks
-    by hand after a crash (whether it happened), exit 1 when there is one."""
+    """Every effect in doubt, of one journal or all (checked by hand after a crash); 1 if any."""
     found: list[tuple[str, EffectState]] = []
     async with opened(args, read=True) as store:
         if args.name is not None:
@@ -372,8 +368,7 @@ _NEXT = {
 
 
 def _login() -> str | None:
-    """The operator's login name, recorded as who settled; None when the
-    system knows none."""
+    """The operator's login name, recorded as who settled; None when the system knows none."""
     try:
         return getpass.getuser()
     except (OSError, KeyError):  # no login name, and no user database entry
@@ -434,8 +429,7 @@ def _wrapped(text: str) -> str:
 
 
 def _store_options(args: argparse.Namespace, sealed: bool) -> str:
-    """``--db`` as given, and for a sealed store the key file and keyring
-    that open it: what a command to copy needs to open the same store."""
+    """``--db`` as given, and a sealed store's key file and keyring: a command to copy."""
     words = ["--db", named(args.db)]
     given = key_source(args)
     if sealed and given is not None and given[1] is not None:

@@ -1,9 +1,5 @@
-"""What the parser's help and the commands agree on: where the store is
-unless ``--db`` says, and the defaults the help states.
-
-A module of its own, importing nothing, so that the parser (which every
-run builds, ``--help`` and ``--version`` included) loads no command.
-"""
+"""Where the store is unless ``--db`` says, and the defaults the help states: a
+module that imports nothing, so that the parser (built by every run) loads no command."""
 
 from __future__ import annotations
 
@@ -22,27 +18,14 @@ __all__ = [
 ]
 
 DEFAULT_DB = "./sessions.db"
-DB_ENV = "SESSIONSTORE_DB"
-"""The environment variable naming the store (alembic's ``env.py`` reads it too)."""
+DB_ENV = "SESSIONSTORE_DB"  # alembic's env.py reads it too
+KEY_FILE_ENV = "SESSIONSTORE_KEY_FILE"  # --key-file
+KEYS_ENV = "SESSIONSTORE_KEYS"  # master keys themselves, newest first, comma-separated
+KEYRING_ENV = "SESSIONSTORE_KEYRING"  # --keyring
 
-KEY_FILE_ENV = "SESSIONSTORE_KEY_FILE"
-"""The environment variable naming a key file (``--key-file``)."""
-
-KEYS_ENV = "SESSIONSTORE_KEYS"
-"""The environment variable holding master keys themselves, newest first,
-separated by commas (for a secret a container is given as a variable)."""
-
-KEYRING_ENV = "SESSIONSTORE_KEYRING"
-"""The environment variable naming the keyring (``--keyring``)."""
-
-PAGE = 50
-"""How many sessions ``ls`` shows on a terminal unless told (``--limit``)."""
-
-HITS = 20
-"""How many hits ``search`` shows unless told (``--limit``)."""
-
-HTML = "html"
-"""``<archive>/html/<id>.html``: the pages of ``export --html``, which ``import`` ignores."""
+PAGE = 50  # the sessions `ls` shows on a terminal unless told (--limit)
+HITS = 20  # the hits `search` shows unless told (--limit)
+HTML = "html"  # <archive>/html/<id>.html: the pages of `export --html`, which `import` ignores
 
 
 def default_target() -> str:

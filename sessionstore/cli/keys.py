@@ -1,12 +1,5 @@
-"""``keys``: encryption at rest from the command line (docs/encryption.md).
-
-``generate`` prints a new master key (or writes it to a file only its owner
-reads); ``status`` shows whether a store is sealed and which master keys
-wrap its data keys; ``rotate`` rewraps them all under the key file's first
-key; ``seal-heads`` authenticates the heads of a store sealed before
-migration 0010, once. Keys come from a key file or the environment, never
-an argument.
-"""
+"""``keys``: encryption at rest from the command line (docs/encryption.md): ``generate``,
+``status``, ``rotate``, ``seal-heads``. Keys come from a key file or the environment."""
 
 from __future__ import annotations
 

@@ -1,33 +1,6 @@
-"""The session a command names: an id, a conversation's name, ``latest``, an id prefix.
+"""The session a command names: a conversation's name, an id, ``latest``, an id's start.
 
-Every command that takes a session (``show``, ``html``, ``title``, ``fork``,
-``erase``, ``head --set``, ``export --session``, ``retire --session``)
-resolves what it was given with `session_named`, in this order:
-
-1. A conversation's name: a head (`SessionStore.set_head`) of that name
-   gives the session it names now, what the agent sees now. An adapter's
-   conversation ``chat-1`` is the head ``chat-1``, and its first session
-   has the id ``chat-1`` too: once a pop or clear moves the head on, that
-   first session is the conversation's past, and the name means its present.
-2. A session id, whole.
-3. ``latest``: the session the store last wrote to (created, forked,
-   imported or appended to: `SessionSummary.last_activity`), when no head
-   or session is named ``latest``.
-4. The start of one session id, `PREFIX_MIN` characters or more.
-
-A name that is a head and also a session the head never named (not the
-conversation's past, another session altogether) is refused as ambiguous,
-as is a prefix of several ids; each error names the candidates. With
-``--exact`` (``exact=True``) only a whole session id is taken: how to
-reach a conversation's first session once the head moved on. A name
-that finds nothing is refused with the nearest session ids, head names and
-titles.
-
-Only the store's public reads are used, and only as far as the step
-that finds the session: a name or id costs a head's and a session's
-first line; ``latest`` one page of `SessionStore.summaries`; a prefix (and
-a name not found) every session's header (`SessionStore.list`), never
-their entries.
+The order, the refusals and what each step reads are in docs/cli.md, "Naming a session".
 """
 
 from __future__ import annotations
@@ -60,9 +33,8 @@ class NotNamed(Refused):
 
 
 async def session_named(store: SessionStore, name: str, *, exact: bool = False) -> str:
-    """The id of the session ``name`` names, in the order the module gives.
-
-    A note on stderr says which session a name other than its id resolved to.
+    """The id of the session ``name`` names, in the order docs/cli.md gives; a
+    note on stderr says which session a name other than its id resolved to.
 
     Args:
         store: the open store.

@@ -37,18 +37,10 @@ def store_directory(target: str) -> Path | None:
 
 
 async def check_store(target: str, *, read: bool, schema: bool = True) -> None:
-    """Refuse a store that a command would only create by mistake, or that
-    is no store at all, naming it as the user gave it (`named`).
-
-    Every command refuses an archive given as a store, and a file that is
-    not a SQLite database. A command that only reads (``read``) refuses a
-    store that does not exist, and (``schema``) a SQL database that holds no
-    sessionstore schema, which opening would create: a mistyped ``--db`` is
-    an error, not an empty store.
-
-    Reading the revision of a SQL database loads no alembic: that is for
-    ``migrate`` alone.
-    """
+    """Refuse an archive or a file that is no SQLite database given as a store;
+    for a command that only reads (``read``), a store that does not exist and
+    (``schema``) a SQL database without sessionstore's schema, which opening
+    would create: a mistyped ``--db`` is an error, not an empty store."""
     directory = store_directory(target)
     if directory is not None:
         from sessionstore.archive.report import JOURNALS, SESSIONS  # for a directory only
@@ -89,13 +81,11 @@ async def check_store(target: str, *, read: bool, schema: bool = True) -> None:
             )
 
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
-"""How every SQLite database file begins (an empty file is one too)."""
+_SQLITE_HEADER = b"SQLite format 3\x00"  # how every SQLite file begins (an empty file is one too)
 
 
 def _check_sqlite_file(target: str, path: str, *, read: bool) -> None:
-    """Refuse a SQLite target whose file is missing (for a command that
-    reads) or is not a SQLite database."""
+    """Refuse a SQLite file missing (for a command that reads) or not a SQLite database."""
     try:
         with open(path, "rb") as file:
             start = file.read(len(_SQLITE_HEADER))
@@ -124,15 +114,12 @@ def path_exists(path: str) -> bool:
 
 
 def key_options(args: argparse.Namespace) -> dict[str, Any]:
-    """A sealed store's ``keys`` and ``keyring`` (none given: none), from
-    ``--key-file`` (or $SESSIONSTORE_KEY_FILE), else $SESSIONSTORE_KEYS, and
-    ``--keyring`` (or $SESSIONSTORE_KEYRING). A key is never an argument:
-    the command line is visible to every user of the machine. What the
-    environment says is for SQL stores only: a JSONL directory opens plain.
+    """A sealed store's ``keys`` (`key_source`) and ``keyring`` (``--keyring``, else
+    $SESSIONSTORE_KEYRING). The environment is for SQL stores only: a JSONL
+    directory opens plain. A key is never an argument: every user sees those.
 
     Raises:
-        Refused: a key file that cannot be read, holds no key, or holds a
-            line that is no key, naming the file and how to make one.
+        Refused: a key file unread, holding no key or a line that is no key.
     """
     options: dict[str, Any] = {}
     if not is_sql_target(args.db) and not getattr(args, "key_file", None):
@@ -153,8 +140,7 @@ def key_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def key_source(args: argparse.Namespace) -> tuple[str, str | None] | None:
     """Where the keys come from, as a message names it (``--key-file k.key``,
-    ``$SESSIONSTORE_KEY_FILE (k.key)``, ``$SESSIONSTORE_KEYS``), and the key
-    file (None for the variable); None: no keys are given."""
+    ``$SESSIONSTORE_KEYS``), and the key file (None for the variable); None: no keys."""
     if getattr(args, "key_file", None):
         return f"--key-file {args.key_file}", args.key_file
     if os.environ.get(KEY_FILE_ENV):
@@ -202,9 +188,7 @@ def _checked(source: str, keys: list[str]) -> list[str]:
 
 
 def _key_refusal(error: EncryptionKeyError, args: argparse.Namespace) -> Exception:
-    """An `EncryptionKeyError` said for the command line: a sealed store
-    opened without keys names the options that give them; keys that do not
-    fit name where they came from."""
+    """An `EncryptionKeyError` naming the options that give keys, or whence keys that do not fit."""
     shown = named(args.db)
     if error.needs_keys:
         return Refused(f"{shown} is encrypted: open it with {KEY_HINT}, the keys that sealed it")
@@ -216,14 +200,9 @@ def _key_refusal(error: EncryptionKeyError, args: argparse.Namespace) -> Excepti
 
 @asynccontextmanager
 async def opened(args: argparse.Namespace, *, read: bool) -> AsyncIterator[SessionStore]:
-    """The store of ``--db``, checked as `check_store` does, closed at the end;
-    a sealed one with the keys `key_options` finds.
-
-    A JSONL store is opened with ``write_caches=False``: a command writes
-    what it is asked to, never a cache beside the files (a listing's order,
-    a context's hint), so a read command leaves the directory as it was.
-    """
+    """The store of ``--db`` (`check_store`), with the keys `key_options` finds, closed after."""
     await check_store(args.db, read=read)
+    # A command writes what it is asked to, never a cache beside a JSONL store's files.
     options: dict[str, Any] = {"write_caches": False} if store_directory(args.db) else {}
     keys = key_options(args)
     try:

@@ -1,13 +1,6 @@
-"""What the command line prints: stored text made safe for a terminal and a
-tab-separated line; tables and progress bars on a terminal, plain text when piped.
-
-Every string a user or a store supplied (ids, titles, owners, heads, texts,
-paths, error messages) is printed through `shown`, by way of `escaped`,
-`cell`, `literal` or `preview`: a character a terminal would act on or not
-show as itself is written as an escape instead (``\x1b``, ``\u202e``), so
-that no stored text can run a terminal's escape sequence, hide itself (a
-zero-width space in an id), or reorder what is printed around it (a
-right-to-left override turning ``\u202egnp.exe`` into ``exe.png``).
+"""What the command line prints: tables and progress bars on a terminal, plain
+text when piped; every string a user or a store supplied goes through `shown`
+(docs/cli.md, "Output, errors and exit status", says what it escapes and why).
 """
 
 from __future__ import annotations
@@ -53,18 +46,16 @@ class Refused(Exception):
     """The command line refuses what it was asked: one line on stderr, status 1."""
 
 
+# Controls, format characters (bidi overrides, zero-width spaces), private use,
+# lone surrogates, line and paragraph separators: written as escapes.
 _HIDDEN = frozenset({"Cc", "Cf", "Co", "Cs", "Zl", "Zp"})
-"""The Unicode categories written as escapes: controls, format characters
-(bidirectional overrides and isolates, zero-width spaces and joiners),
-private use, lone surrogates, and the line and paragraph separators."""
 
 _SPACE = re.compile(r"\s")
 _UTC = re.compile(r"(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d:\d\d)(?:\.\d+)?(?:[Zz]|[+-]00:?00)")
 
 
 class _Escapes:
-    """A `str.translate` table writing each character of the `_HIDDEN`
-    categories (but those ``kept``) as ``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN``."""
+    """A `str.translate` table writing `_HIDDEN` characters but ``kept`` as escapes."""
 
     def __init__(self, kept: str) -> None:
         self._kept = kept
@@ -79,9 +70,7 @@ class _Escapes:
 
 
 def shown(text: str, *, kept: str = "") -> str:
-    """``text`` safe to print: each control, format, private-use, surrogate
-    or line/paragraph separator character, but those in ``kept``, written as
-    an escape. The one function every printed string goes through."""
+    """``text`` safe to print: each `_HIDDEN` character but those in ``kept`` as an escape."""
     printable = text
     for char in kept:
         printable = printable.replace(char, "")
@@ -91,16 +80,12 @@ def shown(text: str, *, kept: str = "") -> str:
 
 
 def escaped(text: str) -> str:
-    """A message on one line: hidden characters (a newline in a file name,
-    a bidirectional override in an id) written as escapes (`shown`), so
-    each message stays one line and reads as it is."""
+    """A message on one line: a newline in a file name, an override in an id, as escapes."""
     return shown(text)
 
 
 def cell(text: str) -> str:
-    """Stored text on one line, safe for a terminal and a tab-separated line:
-    runs of whitespace become one space, other hidden characters are
-    written as escapes (an escape sequence in a message is shown, not run)."""
+    """Stored text on one line: runs of whitespace as one space, hidden characters escaped."""
     return shown(" ".join(text.split()))
 
 
@@ -115,10 +100,8 @@ def preview(text: str, width: int = 72) -> str:
 
 
 def marked(text: str, spans: Sequence[tuple[int, int]], *, style: str = "bold") -> Text:
-    """Stored text on one line with the stretches ``spans`` (``(start, end)``
-    offsets in ``text``) styled: each piece made safe as `escaped` does, each
-    whitespace character shown as a space. Spans out of order, overlapping
-    or outside the text are taken as far as they make sense."""
+    """Stored text on one line, each whitespace a space, the ``(start, end)`` ``spans``
+    styled (taken as far as they make sense: out of order, overlapping, outside)."""
     shown = Text()
     at = 0
     for start, end in sorted(spans):
@@ -136,9 +119,7 @@ def _flat(text: str) -> str:
 
 
 def moment(stamp: str) -> str:
-    """An RFC 3339 time in UTC as a terminal shows it, ``2026-05-01 12:03:04``
-    (the zone and the fraction of a second left out); any other text as `cell`
-    shows it, ``-`` when empty."""
+    """An RFC 3339 time in UTC as ``2026-05-01 12:03:04``; other text as `cell`, or ``-``."""
     found = _UTC.fullmatch(stamp)
     if found is None:
         return cell(stamp) or "-"
@@ -158,6 +139,11 @@ def tsv(row: Iterable[object]) -> None:
     sys.stdout.write("\t".join(cell(str(value)) for value in row) + "\n")
 
 
+def _piped(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    for row in [columns, *rows]:
+        tsv(row)
+
+
 def table(
     title: str,
     columns: Sequence[str],
@@ -166,15 +152,10 @@ def table(
     whole: Sequence[str] = (),
     right: Sequence[str] = (),
 ) -> None:
-    """A table on a terminal; tab-separated lines, header first, when piped.
-
-    Cells are literal text. The ``whole`` columns are never cut nor wrapped
-    (ids, which are copied from here), others fold onto more lines.
-    """
+    """A table on a terminal (the ``whole`` columns, ids to copy, never cut nor
+    wrapped); tab-separated lines, header first, when piped."""
     if not console.is_terminal:
-        for row in [columns, *rows]:
-            tsv(row)
-        return
+        return _piped(columns, rows)
     from rich import box  # rich's tables load only for a terminal
     from rich.table import Table
 
@@ -196,14 +177,11 @@ def table(
 def records(
     title: str, columns: Sequence[str], rows: Sequence[Sequence[object]], *, head: str
 ) -> None:
-    """Rows too wide for a table's columns (a long key): on a terminal, each
-    row's ``head`` cell on a line of its own, never cut (copied from here), and
-    its other cells beneath it, named; "-" cells left out. Piped, as `table`.
-    """
+    """Rows too wide for a table (a long key): on a terminal, each row's ``head``
+    cell on a line of its own, never cut, its other cells but "-" named beneath it.
+    Piped, as `table`."""
     if not console.is_terminal:
-        for row in [columns, *rows]:
-            tsv(row)
-        return
+        return _piped(columns, rows)
     at = columns.index(head)
     console.print(Text(cell(title), style="bold"))
     for row in rows:

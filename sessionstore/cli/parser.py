@@ -12,7 +12,7 @@ import re
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sessionstore import __version__
 from sessionstore.cli.defaults import (
@@ -55,19 +55,15 @@ _EXACT_HELP = (
     "an id's start): a conversation's first session, once the conversation moved on"
 )
 
+# More than any store holds: a larger count means the same (and the databases' integers hold it).
 _COUNT_MAX = sys.maxsize // 2
-"""More entries or sessions than any store holds: a larger count means the
-same, and is brought down to it (Python's and the databases' integers hold it)."""
-
 
 COUNT_RULE = "a whole number of 1 or more"
-"""What every count option (``--limit``, ``--tail``) takes: a count of 0
-would show nothing, so it is refused as a mistake, as a negative one is."""
+"""What every count option takes: a count of 0 would show nothing, so it is refused as a mistake."""
 
 
 def _count_argument(text: str) -> int:
-    """A count option's value: `COUNT_RULE`; a count larger than any store
-    holds is brought down to `_COUNT_MAX`. argparse names the option."""
+    """A count option's value: `COUNT_RULE`, at most `_COUNT_MAX`. argparse names the option."""
     digits = text.strip()
     if digits.isascii() and digits.isdigit() and len(digits) > 18:
         return _COUNT_MAX  # more than any count (and more digits than int() may read)
@@ -103,14 +99,12 @@ def _idle_argument(text: str) -> timedelta:
 
 @dataclass(frozen=True)
 class LazyCommand:
-    """A command that imports its module when it runs: ``run_<command>``
-    in ``sessionstore.cli.<module>``."""
+    """``run_<command>`` in ``sessionstore.cli.<module>``, imported when it runs."""
 
     module: str
     name: str
 
     def load(self) -> Command:
-        """The command's function, its module imported."""
         command: Command = getattr(
             importlib.import_module(f"sessionstore.cli.{self.module}"), self.name
         )
@@ -120,30 +114,43 @@ class LazyCommand:
         return await self.load()(args)
 
 
-def _command(
-    commands: argparse._SubParsersAction,  # type: ignore[type-arg]
-    common: argparse.ArgumentParser,
-    name: str,
-    module: str,
-    summary: str,
-    *examples: str,
-) -> argparse.ArgumentParser:
-    """Add the command ``name``, run by ``run_<name>`` in ``sessionstore.cli.<module>``."""
-    parser: argparse.ArgumentParser = commands.add_parser(
-        name,
-        parents=[common],
-        help=summary,
-        description=summary,
-        epilog="example:\n" + "\n".join(f"  {example}" for example in examples),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.set_defaults(run=LazyCommand(module, f"run_{name}"))
-    return parser
+_MODULES = {
+    "ls": "browse",
+    "search": "search",
+    "title": "show",
+    "show": "show",
+    "html": "show",
+    "import": "archives",
+    "export": "archives",
+    "retire": "archives",
+    "keys": "keys",
+}
+"""The module of each command not in ``sessionstore.cli.commands``."""
+
+_GLOBAL = (
+    ("--db", "TARGET", _DB_HELP),
+    ("--key-file", "FILE", _KEY_FILE_HELP),
+    ("--keyring", "TARGET", _KEYRING_HELP),
+)
 
 
-def _exact(parser: argparse.ArgumentParser) -> None:
-    """``--exact``, for a command that takes a session (`sessionstore.cli.naming`)."""
+def _session(
+    parser: argparse.ArgumentParser, flag: str = "id", help: str = _SESSION_HELP, **how: Any
+) -> None:
+    """The session a command takes (`sessionstore.cli.naming`), and ``--exact``."""
+    parser.add_argument(flag, metavar="SESSION", help=help, **how)
     parser.add_argument("--exact", action="store_true", help=_EXACT_HELP)
+
+
+def _paged(parser: argparse.ArgumentParser, limit: str, fields: str, default: int | None) -> None:
+    """``--limit``, ``--after`` and ``--json``, of a listing read a page at a time."""
+    parser.add_argument(
+        "--limit", type=_count_argument, default=default, metavar="N", help=f"at most N {limit}"
+    )
+    parser.add_argument(
+        "--after", metavar="CURSOR", help="the next page: the cursor the last page ended with"
+    )
+    parser.add_argument("--json", action="store_true", help=f"one JSON object a line: {fields}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,25 +162,29 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"sessionstore {__version__}")
-    parser.add_argument("--db", metavar="TARGET", default=default_target(), help=_DB_HELP)
-    parser.add_argument("--key-file", metavar="FILE", default=None, help=_KEY_FILE_HELP)
-    parser.add_argument("--keyring", metavar="TARGET", default=None, help=_KEYRING_HELP)
-    # --db may also follow the command; SUPPRESS keeps the value given before it.
+    # The store's options may also follow the command; SUPPRESS keeps the value given before it.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", metavar="TARGET", default=argparse.SUPPRESS, help=_DB_HELP)
-    common.add_argument(
-        "--key-file", metavar="FILE", default=argparse.SUPPRESS, help=_KEY_FILE_HELP
-    )
-    common.add_argument(
-        "--keyring", metavar="TARGET", default=argparse.SUPPRESS, help=_KEYRING_HELP
-    )
+    for flag, metavar, help in _GLOBAL:
+        default = default_target() if flag == "--db" else None
+        parser.add_argument(flag, metavar=metavar, default=default, help=help)
+        common.add_argument(flag, metavar=metavar, default=argparse.SUPPRESS, help=help)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    migrate_ = _command(
-        commands,
-        common,
+    def command(name: str, summary: str, *examples: str) -> argparse.ArgumentParser:
+        """Add the command ``name``, run by ``run_<name>`` in its module."""
+        added: argparse.ArgumentParser = commands.add_parser(
+            name,
+            parents=[common],
+            help=summary,
+            description=summary,
+            epilog="example:\n" + "\n".join(f"  {example}" for example in examples),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        added.set_defaults(run=LazyCommand(_MODULES.get(name, "commands"), f"run_{name}"))
+        return added
+
+    migrate_ = command(
         "migrate",
-        "commands",
         "upgrade a SQL database's schema to the newest revision",
         "sessionstore migrate --db sqlite:///sessions.db",
         "sessionstore migrate --status --db postgresql://agent@db.internal/sessions",
@@ -181,11 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     migrate_.add_argument(
         "--status", action="store_true", help="show the revision only (changes nothing)"
     )
-    ls = _command(
-        commands,
-        common,
+    ls = command(
         "ls",
-        "browse",
         f"list sessions, newest activity first ({PAGE} on a terminal, all when piped); "
         "marks corrupt ones",
         "sessionstore ls --db sessions.db",
@@ -200,28 +208,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="newest first by the store's last write to the session (default), or by creation",
     )
     ls.add_argument("--owner", metavar="OWNER", help="only the sessions whose header names OWNER")
-    ls.add_argument(
-        "--limit",
-        type=_count_argument,
-        metavar="N",
-        help=f"at most N sessions (default: {PAGE} on a terminal, all when piped)",
-    )
-    ls.add_argument(
-        "--after", metavar="CURSOR", help="the next page: the cursor the last page ended with"
-    )
-    ls.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON object a line: id, title, owner, parent, created, last_activity, "
-        "entries, compacted, fault, cursor",
+    _paged(
+        ls,
+        f"sessions (default: {PAGE} on a terminal, all when piped)",
+        "id, title, owner, parent, created, last_activity, entries, compacted, fault, cursor",
+        None,
     )
     ls.add_argument(
         "--tree", action="store_true", help="draw the forks under their parents, with the heads"
     )
-    search = _command(
-        commands,
-        common,
-        "search",
+    search = command(
         "search",
         "find the messages that say every word, best first; exit 1 when none does",
         "sessionstore search flaky test",
@@ -231,67 +227,43 @@ def build_parser() -> argparse.ArgumentParser:
         "words", nargs="+", metavar="WORD", help="words to find (whole words, any case)"
     )
     search.add_argument("--owner", metavar="OWNER", help="only in the sessions of OWNER")
-    search.add_argument(
-        "--limit",
-        type=_count_argument,
-        default=HITS,
-        metavar="N",
-        help=f"at most N hits (default: {HITS})",
+    _paged(
+        search,
+        f"hits (default: {HITS})",
+        "session_id, entry_id, seq, role, snippet, highlights, cursor",
+        HITS,
     )
-    search.add_argument(
-        "--after", metavar="CURSOR", help="the next page: the cursor the last page ended with"
-    )
-    search.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON object a line: session_id, entry_id, seq, role, snippet, highlights, cursor",
-    )
-    titled = _command(
-        commands,
-        common,
+    titled = command(
         "title",
-        "titles",
         "give a session a title (or --clear it); with no TEXT, show every title it had",
         "sessionstore title 3f2b9c1e-0000-4000-8000-000000000000 'Flaky CI test'",
         "sessionstore title 3f2b9c1e-0000-4000-8000-000000000000",
     )
-    titled.add_argument("id", metavar="SESSION", help=_SESSION_HELP)
-    _exact(titled)
+    _session(titled)
     titled.add_argument("text", nargs="?", metavar="TEXT", help="the new title (quote it)")
     titled.add_argument(
         "--clear", action="store_true", help="take the titles given back: the header's again"
     )
-    fork = _command(
-        commands,
-        common,
+    fork = command(
         "fork",
-        "commands",
         "branch a session: a new one holding its history up to an entry; prints the new id",
         "sessionstore fork 3f2b9c1e-0000-4000-8000-000000000000 --at 9d1c-entry --head chat-42",
     )
-    fork.add_argument("source", metavar="SESSION", help=f"the session to branch from: {_NAMED}")
-    _exact(fork)
+    _session(fork, "source", f"the session to branch from: {_NAMED}")
     fork.add_argument(
         "--at", metavar="ENTRY", help="the id of the last entry to keep (default: all)"
     )
     fork.add_argument("--id", metavar="ID", help="the new session's id (default: a new UUID)")
     fork.add_argument("--head", metavar="NAME", help="then point the head NAME at the new session")
-    head = _command(
-        commands,
-        common,
+    head = command(
         "head",
-        "commands",
         "show where a named head stands and every place it stood (or list the heads)",
         "sessionstore head chat-42",
         "sessionstore head chat-42 --set 3f2b9c1e-0000-4000-8000-000000000000",
     )
     head.add_argument("name", nargs="?", help="the head (default: list every head)")
-    head.add_argument("--set", metavar="SESSION", help=f"first move the head to SESSION: {_NAMED}")
-    _exact(head)
-    show = _command(
-        commands,
-        common,
-        "show",
+    _session(head, "--set", f"first move the head to SESSION: {_NAMED}")
+    show = command(
         "show",
         "show a session's entries, as they are read (Ctrl-C stops)",
         "sessionstore show chat-42 --tail 20   # the conversation chat-42, as its agent sees it",
@@ -299,8 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --json > session.jsonl",
         "sessionstore show 3f2b9c1e-0000-4000-8000-000000000000 --context --check openai",
     )
-    show.add_argument("id", metavar="SESSION", help=_SESSION_HELP)
-    _exact(show)
+    _session(show)
     view = show.add_mutually_exclusive_group()
     view.add_argument("--context", action="store_true", help="the context built for the model")
     show.add_argument(
@@ -318,34 +289,24 @@ def build_parser() -> argparse.ArgumentParser:
     some.add_argument(
         "--tail", type=_count_argument, metavar="N", help="only the last N entries (or messages)"
     )
-    imported = _command(
-        commands,
-        common,
+    imported = command(
         "import",
-        "archives",
         "import a JSONL archive (sessions/, journals/, heads/); importing twice adds nothing",
         "sessionstore import ./archive --db sessions.db",
         "sessionstore import ./backup --db restored.db --key-file store.key   # an encrypted one",
     )
     imported.add_argument("path", help="the archive directory")
-    exported = _command(
-        commands,
-        common,
+    exported = command(
         "export",
-        "archives",
         "export sessions, journals and heads as a JSONL archive (incremental)",
         "sessionstore export ./archive --session 3f2b9c1e-0000-4000-8000-000000000000",
         "sessionstore export ./archive --html   # and archive/html/<id>.html to read",
         "sessionstore export ./backup --encrypted --db sessions.db --key-file store.key",
     )
     exported.add_argument("dir", help="the archive directory: new, empty, or an archive to extend")
-    exported.add_argument(
-        "--session",
-        action="append",
-        metavar="SESSION",
-        help=f"export only this session (repeatable): {_NAMED}",
+    _session(
+        exported, "--session", f"export only this session (repeatable): {_NAMED}", action="append"
     )
-    _exact(exported)
     exported.add_argument(
         "--html",
         action="store_true",
@@ -363,22 +324,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="write an encrypted store's sessions (or --html pages) readable: without it, "
         "exporting a sealed store needs --encrypted",
     )
-    page = _command(
-        commands,
-        common,
+    page = command(
         "html",
-        "pages",
         "write a session as one self-contained HTML page (no script, no fetch)",
         "sessionstore html 3f2b9c1e-0000-4000-8000-000000000000 --out session.html",
     )
-    page.add_argument("id", metavar="SESSION", help=_SESSION_HELP)
-    _exact(page)
+    _session(page)
     page.add_argument("--out", metavar="FILE", help="write the page to FILE (default: stdout)")
-    retired = _command(
-        commands,
-        common,
+    retired = command(
         "retire",
-        "archives",
         "move old sessions into an archive, checked byte for byte, then erase them from the store",
         "sessionstore retire --to ./archive --idle 90d",
         "sessionstore retire --to ./archive --before 2026-01-01 --db sessions.db",
@@ -398,24 +352,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="AGE",
         help="only sessions with no entry for AGE: Nd days or Nh hours (90d)",
     )
-    retired.add_argument(
-        "--session",
-        action="append",
-        metavar="SESSION",
-        help=f"only this session (repeatable): {_NAMED}",
-    )
-    _exact(retired)
+    _session(retired, "--session", f"only this session (repeatable): {_NAMED}", action="append")
     retired.add_argument(
         "--yes",
         action="store_true",
         help="do not ask before retiring every session of the store (needed when stdin "
         "is not a terminal)",
     )
-    verify = _command(
-        commands,
-        common,
+    verify = command(
         "verify",
-        "commands",
         "check every line decodes, seq has no gap, compaction targets exist, integrity",
         "sessionstore verify --db sessions.db",
         "sessionstore verify --db sessions.db --anchors /backups/sessions.anchors",
@@ -426,34 +371,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the sessions against the anchors in FILE (none yet: a new file), "
         "then, when nothing is wrong, write their new anchors there (docs/sql.md, Anchors)",
     )
-    erase = _command(
-        commands,
-        common,
+    erase = command(
         "erase",
-        "commands",
         "remove a whole session for good, leaving a record (when, why, a digest; no content)",
         "sessionstore erase 3f2b9c1e-0000-4000-8000-000000000000 --reason 'user request #812'",
         "sessionstore erase chat-7 --reason 'retention: 90 days' --yes",
     )
-    erase.add_argument("id", metavar="SESSION", help=_SESSION_HELP)
-    _exact(erase)
+    _session(erase)
     erase.add_argument("--reason", required=True, metavar="TEXT", help="why: kept in the record")
     erase.add_argument(
         "--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)"
     )
-    _command(
-        commands,
-        common,
+    command(
         "erasures",
-        "commands",
         "list the records of erased sessions and journals: kind, name, at, reason, lines, digest",
         "sessionstore erasures --db ./sessions",
     )
-    journal = _command(
-        commands,
-        common,
+    journal = command(
         "journal",
-        "commands",
         "show an agent's crash-recovery journal and its side effects (no NAME: list them); "
         "settle an effect in doubt",
         "sessionstore journal",
@@ -492,10 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     journal.add_argument(
         "--by", metavar="NAME", help="--settle: who settles it (default: your login name)"
     )
-    keys = _command(
-        commands,
-        common,
-        "keys",
+    keys = command(
         "keys",
         "encryption at rest: make a master key, see what a sealed store's keyring "
         "holds, rewrap its data keys under a new master key",
@@ -513,11 +445,8 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument(
         "--out", metavar="FILE", help="generate: write the key to FILE (created private, 0600)"
     )
-    _command(
-        commands,
-        common,
+    command(
         "demo",
-        "commands",
         "play a realistic agent conversation into the store and show what it keeps",
         "sessionstore demo --db demo.db",
     )

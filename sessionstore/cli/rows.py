@@ -14,7 +14,7 @@ from typing import Any
 
 from sessionstore.errors import InvalidRecordError
 from sessionstore.models import CompactionEntry, Message
-from sessionstore.parts import Other, Piece, Said, ToolCall, ToolResult, read_message
+from sessionstore.parts import Piece, Said, ToolCall, ToolResult, read_message
 from sessionstore.wire import encode_value
 
 __all__ = ["SHORT", "ToolNames", "compaction_text", "message_line"]
@@ -24,8 +24,7 @@ SHORT = 160
 
 
 class ToolNames:
-    """The names of the tool calls seen so far, by call id, until a result
-    names its call (and takes its name)."""
+    """The names of the tool calls seen so far, by call id, until a result answers one."""
 
     def __init__(self) -> None:
         self._names: dict[str, str] = {}
@@ -79,13 +78,7 @@ def _piece(piece: Piece, names: ToolNames, label: str) -> str:
         status = "" if piece.status is None else f"{piece.status}: "
         result = f"{names.answered(piece)} → {status}{output}"
         return result if label == "tool result" else f"tool result {result}"
-    return _other(piece)
-
-
-def _other(piece: Other) -> str:
-    if piece.kind is not None:
-        return f"[{piece.kind}]"
-    return _short(piece.value)
+    return f"[{piece.kind}]" if piece.kind is not None else _short(piece.value)
 
 
 def _short(value: Any) -> str:

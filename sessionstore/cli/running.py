@@ -1,8 +1,5 @@
-"""Running a command: errors as one line, Ctrl-C at once (130), a closed pipe quietly (141).
-
-Imported once the arguments are parsed: what it loads (asyncio, rich) is
-for running a command, which ``--help`` and ``--version`` do not.
-"""
+"""Running a command: errors as one line, Ctrl-C at once (130), a closed pipe quietly
+(141). Imported once the arguments are parsed: ``--help`` loads no asyncio nor rich."""
 
 from __future__ import annotations
 
@@ -33,13 +30,9 @@ BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a writer whose reader lef
 
 
 class _DaemonThreads(concurrent.futures.ThreadPoolExecutor):
-    """The event loop's executor (``asyncio.to_thread``): daemon threads.
-
-    A Ctrl-C must not wait for a blocking call in flight (a long session's
-    load) to finish: asyncio's own executor is joined when the loop closes
-    and again when Python exits. These threads are left to die with the
-    process; every call they run is awaited before a command succeeds.
-    """
+    """The event loop's executor, of daemon threads: a Ctrl-C must not wait for a
+    blocking call in flight (asyncio's own executor is joined when the loop closes
+    and at exit). Every call they run is awaited before a command succeeds."""
 
     def __init__(self, threads: int = 4) -> None:
         super().__init__(max_workers=threads)
@@ -88,9 +81,8 @@ async def _guarded(run: Command, args: argparse.Namespace) -> int:
 
 @contextmanager
 def _interruptible() -> Iterator[None]:
-    """Ctrl-C raises KeyboardInterrupt wherever the command is (a blocked
-    write, a long render), not only once the event loop gets control again;
-    a second Ctrl-C, during the clean-up, ends the process at once."""
+    """Ctrl-C raises KeyboardInterrupt wherever the command is (a blocked write), not
+    only once the event loop runs again; a second one, in the clean-up, ends the process."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -113,8 +105,7 @@ def _interruptible() -> Iterator[None]:
 
 
 def _silence_stdout() -> None:
-    """Drop what is left to write to stdout: its reader left, or we were
-    interrupted, and a final flush must neither fail nor wait."""
+    """Drop what is left to write to stdout: a final flush must neither fail nor wait."""
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):
@@ -125,8 +116,7 @@ def _silence_stdout() -> None:
 
 
 class _Warnings(logging.Handler):
-    """The library's logged warnings (a session file skipped...), as
-    ``warning: ...`` lines on stderr, in the user's words (`in_user_words`)."""
+    """The library's logged warnings as ``warning: ...`` lines, in the user's words."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         super().__init__(logging.WARNING)
@@ -137,8 +127,7 @@ class _Warnings(logging.Handler):
 
 
 def _one_line(error: BaseException, args: argparse.Namespace) -> str:
-    """An error's message on one line, in the user's words (`in_user_words`),
-    safe to print (`escaped`)."""
+    """An error's message on one line, in the user's words, safe to print."""
     text = "; ".join(part.strip() for part in str(error).splitlines() if part.strip())
     return escaped(in_user_words(text, args))
 
@@ -162,9 +151,7 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         _silence_stdout()  # like any Unix tool whose reader left (`| head`): quietly
         return BROKEN_PIPE
-    except (Refused, SessionStoreError) as exc:
-        err_console.print(Text(f"sessionstore: error: {_one_line(exc, args)}"))
-    except OSError as exc:
+    except (Refused, SessionStoreError, OSError) as exc:
         err_console.print(Text(f"sessionstore: error: {_one_line(exc, args)}"))
     finally:
         library.removeHandler(handler)

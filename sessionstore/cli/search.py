@@ -68,8 +68,7 @@ async def run_search(args: argparse.Namespace) -> int:
 
 def _hits_on_terminal(hits: list[SearchHit]) -> None:
     """Two lines a hit: where (session id, ``#seq``, role, entry id), then the
-    snippet with the matched words in bold, indented and folded to the
-    terminal. Stored text is shown literally, control characters escaped."""
+    snippet, its matched words in bold, indented and folded to the terminal."""
     for hit in hits:
         where = Text(" ").append(cell(hit.session_id), style="bold")
         where.append(f"  #{hit.seq}  {cell(hit.role)}  ")

@@ -1,8 +1,10 @@
-"""``show``: a session's entries, its context, or its stored lines, as they are read."""
+"""One session: ``show`` (its entries, its context, its stored lines, as they are
+read), ``html`` (one self-contained page, written as it is read), ``title``."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import collections
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -10,7 +12,7 @@ from typing import TypeVar
 
 from rich.text import Text
 
-from sessionstore.backends.records import decode_stored_entry, decode_stored_meta
+from sessionstore.backends.records import current_title, decode_stored_entry, decode_stored_meta
 from sessionstore.cli.naming import session_named
 from sessionstore.cli.opening import opened
 from sessionstore.cli.output import (
@@ -26,21 +28,14 @@ from sessionstore.cli.output import (
     tsv,
 )
 from sessionstore.cli.rows import ToolNames, compaction_text, message_line
-from sessionstore.cli.titles import session_title
 from sessionstore.context import check_pairing
-from sessionstore.models import MessageEntry, SessionEntry
+from sessionstore.errors import SessionNotFoundError
+from sessionstore.models import MessageEntry, SessionEntry, SessionMeta
 from sessionstore.store import SessionStore
 
-__all__ = ["run_show"]
+__all__ = ["run_html", "run_show", "run_title", "session_header", "session_title"]
 
 _T = TypeVar("_T")
-
-
-def _entry_text(entry: SessionEntry, names: ToolNames) -> tuple[str, str]:
-    """An entry's label and text, as ``show`` lists them (`message_line`)."""
-    if isinstance(entry, MessageEntry):
-        return message_line(entry.message, names)
-    return "-", compaction_text(entry)
 
 
 async def _numbered(
@@ -59,8 +54,6 @@ async def _numbered(
             last.append((number, item))
         for numbered in last:
             yield numbered
-        return
-    if limit == 0:
         return
     number = 0
     async for item in items:
@@ -89,7 +82,10 @@ class _EntryLines:
             tsv(("#", "type", "timestamp", "role", "text", "id"))
 
     def row(self, number: int, entry: SessionEntry) -> None:
-        label, text = _entry_text(entry, self.names)
+        if isinstance(entry, MessageEntry):
+            label, text = message_line(entry.message, self.names)
+        else:
+            label, text = "-", compaction_text(entry)
         if self.terminal:
             console.print(
                 self._line(str(number), entry.id, entry.type, label, moment(entry.timestamp), text)
@@ -113,9 +109,8 @@ class _EntryLines:
         *,
         bold: bool = False,
     ) -> Text:
-        """One entry: on one line when the terminal is wide enough for its text
-        beside the rest, otherwise its text on a second, indented line. The
-        id comes whole (`fork --at` takes it), on a line of its own below."""
+        """One entry, its text on a second line when it has no room beside the rest;
+        then its id, whole (`fork --at` takes it), on a line of its own."""
         head = f"{number:>7}  {cell(kind):<10}  {preview(label, 11):<11}  {cell(timestamp):<19}"
         room = self.width - len(head) - 2
         line = Text(head if room >= 40 else head.rstrip(), style="bold" if bold else "")
@@ -219,3 +214,86 @@ async def _last_entries(
         (number, decode_stored_entry(session_id, line, path=None, line_no=number + 1))
         for number, line in kept
     ]
+
+
+async def run_html(args: argparse.Namespace) -> int:
+    from sessionstore.transcript import render_html, write_html  # for this command only
+
+    async with opened(args, read=True) as store:
+        args.id = await session_named(store, args.id, exact=args.exact)
+        if args.out is None:
+            await write_html(store, args.id, sys.stdout)
+            return 0
+        # The page is rendered before the file is made: a missing session
+        # leaves no empty file behind.
+        chunks = render_html(store, args.id)
+        first = await anext(chunks)
+        out = await asyncio.to_thread(open, args.out, "w", encoding="utf-8", newline="\n")
+        with out:
+            out.write(first)
+            async for chunk in chunks:
+                out.write(chunk)
+    print(f"wrote the page of session {escaped(args.id)} to {escaped(args.out)}")
+    return 0
+
+
+async def session_header(store: SessionStore, session_id: str) -> SessionMeta:
+    """A session's header, from its first stored line (not a listing of every session).
+
+    Raises:
+        SessionNotFoundError: no such session.
+        CorruptSessionError: its header does not decode.
+    """
+    lines = store.raw_lines(session_id)
+    try:
+        async for line in lines:
+            return decode_stored_meta(session_id, line, path=None, line_no=1)
+    finally:
+        if isinstance(lines, AsyncGenerator):  # close the file or cursor now
+            await lines.aclose()
+    raise SessionNotFoundError(session_id)  # a store gives the header first, always
+
+
+async def session_title(store: SessionStore, session_id: str) -> str | None:
+    """A session's title now (the last `set_title`, else its header's), as `summaries` gives it."""
+    changes = await store.titles(session_id)
+    return current_title(await session_header(store, session_id), changes)
+
+
+async def run_title(args: argparse.Namespace) -> int:
+    if args.clear and args.text is not None:
+        raise Refused("give a TEXT or --clear, not both")
+    if args.text is not None and not args.text.strip():
+        raise Refused("a title needs some text (--clear goes back to the header's title)")
+    async with opened(args, read=True) as store:
+        args.id = await session_named(store, args.id, exact=args.exact)
+        if args.clear or args.text is not None:
+            await store.set_title(args.id, None if args.clear else args.text)
+        meta = await session_header(store, args.id)
+        changes = await store.titles(args.id)
+    now = current_title(meta, changes)
+    if args.clear or args.text is not None:
+        print(f"{escaped(args.id)}: {_shown(now)}")
+        return 0
+    # The title each step left the session with: the header's first.
+    rows: list[tuple[str, str, str | None]] = [(meta.created_at, "header", meta.title)]
+    rows += [
+        (c.at, "set" if c.title is not None else "cleared", current_title(meta, changes[: n + 1]))
+        for n, c in enumerate(changes)
+    ]
+    if not console.is_terminal:
+        tsv(("at", "change", "title"))
+        for at, change, title in rows:
+            tsv((at, change, title or ""))
+        return 0
+    console.print(Text(f"titles of session {cell(args.id)}", style="bold"))
+    stamp = max(len(moment(at)) for at, _, _ in rows)
+    for at, change, title in rows:
+        line = Text(f" {moment(at):<{stamp}}  {change:<7}  ", style="dim")
+        console.print(line.append(_shown(title), style="" if title else "dim"))
+    console.print(Text(f"title now: {_shown(now)}", style="bold"))
+    return 0
+
+
+def _shown(title: str | None) -> str:
+    return cell(title) if title else "(none)"

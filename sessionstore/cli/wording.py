@@ -1,13 +1,6 @@
-"""The store as the user named it: a target as given (``--db``,
-``$SESSIONSTORE_DB`` or the default), never the driver URL the library
-builds from it, and never a password.
-
-The library names a SQL database by its URL (``sqlite+pysqlite:////abs/x.db``,
-``postgresql+psycopg://alice:***@db/x``): right for a library user, who
-passed a URL, but not what a user of the command line typed. `in_user_words`
-puts the target as given back in an error's message, and masks any
-password left in it.
-"""
+"""The store as the user named it (``--db``, ``$SESSIONSTORE_DB`` or the default),
+never the driver URL the library names it by in a message
+(``sqlite+pysqlite:////abs/x.db``), and never a password."""
 
 from __future__ import annotations
 
@@ -20,8 +13,7 @@ from sessionstore.cli.defaults import DB_ENV, DEFAULT_DB, KEY_FILE_ENV
 
 __all__ = ["KEY_HINT", "in_user_words", "named", "no_store_hint"]
 
-KEY_HINT = f"--key-file FILE (or ${KEY_FILE_ENV})"
-"""How a sealed store is given its keys on the command line."""
+KEY_HINT = f"--key-file FILE (or ${KEY_FILE_ENV})"  # how a sealed store is given its keys
 
 _MASK = "***"
 _CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*):[^@\s]*@")
@@ -62,8 +54,7 @@ def _masked(text: str) -> str:
 
 
 def _driver_forms(target: str) -> list[str]:
-    """The ways the library may write ``target`` in a message: its URL (with
-    the driver, password hidden), and the target itself and its repr."""
+    """How a message may write ``target``: its URLs (password hidden), itself, its repr."""
     forms = [repr(target), target]
     from sessionstore.backends.targets import is_sql_target
 
@@ -79,15 +70,13 @@ def _driver_forms(target: str) -> list[str]:
     return sorted(set(forms), key=len, reverse=True)  # the longest first: a form holds others
 
 
+# The library's parameters a message names (``open it with keys=``): options here.
 _OPTIONS = re.compile(r"\b(keys|keyring)=(?![\w'\"])")
-"""The library's parameters a message names (``open it with keys=``), which
-the command line takes as options."""
 
 
 def in_user_words(message: str, args: argparse.Namespace) -> str:
-    """An error's ``message`` with the store (and keyring) named as the user
-    gave them, the library's ``keys=`` and ``keyring=`` as the options that
-    give them, and no password in it."""
+    """An error's ``message`` with the store and keyring named as given, ``keys=``
+    and ``keyring=`` as the options that give them, and no password in it."""
     for target in (getattr(args, "db", None), getattr(args, "keyring", None)):
         if target:
             for form in _driver_forms(target):
@@ -97,8 +86,7 @@ def in_user_words(message: str, args: argparse.Namespace) -> str:
 
 
 def no_store_hint(target: str, missing: str) -> str:
-    """Where ``target`` came from, and how to name a store or make one to
-    try, after it named none."""
+    """Where ``target`` came from, and how to name a store or make one to try."""
     if os.environ.get(DB_ENV) == target:
         given = f"named by ${DB_ENV}"
     elif target == DEFAULT_DB:

@@ -18,8 +18,8 @@ PairingDialect = Literal["openai", "anthropic", "openai-agents"]
 """The message shapes whose tool exchanges sessionstore knows: OpenAI Chat
 Completions, Anthropic Messages, and openai-agents (Responses API) items."""
 
+# Each dialect's module, loaded when its rules are first asked for.
 _MODULES = {"openai": "openai_chat", "anthropic": "anthropic", "openai-agents": "openai_agents"}
-"""Each dialect's module, loaded when its rules are first asked for."""
 
 
 def rules(dialect: object) -> Rules:

@@ -25,11 +25,8 @@ PairingProblem = Literal["missing_result", "missing_call", "misplaced_result", "
 """What is wrong with one half of a tool exchange; see `Orphan`."""
 
 SYNTHETIC_FIELD = "sessionstore_synthetic"
-"""The extra field, ``True``, of every message `repair_pairing` made or changed.
-
-No stored message has it: drop it before storing a repaired list, and before
-sending one to an API that refuses unknown fields.
-"""
+"""The extra field, ``True``, of every message `repair_pairing` made or changed:
+drop it before storing a repaired list, or sending one to an API that refuses it."""
 
 INTERRUPTED_RESULT = "The tool call was interrupted: it never returned a result."
 """The text of the results `repair_pairing` makes up for calls that never got one."""
@@ -80,14 +77,7 @@ class Exchanges:
     pairs: list[tuple[int, int]] = field(default_factory=list)
 
     def stray(self, index: int, call_id: str | None, calls: set[str], answered: set[str]) -> None:
-        """Note a result found outside its call's exchange.
-
-        Args:
-            index: the message holding it.
-            call_id: the call it names.
-            calls: every call id of the list.
-            answered: the call ids answered so far.
-        """
+        """Note a result, in message ``index``, outside its call's exchange."""
         problem: PairingProblem = (
             "duplicate_result"
             if call_id in answered

@@ -26,10 +26,8 @@ COMMAND_MODULES = [
     "sessionstore.cli.archives",
     "sessionstore.cli.browse",
     "sessionstore.cli.commands",
-    "sessionstore.cli.pages",
     "sessionstore.cli.search",
     "sessionstore.cli.show",
-    "sessionstore.cli.titles",
 ]
 
 # python -m sessionstore, writing the names in sys.modules to argv[1] at exit
@@ -121,12 +119,11 @@ def test_show_tail_of_an_existing_sqlite_store_loads_no_alembic(
     assert len(done.stdout.splitlines()) == 1 + 20  # the header line, then the last 20
     assert "turn 29" in done.stdout
     assert loaded(modules, "alembic", "sessionstore.archive") == []
-    # show names the session's title, which is the title command's own reading
-    assert loaded(modules, *COMMAND_MODULES) == ["sessionstore.cli.show", "sessionstore.cli.titles"]
+    assert loaded(modules, *COMMAND_MODULES) == ["sessionstore.cli.show"]
 
 
 @pytest.mark.parametrize(
-    ("command", "module"), [("head", "commands"), ("html", "pages"), ("title", "titles")]
+    ("command", "module"), [("head", "commands"), ("html", "show"), ("title", "show")]
 )
 def test_a_command_loads_its_module_and_neither_the_demo_nor_the_archive(
     store: tuple[str, str], tmp_path: Path, command: str, module: str
