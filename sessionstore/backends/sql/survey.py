@@ -16,16 +16,16 @@ from sqlalchemy import Connection, bindparam, func, literal_column, select
 
 from sessionstore.backends.records import decode_stored_meta
 from sessionstore.backends.sql import heads as heads_module
-from sessionstore.backends.sql import paging, wordcheck
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import titles as titles_module
+from sessionstore.backends.sql import wordcheck
 from sessionstore.backends.sql.digests import (
     ENTRY_COLUMNS,
     entry_digest,
     fork_digest,
     header_digest,
 )
-from sessionstore.backends.sql.lineage import Family
+from sessionstore.backends.sql.lineage import FIRST, Family, next_rows
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.sealing import open_header
 from sessionstore.backends.sql.tables import (
@@ -269,7 +269,7 @@ def broken_chains(conn: Connection, sealer: Sealer | None = None) -> list[str]:
     """For each session whose chain of digests breaks, where it first breaks;
     in a sealed store, also its first row whose line does not open.
 
-    Reads every line once, a page of rows at a time (`paging`).
+    Reads every line once, a page of rows at a time (`lineage.next_rows`).
     """
     found = []
     for pk, session_id, header, stored, base_pk, base_seq in Q.SESSION_DIGESTS.all(conn):
@@ -283,7 +283,7 @@ def broken_chains(conn: Connection, sealer: Sealer | None = None) -> list[str]:
         if stored is None or bytes(stored) != digest:
             found.append(_broken(session_id, "its header", stored))
             continue
-        done, size, sealed = 0, paging.FIRST, sealer is not None
+        done, size, sealed = 0, FIRST, sealer is not None
         while rows := Q.ENTRY_DIGESTS.all(conn, pk=pk, after=done, size=size):
             for seq, stored, *columns in rows:
                 if sealed and sealer is not None:
@@ -299,7 +299,7 @@ def broken_chains(conn: Connection, sealer: Sealer | None = None) -> list[str]:
                     break
             else:
                 done = rows[-1][0]
-                size = paging.next_rows(len(rows), sum(len(row[-1]) for row in rows))
+                size = next_rows(len(rows), sum(len(row[-1]) for row in rows))
                 continue
             break
     return found
