@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
@@ -27,6 +27,7 @@ from sessionstore.backends.sql.engine import (
     is_busy,
     open_sync_engine,
 )
+from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.runner import Kind, Runner, Step
 from sessionstore.backends.sql.schema import ensure_schema
 from sessionstore.errors import (
@@ -250,9 +251,19 @@ class SessionRow(NamedTuple):
     base_seq: int | None
 
 
-def find_session(conn: Connection, session_id: str, *, lock: bool = False) -> SessionRow:
-    """The session's row; ``lock`` holds it until commit (PostgreSQL)."""
-    query = Q.FIND_SESSION_LOCKED if lock else Q.FIND_SESSION
+_FIND: dict[bool | str, Query] = {
+    False: Q.FIND_SESSION,
+    True: Q.FIND_SESSION_LOCKED,
+    "erase": Q.FIND_SESSION_ERASED,
+}
+
+
+def find_session(
+    conn: Connection, session_id: str, *, lock: bool | Literal["erase"] = False
+) -> SessionRow:
+    """The session's row; ``lock`` holds it until commit (PostgreSQL), against
+    appends (``True``) or against forks too (``"erase"``)."""
+    query = _FIND[lock]
     found = query.first(conn, id=session_id)
     if found is None:
         raise SessionNotFoundError(session_id)

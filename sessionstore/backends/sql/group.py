@@ -40,20 +40,10 @@ from sessionstore.models import CompactionEntry, SessionEntry, SessionMeta
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import DataKey, Sealer
 
-__all__ = [
-    "Append",
-    "GroupCommit",
-    "entry_row",
-    "expect_import",
-    "imported_session",
-    "new_session",
-    "write_appends",
-]
-
+# One caller's append: the session id, its entries' rows (`entry_row`), the
+# id its last entry must have ("": none), the head that must name it (None:
+# no condition, for either).
 Append = tuple[str, Sequence[dict[str, Any]], str | None, str | None]
-"""One caller's append: the session id, its entries' rows (no key, no seq),
-the id its last entry must have (``""``: none; None: no condition), and the
-head that must name it (None: no condition)."""
 
 
 def write_appends(

@@ -94,8 +94,6 @@ if TYPE_CHECKING:
     from sessionstore.encryption.keys import Key
     from sessionstore.encryption.sealer import DataKey, Sealer
 
-__all__ = ["SqlStore"]
-
 
 class SqlStore(StoreBase):
     """Sessions in a SQL database; open one with `SqlStore.open` or

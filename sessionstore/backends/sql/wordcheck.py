@@ -1,20 +1,11 @@
 """The word index checked against the entries it is derived from (``integrity()``).
 
-The index is derived data a writer with the database can change without
-touching history: a row added, changed or deleted there makes `search`
-invent or miss a message. `faults` rebuilds each message's words with the
-functions that indexed them (`sessionstore.backends.sql.wordindex`) and
-compares, message by message, reading each line once:
-
-* SQLite: ``search_postings`` must hold exactly the words of each message up
-  to the index's mark (the backlog after it is searched from its lines, so
-  no row may name it). An index made with another word rule (another
-  Python's Unicode tables) cannot be rebuilt here, and is not checked.
-* PostgreSQL: ``search_vectors`` must hold each message's vector and
-  length (a row with no vector for a message too long for one), and no row
-  for anything else.
-
-Each session's first wrong message is named, with how many were wrong.
+A raw writer's row added, changed or deleted there makes `search` invent or
+miss a message: `faults` rebuilds each message's words as they were
+indexed and compares, reading each line once. SQLite's index must hold
+exactly the words of each message up to its mark (one made with another
+word rule is not checked); PostgreSQL's a vector and length per message,
+and nothing else. Each session's first wrong message is named.
 """
 
 from __future__ import annotations
@@ -44,8 +35,6 @@ from sessionstore.backends.sql.wordkeys import bucket_of, current, sealed_hits
 
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
-
-__all__ = ["faults"]
 
 _MESSAGE = entries.c.type == literal_column("'message'")
 _rowid = literal_column("entries.rowid", BigInteger)
