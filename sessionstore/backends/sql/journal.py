@@ -1,6 +1,6 @@
 """`SqlJournal`: a journal in the ``journal_lines`` table, one row per line;
 a clear is a row whose ``line`` is NULL. Its durability, sealing and keyed
-lines: docs/sql.md, Journals.
+lines: docs/journal.md and docs/sql.md, Keyed journal lines.
 """
 
 from __future__ import annotations

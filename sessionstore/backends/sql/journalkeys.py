@@ -1,5 +1,5 @@
 """Keyed journal lines: the ``journal_keys`` index (migration 0011), and a
-sealed store's keys in order (`KeyOrders`); docs/sql.md, Journals.
+sealed store's keys in order (`KeyOrders`); docs/sql.md, Keyed journal lines.
 
 A sealed store's index holds each key's token (`Sealer.journal_line_key`),
 which keeps no order: its `scan` takes the keys in order from `KeyOrders`.

@@ -89,10 +89,10 @@ async def start(
     master = MasterKeys(keys)
     ring = _keyring(database, keyring)
     as_text = not is_sqlite(database.runner.url)  # SQLite keeps the sealed bytes as they are
+    started = partial(Sealer.start, master, ring, as_text=as_text)
     try:
         if found is not None:
-            start = partial(Sealer.start, master, ring, found[0], new=False, as_text=as_text)
-            sealer = await asyncio.to_thread(start)
+            sealer = await asyncio.to_thread(started, found[0], new=False)
             await sweep(database, sealer)
             await wordconvert.convert(database, sealer)
             return sealer
@@ -100,15 +100,12 @@ async def start(
         # row finds its keyring ready. Another process naming its own first
         # wins; ours is left unused.
         store_id = uuid.uuid4().hex
-        start = partial(Sealer.start, master, ring, store_id, new=True, as_text=as_text)
-        sealer = await asyncio.to_thread(start)
+        sealer = await asyncio.to_thread(started, store_id, new=True)
         seal = partial(_seal_store, store_id=store_id)
         named = await database.transaction(Kind.DURABLE_WRITE, None, seal)
         if named == store_id:
             return sealer
-        return await asyncio.to_thread(
-            partial(Sealer.start, master, ring, named, new=False, as_text=as_text)
-        )
+        return await asyncio.to_thread(started, named, new=False)
     except BaseException:
         ring.close()
         raise

@@ -176,9 +176,7 @@ class SqlStore(StoreBase):
                 the current key is not given, or the new key is listed after
                 it), or a data key is wrapped by a master key not given.
         """
-        sealer = self._database.sealer
-        if sealer is None:
-            raise EncryptionKeyError(f"{self._database.where} is not encrypted: no key to rotate")
+        sealer = self._sealer("no key to rotate")
         return await asyncio.to_thread(sealer.rotate)
 
     async def keyring_report(self) -> dict[str, int]:
@@ -202,9 +200,7 @@ class SqlStore(StoreBase):
         """
         from sessionstore.encryption.archive import ArchiveSealer
 
-        sealer = self._database.sealer
-        if sealer is None:
-            raise EncryptionKeyError(f"{self._database.where} is not encrypted: it has no keys")
+        sealer = self._sealer("it has no keys")
         return ArchiveSealer(sealer.keys, sealer.keyring.get)
 
     async def data_key(
@@ -218,9 +214,7 @@ class SqlStore(StoreBase):
             SessionNotFoundError: no such session.
             CorruptSessionError: the keyring no longer holds the session's key.
         """
-        sealer = self._database.sealer
-        if sealer is None:
-            raise EncryptionKeyError(f"{self._database.where} is not encrypted: it has no keys")
+        sealer = self._sealer("it has no keys")
         if scope == "journal":
             if create:
                 await asyncio.to_thread(sealer.journal_key, name)
@@ -232,6 +226,11 @@ class SqlStore(StoreBase):
         if found is None:
             sealer.key(key_id, what=("header", name))  # raises, naming the session
         return found
+
+    def _sealer(self, lacking: str) -> Sealer:
+        if self._database.sealer is None:
+            raise EncryptionKeyError(f"{self._database.where} is not encrypted: {lacking}")
+        return self._database.sealer
 
     def drop_caches(self) -> None:
         super().drop_caches()
