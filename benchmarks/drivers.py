@@ -100,6 +100,18 @@ _SINCE = (
 )
 
 
+def message_digest(previous: bytes, one: MessageEntry, line: str) -> bytes:
+    """The digest an append stores for the message ``one`` (its line ``line``)."""
+    row = {
+        "entry_id": one.id,
+        "type": "message",
+        "timestamp": one.timestamp,
+        "first_kept_id": None,
+        "line": line,
+    }
+    return entry_digest(previous, row)
+
+
 async def _filled(path: Path) -> None:
     """A database of sessionstore's schema holding session ``s``: `HISTORY`
     messages, then a compaction keeping the last `KEPT`."""
@@ -153,14 +165,7 @@ class _Aiosqlite:
         found = (await run(_LAST_DIGEST, (pk,))).first()
         digest = found[1] if found is not None else bytes(16)
         self.seq += 1
-        row = {
-            "entry_id": one.id,
-            "type": "message",
-            "timestamp": one.timestamp,
-            "first_kept_id": None,
-            "line": line,
-        }
-        digest = entry_digest(digest, row)
+        digest = message_digest(digest, one, line)
         await run(_INSERT, (pk, self.seq, one.id, one.timestamp, line, digest))
         (await run(_ACTIVITY, (pk, datetime.now(UTC).isoformat()))).one()
         _, _, top = (await run(_BACKLOG)).one()

@@ -158,7 +158,7 @@ from typing import Annotated
 from browse import browse
 from chains import fork_chains
 from checkpoints import checkpoints
-from drivers import drivers
+from drivers import drivers, message_digest
 from effects import effects
 from frameworks import frameworks
 from memory import memory
@@ -185,7 +185,6 @@ from sessionstore import (
 )
 from sessionstore.backends.jsonl import HINTS
 from sessionstore.backends.sql import wordindex
-from sessionstore.backends.sql.digests import entry_digest
 from sessionstore.backends.sql.postings import packed_rows
 from sessionstore.backends.words import words
 
@@ -298,14 +297,7 @@ def raw_schema_appends(
         rows = []
         for n, (one, line) in enumerate(zip(chunk, lines, strict=True), at):
             seq += 1
-            row = {
-                "entry_id": one.id,
-                "type": "message",
-                "timestamp": one.timestamp,
-                "first_kept_id": None,
-                "line": line,
-            }
-            digest = entry_digest(digest, row)
+            digest = message_digest(digest, one, line)
             rows.append((pk, seq, one.id, one.timestamp, line, digest))
             backlog.append((seq, texts[n]))
         connection.executemany(

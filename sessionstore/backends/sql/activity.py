@@ -1,20 +1,8 @@
 """Writes to sessions, counted: the ``activity`` log and each session's ``listing`` row.
 
-Every transaction that writes to a session (creates, forks or imports it,
-or appends lines) adds one ``activity`` row per session it wrote, in the
-same transaction; its ``tick`` is drawn in the insert itself and never
-given twice (`NextTick`). A trigger on ``activity`` moves the session's
-``listing`` row to that tick in the same statement (migration 0005). A new
-session's listing row is written here, from the header it was created with.
-
-An append writes few pages for this (each a frame of SQLite's write-ahead
-log, which is most of what a small transaction costs): the ``activity``
-row in its session's part of one b-tree, the ``listing`` row and its
-``tick`` index, and its owner's index when it has an owner.
-
-A listing stands on a mark (`mark`): the newest tick when its first page
-was read, every tick up to it committed and no later commit able to take
-one. `sessionstore.backends.sql.browse` explains how a page uses it.
+Each transaction writing to a session adds an ``activity`` row, its tick
+drawn in the insert and never given twice; a trigger moves the session's
+``listing`` row to it (0005). A listing stands on a `mark`. docs/sql.md, Browse.
 """
 
 from __future__ import annotations
@@ -32,12 +20,8 @@ from sessionstore.backends.sql.tables import activity, listing
 from sessionstore.models import SessionMeta
 from sessionstore.timestamps import now_rfc3339
 
-__all__ = ["NextTick", "listed", "mark", "touched"]
-
 
 class NextTick(FunctionElement[int]):
-    """The tick a write takes, drawn where it is inserted."""
-
     type = BigInteger()
     inherit_cache = True
 
@@ -71,7 +55,6 @@ _WAIT_FOR_WRITERS = Query(text("LOCK TABLE activity IN SHARE MODE"))
 
 
 def listed(conn: Connection, *, pk: int, meta: SessionMeta) -> None:
-    """A new session's first activity and its listing row (``meta``: its header)."""
     at = now_rfc3339()
     tick = _INSERT_TICK.scalar(conn, session_pk=pk, at=at)
     row = {
@@ -87,30 +70,15 @@ def listed(conn: Connection, *, pk: int, meta: SessionMeta) -> None:
 
 
 def touched(conn: Connection, pks: Collection[int]) -> None:
-    """One activity for each session ``pks`` names (written to, all at once)."""
     at = now_rfc3339()
     _INSERT.many(conn, [{"session_pk": pk, "at": at} for pk in pks])
 
 
 def mark(conn: Connection) -> int:
-    """The mark a new listing stands on: the newest tick of a session.
-
-    On SQLite the writer is one at a time and the read a snapshot: every
-    tick up to the newest it sees is committed, and a later write takes a
-    greater one (`NextTick`, even when the session holding the newest was
-    erased). On PostgreSQL ticks come from a sequence, drawn
-    when each writer inserts, and writers commit in any order: the newest
-    committed tick may have an older one still in flight, which would then
-    commit below the mark, and a session written by it would take a place
-    the listing already went past. So the mark is read under a SHARE lock
-    on ``activity``, taken once its in-flight writers are done (each holds
-    ROW EXCLUSIVE from before it draws a tick until it ends), and held only
-    by this short transaction: writers that come meanwhile wait for it,
-    then draw ticks above the mark, the sequence handing them out in time
-    order (it keeps no cache). A writer's ``activity`` insert is the last
-    lock it takes, so nothing it holds is one this waits on. The lock needs
-    the privilege to write ``activity``, which the store's role has.
-    """
+    """The mark a new listing stands on: the newest tick. On PostgreSQL, whose
+    writers commit ticks in any order, read under a SHARE lock that waits
+    for those in flight (docs/sql.md, Browse); a writer's ``activity``
+    insert is the last lock it takes, so nothing it holds is one this waits on."""
     if conn.dialect.name == "postgresql":
         _WAIT_FOR_WRITERS.many(conn, [{}])
     return int(_LAST_TICK.scalar(conn))

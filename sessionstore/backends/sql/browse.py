@@ -1,29 +1,10 @@
 """A page of `summaries` on SQL, read from the ``listing`` table's indexes.
 
-A listing stands on a mark: the newest ``activity`` tick when its first
-page was read (`sessionstore.backends.sql.activity.mark`), carried in every
-cursor it gives. A session's place in the listing is where it stood at the
-mark, so that writes between pages move nothing across the cursor:
-
-* ``order="last_activity"``: its key is its last tick up to the mark. A
-  session whose listing ``tick`` is still at most the mark (most of them)
-  has it there: the page's first part is a range of the index on ``tick``
-  (``owner, tick`` with an owner), below the cursor's tick. A session
-  written to since the mark (a mover, ``tick`` above it) is found through
-  the same index past the mark, and its key looked up in ``activity``
-  (index ``session_pk, tick``): its last tick at most the mark. The cost
-  follows the page's size and how many sessions were written to since the
-  first page, never how many the database holds.
-* ``order="created"``: its key is ``(created_at, session id)``, which
-  never changes: a range of the index on them (``owner, created_at,
-  session_id`` with an owner), below the cursor's key.
-
-Either way a session created after the mark (its ``created_tick`` past it)
-is left out, and an erased one is gone with its rows. Each session of the
-page is then summarised from its rows (`survey.summaries`), in the same
-snapshot: on SQLite a read transaction is one, on PostgreSQL the page runs
-at ``REPEATABLE READ``, so no session of the page is lost between the two
-reads, and a page shorter than the limit is the last.
+A listing stands on a mark (`activity.mark`), carried in every cursor, and
+a session's place is where it stood then: its last tick up to the mark
+(looked up in ``activity`` for one written to since) or its
+``(created_at, id)``; one created after the mark is left out. The page and
+its summaries are one snapshot. docs/sql.md, Browse.
 """
 
 from __future__ import annotations
@@ -44,18 +25,11 @@ from sessionstore.store import Order, SessionSummary
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = ["CREATED", "MOVERS", "NEWEST", "Start", "page", "start"]
-
-Start = tuple[int, tuple[str, ...]]
-"""Where a page starts: the listing's mark, and the key of the row before."""
+Start = tuple[int, tuple[str, ...]]  # the listing's mark, and the key of the row before
 
 
 def start(after: str, kind: str, order: Order) -> Start:
-    """The mark and key a cursor of the listing ``kind`` carries.
-
-    Raises:
-        InvalidCursorError: ``after`` is not such a cursor.
-    """
+    """The mark and key a cursor of the listing ``kind`` carries."""
     cursor = Cursor.decode(after, kind, length=1 if order == "last_activity" else 2)
     if not cursor.mark.isdigit():
         raise InvalidCursorError(f"not a cursor: {after!r}")
@@ -108,20 +82,12 @@ def _created(owned: bool, after: bool) -> Query:
 
 
 NEWEST = {owned: _newest(owned) for owned in (False, True)}
-"""By whether an owner is given (``owner``): ``(pk, tick)`` of up to ``size``
-sessions whose tick is below ``before``, newest first."""
 
 MOVERS = {owned: _movers(owned) for owned in (False, True)}
-"""By whether an owner is given: ``(pk, key)`` of the sessions written to
-since ``mark`` that existed then, their key (last tick up to ``mark``) below
-``before``."""
 
 CREATED = {
     (owned, after): _created(owned, after) for owned in (False, True) for after in (False, True)
 }
-"""By whether an owner and a cursor are given: ``(pk, created_at, id)`` of up
-to ``size`` sessions that existed at ``mark``, below the cursor's
-``(created_at, session_id)``, newest first."""
 
 
 def page(
@@ -135,14 +101,8 @@ def page(
     sealer: Sealer | None = None,
 ) -> tuple[int, list[tuple[SessionSummary, tuple[str, ...]]]]:
     """A page of summaries, each with its key, and the mark it stands on.
-
-    Args:
-        begun: the mark and the last key of the page before; None for a
-            first page (on PostgreSQL, take `activity.mark` in a
-            transaction of its own first, and pass it with an empty key).
-        where: the sessions table, as an error names it.
-        sealer: a sealed store's (``owner`` is then its token, `Sealer.owner`).
-    """
+    ``begun``: the mark and the page before's last key; None for a first
+    page (on PostgreSQL, take `activity.mark` first, with an empty key)."""
     if conn.dialect.name == "postgresql":
         conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     mark, key = begun if begun is not None else (A.mark(conn), ())

@@ -1,19 +1,11 @@
 """The SQL store's `load_context`: read from the last compaction, then kept.
 
-A context is built from the last compaction on: the compaction and the
-messages it keeps are read through indexes, so the cost does not grow
-with the history before the cut. The store caches the contexts it built
-(`sessionstore.backends.contexts`), each with the last ``seq`` it was built
-to: the next call reads the session's last ``seq`` and, when it grew, the
-entries since. ``seq`` has no gaps, so that is exact. Each call is one
-read transaction, in a thread (see `Runner`).
-
-A cached context names its session by key (`Lineage`), which only an
-erasure can take from the id: erased, or erased and created again, maybe
-with the same key (SQLite reuses the greatest). So each context also notes
-the newest erasure (`Stamp`), which the next call checks in the same
-statement as the last ``seq``: when anything was erased since, by this
-store object or any other, the context is found and built again.
+A context is built from the last compaction on, through indexes, and
+cached with the last ``seq`` it read; the next call reads what was appended
+since (``seq`` has no gaps). A cached context names its session by key,
+which only an erasure can take from the id, so it also notes the newest
+erasure (`Stamp`), checked in the same statement: anything erased since,
+it is built again. docs/sql.md.
 """
 
 from __future__ import annotations
@@ -37,19 +29,15 @@ from sessionstore.context import moves_start
 from sessionstore.errors import CorruptSessionError, SessionNotFoundError
 from sessionstore.models import CompactionEntry, SessionEntry
 
-__all__ = ["Contexts", "Stamp"]
-
 
 class Stamp(NamedTuple):
-    """What a context was built from: its session's spans, and the newest
-    erasure then (`Q.ERASURE_MARK`)."""
+    """What a context was built from: its session's spans, and the newest erasure then."""
 
     spans: Lineage
     erased: int
 
 
 _Built = BuiltContext[Stamp]
-"""A context built: its stamp, and the last ``seq`` it was built to."""
 
 
 @dataclass(frozen=True)
@@ -66,18 +54,13 @@ class _Read:
 
 
 class Contexts:
-    """Builds the contexts of one database's sessions, and caches them.
-
-    Attributes:
-        cache: the contexts built, each to the last ``seq`` it read.
-    """
+    """Builds the contexts of one database's sessions, and caches them."""
 
     def __init__(self, database: Database) -> None:
         self._database = database
         self.cache: ContextCache[Stamp] = ContextCache()
 
     async def load(self, session_id: str) -> _Built:
-        """The context of ``session_id``, built or extended, and cached."""
         built = self.cache.get(session_id)
         body = partial(self._read, session_id=session_id, built=built)
         try:
@@ -102,8 +85,7 @@ class Contexts:
         return built
 
     def _read(self, conn: Connection, *, session_id: str, built: _Built | None) -> _Read:
-        """What `load` needs, read in one transaction: the new rows of
-        ``built``, or those of a context built afresh."""
+        """The new rows of ``built``, or those of a context built afresh."""
         if built is not None:
             stamp = built.stamp
             erased, last = Q.CONTEXT_PROBE.first(conn, pk=stamp.spans.pk)
@@ -149,8 +131,6 @@ class Contexts:
         return _Read(stamp, last, marker=marker, rows=rows, last_id=last_id, holder=holder)
 
     def _build(self, session_id: str, read: _Read) -> _Built:
-        """The context of what `_read` read: the messages from where it
-        starts, after the last compaction when there is one."""
         assert read.rows is not None
         entries = self._entries(session_id, read.rows, read.holder)
         if read.marker is not None:
@@ -170,12 +150,10 @@ class Contexts:
     def _entries(
         self, session_id: str, rows: Sequence[Any], holder: Callable[[int], str] | None
     ) -> list[SessionEntry]:
-        """The entries of ``(seq, entry_id, line, ...)`` rows."""
         lines = self._opened(holder, [(row[0], row[2]) for row in rows])
         return decode_stored_entries(session_id, lines, path=self._where)
 
     def _opened(self, holder: Callable[[int], str] | None, rows: list[Any]) -> list[Any]:
-        """``(seq, line)`` rows, their lines opened in a sealed store."""
         sealer = self._database.sealer
         if sealer is None or holder is None:
             return rows
@@ -187,8 +165,7 @@ class Contexts:
 
 
 def _spans(spans: Lineage, after: int, end: int, step: int = 1) -> list[dict[str, int]]:
-    """The bounds of each span of ``after < seq <= end``, as query parameters,
-    oldest first (``step=-1``: newest first)."""
+    """The bounds of each span of ``after < seq <= end``, as query parameters."""
     return [{"pk": pk, "after": low, "end": high} for pk, low, high in spans.within(after, end)][
         ::step
     ]
@@ -202,9 +179,7 @@ def _last_id(
     rows: list[Any],
     marker: Any = None,
 ) -> str:
-    """The id of entry ``last``: the last message read or the last
-    compaction, whichever it is; looked up only when it is neither (a
-    message between a compaction and the message it keeps from)."""
+    """The id of entry ``last``: of a row read, else looked up."""
     if last == 0:
         return ""
     if rows and rows[-1][0] == last:
@@ -218,5 +193,4 @@ def _last_id(
 
 
 def _each(conn: Connection, query: Query, spans: Lineage, after: int, end: int) -> list[Any]:
-    """``query``'s rows over every span of ``after < seq <= end``, in order."""
     return [row for bounds in _spans(spans, after, end) for row in query.all(conn, **bounds)]

@@ -1,12 +1,8 @@
-"""`Database`: one SQL database as the store's parts use it.
-
-It owns the `Runner` (where transactions run), the one writer at a time,
-the retries of a writer locked out by another process, and the one place
-where driver errors become ours: a transaction raises a `SessionStoreError`
-or nothing. The store and its helpers (`group`, `contexts`, `listing`,
-`journal`) take a `Database`, never the store; they write transaction
-bodies, plain functions of a SQLAlchemy ``Connection``, and use the row
-lookups below inside them.
+"""`Database`: one SQL database as the store's parts use it: its `Runner`,
+one writer at a time, the retries of a writer locked out by another
+process, and the one place where driver errors become ours. The helpers
+take a `Database`, never the store, and write transaction bodies: plain
+functions of a ``Connection``, using the row lookups below.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
@@ -25,8 +21,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from sessionstore.backends.checks import Durability
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.digests import fork_digest, header_digest
-from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT, describe, is_busy
-from sessionstore.backends.sql.runner import Kind, Runner, Step, open_runner
+from sessionstore.backends.sql.engine import (
+    DEFAULT_BUSY_TIMEOUT,
+    describe,
+    is_busy,
+    open_sync_engine,
+)
+from sessionstore.backends.sql.query import Query
+from sessionstore.backends.sql.runner import Kind, Runner, Step
 from sessionstore.backends.sql.schema import ensure_schema
 from sessionstore.errors import (
     ClosedError,
@@ -41,18 +43,7 @@ from sessionstore.models import SessionMeta
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = [
-    "Database",
-    "Kind",
-    "SessionRow",
-    "WriterLock",
-    "chain_end",
-    "find_session",
-    "insert_session",
-    "last_entry_id",
-    "last_seq",
-    "session_id",
-]
+__all__ = ["Database", "Kind"]
 
 _T = TypeVar("_T")
 _BUSY_RETRIES = 5
@@ -61,10 +52,9 @@ _BUSY_RETRIES = 5
 class WriterLock:
     """One writer at a time, across every thread and event loop using a store.
 
-    Waiters queue in arrival order, whatever their loop. Releasing hands the
-    lock straight to the first waiter (through its own loop), so it is never
-    free while anyone waits; a waiter cancelled before its turn leaves the
-    queue, and one cancelled as its turn came passes the lock on.
+    Waiters queue in arrival order, whatever their loop; releasing hands the
+    lock straight to the first (through its loop), so it is never free while
+    anyone waits, and a waiter cancelled as its turn came passes it on.
     """
 
     def __init__(self) -> None:
@@ -74,7 +64,6 @@ class WriterLock:
 
     @asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
-        """Hold the lock for the block."""
         loop = asyncio.get_running_loop()
         with self._guard:
             waiter = None
@@ -122,9 +111,7 @@ class WriterLock:
 
 
 class Database:
-    """Transactions on one database, their errors translated; see the module doc.
-
-    Open one with `Database.open`.
+    """Transactions on one database, their errors translated; open one with `open`.
 
     Attributes:
         where: the database, fit for messages (no password).
@@ -162,14 +149,11 @@ class Database:
         check_schema: bool = True,
     ) -> Database:
         """Open a database; with ``check_schema``, create the schema when it
-        is empty and refuse one of another revision (see `ensure_schema`).
-
-        Raises:
-            ConfigurationError: the target or an option is not valid.
-            SchemaOutdatedError, SchemaTooNewError, SchemaError: as `ensure_schema`.
-            StorageError: the database cannot be opened.
-        """
-        database = cls(open_runner(target, durability=durability, busy_timeout=busy_timeout))
+        is empty and refuse one of another revision (`ensure_schema`)."""
+        engine = open_sync_engine(
+            target, durability=durability, busy_timeout=busy_timeout, pooled=True
+        )
+        database = cls(Runner(engine))
         try:
             for kind in (Kind.READ, Kind.WRITE) if check_schema else ():
                 # The write lock is taken only to create the schema.
@@ -182,12 +166,10 @@ class Database:
         return database
 
     def check_open(self, session_id: str | None = None) -> None:
-        """Refuse a closed database, naming the store."""
         if self._closed:
             raise ClosedError("SqlStore is closed", session_id=session_id)
 
     async def close(self) -> None:
-        """Close every connection; closing twice is fine."""
         if not self._closed:
             self._closed = True
             await self._runner.dispose()
@@ -197,19 +179,9 @@ class Database:
     async def transaction(
         self, kind: Kind, session_id: str | None, body: Callable[[Connection], _T]
     ) -> _T:
-        """Run ``body`` in one transaction of ``kind`` (see `Kind`: what each
-        promises) and commit it.
-
-        Args:
-            kind: what the transaction does; a writing kind takes the write
-                lock up front, one writer at a time, and a writer locked
-                out by another process is tried again.
-            session_id: named by the error when it fails.
-
-        Raises:
-            SessionStoreError: what ``body`` raised, or a `StorageError` for
-                a driver or OS error, the original chained.
-        """
+        """Run ``body`` in one transaction of ``kind`` and commit it; a writer
+        locked out by another process is tried again. It raises what ``body``
+        raised, or a `StorageError` (naming ``session_id``) for a driver or OS error."""
         attempt = 0
         while True:
             try:
@@ -227,15 +199,9 @@ class Database:
                 raise self._translated(exc, session_id) from exc
 
     async def erase(self, session_id: str | None, body: Callable[[Connection], _T]) -> _T:
-        """Run an erasing ``body`` in a durable write transaction, then, on
-        SQLite, checkpoint the WAL away: the deleted bytes (zeroed in place
-        by ``secure_delete``) are then nowhere in the database file or its
-        WAL. A checkpoint kept from completing by another process's reader
-        is left to the next checkpoint.
-
-        Raises:
-            SessionStoreError: as `transaction`.
-        """
+        """Run an erasing ``body`` in a durable write, then on SQLite checkpoint
+        the WAL away, so the deleted bytes (zeroed by ``secure_delete``) are
+        nowhere; a checkpoint another process's reader holds off is left to the next."""
         result = await self.transaction(Kind.DURABLE_WRITE, session_id, body)
         try:
             async with self._writer.held():
@@ -246,13 +212,8 @@ class Database:
 
     @asynccontextmanager
     async def steps(self, session_id: str | None) -> AsyncIterator[Step[Any]]:
-        """A write transaction run in several steps, for a body that awaits
-        between statements (an import consuming a stream): ``step(body)``
-        runs one part; all of them commit together, or none.
-
-        Raises:
-            SessionStoreError: as `transaction` (never retried).
-        """
+        """A write transaction in several steps, for a body that awaits between
+        statements (an import): ``step(body)`` runs one; all commit, or none."""
         try:
             async with self._writer.held(), self._runner.steps() as step:
                 yield step
@@ -274,7 +235,6 @@ class Database:
 
     @property
     def runner(self) -> Runner:
-        """Where the transactions run (for tools that watch its connections)."""
         return self._runner
 
 
@@ -282,8 +242,7 @@ class Database:
 
 
 class SessionRow(NamedTuple):
-    """What a session's row says: its key, header line, digest, and for a
-    fork its base and how many entries it shares (`lineage`)."""
+    """A session's row: for a fork, its base and how many entries it shares (`lineage`)."""
 
     pk: int
     header: str
@@ -292,13 +251,19 @@ class SessionRow(NamedTuple):
     base_seq: int | None
 
 
-def find_session(conn: Connection, session_id: str, *, lock: bool = False) -> SessionRow:
-    """The session's row; ``lock`` holds it until commit (PostgreSQL).
+_FIND: dict[bool | str, Query] = {
+    False: Q.FIND_SESSION,
+    True: Q.FIND_SESSION_LOCKED,
+    "erase": Q.FIND_SESSION_ERASED,
+}
 
-    Raises:
-        SessionNotFoundError: no such session.
-    """
-    query = Q.FIND_SESSION_LOCKED if lock else Q.FIND_SESSION
+
+def find_session(
+    conn: Connection, session_id: str, *, lock: bool | Literal["erase"] = False
+) -> SessionRow:
+    """The session's row; ``lock`` holds it until commit (PostgreSQL), against
+    appends (``True``) or against forks too (``"erase"``)."""
+    query = _FIND[lock]
     found = query.first(conn, id=session_id)
     if found is None:
         raise SessionNotFoundError(session_id)
@@ -312,18 +277,12 @@ def session_id(conn: Connection, pk: int) -> str:
 
 
 def last_seq(conn: Connection, row: SessionRow) -> int:
-    """The last ``seq`` of a session's history: of its own rows, or of what
-    it shares when it has none; 0 when it has no entry."""
+    """The last ``seq`` of a session's history, a fork's shared ones too."""
     return int(Q.LAST_SEQ.scalar(conn, pk=row.pk)) or (row.base_seq or 0)
 
 
 def chain_end(conn: Connection, session_id: str, row: SessionRow) -> tuple[int, bytes]:
-    """A session's last ``seq`` and the digest its next entry chains from.
-
-    Raises:
-        CorruptSessionError: that digest is missing (a row written behind
-            the store's back).
-    """
+    """A session's last ``seq`` and the digest its next entry chains from."""
     last = Q.LAST_ENTRY.first(conn, pk=row.pk)
     seq, digest = (row.base_seq or 0, row.digest) if last is None else last
     if digest is None:
@@ -333,13 +292,8 @@ def chain_end(conn: Connection, session_id: str, row: SessionRow) -> tuple[int, 
 
 
 def last_entry_id(conn: Connection, session_id: str, row: SessionRow, seq: int) -> str:
-    """The id of a session's last entry, ``seq`` (`chain_end`'s), ``""`` for
-    none: its own row, or for a fork holding none its base's, which holds
-    entry ``base_seq`` as its own.
-
-    Raises:
-        CorruptSessionError: no row holds it (one deleted behind the store's back).
-    """
+    """The id of a session's last entry ``seq`` (`chain_end`'s), ``""`` for
+    none; a fork holding no row of its own ends in its base's."""
     if seq == 0:
         return ""
     holder = row.pk if seq > (row.base_seq or 0) else row.base_pk
@@ -356,16 +310,8 @@ def insert_session(
     *,
     base: tuple[int, int, bytes] | None = None,
 ) -> int:
-    """Insert a session's row; its key.
-
-    Args:
-        header: the header line, as the row keeps it (sealed: `sealing`).
-        base: for a fork sharing entries, its base's key, how many entries
-            it shares, and the digest of the last of them.
-
-    Raises:
-        DuplicateSessionError: a session with that id exists.
-    """
+    """Insert a session's row (``header`` as stored); its key. ``base``: a
+    fork's base key, how many entries it shares and the last one's digest."""
     base_pk, base_seq, digest = (None, None, header_digest(header))
     if base is not None:
         base_pk, base_seq = base[0], base[1]

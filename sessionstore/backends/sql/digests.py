@@ -1,17 +1,7 @@
-"""Tamper evidence: a digest chained through each session's rows.
+"""Tamper evidence: a digest chained through each session's rows (BLAKE2b-128).
 
-A session's row holds the digest of its header line (a fork's, of its
-header line and of where it branched: see `fork_digest`); each entry's row holds
-the digest of the previous one (the header's, for the first entry) followed
-by its own columns: the line, and the id, type, timestamp and kept id the
-queries read beside it. Any byte of them changed after it was written,
-however it got there (a flipped bit on disk, an edit behind the triggers'
-back), breaks the chain at that entry, and ``integrity()`` (``sessionstore
-verify``) names the first one of each session.
-
-This is evidence of corruption and of naive tampering, not a signature: the
-digests hold no secret, so someone able to rewrite the rows can rewrite the
-digests too.
+Evidence of corruption and naive tampering, not a signature: the digests
+hold no secret. docs/sql.md, Tables.
 """
 
 from __future__ import annotations
@@ -21,13 +11,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["DIGEST_SIZE", "ENTRY_COLUMNS", "entry_digest", "fork_digest", "header_digest"]
-
-ENTRY_COLUMNS = ("entry_id", "type", "timestamp", "first_kept_id", "line")
-"""An entry row's columns its digest covers, in this order."""
-
+ENTRY_COLUMNS = ("entry_id", "type", "timestamp", "first_kept_id", "line")  # digested
 DIGEST_SIZE = 16
-"""Bytes of each digest (BLAKE2b-128)."""
 
 
 def _bytes(value: str | bytes | None) -> bytes:
@@ -51,10 +36,8 @@ def entry_digest(previous: bytes, row: Mapping[str, Any]) -> bytes:
 
 
 def fork_digest(header: str | bytes, base_seq: int, base: bytes) -> bytes:
-    """The digest a fork's chain starts from: its header line's, then the
-    number of entries it shares and the digest of the last of them (its
-    base's entry ``base_seq``). A shared row changed, or the fork pointed
-    at another place, breaks the fork's chain too."""
+    """The digest a fork's chain starts from: its header line's, then how many
+    entries it shares and the last one's digest (a shared row changed breaks it too)."""
     digest = hashlib.blake2b(header_digest(header), digest_size=DIGEST_SIZE)
     digest.update(struct.pack("<Q", base_seq))
     digest.update(base)

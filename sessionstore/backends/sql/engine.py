@@ -1,17 +1,10 @@
 """Engines for the SQL store: target parsing, SQLite pragmas, transactions.
 
-SQLite connections run in WAL mode with foreign keys on, a busy timeout,
-and ``synchronous=NORMAL`` (a committed transaction survives a crash of the
-process) or ``FULL`` (it survives a power loss). Transactions are begun by
-us, not by the driver (whose implicit BEGIN comes too late for a consistent
-read): reads with ``BEGIN``, writes with ``BEGIN IMMEDIATE``, which takes
-the write lock up front so that a writer waits its turn (up to the busy
-timeout) instead of failing halfway.
-
-PostgreSQL runs through psycopg 3, on the same blocking engine, in the
-store's worker threads as on alembic's command line. Its commits are always
-durable (``synchronous_commit`` stays on); writers serialize on row and
-advisory locks taken in the transactions themselves.
+SQLite runs in WAL mode, foreign keys on, ``secure_delete`` on, and
+``synchronous`` NORMAL or FULL by the store's durability; its transactions
+are begun by us (the driver's implicit BEGIN comes too late for a
+consistent read), ``BEGIN IMMEDIATE`` to write, so that a writer waits its
+turn up front instead of failing halfway. PostgreSQL runs on psycopg 3.
 """
 
 from __future__ import annotations
@@ -29,19 +22,6 @@ from sessionstore.backends.checks import Durability, check_durability
 from sessionstore.backends.targets import SQLITE_SUFFIXES, is_sql_target
 from sessionstore.errors import ConfigurationError, StorageError
 
-__all__ = [
-    "DEFAULT_BUSY_TIMEOUT",
-    "WRITE",
-    "begin_on_driver",
-    "create_private_file",
-    "describe",
-    "is_busy",
-    "is_sqlite",
-    "open_sync_engine",
-    "parse_target",
-    "sync_url",
-]
-
 WRITE = "sessionstore_write"
 """Execution option: begin the transaction as a writer (``BEGIN IMMEDIATE``)."""
 
@@ -53,7 +33,6 @@ _RETRY_STATES = {"40001", "40P01", "55P03"}
 
 
 def is_busy(exc: BaseException) -> bool:
-    """Whether another writer got in the way: worth running the transaction again."""
     orig = getattr(exc, "orig", exc)
     if getattr(orig, "sqlstate", None) in _RETRY_STATES:
         return True
@@ -62,11 +41,7 @@ def is_busy(exc: BaseException) -> bool:
 
 
 def parse_target(target: str) -> URL:
-    """The URL a SQL store target names.
-
-    Raises:
-        ConfigurationError: it names no SQL database we open.
-    """
+    """The URL a SQL store target names."""
     if not is_sql_target(target):
         raise ConfigurationError(
             f"{target!r} is not a SQL database: use sqlite:///file.db, postgresql://..., "
@@ -104,19 +79,16 @@ def sync_url(target: str) -> URL:
 
 
 def is_sqlite(url: URL) -> bool:
-    """Whether a URL names a SQLite database."""
     return url.get_backend_name() == "sqlite"
 
 
 def describe(url: URL) -> str:
-    """A URL fit for messages: no password."""
     return url.render_as_string(hide_password=True)
 
 
 def create_private_file(path: str, what: str = "database") -> None:
-    """Create a SQLite file readable by its owner only, if it is new (a
-    store's database, a keyring). SQLite gives its -wal and -shm files the
-    permissions of the database."""
+    """Create a SQLite file private to its owner, if it is new (its -wal and
+    -shm files take its permissions)."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except FileExistsError:
@@ -175,10 +147,8 @@ _DEFAULT_SYNCHRONOUS = "sessionstore_synchronous"
 def begin_on_driver(pooled: PoolProxiedConnection, *, write: bool, durable: bool = False) -> None:
     """Begin a SQLite transaction: ``BEGIN IMMEDIATE`` to write, ``BEGIN`` to read.
 
-    ``synchronous`` can only change outside a transaction: it is set here,
-    once per connection and whenever a durable commit needs FULL. Straight
-    to the driver: SQLAlchemy's execution path costs more here than these
-    statements do.
+    ``synchronous`` can only change outside a transaction: set here when it
+    must. Straight to the driver: SQLAlchemy's path costs more than these do.
     """
     wanted = "FULL" if durable else pooled.info[_DEFAULT_SYNCHRONOUS]
     cursor = pooled.dbapi_connection.cursor()  # type: ignore[union-attr]
@@ -196,12 +166,8 @@ def open_sync_engine(
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
     pooled: bool = False,
 ) -> Engine:
-    """A blocking engine: for the store's worker threads, and alembic's command line.
-
-    Args:
-        pooled: keep connections open between uses (the store); alembic's
-            command line opens one and closes it.
-    """
+    """A blocking engine; ``pooled`` keeps connections open between uses (the
+    store's), else each is closed after use (alembic's command line)."""
     _check(durability, busy_timeout)
     url = sync_url(target)
     pool: dict[str, Any] = {} if pooled else {"poolclass": NullPool}

@@ -1,39 +1,11 @@
 """Erasing a session or journal: transaction bodies, and the record kept.
 
-An erase is one write transaction: the session's row is locked (on
-PostgreSQL ``FOR UPDATE``, which appends and forks wait for; SQLite has one
-writer at a time), refused while forks share its rows, the digest of its
-bytes computed as `raw_blocks` gives them (the rows streamed, never held
-together), the `Erasure` inserted, then its titles, activity and listing
-rows, its rows in the word index (`wordindex.forget`; in a sealed store
-`wordkeys.rekey`, which moves the rest of its bucket under a new word
-key), its entries and its row deleted. The DELETE triggers let those rows
-go only because the erasure was written in the same transaction (migration
-0004): on SQLite the erase names it in the table ``erasing`` meanwhile,
-and takes it out before the commit. The database refuses a transaction
-whose erasure leaves any of the session (or journal) behind, and on
-SQLite an erasure named a second time (migration 0007).
-
-An append waiting on the lock then finds no session: it lands before the
-erase, and is erased with it, or fails with `SessionNotFoundError`.
-
-In a sealed store (docs/encryption.md) the erase also destroys the data key
-the session's (or journal's) rows were sealed with, wherever copies of them
-are: `erase_sealed` checks that the session's header opens as its own
-under the key the keyring holds for it, marks that key doomed, runs the
-transaction (which checks that the session still holds that key, and
-names it in the record's ``key``, and moves the word index's tokens of
-the session's bucket under a new word key, dooming the old one), then
-destroys both. An erase refused
-before its doom changes nothing. A crash after the commit leaves the key
-doomed; the next open destroys it, as the erasure record names it
-(`sealing.sweep`).
-
-A sealed session that does not open (a damaged row, or restored from a
-backup taken before its erase, its key destroyed since) is erased as it
-is stored: its rows go, and the record's digest is of their sealed bytes.
-Its key is destroyed only when its header opens under it (the key is the
-session's own); otherwise no key is doomed, and the record names none.
+An erase is one durable write: the session's row locked (appends and forks
+wait), refused while forks share its rows, its bytes digested as
+`raw_blocks` gives them, the `Erasure` inserted, then its rows deleted,
+which the DELETE triggers allow only beside that record. A sealed store's
+erase also destroys the data key (doomed first, destroyed after the
+commit; `sealing.sweep` ends one a crash left doomed). docs/sql.md, Erasure.
 """
 
 from __future__ import annotations
@@ -53,25 +25,16 @@ from sessionstore.backends.keyed import dropped
 from sessionstore.backends.records import erasure_of
 from sessionstore.backends.sql import journalkeys, sealing, wordindex, wordkeys
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql.database import Database, SessionRow, last_seq
+from sessionstore.backends.sql.database import Database, SessionRow, find_session, last_seq
 from sessionstore.backends.sql.lineage import END, lineage, lines
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.runner import Kind
 from sessionstore.backends.sql.tables import activity, listing, spent_ticks, titles
-from sessionstore.errors import CorruptSessionError, SessionConflictError, SessionNotFoundError
+from sessionstore.errors import CorruptSessionError, SessionConflictError
 from sessionstore.models import Erasure
 
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
-
-__all__ = [
-    "drop_journal_keys",
-    "erase_journal",
-    "erase_journal_of",
-    "erase_sealed",
-    "erase_session",
-    "erasures",
-]
 
 # What is kept beside a session's log (``pk``): its rows go before its own.
 _DELETE_BESIDE = [
@@ -95,7 +58,6 @@ _SPEND_TICK = Query(
 async def erase_sealed(
     database: Database, session_id: str, reason: str, digest: str | None
 ) -> Erasure:
-    """Erase a session of a sealed store, and destroy its data key."""
     sealer = database.sealer
     assert sealer is not None
     # Checked before any key is doomed: the header opens as this session's
@@ -132,8 +94,6 @@ async def erase_sealed(
 
 
 def _opens(conn: Connection, *, sealer: Sealer, session_id: str) -> bool:
-    """Whether the session's header opens, as its own, under the key it
-    names, and the keyring keeps that key for this session."""
     try:
         sealing.session_key_id(conn, session_id=session_id, sealer=sealer)
     except CorruptSessionError:
@@ -142,8 +102,6 @@ def _opens(conn: Connection, *, sealer: Sealer, session_id: str) -> bool:
 
 
 async def erase_journal_of(database: Database, name: str, reason: str) -> Erasure | None:
-    """Erase a journal whole (`erase_journal`); in a sealed store, and
-    destroy its data key."""
     sealer = database.sealer
     found = (
         None if sealer is None else await asyncio.to_thread(sealer.keyring.find, "journal", name)
@@ -170,24 +128,16 @@ def erase_session(
     damaged: bool = False,
     rekeyed: builtins.list[bytes] | None = None,
 ) -> Erasure:
-    """Erase ``session_id`` whole and record it (a write transaction's body).
+    """Erase ``session_id`` whole and record it.
 
     Args:
-        sealer, sealed: in a sealed store, its sealer and the session's
-            data key id (doomed by `erase_sealed`), which its header must
-            still name; ``sealed`` None for a session whose header does
-            not open.
+        sealed: a sealed session's data key id (doomed by `erase_sealed`),
+            which its header must still name; None when it does not open.
         damaged: its rows do not all open: digest them as stored.
-        rekeyed: in a sealed store, where the id of the word key its
-            bucket's re-key doomed is put (`wordkeys.rekey`): the caller
-            destroys it once this commits.
-
-    Raises:
-        SessionNotFoundError: no such session.
-        SessionConflictError: forks share its rows (named), or the session
-            was created again with another key meanwhile.
+        rekeyed: gets the id of the word key its bucket's re-key doomed
+            (`wordkeys.rekey`), for the caller to destroy after the commit.
     """
-    row = _locked(conn, session_id)
+    row = find_session(conn, session_id, lock="erase")
     forks = [fork for (fork,) in Q.FORKS_OF.all(conn, pk=row.pk)]
     if forks:
         raise SessionConflictError(
@@ -231,8 +181,7 @@ def erase_journal(
     sealed: bytes | None = None,
 ) -> Erasure | None:
     """Erase the journal ``name`` whole, its history included, and record it;
-    None when it holds no row at all (a write transaction's body). In a
-    sealed store, ``sealed`` is its data key's id (None: it has none)."""
+    None when it holds no row. ``sealed``: its data key's id, if any."""
     if conn.dialect.name == "postgresql":
         Q.LOCK_JOURNAL.first(conn, name=name)
     if Q.JOURNAL_LAST_ROW.first(conn, name=name) is None:
@@ -267,12 +216,9 @@ def drop_journal_keys(
     reason: str,
     sealer: Sealer | None = None,
 ) -> Erasure | None:
-    """Delete every line the journal ``name`` holds under ``keys`` (before a
-    clear too), and their index rows, and record it: an erasure of kind
-    ``journal`` whose ``keys`` counts the keys whose lines went; None when
-    none has a line (a write transaction's body). In a sealed store the
-    journal's data key stays (its other lines need it): copies of the
-    rows (a backup) still open under it."""
+    """Delete every line the journal holds under ``keys`` (before a clear too)
+    and record it (``keys``: how many had lines); None when none has one.
+    A sealed journal's data key stays: its other lines need it."""
     if conn.dialect.name == "postgresql":
         Q.LOCK_JOURNAL.first(conn, name=name)
     found = sorted(journalkeys.history_under(conn, name, keys, sealer), key=lambda row: row[1])
@@ -287,24 +233,14 @@ def drop_journal_keys(
 
 
 def erasures(conn: Connection) -> builtins.list[Erasure]:
-    """Every erasure record, oldest first."""
     fields = ("kind", "name", "at", "reason", "lines", "digest", "key", "keys")
     return [Erasure(**dict(zip(fields, row, strict=True))) for row in Q.ERASURES.all(conn)]
-
-
-def _locked(conn: Connection, session_id: str) -> SessionRow:
-    found = Q.FIND_SESSION_ERASED.first(conn, id=session_id)
-    if found is None:
-        raise SessionNotFoundError(session_id)
-    return SessionRow(*found)
 
 
 def _session_bytes(
     conn: Connection, session_id: str, row: SessionRow, sealer: Sealer | None
 ) -> Iterator[bytes]:
-    """The session's file as `raw_blocks` gives it, a line at a time: its
-    header, then every entry of its history, those a base holds included
-    (opened, in a sealed store)."""
+    """The session's file as `raw_blocks` gives it, a line at a time."""
     yield sealing.open_header(sealer, session_id, row.header, "sessions").encode() + b"\n"
     spans = lineage(conn, session_id, row)
     rows = lines(conn, spans, 0, END)
@@ -319,27 +255,20 @@ def _session_bytes(
 def _stored_bytes(
     conn: Connection, session_id: str, row: SessionRow, sealer: Sealer | None
 ) -> Iterator[bytes]:
-    """A damaged session's own rows as stored, a line each (the base64 of
-    their sealed bytes): its header, then its entries."""
+    """A damaged session's own rows as stored, the base64 of each a line."""
     from sessionstore.encryption.cipher import Sealed, stored
 
-    for value in (row.header, *(line for _, line in _own_rows(conn, row))):
-        try:
-            data = stored(value)
-        except Sealed:
-            data = value.encode() if isinstance(value, str) else bytes(value)
-        yield base64.b64encode(data) + b"\n"
-
-
-def _own_rows(conn: Connection, row: SessionRow) -> Iterator[tuple[int, str | bytes]]:
     with closing(Q.LINES.each(conn, pk=row.pk, after=row.base_seq or 0, end=END)) as own:
-        for seq, line, *_ in own:
-            yield seq, line
+        for value in (row.header, *(line for _, line in own)):
+            try:
+                data = stored(value)
+            except Sealed:
+                data = value.encode() if isinstance(value, str) else bytes(value)
+            yield base64.b64encode(data) + b"\n"
 
 
 def _record(conn: Connection, record: Erasure) -> int:
-    """Insert the record, and return its ``seq``; on SQLite, name it as the
-    erasure under way."""
+    """Insert the record; its ``seq``. On SQLite, named as the erasure under way."""
     seq: int = Q.INSERT_ERASURE.scalar(conn, **record.model_dump())
     if conn.dialect.name == "sqlite":
         Q.INSERT_ERASING.many(conn, [{"erasure": seq}])
@@ -347,8 +276,7 @@ def _record(conn: Connection, record: Erasure) -> int:
 
 
 def _done(conn: Connection, seq: int) -> None:
-    """SQLite: the erasure ``seq`` is no longer under way once this
-    transaction commits (the triggers let it go only once all it names is
-    gone, and never let it be named again, migration 0007)."""
+    """SQLite: the erasure is no longer under way (the triggers let it go only
+    once all it names is gone, and never let it be named again: 0007)."""
     if conn.dialect.name == "sqlite":
         Q.CLOSE_ERASING.many(conn, [{"erasure": seq}])

@@ -1,22 +1,10 @@
-"""Group commit: appends that arrive together commit in one transaction.
+"""Writes to sessions: appends gathered into shared transactions (group
+commit, docs/sql.md), and the bodies that create, fork and import sessions.
 
-Each caller of `GroupCommit.submit` still awaits its own durable commit:
-its future resolves only once the transaction holding its append has
-committed. While one transaction is committing, new appends gather; the
-next transaction takes all of them, and writes them together: one lookup
-per session, then every row in one batch, in the order the appends came
-(each row's ``seq`` follows the row before it in its session, so a
-caller's batch stays contiguous).
-
-An append to an unknown session (or to one whose chain of digests is
-broken) is refused before anything is written:
-that refusal is its caller's alone, and the others commit. Anything else
-that fails (a driver error) fails the whole transaction, and every caller
-in it.
-
-Appends gather per event loop: callers awaiting on one loop share its
-transactions, and the transactions of several loops (one store used from
-many threads) take turns at the database's writer lock.
+An append refused (an unknown session, a broken chain, a condition not
+met) is its caller's alone; a driver error fails every caller of its
+transaction. Appends gather per event loop; the loops take turns at the
+database's writer lock.
 """
 
 from __future__ import annotations
@@ -33,29 +21,29 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection
 
 from sessionstore.backends.checks import check_head, check_last
+from sessionstore.backends.sql import activity, sealing, wordindex
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql import wordindex
-from sessionstore.backends.sql.activity import touched
 from sessionstore.backends.sql.database import (
     Database,
     SessionRow,
     chain_end,
     find_session,
+    insert_session,
     last_entry_id,
 )
-from sessionstore.backends.sql.digests import entry_digest
+from sessionstore.backends.sql.digests import entry_digest, header_digest
+from sessionstore.backends.sql.lineage import branch
 from sessionstore.backends.sql.runner import Kind
-from sessionstore.errors import SessionStoreError
+from sessionstore.errors import SessionConflictError, SessionStoreError
+from sessionstore.models import CompactionEntry, SessionEntry, SessionMeta
 
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import DataKey, Sealer
 
-__all__ = ["Append", "GroupCommit", "write_appends"]
-
+# One caller's append: the session id, its entries' rows (`entry_row`), the
+# id its last entry must have ("": none), the head that must name it (None:
+# no condition, for either).
 Append = tuple[str, Sequence[dict[str, Any]], str | None, str | None]
-"""One caller's append: the session id, its entries' rows (no key, no seq),
-the id its last entry must have (``""``: none; None: no condition), and the
-head that must name it (None: no condition)."""
 
 
 def write_appends(
@@ -64,16 +52,9 @@ def write_appends(
     """Write appends in one transaction: each one's refusal, or None, and
     whether the word index has a backlog to catch up with (`wordindex.keep_up`).
 
-    Each session is looked up (and locked) once, in id order so that
-    writers never wait on each other in a cycle, with its last ``seq`` and
-    digest; then every row goes in one batch, each given the ``seq`` after
-    the one before in its session, and its digest chained from it; then
-    one activity per session written to (`activity.touched`). A
-    conditional append is checked against its session's last entry as the
-    appends before it in the batch leave it (`check_last`), and against
-    where its head stands (`check_head`; on PostgreSQL the heads are locked
-    after the sessions, in name order, as a move locks its session before
-    its head): refused, it writes nothing, and the others go on.
+    Sessions are locked once each in id order, then heads in name order (as
+    a move locks its session before its head), so writers never wait in a
+    cycle; a condition is checked as the appends before it leave the session.
     """
     found: dict[str, _End | SessionStoreError] = {}
     for session_id in sorted({append[0] for append in appends}):
@@ -119,7 +100,7 @@ def write_appends(
     due = False
     if batch:
         Q.INSERT_ENTRIES.many(conn, batch)
-        touched(conn, written)
+        activity.touched(conn, written)
         due = wordindex.keep_up(conn, batch, sealer)
     return errors, due
 
@@ -135,12 +116,7 @@ class _End:
     last: str | None = None  # its last entry's id, once read or written
 
     def last_id(self, conn: Connection, session_id: str) -> str:
-        """The id of the last entry (``""`` for none), read only when asked:
-        a fork that holds no row of its own ends in its base's row.
-
-        Raises:
-            CorruptSessionError: that row is missing.
-        """
+        """The id of the last entry (``""`` for none), read only when asked."""
         if self.last is None:
             self.last = last_entry_id(conn, session_id, self.row, self.seq)
         return self.last
@@ -176,12 +152,8 @@ class _LoopGroup:
         self._flushing: asyncio.Task[None] | None = None
 
     async def submit(self, append: Append) -> None:
-        """Write ``append`` in the next shared transaction; return once it committed.
-
-        With no transaction of appends running, the caller runs its own
-        at once (no task to start first); appends arriving meanwhile
-        gather, and one task then commits them together.
-        """
+        # With no transaction of appends running, the caller runs its own at
+        # once (no task to start first); appends arriving meanwhile gather.
         if self._busy:
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._pending.append((append, future))
@@ -233,10 +205,63 @@ class _LoopGroup:
                 await self._catch_up()
 
     async def _catch_up(self) -> None:
-        """SQLite: index the word index's backlog, in a transaction of its own
-        run by the writer thread (`wordindex.catch_up`). The appends stand
-        either way: one that fails is left to the next write, and a search
-        reads the backlog meanwhile."""
+        # SQLite: the backlog indexed in a transaction of its own. The appends
+        # stand either way: a failure is left to the next write, and a search
+        # reads the backlog meanwhile.
         with contextlib.suppress(SessionStoreError):
             body = partial(wordindex.catch_up, sealer=self._database.sealer)
             await self._database.transaction(Kind.WRITE, None, body)
+
+
+def new_session(
+    conn: Connection,
+    *,
+    meta: SessionMeta,
+    header: str,
+    sealer: Sealer | None,
+    source_id: str | None = None,
+    at: str | None = None,
+) -> None:
+    """Insert a session's row (a fork of ``source_id`` when given, `branch`)
+    and list it; sealed, under a new data key."""
+    with sealing.new_header(sealer, meta.id, header) as (stored, _):
+        if source_id is None:
+            pk = insert_session(conn, meta, stored)
+        else:
+            pk = branch(conn, source_id=source_id, at=at, meta=meta, header=stored)
+    activity.listed(conn, pk=pk, meta=sealing.listed_meta(sealer, meta))
+
+
+def imported_session(
+    conn: Connection, *, meta: SessionMeta, header: str, sealer: Sealer | None
+) -> tuple[int, bytes, DataKey | None]:
+    """Insert an imported session's row (not listed yet): its key, the
+    digest its chain starts from, and its data key when sealed."""
+    with sealing.new_header(sealer, meta.id, header) as (stored, key):
+        return insert_session(conn, meta, stored), header_digest(stored), key
+
+
+def entry_row(entry: SessionEntry, line: str) -> dict[str, Any]:
+    """The columns of an entry's row, but for its session, seq and digest."""
+    return {
+        "entry_id": entry.id,
+        "type": entry.type,
+        "timestamp": entry.timestamp,
+        "first_kept_id": entry.first_kept_id if isinstance(entry, CompactionEntry) else None,
+        "line": line,
+    }
+
+
+def expect_import(
+    conn: Connection, *, session_id: str, header: str, count: int, sealer: Sealer | None
+) -> tuple[int, int, bytes, DataKey | None]:
+    """The session's key, count and digest to chain from, and its data key
+    when sealed, after checking its header line and entry count."""
+    row = find_session(conn, session_id, lock=True)
+    if sealing.open_header(sealer, session_id, row.header, "sessions") != header:
+        raise SessionConflictError(session_id, "the stored header line differs")
+    held, digest = chain_end(conn, session_id, row)
+    if held != count:
+        raise SessionConflictError(session_id, f"holds {held} entries, not {count}")
+    key = None if sealer is None else sealer.key_of(row.header, "header", session_id)
+    return row.pk, count, digest, key

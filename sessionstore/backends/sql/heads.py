@@ -1,18 +1,9 @@
 """Named heads on SQL: every position a head had, one row each, in ``heads``.
 
-Transaction bodies (plain functions of a `Connection`) for `SqlStore`. A
-move takes the next ``seq`` of its head inside the write transaction: on
-SQLite the writer lock lets one mover in at a time, on PostgreSQL an
-advisory lock on the head's name queues its movers, so no move is lost or
-reordered against its commit.
-
-In a sealed store each position is authenticated: ``head_seals`` holds a
-keyed hash of the head's name, the position's ``seq``, the session it
-names and its time (`Sealer.head_seal`), written in the move's
-transaction. A read refuses a position whose seal is missing or does not
-match (a raw writer moved the head, or copied a position from another
-head), naming the head and the session: it is never served. A raw writer
-can still delete positions, or roll the head back to an older copy.
+A move takes the next ``seq`` in its write transaction, behind SQLite's
+writer lock or a PostgreSQL advisory lock on the name. In a sealed store
+``head_seals`` authenticates each position (`Sealer.head_seal`), and a
+read refuses one whose seal is missing or wrong (docs/encryption.md).
 """
 
 from __future__ import annotations
@@ -34,8 +25,6 @@ from sessionstore.models import HeadMove
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = ["extend", "faults", "head", "history", "move", "names", "seal_all"]
-
 _SEALED = select(heads.c.seq, heads.c.session_id, heads.c.at, head_seals.c.seal).select_from(
     heads.outerjoin(
         head_seals, and_(head_seals.c.name == heads.c.name, head_seals.c.seq == heads.c.seq)
@@ -54,7 +43,6 @@ _INSERT_SEAL = Query(insert(head_seals))
 
 
 def _seal_rows(conn: Connection, sealer: Sealer | None, rows: list[dict[str, Any]]) -> None:
-    """Record the seals of a sealed store's new positions ``rows``."""
     if sealer is not None and rows:
         seals = [
             {"name": row["name"], "seq": row["seq"], "seal": sealer.head_seal(**row)}
@@ -64,13 +52,7 @@ def _seal_rows(conn: Connection, sealer: Sealer | None, rows: list[dict[str, Any
 
 
 def _checked(sealer: Sealer, name: str, row: Any) -> tuple[int, str, str]:
-    """A sealed store's position ``(seq, session_id, at, seal)`` of ``name``,
-    its seal checked.
-
-    Raises:
-        CorruptSessionError: the seal is missing or does not match, naming
-            the head, the position and the session it names.
-    """
+    """A sealed store's position ``(seq, session_id, at, seal)``, its seal checked."""
     seq, session_id, at, seal = int(row[0]), str(row[1]), str(row[2]), row[3]
     if seal is None:
         reason = (
@@ -97,17 +79,9 @@ def move(
     expect_last: str | None = None,
     sealer: Sealer | None = None,
 ) -> None:
-    """Record ``to`` as the newest position of ``name``, if its session exists,
-    the head stands at ``expect`` (`check_head`) and, with ``expect_last``,
-    the session ``expect`` names ends there (`check_last`: its row locked
-    first, as an append locks it before its head).
-
-    Raises:
-        SessionNotFoundError: no session ``to.session_id`` (or ``expect``).
-        SessionConflictError: the head stands elsewhere, or its session ends
-            elsewhere.
-        CorruptSessionError: in a sealed store, where it stands is not sealed.
-    """
+    """Record ``to`` as the newest position of ``name`` if the head stands at
+    ``expect`` and, with ``expect_last``, that session ends there (its row
+    locked first, as an append locks it before its head)."""
     find_session(conn, to.session_id)
     if expect_last is not None:
         assert isinstance(expect, str)
@@ -131,14 +105,8 @@ def extend(
     after: int,
     sealer: Sealer | None = None,
 ) -> None:
-    """Record ``moves`` as they are after the first ``after`` positions of ``name``.
-
-    A move may name a session the store no longer holds (erased, retired):
-    it is history, as the head had it.
-
-    Raises:
-        SessionConflictError: ``name`` holds another number of positions.
-    """
+    """Record ``moves`` after the first ``after`` positions of ``name`` (a move
+    may name a session no longer held: it is history)."""
     if conn.dialect.name == "postgresql":
         Q.LOCK_HEAD.first(conn, name=name)
     last = Q.HEAD_LAST.first(conn, name=name)
@@ -154,7 +122,6 @@ def extend(
 
 
 def history(conn: Connection, *, name: str, sealer: Sealer | None = None) -> list[HeadMove]:
-    """Every position of ``name``, oldest first (each checked, when sealed)."""
     if sealer is None:
         return [
             HeadMove(session_id=session_id, at=at)
@@ -165,7 +132,6 @@ def history(conn: Connection, *, name: str, sealer: Sealer | None = None) -> lis
 
 
 def _last(conn: Connection, name: str, sealer: Sealer | None) -> tuple[int, str] | None:
-    """The last ``(seq, session_id)`` of ``name`` (checked, when sealed)."""
     if sealer is None:
         last = Q.HEAD_LAST.first(conn, name=name)
         return None if last is None else (int(last[0]), str(last[1]))
@@ -174,23 +140,16 @@ def _last(conn: Connection, name: str, sealer: Sealer | None) -> tuple[int, str]
 
 
 def head(conn: Connection, *, name: str, sealer: Sealer | None = None) -> str | None:
-    """The session ``name`` names now; None if it was never set.
-
-    Raises:
-        CorruptSessionError: in a sealed store, its position is not sealed.
-    """
     last = _last(conn, name, sealer)
     return None if last is None else last[1]
 
 
 def names(conn: Connection) -> list[str]:
-    """The name of every head ever set."""
     return [name for (name,) in Q.HEAD_NAMES.all(conn)]
 
 
 def faults(conn: Connection, *, sealer: Sealer) -> list[str]:
-    """A sealed store's first position of each head whose seal is missing
-    or does not match (what `integrity` reports)."""
+    """A sealed store's first bad position of each head (for `integrity`)."""
     found = []
     for name in names(conn):
         try:
@@ -201,11 +160,7 @@ def faults(conn: Connection, *, sealer: Sealer) -> list[str]:
 
 
 def seal_all(conn: Connection, *, sealer: Sealer) -> int:
-    """Seal every position without a seal (a store sealed before 0010): how many.
-
-    It trusts the heads as they are: run it once, after the upgrade, on
-    heads no raw writer has touched.
-    """
+    """Seal every position without a seal, trusting it; how many."""
     rows = [
         {"name": row[4], "seq": int(row[0]), "session_id": str(row[1]), "at": str(row[2])}
         for row in _UNSEALED.all(conn)

@@ -1,28 +1,6 @@
-"""`SqlJournal`: a session journal kept in the ``journal_lines`` table.
-
-One row per line, in ``seq`` order; a clear is a row whose ``line`` is
-NULL, so the history stays (the table is append-only like the others).
-`read` parses the lines after the last clear exactly as a journal file
-holding them would be parsed. Every write commits with a full fsync
-(``synchronous=FULL`` for that transaction on SQLite, always on
-PostgreSQL), even in a store opened with ``durability="normal"``: an append
-that returned survives a power loss. A journal taken with
-``durability="store"`` (``synced=False``) commits its appends as the
-store's own writes (``synchronous`` as the store's durability set it;
-PostgreSQL always syncs); its clears, drops and erasures sync fully still.
-
-In a sealed store each line is kept sealed (`Sealer`) under the journal's
-data key, made by its first write (its writers take turns in the write
-transaction, so one key is made), bound to the journal and the line's
-``seq``; an erase destroys the key.
-
-Keyed lines are indexed in ``journal_keys`` by the transaction that writes
-them (`sessionstore.backends.sql.journalkeys`): `keyed`, `scan` and
-`append_keyed_unless` read the index, not the journal (a sealed store's
-`scan` takes its keys in order from its store object's `KeyOrders`).
-`drop` deletes the lines of some keys, and their index rows, in the
-transaction that records their erasure
-(`sessionstore.backends.sql.erase.drop_journal_keys`).
+"""`SqlJournal`: a journal in the ``journal_lines`` table, one row per line;
+a clear is a row whose ``line`` is NULL. Its durability, sealing and keyed
+lines: docs/journal.md and docs/sql.md, Keyed journal lines.
 """
 
 from __future__ import annotations
@@ -42,19 +20,15 @@ from sessionstore.backends.sql import journalkeys
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import Database
 from sessionstore.backends.sql.erase import drop_journal_keys, erase_journal_of
-from sessionstore.backends.sql.keyorder import KeyOrders
+from sessionstore.backends.sql.journalkeys import KeyOrders
 from sessionstore.backends.sql.runner import Kind
 from sessionstore.effects import EFFECTS_SUFFIX
 from sessionstore.models import Erasure
-
-__all__ = ["SqlJournal"]
 
 _T = TypeVar("_T")
 
 
 class SqlJournal(JournalBase):
-    """A journal in a SQL database; see `SessionJournal` for the contract."""
-
     def __init__(
         self,
         database: Database,
@@ -72,8 +46,7 @@ class SqlJournal(JournalBase):
         return f"SqlJournal({self._database.where!r}, {self._name!r})"
 
     def _lines(self, conn: Connection) -> Generator[bytes, None, None]:
-        """The journal's lines after its last clear, opened in a sealed store,
-        a few rows at a time (close it if left unfinished: its cursor)."""
+        """The lines after the last clear, opened (close it if left unfinished)."""
         sealer = self._database.sealer
         with contextlib.closing(Q.JOURNAL_LINES.each(conn, name=self._name)) as rows:
             for seq, line in rows:
@@ -92,9 +65,8 @@ class SqlJournal(JournalBase):
         lines: list[bytes | None],
         look: Callable[[Connection], _T | None] | None = None,
     ) -> _T | None:
-        """Append rows (None: a clear marker, written only when it changes
-        something), and index their keys, unless ``look`` finds a reason
-        not to in the journal, in the same write transaction."""
+        """Append rows (None: a clear, written only when it changes something)
+        and index their keys, unless ``look`` finds a reason not to."""
         self._database.check_open(self._name)
         sealer, name = self._database.sealer, self._name
 
@@ -206,7 +178,6 @@ class SqlJournal(JournalBase):
         await self._add([None])
 
     async def _erase(self, reason: str) -> Erasure | None:
-        """Every row goes, its clears too; see `sessionstore.backends.sql.erase`."""
         self._database.check_open(self._name)
         return await erase_journal_of(self._database, self._name, reason)
 

@@ -1,31 +1,22 @@
-"""The index of keyed journal lines: ``journal_keys`` (migration 0011).
+"""Keyed journal lines: the ``journal_keys`` index (migration 0011), and a
+sealed store's keys in order (`KeyOrders`); docs/sql.md, Keyed journal lines.
 
-A row per keyed line (`sessionstore.wire.line_key`): its journal, its key
-and its ``seq``, written in the transaction that writes the line. A
-journal's lines under a key since its last clear are one indexed join
-(`lines_under`), a prefix of keys one more (`scan`): their cost is what
-they return, whatever the journal's length. Keys from before the last
-clear stay in the index (the lines stay in the table), skipped by
-``seq``.
-
-In a sealed store the index holds each key's token (`Sealer.journal_line_key`,
-a keyed hash bound to the journal), never the key: a reader of the
-database learns which lines share a key, and nothing of the key. Tokens
-keep no order, so a sealed store's `scan` takes its keys in order from
-its store object (`sessionstore.backends.sql.keyorder`). The journals a
-migration could not index (it has no keys: ``journal_unindexed``) are
-indexed by the first open with the keys (`index_unindexed`).
+A sealed store's index holds each key's token (`Sealer.journal_line_key`),
+which keeps no order: its `scan` takes the keys in order from `KeyOrders`.
 """
 
 from __future__ import annotations
 
+import bisect
 import builtins
+import threading
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, and_, bindparam, delete, func, insert, select
+from sqlalchemy import Connection, and_, bindparam, delete, insert, select
 
-from sessionstore.backends.keyed import Keyed
+from sessionstore.backends.keyed import Keyed, Scanned, bound
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.runner import Kind
@@ -36,23 +27,9 @@ if TYPE_CHECKING:
     from sessionstore.backends.sql.database import Database
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = [
-    "delete_journal",
-    "history_under",
-    "index_rows",
-    "index_unindexed",
-    "lines_under",
-    "scan",
-    "stored_key",
-]
-
 _k, _l = journal_keys.c, journal_lines.c
 _joined = journal_keys.join(journal_lines, and_(_l.journal == _k.journal, _l.seq == _k.seq))
-_last_clear = (
-    select(func.coalesce(func.max(_l.seq), 0))
-    .where(_l.journal == bindparam("name"), _l.line.is_(None))
-    .scalar_subquery()
-)
+_last_clear = Q.last_clear
 
 _UNDER = Query(
     select(_l.seq, _l.line)
@@ -60,7 +37,6 @@ _UNDER = Query(
     .where(_k.journal == bindparam("name"), _k.key == bindparam("key"), _k.seq > _last_clear)
     .order_by(_k.seq)
 )
-"""A journal's ``(seq, line)`` under a key (``name``, ``key``) since its last clear."""
 
 _HISTORY = Query(
     select(_l.seq, _l.line)
@@ -68,7 +44,6 @@ _HISTORY = Query(
     .where(_k.journal == bindparam("name"), _k.key == bindparam("key"))
     .order_by(_k.seq)
 )
-"""Every ``(seq, line)`` a journal ever held under a key (``name``, ``key``)."""
 
 
 def _range(bounded: bool) -> Query:
@@ -107,7 +82,6 @@ _INDEXED = Query(delete(journal_unindexed).where(journal_unindexed.c.journal == 
 
 
 def stored_key(sealer: Sealer | None, name: str, key: str) -> str:
-    """What the index holds for ``key`` of the journal ``name``."""
     return key if sealer is None else sealer.journal_line_key(name, key)
 
 
@@ -120,8 +94,7 @@ def _opened(sealer: Sealer | None, name: str, seq: int, line: bytes) -> bytes:
 def index_rows(
     conn: Connection, name: str, rows: Iterable[tuple[int, bytes]], sealer: Sealer | None
 ) -> None:
-    """Index the keyed lines among ``rows`` (``(seq, line)``, as given:
-    not sealed) of the journal ``name``, just written."""
+    """Index the keyed lines among ``rows`` (``(seq, line)``, not sealed) just written."""
     found = [
         {"journal": name, "key": stored_key(sealer, name, key), "seq": seq}
         for seq, line in rows
@@ -132,7 +105,6 @@ def index_rows(
 
 
 def lines_under(conn: Connection, name: str, keys: Sequence[str], sealer: Sealer | None) -> Keyed:
-    """`JournalBase.keyed` of the journal ``name``: an index lookup per key."""
     found: Keyed = {}
     for key in keys:
         rows = _UNDER.all(conn, name=name, key=stored_key(sealer, name, key))
@@ -144,8 +116,7 @@ def lines_under(conn: Connection, name: str, keys: Sequence[str], sealer: Sealer
 def history_under(
     conn: Connection, name: str, keys: Sequence[str], sealer: Sealer | None
 ) -> Iterator[tuple[str, int, bytes]]:
-    """Every ``(key, seq, line)`` the journal ``name`` ever held under ``keys``
-    (its lines before a clear too), opened."""
+    """Every ``(key, seq, line)`` the journal ever held under ``keys``, before clears too."""
     for key in keys:
         for seq, line in _HISTORY.all(conn, name=name, key=stored_key(sealer, name, key)):
             yield key, seq, _opened(sealer, name, seq, line)
@@ -154,8 +125,7 @@ def history_under(
 def forget_lines(
     conn: Connection, name: str, keys: Sequence[str], seqs: Sequence[int], sealer: Sealer | None
 ) -> None:
-    """Delete the index's rows of ``keys`` and the lines ``seqs`` of the
-    journal ``name`` (in the transaction of the erasure recording them)."""
+    """Delete the index's rows of ``keys`` and the lines ``seqs`` (an erasure's body)."""
     _DELETE_KEY.many(conn, [{"name": name, "key": stored_key(sealer, name, k)} for k in keys])
     _DELETE_LINE.many(conn, [{"name": name, "seq": seq} for seq in seqs])
 
@@ -163,8 +133,7 @@ def forget_lines(
 def scan(
     conn: Connection, name: str, low: str, high: str | None, limit: int
 ) -> builtins.list[tuple[str, builtins.list[bytes]]]:
-    """`JournalBase.scan` of a plain store's journal ``name``: the keys in
-    ``[low, high)``, at most ``limit``, the greatest first."""
+    """A plain store's scan: the keys in ``[low, high)``, at most ``limit``, greatest first."""
     if high is None:
         rows = _RANGE.all(conn, name=name, low=low, limit=limit)
     else:
@@ -176,13 +145,11 @@ def scan(
 
 
 def delete_journal(conn: Connection, name: str) -> None:
-    """Delete the index's rows of the journal ``name`` (erased whole)."""
     _DELETE_JOURNAL.many(conn, [{"name": name}])
 
 
 async def index_unindexed(database: Database) -> None:
-    """Index the journals the migration could not (a sealed store's), each
-    in a write transaction of its own, with the store's keys."""
+    """Index the journals a migration could not (it had no keys), one transaction each."""
     sealer = database.sealer
     names = [name for (name,) in await database.transaction(Kind.READ, None, _UNINDEXED.all)]
     for name in names:
@@ -200,3 +167,85 @@ async def index_unindexed(database: Database) -> None:
             _INDEXED.many(conn, [{"name": name}])
 
         await database.transaction(Kind.DURABLE_WRITE, name, body)
+
+
+_AFTER = Query(
+    select(_l.seq, _l.line)
+    .where(_l.journal == bindparam("name"), _l.seq > bindparam("after"))
+    .order_by(_l.seq)
+)
+
+
+@dataclass
+class _Order:
+    """One journal's keys since its last clear, in order, as read up to ``after``."""
+
+    mark: int  # the store's newest erasure when built
+    after: int  # the last seq read
+    keys: builtins.list[str] = field(default_factory=builtins.list)
+    known: set[str] = field(default_factory=set)
+
+    def add(self, key: str) -> None:
+        if key not in self.known:
+            self.known.add(key)
+            bisect.insort(self.keys, key)
+
+    def clear(self) -> None:
+        self.keys.clear()
+        self.known.clear()
+
+
+class KeyOrders:
+    """A sealed store's journals' keys since their last clear, in order: built
+    once from the lines, caught up by ``seq`` (each journal's writers commit
+    in ``seq`` order, under its lock), built again after any erasure. Held
+    in this process's memory, in the clear, as the lines read are."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_name: dict[str, _Order] = {}
+
+    def drop(self) -> None:
+        """Forget every journal's keys: the next scan builds its journal's anew."""
+        with self._lock:
+            self._by_name.clear()
+
+    def scan(
+        self,
+        conn: Connection,
+        *,
+        name: str,
+        sealer: Sealer,
+        prefix: str,
+        before: str | None,
+        limit: int | None,
+    ) -> Scanned:
+        with self._lock:
+            keys = self._caught_up(conn, name, sealer).keys
+            end = bound(prefix, before)
+            low = bisect.bisect_left(keys, prefix)
+            high = len(keys) if end is None else bisect.bisect_left(keys, end)
+            page = keys[low:high]
+        found: Scanned = []
+        for key in reversed(page):
+            if limit is not None and len(found) >= limit:
+                break
+            lines = lines_under(conn, name, [key], sealer).get(key)
+            if lines:  # none: dropped since the keys were read
+                found.append((key, lines))
+        return found
+
+    def _caught_up(self, conn: Connection, name: str, sealer: Sealer) -> _Order:
+        mark = Q.ERASURE_MARK.scalar(conn)
+        order = self._by_name.get(name)
+        if order is None or order.mark != mark:
+            order = self._by_name[name] = _Order(mark, Q.LAST_CLEAR.scalar(conn, name=name))
+        for seq, line in _AFTER.all(conn, name=name, after=order.after):
+            order.after = seq
+            if line is None:
+                order.clear()
+                continue
+            key = line_key(sealer.open("journal", name, seq, line, where="journal_lines"))
+            if key is not None:
+                order.add(key)
+        return order

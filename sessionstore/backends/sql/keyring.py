@@ -1,16 +1,8 @@
-"""`SqlKeyring`: a store's wrapped data keys in a SQL database of their own.
-
-A SQLite file (by default ``<database>.keys`` beside a SQLite store) or a
-PostgreSQL database: anywhere but the store's own database and its backups,
-so that a copy of the data alone opens nothing (docs/encryption.md). One
-keyring database may serve many stores, each named by its id.
-
-A SQLite keyring runs with ``secure_delete`` and a rollback journal (no
-write-ahead log keeping old pages), ``synchronous=FULL``: a destroyed key's
-bytes are overwritten in the file, and every change survives a power loss.
-A PostgreSQL keyring keeps a destroyed key's bytes in free space until the
-table is vacuumed, and in its write-ahead log and backups: rotate to a new
-master key after erasures and drop the old one (docs/encryption.md).
+"""`SqlKeyring`: a store's wrapped data keys in a SQL database of their own
+(anywhere but the store's own database and its backups), serving any
+number of stores by id; docs/encryption.md. A SQLite keyring runs with a
+rollback journal, ``secure_delete`` and ``synchronous=FULL``: a destroyed
+key's bytes are overwritten, and every change survives a power loss.
 """
 
 from __future__ import annotations
@@ -46,8 +38,6 @@ from sessionstore.backends.sql.engine import create_private_file, describe, is_s
 from sessionstore.encryption.keyring import Keyring, Scope, WrappedKey
 from sessionstore.errors import ConfigurationError, StorageError
 
-__all__ = ["SqlKeyring", "keyring_url", "same_database"]
-
 _metadata = MetaData()
 _stores = Table(
     "sessionstore_keyring_stores",
@@ -77,7 +67,6 @@ _COLUMNS = (_keys.c.key_id, _keys.c.scope, _keys.c.name, _keys.c.master, _keys.c
 
 
 def keyring_url(target: str | os.PathLike[str]) -> URL:
-    """The URL of a keyring's database: a path is a SQLite file."""
     text = os.fspath(target)
     return sync_url(text if "://" in text else f"sqlite:///{os.path.abspath(text)}")
 
@@ -86,10 +75,8 @@ _LOCAL = {"", "localhost", "127.0.0.1", "::1"}
 
 
 def same_database(one: URL, other: URL) -> bool:
-    """Whether two URLs name one database: one SQLite file, or one
-    PostgreSQL database of one server (its schemas and options aside). On
-    this machine a server is named by its port alone: its socket is named
-    by it too, and two servers cannot listen on one port."""
+    """Whether two URLs name one database (schemas and options aside); on this
+    machine a server is named by its port alone, as its socket is."""
     if is_sqlite(one) or is_sqlite(other):
         if not (is_sqlite(one) and is_sqlite(other)) or not one.database or not other.database:
             return False
@@ -140,7 +127,6 @@ class SqlKeyring(Keyring):
 
     @property
     def where(self) -> str:
-        """The keyring's database, for messages (no password)."""
         return self._where
 
     def _run(self, body: Any) -> Any:
@@ -170,10 +156,8 @@ class SqlKeyring(Keyring):
         return served
 
     def _current(self, master: str) -> Any:
-        """Rows of the masters table naming ``master`` current for this store:
-        locked for share on PostgreSQL until the transaction ends, so that a
-        change of master waits for the writes that checked it (on SQLite a
-        write holds the database's one write lock)."""
+        """Whether ``master`` is current, locked for share on PostgreSQL: a
+        change of master waits for the writes that checked it."""
         return (
             select(_masters.c.store_id)
             .where(_masters.c.store_id == self._store, _masters.c.master == master)
@@ -221,43 +205,37 @@ class SqlKeyring(Keyring):
             )
         return bool(self._run(lambda conn: conn.execute(change).rowcount) == 1)
 
+    def _rows(self, *where: Any) -> list[WrappedKey]:
+        query = select(*_COLUMNS, _keys.c.doomed).where(*where).order_by(_keys.c.key_id)
+        return [WrappedKey(*row) for row in self._run(lambda conn: conn.execute(query).all())]
+
     def get(self, key_id: bytes) -> WrappedKey | None:
-        query = select(*_COLUMNS, _keys.c.doomed).where(self._mine(), _keys.c.key_id == key_id)
-        row = self._run(lambda conn: conn.execute(query).first())
-        return None if row is None else WrappedKey(*row)
+        return next(iter(self._rows(self._mine(), _keys.c.key_id == key_id)), None)
 
     def lookup(self, key_id: bytes) -> WrappedKey | None:
-        query = select(*_COLUMNS, _keys.c.doomed).where(_keys.c.key_id == key_id)
-        row = self._run(lambda conn: conn.execute(query).first())
-        return None if row is None else WrappedKey(*row)
+        return next(iter(self._rows(_keys.c.key_id == key_id)), None)
 
     def find(self, scope: Scope, name: str) -> WrappedKey | None:
-        query = (
-            select(*_COLUMNS, _keys.c.doomed)
-            .where(self._mine(), _keys.c.scope == scope, _keys.c.name == name)
-            .where(_keys.c.doomed.is_(False))
-        )
-        rows = self._run(lambda conn: conn.execute(query).all())
+        mine = (self._mine(), _keys.c.scope == scope, _keys.c.name == name)
+        rows = self._rows(*mine, _keys.c.doomed.is_(False))
         if len(rows) > 1:
             ids = ", ".join(row.key_id.hex() for row in rows)
             raise StorageError(f"keyring {self._where}: {scope} {name!r} has keys {ids}")
-        return WrappedKey(*rows[0]) if rows else None
+        return rows[0] if rows else None
 
     def doom(self, key_id: bytes) -> None:
         change = update(_keys).where(self._mine(), _keys.c.key_id == key_id).values(doomed=True)
         self._run(lambda conn: conn.execute(change))
 
     def doomed(self) -> list[WrappedKey]:
-        query = select(*_COLUMNS, _keys.c.doomed).where(self._mine(), _keys.c.doomed.is_(True))
-        return [WrappedKey(*row) for row in self._run(lambda conn: conn.execute(query).all())]
+        return self._rows(self._mine(), _keys.c.doomed.is_(True))
 
     def destroy(self, key_id: bytes) -> None:
         gone = delete(_keys).where(self._mine(), _keys.c.key_id == key_id)
         self._run(lambda conn: conn.execute(gone))
 
     def all_keys(self) -> list[WrappedKey]:
-        query = select(*_COLUMNS, _keys.c.doomed).where(self._mine()).order_by(_keys.c.key_id)
-        return [WrappedKey(*row) for row in self._run(lambda conn: conn.execute(query).all())]
+        return self._rows(self._mine())
 
     def rewrap(self, key_id: bytes, was: str, key: WrappedKey) -> bool:
         change = (
@@ -276,8 +254,8 @@ _CREATING = 0x5E55_4B52  # the advisory lock PostgreSQL keyrings take to create 
 
 
 def _create_tables(conn: Connection) -> None:
-    """The keyring's tables, made if absent; safe with many processes
-    opening one new keyring at once (PostgreSQL's IF NOT EXISTS is not, alone)."""
+    """The keyring's tables, made if absent, by one process at a time
+    (PostgreSQL's IF NOT EXISTS alone is not safe)."""
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _CREATING})
     for table in _metadata.sorted_tables:

@@ -1,24 +1,11 @@
-"""Where a session's entries live: its own rows, and those a fork shares.
+"""Where a session's entries live: its own rows, and those a fork shares
+(docs/sql.md, Forks), and how many rows a read or an import takes at a time.
 
-A fork made by `SqlStore.fork` stores no copy of the history it branched
-from. Its ``sessions`` row names a base (``base_pk``) and how many entries
-it shares (``base_seq``): its entries ``seq`` 1..``base_seq`` are the
-base's, and its own rows start at ``base_seq + 1``. The base is always the
-session that holds entry ``base_seq`` as its own row, so following the
-bases up gives a chain of spans, each a run of ``seq`` held by one session,
-that together are the fork's whole history in order; a session that is no
-fork has one span.
-
-A fork of a fork of a fork ... has as many spans as forks above it, often
-of an entry or two each, so its history is never read a statement per
-span: `page` reads a page of the history in one statement, walking only
-the spans the page overlaps (`SPAN_LINES`), and `lines` streams a long
-span with one statement and reads each run of short ones with one more.
-Reading a history costs statements in proportion to its pages, whatever
-its depth.
-
-Nothing here changes once written (bases are set when a session is created,
-and rows are never rewritten), so a `Lineage` read once stays true.
+A fork's row names a base (``base_pk``), the session holding its entry
+``base_seq`` as its own row, and its own rows start past it: following the
+bases up gives its spans, each a run of ``seq`` held by one session. A
+history is read a page, not a span, per statement (`page`, `lines`),
+whatever its depth. Nothing here changes once written.
 """
 
 from __future__ import annotations
@@ -39,7 +26,6 @@ from sqlalchemy import (
     select,
 )
 
-from sessionstore.backends.sql import paging
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.database import SessionRow, find_session, insert_session, last_seq
 from sessionstore.backends.sql.query import Query, Utf8Bytes
@@ -47,10 +33,32 @@ from sessionstore.backends.sql.tables import entries, sessions
 from sessionstore.errors import CorruptSessionError, EntryNotFoundError
 from sessionstore.models import SessionMeta
 
-__all__ = ["END", "SPAN_LINES", "Family", "Lineage", "Span", "branch", "lineage", "lines", "page"]
+END = 2**62  # a seq past every entry: the end of a session's own span
 
-END = 2**62
-"""A ``seq`` past every entry: the end of a session's own span."""
+# A page of a streamed session: at most ROWS rows and about BYTES of lines
+# (tools' outputs of 64 KB: ROWS of them held at once would be 128 MB). A
+# read, which cannot count the bytes first, asks for as many rows as the
+# lines of the page before say would fit, starting from FIRST.
+ROWS = 2000
+BYTES = 1 << 20
+FIRST = 64
+
+
+def next_rows(rows: int, size: int) -> int:
+    """The rows of the next page, after one of ``rows`` holding ``size`` bytes."""
+    return max(1, min(ROWS, rows * BYTES // max(size, 1)))
+
+
+def _broken_at(pk: int) -> str:
+    return f"its chain of bases is broken at session key {pk}"
+
+
+def _unheld(pk: int, base_pk: int | None, after: int, end: int) -> str | None:
+    """Why ``pk``, holding its own rows past ``after``, cannot hold ``after < seq <= end``."""
+    if not after < end or (base_pk is not None and after == 0):
+        what = f"session key {pk} cannot hold entries {after + 1}..{end} as its own"
+        return f"its chain of bases is broken: {what}"
+    return None
 
 
 class Span(NamedTuple):
@@ -63,15 +71,8 @@ class Span(NamedTuple):
 
 @dataclass(frozen=True)
 class Lineage:
-    """The spans of a session's history, oldest first; the last is its own.
-
-    Attributes:
-        pk: the session's key.
-        shared: how many entries it shares with its base (0 when none).
-        spans: every span, oldest first.
-        names: the id of each base holding a span, by key (a sealed store
-            opens a row as the session holding it sealed it).
-    """
+    """The spans of a session's history, oldest first (the last its own),
+    how many entries it shares, and the id of each base by key."""
 
     pk: int
     shared: int
@@ -79,7 +80,7 @@ class Lineage:
     names: Mapping[int, str] = field(default_factory=dict)
 
     def within(self, after: int, end: int) -> Iterator[Span]:
-        """The spans clipped to ``after < seq <= end``, oldest first, empty ones left out."""
+        """The spans clipped to ``after < seq <= end``, empty ones left out."""
         for span in self.spans:
             low, high = max(span.after, after), min(span.end, end)
             if low < high:
@@ -92,11 +93,9 @@ class Lineage:
 
 def _up(chain: Any) -> tuple[Any, Any, Any]:
     """The next step of a recursive walk down a chain of bases: the base's
-    ``(pk, base_pk, base_seq)``, each found by its key. Correlated lookups,
-    not a join: PostgreSQL would otherwise scan the sessions table at every
-    step of a deep chain. A base was stored before its fork: the smaller key
-    also ends any loop a row written behind the store's back could make; a
-    base that is missing ends the walk."""
+    ``(pk, base_pk, base_seq)``. Correlated lookups, not a join, which
+    PostgreSQL would scan the table for at each step; the smaller key (a base
+    is older than its fork) ends any loop a raw writer could make."""
     base = sessions.alias("base")
     found = base.c.pk == chain.c.base_pk
     return (
@@ -140,21 +139,14 @@ def _span_lines(line: Any) -> Query:
     )
 
 
+# One statement over every span ``after < seq <= end`` overlaps, ``pk``
+# holding entry ``end`` (keep the range short: its rows are sorted).
 SPAN_LINES = _span_lines(Utf8Bytes(entries.c.line))
-"""The entry lines ``(seq, line bytes)`` of a history with ``after < seq <=
-end``, in order, ``pk`` holding entry ``end``: one statement over every span
-the range overlaps (keep the range short: its rows are sorted)."""
-
 _SPAN_TEXT = _span_lines(entries.c.line)
 
 
 def lineage(conn: Connection, session_id: str, row: SessionRow) -> Lineage:
-    """The spans of a session's history (one query, only for a fork).
-
-    Raises:
-        CorruptSessionError: the chain of bases is broken (a row written
-            behind the store's back).
-    """
+    """The spans of a session's history (one query, only for a fork)."""
     if row.base_pk is None:
         return Lineage(row.pk, 0, (Span(row.pk, 0, END),))
     rows = _ANCESTRY.all(conn, pk=row.base_pk)
@@ -164,14 +156,11 @@ def lineage(conn: Connection, session_id: str, row: SessionRow) -> Lineage:
     pk, end = row.base_pk, row.base_seq or 0
     while pk is not None:
         if pk not in bases or len(spans) > len(bases):
-            raise CorruptSessionError(
-                session_id, f"its chain of bases is broken at session key {pk}"
-            )
+            raise CorruptSessionError(session_id, _broken_at(pk))
         base_pk, base_seq = bases[pk]
         after = base_seq or 0
-        if not after < end or (base_pk is not None and after == 0):
-            what = f"session key {pk} cannot hold entries {after + 1}..{end} as its own"
-            raise CorruptSessionError(session_id, f"its chain of bases is broken: {what}")
+        if (broken := _unheld(pk, base_pk, after, end)) is not None:
+            raise CorruptSessionError(session_id, broken)
         spans.append(Span(pk, after, end))
         pk, end = base_pk, after
     return Lineage(row.pk, row.base_seq or 0, tuple(reversed(spans)), names)
@@ -184,16 +173,12 @@ _chain = _one.cte("chain", recursive=True)
 _chain = _chain.union_all(select(*_up(_chain)).where(_continues(_chain)))
 _named = select(sessions.c.id).where(sessions.c.pk == _chain.c.pk).scalar_subquery()
 _ANCESTRY = Query(select(_chain.c.pk, _chain.c.base_pk, _chain.c.base_seq, _named))
-"""``(pk, base_pk, base_seq, id)`` of a session (``pk``) and of each base down its chain."""
 
 _FIRST_WITH_ID = Query(
     select(func.min(entries.c.seq)).select_from(
         _walk.join(entries, and_(_in_span, entries.c.entry_id == bindparam("id")))
     )
 )
-"""The ``seq`` of the first entry of a history whose id is ``id`` with
-``after < seq <= end``, ``pk`` holding entry ``end`` (or NULL): one
-statement through the index of entry ids, whatever the depth."""
 
 
 def branch(
@@ -205,20 +190,9 @@ def branch(
     header: str | bytes,
 ) -> int:
     """Insert the fork ``meta`` of ``source_id`` sharing its entries up to the
-    first whose id is ``at`` (all when None): a row, whatever the length.
-
-    The base recorded is the session holding the last shared entry as its
-    own row, so a fork of a fork branching inside what it inherited points
-    past it, and no chain of bases grows longer than needed.
-
-    Returns:
-        The fork's key.
-
-    Raises:
-        SessionNotFoundError: no session ``source_id``.
-        EntryNotFoundError: it holds no entry ``at``.
-        DuplicateSessionError: ``meta.id`` exists.
-    """
+    first whose id is ``at`` (all when None); its key. Its base is the
+    session holding the last shared entry as its own row, so no chain of
+    bases grows longer than needed."""
     # Locked: an erase of the source waits for the fork, or the fork for the
     # erase and then finds no source (PostgreSQL; SQLite has one writer).
     row = find_session(conn, source_id, lock=True)
@@ -241,13 +215,9 @@ def branch(
 def page(
     conn: Connection, spans: Lineage, after: int, end: int, size: int, *, as_bytes: bool = False
 ) -> list[Any]:
-    """Up to ``size`` rows ``(seq, line)`` of the history after ``after``, up
-    to ``end``, in one statement however many spans they lie in; each line
-    as stored text, or its UTF-8 bytes with ``as_bytes``.
-
-    ``seq`` runs without gaps through a history, so the page is the rows
-    ``after < seq <= after + size``: only the spans it overlaps are read.
-    """
+    """Up to ``size`` rows ``(seq, line)`` of the history past ``after``, up to
+    ``end``, in one statement: ``seq`` has no gaps, so only the spans
+    ``after < seq <= after + size`` overlaps are read."""
     upto = min(end, after + size)
     overlapped = list(spans.within(after, upto))
     if not overlapped:
@@ -261,17 +231,12 @@ def page(
 
 
 def lines(conn: Connection, spans: Lineage, after: int, end: int) -> Generator[Any, None, None]:
-    """The rows ``(seq, line bytes)`` of the history with ``after < seq <=
-    end``, in order, one at a time.
-
-    A span of `paging.ROWS` rows or more is streamed by one statement;
-    each run of shorter spans between them is read by one statement too
-    (`SPAN_LINES`), of about `paging.ROWS` rows at most. Close the iterator
-    if it may be left unfinished (see `Query.each`).
-    """
+    """The rows ``(seq, line bytes)`` of ``after < seq <= end``, one at a time:
+    a long span streamed by one statement, each run of shorter ones read by
+    one more. Close it if it may be left unfinished (`Query.each`)."""
     run: list[Span] = []
     for span in spans.within(after, end):
-        if run and span.end - run[0].after > paging.ROWS:
+        if run and span.end - run[0].after > ROWS:
             yield from _run(conn, run)
             run = []
         run.append(span)
@@ -309,16 +274,10 @@ class _Base(NamedTuple):
 
 
 class Family:
-    """The chains of bases above many sessions, read once for them all.
-
-    Sessions of one family share most of their chains: a fork ``d`` deep
-    has ``d`` bases, and so do its ``d`` ancestors but one each. `read`
-    reads each base once however many sessions it is above, and what each
-    chain says (whether it is broken, whether it holds a compaction) is
-    worked out once per base, from the oldest, so that a family of ``d``
-    sessions costs ``d`` steps, not ``d * d``. It holds what one survey
-    read and is dropped with it.
-    """
+    """The chains of bases above many sessions, read once for them all (for
+    one survey): each base is read once, and what its chain says (broken,
+    compacted) worked out once, from the oldest, so that a family of ``d``
+    sessions costs ``d`` steps, not ``d * d``."""
 
     def __init__(self) -> None:
         self._bases: dict[int, _Base] = {}
@@ -326,7 +285,6 @@ class Family:
         self._compacted: dict[int, bool] = {}  # entries 1..base_seq of a base
 
     def read(self, conn: Connection, pks: Sequence[int]) -> None:
-        """Read the chains above the sessions ``pks`` (their bases), in one query."""
         wanted = sorted(set(pks) - self._bases.keys())
         if not wanted:
             return
@@ -344,24 +302,20 @@ class Family:
             self._broken[pk] = None
             return
         if base_pk >= pk or base_pk not in self._bases:  # as `lineage` walks it
-            self._broken[pk] = f"its chain of bases is broken at session key {base_pk}"
+            self._broken[pk] = _broken_at(base_pk)
             return
         self._broken[pk] = self._step(base_pk, shared) or self._broken[base_pk]
         self._compacted[pk] = self._broken[pk] is None and self.compacted(base_pk, shared)
 
     def _step(self, base_pk: int, end: int) -> str | None:
         base = self._bases[base_pk]
-        after = base.base_seq
-        if not after < end or (base.base_pk is not None and after == 0):
-            what = f"session key {base_pk} cannot hold entries {after + 1}..{end} as its own"
-            return f"its chain of bases is broken: {what}"
-        return None
+        return _unheld(base_pk, base.base_pk, base.base_seq, end)
 
     def broken(self, base_pk: int, base_seq: int) -> str | None:
         """Why the chain of a fork of ``base_pk`` sharing ``base_seq`` entries
         is broken (`lineage` says the same), or None."""
         if base_pk not in self._bases:
-            return f"its chain of bases is broken at session key {base_pk}"
+            return _broken_at(base_pk)
         return self._step(base_pk, base_seq) or self._broken[base_pk]
 
     def compacted(self, base_pk: int, base_seq: int) -> bool:

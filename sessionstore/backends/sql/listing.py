@@ -1,23 +1,10 @@
 """The SQL store's `list`: every session's header, kept between calls.
 
-Between erasures sessions are only added: the schema refuses UPDATE, and
-DELETE but in an erasure, so a session listed once is still there, its
-header unchanged, and how many
-sessions the database holds tells whether any was created since. Asked
-again, `list` reads that count and, when it grew, the headers of the
-sessions whose ``pk`` comes after the last one it holds. On PostgreSQL a
-session can commit after another with a greater ``pk``; when the headers
-read then fall short of the count, every header is read again. On SQLite
-the count and the headers are read in one transaction, one snapshot.
-
-A session leaves only by an erasure, which changes the newest erasure's
-``seq`` (`Q.ERASURE_MARK`): read first, in the same transaction, it tells
-that the headers held may name a session gone, and every header is then
-read again.
-
-Up to `HEADERS_CACHED` sessions are cached (a few hundred bytes each); a
-database holding more is read whole on every call. `Listing.clear`
-drops them.
+Between erasures sessions are only added: a call reads the session count
+and, when it grew, the headers past the last ``pk`` held (all of them when
+they fall short: PostgreSQL commits out of ``pk`` order). An erasure
+changes `Q.ERASURE_MARK`, read first: every header is read again. Up to
+`HEADERS_CACHED` are kept.
 """
 
 from __future__ import annotations
@@ -41,20 +28,16 @@ from sessionstore.wire.stored import read_stored_meta
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = ["HEADERS_CACHED", "Listing"]
-
 logger = logging.getLogger("sessionstore")
 
 HEADERS_CACHED = 1 << 15
-"""Decoded headers a `Listing` holds at most."""
 
 
 def _read(
     conn: Connection, *, held: int, after: int, erased: int
 ) -> tuple[int, int, list[Any] | None]:
-    """The newest erasure, the session count, and the ``(pk, header)`` rows
-    after ``after`` if the count grew; every row when the erasure is not
-    ``erased``."""
+    """The newest erasure, the count, and the rows ``(pk, header, id)`` past
+    ``after`` if it grew (every row when the erasure is not ``erased``)."""
     now = int(Q.ERASURE_MARK.scalar(conn))
     count = int(Q.SESSION_COUNT.scalar(conn))
     if now != erased:
@@ -63,8 +46,7 @@ def _read(
 
 
 def _opened(sealer: Sealer, row: Any, where: str) -> tuple[int, str, str] | None:
-    """A sealed store's row ``(pk, header, id)``, its header opened; None
-    (a warning logged) when it does not open: `integrity` reports it."""
+    """A sealed row, its header opened; None (logged) when it does not open."""
     pk, header, session_id = row
     try:
         return pk, open_header(sealer, session_id, header, where), session_id
@@ -74,8 +56,6 @@ def _opened(sealer: Sealer, row: Any, where: str) -> tuple[int, str, str] | None
 
 
 class Listing:
-    """Lists the sessions of one database, caching the headers it decoded."""
-
     def __init__(self, database: Database) -> None:
         self._database = database
         self._metas: tuple[SessionMeta, ...] = ()
@@ -117,5 +97,4 @@ class Listing:
         raise AssertionError("a header failed to decode, then decoded")  # pragma: no cover
 
     def clear(self) -> None:
-        """Drop the cached headers (the next call reads every one)."""
         self._metas, self._last, self._erased = (), 0, 0

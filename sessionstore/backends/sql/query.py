@@ -1,12 +1,8 @@
-"""`Query`: a statement compiled once per dialect and run on the driver's cursor.
+"""`Query`: a Core statement compiled once per dialect, run on the driver's cursor.
 
-The statements are written with SQLAlchemy Core, so one text serves SQLite
-and PostgreSQL, and each is compiled once per dialect. They run on the
-driver's own cursor, inside the transaction SQLAlchemy began: SQLAlchemy's
-execution path (cache lookup, parameter processing, events, result
-wrapping) cost about 35 us a statement on SQLite, more than most of these
-statements take to run, and an append runs several. Their columns are
-plain integers, text and bytes, which the drivers return as they are.
+One text serves SQLite and PostgreSQL. Run on the driver's own cursor,
+inside the transaction SQLAlchemy began: SQLAlchemy's execution path cost
+about 35 us a statement on SQLite, more than most of these take to run.
 """
 
 from __future__ import annotations
@@ -21,14 +17,10 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
-__all__ = ["Query", "Utf8Bytes"]
-
 _Params = Callable[[Mapping[str, Any]], Any]
 
 
 class Query:
-    """A Core statement, compiled once per dialect, run on the driver's cursor."""
-
     def __init__(self, statement: ClauseElement) -> None:
         self.statement = statement
         self._compiled: dict[str, tuple[str, _Params]] = {}
@@ -57,7 +49,6 @@ class Query:
         return conn.connection.dbapi_connection.cursor(), sql, params  # type: ignore[union-attr]
 
     def all(self, conn: Connection, **given: Any) -> list[Any]:
-        """Every row, as tuples."""
         cursor, sql, params = self._cursor(conn)
         cursor.execute(sql, params(given))
         rows = cursor.fetchall()
@@ -65,11 +56,8 @@ class Query:
         return list(rows)
 
     def each(self, conn: Connection, **given: Any) -> Generator[Any, None, None]:
-        """Every row, as tuples, one at a time (each dropped once the caller is done).
-
-        Close the iterator (`contextlib.closing`) if it may be left unfinished:
-        its cursor must close while the transaction is open.
-        """
+        """Every row, one at a time; close it if it may be left unfinished
+        (its cursor must close while the transaction is open)."""
         cursor, sql, params = self._cursor(conn)
         try:
             cursor.execute(sql, params(given))
@@ -78,7 +66,6 @@ class Query:
             cursor.close()
 
     def first(self, conn: Connection, **given: Any) -> Any:
-        """The first row, or None."""
         cursor, sql, params = self._cursor(conn)
         cursor.execute(sql, params(given))
         row = cursor.fetchone()
@@ -86,17 +73,13 @@ class Query:
         return row
 
     def scalar(self, conn: Connection, **given: Any) -> Any:
-        """The first column of the first row (there must be one)."""
         row = self.first(conn, **given)
         assert row is not None, "a scalar query returned no row"
         return row[0]
 
     def many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Run the statement once per row (an INSERT).
-
-        One row is executed alone: psycopg sends an ``executemany`` in a
-        pipeline of its own, which costs a lone append's insert three waits
-        for the server where one ``execute`` costs one."""
+        """Run the statement once per row. One row is executed alone: psycopg's
+        ``executemany`` pipeline costs three waits for the server, not one."""
         cursor, sql, params = self._cursor(conn)
         if len(rows) == 1:
             cursor.execute(sql, params(rows[0]))
@@ -107,11 +90,9 @@ class Query:
     def many_in_order(
         self, conn: Connection, names: tuple[str, ...], rows: Sequence[tuple[Any, ...]]
     ) -> None:
-        """Run the statement once per row, each the values of ``names`` in
-        that order, which must be the statement's own (a positional driver:
-        SQLite). No mapping is built per row: for the word index, whose
-        rows are many and small, that was a fifth of the time to write them.
-        """
+        """Run the statement once per row of the values of ``names``, the
+        statement's own order (SQLite): no mapping per row, a fifth of the
+        time to write the word index's many small rows."""
         cursor, sql, _ = self._cursor(conn)
         if self._orders[conn.dialect.name] != names:
             cursor.close()
@@ -121,8 +102,6 @@ class Query:
 
 
 class Utf8Bytes(FunctionElement[bytes]):
-    """The UTF-8 bytes of a text column, as the database holds them."""
-
     type = LargeBinary()
     inherit_cache = True
 

@@ -1,18 +1,10 @@
 """Where the SQL store's transactions run: one thread hop each.
 
-A transaction is a plain function of a SQLAlchemy `Connection`. It runs
-whole in a worker thread on the blocking driver (sqlite3, or psycopg for
-PostgreSQL), so a transaction costs one hop between the event loop and a
-thread, however many statements it holds (an async driver pays a hop per
-statement, cursor and commit). None runs on the event loop (see `Runner`).
-
-Nothing here belongs to an event loop: a call's result goes back to the
-loop that awaits it, so one store serves any number of threads and event
-loops at once.
-
-`Runner.steps` runs a transaction in several calls, for bodies that must
-await between statements (an import consuming a stream); its connection
-then stays checked out, in its transaction, between the calls.
+A transaction, a plain function of a `Connection`, runs whole in a worker
+thread on the blocking driver: one hop between the event loop and a
+thread however many statements it holds (an async driver pays a hop per
+statement). A result goes back to the loop that awaits it, so one store
+serves any number of threads and event loops.
 """
 
 from __future__ import annotations
@@ -29,16 +21,11 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine
 
-from sessionstore.backends.checks import Durability
 from sessionstore.backends.sql.engine import (
-    DEFAULT_BUSY_TIMEOUT,
     WRITE,
     begin_on_driver,
     is_sqlite,
-    open_sync_engine,
 )
-
-__all__ = ["Kind", "Runner", "Step", "Workers", "on_driver", "open_runner"]
 
 _T = TypeVar("_T")
 
@@ -46,37 +33,26 @@ Step = Callable[[Callable[[Connection], _T]], Awaitable[_T]]
 
 
 class Kind(enum.Enum):
-    """What a transaction does, named at each call: how it runs follows.
-
-    Every kind commits whole or not at all; a body may run `Query`
-    statements on the driver and SQLAlchemy's own alike.
-    """
+    """What a transaction does, named at each call: how it runs follows."""
 
     READ = "read"
-    """Reads what is committed. On SQLite one transaction, one snapshot. On
-    PostgreSQL each statement commits alone: at READ COMMITTED each takes
-    a snapshot of its own in a transaction too, so it sees what it would
-    have, and the BEGIN and COMMIT round trips are spared (a one-statement
-    read is one round trip, not three)."""
+    """Reads what is committed: on SQLite one snapshot; on PostgreSQL each
+    statement commits alone (at READ COMMITTED each takes its own snapshot
+    anyway), sparing the BEGIN and COMMIT round trips."""
 
     LOCKED_READ = "locked read"
-    """A read in one transaction on every database, for a body that locks
-    (``FOR SHARE``, ``LOCK TABLE``) or sets its isolation (``REPEATABLE
-    READ``: one snapshot on PostgreSQL): what it took holds to its end."""
+    """A read in one transaction everywhere, for a body that locks or sets
+    its isolation (``REPEATABLE READ``): what it took holds to its end."""
 
     WRITE = "write"
-    """Writes, one writer at a time: the database's writer lock, then on
-    SQLite ``BEGIN IMMEDIATE``; a writer locked out by another process is
-    tried again. Its commit survives a crash of the process, and a power
-    loss at ``durability="full"`` (always, on PostgreSQL)."""
+    """Writes, one writer at a time (then ``BEGIN IMMEDIATE`` on SQLite); its
+    commit survives a process crash, and a power loss at ``durability="full"``."""
 
     DURABLE_WRITE = "durable write"
-    """A write whose commit survives a power loss at any durability: on
-    SQLite it commits with a full fsync (``synchronous=FULL``)."""
+    """A write whose commit survives a power loss at any durability."""
 
     @property
     def writes(self) -> bool:
-        """Whether it writes (takes the writer lock)."""
         return self is not Kind.READ and self is not Kind.LOCKED_READ
 
 
@@ -93,13 +69,8 @@ def _resolve(future: asyncio.Future[_T], result: _T, error: BaseException | None
 
 
 class Workers:
-    """Threads running blocking calls for an event loop, fed from one queue.
-
-    Leaner than ``loop.run_in_executor``: a call is one queue put and its
-    result one ``call_soon_threadsafe``, with no concurrent future chained
-    between them; that halves the cost of a hop here (about 55 us instead
-    of 120 us on a 2-CPU machine).
-    """
+    """Threads running blocking calls, fed from one queue: leaner than
+    ``run_in_executor`` (no concurrent future chained), half the cost of a hop."""
 
     def __init__(self, count: int, name: str) -> None:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
@@ -111,7 +82,6 @@ class Workers:
             thread.start()
 
     def call(self, fn: Callable[[], _T]) -> asyncio.Future[_T]:
-        """Run ``fn`` in one of the threads; its result, awaitable on this loop."""
         future: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
         self._jobs.put((fn, future))
         return future
@@ -130,27 +100,16 @@ class Workers:
             del fn, future, result, error
 
     def stop(self) -> None:
-        """Let queued calls end, then the threads (blocking)."""
         for _ in self._threads:
             self._jobs.put(None)
         for thread in self._threads:
             thread.join()
 
 
-def on_driver(
-    conn: Connection, body: Callable[[Connection], _T], *, write: bool, durable: bool
-) -> _T:
-    """Run ``body`` in a SQLite transaction begun on the driver, and commit it."""
-    begin_on_driver(conn.connection, write=write, durable=durable)
-    return finish_on_driver(conn, body)
-
-
 def finish_on_driver(conn: Connection, body: Callable[[Connection], _T]) -> _T:
-    """Run ``body`` in the transaction begun on ``conn``'s driver, and commit
-    it (roll it back when ``body`` raises). Begun on the driver, commit
-    included: SQLAlchemy's begin and commit cost as much again as a small
-    transaction. A body's SQLAlchemy statement begins SQLAlchemy's own on
-    top of it (beginning nothing more: `engine`), which then ends it."""
+    """Run ``body`` in the transaction begun on the driver, and commit it there
+    (SQLAlchemy's begin and commit cost as much again as a small transaction);
+    a body's SQLAlchemy statement begins SQLAlchemy's own on top, which ends it."""
     driver = conn.connection.dbapi_connection
     assert driver is not None
     try:
@@ -163,7 +122,6 @@ def finish_on_driver(conn: Connection, body: Callable[[Connection], _T]) -> _T:
 
 
 def _autocommitted(conn: Connection, body: Callable[[Connection], _T]) -> _T:
-    """Run a read on PostgreSQL, each statement committed on its own (`Kind.READ`)."""
     driver = conn.connection.dbapi_connection
     assert driver is not None
     driver.autocommit = True
@@ -175,19 +133,13 @@ def _autocommitted(conn: Connection, body: Callable[[Connection], _T]) -> _T:
 
 
 class Runner:
-    """Each transaction runs whole in a worker thread, never on an event loop.
+    """Each transaction runs whole in a worker thread, never on an event loop
+    (however small, its I/O can wait for milliseconds, and the loop with it).
 
-    Writes run in one thread of their own (they take turns anyway), whose
-    connection's page cache then stays valid from one append to the next;
-    reads run in a few others, so that a long load never delays an append.
-    Each thread keeps one connection open for the store's life: checking
-    one out of SQLAlchemy's pool and back in cost about as much as a small
-    transaction itself.
-
-    No statement runs on the event loop's thread, however small: a few
-    rows read or a commit of WAL frames take tens of microseconds, but
-    their I/O can wait for milliseconds (a page read from disk, the file
-    system busy), and all that time every task on the loop waits too.
+    Writes run in one thread of their own, whose page cache then stays valid
+    from one append to the next; reads in a few others, so that a long load
+    never delays an append. Each thread keeps one connection for the store's
+    life (a check-out of the pool costs as much as a small transaction).
     """
 
     def __init__(self, engine: Engine, readers: int = 3) -> None:
@@ -207,7 +159,6 @@ class Runner:
         return conn
 
     def _connection(self) -> Connection:
-        """This thread's connection."""
         conn: Connection | None = getattr(self._local, "conn", None)
         if conn is None or conn.closed or conn.invalidated:
             conn = self._local.conn = self._open()
@@ -219,18 +170,16 @@ class Runner:
             if kind is Kind.READ:
                 return _autocommitted(conn, body)
             return finish_on_driver(conn, body)
-        return on_driver(conn, body, write=kind.writes, durable=kind is Kind.DURABLE_WRITE)
+        begin_on_driver(conn.connection, write=kind.writes, durable=kind is Kind.DURABLE_WRITE)
+        return finish_on_driver(conn, body)
 
     async def run(self, body: Callable[[Connection], _T], kind: Kind) -> _T:
-        """Run ``body`` as a transaction of ``kind``, and commit it."""
         workers = self._writer if kind.writes else self._readers
         return await workers.call(partial(self._in_transaction, body, kind))
 
     async def checkpoint(self) -> bool:
-        """SQLite: copy the WAL into the database file and truncate it to
-        nothing (``wal_checkpoint(TRUNCATE)``, waiting up to the busy
-        timeout for other connections' readers); whether it completed.
-        PostgreSQL: nothing to do (True)."""
+        """SQLite: ``wal_checkpoint(TRUNCATE)``, waiting up to the busy timeout
+        for other readers; whether it completed (PostgreSQL: True)."""
         if not self._sqlite:
             return True
 
@@ -248,7 +197,6 @@ class Runner:
 
     @asynccontextmanager
     async def steps(self) -> AsyncIterator[Step[Any]]:
-        """A write transaction run in several calls (`Database.steps`)."""
         call = self._writer.call
         conn = await call(self.sync_engine.connect)
         try:
@@ -264,7 +212,7 @@ class Runner:
             await call(conn.close)
 
     def connections(self) -> list[Connection]:
-        """The connections open now (for tools that watch them: tests' traces)."""
+        """The connections open now (for tools that watch them)."""
         with self._opened_lock:
             return list(self._opened)
 
@@ -280,14 +228,3 @@ class Runner:
 
     async def dispose(self) -> None:
         await asyncio.to_thread(self._close)
-
-
-def open_runner(
-    target: str,
-    *,
-    durability: Durability = "normal",
-    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-) -> Runner:
-    """Where a store's transactions run: worker threads on a blocking engine."""
-    engine = open_sync_engine(target, durability=durability, busy_timeout=busy_timeout, pooled=True)
-    return Runner(engine)

@@ -1,27 +1,13 @@
 """Which schema a database holds, and creating it: the check every open runs.
 
-The revision is kept in the table ``sessionstore_alembic_version``, so a
-database shared with an application that runs alembic itself keeps the two
-histories apart. A database at `REVISION`, the newest this code knows, is
-recognised by one query; alembic (and its migration scripts) load only to
-create the schema, or to say what an unknown revision is.
-
-The migrations are the one definition of the schema. A new database is
-given it by replaying what they did, kept in two files generated from
-them and shipped beside them (``migrations/snapshot.sqlite.json``,
-``migrations/snapshot.postgresql.json``; ``scripts/schema_snapshot.py``
-writes them, and tests compare a new store with a migrated database,
-object for object and row for row), so a suite or a service making many
-small stores never runs alembic, and nothing is kept in the process:
-
-* SQLite (`_SqliteSchema`): every object's SQL as the migrations left it
-  in ``sqlite_master`` (verbatim), and every row they wrote (the revision,
-  the word index's mark), written to the new database in one transaction:
-  a tenth of alembic's cost.
-* PostgreSQL (`_PostgresSchema`): every statement the migrations send to
-  the driver, with its parameters, sent again in the caller's
-  transaction. Nothing in them names the schema: it is the connection's
-  ``search_path``.
+The revision is kept in ``sessionstore_alembic_version``, apart from an
+application's own alembic history. A database at `REVISION` is recognised
+by one query. A new one is given the schema by replaying what the
+migrations did, kept in the `SNAPSHOTS` files beside them
+(``scripts/schema_snapshot.py`` writes them; tests compare a new store with
+a migrated database), so making a store never runs alembic: on SQLite
+every object's SQL and row as the migrations left them, on PostgreSQL
+every statement they sent (naming no schema: the ``search_path`` does).
 """
 
 from __future__ import annotations
@@ -38,34 +24,16 @@ from sessionstore.wire import decode_value, encode_value
 if TYPE_CHECKING:
     from alembic.config import Config
 
-__all__ = [
-    "REVISION",
-    "SNAPSHOTS",
-    "VERSION_TABLE",
-    "alembic_config",
-    "ensure_schema",
-    "revision_of",
-    "snapshot",
-]
-
 VERSION_TABLE = "sessionstore_alembic_version"
-"""Where alembic records the revision of sessionstore's schema."""
-
-REVISION = "0012"
-"""The newest revision of the shipped migrations (a test checks it is alembic's head)."""
+REVISION = "0012"  # the newest shipped migration (a test checks it is alembic's head)
 
 _SCHEMA_LOCK = 0x5E5510  # the advisory lock PostgreSQL creators of the schema take
 _VERSION = table(VERSION_TABLE, column("version_num"))
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
-    """An alembic `Config` for the shipped migrations, built in code.
-
-    Args:
-        connection: a connection to run on, passed to ``env.py`` through
-            ``config.attributes``; without one, ``env.py`` opens the URL it
-            is given on the command line.
-    """
+    """An alembic `Config` for the shipped migrations, built in code; without
+    a ``connection``, ``env.py`` opens the URL its command line gives."""
     from alembic.config import Config
 
     config = Config()
@@ -87,21 +55,9 @@ def _upgrade_command(target: str) -> str:
 
 
 def ensure_schema(connection: Connection, target: str, *, create: bool) -> bool:
-    """Check that the database has the current schema; create it when empty.
-
-    With ``create=False`` nothing is written: an empty database only makes
-    it return True. With ``create=True`` it must run inside the caller's
-    write transaction, so two processes opening one new database do not
-    both create it.
-
-    Returns:
-        Whether the schema is still to be created.
-
-    Raises:
-        SchemaOutdatedError: the schema is older; it names the upgrade command.
-        SchemaTooNewError: the schema comes from a newer sessionstore.
-        SchemaError: our tables exist without a recorded revision.
-    """
+    """Check that the database has the current schema, creating it when empty
+    with ``create`` (in the caller's write transaction); whether it is still
+    to be created. An older schema's error names the upgrade command."""
     if create and connection.dialect.name == "postgresql":
         # One creator at a time; SQLite's write transaction already is one.
         connection.execute(select(func.pg_advisory_xact_lock(_SCHEMA_LOCK)))
@@ -117,9 +73,9 @@ def ensure_schema(connection: Connection, target: str, *, create: bool) -> bool:
             )
         if create:
             if connection.dialect.name == "sqlite":
-                _SqliteSchema.write(connection)
+                _sqlite_write(connection)
             else:
-                _PostgresSchema.write(connection)
+                _postgres_write(connection)
         return not create
     if not _known(current):
         raise SchemaTooNewError(
@@ -132,28 +88,22 @@ def ensure_schema(connection: Connection, target: str, *, create: bool) -> bool:
     )
 
 
+# The file of sessionstore.migrations keeping what the migrations make, per dialect.
 SNAPSHOTS = {"sqlite": "snapshot.sqlite.json", "postgresql": "snapshot.postgresql.json"}
-"""The file of ``sessionstore.migrations`` keeping what the migrations make, per dialect."""
 
 
 def snapshot(connection: Connection) -> str:
-    """What the migrations make, run on ``connection`` (an empty SQLite
-    database, or an empty PostgreSQL schema first on its ``search_path``,
-    in a transaction), as the text of its `SNAPSHOTS` file."""
+    """What the migrations make, run on ``connection`` (an empty database, or
+    PostgreSQL schema first on its ``search_path``), as its `SNAPSHOTS` text."""
     if connection.dialect.name == "sqlite":
-        made: dict[str, Any] = _SqliteSchema.made(connection)
+        made: dict[str, Any] = _sqlite_made(connection)
     else:
-        made = {"sent": _PostgresSchema.made(connection)}
+        made = {"sent": _postgres_made(connection)}
     return encode_value({"revision": REVISION, **made}) + "\n"
 
 
 def _snapshot(dialect: str) -> dict[str, Any]:
-    """The dialect's `SNAPSHOTS` file, read.
-
-    Raises:
-        SchemaError: it is not this code's revision (a migration was added
-            and the snapshot not written again: ``scripts/schema_snapshot.py``).
-    """
+    """The dialect's `SNAPSHOTS` file, read; refused when of another revision."""
     text = resources.files("sessionstore.migrations").joinpath(SNAPSHOTS[dialect]).read_text()
     kept: dict[str, Any] = decode_value(text)
     if kept.get("revision") != REVISION:
@@ -165,90 +115,79 @@ def _snapshot(dialect: str) -> dict[str, Any]:
     return kept
 
 
-class _SqliteSchema:
-    """The objects and rows the migrations make in a new SQLite database."""
+# SQLite objects are created in this order, each kind in the order the
+# migrations made it: a trigger's body may name any table.
+_KINDS = ("table", "index", "view", "trigger")
 
-    # Created in this order, each kind in the order the migrations made it:
-    # a trigger's body may name any table.
-    _KINDS = ("table", "index", "view", "trigger")
 
-    @classmethod
-    def made(cls, connection: Connection) -> dict[str, Any]:
-        """Run the migrations on ``connection``'s empty database; what they made."""
-        from alembic import command
+def _sqlite_made(connection: Connection) -> dict[str, Any]:
+    """Run the migrations on an empty SQLite database: its objects' SQL and rows."""
+    from alembic import command
 
+    command.upgrade(alembic_config(connection), "head")
+    objects = connection.exec_driver_sql(
+        "SELECT type, sql FROM sqlite_master "
+        "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+    ).all()
+    rows = {}
+    for (name,) in connection.exec_driver_sql(
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid"
+    ).all():
+        found = connection.exec_driver_sql(f'SELECT * FROM "{name}"').all()
+        if found:
+            rows[name] = [list(row) for row in found]
+    statements = [sql for kind in _KINDS for made, sql in objects if made == kind]
+    return {"statements": statements, "rows": rows}
+
+
+def _sqlite_write(connection: Connection) -> None:
+    kept = _snapshot("sqlite")
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    cursor = driver.cursor()
+    try:
+        for statement in kept["statements"]:
+            cursor.execute(statement)
+        for name, rows in kept["rows"].items():
+            places = ", ".join("?" * len(rows[0]))
+            cursor.executemany(f'INSERT INTO "{name}" VALUES ({places})', rows)
+    finally:
+        cursor.close()
+
+
+def _postgres_write(connection: Connection) -> None:
+    cursor = connection.connection.cursor()
+    try:
+        for statement, parameters, many in _snapshot("postgresql")["sent"]:
+            if many:
+                cursor.executemany(statement, parameters)
+            else:
+                cursor.execute(statement, parameters)
+    finally:
+        cursor.close()
+
+
+def _postgres_made(connection: Connection) -> list[list[Any]]:
+    """Run the migrations on an empty PostgreSQL schema: every statement sent,
+    with its parameters and whether it ran for many."""
+    from alembic import command
+
+    sent: list[list[Any]] = []
+
+    def keep(_c: Any, _cursor: Any, statement: str, parameters: Any, _x: Any, many: bool) -> None:
+        sent.append([statement, _plain(parameters), many])
+
+    event.listen(connection, "before_cursor_execute", keep)
+    try:
         command.upgrade(alembic_config(connection), "head")
-        objects = connection.exec_driver_sql(
-            "SELECT type, sql FROM sqlite_master "
-            "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
-        ).all()
-        rows = {}
-        for (name,) in connection.exec_driver_sql(
-            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid"
-        ).all():
-            found = connection.exec_driver_sql(f'SELECT * FROM "{name}"').all()
-            if found:
-                rows[name] = [list(row) for row in found]
-        statements = [sql for kind in cls._KINDS for made, sql in objects if made == kind]
-        return {"statements": statements, "rows": rows}
-
-    @staticmethod
-    def write(connection: Connection) -> None:
-        """Make the schema in ``connection``'s database (empty, in its write transaction)."""
-        kept = _snapshot("sqlite")
-        driver = connection.connection.driver_connection
-        assert driver is not None
-        cursor = driver.cursor()
-        try:
-            for statement in kept["statements"]:
-                cursor.execute(statement)
-            for name, rows in kept["rows"].items():
-                places = ", ".join("?" * len(rows[0]))
-                cursor.executemany(f'INSERT INTO "{name}" VALUES ({places})', rows)
-        finally:
-            cursor.close()
-
-
-class _PostgresSchema:
-    """The statements the migrations send to a new PostgreSQL schema."""
-
-    @staticmethod
-    def write(connection: Connection) -> None:
-        """Make the schema in ``connection``'s empty schema, in its write transaction."""
-        cursor = connection.connection.cursor()
-        try:
-            for statement, parameters, many in _snapshot("postgresql")["sent"]:
-                if many:
-                    cursor.executemany(statement, parameters)
-                else:
-                    cursor.execute(statement, parameters)
-        finally:
-            cursor.close()
-
-    @staticmethod
-    def made(connection: Connection) -> list[list[Any]]:
-        """Run the migrations on ``connection``, keeping every statement they
-        send, with its parameters (and whether it ran for many)."""
-        from alembic import command
-
-        sent: list[list[Any]] = []
-
-        def keep(
-            _c: Any, _cursor: Any, statement: str, parameters: Any, _x: Any, many: bool
-        ) -> None:
-            sent.append([statement, _plain(parameters), many])
-
-        event.listen(connection, "before_cursor_execute", keep)
-        try:
-            command.upgrade(alembic_config(connection), "head")
-        finally:
-            event.remove(connection, "before_cursor_execute", keep)
-        return sent
+    finally:
+        event.remove(connection, "before_cursor_execute", keep)
+    return sent
 
 
 def _plain(value: Any) -> Any:
-    """A statement's parameters as JSON holds them (SQLAlchemy passes names
-    as ``quoted_name``, a ``str``; tuples become lists, as the driver takes them)."""
+    """A statement's parameters as JSON holds them (a ``quoted_name`` a plain
+    ``str``, tuples lists, as the driver takes them)."""
     if isinstance(value, str):
         return str(value)
     if isinstance(value, dict):
@@ -259,7 +198,6 @@ def _plain(value: Any) -> Any:
 
 
 def _known(revision: str) -> bool:
-    """Whether the shipped migrations hold ``revision``."""
     from alembic.script import ScriptDirectory
     from alembic.util.exc import CommandError
 

@@ -1,25 +1,10 @@
 """Encryption at rest on the SQL store: which stores are sealed, and their rows.
 
-A store is sealed from its first open with ``keys=`` (docs/encryption.md):
-its database then holds the one row of ``sealing`` (migration 0008),
-naming the store's id, which its keyring serves. Sealed, the store keeps
-in place of each text that says what a session holds its sealed form
-(`Sealer`, base64 in text columns, bytes in ``journal_lines``):
-
-* ``sessions.header``, ``entries.line``, ``titles.title``,
-  ``journal_lines.line``: sealed, each bound to its session (or journal)
-  and position;
-* ``listing.owner``: a keyed token (`Sealer.owner`), equal for equal owners;
-* the word index's words: tokens equal for equal words within a bucket of
-  sessions, under the bucket's word key (`sessionstore.backends.sql.wordkeys`);
-* ids, ``seq``, timestamps, entry types, ``first_kept_id``, lengths, heads
-  and erasure records: clear, as the store's structure needs them.
-
-Digests chain what is stored: the sealed texts.
-
-The helpers here seal what a write stores and open what a read finds;
-every other module of the package passes them its rows and never sees
-the cipher.
+A store sealed from its first open with ``keys=`` holds the one row of
+``sealing`` naming its id, which its keyring serves; which columns it
+keeps sealed, and which clear: docs/encryption.md. The helpers here seal
+what a write stores and open what a read finds; the other modules pass
+them rows and never see the cipher.
 """
 
 from __future__ import annotations
@@ -53,28 +38,11 @@ if TYPE_CHECKING:
     from sessionstore.encryption.keys import Key
     from sessionstore.encryption.sealer import DataKey, Sealer
 
-__all__ = [
-    "KEYRING_SUFFIX",
-    "SCHEME",
-    "holders",
-    "key_id_of",
-    "listed_meta",
-    "new_header",
-    "open_header",
-    "open_lines",
-    "seal_line",
-    "session_key_id",
-    "start",
-    "sweep",
-]
-
 _T = TypeVar("_T")
 
 SCHEME = "aes-256-gcm/1"
-"""The cipher scheme a sealed store's row names (`sessionstore.encryption.cipher`)."""
 
-KEYRING_SUFFIX = ".keys"
-"""A SQLite store's default keyring: a file beside the database, this added to its name."""
+KEYRING_SUFFIX = ".keys"  # a SQLite store's default keyring: the file beside it
 
 _ROW = Query(select(sealing.c.store_id, sealing.c.scheme))
 _ANYTHING = Query(
@@ -91,14 +59,7 @@ async def start(
     keys: Key | Iterable[Key] | None,
     keyring: Keyring | str | os.PathLike[str] | None,
 ) -> Sealer | None:
-    """The sealer of the store in ``database``, or None for a plain one.
-
-    Raises:
-        EncryptionKeyError: a sealed store opened without keys, a plain one
-            that holds anything opened with them, keys that do not open it,
-            a keyring without keys, or none for PostgreSQL.
-        ConfigurationError: no cryptography package.
-    """
+    """The sealer of the store in ``database``, or None for a plain one."""
     found = await database.transaction(Kind.READ, None, _sealing_row)
     if keys is None:
         if keyring is not None:
@@ -128,10 +89,10 @@ async def start(
     master = MasterKeys(keys)
     ring = _keyring(database, keyring)
     as_text = not is_sqlite(database.runner.url)  # SQLite keeps the sealed bytes as they are
+    started = partial(Sealer.start, master, ring, as_text=as_text)
     try:
         if found is not None:
-            start = partial(Sealer.start, master, ring, found[0], new=False, as_text=as_text)
-            sealer = await _in_thread(start)
+            sealer = await asyncio.to_thread(started, found[0], new=False)
             await sweep(database, sealer)
             await wordconvert.convert(database, sealer)
             return sealer
@@ -139,36 +100,31 @@ async def start(
         # row finds its keyring ready. Another process naming its own first
         # wins; ours is left unused.
         store_id = uuid.uuid4().hex
-        start = partial(Sealer.start, master, ring, store_id, new=True, as_text=as_text)
-        sealer = await _in_thread(start)
+        sealer = await asyncio.to_thread(started, store_id, new=True)
         seal = partial(_seal_store, store_id=store_id)
         named = await database.transaction(Kind.DURABLE_WRITE, None, seal)
         if named == store_id:
             return sealer
-        return await _in_thread(
-            partial(Sealer.start, master, ring, named, new=False, as_text=as_text)
-        )
+        return await asyncio.to_thread(started, named, new=False)
     except BaseException:
         ring.close()
         raise
 
 
 async def sweep(database: Database, sealer: Sealer) -> int:
-    """Destroy the keys an erase doomed and then died before destroying:
-    those an erasure record names (its transaction committed). A doomed key
-    no record names is an erase cut short before its commit (or refused):
-    it still opens, and erasing again ends it. A doomed word key is
-    destroyed once ``word_keys`` no longer names it (`wordkeys.rekey`).
-    How many were destroyed."""
+    """Destroy the doomed keys an erase committed and then died before
+    destroying (an erasure record names them; a word key, once ``word_keys``
+    no longer does); how many. A doomed key of an erase cut short before its
+    commit still opens, and erasing again ends it."""
     destroyed = 0
-    for key in await _in_thread(sealer.keyring.doomed):
+    for key in await asyncio.to_thread(sealer.keyring.doomed):
         if key.scope == "words":
             ended = partial(wordkeys.doomed_key_ended, key_id=key.key_id, bucket=int(key.name))
         else:
             ended = partial(_erased, key_id=key.key_id, scope=key.scope, name=key.name)
         erased = await database.transaction(Kind.READ, None, ended)
         if erased:
-            await _in_thread(partial(sealer.destroy, key.key_id))
+            await asyncio.to_thread(partial(sealer.destroy, key.key_id))
             destroyed += 1
     return destroyed
 
@@ -185,9 +141,7 @@ _ERASED = Query(
 
 
 def _erased(conn: Connection, *, key_id: bytes, scope: str, name: str) -> bool:
-    """Whether an erasure of the session (or journal) ``name`` names ``key_id``
-    as the key it destroys: never true of a key its session still holds, nor
-    of another session's key."""
+    """Whether an erasure of the session (or journal) ``name`` destroys ``key_id``."""
     return _ERASED.first(conn, kind=scope, name=name, key=key_id.hex()) is not None
 
 
@@ -214,11 +168,6 @@ def _keyring(database: Database, keyring: Keyring | str | os.PathLike[str] | Non
     return SqlKeyring(Path(url.database).with_name(Path(url.database).name + KEYRING_SUFFIX))
 
 
-async def _in_thread(call: Callable[[], _T]) -> _T:
-    """A keyring's blocking call (at open only), off the event loop."""
-    return await asyncio.to_thread(call)
-
-
 _SEAL = Query(insert(sealing).values(id=1, scheme=SCHEME, store_id=bindparam("store_id")))
 
 
@@ -230,7 +179,6 @@ def _sealing_row(conn: Connection) -> tuple[str, str] | None:
 
 
 def _holds_anything(conn: Connection) -> bool:
-    """Whether the store holds a session, a journal line or a head."""
     return any(count for (count,) in _ANYTHING.all(conn))
 
 
@@ -242,9 +190,8 @@ def _plain() -> EncryptionKeyError:
 
 
 def _seal_store(conn: Connection, *, store_id: str) -> str:
-    """Name the store sealed (a write transaction's body); the id named.
-    On PostgreSQL the table is locked first: of workers opening a new store
-    at once, one names it, and the others then find its row."""
+    """Name the store sealed; the id named. Locked on PostgreSQL: of workers
+    opening a new store at once, one names it, and the others find its row."""
     if conn.dialect.name == "postgresql":
         conn.execute(text("LOCK TABLE sealing IN EXCLUSIVE MODE"))
     found = _sealing_row(conn)
@@ -264,10 +211,8 @@ def _seal_store(conn: Connection, *, store_id: str) -> str:
 def new_header(
     sealer: Sealer | None, session_id: str, header: str
 ) -> Iterator[tuple[str | bytes, DataKey | None]]:
-    """A new session's header line as its row keeps it, and the session's
-    new data key (the line itself and None, when plain). The key is kept in
-    the keyring before anything is sealed with it, and destroyed again if
-    the block fails (a duplicate id, say)."""
+    """A new session's header as its row keeps it, and its new data key (the
+    line and None, when plain); the key is destroyed again if the block fails."""
     if sealer is None:
         yield header, None
         return
@@ -280,15 +225,13 @@ def new_header(
 
 
 def open_header(sealer: Sealer | None, session_id: str, stored: str, where: str) -> str:
-    """The header line ``sessions.header`` holds."""
     if sealer is None:
         return stored
     return sealer.open_text("header", session_id, 0, stored, where=where)
 
 
 def key_id_of(value: str | bytes) -> bytes | None:
-    """The id of the data key a stored (sealed) value names; None if it is
-    no sealed value."""
+    """The id of the data key a sealed value names; None if it is not sealed."""
     from sessionstore.encryption.cipher import Sealed, sealed_key_id, stored
 
     try:
@@ -298,15 +241,8 @@ def key_id_of(value: str | bytes) -> bytes | None:
 
 
 def session_key_id(conn: Connection, *, session_id: str, sealer: Sealer | None = None) -> bytes:
-    """The id of the data key of a session of a sealed store (a read
-    transaction's body). With ``sealer``, checked: the header opens as this
-    session's header, and the keyring holds that key for this session.
-
-    Raises:
-        SessionNotFoundError: no such session.
-        CorruptSessionError: its header names no key, or (checked) does not
-            open as its own, or its key is kept for something else.
-    """
+    """The id of a sealed session's data key; with ``sealer``, checked: the
+    header opens as its own, and the keyring holds the key for this session."""
     header = find_session(conn, session_id).header
     found = key_id_of(header)
     if found is None:
@@ -325,15 +261,8 @@ def session_key_id(conn: Connection, *, session_id: str, sealer: Sealer | None =
     return found
 
 
-def seal_line(sealer: Sealer, key: DataKey, session_id: str, seq: int, line: str) -> str | bytes:
-    """What ``entries.line`` holds for entry ``seq`` of a session."""
-    return sealer.seal_text(key, "entry", session_id, seq, line)
-
-
 def holders(conn: Connection, session_id: str, spans: Lineage) -> Callable[[int], str]:
-    """The id of the session holding each ``seq`` of a history as its own
-    row: the session itself, or for what a fork shares, its bases (read
-    once, here)."""
+    """The id of the session holding each ``seq`` of a history as its own row."""
     if len(spans.spans) == 1:
         return lambda seq: session_id
     names = {**spans.names, spans.pk: session_id}
@@ -354,10 +283,8 @@ def open_lines(
     *,
     as_bytes: bool = False,
 ) -> Iterator[Any]:
-    """The rows ``(seq, stored line, ...)`` of a history with their lines
-    opened (as text, or UTF-8 bytes with ``as_bytes``), the rest of each row
-    as it was. Each line is opened as the session ``holder(seq)``, which
-    holds it as its own row, sealed it (`holders`)."""
+    """Rows ``(seq, stored line, ...)`` with their lines opened (UTF-8 bytes
+    with ``as_bytes``), each as sealed by the session ``holder(seq)``."""
     if sealer is None or holder is None:
         return iter(rows)
     opened = sealer.open_rows("entry", holder, rows, where)
@@ -367,7 +294,6 @@ def open_lines(
 
 
 def listed_meta(sealer: Sealer | None, meta: SessionMeta) -> SessionMeta:
-    """The header as the listing keeps it: its owner a token when sealed."""
     if sealer is None or meta.owner is None:
         return meta
     return meta.model_copy(update={"owner": sealer.owner(meta.owner)})

@@ -1,30 +1,12 @@
 """`SqlStore.search`: the word index's answer, expanded to forks, ranked, paged.
 
-Hits come in the one order of every backend (`words.rank_key`: best
-`words.score` first, then session id, then ``seq``), the cursor holding
-that key. One read transaction (one snapshot) answers a page:
-
-1. **Stored rows** (session key, ``seq``) whose message holds every word,
-   with the ``hits`` and ``length`` the score is made of: from the index
-   (`sessionstore.backends.sql.wordindex`), and the messages it does not
-   hold, read and matched here: on SQLite the backlog past the index's
-   mark (fewer than `wordindex.BACKLOG` entries but for one write's
-   worth), on PostgreSQL the rare message too large for a ``tsvector``.
-   Both give the same score, so a hit keeps its place when the backlog is
-   indexed between two pages.
-2. **Sessions holding each row.** A fork shares its source's rows (see
-   `sessionstore.backends.sql.lineage`): a row is in its own session, in
-   each fork whose ``base_pk`` is that session and ``base_seq`` reaches the
-   row, and in every fork of those (a fork's base always holds its last
-   shared entry, so a fork of a fork shares all its base shares). Its
-   ``seq`` is the same in each: each holder is a hit, with its own id.
-3. **Hits** in order, after the cursor's; the owner filter reads each
-   session's header; the snippet comes from the row's line.
-
-SQLite ranks in the process, the index's rows of the query's rarest word
-read with their session's id (and whether it has forks) in one
-statement; PostgreSQL in one statement, the forks expanded by a
-recursive query. Only the lines and headers of a page's hits are read.
+Hits come in `words.rank_key` order, the cursor holding that key. One read
+(one snapshot) answers a page: the stored rows holding every word, from
+the index and from the messages it does not hold (SQLite's backlog, a
+PostgreSQL message too large for a ``tsvector``), scored alike; then each
+session holding each row (a fork shares its base's rows up to ``base_seq``,
+and so do its forks); then the owner filter and snippets, reading only the
+page's lines and headers. docs/sql.md, Search.
 """
 
 from __future__ import annotations
@@ -68,12 +50,9 @@ from sessionstore.wire.stored import read_stored_meta
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = ["KEY_PARTS", "StaleKeys", "Start", "search", "snapshot", "start_of"]
-
 _T = TypeVar("_T")
 
-KEY_PARTS = 3
-"""Parts of a search cursor's key: score, session id, seq (`words.rank_key`)."""
+KEY_PARTS = 3  # of a cursor's key: score, session id, seq (`words.rank_key`)
 
 
 class Start(NamedTuple):
@@ -85,11 +64,7 @@ class Start(NamedTuple):
 
 
 def start_of(cursor: str, kind: str) -> Start:
-    """The key a `SearchHit.cursor` holds.
-
-    Raises:
-        InvalidCursorError: not a cursor of this search, or edited.
-    """
+    """The key a `SearchHit.cursor` holds."""
     key = Cursor.decode(cursor, kind, length=KEY_PARTS).key
     try:
         found = float(key[0])
@@ -120,16 +95,14 @@ _SQLITE_PROBE = Query(
         f"WHERE word = :word LIMIT {_PROBE})"
     )
 )
-"""SQLite: about how many messages hold a word (the bytes of its rows, up to a bound)."""
+# SQLite: about how many messages hold a word (the bytes of its rows, up to a bound).
 
 
 def _sqlite_rows(others: int) -> Query:
-    """SQLite: the rows of the word ``driver`` (``session_pk``, ``batch``,
-    ``postings``), each with its session's id (NULL if none) and whether
-    that session has forks, the lengths of its batch and the rows of the
-    ``others`` words ``w1``, ``w2``... at its key, a batch lacking one left
-    out: SQLite looks them up, not a statement each. CROSS JOIN keeps the
-    driver first."""
+    """SQLite: the rows of the word ``driver``, each with its session's id and
+    whether it has forks, its batch's lengths and the rows of the ``others``
+    words ``w1``, ``w2``... at its key (a batch lacking one left out), in one
+    statement. CROSS JOIN keeps the driver first."""
     joined = ["lengths", *(f"w{n}" for n in range(1, others + 1))]
     on = " ".join(
         f"AND {alias}.word = :{alias} AND {alias}.session_pk = d.session_pk "
@@ -150,7 +123,6 @@ def _sqlite_rows(others: int) -> Query:
 
 
 _SQLITE_ROWS = tuple(_sqlite_rows(others) for others in range(8))
-"""`_sqlite_rows` of up to seven other words; a longer query makes its own."""
 
 _MARK = Query(select(search_mark.c.indexed))
 
@@ -173,10 +145,6 @@ _POSTGRES_HITS = Query(
         'ORDER BY score DESC, id COLLATE "C", seq LIMIT :size'
     ).bindparams(bindparam("keys", type_=ARRAY(Text)))
 )
-"""PostgreSQL: the hits whose vector holds every word (the GIN index answers
-``@@``), scored from the positions of the words in it (256 a word at
-most, `words.HITS_PER_WORD`), one per session holding the row (a fork's
-base is older than the fork: no loop), in rank order from a key on."""
 
 _POSTGRES_UNINDEXED = Query(
     text(
@@ -185,7 +153,6 @@ _POSTGRES_UNINDEXED = Query(
         "WHERE v.words IS NULL"
     )
 )
-"""PostgreSQL: the messages too large for a vector, through a partial index."""
 
 _SESSION = Query(select(sessions.c.id, sessions.c.header).where(sessions.c.pk == bindparam("pk")))
 _FORKS = Query(
@@ -205,9 +172,7 @@ def search(
     kind: str,
     sealer: Sealer | None = None,
 ) -> list[SearchHit]:
-    """A page of hits (a read transaction's body); see the module doc. In a
-    sealed store the index is asked for the words' tokens in each bucket
-    of sessions, and the lines and headers read are opened."""
+    """A page of hits; sealed, the index is asked for each bucket's tokens."""
     keys = list(dict.fromkeys(map(word_key, wanted)))
     named = None if sealer is None else wordkeys.named(conn)
     hits = _page(conn, wanted, keys, owner, limit, start, kind, sealer, named)
@@ -251,16 +216,12 @@ def _page(
 
 
 class StaleKeys(Exception):
-    """The word keys a search read changed (an erase committed since), or
-    one is destroyed: search again. `SqlStore` catches it and searches
-    again, the last time in one snapshot; there, a key gone for good is
-    the `EncryptionKeyError` it raises."""
+    """The word keys a search read changed (an erase committed since), or one
+    is destroyed: search again (`SqlStore`: the last time in one snapshot)."""
 
 
 def snapshot(body: Callable[[Connection], _T], conn: Connection) -> _T:
-    """``body`` in one snapshot (PostgreSQL: REPEATABLE READ; a SQLite read
-    transaction is one): a sealed search reads the word keys, then the
-    tokens made under them."""
+    """``body`` in one snapshot (PostgreSQL: REPEATABLE READ; SQLite's reads are)."""
     if conn.dialect.name == "postgresql":
         conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     return body(conn)
@@ -275,7 +236,6 @@ def _ranked(
     sealer: Sealer | None,
     named: list[tuple[int, bytes]] | None,
 ) -> Iterator[_Hit]:
-    """Every hit of the query, in rank order, after ``start``'s."""
     past = None if start is None else rank_key(*start)
     unindexed = sorted(
         (negated, session_id, seq, pk, holder, entry)
@@ -289,8 +249,7 @@ def _ranked(
 
 
 def _tokens(keys: list[str], sealer: Sealer, named: list[tuple[int, bytes]]) -> list[list[str]]:
-    """Sealed: the query's words as the index holds them in each bucket of
-    sessions (`wordkeys`), a list of tokens per bucket."""
+    """Sealed: the query's words as each bucket holds them, a list per bucket."""
     digests = [sealer.word(key) for key in keys]
     try:
         current = wordkeys.keys_of(sealer, named)
@@ -305,9 +264,7 @@ def _from_index(
     groups: list[list[str]],
     past: tuple[float, str, int] | None,
 ) -> Iterator[_Hit]:
-    """The hits of the index's rows holding every word of one of ``groups``
-    (the query's words as each bucket holds them), in rank order, after the
-    key ``past``, page by page."""
+    """The index's hits of every word of one of ``groups``, in rank order after ``past``."""
     if not groups:
         return
     if conn.dialect.name != "postgresql":
@@ -339,9 +296,8 @@ def _from_postings(
     groups: list[list[str]],
     past: tuple[float, str, int] | None,
 ) -> Iterator[_Hit]:
-    """SQLite: the index's hits after the key ``past``, in rank order, a page
-    at a time: each page ranks every message holding the words again,
-    keeping only the page's best (`_holding`)."""
+    """SQLite: the index's hits after ``past``, a page at a time, each ranking
+    every message holding the words again and keeping the page's best."""
     drivers = []
     for keys in groups:
         driver = _rarest(conn, keys)
@@ -361,9 +317,7 @@ def _from_postings(
 
 
 def _holding(conn: Connection, holders: _Holders, driver: str, others: list[str]) -> Iterator[_Hit]:
-    """SQLite: the hits of each message holding ``driver`` and every word of
-    ``others``: the driver's rows, each with the rows of the others and the
-    lengths at its key; a session with forks asks `_Holders` for them."""
+    """SQLite: the hits of each message holding ``driver`` and all ``others``."""
     statement = _SQLITE_ROWS[len(others)] if len(others) < 8 else _sqlite_rows(len(others))
     given = {f"w{n}": word for n, word in enumerate(others, 1)}
     for pk, session_id, forked, batch, blob, lengths, *held in statement.all(
@@ -386,16 +340,14 @@ def _holding(conn: Connection, holders: _Holders, driver: str, others: list[str]
 
 
 def _capped(postings: dict[int, int]) -> dict[int, int]:
-    """A word's ``{seq: hits}``, each counted `HITS_PER_WORD` times at most
-    (rarely more: the check is one pass in C)."""
+    """A word's ``{seq: hits}``, each counted `HITS_PER_WORD` times at most."""
     if postings and max(postings.values()) > HITS_PER_WORD:
         return {seq: min(count, HITS_PER_WORD) for seq, count in postings.items()}
     return postings
 
 
 def _rarest(conn: Connection, keys: list[str]) -> str | None:
-    """SQLite: the word held by the fewest messages; None when one is held by
-    none. One word is its own (a sealed search asks once per bucket)."""
+    """SQLite: the word held by the fewest messages; None when one is held by none."""
     if len(keys) == 1:
         return keys[0]
     counts = [(_SQLITE_PROBE.scalar(conn, word=key), key) for key in keys]
@@ -406,7 +358,6 @@ def _rarest(conn: Connection, keys: list[str]) -> str | None:
 def _unindexed(
     conn: Connection, wanted: Sequence[str], keys: list[str], sealer: Sealer | None
 ) -> Iterator[_Row]:
-    """The messages the index does not hold that hold every word, read here."""
     if conn.dialect.name == "postgresql":
         rows = _POSTGRES_UNINDEXED.each(conn)
     else:
@@ -452,8 +403,6 @@ _POSTGRES_LINES = Query(
         bindparam("pks", type_=ARRAY(BigInteger)), bindparam("seqs", type_=ARRAY(BigInteger))
     )
 )
-"""PostgreSQL, where each statement is a round trip: what `_Holders.read_ahead`
-reads for many rows at once."""
 
 
 class _Fork(NamedTuple):
@@ -477,8 +426,7 @@ class _Holders:
         self._messages: dict[tuple[int, int], MessageEntry | None] = {}
 
     def read_ahead(self, hits: Sequence[_Hit]) -> None:
-        """PostgreSQL: read the sessions and lines of ``hits`` at once (on
-        SQLite, in the process, a statement per row costs less)."""
+        """PostgreSQL, a round trip a statement: the sessions and lines of ``hits`` at once."""
         if self._conn.dialect.name != "postgresql":
             return
         pks = sorted({pk for hit in hits for pk in hit[3:5]} - self._sessions.keys())
@@ -494,8 +442,7 @@ class _Holders:
                 self._lines[pk, seq] = line
 
     def message_at(self, pk: int, seq: int) -> MessageEntry | None:
-        """The message of row ``(pk, seq)``; None when it does not decode
-        (or, sealed, does not open)."""
+        """The message of row ``(pk, seq)``; None when it does not decode (or open)."""
         if (pk, seq) not in self._messages:
             self._messages[pk, seq] = self._read_message(pk, seq)
         return self._messages[pk, seq]
@@ -525,7 +472,6 @@ class _Holders:
         return sorted(found, key=lambda holder: holder[1])
 
     def _session(self, pk: int) -> tuple[str, str] | None:
-        """``(id, header)`` of session ``pk``; None when there is none."""
         if pk not in self._sessions:
             self._sessions[pk] = _SESSION.first(self._conn, pk=pk)
         return self._sessions[pk]
@@ -543,7 +489,6 @@ class _Holders:
         return self._forks[pk]
 
     def owner(self, pk: int) -> str | None:
-        """The owner session ``pk``'s header names (None if it does not decode)."""
         if pk not in self._owners:
             own = self._session(pk)
             self._owners[pk] = None

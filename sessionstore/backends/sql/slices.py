@@ -1,10 +1,5 @@
-"""The SQL store's `load_slice`: a run of a session's entries, by position.
-
-An entry's position is its ``seq`` less one, and ``seq`` has no gaps, so a
-slice is one index range read per span of the session's lineage (a fork's
-shared history included), whatever the session's length. Its length is
-the last ``seq``, read in the same transaction; a slice running to the end
-from a position before it learns the length from its own rows.
+"""The SQL store's `load_slice`: an index range read per span of the
+session's lineage (``seq`` is the position plus one, without gaps).
 """
 
 from __future__ import annotations
@@ -25,13 +20,10 @@ from sessionstore.store import EntrySlice
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = ["load_slice"]
-
 
 async def load_slice(
     database: Database, session_id: str, start: int, stop: int | None
 ) -> EntrySlice:
-    """``load(session_id)[start:stop]``; see `SessionStore.load_slice`."""
     given = partial(_read, session_id=session_id, start=start, stop=stop, sealer=database.sealer)
     first, length, rows = await database.transaction(Kind.READ, session_id, given)
     entries = decode_stored_entries(session_id, rows, path=database.entries_at)
@@ -46,8 +38,6 @@ def _read(
     stop: int | None,
     sealer: Sealer | None,
 ) -> tuple[int, int, list[Any]]:
-    """The slice's first position, the session's length and the rows
-    ``(seq, line)`` (opened, when sealed)."""
     row = find_session(conn, session_id)
     spans = lineage(conn, session_id, row)
     if start >= 0 and stop is None:  # to the end: its rows give the length
@@ -68,7 +58,6 @@ def _read(
 
 
 def _rows(conn: Connection, spans: Any) -> list[Any]:
-    """`Q.LINES` over ``spans`` in order."""
     return [
         row for pk, after, end in spans for row in Q.LINES.all(conn, pk=pk, after=after, end=end)
     ]

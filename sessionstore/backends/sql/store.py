@@ -1,29 +1,7 @@
-"""`SqlStore`: sessions in a SQL database (SQLite in WAL mode, or PostgreSQL).
+"""`SqlStore`: sessions in SQLite (WAL) or PostgreSQL; docs/sql.md says how.
 
-The store composes the parts of this package: a `Database` (transactions,
-retries, errors), `GroupCommit` (appends), `Contexts` (`load_context`),
-`Listing` (`list`), `browse` (`summaries`) and `SqlJournal`. Each transaction is a plain function
-of a SQLAlchemy ``Connection``, run whole in a worker thread (see
-`sessionstore.backends.sql.runner`).
-
-Every record is kept as its line, verbatim, in ``sessions.header`` or
-``entries.line``; `load` decodes them. Entries carry ``seq`` = 1, 2, 3...
-without gaps within their session, assigned inside the write transaction
-that inserts them, so concurrent writers can neither collide nor skip.
-
-Concurrency: within one store object, write transactions go through one
-writer, one at a time. Across processes on SQLite, the write lock is taken
-up front (``BEGIN IMMEDIATE``) and waited for up to the busy timeout; a
-writer still locked out after that is retried a few times before the
-caller sees a `StorageError`. On PostgreSQL, an append locks its session's
-row (``SELECT ... FOR UPDATE``) before it reads the last ``seq``, a journal
-write takes an advisory lock on the journal's name, and a transaction
-failing on a serialization conflict or deadlock is run again. Reads never
-wait for writers.
-
-Durability: on SQLite, ``synchronous=NORMAL`` by default, so a committed
-append survives a crash of the process; ``durability="full"`` makes it
-survive a power loss too. On PostgreSQL every commit is durable.
+Every record is kept as its line, verbatim; entries carry ``seq`` 1, 2, 3...
+without gaps within their session, assigned in the write that inserts them.
 """
 
 from __future__ import annotations
@@ -64,7 +42,6 @@ from sessionstore.backends.sql import (
     erase,
     heads,
     journalkeys,
-    paging,
     sealing,
     search,
     slices,
@@ -76,17 +53,21 @@ from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.contexts import Contexts, Stamp
 from sessionstore.backends.sql.database import (
     Database,
-    chain_end,
     find_session,
-    insert_session,
     last_seq,
 )
-from sessionstore.backends.sql.digests import entry_digest, header_digest
+from sessionstore.backends.sql.digests import entry_digest
 from sessionstore.backends.sql.engine import DEFAULT_BUSY_TIMEOUT, is_sqlite
-from sessionstore.backends.sql.group import GroupCommit
+from sessionstore.backends.sql.group import (
+    GroupCommit,
+    entry_row,
+    expect_import,
+    imported_session,
+    new_session,
+)
 from sessionstore.backends.sql.journal import SqlJournal
-from sessionstore.backends.sql.keyorder import KeyOrders
-from sessionstore.backends.sql.lineage import END, Lineage, branch, lineage
+from sessionstore.backends.sql.journalkeys import KeyOrders
+from sessionstore.backends.sql.lineage import BYTES, END, FIRST, ROWS, Lineage, lineage, next_rows
 from sessionstore.backends.sql.lineage import lines as history_lines
 from sessionstore.backends.sql.lineage import page as history_page
 from sessionstore.backends.sql.listing import Listing
@@ -96,11 +77,9 @@ from sessionstore.effects import EFFECTS_SUFFIX
 from sessionstore.errors import (
     CorruptSessionError,
     EncryptionKeyError,
-    SessionConflictError,
     validate_session_id,
 )
 from sessionstore.models import (
-    CompactionEntry,
     Erasure,
     HeadMove,
     SessionEntry,
@@ -115,24 +94,19 @@ if TYPE_CHECKING:
     from sessionstore.encryption.keys import Key
     from sessionstore.encryption.sealer import DataKey, Sealer
 
-__all__ = ["SqlStore"]
-
 
 class SqlStore(StoreBase):
-    """Sessions in a SQL database; see `SessionStore` for the contract.
-
-    Open one with `SqlStore.open` or `open_store("sqlite:///path.db")`.
-    """
+    """Sessions in a SQL database; open one with `SqlStore.open` or
+    `open_store("sqlite:///path.db")`."""
 
     capabilities = frozenset(Capability)  # every one
 
     def __init__(self, database: Database) -> None:
-        """Wrap a database opened by `Database.open`; use `open` instead."""
         self._database = database
         self._group = GroupCommit(database)
         self._contexts = Contexts(database)
         self._listing = Listing(database)
-        self._key_orders = KeyOrders()  # a sealed store's journal keys, in order
+        self._key_orders = KeyOrders()
 
     def __repr__(self) -> str:
         return f"SqlStore({self._database.where!r})"
@@ -192,12 +166,9 @@ class SqlStore(StoreBase):
 
     async def rotate_keys(self) -> int:
         """Rewrap every data key of a sealed store under the first of the keys
-        it was opened with (``keys=[new, old]``); how many were rewrapped
-        (0: every key already was). The new key is made current first: from
-        then on no store makes a data key under the old one. The entries
-        are never rewritten. Each key changes whole: stopped anywhere, every
-        key is wrapped by the old master key or the new, and the store opens
-        with both; once it returns, with the new alone.
+        it was opened with (``keys=[new, old]``); how many were rewrapped.
+        Stopped anywhere, the store opens with both keys; once it returns,
+        with the new alone (docs/encryption.md).
 
         Raises:
             EncryptionKeyError: the store is not sealed, the keys are not
@@ -205,15 +176,12 @@ class SqlStore(StoreBase):
                 the current key is not given, or the new key is listed after
                 it), or a data key is wrapped by a master key not given.
         """
-        sealer = self._database.sealer
-        if sealer is None:
-            raise EncryptionKeyError(f"{self._database.where} is not encrypted: no key to rotate")
+        sealer = self._sealer("no key to rotate")
         return await asyncio.to_thread(sealer.rotate)
 
     async def keyring_report(self) -> dict[str, int]:
-        """A sealed store's keyring at a glance: how many data keys each
-        master key (by fingerprint) wraps, and ``"doomed"``, how many an
-        erase is destroying. Empty for a plain store."""
+        """How many data keys each master key (by fingerprint) wraps, and
+        ``"doomed"``, how many an erase is destroying; empty for a plain store."""
         sealer = self._database.sealer
         if sealer is None:
             return {}
@@ -225,35 +193,28 @@ class SqlStore(StoreBase):
         return report
 
     def archive_sealer(self) -> ArchiveSealer:
-        """What seals an encrypted archive of this sealed store, and opens
-        one: its master keys, its keyring to look keys up
-        (`sessionstore.encryption.archive`).
+        """What seals an encrypted archive of this sealed store, and opens one.
 
         Raises:
             EncryptionKeyError: the store is not sealed.
         """
         from sessionstore.encryption.archive import ArchiveSealer
 
-        sealer = self._database.sealer
-        if sealer is None:
-            raise EncryptionKeyError(f"{self._database.where} is not encrypted: it has no keys")
+        sealer = self._sealer("it has no keys")
         return ArchiveSealer(sealer.keys, sealer.keyring.get)
 
     async def data_key(
         self, scope: Literal["session", "journal"], name: str, *, create: bool = False
     ) -> WrappedKey | None:
-        """The data key that seals a session's rows (or a journal's new
-        lines), as the keyring holds it: wrapped. None for a journal that
-        has sealed nothing yet, unless ``create`` makes it.
+        """The wrapped data key sealing a session's rows (or a journal's new
+        lines); None for a journal that sealed nothing yet, unless ``create``.
 
         Raises:
             EncryptionKeyError: the store is not sealed.
             SessionNotFoundError: no such session.
             CorruptSessionError: the keyring no longer holds the session's key.
         """
-        sealer = self._database.sealer
-        if sealer is None:
-            raise EncryptionKeyError(f"{self._database.where} is not encrypted: it has no keys")
+        sealer = self._sealer("it has no keys")
         if scope == "journal":
             if create:
                 await asyncio.to_thread(sealer.journal_key, name)
@@ -266,9 +227,12 @@ class SqlStore(StoreBase):
             sealer.key(key_id, what=("header", name))  # raises, naming the session
         return found
 
+    def _sealer(self, lacking: str) -> Sealer:
+        if self._database.sealer is None:
+            raise EncryptionKeyError(f"{self._database.where} is not encrypted: {lacking}")
+        return self._database.sealer
+
     def drop_caches(self) -> None:
-        """Forget the contexts built, the headers listed and a sealed store's
-        journal keys in order."""
         super().drop_caches()
         self._contexts.cache.clear()
         self._listing.clear()
@@ -300,7 +264,7 @@ class SqlStore(StoreBase):
         line = header_line(meta)
         self._check_open(meta.id)
         sealer = self._database.sealer
-        insert = partial(_new_session, meta=meta, header=line, sealer=sealer)
+        insert = partial(new_session, meta=meta, header=line, sealer=sealer)
         await self._database.transaction(Kind.WRITE, meta.id, insert)
         return meta.id
 
@@ -315,7 +279,8 @@ class SqlStore(StoreBase):
         check_expectations(expect_last, expect_head, session_id=session_id)
         self._check(session_id)
         rows = [
-            _row(entry, line) for entry, line in zip(new, entry_lines(session_id, new), strict=True)
+            entry_row(entry, line)
+            for entry, line in zip(new, entry_lines(session_id, new), strict=True)
         ]
         await self._group.submit((session_id, rows, expect_last, expect_head))
 
@@ -323,9 +288,7 @@ class SqlStore(StoreBase):
         return self._database.headers_at, self._database.entries_at
 
     async def _pages(self, session_id: str, *, raw: bool) -> AsyncIterator[builtins.list[Any]]:
-        """The header line, then the entry lines in pages (as text, or as UTF-8
-        bytes when ``raw``), each of `paging.ROWS` rows or about `paging.BYTES`
-        of lines."""
+        """The header line, then the entry lines in pages (UTF-8 bytes when ``raw``)."""
         self._check(session_id)
 
         sealer = self._database.sealer
@@ -341,7 +304,7 @@ class SqlStore(StoreBase):
         transaction = self._database.transaction
         header, spans, end, holder = await transaction(Kind.READ, session_id, start)
         yield [header]
-        size, done = paging.FIRST, 0
+        size, done = FIRST, 0
         while done < end:
             # Pages in their own short transactions: the log only grows, so
             # seq order makes them one consistent prefix of the session. A
@@ -358,7 +321,7 @@ class SqlStore(StoreBase):
             done = rows[-1][0]
             opened = sealing.open_lines(sealer, holder, rows, where, as_bytes=raw)
             lines = builtins.list(map(itemgetter(1), opened))
-            size = paging.next_rows(len(lines), sum(map(len, lines)))
+            size = next_rows(len(lines), sum(map(len, lines)))
             yield lines
 
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
@@ -384,25 +347,27 @@ class SqlStore(StoreBase):
         key: DataKey | None = None
         async with self._database.steps(meta.id) as step:
             if after is None:
-                new = partial(_imported_session, meta=meta, header=header, sealer=sealer)
+                new = partial(imported_session, meta=meta, header=header, sealer=sealer)
                 pk, digest, key = await step(new)
                 count = 0
             else:
                 pk, count, digest, key = await step(
-                    partial(_expect, session_id=meta.id, header=header, count=after, sealer=sealer)
+                    partial(
+                        expect_import, session_id=meta.id, header=header, count=after, sealer=sealer
+                    )
                 )
             batch: builtins.list[dict[str, Any]] = []
             held = 0  # characters of the batch's lines
             async for line in lines:
                 count += 1
-                row = _row(imported_entry(meta.id, count, line), line)
+                row = entry_row(imported_entry(meta.id, count, line), line)
                 if sealer is not None and key is not None:
-                    sealed = sealing.seal_line(sealer, key, meta.id, count, line)
+                    sealed = sealer.seal_text(key, "entry", meta.id, count, line)
                     row = {**row, "line": sealed, wordindex.TEXT: line}
                 digest = entry_digest(digest, row)
                 batch.append({**row, "session_pk": pk, "seq": count, "digest": digest})
                 held += len(line)
-                if len(batch) == paging.ROWS or held >= paging.BYTES:
+                if len(batch) == ROWS or held >= BYTES:
                     await step(partial(_insert, rows=batch[:], sealer=sealer))
                     batch.clear()
                     held = 0
@@ -418,11 +383,12 @@ class SqlStore(StoreBase):
 
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
         sealer = self._database.sealer
-        fork = partial(_fork, source_id=source_id, at=at, meta=meta, header=header, sealer=sealer)
+        fork = partial(
+            new_session, source_id=source_id, at=at, meta=meta, header=header, sealer=sealer
+        )
         await self._database.transaction(Kind.WRITE, source_id, fork)
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
-        """See `sessionstore.backends.sql.erase`; the bytes' fate is in docs/sql.md."""
         body = partial(erase.erase_session, session_id=session_id, reason=reason, digest=digest)
         try:
             if self._database.sealer is not None:
@@ -473,11 +439,9 @@ class SqlStore(StoreBase):
         return await self._database.transaction(Kind.READ, None, heads.names)
 
     async def seal_heads(self) -> int:
-        """Authenticate the heads of a store sealed before migration 0010
-        (docs/encryption.md): every position without a seal is given one;
-        how many were. Run it once after the upgrade: it trusts the heads
-        as they stand. A plain store has nothing to seal (0).
-        """
+        """Seal every unsealed head position of a store sealed before
+        migration 0010, trusting the heads as they stand; how many (0 when
+        plain). Run it once after the upgrade (docs/encryption.md)."""
         self._check_open()
         sealer = self._database.sealer
         if sealer is None:
@@ -510,21 +474,17 @@ class SqlStore(StoreBase):
     async def load_slice(
         self, session_id: str, start: int = 0, stop: int | None = None
     ) -> EntrySlice:
-        """A run of entries by position, read through the ``(session, seq)``
-        index (see `sessionstore.backends.sql.slices`)."""
         self._check(session_id)
         start, stop = check_slice(start, stop)
         return await slices.load_slice(self._database, session_id, start, stop)
 
     async def list(self) -> builtins.list[SessionMeta]:
-        """Every session's header, cached between calls (see `sql.listing`)."""
         self._check_open()
         return await self._listing.list()
 
     async def _summaries(
         self, owner: str | None, order: Order, limit: int | None, after: str | None, kind: str
     ) -> builtins.list[SessionSummary]:
-        """A page read from the listing's indexes; see `sessionstore.backends.sql.browse`."""
         transaction = self._database.transaction
         sealer = self._database.sealer
         if sealer is not None and owner is not None:
@@ -557,8 +517,6 @@ class SqlStore(StoreBase):
         return await self._database.transaction(Kind.READ, session_id, body)
 
     async def _meta(self, session_id: str) -> SessionMeta:
-        """The header from the session's row, read first (a fork
-        without a ``meta`` reads it, with the titles, before it writes)."""
         body = partial(find_session, session_id=session_id)
         row = await self._database.transaction(Kind.READ, session_id, body)
         where = self._database.headers_at
@@ -585,7 +543,6 @@ class SqlStore(StoreBase):
         after: str | None,
         kind: str,
     ) -> builtins.list[SearchHit]:
-        """Search the word index; see `sessionstore.backends.sql.search`."""
         start = search.start_of(after, kind) if after is not None else None
         sealer = self._database.sealer
         body = partial(
@@ -621,36 +578,7 @@ class SqlStore(StoreBase):
         return await self._database.transaction(Kind.LOCKED_READ, None, faults)
 
     async def _built_context(self, session_id: str) -> BuiltContext[Stamp]:
-        """The built context, read from the last compaction on, and cached.
-
-        See `sessionstore.backends.sql.contexts`: the cost follows what the
-        context holds, and, turn after turn, what was appended since.
-        """
         return await self._contexts.load(session_id)
-
-
-def _new_session(
-    conn: Connection, *, meta: SessionMeta, header: str, sealer: Sealer | None
-) -> None:
-    """Insert a session's row and list it; sealed, under a new data key."""
-    with sealing.new_header(sealer, meta.id, header) as (stored, _):
-        pk = insert_session(conn, meta, stored)
-    activity.listed(conn, pk=pk, meta=sealing.listed_meta(sealer, meta))
-
-
-def _fork(
-    conn: Connection,
-    *,
-    source_id: str,
-    at: str | None,
-    meta: SessionMeta,
-    header: str,
-    sealer: Sealer | None,
-) -> None:
-    """Insert a fork (`branch`) and list it; sealed, under a new data key."""
-    with sealing.new_header(sealer, meta.id, header) as (stored, _):
-        pk = branch(conn, source_id=source_id, at=at, meta=meta, header=stored)
-    activity.listed(conn, pk=pk, meta=sealing.listed_meta(sealer, meta))
 
 
 def _insert(conn: Connection, rows: builtins.list[dict[str, Any]], sealer: Sealer | None) -> None:
@@ -658,38 +586,3 @@ def _insert(conn: Connection, rows: builtins.list[dict[str, Any]], sealer: Seale
     Q.INSERT_ENTRIES.many(conn, rows)
     if wordindex.keep_up(conn, rows, sealer):
         wordindex.catch_up(conn, sealer)
-
-
-def _imported_session(
-    conn: Connection, *, meta: SessionMeta, header: str, sealer: Sealer | None
-) -> tuple[int, bytes, DataKey | None]:
-    """Insert an imported session's row (not listed yet): its key, the
-    digest its chain starts from, and its data key when sealed."""
-    with sealing.new_header(sealer, meta.id, header) as (stored, key):
-        return insert_session(conn, meta, stored), header_digest(stored), key
-
-
-def _row(entry: SessionEntry, line: str) -> dict[str, Any]:
-    """The columns of an entry's row, but for its session and seq."""
-    return {
-        "entry_id": entry.id,
-        "type": entry.type,
-        "timestamp": entry.timestamp,
-        "first_kept_id": entry.first_kept_id if isinstance(entry, CompactionEntry) else None,
-        "line": line,
-    }
-
-
-def _expect(
-    conn: Connection, *, session_id: str, header: str, count: int, sealer: Sealer | None
-) -> tuple[int, int, bytes, DataKey | None]:
-    """The session's key, count and digest to chain from, and its data key
-    when sealed, after checking its header line and entry count."""
-    row = find_session(conn, session_id, lock=True)
-    if sealing.open_header(sealer, session_id, row.header, "sessions") != header:
-        raise SessionConflictError(session_id, "the stored header line differs")
-    held, digest = chain_end(conn, session_id, row)
-    if held != count:
-        raise SessionConflictError(session_id, f"holds {held} entries, not {count}")
-    key = None if sealer is None else sealer.key_of(row.header, "header", session_id)
-    return row.pk, count, digest, key

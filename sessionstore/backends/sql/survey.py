@@ -1,10 +1,5 @@
-"""The SQL store's survey of itself: summaries of sessions, storage faults.
-
-Transaction bodies (plain functions of a `Connection`) and their parts:
-the summaries of a page of sessions (`summaries`, for
-`sessionstore.backends.sql.browse`) and the storage's faults (`faults`,
-for ``integrity`` and the command line's ``verify``). They are built in a
-few statements over many sessions, not out of a query per session.
+"""The SQL store's survey of itself: summaries of sessions, storage faults,
+each built in a few statements over many sessions, not a query per session.
 """
 
 from __future__ import annotations
@@ -16,16 +11,16 @@ from sqlalchemy import Connection, bindparam, func, literal_column, select
 
 from sessionstore.backends.records import decode_stored_meta
 from sessionstore.backends.sql import heads as heads_module
-from sessionstore.backends.sql import paging, wordcheck
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import titles as titles_module
+from sessionstore.backends.sql import wordcheck
 from sessionstore.backends.sql.digests import (
     ENTRY_COLUMNS,
     entry_digest,
     fork_digest,
     header_digest,
 )
-from sessionstore.backends.sql.lineage import Family
+from sessionstore.backends.sql.lineage import FIRST, Family, next_rows
 from sessionstore.backends.sql.query import Query
 from sessionstore.backends.sql.sealing import open_header
 from sessionstore.backends.sql.tables import (
@@ -44,8 +39,6 @@ from sessionstore.store import SessionSummary
 
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
-
-__all__ = ["broken_chains", "faults", "summaries"]
 
 _inside = entries.c.session_pk == sessions.c.pk
 _SUMMARIES = (
@@ -116,14 +109,8 @@ _TIMESTAMP_AT = Query(
 def summaries(
     conn: Connection, pks: Sequence[int], *, where: str, sealer: Sealer | None = None
 ) -> dict[int, SessionSummary]:
-    """The summaries of the sessions ``pks`` (``where``: the sessions table),
-    by key; a session not found (erased) is left out. No cursor is set.
-
-    Entries are counted, not decoded; a header that does not decode, or a
-    fork whose chain of bases is broken, is the summary's ``fault``, its
-    ``meta`` holding only the row's id when the header is at fault. A
-    fork's count, last timestamp and compaction take in what it shares.
-    """
+    """The summaries of the sessions ``pks`` still there, by key, no cursor
+    set; entries counted, not decoded, a fork's shared ones too."""
     found: dict[int, SessionSummary] = {}
     family = Family()  # the chains of bases above these sessions, each read once
     for start in range(0, len(pks), _CHUNK):
@@ -204,16 +191,7 @@ _OPEN_ERASURES = (
 
 
 def faults(conn: Connection, *, where: str, sealer: Sealer | None = None) -> list[str]:
-    """The storage's faults: the database's own checks (on SQLite, an
-    erasure left open too), gaps in ``seq``,
-    headers that do not decode or name another row (``where``: the sessions
-    table), sessions missing from the listing or listed at another write
-    than their last, positions missing from a head's or titles' history,
-    in a sealed store the first position of each head whose seal is
-    missing or does not match (`heads_module.faults`),
-    the first row of each session whose line no longer
-    matches its chain of digests, and the first message of each session
-    whose words the word index does not hold (`wordcheck`)."""
+    """The storage's faults (docs/sql.md names what is checked)."""
     found = []
     if conn.dialect.name == "postgresql":  # one snapshot: writes meanwhile are not faults
         conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -266,11 +244,8 @@ def faults(conn: Connection, *, where: str, sealer: Sealer | None = None) -> lis
 
 
 def broken_chains(conn: Connection, sealer: Sealer | None = None) -> list[str]:
-    """For each session whose chain of digests breaks, where it first breaks;
-    in a sealed store, also its first row whose line does not open.
-
-    Reads every line once, a page of rows at a time (`paging`).
-    """
+    """Where each session's chain of digests first breaks (sealed: its first
+    row that does not open), reading every line once, a page at a time."""
     found = []
     for pk, session_id, header, stored, base_pk, base_seq in Q.SESSION_DIGESTS.all(conn):
         digest = header_digest(header)
@@ -283,7 +258,7 @@ def broken_chains(conn: Connection, sealer: Sealer | None = None) -> list[str]:
         if stored is None or bytes(stored) != digest:
             found.append(_broken(session_id, "its header", stored))
             continue
-        done, size, sealed = 0, paging.FIRST, sealer is not None
+        done, size, sealed = 0, FIRST, sealer is not None
         while rows := Q.ENTRY_DIGESTS.all(conn, pk=pk, after=done, size=size):
             for seq, stored, *columns in rows:
                 if sealed and sealer is not None:
@@ -299,7 +274,7 @@ def broken_chains(conn: Connection, sealer: Sealer | None = None) -> list[str]:
                     break
             else:
                 done = rows[-1][0]
-                size = paging.next_rows(len(rows), sum(len(row[-1]) for row in rows))
+                size = next_rows(len(rows), sum(len(row[-1]) for row in rows))
                 continue
             break
     return found

@@ -1,20 +1,11 @@
 """The word index checked against the entries it is derived from (``integrity()``).
 
-The index is derived data a writer with the database can change without
-touching history: a row added, changed or deleted there makes `search`
-invent or miss a message. `faults` rebuilds each message's words with the
-functions that indexed them (`sessionstore.backends.sql.wordindex`) and
-compares, message by message, reading each line once:
-
-* SQLite: ``search_postings`` must hold exactly the words of each message up
-  to the index's mark (the backlog after it is searched from its lines, so
-  no row may name it). An index made with another word rule (another
-  Python's Unicode tables) cannot be rebuilt here, and is not checked.
-* PostgreSQL: ``search_vectors`` must hold each message's vector and
-  length (a row with no vector for a message too long for one), and no row
-  for anything else.
-
-Each session's first wrong message is named, with how many were wrong.
+A raw writer's row added, changed or deleted there makes `search` invent or
+miss a message: `faults` rebuilds each message's words as they were
+indexed and compares, reading each line once. SQLite's index must hold
+exactly the words of each message up to its mark (one made with another
+word rule is not checked); PostgreSQL's a vector and length per message,
+and nothing else. Each session's first wrong message is named.
 """
 
 from __future__ import annotations
@@ -28,9 +19,10 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import BigInteger, Connection, bindparam, literal_column, select, text
 
+from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql.postings import LENGTHS, unpack
 from sessionstore.backends.sql.query import Query
-from sessionstore.backends.sql.tables import entries, search_postings, sessions
+from sessionstore.backends.sql.tables import entries, search_postings
 from sessionstore.backends.sql.wordindex import (
     BACKLOG_SIZE,
     RULE,
@@ -45,20 +37,16 @@ from sessionstore.backends.sql.wordkeys import bucket_of, current, sealed_hits
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = ["faults"]
-
 _MESSAGE = entries.c.type == literal_column("'message'")
 _rowid = literal_column("entries.rowid", BigInteger)
 
-_INDEXED_MESSAGES = Query(
-    select(entries.c.session_pk, entries.c.seq, entries.c.line)
-    .where(_MESSAGE, _rowid <= bindparam("mark"))
-    .order_by(entries.c.session_pk, entries.c.seq)
-)
-_ALL_MESSAGES = Query(
-    select(entries.c.session_pk, entries.c.seq, entries.c.line)
-    .where(_MESSAGE)
-    .order_by(entries.c.session_pk, entries.c.seq)
+_INDEXED_MESSAGES, _ALL_MESSAGES = (
+    Query(
+        select(entries.c.session_pk, entries.c.seq, entries.c.line)
+        .where(_MESSAGE, *upto)
+        .order_by(entries.c.session_pk, entries.c.seq)
+    )
+    for upto in ([_rowid <= bindparam("mark")], [])
 )
 _WORD_ROWS = Query(
     select(
@@ -68,7 +56,6 @@ _WORD_ROWS = Query(
         search_postings.c.postings,
     ).order_by(search_postings.c.session_pk, search_postings.c.batch)
 )
-_SESSION_ID = Query(select(sessions.c.id).where(sessions.c.pk == bindparam("pk")))
 
 # PostgreSQL: a page of messages' expected rows against the stored ones.
 _VECTORS_DIFFER = text(
@@ -108,8 +95,6 @@ def faults(conn: Connection, sealer: Sealer | None = None) -> list[str]:
 def _opened(
     conn: Connection, rows: Iterator[tuple[int, int, str | bytes]], sealer: Sealer | None
 ) -> Iterator[tuple[int, int, str | bytes]]:
-    """The rows with their lines opened, in a sealed store; ``""`` for a
-    line that does not open."""
     return rows if sealer is None else opened_rows(conn, sealer, rows, unopened="")
 
 
@@ -219,7 +204,7 @@ def _named(conn: Connection, wrong: list[_Key]) -> list[str]:
     counts = Counter(pk for pk, _ in wrong)
     found = []
     for pk, seq in sorted({pk: (pk, seq) for pk, seq in reversed(wrong)}.values()):
-        row = _SESSION_ID.first(conn, pk=pk)
+        row = Q.SESSION_ID.first(conn, pk=pk)
         who = f"session {row[0]!r}" if row is not None else f"no session (key {pk})"
         more = counts[pk] - 1
         found.append(

@@ -1,14 +1,8 @@
-"""Converting a store sealed before word keys (migration 0012).
-
-Such a store's word index holds each word's token as its keyed hash under
-the index key alone, which no erase destroys. Its first open with the
-keys (`sealing.start`) moves every token under the word key of its
-session's bucket (`sessionstore.backends.sql.wordkeys`), reading no
-message: on SQLite `CHUNK` rows of the index per transaction, in the
-order of its key; on PostgreSQL a bucket per transaction, its table
-locked meanwhile. A row already moved (its token names its bucket) is
-left as it is, so an open killed midway goes on at the next; the mark
-(`wordkeys.mark_converted`) is written last.
+"""Converting a store sealed before word keys (migration 0012), whose tokens
+are the index key's hashes alone: its first open with the keys moves each
+under its bucket's word key (`CHUNK` rows per transaction on SQLite, a
+bucket on PostgreSQL), reading no message. A row moved already names its
+bucket, so an open killed midway goes on at the next; the mark is last.
 """
 
 from __future__ import annotations
@@ -39,10 +33,7 @@ if TYPE_CHECKING:
     from sessionstore.encryption.cipher import WordKey
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = ["CHUNK", "convert"]
-
-CHUNK = 20000
-"""SQLite: rows of the index a transaction of a conversion moves at most."""
+CHUNK = 20000  # SQLite: rows of the index a transaction moves at most
 
 _SQLITE_OLD = Query(
     text(
@@ -57,8 +48,7 @@ _SQLITE_FORGET = Query(
 
 
 def _old_to(key: WordKey) -> Change:
-    """Tokens of the scheme before word keys (the index key's hashes alone)
-    as ``key`` makes them."""
+    """Tokens of the scheme before word keys as ``key`` makes them."""
     from sessionstore.encryption.cipher import old_digest
 
     def change(tokens: list[str]) -> list[str | None]:
@@ -72,10 +62,8 @@ def _old_to(key: WordKey) -> Change:
 def _convert_chunk(
     conn: Connection, *, sealer: Sealer, after: tuple[str, int, int]
 ) -> tuple[str, int, int] | None:
-    """SQLite: move the old tokens of up to `CHUNK` rows of the index after
-    ``after`` (its key) under word keys (a write transaction's body); the
-    key of the last row read, None at the end. A row of a word key, or of
-    the lengths, stays."""
+    """SQLite: move the old tokens of up to `CHUNK` rows after the key
+    ``after``; the key of the last row read, None at the end."""
     rows = _SQLITE_OLD.all(conn, word=after[0], pk=after[1], batch=after[2], most=CHUNK)
     if not rows:
         return None
@@ -95,8 +83,7 @@ def _convert_chunk(
 
 
 def _convert_bucket(conn: Connection, *, sealer: Sealer, bucket: int) -> None:
-    """PostgreSQL: give the bucket a word key, its vectors' tokens moved
-    under it (a write transaction's body); nothing if it has one."""
+    """PostgreSQL: give the bucket a word key, moving its vectors' tokens under it."""
     conn.execute(text("LOCK TABLE word_keys IN EXCLUSIVE MODE"))
     if key_of(conn, bucket) is not None:
         return
@@ -115,10 +102,7 @@ def _buckets(conn: Connection) -> list[int]:
 
 
 async def convert(database: Database, sealer: Sealer) -> int:
-    """Move the tokens of a store sealed before word keys under them, in
-    transactions of a bucket (PostgreSQL) or of `CHUNK` rows (SQLite) each:
-    an open killed midway goes on at the next; how many transactions moved
-    tokens. Nothing for a store converted."""
+    """Convert the store, if it is not; how many transactions moved tokens."""
     if await database.transaction(Kind.READ, None, converted):
         return 0
     done = 0

@@ -1,27 +1,12 @@
 """The word index behind `SqlStore.search`: what it holds, and keeping it.
 
-A message's words are `sessionstore.backends.words`'s (never the
-database's own idea of a word); a word longer than `LONG_WORD` bytes is
-kept as a digest of it (`word_key`), so no key grows without bound. Each
-indexed message has its ``length`` in words, and each word its ``hits``
-(occurrences): what `words.score` ranks a message by, on every backend.
-
-* **SQLite** (``search_postings``): one row per word of each session's
-  messages indexed together, ``(word, session_pk, batch)`` its key and the
-  messages holding the word packed in it (`sessionstore.backends.sql.postings`),
-  an ordinary table whose rows an erase deletes, their bytes zeroed by
-  ``secure_delete`` like every other row.
-  Appends only store entries: ``search_mark`` says up to which rowid of
-  ``entries`` the messages are indexed, and the write that makes the
-  backlog after it reach `BACKLOG` entries has the backlog indexed in a
-  transaction of its own (`keep_up`, then `catch_up`); a search reads the
-  backlog as it stands (`sessionstore.backends.sql.search`). Indexing 256 messages at once
-  writes each page of the index once instead of once per message.
-* **PostgreSQL** (``search_vectors``): one ``tsvector`` of each message's
-  words, built from our words (each occurrence a position, up to 256),
-  with a GIN index, written in the append's transaction. A message whose
-  vector would pass PostgreSQL's limit of 1 MB keeps NULL there, and a
-  search reads such messages' lines instead.
+A message's words are `sessionstore.backends.words`'s, a word longer than
+`LONG_WORD` bytes kept as its digest (`word_key`); each message has its
+``length`` and each word its ``hits``, what `words.score` ranks by. SQLite
+keeps ``search_postings`` (`postings`), indexing the backlog past
+``search_mark`` once it holds `BACKLOG` entries, in a transaction of its
+own; PostgreSQL keeps a ``tsvector`` per message, written in the append's
+transaction (NULL past its 1 MB limit). docs/sql.md, Search.
 """
 
 from __future__ import annotations
@@ -67,33 +52,12 @@ from sessionstore.wire.stored import trusted_entry
 if TYPE_CHECKING:
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = [
-    "BACKLOG",
-    "LONG_WORD",
-    "RULE",
-    "TEXT",
-    "Indexed",
-    "catch_up",
-    "forget",
-    "index_rows",
-    "indexed",
-    "keep_up",
-    "lower_mark",
-    "message_of",
-    "opened_rows",
-    "vector",
-    "word_key",
-]
+BACKLOG = 256  # SQLite: entries past the index's mark before a write indexes them
 
-BACKLOG = 256
-"""SQLite: entries appended after the index's mark before a write indexes them."""
+LONG_WORD = 64  # bytes of the longest word kept as it is
 
-LONG_WORD = 64
-"""Bytes of the longest word kept as it is; a longer one is kept as its digest."""
-
+# The word rule the index is built with: words depend on Python's Unicode tables.
 RULE = f"words 1, unicode {unicodedata.unidata_version}"
-"""The word rule the index is built with: `words.words` depends on Python's
-Unicode tables (which characters are letters, their lower case)."""
 
 _MAX_POSITIONS = 256  # PostgreSQL keeps no more positions per lexeme
 _VECTOR_BYTES = 1_000_000  # under PostgreSQL's 1 MB of lexemes and positions
@@ -110,26 +74,20 @@ def word_key(word: str) -> str:
 
 @dataclass(frozen=True)
 class Indexed:
-    """A message's words as the index keeps them.
-
-    Attributes:
-        hits: each word's key (`word_key`), and how often it occurs.
-        length: how many words the message holds (repeats counted).
-    """
+    """A message's words as the index keeps them: each word's key and how
+    often it occurs, and how many words it holds."""
 
     hits: Mapping[str, int]
     length: int
 
 
 def message_of(line: str | bytes) -> MessageEntry | None:
-    """The message a stored line holds; None for a compaction, or a line
-    that does not decode (it has no words to find)."""
+    """The message a stored line holds; None for another entry, or a line that does not decode."""
     entry = _decoded(line)
     return entry if isinstance(entry, MessageEntry) else None
 
 
 def _decoded(line: str | bytes) -> SessionEntry | None:
-    """The entry of a stored line, as `load` reads it; None if it does not decode."""
     try:
         entry = trusted_entry(line)
         return entry if entry is not None else decode_entry(line)
@@ -140,8 +98,8 @@ def _decoded(line: str | bytes) -> SessionEntry | None:
 def indexed(
     entry: MessageEntry, seal: Callable[[Mapping[str, int]], dict[str, int]] | None = None
 ) -> Indexed | None:
-    """A message's words, as the index keeps them (``seal`` makes them their
-    tokens, in a sealed store: `wordkeys.Tokens.sealed`); None when it has none."""
+    """A message's words, as the index keeps them (``seal`` makes them tokens);
+    None when it has none."""
     found = message_words(entry.message.text())
     if not found:
         return None
@@ -156,9 +114,8 @@ _POSITIONS = [",".join(map(str, range(1, n + 1))) for n in range(_MAX_POSITIONS 
 
 
 def vector(hits: Mapping[str, int]) -> str | None:
-    """PostgreSQL: the ``tsvector`` literal of a message's words, each quoted
-    as a lexeme with one position per occurrence (256 at most); None when
-    it would pass PostgreSQL's size limit."""
+    """PostgreSQL: the ``tsvector`` literal of a message's words, a position per
+    occurrence (256 at most); None past PostgreSQL's size limit."""
     size = 0
     parts = []
     for key, count in hits.items():
@@ -183,32 +140,24 @@ BACKLOG_SIZE = Query(
         _top,
     )
 )
-"""SQLite: the index's mark and rule, and the greatest rowid of ``entries``."""
 
 MARK_RULE = Query(select(search_mark.c.rule))
-"""SQLite: the word rule the index's rows were made with (``mixed``: several)."""
 
 BACKLOG_MESSAGES = Query(
     select(entries.c.session_pk, entries.c.seq, entries.c.line)
     .where(_rowid > bindparam("after"), _rowid <= bindparam("upto"), _MESSAGE)
     .order_by(_rowid)
 )
-"""SQLite: the messages of rowid in ``after < rowid <= upto``."""
 
 INSERT_POSTINGS = Query(insert(search_postings).prefix_with("OR REPLACE"))
-"""SQLite: word rows (`Query.many_in_order`); one already there (the same
-messages indexed again) is replaced, never doubled."""
 
 SET_MARK = Query(update_(search_mark).values(indexed=bindparam("indexed"), rule=bindparam("rule")))
-"""SQLite: the index's new mark, and the rule its rows were made with."""
 
 LOWER_MARK = Query(update_(search_mark).values(indexed=func.min(search_mark.c.indexed, _top)))
-"""SQLite: the mark no higher than the greatest rowid left in ``entries``."""
 
 DELETE_ALL_WORDS = Query(
     delete(search_postings).where(search_postings.c.session_pk == bindparam("pk"))
 )
-"""SQLite: every word row of a session (``pk``), reading the whole index."""
 
 DELETE_WORDS = Query(
     delete(search_postings).where(
@@ -216,7 +165,6 @@ DELETE_WORDS = Query(
         search_postings.c.session_pk == bindparam("pk"),
     )
 )
-"""SQLite: a word's rows in one session's own entries (``word``, ``pk``)."""
 
 INSERT_VECTORS = Query(
     insert(search_vectors).values(
@@ -226,10 +174,8 @@ INSERT_VECTORS = Query(
         length=bindparam("length"),
     )
 )
-"""PostgreSQL: vector rows (`Query.many`), ``words`` a `vector` literal or None."""
 
 DELETE_VECTORS = Query(delete(search_vectors).where(search_vectors.c.session_pk == bindparam("pk")))
-"""PostgreSQL: a session's vector rows (``pk``)."""
 
 
 # ---------------------------------------------------------------- keeping it
@@ -238,10 +184,7 @@ DELETE_VECTORS = Query(delete(search_vectors).where(search_vectors.c.session_pk 
 def index_rows(
     conn: Connection, rows: Iterable[tuple[int, int, str | bytes]], sealer: Sealer | None = None
 ) -> None:
-    """Index the messages of ``(session_pk, seq, line)`` rows (others
-    skipped), their lines as written (opened, in a sealed store: the index
-    then holds each word's token under its bucket's word key,
-    `sessionstore.backends.sql.wordkeys`)."""
+    """Index the messages of ``(session_pk, seq, line)`` rows, lines as written."""
     if conn.dialect.name == "postgresql":
         vectors = [
             {"session_pk": pk, "seq": seq, "words": vector(found.hits), "length": found.length}
@@ -273,18 +216,14 @@ def _indexed_rows(
             yield pk, seq, found
 
 
-TEXT = "text"
-"""In a sealed store, the key of an entry row's line as written (its
-``line`` then holds it sealed): what `keep_up` indexes."""
+TEXT = "text"  # a sealed row's line as written, beside its sealed ``line``
 
 
 def keep_up(
     conn: Connection, inserted: Sequence[Mapping[str, Any]], sealer: Sealer | None = None
 ) -> bool:
-    """After ``inserted`` entry rows went in (in this write transaction):
-    PostgreSQL indexes them now. On SQLite, whether the backlog holds
-    `BACKLOG` entries: index it then with `catch_up`, in a transaction of
-    its own (an append's stays a few rows)."""
+    """After ``inserted`` entry rows went in: PostgreSQL indexes them now;
+    SQLite says whether the backlog is due for `catch_up`."""
     if conn.dialect.name == "postgresql":
         line = TEXT if sealer is not None else "line"
         index_rows(
@@ -298,8 +237,7 @@ def keep_up(
 
 
 def catch_up(conn: Connection, sealer: Sealer | None = None) -> None:
-    """SQLite: index the backlog once it holds `BACKLOG` entries (a write
-    transaction's body)."""
+    """SQLite: index the backlog once it holds `BACKLOG` entries."""
     mark, rule, top = BACKLOG_SIZE.first(conn)
     if top - mark >= BACKLOG:
         rows = BACKLOG_MESSAGES.each(conn, after=mark, upto=top)
@@ -323,9 +261,8 @@ def opened_rows(
     *,
     unopened: str | None = None,
 ) -> Iterator[tuple[int, int, str]]:
-    """Rows ``(session_pk, seq, line)`` of entries, each its session's own,
-    with their lines opened; a line that does not open raises
-    `CorruptSessionError`, or with ``unopened`` stands as that."""
+    """Rows ``(session_pk, seq, line)`` with their lines opened (one that does
+    not stands as ``unopened``, when given)."""
     names: dict[int, str] = {}
     for pk, seq, line in rows:
         if pk not in names:
@@ -339,14 +276,10 @@ def opened_rows(
 
 
 def forget(conn: Connection, pk: int, lines: Iterable[str | bytes] | None) -> None:
-    """Delete the index rows of a plain session's own entries, whose lines
-    are ``lines`` (an erase's body, before the entries go; None when they
-    cannot be read: a damaged session's). A sealed store's go with the
-    re-key of their bucket (`wordkeys.rekey`).
-
-    SQLite: each word of those lines is deleted for the session, through
-    the index; when a line does not decode, or rows were made with another
-    word rule, every row of the session is found by reading the index."""
+    """Delete the index rows of a plain session's own entries, of ``lines``
+    (None: unreadable). SQLite deletes each of their words for the session,
+    or, when a line does not decode or another rule made the rows, reads
+    the whole index for them."""
     if conn.dialect.name == "postgresql":
         DELETE_VECTORS.many(conn, [{"pk": pk}])
         return
@@ -368,7 +301,7 @@ def forget(conn: Connection, pk: int, lines: Iterable[str | bytes] | None) -> No
 
 
 def lower_mark(conn: Connection) -> None:
-    """SQLite, after entries were deleted: SQLite gives a new row the rowid
-    after the greatest one left, so the mark goes no higher than that."""
+    """SQLite, after a delete: new rows take the rowid after the greatest
+    left, so the mark goes no higher."""
     if conn.dialect.name == "sqlite":
         LOWER_MARK.many(conn, [{}])

@@ -1,36 +1,13 @@
 """Word keys: a sealed store's word tokens, under a key per bucket of sessions.
 
-A sealed store's word index holds, for each word of a session's messages,
-its keyed hash under the store's index key (`Sealer.word`) enciphered by
-the *word key* of the session's bucket (`cipher.WordKey`): the sessions of
-keys ``pk`` in ``[b * BUCKET, (b + 1) * BUCKET)`` make bucket ``b``, and a
-token names its bucket first (``b.``), so that a bucket's rows are one
-range of the index's key (SQLite: of the words; PostgreSQL: of
-``session_pk``). The keyring
-keeps each word key (scope ``words``, named by its bucket), the table
-``word_keys`` the id of the current one (migration 0012); the row of
-bucket `CONVERTED` says every bucket's tokens are under word keys.
-
-* **Indexing** (`Tokens`, in the write transaction that indexes): a
-  bucket's key is read from ``word_keys``, on PostgreSQL ``FOR SHARE``, so
-  that an erase re-keying the bucket waits for the transaction, and it for
-  the erase; a bucket without one is given a new key.
-* **Erase** (`rekey`, in the erase's transaction, after the session's rows
-  went): the bucket's rows are moved under a new word key, token by token
-  (no message is read), ``word_keys`` names it, and the old key is doomed,
-  destroyed after the commit (`sealing.sweep` ends one a crash left
-  doomed: the row no longer names it). A copy of the index taken before
-  the erase then holds the erased session's tokens under a key that is
-  gone.
-* **Search** (`current`): a word's token is made under each bucket's key
-  named in the snapshot read: one AES block per word and bucket. On
-  PostgreSQL, whose reads take a snapshot per statement, the keys are read
-  again after the index: changed (an erase committed meanwhile), the
-  search is run again.
-* **Conversion** of a store sealed before 0012, whose tokens are the index
-  key's hashes alone: `sessionstore.backends.sql.wordconvert`.
-
-Plain stores have no word keys and no row here.
+Each word's keyed hash (`Sealer.word`) is enciphered by the word key of
+its session's bucket (``pk // BUCKET``), and a token names its bucket first
+(``b.``), so a bucket's rows are one range of the index. ``word_keys``
+names each bucket's current key (kept in the keyring). Indexing reads it
+``FOR SHARE`` (`Tokens`); an erase moves the bucket's rows under a new
+key and dooms the old (`rekey`); a search makes each word's token per
+bucket, on PostgreSQL reading the keys again after the index (changed:
+search again). docs/encryption.md.
 """
 
 from __future__ import annotations
@@ -49,38 +26,14 @@ if TYPE_CHECKING:
     from sessionstore.encryption.cipher import WordKey
     from sessionstore.encryption.sealer import Sealer
 
-__all__ = [
-    "BUCKET",
-    "CONVERTED",
-    "Change",
-    "Tokens",
-    "bucket_of",
-    "converted",
-    "current",
-    "doomed_key_ended",
-    "insert_postings",
-    "key_of",
-    "keys_of",
-    "mark_converted",
-    "moved_vectors",
-    "name_key",
-    "named",
-    "rekey",
-    "sealed_hits",
-]
+BUCKET = 256  # sessions in a bucket at most (by pk)
 
-BUCKET = 256
-"""Sessions in a bucket at most (by ``pk``). A search makes a word's token
-once per bucket; an erase re-keys the rows of its bucket's other sessions."""
-
-CONVERTED = -1
-"""The bucket whose row (with no key) says every bucket is under word keys."""
+CONVERTED = -1  # the bucket whose row says every bucket is under word keys
 
 _PAGE = 500  # PostgreSQL vectors re-keyed per statement
 
 
 def bucket_of(pk: int) -> int:
-    """The bucket of the session of key ``pk``."""
     return pk // BUCKET
 
 
@@ -109,14 +62,8 @@ _SET_KEY = Query(
 
 
 class Tokens:
-    """What makes the tokens the word index holds for the messages a write
-    transaction indexes: the word key of each session's bucket, read (or
-    made) once per transaction.
-
-    Args:
-        conn: the write transaction.
-        sealer: the store's.
-    """
+    """The tokens a write transaction indexes: each bucket's word key, read
+    (or made) once per transaction."""
 
     def __init__(self, conn: Connection, sealer: Sealer) -> None:
         self._conn = conn
@@ -124,7 +71,6 @@ class Tokens:
         self._keys: dict[int, WordKey] = {}
 
     def key(self, pk: int) -> WordKey:
-        """The word key of the bucket of session ``pk``; made if it has none."""
         bucket = bucket_of(pk)
         found = self._keys.get(bucket)
         if found is None:
@@ -132,21 +78,17 @@ class Tokens:
         return found
 
     def sealed(self, pk: int, hits: Mapping[str, int]) -> dict[str, int]:
-        """A message's ``hits`` (by word) as the index holds them in session ``pk``."""
         return sealed_hits(self._sealer, self.key(pk), hits)
 
 
 def sealed_hits(sealer: Sealer, key: WordKey, hits: Mapping[str, int]) -> dict[str, int]:
-    """``hits`` by word, by the words' tokens under ``key``."""
     tokens = key.tokens([sealer.word(word) for word in hits])
     return dict(zip(tokens, hits.values(), strict=True))
 
 
 def _bucket_key(conn: Connection, sealer: Sealer, bucket: int) -> WordKey:
-    """The bucket's word key, its row held shared until the commit
-    (PostgreSQL); a new one kept first when it has none. Of two
-    transactions giving one bucket a key at once, one's row stays; the
-    other's key, never used, is destroyed."""
+    """The bucket's word key, its row held shared (PostgreSQL); made when it
+    has none (of two made at once, the one not kept is destroyed)."""
     row = _KEY_SHARED.first(conn, bucket=bucket)
     if row is not None:
         return sealer.word_key(bytes(row[0]), bucket)
@@ -160,32 +102,20 @@ def _bucket_key(conn: Connection, sealer: Sealer, bucket: int) -> WordKey:
 
 
 def named(conn: Connection) -> list[tuple[int, bytes]]:
-    """Each bucket and the id of its word key, as ``word_keys`` names them."""
     return [(int(bucket), bytes(key_id)) for bucket, key_id in _KEYS.all(conn)]
 
 
 def current(
     conn: Connection, sealer: Sealer, *, missing: list[str] | None = None
 ) -> list[tuple[int, WordKey]]:
-    """Each bucket and its word key, as the transaction's snapshot names
-    them (`keys_of` what `named` reads)."""
     return keys_of(sealer, named(conn), missing=missing)
 
 
 def keys_of(
     sealer: Sealer, rows: list[tuple[int, bytes]], *, missing: list[str] | None = None
 ) -> list[tuple[int, WordKey]]:
-    """The word keys of ``rows`` (`named`'s), by bucket.
-
-    Args:
-        missing: where to say why a key does not unwrap (its bucket then
-            left out) instead of raising.
-
-    Raises:
-        EncryptionKeyError: the keyring lacks one (destroyed by an erase
-            that committed after the rows were read: search again), or it
-            does not unwrap.
-    """
+    """The word keys of ``rows`` (`named`'s); one that does not unwrap raises
+    `EncryptionKeyError`, or with ``missing`` is left out, saying why there."""
     from sessionstore.errors import EncryptionKeyError
 
     found = []
@@ -231,12 +161,10 @@ _POSTGRES_SET = text(
 _POSTGRES_DELETE = Query(text("DELETE FROM search_vectors WHERE session_pk = :pk"))
 
 Change = Callable[[list[str]], list[str | None]]
-"""Tokens as another key makes them (None: no token of the key, kept as it is)."""
 
 
 def _moved_postings(conn: Connection, bucket: int, change: Change, *, drop: int) -> int:
-    """SQLite: change every token of the bucket's rows, those of session
-    ``drop`` deleted instead; how many rows were moved."""
+    """SQLite: change every token of the bucket's rows but ``drop``'s, deleted."""
     _SQLITE_LENGTHS.many(conn, [{"pk": drop}])
     bounds = {"low": f"{bucket}.", "high": f"{bucket}/"}
     rows = [row for row in _SQLITE_ROWS.all(conn, **bounds)]
@@ -254,8 +182,7 @@ def _moved_postings(conn: Connection, bucket: int, change: Change, *, drop: int)
 
 
 def moved_vectors(conn: Connection, bucket: int, change: Change) -> int:
-    """PostgreSQL: change every token of the vectors of the bucket's
-    sessions, a page at a time; how many vectors."""
+    """PostgreSQL: change every token of the bucket's vectors; how many."""
     from sessionstore.backends.sql.wordindex import vector
 
     count = 0
@@ -283,10 +210,9 @@ def _set_vectors(conn: Connection, page: list[tuple[int, int, str | None]]) -> i
 
 
 def rekey(conn: Connection, sealer: Sealer, pk: int) -> bytes | None:
-    """Delete the index rows of session ``pk``, and move the rest of its
-    bucket under a new word key, dooming the old one (an erase's body,
-    before its commit); the old key's id, to destroy after the commit, or
-    None when the bucket has none (nothing of it was indexed)."""
+    """Delete session ``pk``'s index rows, and move the rest of its bucket
+    under a new word key, dooming the old; its id, to destroy after the
+    commit (None: the bucket has none)."""
     bucket = bucket_of(pk)
     postgres = conn.dialect.name == "postgresql"
     row = _KEY_LOCKED.first(conn, bucket=bucket)  # appends to the bucket wait (PostgreSQL)
@@ -309,35 +235,27 @@ def rekey(conn: Connection, sealer: Sealer, pk: int) -> bytes | None:
 
 
 def doomed_key_ended(conn: Connection, *, key_id: bytes, bucket: int) -> bool:
-    """Whether a doomed word key is no longer its bucket's (its erase
-    committed): `sealing.sweep` destroys it then. A key still named is an
-    erase cut short before its commit: it stays."""
+    """Whether a doomed word key is no longer its bucket's (its erase committed)."""
     row = _KEY_OF.first(conn, bucket=bucket)
     return row is None or bytes(row[0]) != key_id
 
 
 def mark_converted(conn: Connection) -> None:
-    """Record that every bucket's tokens are under word keys (a new sealed
-    store's, or one converted; in a write transaction)."""
     _NEW_KEY.many(conn, [{"bucket": CONVERTED, "key_id": b""}])
 
 
 def converted(conn: Connection) -> bool:
-    """Whether every bucket's tokens are under word keys (`mark_converted`)."""
     return _KEY_OF.first(conn, bucket=CONVERTED) is not None
 
 
 def key_of(conn: Connection, bucket: int) -> bytes | None:
-    """The id of the bucket's word key, None when it has none."""
     row = _KEY_OF.first(conn, bucket=bucket)
     return None if row is None else bytes(row[0])
 
 
 def name_key(conn: Connection, bucket: int, key_id: bytes) -> None:
-    """Name the word key of a bucket that has none."""
     _NEW_KEY.many(conn, [{"bucket": bucket, "key_id": key_id}])
 
 
 def insert_postings(conn: Connection, rows: list[tuple[str, int, int, bytes]]) -> None:
-    """SQLite: rows ``(word, session_pk, batch, postings)`` into the index."""
     _SQLITE_INSERT.many_in_order(conn, _POSTING_COLUMNS, rows)

@@ -1,5 +1,5 @@
 """SqlStore streams a session of long lines about a megabyte at a time
-(`sessionstore.backends.sql.paging`), not `ROWS` lines at a time: 2,000
+(`sessionstore.backends.sql.lineage`), not `ROWS` lines at a time: 2,000
 tools' outputs of 64 KB would be 128 MB held at once."""
 
 from collections.abc import AsyncIterator, Iterable
@@ -11,8 +11,8 @@ from sqlalchemy import Connection
 
 import sessionstore.backends.sql.store as store_module
 from sessionstore import SessionMeta, SqlStore, encode
-from sessionstore.backends.sql import paging
 from sessionstore.backends.sql import queries as Q
+from sessionstore.backends.sql.lineage import BYTES
 from sessionstore.models import MessageEntry
 from sessionstore.testing.contract import message
 
@@ -50,8 +50,8 @@ async def given(lines: Iterable[str]) -> AsyncIterator[str]:
 async def test_an_export_reads_long_lines_about_a_megabyte_at_a_time(store: SqlStore) -> None:
     session_id = await long_session(store)
     _, *blocks = [block async for block in store.raw_blocks(session_id)]
-    assert sum(map(len, blocks)) == SIZE > 4 * paging.BYTES
-    assert max(map(len, blocks)) <= paging.BYTES + LINE
+    assert sum(map(len, blocks)) == SIZE > 4 * BYTES
+    assert max(map(len, blocks)) <= BYTES + LINE
 
 
 async def test_an_import_inserts_long_lines_about_a_megabyte_at_a_time(
@@ -68,7 +68,7 @@ async def test_an_import_inserts_long_lines_about_a_megabyte_at_a_time(
     lines = (line.rstrip("\n") for line in LINES)
     assert await store.import_session(encode(SessionMeta(id="long")), given(lines)) == ENTRIES
     assert sum(inserted) == SIZE
-    assert max(inserted) <= paging.BYTES + LINE
+    assert max(inserted) <= BYTES + LINE
 
 
 async def test_integrity_reads_long_lines_about_a_megabyte_at_a_time(
@@ -86,4 +86,4 @@ async def test_integrity_reads_long_lines_about_a_megabyte_at_a_time(
     monkeypatch.setattr(Q.ENTRY_DIGESTS, "all", recorded)
     assert await store.integrity() == []
     assert sum(pages) == SIZE
-    assert max(pages) <= paging.BYTES + LINE
+    assert max(pages) <= BYTES + LINE
