@@ -100,16 +100,20 @@ def _fraction(nanos: int) -> str:
     return f".{nanos:09d}"
 
 
-def _year_text(year: int) -> str:
+def _text(seconds: int, nanos: int) -> str:
+    """UTC seconds since the epoch (the :59 of a leap second, whose nanos are
+    1e9 on) and nanoseconds as RFC 3339 text, without the offset."""
+    days, of_day = divmod(seconds, _DAY)
+    year, month, day = _civil_from_days(days)
+    hour, rest = divmod(of_day, 3600)
+    minute, second = divmod(rest, 60)
+    if nanos >= _NANOS:
+        second, nanos = second + 1, nanos - _NANOS
     # chrono writes four digits in 0..=9999 and a sign with at least four
     # digits outside; strftime's %Y drops leading zeros on some platforms.
-    return f"{year:04d}" if 0 <= year <= 9999 else f"{year:+05d}"
-
-
-def _seconds_text(value: datetime) -> str:
+    year_text = f"{year:04d}" if 0 <= year <= 9999 else f"{year:+05d}"
     return (
-        f"{_year_text(value.year)}-{value.month:02d}-{value.day:02d}"
-        f"T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+        f"{year_text}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}{_fraction(nanos)}"
     )
 
 
@@ -121,8 +125,7 @@ def now_rfc3339() -> str:
 def rfc3339_of_ns(ns: int) -> str:
     """A time in nanoseconds since the epoch (a file's ``st_mtime_ns``) as
     `now_rfc3339` writes it."""
-    seconds, nanos = divmod(ns, _NANOS)
-    return f"{_seconds_text(_EPOCH + timedelta(seconds=seconds))}{_fraction(nanos)}+00:00"
+    return _text(*divmod(ns, _NANOS)) + "+00:00"
 
 
 class _Scan:
@@ -337,17 +340,7 @@ class Timestamp:
         return (self._seconds, self._nanos)
 
     def __str__(self) -> str:
-        days, of_day = divmod(self._seconds, _DAY)
-        year, month, day = _civil_from_days(days)
-        hour, rest = divmod(of_day, 3600)
-        minute, second = divmod(rest, 60)
-        nanos = self._nanos
-        if nanos >= _NANOS:
-            second, nanos = second + 1, nanos - _NANOS
-        return (
-            f"{_year_text(year)}-{month:02d}-{day:02d}"
-            f"T{hour:02d}:{minute:02d}:{second:02d}{_fraction(nanos)}Z"
-        )
+        return _text(self._seconds, self._nanos) + "Z"
 
     def __repr__(self) -> str:
         return f"Timestamp({str(self)!r})"
