@@ -1,33 +1,14 @@
-"""What a stored message says, in every shape the store keeps: its text, the
-tool calls it makes, the tool results it carries, and anything else.
+"""What a stored message says, in every shape the store keeps: text, tool
+calls, tool results, and anything else (`Other`, shown as stored, never dropped).
 
-`read_message` is the one reading of a message that every view renders:
-``sessionstore show`` (a row per entry, a line per message of the
-context), the demo, and the HTML transcript (`sessionstore.transcript`).
-It knows these shapes:
-
-* OpenAI Chat Completions: an assistant's ``tool_calls`` (and the older
-  ``function_call``), answered by ``tool`` (or ``function``) messages with
-  a ``tool_call_id``. The LangChain adapter stores its ``AIMessage`` tool
-  calls and its ``ToolMessage`` so (a tool message names its tool, and
-  LangChain's ``status`` says when it failed); pydantic-ai's adapter
-  stores its ``ToolCallPart`` so too.
-* Anthropic Messages: ``tool_use`` content blocks (and ``server_tool_use``),
-  answered by ``tool_result`` blocks (``is_error`` when it failed).
-* openai-agents (Responses API) items, held as the adapter holds them (the
-  message's content is the item, its role the item's type) or in the
-  message's own fields: ``function_call`` and ``function_call_output``,
-  ``custom_tool_call`` and every other ``..._call`` item with its
-  ``..._call_output``, and ``reasoning`` (its summary is its text).
-* pydantic-ai's requests as its adapter stores them: the tool returns and
-  retries held in the request it kept (``pydantic_ai``), each naming its
-  tool and call.
-
-Anything else (an image, a file, an item of a type newer than this code)
-is an `Other` piece: shown as it is stored, never dropped.
-
-Nothing here reads a backend or a framework: a stored message in, its
-pieces out.
+`read_message` is the one reading every view renders (``sessionstore show``,
+the demo, `sessionstore.transcript`). It knows OpenAI Chat Completions
+(``tool_calls``, ``function_call``, ``tool`` and ``function`` results, as the
+LangChain and pydantic-ai adapters store theirs too), Anthropic Messages
+(``tool_use``, ``server_tool_use``, ``tool_result`` blocks), openai-agents
+items (held as the message's content or in its fields: every ``..._call``
+and ``..._call_output``, ``reasoning``), and pydantic-ai's requests as its
+adapter keeps them. It reads no backend and no framework.
 """
 
 from __future__ import annotations

@@ -1,38 +1,18 @@
 """HTML transcripts: a session as one self-contained page, written as it is read.
 
-`render_html` yields the page in chunks, one entry at a time, from
-`SessionStore.iter_entries`, so a session of any length renders in memory
-bounded by one entry plus the ids of its current context (what
-`load_context_with_ids` gives: what the model saw, which a model's window
-bounds). `write_html` writes those chunks to a text file; `export_html`
-writes ``<id>.html`` for many sessions into a directory, whose pages link
-a fork to its parent's page.
+`render_html` yields the page an entry at a time (`SessionStore.iter_entries`),
+in memory bounded by one entry plus the ids of the current context;
+`write_html` writes it to a text file; `export_html` writes ``<id>.html`` for
+many sessions, a fork's page linking its parent's. Each message is shown as
+`sessionstore.parts.read_message` reads it, tool calls and results folded.
 
-The page needs nothing but itself: inline CSS, no script, no font, image or
-other fetch (a Content-Security-Policy in the page forbids them all, should
-a stored text ever get past the escaping). It reads the same with
-JavaScript off.
-
-Everything stored is text here, never markup: ids, roles, timestamps,
-contents and the header are HTML-escaped (quotes too, in attributes);
-control characters, bidirectional overrides and lone surrogates are shown
-as visible ``\\xNN`` / ``\\uNNNN`` escapes, so that a stored text can
-neither hide itself nor reorder what is shown around it.
-
-A page of 100,000 entries stays cheap for a browser: every entry's block has
-``content-visibility: auto``, so only the blocks on screen are laid out and
-painted, and the others keep an estimated height for the scroll bar. The
-page stays one file (find-in-page and one link per session still work);
-splitting it into pages was not needed for that.
-
-What each message says is `sessionstore.parts.read_message`'s reading, the
-one ``sessionstore show`` prints too: its text, and the tool calls and
-results of every shape the store keeps (OpenAI, Anthropic, openai-agents
-items, and the LangChain and pydantic-ai adapters' messages). Each call and
-result is folded in ``<details>``, named by its tool; a result names its
-call and links to it when an earlier call had its id.
-
-This is a tool over the public store API; it reads no backend's internals.
+The page fetches nothing and runs no script (a Content-Security-Policy
+forbids both, should a stored text get past the escaping). Everything stored
+is escaped text, never markup; control characters, bidirectional overrides
+and lone surrogates show as visible escapes, so a text can neither hide
+itself nor reorder what is around it. Every entry's block has
+``content-visibility: auto``, so a page of 100,000 entries lays out only what
+is on screen and stays one file.
 """
 
 from __future__ import annotations
