@@ -56,6 +56,7 @@ __all__ = ["SyncJournal", "SyncStore", "open_store"]
 _T = TypeVar("_T")
 _O = TypeVar("_O")
 _P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class _Loop:
@@ -170,57 +171,45 @@ class _Facade(Generic[_O]):
         self._loop = loop
 
 
-class _Blocking(Generic[_P, _T]):
-    """The async method of that name of a facade's object, as a call that blocks
-    until it is done: same arguments, same result, same errors."""
+class _Forwarded(Generic[_P, _R]):
+    """The method of that name of a facade's object, its result handed to
+    ``run`` on the facade's loop (`_blocking`, `_streamed`)."""
 
-    def __init__(self, method: Callable[Concatenate[Any, _P], Coroutine[Any, Any, _T]]) -> None:
-        self._name = method.__name__
-
-    @overload
-    def __get__(self, facade: None, owner: type[Any]) -> Self: ...
-
-    @overload
-    def __get__(self, facade: _Facade[Any], owner: type[Any]) -> Callable[_P, _T]: ...
-
-    def __get__(self, facade: _Facade[Any] | None, owner: type[Any]) -> Self | Callable[_P, _T]:
-        if facade is None:
-            return self
-        method: Callable[_P, Coroutine[Any, Any, _T]] = getattr(facade._target, self._name)
-        loop = facade._loop
-
-        def blocking(*args: _P.args, **kwargs: _P.kwargs) -> _T:
-            return loop.run(method(*args, **kwargs))
-
-        return blocking
-
-
-class _Streamed(Generic[_P, _T]):
-    """The stream of that name of a facade's object, as a generator."""
-
-    def __init__(self, method: Callable[Concatenate[Any, _P], AsyncIterator[_T]]) -> None:
-        self._name = method.__name__
+    def __init__(self, name: str, run: Callable[[_Loop, Any], _R]) -> None:
+        self._name = name
+        self._run = run
 
     @overload
     def __get__(self, facade: None, owner: type[Any]) -> Self: ...
 
     @overload
-    def __get__(
-        self, facade: _Facade[Any], owner: type[Any]
-    ) -> Callable[_P, Generator[_T, None, None]]: ...
+    def __get__(self, facade: _Facade[Any], owner: type[Any]) -> Callable[_P, _R]: ...
 
-    def __get__(
-        self, facade: _Facade[Any] | None, owner: type[Any]
-    ) -> Self | Callable[_P, Generator[_T, None, None]]:
+    def __get__(self, facade: _Facade[Any] | None, owner: type[Any]) -> Self | Callable[_P, _R]:
         if facade is None:
             return self
-        method: Callable[_P, AsyncIterator[_T]] = getattr(facade._target, self._name)
-        loop = facade._loop
+        method: Callable[_P, Any] = getattr(facade._target, self._name)
+        run, loop = self._run, facade._loop
 
-        def streamed(*args: _P.args, **kwargs: _P.kwargs) -> Generator[_T, None, None]:
-            return loop.stream(method(*args, **kwargs))
+        def forwarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            return run(loop, method(*args, **kwargs))
 
-        return streamed
+        return forwarded
+
+
+def _blocking(
+    method: Callable[Concatenate[Any, _P], Coroutine[Any, Any, _T]],
+) -> _Forwarded[_P, _T]:
+    """An async method as a call that blocks until it is done: same arguments,
+    same result, same errors."""
+    return _Forwarded(method.__name__, _Loop.run)
+
+
+def _streamed(
+    method: Callable[Concatenate[Any, _P], AsyncIterator[_T]],
+) -> _Forwarded[_P, Generator[_T, None, None]]:
+    """An async stream as a generator."""
+    return _Forwarded(method.__name__, _Loop.stream)
 
 
 class SyncStore(_Facade[SessionStore]):
@@ -269,33 +258,33 @@ class SyncStore(_Facade[SessionStore]):
         """
         return self._loop.run(_called(call, self._target))
 
-    create = _Blocking(SessionStore.create)
-    append = _Blocking(SessionStore.append)
-    append_many = _Blocking(SessionStore.append_many)
-    load = _Blocking(SessionStore.load)
-    load_slice = _Blocking(SessionStore.load_slice)
-    iter_entries = _Streamed(SessionStore.iter_entries)
-    load_context = _Blocking(SessionStore.load_context)
-    load_context_with_ids = _Blocking(SessionStore.load_context_with_ids)
-    compact = _Blocking(SessionStore.compact)
-    list = _Blocking(SessionStore.list)
-    summaries = _Blocking(SessionStore.summaries)
-    search = _Blocking(SessionStore.search)
-    set_title = _Blocking(SessionStore.set_title)
-    titles = _Blocking(SessionStore.titles)
-    import_titles = _Blocking(SessionStore.import_titles)
-    integrity = _Blocking(SessionStore.integrity)
-    fork = _Blocking(SessionStore.fork)
-    set_head = _Blocking(SessionStore.set_head)
-    head = _Blocking(SessionStore.head)
-    head_history = _Blocking(SessionStore.head_history)
-    heads = _Blocking(SessionStore.heads)
-    import_head = _Blocking(SessionStore.import_head)
-    erase = _Blocking(SessionStore.erase)
-    erasures = _Blocking(SessionStore.erasures)
-    raw_lines = _Streamed(SessionStore.raw_lines)
-    raw_blocks = _Streamed(SessionStore.raw_blocks)
-    journals = _Blocking(SessionStore.journals)
+    create = _blocking(SessionStore.create)
+    append = _blocking(SessionStore.append)
+    append_many = _blocking(SessionStore.append_many)
+    load = _blocking(SessionStore.load)
+    load_slice = _blocking(SessionStore.load_slice)
+    iter_entries = _streamed(SessionStore.iter_entries)
+    load_context = _blocking(SessionStore.load_context)
+    load_context_with_ids = _blocking(SessionStore.load_context_with_ids)
+    compact = _blocking(SessionStore.compact)
+    list = _blocking(SessionStore.list)
+    summaries = _blocking(SessionStore.summaries)
+    search = _blocking(SessionStore.search)
+    set_title = _blocking(SessionStore.set_title)
+    titles = _blocking(SessionStore.titles)
+    import_titles = _blocking(SessionStore.import_titles)
+    integrity = _blocking(SessionStore.integrity)
+    fork = _blocking(SessionStore.fork)
+    set_head = _blocking(SessionStore.set_head)
+    head = _blocking(SessionStore.head)
+    head_history = _blocking(SessionStore.head_history)
+    heads = _blocking(SessionStore.heads)
+    import_head = _blocking(SessionStore.import_head)
+    erase = _blocking(SessionStore.erase)
+    erasures = _blocking(SessionStore.erasures)
+    raw_lines = _streamed(SessionStore.raw_lines)
+    raw_blocks = _streamed(SessionStore.raw_blocks)
+    journals = _blocking(SessionStore.journals)
 
     def import_session(
         self, header: str, entries: Iterable[str], *, after: int | None = None
@@ -334,16 +323,16 @@ class SyncStore(_Facade[SessionStore]):
 class SyncJournal(_Facade[SessionJournal]):
     """A journal whose methods block; see `sessionstore.store.SessionJournal`."""
 
-    read = _Blocking(SessionJournal.read)
-    begin = _Blocking(SessionJournal.begin)
-    append = _Blocking(SessionJournal.append)
-    append_raw = _Blocking(SessionJournal.append_raw)
-    read_bytes = _Blocking(SessionJournal.read_bytes)
-    clear = _Blocking(SessionJournal.clear)
-    erase = _Blocking(SessionJournal.erase)
-    keyed = _Blocking(SessionJournal.keyed)
-    scan = _Blocking(SessionJournal.scan)
-    drop = _Blocking(SessionJournal.drop)
+    read = _blocking(SessionJournal.read)
+    begin = _blocking(SessionJournal.begin)
+    append = _blocking(SessionJournal.append)
+    append_raw = _blocking(SessionJournal.append_raw)
+    read_bytes = _blocking(SessionJournal.read_bytes)
+    clear = _blocking(SessionJournal.clear)
+    erase = _blocking(SessionJournal.erase)
+    keyed = _blocking(SessionJournal.keyed)
+    scan = _blocking(SessionJournal.scan)
+    drop = _blocking(SessionJournal.drop)
 
     def append_keyed_unless(
         self,
@@ -419,12 +408,12 @@ class SyncEffects(_Facade[EffectLog]):
         except _Interrupted as interrupted:  # raised here, in the caller's thread
             raise interrupted.raised from None
 
-    settle = _Blocking(EffectLog.settle)
-    read = _Blocking(EffectLog.read)
-    by_session = _Blocking(EffectLog.by_session)
-    in_doubt = _Blocking(EffectLog.in_doubt)
-    find = _Blocking(EffectLog.find)
-    result = _Blocking(EffectLog.result)
+    settle = _blocking(EffectLog.settle)
+    read = _blocking(EffectLog.read)
+    by_session = _blocking(EffectLog.by_session)
+    in_doubt = _blocking(EffectLog.in_doubt)
+    find = _blocking(EffectLog.find)
+    result = _blocking(EffectLog.result)
 
 
 def open_store(target: str | os.PathLike[str], **options: Any) -> SyncStore:
