@@ -97,10 +97,8 @@ def page_name(session_id: str) -> str:
 
 
 def _text(value: str) -> str:
-    """Stored text as HTML text (or an attribute value): escaped, its hidden
-    characters made visible."""
-    escaped = html.escape(value, quote=True)
-    return _HIDDEN.sub(_visible, escaped)
+    """Stored text as HTML text: escaped, its hidden characters made visible."""
+    return _HIDDEN.sub(_visible, html.escape(value, quote=True))
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -111,8 +109,7 @@ def _visible(match: re.Match[str]) -> str:
 
 def _attribute(value: str) -> str:
     """Stored text as an attribute value: escaped, hidden characters as escapes."""
-    escaped = html.escape(value, quote=True)
-    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", escaped)
+    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", html.escape(value, quote=True))
 
 
 def _anchor(entry_id: str) -> str:
@@ -303,10 +300,8 @@ async def _meta_of(store: SessionStore, session_id: str) -> SessionMeta:
 async def render_html(
     store: SessionStore, session_id: str, *, meta: SessionMeta | None = None
 ) -> AsyncIterator[str]:
-    """A session as a self-contained HTML page, in chunks, as it is read.
-
-    The page is headed by the session's title when it has one (its last
-    `SessionStore.set_title`, else its header's), then its id.
+    """A session as a self-contained HTML page, in chunks, as it is read,
+    headed by the session's title when it has one, then its id.
 
     Args:
         store: any store.
@@ -314,8 +309,8 @@ async def render_html(
         meta: its header, when the caller has it (spares a `list`).
 
     Yields:
-        The page's text, in order: the head, then one chunk per entry, then
-        the end. Nothing is yielded for a session that cannot be read.
+        The head, a chunk per entry, the end; nothing for a session that
+        cannot be read.
 
     Raises:
         SessionNotFoundError, CorruptSessionError: as `load` does; a line
@@ -366,11 +361,8 @@ async def export_html(
     *,
     sessions: Sequence[str] | None = None,
 ) -> list[tuple[str, str]]:
-    """Write ``<id>.html`` (`page_name`) into ``directory`` for sessions of a store.
-
-    Each page is written to a temporary file and renamed into place, so a
-    page is whole or left as it was. A fork's page links its parent's page
-    by that name, relatively: the directory's pages link up.
+    """Write ``<id>.html`` (`page_name`) into ``directory`` for sessions of a
+    store, each page whole or left as it was (written aside, renamed).
 
     Args:
         store: any store.
@@ -378,9 +370,7 @@ async def export_html(
         sessions: the session ids; None for every session.
 
     Returns:
-        The sessions whose page could not be written, each with why (a
-        session that does not read back, or went meanwhile); the others
-        were written.
+        The sessions whose page could not be written, each with why.
 
     Raises:
         StorageError: the directory is not one, or could not be written.
