@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Final, Literal, Protocol, TypeVar
@@ -167,15 +167,14 @@ class EffectState:
 
     Attributes:
         key: its key.
-        state: ``done``, ``failed``, ``in doubt`` (an intent with no
-            outcome) or ``not done`` (settled so: its next run runs it).
+        state: ``done``, ``failed``, ``in doubt`` or ``not done``.
         tool: the tool's name.
         session: its session id, when it belongs to one.
         args: the digest of its arguments.
         started: when its intent was written.
         finished: when its outcome was written (None when in doubt).
-        error: a failure's error (a settled failure's: the operator's reason).
-        size: bytes of its outcome line (its result), 0 when in doubt.
+        error: a failure's error (or the operator's reason).
+        size: bytes of its outcome line, 0 when in doubt.
         reason: why an operator settled it (None: it finished by itself).
         by: who settled it, when they said.
     """
@@ -443,7 +442,10 @@ class EffectLog:
 
     async def find(self, key: str) -> EffectState | None:
         """Where the effect ``key`` stands (None: never started), reading its lines alone."""
-        return _states((await self._journal.keyed(key)).get(key, ())).get(key)
+        states: dict[str, EffectState] = {}
+        for line in (await self._journal.keyed(key)).get(key, ()):
+            _take(states, line)
+        return states.get(key)
 
     async def result(self, key: str) -> Any:
         """The recorded result of the effect ``key``.
@@ -482,14 +484,6 @@ class EffectLog:
     async def in_doubt(self) -> list[EffectState]:
         """The effects started and never finished."""
         return [state for state in await self.read() if state.state == "in doubt"]
-
-
-def _states(lines: Iterable[bytes]) -> dict[str, EffectState]:
-    """Where the effects of ``lines`` stand."""
-    states: dict[str, EffectState] = {}
-    for line in lines:
-        _take(states, line)
-    return states
 
 
 def _take(states: dict[str, EffectState], line: bytes) -> None:
