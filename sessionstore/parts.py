@@ -24,13 +24,8 @@ __all__ = ["Other", "Piece", "Reading", "Said", "ToolCall", "ToolResult", "read_
 
 @dataclass(frozen=True)
 class Said:
-    """Text the message says.
-
-    Attributes:
-        text: the text.
-        fields: the other fields of the content part it came from (an
-            ``output_text`` part's ``annotations``), beside ``type`` and ``text``.
-    """
+    """Text the message says, with the other fields of its content part (an
+    ``output_text`` part's ``annotations``)."""
 
     text: str
     fields: dict[str, Any] = field(default_factory=dict)
@@ -43,9 +38,8 @@ class ToolCall:
     Attributes:
         call_id: the id its result names; None when it has none.
         name: the tool's name; None when the call does not say.
-        arguments: what the tool is given: JSON text (as OpenAI and
-            openai-agents keep it), any other JSON value (Anthropic's
-            ``input``, an item's ``action``), or None.
+        arguments: what the tool is given: JSON text (OpenAI's), any other
+            JSON value (Anthropic's ``input``), or None.
     """
 
     call_id: str | None
@@ -59,11 +53,10 @@ class ToolResult:
 
     Attributes:
         call_id: the id of the call it answers; None when it names none.
-        name: the tool's name, when the result itself says it (LangChain's
-            and pydantic-ai's do); otherwise the call's, found by ``call_id``.
+        name: the tool's name, when the result says it (else the call's).
         output: what the tool returned, read as content is.
-        status: None when it succeeded or does not say; otherwise what
-            happened instead (``"error"``, pydantic-ai's ``"retry"``...).
+        status: None when it succeeded or does not say; else ``"error"``,
+            pydantic-ai's ``"retry"``...
     """
 
     call_id: str | None
@@ -74,12 +67,8 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class Other:
-    """A part or item none of the above: shown as it is stored.
-
-    Attributes:
-        value: the stored value.
-        kind: its ``type`` when it is an object that has one (``"image_url"``).
-    """
+    """A part or item none of the above, shown as stored; ``kind`` is its
+    ``type`` when it has one (``"image_url"``)."""
 
     value: Any
     kind: str | None
@@ -94,13 +83,10 @@ class Reading:
     """A message as every view shows it.
 
     Attributes:
-        label: what the message is, in a word or two: ``"tool call"`` when
-            it only calls tools, ``"tool result"`` when it only carries
-            results, ``"reasoning"`` for a reasoning item, another
-            openai-agents item's type in words, else its role.
+        label: ``"tool call"`` or ``"tool result"`` when it holds only those,
+            an openai-agents item's type in words, else its role.
         pieces: what it says, in order.
-        fields: its further fields that no piece shows (provider data, an
-            adapter's own copy of the message), in their order.
+        fields: its further fields that no piece shows, in their order.
     """
 
     label: str

@@ -671,9 +671,10 @@ class BranchingStore(Protocol):
             source_id: the session to branch from.
             at: the id of the last entry to keep; None keeps them all.
             meta: the new header; by default `SessionMeta.new` with the
-                source's owner, tags and metadata, and the source's current
-                title as the fork's first title change (`titles`). Its
-                ``parent_session`` is set to ``source_id`` when left None.
+                source's owner, tags and metadata, and (with
+                `Capability.TITLES`) the source's current title as the fork's
+                first title change. Its ``parent_session`` is set to
+                ``source_id`` when left None.
 
         Returns:
             The new session's header, as stored.
@@ -766,7 +767,8 @@ class TitledStore(Protocol):
 
     async def set_title(self, session_id: str, title: str | None) -> TitleChange:
         """Give a session a title now (None: back to its header's), recorded as
-        a new `TitleChange` beside the log; the last is its title in `summaries`.
+        a new `TitleChange` beside the log, erased with the session; the last
+        is its title in `summaries`.
 
         Raises:
             SessionNotFoundError: no such session; nothing recorded.

@@ -12,15 +12,11 @@ the work is done::
         store.append(session_id, MessageEntry.new(Message.user("Hello")))
         print(store.load_context(session_id))
 
-It is a thin layer, not a second implementation: each `SyncStore` runs one
-event loop in a thread of its own and hands every call to the async store
-on it. Any number of threads may call one `SyncStore` at once (their
-appends then share transactions, as concurrent tasks do); it may also be
-called from code that runs inside an event loop of its own, which it
-blocks for the call's duration. Errors are the async store's, unchanged.
-Streams (`iter_entries`, `raw_lines`, `raw_blocks`) are generators: close
-one you leave unfinished (or let it be collected) to let go of its file or
-cursor.
+Each `SyncStore` runs one event loop in a thread of its own and hands every
+call to the async store on it, errors unchanged. Any number of threads may
+call it at once (their appends share transactions, as tasks do), and so may
+code inside an event loop, which it blocks for the call. Streams are
+generators: close one left unfinished to let go of its file or cursor.
 """
 
 from __future__ import annotations
@@ -60,11 +56,10 @@ _R = TypeVar("_R")
 
 
 class _Loop:
-    """An event loop running in a daemon thread of its own, taking calls from any thread.
+    """An event loop in a daemon thread of its own, taking calls from any thread.
 
     Every call in flight is known, so that `stop` can end each one (its
-    caller gets `StorageError`) instead of leaving its thread waiting for a
-    loop that no longer runs.
+    caller gets `StorageError`) rather than leave it waiting for a dead loop.
     """
 
     def __init__(self) -> None:

@@ -219,11 +219,9 @@ class _Scan:
 class Timestamp:
     """An instant in UTC with nanosecond precision, as chrono's ``DateTime<Utc>``.
 
-    `str()` gives the canonical form (``2026-10-13T11:32:00.120Z``). A leap
-    second is kept as one (``2016-12-31T23:59:60Z``), and so are years
-    outside 1-9999 (``0000-12-31T23:59:00Z``), which `to_datetime` cannot
-    give. Timestamps compare and hash by instant, a leap second after the
-    second it extends.
+    `str()` gives the canonical form (``2026-10-13T11:32:00.120Z``), leap
+    seconds (``:60``) and years outside 1-9999 kept. Timestamps compare and
+    hash by instant, a leap second after the second it extends.
     """
 
     __slots__ = ("_nanos", "_seconds")
@@ -268,12 +266,9 @@ class Timestamp:
 
     @classmethod
     def parse(cls, text: str) -> Timestamp:
-        """Parse a date-time with an offset, as chrono 0.4 (before 0.4.27) does.
-
-        Accepts what the module docstring says: RFC 3339 (``T`` or a space
-        between date and time, ``Z``, ``z`` or ``±hh:mm``) and chrono's
-        looser spellings of it. Digits past the ninth fractional one are
-        dropped.
+        """Parse a date-time with an offset as chrono 0.4 (before 0.4.27) does:
+        RFC 3339 and the looser spellings the module docstring lists (digits
+        past the ninth fractional one dropped).
 
         Raises:
             ValueError: not such a date-time, one without an offset, or one
@@ -323,9 +318,8 @@ class Timestamp:
         return self._nanos >= _NANOS
 
     def to_datetime(self) -> datetime:
-        """The instant as an aware UTC datetime (nanoseconds cut to microseconds).
-
-        A leap second reads as the last microsecond of the second before it.
+        """The instant as an aware UTC datetime, nanoseconds cut to microseconds
+        (a leap second reads as the last microsecond of the second before).
 
         Raises:
             ValueError: the year is outside 1-9999, which a datetime cannot hold.
