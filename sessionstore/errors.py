@@ -389,7 +389,8 @@ class StorageError(SessionStoreError):
 
 
 class ClosedError(StorageError, RuntimeError):
-    """A store, sync store or adapter's session was used after ``close``."""
+    """A store, sync store or adapter's session was used after ``close``;
+    nothing was read or written."""
 
 
 def validate_session_id(session_id: str) -> str:
