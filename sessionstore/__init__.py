@@ -1,16 +1,9 @@
 """sessionstore: a safe, append-only store for the conversations of LLM agents.
 
-Sessions (a header, then finalized messages and compaction markers), a
-crash-recovery journal, and a JSONL wire format byte-compatible with the
-Rust implementation. Everything a user needs is importable from here.
-
-What a program needs to start (the records, the codec, the store protocol,
-`open_store`) loads with the package. The rest loads on first use, from
-here as from its module: the SQL store with SQLAlchemy
-(``sessionstore.SqlStore``, or `open_store` with a SQL target), the JSONL
-store and file journal, the memory store, the archive, and each tool-call
-dialect's rules, so that a process starting for one agent turn pays only
-for what it touches.
+Everything a user needs is importable from here. What a program needs to
+start (the records, the codec, the store protocol, `open_store`) loads with
+the package; the stores, the archive and the encryption load on first use,
+so a process started for one agent turn pays only for what it touches.
 """
 
 import importlib

@@ -1,18 +1,11 @@
 """Anchors: where each session stood, kept outside the store and checked later.
 
-A store only ever adds to a session, so everything a session held at one
-time it still holds later, byte for byte, unless an erasure recorded since
-removed it. An `Anchor` pins that: a session's id, how many entries it
-held, and the digest of its file up to there. Kept where a writer with the
-database's file cannot reach (another machine, a backup, a signed commit),
-anchors show what the store's own checks cannot once that writer drops the
-append-only triggers: entries deleted from a session's end, a session
-deleted, history rewritten along with its digests, erasure records
-deleted.
-
-`sessionstore.verify.verify_store` checks anchors and makes the next ones;
-this module computes one session's anchor and reads and writes anchors
-files (one `Anchor` a line, in the wire form)::
+A store only adds to a session, so what it held it still holds, byte for
+byte, unless an erasure recorded since removed it. An `Anchor` kept out of
+reach of a writer with the database's file (another machine, a signed
+commit) shows what that writer could hide: entries deleted from the end, a
+session deleted, history rewritten with its digests, erasure records deleted.
+`sessionstore.verify.verify_store` checks anchors and makes the next ones::
 
     report = await verify_store(store, anchors=read_anchors(path))
     if report.ok:
@@ -43,13 +36,12 @@ async def anchor_session(
     store: SessionStore, session_id: str, *, erasures: int, prefix: int | None = None
 ) -> tuple[Anchor, str | None]:
     """The session's anchor now, and the digest of its first ``prefix``
-    entries (None when it holds fewer, or ``prefix`` is None).
+    entries (an older anchor's ``lines``; None when it holds fewer).
 
     Args:
         erasures: how many erasure records the store holds, read before
             the session.
-        prefix: a number of entries whose digest to give too (an older
-            anchor's ``lines``).
+        prefix: how many entries to give the digest of too.
 
     Raises:
         SessionNotFoundError, CorruptSessionError: as `SessionStore.raw_blocks`.
@@ -160,10 +152,8 @@ def read_anchors(path: str | os.PathLike[str]) -> builtins.list[Anchor]:
 
 
 def write_anchors(path: str | os.PathLike[str], anchors: Iterable[Anchor]) -> None:
-    """Replace the file at ``path`` with ``anchors``, one a line, durably.
-
-    Written to a new file beside it, synced, then renamed over it: a crash
-    leaves the old file or the new one, whole.
+    """Replace the file at ``path`` with ``anchors``, one a line, durably:
+    written beside it, synced, renamed over it (a crash leaves either, whole).
 
     Raises:
         StorageError: the file cannot be written.

@@ -1,18 +1,12 @@
 """`build_context`: the messages to send to a model, from a session's log; and
 the checks of the tool exchanges in such a list, with their repairs.
 
-A model API refuses a history whose tool calls and tool results have come
-apart (a cut, a crash mid-turn, a duplicated or trimmed result): OpenAI with
-"messages with role 'tool' must be a response to a preceding message with
-'tool_calls'", Anthropic with "tool_use ids were found without tool_result
-blocks immediately after". `check_pairing` names every such orphan,
-`repair_pairing` gives a list the API takes, and `safe_cut` chooses where a
-compaction may start without cutting an exchange in two. All three are pure
-functions of a list of messages: they never touch a store. Each takes the
-``dialect`` of the messages (`PairingDialect`), whose shapes are described in
-its module: ``"openai"`` (`sessionstore.pairing.openai_chat`),
-``"anthropic"`` (`sessionstore.pairing.anthropic`) and ``"openai-agents"``
-(`sessionstore.pairing.openai_agents`).
+A model API refuses a history whose tool calls and results have come apart
+(a cut, a crash mid-turn). `check_pairing` names every orphan,
+`repair_pairing` gives a list the API takes, `safe_cut` chooses where a
+compaction may start: pure functions of a list of messages, each given the
+messages' ``dialect`` (`PairingDialect`: ``"openai"``, ``"anthropic"``,
+``"openai-agents"``, described in `sessionstore.pairing`).
 """
 
 from __future__ import annotations
@@ -56,16 +50,13 @@ def summary_message(compaction: CompactionEntry) -> Message:
 def context_entries(
     entries: Sequence[SessionEntry],
 ) -> tuple[list[SessionEntry], str | None]:
-    """The entries a context is built of: the one rule, which every store and
-    adapter applies (SPEC section 4).
+    """The entries a context is built of: the one rule (SPEC section 4).
 
     With no compaction, every message entry in order. Otherwise the last
-    compaction, then every message entry from the first whose id equals the
-    compaction's ``first_kept_id`` (anywhere in ``entries``) to the end; if
-    no message entry has that id, every message entry after that compaction.
-    ``entries`` may be a whole log, or its end from that first kept message
-    (or, when none has the id, from the last compaction) on: the result is
-    the same.
+    compaction, then every message entry from the first whose id is its
+    ``first_kept_id`` (anywhere) on; if none has it, every message entry
+    after the compaction. ``entries`` may be the whole log or its end from
+    there: the result is the same.
 
     Args:
         entries: a session's entries in append order.
@@ -108,13 +99,9 @@ def context_message(entry: SessionEntry) -> Message:
 
 
 def build_context(entries: Sequence[SessionEntry]) -> list[Message]:
-    """Build the model context from a session's entries (SPEC section 4).
-
-    The messages of `context_entries`: with no compaction, every message in
-    order; otherwise a user message ``"[Conversation summary]\\n" + summary``
-    for the last compaction, then the messages it keeps. Compaction entries
-    never appear in the result, and nothing is removed from the store: the
-    cut exists only in the built context.
+    """Build the model context from a session's entries (SPEC section 4): the
+    messages of `context_entries`, the compaction as a user message
+    ``"[Conversation summary]\\n" + summary``. Nothing is removed from the store.
 
     Args:
         entries: a session's entries in append order.
@@ -145,16 +132,12 @@ def check_pairing(messages: Sequence[Message], *, dialect: PairingDialect) -> li
 def repair_pairing(messages: Sequence[Message], *, dialect: PairingDialect) -> list[Message]:
     """Make a list of messages the model API takes, whatever came apart.
 
-    A result without its call, a repeated one, or one out of place, is
-    dropped (for Anthropic, a result in the right message but behind other
-    content is moved to the front instead). A call that never got a result
-    gets one made up, saying the call was interrupted (`INTERRUPTED_RESULT`),
-    right after the exchange: a ``tool`` message (OpenAI), a ``tool_result``
-    block with ``is_error`` at the head of the next user message, or in a new
-    user message when the next message is not one (Anthropic), a
-    ``function_call_output`` item in a new ``tool`` message of the call's
-    shape (openai-agents). Every message made or changed has the extra field
-    `SYNTHETIC_FIELD` set to ``True``; no other message is changed or moved.
+    A result without its call, repeated or out of place is dropped (an
+    Anthropic result behind other content in the right message is moved to
+    the front). A call without a result gets one saying it was interrupted
+    (`INTERRUPTED_RESULT`), right after the exchange, in the dialect's shape.
+    Every message made or changed has `SYNTHETIC_FIELD` set to ``True``; no
+    other is changed or moved.
 
     Args:
         messages: a context, as `build_context` gives it; not modified.
@@ -179,11 +162,9 @@ def safe_cut(
 ) -> str | None:
     """Where a compaction keeping the last ``keep_last`` messages may start.
 
-    The cut keeps at least ``keep_last`` messages and never starts inside a
-    tool exchange: when a kept result's call would be cut off, the cut moves
-    back to the message holding that call. Nor does it start at a result
-    whose call is missing already. So the context ``[summary, *kept]`` has
-    no orphan when the whole history had none.
+    The cut keeps at least ``keep_last`` messages, moving back to the call
+    of any kept result, and never starts on a result whose call is gone: so
+    ``[summary, *kept]`` has no orphan when the history had none.
 
     Args:
         messages: a session's messages, each with its entry id, in order.
@@ -192,11 +173,9 @@ def safe_cut(
         dialect: the shape of the messages' tool exchanges (`PairingDialect`).
 
     Returns:
-        The entry id of the first message to keep: the compaction's
-        ``first_kept_id``. None when nothing is kept (``keep_last`` is 0 or
-        there are no messages): give the compaction a ``first_kept_id`` that
-        names no message, such as its own id, so that its context keeps
-        only what comes after it.
+        The entry id of the first message to keep (the compaction's
+        ``first_kept_id``); None when nothing is kept: then give it one that
+        names no message, such as its own id.
 
     Raises:
         ConfigurationError: an unknown dialect, or a negative ``keep_last``.

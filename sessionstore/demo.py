@@ -1,16 +1,10 @@
-"""The demo: a realistic agent conversation played into a store.
+"""The demo (`sessionstore demo`): a realistic agent conversation played into a
+store, its context, a journal left with an interrupted session, and an
+archive round trip that comes back byte for byte.
 
-`sessionstore demo` runs it. It shows the product end to end: a session
-with user, assistant and tool messages and a compaction, the context built
-from it, a journal left with an interrupted session, and an archive round
-trip (export, import into an empty store, export again) that comes back
-byte for byte.
-
-The agent's system prompt is kept in code and sent before the stored
-context, as agents keep theirs (openai-agents' instructions, a LangChain
-prompt, pydantic-ai's ``instructions``): a compaction's context begins
-with its summary, so a system prompt stored before the cut would be cut
-with the rest (docs/stores.md, "Compaction and the system prompt").
+The system prompt is kept in code and sent before the stored context, as
+agents keep theirs: a compaction's context begins with its summary, so a
+stored one would be cut (docs/stores.md, "Compaction and the system prompt").
 """
 
 from __future__ import annotations

@@ -1,41 +1,19 @@
 """Effects: a journal of side effects, so that a resumed agent never repeats
 what it already did (docs/effects.md).
 
-An agent's tools send mail, charge cards, open tickets. After a crash the
-framework replays the turn, and a tool would run twice. `EffectLog.once`
-runs a side effect at most once per key: its *intent* (the key, the tool's
-name, a digest of its arguments) is made durable before it runs, its
-*outcome* (its result, or its error) after. Run again with the same key,
-it returns the recorded result without running; an intent with no outcome
-(a crash in between) is *in doubt*: `EffectInDoubtError`, unless the
-caller gives a way to check (``check=``) or says the effect may run again
-(``idempotent=True``), or until an operator settles it (`EffectLog.settle`,
-``sessionstore journal NAME --settle KEY ...``): done with a result, failed,
-or not done (the next run of the key runs it), recorded with when and why.
-
-Each journal keeps its effects in a journal of its own (`Effect` lines):
-``<agent_dir>/session_effects.jsonl`` beside a `FileJournal`'s file, the
-companion journal ``<name>/effects`` in a `SqlStore` or `MemoryStore` (no
-journal name holds a ``/``). The Rust implementation's reader skips line
-kinds it does not know, and its ``begin`` removes a journal that recorded
-no write: effects in the session journal would be miscounted there, and
-lost. Every append is durable before it returns (an ``fsync``, or a commit
-with a full sync), whatever the store's durability; the look for a key and
-the append of an intent are one step under the journal's lock, in any
-thread or process (`JournalBase.append_keyed_unless`), so two runs of one
-key never both start it. An effect's lines are keyed lines (their ``key``),
-found through the journal's index of keys: `once`, `find`, `result` and
-`settle` read only the lines of their key, whatever the number of effects
-in the journal (`read` and `in_doubt` read them all). A journal's effects
-are erased with it, never cleared with it: `clear` ends a session, and an
-effect's record must outlive the session that ran it.
+`EffectLog.once` makes an effect's *intent* durable before it runs and its
+*outcome* after; run again with its key, it returns the recorded result. An
+intent with no outcome is *in doubt* until a ``check``, ``idempotent=True``
+or an operator's `EffectLog.settle` says what happened. Effects live in a
+journal of their own beside their journal's (the Rust reader would miscount
+them), keyed lines found through its index, never cleared with it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Final, Literal, Protocol, TypeVar
@@ -58,8 +36,7 @@ _T = TypeVar("_T")
 
 
 class EffectLines(Protocol):
-    """What effects are kept in: a journal's lines (`JournalBase` gives it),
-    an effect's found by its key (`SessionJournal.keyed`)."""
+    """What effects are kept in: a journal's lines, found by key."""
 
     async def append_raw(self, *lines: bytes) -> None: ...
 
@@ -121,9 +98,8 @@ def effect_key(key: str | None, session: str | None, call_id: str | None) -> str
 
 
 def _text(value: Any) -> str:
-    """``str(value)`` as a line can keep it: a lone surrogate (a file name
-    decoded with ``os.fsdecode``) written as its escape; a value nested too
-    deep for Python to print (a `RecursionError`) as a note saying so."""
+    """``str(value)`` as a line can keep it: a lone surrogate as its escape, a
+    value nested too deep to print as a note saying so."""
     try:
         text = str(value)
     except RecursionError:
@@ -132,10 +108,8 @@ def _text(value: Any) -> str:
 
 
 def _json(value: Any) -> Any:
-    """A result as the log keeps it, and as a replay gives it back: a JSON
-    value as reading its line gives it (an integer beyond 64 bits as a
-    float), a pydantic model as its JSON form, anything else (or nested too
-    deep to keep) as its text. Never raises: the effect has already run."""
+    """A result as the log keeps it and a replay gives it back (`EffectLog.once`'s
+    Returns). Never raises: the effect has already run."""
     try:
         if isinstance(value, BaseModel):
             value = value.model_dump(mode="json")
@@ -146,8 +120,8 @@ def _json(value: Any) -> Any:
 
 
 def _canonical(value: Any, depth: int = 1) -> Any:
-    """Arguments in a form whose JSON is the same in every process: a set
-    in order, an integer beyond 64 bits and anything not JSON as text.
+    """Arguments as JSON the same in every process: a set sorted, an integer
+    beyond 64 bits and anything not JSON as text.
 
     Raises:
         InvalidRecordError: they nest deeper than the wire allows.
@@ -173,8 +147,8 @@ def _canonical(value: Any, depth: int = 1) -> Any:
 
 
 def args_digest(args: Any) -> str:
-    """The digest an intent records of a call's arguments (SHA-256 of their
-    JSON, in a form the same in every process: `_canonical`).
+    """The digest an intent records of a call's arguments: SHA-256 of their
+    JSON, the same in every process.
 
     Raises:
         InvalidRecordError: they nest deeper than the wire allows.
@@ -193,15 +167,14 @@ class EffectState:
 
     Attributes:
         key: its key.
-        state: ``done``, ``failed``, ``in doubt`` (an intent with no
-            outcome) or ``not done`` (settled so: its next run runs it).
+        state: ``done``, ``failed``, ``in doubt`` or ``not done``.
         tool: the tool's name.
         session: its session id, when it belongs to one.
         args: the digest of its arguments.
         started: when its intent was written.
         finished: when its outcome was written (None when in doubt).
-        error: a failure's error (a settled failure's: the operator's reason).
-        size: bytes of its outcome line (its result), 0 when in doubt.
+        error: a failure's error (or the operator's reason).
+        size: bytes of its outcome line, 0 when in doubt.
         reason: why an operator settled it (None: it finished by itself).
         by: who settled it, when they said.
     """
@@ -221,24 +194,21 @@ class EffectState:
 
 @dataclass
 class _Found:
-    """What the log holds of one key: its first intent, and its last line
-    (which says where it stands)."""
+    """What the log holds of one key: its first intent, its last line."""
 
     intent: Effect | None = None
     last: Effect | None = None
 
     @property
     def outcome(self) -> Effect | None:
-        """Its outcome, when it has one: done or failed (not an intent in
-        doubt, nor one settled not done, which runs again)."""
+        """Its last line when done or failed."""
         last = self.last
         return last if last is not None and last.effect in ("done", "failed") else None
 
 
 def _find(key: str, keyed: dict[str, list[bytes]]) -> _Found | None:
-    """What the lines under ``key`` (as `SessionJournal.keyed` gives them)
-    hold of it (None: nothing). A line that does not decode as an effect
-    is no record."""
+    """What the lines under ``key`` hold of it (None: nothing); a line that
+    does not decode is no record."""
     found = None
     for line in keyed.get(key, ()):
         try:
@@ -253,15 +223,15 @@ def _find(key: str, keyed: dict[str, list[bytes]]) -> _Found | None:
 
 
 def _moved(key: str, seen: Effect, keyed: dict[str, list[bytes]]) -> _Found | None:
-    """What the log holds of ``key`` when its last line is no longer
-    ``seen`` (another run took the key meanwhile); None when it still is."""
+    """What the log holds of ``key`` when its last line is no longer ``seen``;
+    None when it still is."""
     found = _find(key, keyed)
     return None if found is not None and found.last == seen else found or _Found()
 
 
 def _unsettled(key: str, keyed: dict[str, list[bytes]]) -> _Found | None:
-    """None when ``key`` is in doubt (its last line an intent), else what
-    the log holds of it (empty: nothing): what a settle refuses."""
+    """None when ``key`` is in doubt, else what the log holds of it: what a
+    settle refuses."""
     found = _find(key, keyed)
     if found is not None and found.last is not None and found.last.effect == "intent":
         return None
@@ -269,11 +239,7 @@ def _unsettled(key: str, keyed: dict[str, list[bytes]]) -> _Found | None:
 
 
 def _recorded(outcome: Effect) -> Any:
-    """What a recorded outcome gives a run: its result, or its failure again.
-
-    Raises:
-        EffectFailedError: the outcome is a failure.
-    """
+    """A recorded outcome's result; `EffectFailedError` for a failure."""
     if outcome.effect == "failed":
         raise EffectFailedError(outcome)
     return outcome.result
@@ -295,10 +261,9 @@ class EffectLog:
         journal: the journal the effects are kept in (a journal's companion,
             `SessionJournal.effects` gives it).
         name: the name of the journal they belong to, for messages.
-        options: the ``sessionstore`` options that open its store
-            (``("--db", "agents.db")``), for the commands an effect in doubt
-            says to run; None when the command line cannot reach it (a
-            memory store).
+        options: the ``sessionstore`` options that open its store, for the
+            commands an effect in doubt names; None when the command line
+            cannot reach it (a memory store).
     """
 
     def __init__(
@@ -344,22 +309,18 @@ class EffectLog:
                 and ``call_id``, the model's tool-call id.
             session, call_id: see ``key``; ``session`` is recorded.
             check: for an effect in doubt, asked with its intent whether it
-                happened: what it returns is recorded as the result, and
-                returned; `NOT_DONE` runs the effect, if this run is the
-                first to take the key up again (the others raise
-                `EffectInDoubtError`).
-            idempotent: an effect in doubt runs again (it may: running it
-                twice does no harm).
+                happened: its answer is recorded and returned as the result;
+                `NOT_DONE` runs the effect, if this run is the first to take
+                the key up again (the others raise `EffectInDoubtError`).
+            idempotent: an effect in doubt may run again.
 
-        An effect an operator settled (`settle`) is as they said: done
-        returns its result, failed raises, not done runs it (if this run
-        is the first to take the key up again).
+        A settled effect is as the operator said: done returns its result,
+        failed raises, not done runs it (for the first run to take the key).
 
         Returns:
-            The effect's result as the log keeps it, the same on the first
-            run and on every replay: a JSON value as its line reads back
-            (an integer beyond 64 bits as a float), a pydantic model as its
-            JSON form, anything else (a value nested too deep) as its text.
+            The result as the log keeps it, the same on every replay: a JSON
+            value as its line reads back (an integer beyond 64 bits as a
+            float), a pydantic model as its JSON form, anything else as text.
 
         Raises:
             EffectInDoubtError: the effect was started and never finished,
@@ -430,18 +391,13 @@ class EffectLog:
         by: str | None = None,
     ) -> Effect:
         """Settle an effect in doubt as an operator found it in the world
-        (``sessionstore journal NAME --settle KEY ...`` runs this).
+        (``sessionstore journal NAME --settle KEY ...``), once the run that
+        started it is gone (a later outcome would stand).
 
-        The outcome is recorded, with the time, ``reason`` and ``by``, as the
-        line a run would have written: ``done`` (``result`` is what every
-        later run of the key returns), ``failed`` (they raise
-        `EffectFailedError` with ``reason``), or ``not-done`` (the effect did
-        not happen: the next run of the key runs it, as if a ``check`` had
-        said `NOT_DONE`). The look and the write are one step under the
-        journal's lock, as `once`'s are: of two settles, or a settle and a
-        run resuming the key, one comes first and the other sees it. Settle
-        only once the run that started the effect is gone: one still
-        running writes its own outcome after, and the last outcome stands.
+        The outcome is recorded with the time, ``reason`` and ``by``:
+        ``done`` (later runs return ``result``), ``failed`` (they raise
+        `EffectFailedError` with ``reason``) or ``not-done`` (the next run
+        runs it). The look and the write are one step, as `once`'s are.
 
         Args:
             key: the effect's key (as `read` and ``journal --in-doubt`` list it).
@@ -485,9 +441,11 @@ class EffectLog:
         await self._journal.append_raw(_line(effect))
 
     async def find(self, key: str) -> EffectState | None:
-        """Where the effect ``key`` stands (None: never started): its lines
-        alone are read (`SessionJournal.keyed`)."""
-        return _states((await self._journal.keyed(key)).get(key, ())).get(key)
+        """Where the effect ``key`` stands (None: never started), reading its lines alone."""
+        states: dict[str, EffectState] = {}
+        for line in (await self._journal.keyed(key)).get(key, ()):
+            _take(states, line)
+        return states.get(key)
 
     async def result(self, key: str) -> Any:
         """The recorded result of the effect ``key``.
@@ -504,8 +462,7 @@ class EffectLog:
         return _recorded(found.outcome)
 
     async def read(self) -> list[EffectState]:
-        """Every effect, in the order they were started, with where each
-        stands; results are not kept (`result` reads one)."""
+        """Every effect where it stands, in the order started (without results)."""
         states: dict[str, EffectState] = {}
         rest = b""
         async for block in self._journal.read_blocks():
@@ -518,8 +475,7 @@ class EffectLog:
         return list(states.values())
 
     async def by_session(self) -> dict[str | None, list[EffectState]]:
-        """`read`'s effects, per session (None: those of no session), each
-        session's in the order they started."""
+        """`read`'s effects per session (None: of no session)."""
         found: dict[str | None, list[EffectState]] = {}
         for state in await self.read():
             found.setdefault(state.session, []).append(state)
@@ -528,14 +484,6 @@ class EffectLog:
     async def in_doubt(self) -> list[EffectState]:
         """The effects started and never finished."""
         return [state for state in await self.read() if state.state == "in doubt"]
-
-
-def _states(lines: Iterable[bytes]) -> dict[str, EffectState]:
-    """Where the effects of ``lines`` stand."""
-    states: dict[str, EffectState] = {}
-    for line in lines:
-        _take(states, line)
-    return states
 
 
 def _take(states: dict[str, EffectState], line: bytes) -> None:

@@ -28,14 +28,11 @@ Leaves also derive from the builtin a caller would reach for first, so
      └── StorageError                                  the OS or a driver failed
           └── ClosedError          (also RuntimeError) used after close
 
-Adapters add leaves beside a framework's own exception, each named in its
-module: ``sessionstore.integrations.openai_agents.InvalidItemError`` (an
-`InvalidRecordError`, also ``TypeError``) and ``ToolCallInDoubtError`` (an
-`EffectInDoubtError`, also openai-agents' ``AgentsException``).
-
-Driver and operating-system errors are translated at one boundary per
-backend and chained (``raise StorageError(...) from exc``): no ``OSError``,
-``sqlite3`` or SQLAlchemy exception reaches a caller.
+Adapters add leaves beside a framework's own exception, named in their
+module (``sessionstore.integrations.openai_agents.InvalidItemError``, an
+`InvalidRecordError` also ``TypeError``, and ``ToolCallInDoubtError``, an
+`EffectInDoubtError` also ``AgentsException``). Driver and OS errors are
+translated at one boundary per backend, chained: none reaches a caller.
 """
 
 from __future__ import annotations
@@ -86,11 +83,8 @@ class SessionStoreError(Exception):
 
 
 class InvalidRecordError(SessionStoreError, ValueError):
-    """A record does not follow the wire format.
-
-    The message says what is wrong and where: the field path, or the line
-    and column of the JSON text.
-    """
+    """A record does not follow the wire format; the message says what and
+    where (the field path, or the line and column of the JSON text)."""
 
 
 class InvalidSessionIdError(SessionStoreError, ValueError):
@@ -103,11 +97,7 @@ class InvalidSessionIdError(SessionStoreError, ValueError):
 
 
 class StreamingMessageError(SessionStoreError, ValueError):
-    """A message still marked ``streaming`` was appended.
-
-    Only finalized messages belong in the store; partial streaming output
-    stays in the caller's memory.
-    """
+    """A message still marked ``streaming`` was appended: only finalized ones are stored."""
 
     def __init__(self, session_id: str, entry_id: str) -> None:
         super().__init__(
@@ -151,20 +141,16 @@ class DuplicateSessionError(SessionStoreError):
 
 
 class SessionConflictError(SessionStoreError):
-    """A session or head is not as the write expected; nothing was written.
-
-    Raised by a conditional write whose expectation failed (an append's
-    ``expect_last``, a head move's ``expect``: `expected` and `actual` say
-    what was expected and found), by an import that finds another header
-    or count, and by an erase refused for forks or changed bytes.
+    """A session or head is not as the write expected (a conditional write, an
+    import finding another header or count, an erase refused); nothing was written.
 
     Attributes:
         session_id: the session, or the head's name (``what`` says which).
         reason: how it differs.
         what: ``"session"`` or ``"head"``.
-        expected: for a conditional write, what it expected: the id of the
-            session's last entry (``""``: no entry), or the session the head
-            names (None: a head never set). None otherwise.
+        expected: for a conditional write, the last entry's id it expected
+            (``""``: none), or the session the head was to name (None:
+            never set); None otherwise.
         actual: for a conditional write, what was found, in the same terms.
     """
 
@@ -208,9 +194,8 @@ class SessionConflictError(SessionStoreError):
 
 
 class CapabilityError(SessionStoreError, NotImplementedError):
-    """An operation of a capability the store does not declare
-    (`sessionstore.store.Capability`, `SessionStore.capabilities`); nothing
-    was read or written.
+    """An operation of a `Capability` the store does not declare; nothing was
+    read or written.
 
     Attributes:
         backend: the store's class name.
@@ -259,8 +244,8 @@ class CorruptSessionError(SessionStoreError):
 
 
 class InvalidCursorError(SessionStoreError, ValueError):
-    """A paging cursor (``after=``) is not one this listing or search gave,
-    or continues a listing the store no longer holds: start again."""
+    """A paging cursor (``after=``) is not one this listing or search gave, or
+    continues one the store no longer holds: start again."""
 
 
 class ConfigurationError(SessionStoreError, ValueError):
@@ -268,14 +253,11 @@ class ConfigurationError(SessionStoreError, ValueError):
 
 
 class EncryptionKeyError(ConfigurationError):
-    """The keys given do not fit the store: an encrypted store opened without
-    keys, with keys none of which wrapped its data keys, or with a keyring
-    that is not its own; or a plain store (or a backend that does not
-    encrypt) given keys. Nothing was read or written with them.
+    """The keys given do not fit the store (missing, wrong, a keyring not its
+    own, or keys given to a plain store); nothing was read or written.
 
     Attributes:
-        needs_keys: the store is sealed and was opened without keys: giving
-            its keys is the fix (a caller may say how it takes them).
+        needs_keys: the store is sealed and was opened without keys.
     """
 
     def __init__(self, message: str, *, needs_keys: bool = False) -> None:
@@ -284,10 +266,7 @@ class EncryptionKeyError(ConfigurationError):
 
 
 class SchemaError(SessionStoreError):
-    """The database's schema is not one this version of sessionstore can use.
-
-    Nothing has been written to the database.
-    """
+    """The database's schema is not one this code can use; nothing was written."""
 
 
 class SchemaOutdatedError(SchemaError):
@@ -312,18 +291,14 @@ class ArchiveError(SessionStoreError):
 
 
 class EffectInDoubtError(SessionStoreError):
-    """An effect was started and has no outcome: a crash came between its
-    intent and its outcome (or it is running elsewhere). Whether it
-    happened is unknown; it is not run again. The message says how to
-    settle it: the ``sessionstore journal ... --settle`` commands, when the
-    journal is known and the command line can reach its store.
+    """An effect was started and has no outcome (a crash between, or it runs
+    elsewhere); it is not run again. The message says how to settle it.
 
     Attributes:
-        intent: the recorded intent (key, tool, digest of the arguments,
-            session, time).
-        journal: the name of the journal it belongs to, when known.
-        options: the ``sessionstore`` options that open its store, when
-            the command line can reach it.
+        intent: the recorded intent.
+        journal: the name of its journal, when known.
+        options: the ``sessionstore`` options that open its store, when the
+            command line can reach it.
     """
 
     def __init__(
@@ -348,8 +323,7 @@ class EffectInDoubtError(SessionStoreError):
 
 
 def _settle_commands(key: str, journal: str | None, options: tuple[str, ...] | None) -> str:
-    """The lines that settle ``key``: commands, or the call where the
-    command line cannot reach the store (a memory store)."""
+    """The commands that settle ``key``, or the call where no command reaches the store."""
     if journal is None or options is None:
         return "\n".join(
             f"  await journal.effects.settle({key!r}, {outcome}, reason=...)"
@@ -363,8 +337,7 @@ def _settle_commands(key: str, journal: str | None, options: tuple[str, ...] | N
 
 
 class EffectNotInDoubtError(SessionStoreError):
-    """An effect asked to be settled is not in doubt: it has an outcome, or
-    it was never started.
+    """An effect to settle is not in doubt: it has an outcome, or never started.
 
     Attributes:
         key: its key.
@@ -387,12 +360,10 @@ class EffectNotInDoubtError(SessionStoreError):
 
 
 class EffectFailedError(SessionStoreError):
-    """An effect's recorded outcome is a failure: run again with its key, it
-    fails again the same way rather than running.
+    """An effect's recorded outcome is a failure, raised again rather than run.
 
     Attributes:
-        outcome: the recorded ``failed`` line (its ``error``; a settled
-            one's ``reason``).
+        outcome: the recorded ``failed`` line.
     """
 
     def __init__(self, outcome: Effect) -> None:
@@ -410,10 +381,7 @@ class EffectConflictError(SessionStoreError):
 
 
 class StorageError(SessionStoreError):
-    """The storage underneath failed (an OS or database driver error).
-
-    The original exception is chained as ``__cause__``.
-    """
+    """The storage underneath failed (an OS or driver error, chained as ``__cause__``)."""
 
     def __init__(self, message: str, *, session_id: str | None = None) -> None:
         super().__init__(message if session_id is None else f"session {session_id!r}: {message}")
@@ -421,19 +389,15 @@ class StorageError(SessionStoreError):
 
 
 class ClosedError(StorageError, RuntimeError):
-    """A store, a sync store or an adapter's session was used after its
-    ``close``; nothing was read or written."""
+    """A store, sync store or adapter's session was used after ``close``;
+    nothing was read or written."""
 
 
 def validate_session_id(session_id: str) -> str:
-    """Check a session id (or journal name) against the session-id rule.
-
-    An id is a non-empty string of at most 200 UTF-8 bytes, with no ``/``,
-    no backslash, no control character (below U+0020, or DEL) and not
-    starting with ``.``, so that it is safe as a file name on every backend.
-
-    Args:
-        session_id: the id to check.
+    """Check a session id (or journal name) against the session-id rule: a
+    non-empty string of at most 200 UTF-8 bytes, with no ``/``, backslash or
+    control character (below U+0020, or DEL), not starting with ``.`` (a
+    safe file name on every backend).
 
     Returns:
         The id, unchanged.

@@ -1,18 +1,9 @@
-"""Reading the session journal: `Journal.parse` (SPEC section 5).
+"""Reading the session journal: `Journal.parse` (SPEC section 5, docs/journal.md).
 
-An agent's state is saved once, when its session ends. The journal is the
-record of what a session wrote while it ran, so that a session stopped
-before its save (a ``SIGTERM`` at shutdown, a power cut) is not forgotten:
-a `SessionHeader` line when the session starts, then one line per write.
-
-Reading never fails. A line that does not parse (torn by a crash, invalid
-UTF-8, written by a newer format) is skipped and its 1-based number kept in
-`Journal.skipped`; the journal is a courtesy to the agent and must not stop
-it from running.
-
-Reading streams: `Journal.parse` takes the bytes, a binary file, or any
-iterable of byte chunks, and holds one line at a time besides what it
-returns. A line longer than `MAX_LINE` (no journal line comes near it) is
+Reading never fails: a line that does not parse (torn by a crash, invalid
+UTF-8, a newer format) is skipped and its 1-based number kept in
+`Journal.skipped`, since the journal must not stop an agent from running.
+It streams, holding one line at a time; a line longer than `MAX_LINE` is
 skipped without being held whole.
 """
 
@@ -32,9 +23,8 @@ __all__ = ["MAX_LINE", "Journal", "JournalSession"]
 _BLANK = b" \t\n\x0c\r"
 
 MAX_LINE = 1 << 20
-"""Bytes of the longest journal line read; a longer one is skipped unread.
-
-A journal line (a session header, a write) is about a hundred bytes."""
+"""Bytes of the longest journal line read (one is about a hundred); a longer
+one is skipped unread."""
 
 READ = 1 << 20
 """Bytes per read when parsing a file."""
@@ -133,17 +123,13 @@ class Journal:
         """Read a journal; never raises on its content.
 
         Args:
-            data: the journal's bytes; or a binary file, read in chunks
-                from where it stands; or an iterable of byte chunks (a
-                file's lines, blocks of any size), read as their
-                concatenation. Memory holds one line at a time.
+            data: the journal's bytes, a binary file (read in chunks from
+                where it stands), or an iterable of byte chunks.
 
-        The data is split on ``\\n``. A piece made only of space, ``\\t``,
-        ``\\n``, ``\\x0c`` and ``\\r`` is ignored; any other piece that is not a
-        journal line (or is longer than `MAX_LINE`) is skipped and its number
-        recorded. A ``session`` line opens a session; a write belongs to the
-        session opened last, or to a header-less session when none was
-        opened yet.
+        The data is split on ``\\n``. A blank piece (space, ``\\t``, ``\\n``,
+        ``\\x0c``, ``\\r``) is ignored; any other that is not a journal line
+        is skipped and its number recorded. A ``session`` line opens a
+        session; a write belongs to the last opened, or to a header-less one.
         """
         journal = cls()
         for number, piece in enumerate(_pieces(data), start=1):

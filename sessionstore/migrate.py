@@ -1,21 +1,11 @@
 """Run the alembic migrations from code, and read a database's revision.
 
-The migrations ship inside the package (``sessionstore.migrations``), so an
-installed wheel migrates a database as well as a checkout does::
-
-    await sessionstore.migrate.upgrade("sqlite:///sessions.db")
-
-From a checkout, alembic's own command line runs the same migrations::
-
-    alembic -x url=sqlite:///sessions.db upgrade head
-
-The revision is kept in the table ``sessionstore_alembic_version``, so a
-database shared with an application that runs alembic itself keeps the
-two histories apart.
-
-alembic loads only to migrate (`upgrade`) or to read the migrations
-(`head`): `current` reads the revision with one query, so a program (the
-command line) that checks a database before reading it never loads it.
+The migrations ship inside the package, so an installed wheel migrates too
+(``await sessionstore.migrate.upgrade("sqlite:///sessions.db")``; from a
+checkout, ``alembic -x url=sqlite:///sessions.db upgrade head``). The
+revision is kept in ``sessionstore_alembic_version``, apart from an
+application's own. alembic loads only for `upgrade` and `head`: `current`
+is one query.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
-"""The records of the wire format, as strict pydantic models (SPEC section 1).
+"""The records of the wire format, as strict, frozen pydantic models (SPEC
+section 1; docs/wire-format.md).
 
-A session is a `SessionMeta` header followed by `SessionEntry` records:
-finalized `Message` entries and non-destructive compaction markers. The
-session journal is made of `JournalLine` records.
-
-Validation is strict, as serde's is: a ``str`` field takes only a string, an
-integer field only an integer in range (``1.0``, ``"5"``, ``true`` and ``-1``
-are refused), and ``null`` only where a field is optional. Ids are any
-string here, as in serde; the session-id rule belongs to the stores. Models
-are frozen: a record, once made, is history.
-
-A record takes only its own fields: constructing one with another
-(``SessionMeta(id="s1", title="Trip")``) is a `pydantic.ValidationError`
-naming it, where silently dropping it would lose what the caller meant to
-store. Decoding stays as tolerant as serde: `sessionstore.wire` ignores a
-line's unknown fields. A `Message` is the exception: its further fields are
-part of the format and are kept.
-
-Use `sessionstore.wire` to turn records into bytes and back; the models
-never do their own JSON.
+Validation is serde's: a ``str`` field takes only a string, an integer field
+only an integer in range, ``null`` only where optional; ids are any string
+(the session-id rule is the stores'). A record takes only its own fields
+(another is a `pydantic.ValidationError`), but `sessionstore.wire`, which
+does all the JSON, ignores a line's unknown fields; a `Message` keeps its
+further fields, which are part of the format.
 """
 
 from __future__ import annotations
@@ -58,11 +46,9 @@ _HYPHENATED = re.compile(
 
 
 def parse_uuid(value: object) -> uuid.UUID:
-    """Read a UUID the way the reference does.
-
-    Accepts a `uuid.UUID`, or a string in hyphenated 8-4-4-4-12 form (either
-    case), 32-hex simple form, ``{braced}`` form or ``urn:uuid:`` form; any
-    version. `uuid.UUID` alone is laxer (hyphens anywhere), hence this.
+    """Read a UUID as the reference does: a `uuid.UUID`, or a hyphenated,
+    32-hex, ``{braced}`` or ``urn:uuid:`` string, any case and version
+    (`uuid.UUID` alone takes hyphens anywhere).
 
     Raises:
         ValueError: any other value.
@@ -88,6 +74,10 @@ class _Record(BaseModel):
     model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
 
 
+class _Rare(_Record):
+    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
+
+
 def _tuple_of_strings(value: object) -> object:
     """``tags`` given as a list (as JSON has it) is kept as a tuple."""
     return tuple(value) if isinstance(value, list) else value
@@ -96,24 +86,20 @@ def _tuple_of_strings(value: object) -> object:
 class SessionMeta(_Record):
     """The header of a session: line 1 of its file.
 
-    The first four fields are the reference implementation's; the others
-    are this project's, written after them and each left out when unset.
-    The reference skips them when it reads the file (SPEC section 1: a
-    header's unknown fields are ignored), so a file carrying them still
-    loads there, and their line is kept verbatim everywhere.
+    The first four fields are the reference implementation's; the others,
+    this project's, follow them, each left out when unset (the reference
+    ignores them).
 
     Attributes:
         id: the session id (a UUID v4 for sessions made by `new`).
         version: schema version of the session file; 1.
-        parent_session: the session this one was forked from; left out when None.
+        parent_session: the session this one was forked from.
         created_at: RFC 3339 creation time, a plain string never parsed.
-        title: what to call the session in a listing. A title chosen later
-            is set with `SessionStore.set_title`, beside the log.
-        owner: who the session belongs to (a user id, a tenant...): the key
-            `SessionStore.summaries` and `search` filter on.
+        title: what to call it in a listing (a later one: `SessionStore.set_title`).
+        owner: who it belongs to (a user, a tenant): what `summaries` and
+            `search` filter on.
         tags: labels, in the order given.
-        metadata: any further JSON object the application keeps with the
-            session, written as given.
+        metadata: any further JSON object the application keeps with it.
     """
 
     id: str
@@ -150,10 +136,9 @@ class SessionMeta(_Record):
 class Message(BaseModel):
     """A finalized chat message.
 
-    ``role`` and ``content`` are required; ``content`` is any JSON value (a
-    string, or a list of content parts). ``streaming`` is written only when
-    true. Any further fields (``name``, ``tool_calls``, ``tool_call_id``,
-    provider data...) are kept, in their order, and written after the known
+    ``content`` is any JSON value (a string, or a list of content parts);
+    ``streaming`` is written only when true. Further fields (``tool_calls``,
+    ``tool_call_id``, provider data...) are kept in order after the known
     ones: pass them as keyword arguments, read them from `extra`.
     """
 
@@ -184,11 +169,7 @@ class Message(BaseModel):
         return dict(self.__pydantic_extra__ or {})
 
     def text(self) -> str:
-        """The message's text.
-
-        The content itself when it is a string; otherwise the concatenation of
-        the ``"text"`` string fields of the content's list items.
-        """
+        """The content when a string, else its list items' ``"text"`` strings joined."""
         content = self.content
         if isinstance(content, str):
             return content
@@ -217,11 +198,8 @@ class MessageEntry(_Record):
 
 
 class CompactionEntry(_Record):
-    """A non-destructive compaction marker.
-
-    The history before ``first_kept_id`` is summarized in the built context
-    (see `build_context`) but stays in the store.
-    """
+    """A non-destructive compaction marker: the history before ``first_kept_id``
+    is summarized in the built context (`build_context`) but stays stored."""
 
     type: Literal["compaction"] = "compaction"
     id: str
@@ -247,18 +225,13 @@ SessionEntry = Annotated[MessageEntry | CompactionEntry, Field(discriminator="ty
 """One record of a session's log, tagged by ``type``."""
 
 
-class HeadMove(_Record):
-    """One position of a named head: the session it named from ``at`` on.
-
-    A head ("the current session of conversation X") is never overwritten:
-    each move is a new `HeadMove`, and the last one is where it stands.
+class HeadMove(_Rare):
+    """One position of a named head, never overwritten: the last is where it stands.
 
     Attributes:
         session_id: the session the head named.
         at: RFC 3339 time of the move, a plain string never parsed.
     """
-
-    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
 
     session_id: str
     at: str
@@ -269,20 +242,15 @@ class HeadMove(_Record):
         return cls(session_id=session_id, at=now_rfc3339())
 
 
-class TitleChange(_Record):
-    """A title given to a session after it was created.
-
-    A header never changes, so a later title is kept beside the log, one
-    `TitleChange` per change; the last one is the session's title (None:
-    back to the header's). The reference implementation never reads them.
+class TitleChange(_Rare):
+    """A title given to a session after its creation, kept beside the log; the
+    last one is its title (None: back to the header's).
 
     Attributes:
         session_id: the session retitled.
         title: its title from ``at`` on; left out when None.
         at: RFC 3339 time of the change, a plain string never parsed.
     """
-
-    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
 
     session_id: str
     title: str | None = None
@@ -294,13 +262,9 @@ class TitleChange(_Record):
         return cls(session_id=session_id, title=title, at=now_rfc3339())
 
 
-class Erasure(_Record):
-    """The record an erasure leaves: what was removed, when, why.
-
-    A session (or journal) is removed only whole, and only by `erase`, which
-    writes this record in the same step; a journal's keyed lines alone only
-    by `drop`, which writes one too (``keys``). The record holds no content of
-    what it removed: only how much there was and a digest of it.
+class Erasure(_Rare):
+    """The record an `erase` (or a journal's `drop`) leaves in the same step:
+    what was removed, when, why; how much and a digest, never content.
 
     Attributes:
         kind: ``"session"`` or ``"journal"``.
@@ -310,19 +274,13 @@ class Erasure(_Record):
         lines: how many lines were removed: a session's entries (its
             header not counted), a journal's lines.
         digest: BLAKE2b-256, in hex, of the bytes removed as a file holds
-            them: a session's file (header and entries, each line ending in
-            a newline, as `raw_blocks` gives it), a journal's bytes. An
-            archive's copy can be checked against it.
+            them (a session's as `raw_blocks` gives it): an archive's copy
+            can be checked against it.
         key: in an encrypted store, the id (hex) of the data key destroyed
-            with it, which every copy of the removed rows was sealed with
-            (docs/encryption.md); left out otherwise.
-        keys: a journal's keyed lines dropped (`JournalBase.drop`): how many
-            keys' lines went, the journal itself staying (``lines`` and
-            ``digest`` are then of the lines dropped, in journal order);
-            left out for an erasure of the whole journal or session.
+            with it (docs/encryption.md).
+        keys: for a `drop`, how many keys' lines went (``lines`` and
+            ``digest`` then of those lines, in journal order).
     """
-
-    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
 
     kind: Literal["session", "journal"]
     name: str
@@ -334,28 +292,17 @@ class Erasure(_Record):
     keys: U64 | None = None
 
 
-class Anchor(_Record):
-    """Where a session stood when it was anchored: what its store must still hold.
-
-    A store only ever adds to a session, so the session must still begin
-    with the ``lines`` entries anchored, byte for byte, unless an erasure
-    recorded since removed it. Kept outside the store (`sessionstore.anchors`),
-    anchors show what a writer with the database's file could otherwise hide:
-    entries deleted from the end, a session deleted, history rewritten with
-    its digests.
+class Anchor(_Rare):
+    """Where a session stood when anchored (`sessionstore.anchors`): it must still
+    begin with those entries, byte for byte, unless an erasure since removed it.
 
     Attributes:
         session: the session's id.
         lines: its entries when anchored (its header not counted).
-        digest: BLAKE2b-256, in hex, of its header and those entries as its
-            file holds them (each line ending in a newline, as `raw_blocks`
-            gives them): an `Erasure`'s digest of the session then.
-        erasures: how many erasure records the store held when anchored;
-            those after them were made since.
+        digest: an `Erasure`'s digest of the session then.
+        erasures: how many erasure records the store held when anchored.
         at: RFC 3339 time it was anchored.
     """
-
-    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
 
     session: str
     lines: U64
@@ -364,9 +311,8 @@ class Anchor(_Record):
     at: str
 
 
-class Effect(_Record):
-    """A line of a journal's effects (`sessionstore.effects`): a side effect's
-    intent, made durable before it runs, or its outcome, after.
+class Effect(_Rare):
+    """A line of a journal's effects (`sessionstore.effects`): an intent, or an outcome.
 
     Attributes:
         effect: ``intent`` (about to run), ``done`` (it ran: ``result``),
@@ -384,8 +330,6 @@ class Effect(_Record):
         at: RFC 3339 time the line was written.
     """
 
-    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
-
     effect: Literal["intent", "done", "failed", "not-done"]
     key: str
     tool: str | None = None
@@ -398,10 +342,8 @@ class Effect(_Record):
     at: str
 
 
-class ArchivedKey(_Record):
-    """A data key as an encrypted archive's ``keys.jsonl`` holds it: wrapped
-    by a master key, as the store's keyring held it when exported
-    (`sessionstore.archive`, docs/encryption.md).
+class ArchivedKey(_Rare):
+    """A data key, wrapped by a master key, in an encrypted archive's ``keys.jsonl``.
 
     Attributes:
         key: the data key's id, in hex.
@@ -411,8 +353,6 @@ class ArchivedKey(_Record):
         wrapped: the wrapped key, in base64.
     """
 
-    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
-
     key: str
     scope: str
     name: str
@@ -420,30 +360,24 @@ class ArchivedKey(_Record):
     wrapped: str
 
 
-class SessionHeader(_Record):
+class SessionHeader(_Rare):
     """The journal line that opens a session: when it began, on what model."""
-
-    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
 
     line: Literal["session"] = "session"
     started_at: Timestamp
     model: str
 
 
-class PostWrite(_Record):
+class PostWrite(_Rare):
     """A post the session created."""
-
-    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
 
     line: Literal["post"] = "post"
     at: Timestamp
     id: Uuid
 
 
-class CommentWrite(_Record):
+class CommentWrite(_Rare):
     """A comment the session created, and the post it is on when known."""
-
-    model_config = ConfigDict(defer_build=True)  # rarely used: built when first used
 
     line: Literal["comment"] = "comment"
     at: Timestamp

@@ -1,33 +1,14 @@
-"""What a stored message says, in every shape the store keeps: its text, the
-tool calls it makes, the tool results it carries, and anything else.
+"""What a stored message says, in every shape the store keeps: text, tool
+calls, tool results, and anything else (`Other`, shown as stored, never dropped).
 
-`read_message` is the one reading of a message that every view renders:
-``sessionstore show`` (a row per entry, a line per message of the
-context), the demo, and the HTML transcript (`sessionstore.transcript`).
-It knows these shapes:
-
-* OpenAI Chat Completions: an assistant's ``tool_calls`` (and the older
-  ``function_call``), answered by ``tool`` (or ``function``) messages with
-  a ``tool_call_id``. The LangChain adapter stores its ``AIMessage`` tool
-  calls and its ``ToolMessage`` so (a tool message names its tool, and
-  LangChain's ``status`` says when it failed); pydantic-ai's adapter
-  stores its ``ToolCallPart`` so too.
-* Anthropic Messages: ``tool_use`` content blocks (and ``server_tool_use``),
-  answered by ``tool_result`` blocks (``is_error`` when it failed).
-* openai-agents (Responses API) items, held as the adapter holds them (the
-  message's content is the item, its role the item's type) or in the
-  message's own fields: ``function_call`` and ``function_call_output``,
-  ``custom_tool_call`` and every other ``..._call`` item with its
-  ``..._call_output``, and ``reasoning`` (its summary is its text).
-* pydantic-ai's requests as its adapter stores them: the tool returns and
-  retries held in the request it kept (``pydantic_ai``), each naming its
-  tool and call.
-
-Anything else (an image, a file, an item of a type newer than this code)
-is an `Other` piece: shown as it is stored, never dropped.
-
-Nothing here reads a backend or a framework: a stored message in, its
-pieces out.
+`read_message` is the one reading every view renders (``sessionstore show``,
+the demo, `sessionstore.transcript`). It knows OpenAI Chat Completions
+(``tool_calls``, ``function_call``, ``tool`` and ``function`` results, as the
+LangChain and pydantic-ai adapters store theirs too), Anthropic Messages
+(``tool_use``, ``server_tool_use``, ``tool_result`` blocks), openai-agents
+items (held as the message's content or in its fields: every ``..._call``
+and ``..._call_output``, ``reasoning``), and pydantic-ai's requests as its
+adapter keeps them. It reads no backend and no framework.
 """
 
 from __future__ import annotations
@@ -43,13 +24,8 @@ __all__ = ["Other", "Piece", "Reading", "Said", "ToolCall", "ToolResult", "read_
 
 @dataclass(frozen=True)
 class Said:
-    """Text the message says.
-
-    Attributes:
-        text: the text.
-        fields: the other fields of the content part it came from (an
-            ``output_text`` part's ``annotations``), beside ``type`` and ``text``.
-    """
+    """Text the message says, with the other fields of its content part (an
+    ``output_text`` part's ``annotations``)."""
 
     text: str
     fields: dict[str, Any] = field(default_factory=dict)
@@ -62,9 +38,8 @@ class ToolCall:
     Attributes:
         call_id: the id its result names; None when it has none.
         name: the tool's name; None when the call does not say.
-        arguments: what the tool is given: JSON text (as OpenAI and
-            openai-agents keep it), any other JSON value (Anthropic's
-            ``input``, an item's ``action``), or None.
+        arguments: what the tool is given: JSON text (OpenAI's), any other
+            JSON value (Anthropic's ``input``), or None.
     """
 
     call_id: str | None
@@ -78,11 +53,10 @@ class ToolResult:
 
     Attributes:
         call_id: the id of the call it answers; None when it names none.
-        name: the tool's name, when the result itself says it (LangChain's
-            and pydantic-ai's do); otherwise the call's, found by ``call_id``.
+        name: the tool's name, when the result says it (else the call's).
         output: what the tool returned, read as content is.
-        status: None when it succeeded or does not say; otherwise what
-            happened instead (``"error"``, pydantic-ai's ``"retry"``...).
+        status: None when it succeeded or does not say; else ``"error"``,
+            pydantic-ai's ``"retry"``...
     """
 
     call_id: str | None
@@ -93,12 +67,8 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class Other:
-    """A part or item none of the above: shown as it is stored.
-
-    Attributes:
-        value: the stored value.
-        kind: its ``type`` when it is an object that has one (``"image_url"``).
-    """
+    """A part or item none of the above, shown as stored; ``kind`` is its
+    ``type`` when it has one (``"image_url"``)."""
 
     value: Any
     kind: str | None
@@ -113,13 +83,10 @@ class Reading:
     """A message as every view shows it.
 
     Attributes:
-        label: what the message is, in a word or two: ``"tool call"`` when
-            it only calls tools, ``"tool result"`` when it only carries
-            results, ``"reasoning"`` for a reasoning item, another
-            openai-agents item's type in words, else its role.
+        label: ``"tool call"`` or ``"tool result"`` when it holds only those,
+            an openai-agents item's type in words, else its role.
         pieces: what it says, in order.
-        fields: its further fields that no piece shows (provider data, an
-            adapter's own copy of the message), in their order.
+        fields: its further fields that no piece shows, in their order.
     """
 
     label: str

@@ -1,14 +1,10 @@
-"""The store contract: what every backend does, stated once (SPEC section 4).
+"""The store contract, stated once (SPEC section 4).
 
-`CoreStore` is what every backend does; each `Capability` a backend
-declares adds the operations of one protocol (`BranchingStore`,
-`TitledStore`, `BrowsableStore`, `ErasingStore`), and `SessionStore` is a
-store with all of them, as every shipped backend (`MemoryStore`,
-`JsonlStore`, the SQL store) is. One contract suite,
-`sessionstore.testing.SessionStoreContract`, proves a backend against the
-core and what it declares. The backends' own docstrings, `StoreBase`'s and
-the blocking facade's say only what differs: where data lives and what
-survives a crash.
+`CoreStore` is what every backend does; each `Capability` it declares adds
+one protocol (`BranchingStore`, `TitledStore`, `BrowsableStore`,
+`ErasingStore`); `SessionStore` has them all, as every shipped backend
+does. `sessionstore.testing.SessionStoreContract` proves a backend against
+it. Backends and the blocking facade document only what differs.
 """
 
 from __future__ import annotations
@@ -58,15 +54,9 @@ Order = Literal["last_activity", "created"]
 
 
 class Capability(enum.Enum):
-    """What a store does beyond the core (`CoreStore`), declared by its class.
-
-    Each is the operations of one protocol; `operations` names them. The
-    core holds conditional appends (``expect_last``), compaction, search
-    (a backend without an index of its own searches by reading every
-    message), the journals with their keyed lines and effects, and the
-    archive's import. Sealing (`sessionstore.encryption`) is how a JSONL or
-    SQL store is opened, not a capability: a sealed store declares what the
-    plain one does.
+    """What a store does beyond `CoreStore`, declared by its class: the
+    operations of one protocol each (`operations`). Sealing is how a store
+    is opened, not a capability: a sealed store declares what the plain one does.
     """
 
     BRANCHES = "branches"
@@ -94,21 +84,18 @@ class SessionSummary:
     """A session at a glance, for listings.
 
     Attributes:
-        meta: the header (``meta.id``, ``meta.owner``, ``meta.parent_session``,
-            ``meta.created_at``...).
+        meta: the header.
         entries: how many entries the session holds.
         last_timestamp: the ``timestamp`` of its last entry; None when empty.
         compacted: whether it holds a compaction entry.
-        fault: None when the session read back sound; otherwise why it does
-            not (a `CorruptSessionError`'s message: session, file or table,
-            line). ``entries``, ``last_timestamp`` and ``compacted`` then
-            describe what was read before the fault, and ``meta`` holds only
-            the id when the header itself is what does not decode.
-        title: the session's title now: the last `set_title`, else the
-            header's ``title``; None when it has none.
+        fault: None when the session read back sound; else a
+            `CorruptSessionError`'s message, the other fields then describing
+            what was read before it (``meta`` holds only the id when the
+            header does not decode).
+        title: the last `set_title`, else the header's ``title``, else None.
         last_activity: RFC 3339 time (UTC) of the store's last write to the
-            session: its creation (fork, import) or its latest append.
-        cursor: pass it as ``after=`` to get the sessions listed after this one.
+            session (its creation, fork, import or latest append).
+        cursor: pass it as ``after=`` for the sessions listed after this one.
     """
 
     meta: SessionMeta
@@ -136,16 +123,14 @@ class SearchHit:
     """One message that matched a `SessionStore.search`.
 
     Attributes:
-        session_id: the session holding the message. A message a fork
-            shares with its source is found in each session that holds it.
+        session_id: the session holding the message.
         entry_id: the message entry's id.
-        seq: the entry's position in the session, 1 for the first entry.
+        seq: the entry's position in the session, 1 for the first.
         role: the message's role.
-        snippet: the message text around the match, literal text (never
-            markup), at most about 200 characters, ``…`` where it was cut.
-        highlights: ``(start, end)`` offsets in ``snippet`` of each word
-            that matched, in order.
-        cursor: pass it as ``after=`` to get the hits after this one.
+        snippet: the text around the match, literal (never markup), at most
+            about 200 characters, ``…`` where it was cut.
+        highlights: ``(start, end)`` offsets in ``snippet`` of each word matched.
+        cursor: pass it as ``after=`` for the hits after this one.
     """
 
     session_id: str
@@ -159,17 +144,12 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class EntrySlice:
-    """A run of a session's entries, and where it stands in the session
-    (`SessionStore.load_slice`).
-
-    Nothing stored changes, so entries read at positions ``start`` to
-    ``stop`` stay those entries for as long as the session exists: a reader
-    that kept them reads on from ``stop`` next time.
+    """A run of a session's entries and where it stands (`SessionStore.load_slice`);
+    nothing stored changes, so a reader that kept it reads on from ``stop``.
 
     Attributes:
         entries: the entries, in append order.
-        start: the position of the first, 0 for the session's first entry
-            (where an empty run would begin when there is none).
+        start: the position of the first entry (or where an empty run begins), from 0.
         length: how many entries the session held when it was read.
     """
 
@@ -185,11 +165,9 @@ class EntrySlice:
 
 @runtime_checkable
 class SessionJournal(Protocol):
-    """An agent's crash-recovery journal (SPEC section 5).
-
-    The record of what a session wrote while it ran, so that a session
-    stopped before its state was saved is not forgotten. The recovery
-    pattern, at agent start::
+    """An agent's crash-recovery journal (SPEC section 5, docs/journal.md): what
+    a session wrote while it ran, so that one stopped before its state was
+    saved is not forgotten. At agent start::
 
         leftover = await journal.read()
         for session in leftover.interrupted():
@@ -201,16 +179,12 @@ class SessionJournal(Protocol):
         await journal.clear()  # once the session's state is saved
 
     Every backend gives the same `read` after the same calls, skipped line
-    numbers included. Each `append` is durable against a power loss when it
-    returns.
+    numbers included; each `append` survives a power loss once it returns.
     """
 
     async def read(self) -> Journal:
-        """The journal as it stands; an empty `Journal` when there is none.
-
-        Parsing never fails: unreadable lines are skipped and their numbers
-        kept in `Journal.skipped`.
-        """
+        """The journal as it stands (empty when there is none); never fails:
+        unreadable lines are skipped, their numbers kept in `Journal.skipped`."""
         ...
 
     async def begin(self, header: SessionHeader, leftover: Journal) -> None:
@@ -227,10 +201,8 @@ class SessionJournal(Protocol):
         ...
 
     async def append_raw(self, *lines: bytes) -> None:
-        """Append lines verbatim, whether or not they parse, all or none.
-
-        For importing journals written elsewhere: a torn or foreign line is
-        kept, so the journal reads back with the same skipped line numbers.
+        """Append lines verbatim, parsed or not, all or none (an import keeps a
+        torn or foreign line, so the same line numbers are skipped).
 
         Raises:
             InvalidRecordError: a line contains a newline; nothing is written.
@@ -243,30 +215,24 @@ class SessionJournal(Protocol):
         ...
 
     async def clear(self) -> None:
-        """Forget the journal (once a session's state is saved).
-
-        Nothing to clear is fine. Stores that keep history record the clear
-        instead of deleting anything.
-        """
+        """Forget the journal once a session's state is saved (nothing to clear
+        is fine); stores that keep history record the clear, deleting nothing."""
         ...
 
     async def keyed(self, *keys: str) -> dict[str, builtins.list[bytes]]:
-        """The lines stored under each key, since the journal's last clear.
+        """The lines stored under each key since the journal's last clear.
 
-        A *keyed line* is one JSON object whose top-level member ``"key"``
-        is a string (`sessionstore.wire.line_key` says which, as the strict
-        decoder reads it); every backend indexes it under that key, whatever
-        wrote it (`append`, `append_raw`, an archive's import). A line that
-        does not decode (torn by a crash), or repeats ``"key"``, has none.
+        A *keyed line* is a JSON object whose top-level ``"key"`` is a string
+        (`sessionstore.wire.line_key`), indexed whatever wrote it; a line that
+        does not decode, or repeats ``"key"``, has none.
 
         Args:
             keys: the keys wanted (each counted once).
 
         Returns:
-            Each key that has lines, mapped to them as stored (without their
-            newlines), oldest first; a key without one is absent. It costs
-            what it returns, not the journal's length (an index; a sealed
-            store looks the key up by its token).
+            Each key that has lines, mapped to them as stored (no newlines),
+            oldest first; a key without one is absent. It costs what it
+            returns, not the journal's length.
 
         Raises:
             ConfigurationError: a key is not a string UTF-8 can carry.
@@ -284,10 +250,9 @@ class SessionJournal(Protocol):
             limit: at most this many keys (None: all).
 
         Returns:
-            ``(key, lines)`` pairs, the greatest key first, each key's lines
-            as `keyed` gives them. It costs what it returns (a sealed
-            store, whose index keeps tokens, keeps the keys in order in
-            the store object: its first scan of a journal opens every line).
+            ``(key, lines)`` pairs, the greatest key first, lines as `keyed`
+            gives them. It costs what it returns (a sealed store's first scan
+            of a journal opens every line, then keeps its keys in order).
 
         Raises:
             ConfigurationError: ``prefix`` or ``before`` is not a string,
@@ -301,14 +266,12 @@ class SessionJournal(Protocol):
         found: Callable[[dict[str, builtins.list[bytes]]], _T | None],
         *lines: bytes,
     ) -> _T | None:
-        """Append lines verbatim, all or none, unless the lines under ``keys``
-        say otherwise: a conditional write that costs what it looks at.
+        """Append lines verbatim, all or none, unless ``found`` says otherwise.
 
-        ``found`` is given what `keyed` would return for ``keys``; its
-        answer, when not None, is returned with nothing appended. Whole:
-        no other append to the journal, from any thread or process, comes
-        between the look and the append. ``found`` may run in a worker
-        thread, under the journal's lock: it only reads what it is given.
+        ``found`` is given what `keyed` returns for ``keys``; an answer that
+        is not None is returned, nothing appended. No other append, from any
+        thread or process, comes between the look and the append; ``found``
+        may run in a worker thread under the journal's lock.
 
         Raises:
             ConfigurationError: ``keys`` is not a sequence of strings.
@@ -317,17 +280,13 @@ class SessionJournal(Protocol):
         ...
 
     async def drop(self, *keys: str, reason: str) -> Erasure | None:
-        """Remove every line stored under ``keys``, recorded as an erasure.
+        """Remove every line stored under ``keys`` (from before the last clear
+        too), in one step with its record; the other lines stay as they were.
 
-        Lines from before the journal's last clear go too. All or nothing:
-        the lines, their index and the record go in one step (a store's
-        transaction; a file written anew and renamed over the journal,
-        under its lock). The record is an `Erasure` of kind ``journal``
-        whose ``lines`` and ``digest`` are of the lines removed (in journal
-        order, each ending in a newline) and ``keys`` how many keys had
-        lines; the store's `erasures` lists it (a `FileJournal` outside a
-        store returns it and keeps it nowhere). The journal's other lines
-        stay as they were.
+        The record is an `Erasure` of kind ``journal``: ``lines`` and
+        ``digest`` of the lines removed (in journal order, each ending in a
+        newline), ``keys`` how many keys had lines. The store's `erasures`
+        lists it (a `FileJournal` outside a store keeps it nowhere).
 
         Returns:
             The record; None when no key had a line (nothing is recorded).
@@ -340,19 +299,16 @@ class SessionJournal(Protocol):
 
     @property
     def effects(self) -> EffectLog:
-        """The journal's side effects (`sessionstore.effects`): `EffectLog.once`
-        runs one at most once per key, across crashes and runs. Kept apart
-        from the journal's lines, never cleared with them; erased with them."""
+        """The journal's side effects (`sessionstore.effects`), kept apart from
+        its lines: never cleared with them, erased with them."""
         ...
 
     async def erase(self, *, reason: str) -> Erasure | None:
-        """Remove the journal whole, its history and its effects included:
-        the bytes go.
+        """Remove the journal whole, history and effects included: the bytes go.
 
-        Unlike `clear`, nothing of it is kept but the `Erasure` record
-        (``kind="journal"``), which the store's `erasures` lists. A journal
-        holding nothing is left as it is (None). A `FileJournal` outside a
-        store removes its file and returns the record without keeping it.
+        Only the `Erasure` record (``kind="journal"``) is kept, which the
+        store's `erasures` lists (a `FileJournal` outside a store keeps it
+        nowhere). A journal holding nothing is left as it is (None).
 
         Raises:
             ConfigurationError: ``reason`` is not a non-empty string.
@@ -364,36 +320,28 @@ class SessionJournal(Protocol):
 class CoreStore(Protocol):
     """An append-only store of sessions: the core every backend implements.
 
-    A session is a `SessionMeta` header and a log of entries. No operation
+    A session is a `SessionMeta` header and a log of entries. Nothing
     deletes or rewrites an entry or a header; a compaction is a new entry
     that changes how the context is built, never what is stored.
 
-    Every method that takes a session id first checks it against the
-    session-id rule (`validate_session_id`) and raises
-    `InvalidSessionIdError` before storage is touched. Every text argument
-    is refused likewise when it holds a lone surrogate (which UTF-8 cannot
-    carry), by the argument's own error (`ConfigurationError` for options
-    and filters, `InvalidRecordError` for what is recorded,
-    `InvalidCursorError` for ``after``), naming it. A ``limit`` or slice
-    position beyond any count means the same as the largest count: integers
-    never overflow. Every error derives from `SessionStoreError` and names
-    the session; driver and OS errors arrive as `StorageError`, the
-    original chained. After `close`, every method raises `StorageError`.
+    Rules for every method, stated here once:
 
-    Concurrency: appends to one session from many tasks never interleave,
-    duplicate or lose an entry, and each task's own appends keep their
-    order. Durability: an append that returned has reached the storage; a
-    crash loses at most the entries in flight. Backends document how far
-    "reached the storage" goes (process crash or power loss).
-
-    Stores are async context managers: ``async with store: ...`` closes it.
-
-    Beyond this core, a store does what its `capabilities` declare: the
-    operations of `BranchingStore`, `TitledStore`, `BrowsableStore` and
-    `ErasingStore`, one `Capability` each. Called on a store that does not
-    declare its capability, such an operation raises `CapabilityError`
-    (naming the store's class and the capability) before anything else is
-    checked, read or written.
+    * A session id breaking `validate_session_id`'s rule raises
+      `InvalidSessionIdError` before storage is touched. A text argument
+      holding a lone surrogate is refused by its own error, naming it
+      (`ConfigurationError` for options and filters, `InvalidRecordError`
+      for what is recorded, `InvalidCursorError` for ``after``).
+    * A ``limit`` or slice position beyond any count means the largest count.
+    * Errors derive from `SessionStoreError` and name the session; driver
+      and OS errors arrive as `StorageError`, chained. After `close`, every
+      method raises `StorageError`. ``async with store:`` closes it.
+    * Appends to one session from many tasks never interleave, duplicate or
+      lose an entry, and each task's own keep their order. An append that
+      returned has reached the storage (backends say whether that survives
+      a process crash or a power loss); a crash loses only those in flight.
+    * An operation of a `Capability` the store does not declare raises
+      `CapabilityError` (naming the class and capability) before anything
+      else is checked, read or written.
     """
 
     @property
@@ -422,24 +370,16 @@ class CoreStore(Protocol):
         expect_last: str | None = None,
         expect_head: str | None = None,
     ) -> None:
-        """Append one entry to a session.
-
-        Only finalized messages are stored: a message entry whose message
-        has ``streaming=True`` is refused.
-
-        Args:
-            session_id: the session.
-            entry: the entry.
-            expect_last, expect_head: as for `append_many`.
+        """Append one entry to a session; ``expect_last`` and ``expect_head``
+        as for `append_many`. Nothing is stored when it raises.
 
         Raises:
             SessionNotFoundError: no such session.
-            StreamingMessageError: the message is still streaming; nothing
-                is stored.
-            InvalidRecordError: the entry holds something the wire format
-                cannot carry (a NaN, a non-string key...); nothing is stored.
-            SessionConflictError: ``expect_last`` or ``expect_head`` was
-                given and does not hold; nothing is stored.
+            StreamingMessageError: the message has ``streaming=True``: only
+                finalized messages are stored.
+            InvalidRecordError: the entry holds what the wire format cannot
+                carry (a NaN, a non-string key...).
+            SessionConflictError: ``expect_last`` or ``expect_head`` does not hold.
         """
         ...
 
@@ -453,26 +393,17 @@ class CoreStore(Protocol):
     ) -> None:
         """Append the entries of one turn: all of them, contiguously, or none.
 
-        No other append to the session lands between them. Every entry is
-        checked before anything is written, so one refused entry stores
-        none of them. An empty sequence stores nothing (the session must
-        still exist, and ``expect_last`` hold).
+        Every entry is checked before anything is written; an empty sequence
+        stores nothing (the session must exist, ``expect_last`` hold).
 
-        A conditional append states what it read: with ``expect_last``,
-        the entries are stored only if the session's last entry is still
-        the one of that id (``""``: only if the session holds no entry),
-        checked and written in one step, so of several writers that read
-        the same end and append at once, exactly one succeeds and the
-        others get `SessionConflictError` (read again, decide again). A
-        fork's last entry is the last one it holds, shared or its own.
-        Entry ids are compared, so the check assumes ids that are not
-        reused within a session (as `MessageEntry.new` makes them).
-
-        With ``expect_head``, the name of a head (`BranchingStore.set_head`,
-        `Capability.BRANCHES`), the entries
-        are stored only if that head names this session now: an append
-        that lands on a conversation's current session and never on one a
-        concurrent move has just left, checked in the same step.
+        With ``expect_last``, the entries are stored only if the session's
+        last entry (a fork's own or shared) still has that id (``""``: it
+        holds none), checked and written in one step: of writers that read
+        the same end, exactly one succeeds, the others get
+        `SessionConflictError`. Ids are compared, so they must not repeat
+        within a session (`MessageEntry.new`'s do not). With
+        ``expect_head`` (`Capability.BRANCHES`), only if that head names
+        this session now, checked in the same step.
 
         Raises:
             SessionNotFoundError, StreamingMessageError, InvalidRecordError:
@@ -500,16 +431,12 @@ class CoreStore(Protocol):
     async def load_slice(
         self, session_id: str, start: int = 0, stop: int | None = None
     ) -> EntrySlice:
-        """``load(session_id)[start:stop]``, read at the cost of what it returns.
+        """``load(session_id)[start:stop]`` (Python's slice positions), read at
+        the cost of what it returns, with the length read in the same snapshot.
 
-        The positions are Python's slice positions: counted from 0, or from
-        the end when negative, clipped to the session. ``load_slice(s, -20)``
-        gives the last 20 entries and ``load_slice(s, n)`` those appended
-        after the first ``n``, with the session's length read in the same
-        snapshot, so a reader keeping what it read reads only what was
-        appended since. On SQL both are index range reads, whatever the
-        session's length (a fork's shared history included); the JSONL and
-        memory stores scan the lines and decode only those returned.
+        ``load_slice(s, -20)`` gives the last 20 entries, ``load_slice(s, n)``
+        those appended after the first ``n``. SQL reads an index range; JSONL
+        and memory scan the lines, decoding only those returned.
 
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load` (a line
@@ -520,13 +447,9 @@ class CoreStore(Protocol):
         ...
 
     def iter_entries(self, session_id: str) -> AsyncGenerator[SessionEntry, None]:
-        """The entries of a session, in append order, streamed.
-
-        What `load` returns, one entry at a time, in memory bounded however
-        long the session: for sessions too long to hold whole. Entries
-        appended while it runs may be left out. The first step raises what
-        `load` would for a session that cannot be read; a line that does
-        not decode raises when the stream reaches it.
+        """What `load` returns, streamed in bounded memory; entries appended
+        meanwhile may be left out. The first step raises what `load` would; a
+        line that does not decode raises when the stream reaches it.
 
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load`.
@@ -534,27 +457,19 @@ class CoreStore(Protocol):
         ...
 
     async def list(self) -> builtins.list[SessionMeta]:
-        """The headers of every session, in no particular order.
-
-        An empty store lists nothing.
-        """
+        """The headers of every session, in no particular order."""
         ...
 
     async def load_context(
         self, session_id: str, *, repair: PairingDialect | None = None
     ) -> builtins.list[Message]:
-        """The messages to send to a model: ``build_context(load(session_id))``.
-
-        Backends may compute it without reading the history before the last
-        compaction; the result is the same.
+        """The messages to send to a model: ``build_context(load(session_id))``,
+        which backends may compute without reading past the last compaction.
 
         Args:
             session_id: the session.
-            repair: None for the context as built; a dialect to pass it
-                through `repair_pairing` too, so that the model API takes
-                it whatever came apart (a crash mid-turn, a cut made by
-                hand). The log is never touched: the repair exists only in
-                the list returned.
+            repair: a dialect to pass the context through `repair_pairing`
+                too (in the list returned only; the log is never touched).
 
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load`.
@@ -563,14 +478,9 @@ class CoreStore(Protocol):
         ...
 
     async def load_context_with_ids(self, session_id: str) -> builtins.list[tuple[str, Message]]:
-        """`load_context`, each message with the id of the entry it came from.
-
-        The messages are those `load_context` gives, in order; the summary
-        of the last compaction comes with that compaction's id. For an
-        application to cite a message, fork at it (`fork`'s ``at``), or
-        choose a cut of its own, without loading the whole session: it
-        reads what `load_context` reads, at the same cost. No ``repair``
-        here: a repaired list holds messages that no entry holds.
+        """`load_context` at the same cost, each message with the id of its entry
+        (the summary with its compaction's): to cite a message or fork at it.
+        No ``repair``: a repaired list holds messages no entry holds.
 
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load`.
@@ -588,42 +498,26 @@ class CoreStore(Protocol):
     ) -> CompactionEntry:
         """Append a compaction keeping the last messages, with no tool exchange cut.
 
-        The next context is ``summary`` (as `build_context` words it), then
-        at least the last ``keep_last`` messages of the current context,
-        moved back as far as needed for the kept part not to start inside
-        a tool exchange, nor on a result whose call is gone (`safe_cut`).
-        ``summary`` stands for everything before, the previous compaction's
-        summary included: a summary is never kept as a message. With
-        ``keep_last=0`` only the summary remains: the compaction's
-        ``first_kept_id`` is then its own id, naming no message, and its
-        context keeps what comes after it. A session whose messages have no
-        orphan gets a context with none.
+        The next context is ``summary`` (which stands for everything before,
+        an earlier summary included), then at least the last ``keep_last``
+        messages, the cut moved back so as not to start inside a tool
+        exchange nor on a result whose call is gone (`safe_cut`). With
+        ``keep_last=0`` the compaction's ``first_kept_id`` is its own id, so
+        its context keeps only what comes after it.
 
-        It reads what `load_context` reads (from the last compaction on),
-        then appends the compaction only if the session still ends where
-        it read it (a conditional append, `append_many`'s
-        ``expect_last``). When another task appended in between, it reads
-        again and cuts again, so no entry is ever left out of both the
-        summary's span and the context; after `COMPACT_ATTEMPTS` reads
-        that each lost such a race it gives up with
-        `SessionConflictError`, nothing written. The ``summary`` is the
-        caller's: when entries arrived meanwhile, the cut moves over them
-        (they are kept, or summarized by this ``summary`` if ``keep_last``
-        reaches no further back), so compact between an agent's own turns.
-        The cut assumes entry ids are unique (as `MessageEntry.new` makes
-        them): a ``first_kept_id`` that an earlier message also carries
-        starts the context at that one (SPEC section 4).
+        It reads what `load_context` reads, then appends with
+        `append_many`'s ``expect_last``; when another task appended
+        meanwhile, it reads and cuts again (entries that arrived are kept or
+        covered by this ``summary``: compact between an agent's own turns),
+        up to `COMPACT_ATTEMPTS` times. The cut assumes unique entry ids.
 
         Args:
             session_id: the session.
             summary: what stands for the history cut off.
             keep_last: how many of the last messages to keep at least.
-            tokens_before: recorded as is in the entry (the context's size
-                before, in the caller's unit).
-            dialect: the shape of the messages' tool exchanges. None (the
-                default) cuts where every dialect finds no exchange split:
-                one session's messages have one shape, whose exchanges the
-                other dialects do not see, so this is the cut of that shape.
+            tokens_before: recorded as is (the context's size before).
+            dialect: the shape of the tool exchanges; None cuts where no
+                dialect finds an exchange split.
 
         Returns:
             The compaction entry appended.
@@ -641,22 +535,15 @@ class CoreStore(Protocol):
     async def search(
         self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
     ) -> builtins.list[SearchHit]:
-        """Find the messages that say every word of ``text``, best match first.
+        """Find the messages whose `Message.text()` says every word of ``text``.
 
-        Words are runs of letters and digits, matched whole and ignoring
-        case (``"Fix the BUG"`` finds "the bug was fixed", not "debugging");
-        a message's text is `Message.text()`. Text without a word finds
-        nothing. A message a fork shares with its source is a hit in each
-        session holding it. SQL backends answer from an index of the same
-        words (SQLite: a table of them, filled every 256 entries, the
-        newest entries read as they are; PostgreSQL: a ``tsvector`` per
-        message with a GIN index, written with each append); JSONL and
-        memory read every message.
-
-        The ranking is one on every backend (`sessionstore.backends.words`):
-        best ``hits * hits / length`` first (the occurrences of the query's
-        words, each counted 256 times at most; the message's words), then
-        session id, then ``seq``.
+        Words are runs of letters and digits, matched whole, ignoring case
+        (``"Fix the BUG"`` finds "the bug was fixed", not "debugging"); text
+        without a word finds nothing. A message a fork shares is a hit in
+        each session holding it. SQL answers from an index (docs/browse.md),
+        JSONL and memory read every message. Every backend ranks alike
+        (`sessionstore.backends.words`): best ``hits * hits / length`` first,
+        then session id, then ``seq``.
 
         Args:
             text: the words to find.
@@ -672,25 +559,16 @@ class CoreStore(Protocol):
         ...
 
     async def integrity(self) -> builtins.list[str]:
-        """Faults of the storage itself, beyond what `load` decodes.
-
-        On SQL: the database's own integrity and foreign-key checks, gaps in
-        ``seq``, and the first row of each session that no longer matches
-        its chain of digests. On JSONL: every file `list` cannot list (an
-        empty file, a torn or invalid header, something not a regular file
-        under a session's name). Empty when sound, and always for backends
-        whose layout cannot hold such faults.
-        """
+        """Faults of the storage itself, beyond what `load` decodes; empty when
+        sound. SQL: the database's integrity and foreign-key checks, gaps in
+        ``seq``, rows that break a session's chain of digests. JSONL: every
+        file `list` cannot list (empty, a torn header, not a regular file)."""
         ...
 
     def raw_lines(self, session_id: str) -> AsyncIterator[str]:
-        """A session's stored lines, verbatim and without newlines, streamed.
-
-        The header line first, then each entry's line in append order, as
-        the session's file holds them: byte for byte what was stored (the
-        canonical form for records made through this API, the exact text
-        for imported ones, ``\r`` included). Memory stays bounded however
-        long the session; entries appended meanwhile may be left out.
+        """A session's stored lines, byte for byte (an imported line's exact text,
+        ``\r`` included), without newlines: the header, then each entry's,
+        streamed in bounded memory; entries appended meanwhile may be left out.
 
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load`.
@@ -698,11 +576,8 @@ class CoreStore(Protocol):
         ...
 
     def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
-        """`raw_lines` as the bytes of the session's file, in blocks.
-
-        Each block holds whole lines, each ending in ``\n``; together they
-        are the file. What export writes: a backend gives them without
-        handling each line (a page of rows joined, a read of its file).
+        """`raw_lines` as the bytes of the session's file, in blocks of whole
+        lines each ending in ``\n`` (what export writes).
 
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load`.
@@ -712,19 +587,15 @@ class CoreStore(Protocol):
     async def import_session(
         self, header: str, entries: AsyncIterable[str], *, after: int | None = None
     ) -> int:
-        """Store a session's lines verbatim, all or none: the archive's import.
-
-        Every line is checked as the wire decoders check it, but entries the
-        API would refuse today (a streaming message written elsewhere) are
-        kept: an archive is history. ``entries`` is consumed as it is
-        stored, so an import streams.
+        """Store a session's lines verbatim, all or none, streamed: the archive's
+        import. Lines are checked as the wire decoders check them, but what
+        the API refuses today (a streaming message) is kept: it is history.
 
         Args:
             header: the header line; its id names the session.
             entries: the entry lines, without newlines.
-            after: None to create the session; otherwise the number of
-                entries the session holds now, under this same header line:
-                the lines are appended after them.
+            after: None to create the session; else how many entries it holds
+                now under this same header: the lines go after them.
 
         Returns:
             The number of entries stored.
@@ -746,13 +617,10 @@ class CoreStore(Protocol):
 
         Args:
             name: the journal's name.
-            durability: how its appends commit. ``"full"`` (the default,
-                what crash recovery and effects rest on): with a full sync,
-                whatever the store's durability, so an append that returned
-                survives a power loss. ``"store"``: as the store's own writes
-                (its ``durability``: a power loss at ``"full"``, a crash of
-                the process at ``"normal"``), for lines that need no more
-                than the sessions they point to (LangGraph's checkpoints).
+            durability: how its appends commit: ``"full"`` (what recovery and
+                effects rest on) survives a power loss whatever the store's
+                durability; ``"store"`` as the store's own writes, for lines
+                needing no more than their sessions (LangGraph's checkpoints).
                 A clear, a drop and an erase always sync fully.
 
         Raises:
@@ -766,13 +634,8 @@ class CoreStore(Protocol):
         ...
 
     def drop_caches(self) -> None:
-        """Forget what this store object keeps in memory between calls.
-
-        Stores keep what spares them reading again (contexts they built,
-        headers they decoded); none of it is data, and every answer stays
-        the same. After this, the next call reads the storage as a new
-        store object would: to time a first call, or to free the memory.
-        """
+        """Forget what this object keeps in memory to spare reads (contexts,
+        headers; never data): the next call reads as a new store object would."""
         ...
 
     async def close(self) -> None:
@@ -791,41 +654,27 @@ class CoreStore(Protocol):
 
 @runtime_checkable
 class BranchingStore(Protocol):
-    """`Capability.BRANCHES`: forks, and named heads that move between sessions.
-
-    With it, `CoreStore.append_many`'s ``expect_head`` is taken too; without
-    it, an append given one raises `CapabilityError`.
-    """
+    """`Capability.BRANCHES`: forks, and named heads that move between sessions
+    (without it, an append given ``expect_head`` raises `CapabilityError`)."""
 
     async def fork(
         self, source_id: str, *, at: str | None = None, meta: SessionMeta | None = None
     ) -> SessionMeta:
-        """Branch a session: a new one holding the source's history up to an entry.
+        """Branch a session: a new one holding the source's entries up to and
+        including the first whose id is ``at`` (all when None), then its own.
 
-        The new session's history is the source's entries up to and
-        including the first entry whose id is ``at`` (all of them when
-        ``at`` is None), then whatever is appended to it. Its header's
-        ``parent_session`` is the source. The source is never written, and
-        each side's later appends stay its own: an edit-and-continue, a
-        retried turn or a sub-agent starting from its parent's context.
-        Forking a fork works to any depth.
-
-        A backend shares the prefix where its storage can (SQL: the fork
-        stores only its header and where it branched, in time and space
-        independent of the source's length) and copies it byte for byte
-        where each session must stand alone (JSONL: a file the Rust
-        implementation loads). Either way every read gives the same.
+        The source is never written; forks fork to any depth. SQL shares the
+        prefix (a fork costs the same whatever the source's length), JSONL
+        copies it byte for byte; every read gives the same.
 
         Args:
             source_id: the session to branch from.
             at: the id of the last entry to keep; None keeps them all.
-            meta: the new session's header; by default a fresh
-                `SessionMeta.new` with the source's owner, tags and
-                metadata, and no title: a titled source's current title
-                becomes the fork's own first title change (`titles`),
-                since a header carries only what its session was created
-                with. Its ``parent_session`` is set to ``source_id`` when
-                left None.
+            meta: the new header; by default `SessionMeta.new` with the
+                source's owner, tags and metadata, and (with
+                `Capability.TITLES`) the source's current title as the fork's
+                first title change. Its ``parent_session`` is set to
+                ``source_id`` when left None.
 
         Returns:
             The new session's header, as stored.
@@ -847,30 +696,20 @@ class BranchingStore(Protocol):
         expect: str | EllipsisType | None = ...,
         expect_last: str | None = None,
     ) -> HeadMove:
-        """Point the head ``name`` at a session: "the current session of X".
+        """Point the head ``name`` ("the current session of X") at a session.
 
-        Heads are append-only: a move records a new position, stamped now,
-        and every earlier one stays in `head_history`. Moves from many
-        tasks at once are each kept, one after another.
-
-        A conditional move states where the caller read the head: with
-        ``expect``, it moves only if the head still names that session
-        (None: only if it was never set), checked and recorded in one
-        step, so of several movers that read the same position exactly
-        one moves it and the others get `SessionConflictError`.
-        ``expect_last`` states too how far the caller read that session:
-        the move happens only if the session still ends at that entry, so a
-        move made from what was read (the fork a pop makes, the new session
-        a clear starts) never leaves behind an entry appended since.
+        A move records a new position, stamped now; every earlier one stays
+        in `head_history`, concurrent moves each kept. A conditional move is
+        checked and recorded in one step: of movers that read the same
+        position, exactly one moves it.
 
         Args:
             name: the head.
             session_id: the session it is to name.
-            expect: where the head must stand for the move to happen: a
-                session id, or None for a head never set. Left out, the
-                move is unconditional.
-            expect_last: with ``expect`` naming a session, the id of its
-                last entry (``""``: it holds none), as for `append_many`.
+            expect: move only if the head names this session (None: was
+                never set); left out, the move is unconditional.
+            expect_last: with ``expect`` naming a session, move only if it
+                still ends at this entry (``""``: none), as for `append_many`.
 
         Returns:
             The move recorded.
@@ -900,19 +739,14 @@ class BranchingStore(Protocol):
         ...
 
     async def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
-        """Record positions of the head ``name`` as given, all or none: the archive's import.
-
-        Each move is kept verbatim, its ``at`` included (where `set_head`
-        stamps now): history carried over from another store. The moves
-        become the head's newest positions, in their order. A move may name
-        a session this store does not hold (one erased or retired since):
-        it is kept as the head had it.
+        """Record moves of the head ``name`` verbatim (``at`` included), all or
+        none, as its newest positions: the archive's import. A move may name
+        a session this store does not hold (erased or retired since).
 
         Args:
             name: the head.
             moves: the positions to record, oldest first.
-            after: how many positions the head holds now (0 when it was
-                never set): the moves are recorded after them.
+            after: how many positions the head holds now: the moves go after them.
 
         Returns:
             The number of positions recorded.
@@ -929,19 +763,12 @@ class BranchingStore(Protocol):
 
 @runtime_checkable
 class TitledStore(Protocol):
-    """`Capability.TITLES`: titles given to sessions after their creation.
-
-    A fork of a titled source gets the source's title as a change of its
-    own only where the store has both `Capability.BRANCHES` and this.
-    """
+    """`Capability.TITLES`: titles given to sessions after their creation."""
 
     async def set_title(self, session_id: str, title: str | None) -> TitleChange:
-        """Give a session a title now (None: back to its header's title).
-
-        The header never changes: the title is recorded beside the log, a
-        new `TitleChange` each time (the archive carries them; the
-        reference implementation never reads them), and the last one is
-        the session's title in `summaries`. Erasing the session erases them.
+        """Give a session a title now (None: back to its header's), recorded as
+        a new `TitleChange` beside the log, erased with the session; the last
+        is its title in `summaries`.
 
         Raises:
             SessionNotFoundError: no such session; nothing recorded.
@@ -960,12 +787,8 @@ class TitledStore(Protocol):
     async def import_titles(
         self, session_id: str, changes: Sequence[TitleChange], *, after: int = 0
     ) -> int:
-        """Record title changes verbatim (time included): for the archive.
-
-        ``after`` is how many of the session's changes the caller knows are
-        stored already (an archive's import counts them); only when the
-        store holds exactly that many are ``changes`` appended, so an
-        import run twice records them once.
+        """Record title changes verbatim (time included) for the archive, only
+        when the session holds exactly ``after`` changes: run twice, once.
 
         Returns:
             How many were recorded (0 when the store already had more).
@@ -991,28 +814,18 @@ class BrowsableStore(Protocol):
     ) -> builtins.list[SessionSummary]:
         """A page of sessions at a glance, newest first.
 
-        ``order="last_activity"`` puts the session the store last wrote to
-        (created, forked, imported or appended to) first;
-        ``order="created"`` sorts by the header's ``created_at`` string,
-        then id (for the timestamps this library writes, the time of
-        creation). Pass the last summary's ``cursor`` as ``after`` for the
-        next page; a page shorter than ``limit`` is the last.
-
-        Paging is exact while sessions are created and appended to: each
-        session that existed when the first page was read is listed once
-        and only once, in the order as it stood then (a session appended
-        to meanwhile is not moved ahead of the cursor and lost, nor listed
-        twice). A session created after the first page is not listed
-        (start again to see it); one erased meanwhile is left out.
-
-        One session's data that does not decode fails no listing: that
-        session is summarised with its `SessionSummary.fault` set. SQL
-        backends answer a page from indexes, in time independent of how
-        many sessions there are; JSONL and memory read every header.
+        Pass the last summary's ``cursor`` as ``after`` for the next page; a
+        page shorter than ``limit`` is the last. Paging is exact: each
+        session that existed at the first page is listed once, in the order
+        as it stood then; one created since is not listed, one erased is
+        left out. A session that does not decode is listed with its
+        `SessionSummary.fault`. SQL answers from indexes; JSONL and memory
+        read every header.
 
         Args:
             owner: only the sessions whose header names this owner.
-            order: ``"last_activity"`` or ``"created"``.
+            order: ``"last_activity"`` (the session last written to first)
+                or ``"created"`` (by the header's ``created_at``, then id).
             limit: how many at most (1 or more); None for every one.
             after: a `SessionSummary.cursor` from the same ``owner`` and
                 ``order``.
@@ -1028,37 +841,19 @@ class BrowsableStore(Protocol):
 
 @runtime_checkable
 class ErasingStore(Protocol):
-    """`Capability.ERASURE`: sessions removed whole, each leaving a record.
-
-    A journal's own `SessionJournal.drop` and `SessionJournal.erase` are
-    the journal's, core; `erasures` lists their records too.
-    """
+    """`Capability.ERASURE`: sessions removed whole, each leaving a record."""
 
     async def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
-        """Remove a whole session, and leave a record that it was removed.
+        """Remove a whole session (the one way anything leaves a store), writing
+        its `Erasure` (no content) in the same step.
 
-        The one way anything leaves a store: the session's header, its
-        entries, its cached context and hints all go, and an `Erasure`
-        (when, why, how many entries, a digest of the bytes removed, no
-        content) is written in the same step, listed by `erasures`. No
-        entry is ever removed alone. Named heads keep their history: a head
-        may still name the erased id, which then reads as not found.
-
-        An append racing an erase lands before it (and is erased with it)
-        or fails with `SessionNotFoundError`: never a half-erased session.
-        Backends say what "the bytes go" means for their storage (SQLite:
-        overwritten and checkpointed out of the WAL; JSONL: the file
-        unlinked; PostgreSQL: see docs/sql.md).
-
-        Forks: where a fork shares the session's stored entries (SQL), the
-        erase is refused while such a fork exists, naming it; erase the
-        forks first. Where each fork holds its own copy (JSONL, memory), the
-        forks are untouched and keep working.
-
-        ``digest`` makes the erase conditional: given the digest of the
-        session's bytes as last seen (`Erasure.digest`'s form, as an archive
-        copy gives it), the session is erased only if it still has exactly
-        those bytes, so an entry appended since is never lost unseen.
+        Header, entries and caches go; a head may still name the id, which
+        then reads as not found. An append racing it lands before it or
+        raises `SessionNotFoundError`. Backends say what "the bytes go" means
+        (docs/stores.md). Where forks share the entries (SQL) it is refused
+        while one exists; where each holds a copy, they are untouched.
+        ``digest`` (`Erasure.digest`'s form) erases only if the session
+        still has exactly those bytes.
 
         Raises:
             SessionNotFoundError: no such session; nothing is recorded.
@@ -1075,12 +870,8 @@ class ErasingStore(Protocol):
 
 @runtime_checkable
 class SessionStore(CoreStore, BranchingStore, TitledStore, BrowsableStore, ErasingStore, Protocol):
-    """A store with every capability: what every shipped backend is
-    (`MemoryStore`, `JsonlStore`, `SqlStore`, sealed or not), and what the
-    archive, the command line and the adapters use.
-
-    Code that needs only the core takes a `CoreStore`.
-    """
+    """A store with every capability, as every shipped backend is; code that
+    needs only the core takes a `CoreStore`."""
 
 
 _PROTOCOLS: dict[Capability, type] = {

@@ -12,15 +12,11 @@ the work is done::
         store.append(session_id, MessageEntry.new(Message.user("Hello")))
         print(store.load_context(session_id))
 
-It is a thin layer, not a second implementation: each `SyncStore` runs one
-event loop in a thread of its own and hands every call to the async store
-on it. Any number of threads may call one `SyncStore` at once (their
-appends then share transactions, as concurrent tasks do); it may also be
-called from code that runs inside an event loop of its own, which it
-blocks for the call's duration. Errors are the async store's, unchanged.
-Streams (`iter_entries`, `raw_lines`, `raw_blocks`) are generators: close
-one you leave unfinished (or let it be collected) to let go of its file or
-cursor.
+Each `SyncStore` runs one event loop in a thread of its own and hands every
+call to the async store on it, errors unchanged. Any number of threads may
+call it at once (their appends share transactions, as tasks do), and so may
+code inside an event loop, which it blocks for the call. Streams are
+generators: close one left unfinished to let go of its file or cursor.
 """
 
 from __future__ import annotations
@@ -41,48 +37,29 @@ from collections.abc import (
     Iterable,
     Sequence,
 )
-from types import EllipsisType, TracebackType
-from typing import Any, Self, TypeVar
+from types import TracebackType
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from sessionstore.backends import open_store as open_async_store
 from sessionstore.backends.checks import JournalDurability
-from sessionstore.effects import EffectLog, EffectState, Settled
+from sessionstore.effects import EffectLog
 from sessionstore.errors import ClosedError, StorageError
-from sessionstore.journal import Journal
-from sessionstore.models import (
-    CompactionEntry,
-    Effect,
-    Erasure,
-    HeadMove,
-    JournalLine,
-    Message,
-    SessionEntry,
-    SessionHeader,
-    SessionMeta,
-    TitleChange,
-)
-from sessionstore.pairing import PairingDialect
-from sessionstore.store import (
-    Capability,
-    EntrySlice,
-    Order,
-    SearchHit,
-    SessionJournal,
-    SessionStore,
-    SessionSummary,
-)
+from sessionstore.models import Effect
+from sessionstore.store import Capability, SessionJournal, SessionStore
 
 __all__ = ["SyncJournal", "SyncStore", "open_store"]
 
 _T = TypeVar("_T")
+_O = TypeVar("_O")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class _Loop:
-    """An event loop running in a daemon thread of its own, taking calls from any thread.
+    """An event loop in a daemon thread of its own, taking calls from any thread.
 
     Every call in flight is known, so that `stop` can end each one (its
-    caller gets `StorageError`) instead of leaving its thread waiting for a
-    loop that no longer runs.
+    caller gets `StorageError`) rather than leave it waiting for a dead loop.
     """
 
     def __init__(self) -> None:
@@ -181,7 +158,56 @@ async def _lines(lines: Iterable[str]) -> AsyncIterator[str]:
         yield line
 
 
-class SyncStore:
+class _Facade(Generic[_O]):
+    """An async object (a store, a journal, its effects), called from blocking code."""
+
+    def __init__(self, target: _O, loop: _Loop) -> None:
+        self._target = target
+        self._loop = loop
+
+
+class _Forwarded(Generic[_P, _R]):
+    """The method of that name of a facade's object, its result handed to
+    ``run`` on the facade's loop (`_blocking`, `_streamed`)."""
+
+    def __init__(self, name: str, run: Callable[[_Loop, Any], _R]) -> None:
+        self._name = name
+        self._run = run
+
+    @overload
+    def __get__(self, facade: None, owner: type[Any]) -> Self: ...
+
+    @overload
+    def __get__(self, facade: _Facade[Any], owner: type[Any]) -> Callable[_P, _R]: ...
+
+    def __get__(self, facade: _Facade[Any] | None, owner: type[Any]) -> Self | Callable[_P, _R]:
+        if facade is None:
+            return self
+        method: Callable[_P, Any] = getattr(facade._target, self._name)
+        run, loop = self._run, facade._loop
+
+        def forwarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            return run(loop, method(*args, **kwargs))
+
+        return forwarded
+
+
+def _blocking(
+    method: Callable[Concatenate[Any, _P], Coroutine[Any, Any, _T]],
+) -> _Forwarded[_P, _T]:
+    """An async method as a call that blocks until it is done: same arguments,
+    same result, same errors."""
+    return _Forwarded(method.__name__, _Loop.run)
+
+
+def _streamed(
+    method: Callable[Concatenate[Any, _P], AsyncIterator[_T]],
+) -> _Forwarded[_P, Generator[_T, None, None]]:
+    """An async stream as a generator."""
+    return _Forwarded(method.__name__, _Loop.stream)
+
+
+class SyncStore(_Facade[SessionStore]):
     """A store whose methods block; see `sessionstore.store.SessionStore` for
     what each one does (same arguments, same results, same errors).
 
@@ -190,8 +216,7 @@ class SyncStore:
 
     def __init__(self, store: SessionStore, loop: _Loop) -> None:
         """Use `open_store` or `wrap`."""
-        self._store = store
-        self._loop = loop
+        super().__init__(store, loop)
 
     @classmethod
     def wrap(cls, opening: Coroutine[Any, Any, SessionStore]) -> SyncStore:
@@ -205,17 +230,17 @@ class SyncStore:
             raise
 
     def __repr__(self) -> str:
-        return f"SyncStore({self._store!r})"
+        return f"SyncStore({self._target!r})"
 
     @property
     def store(self) -> SessionStore:
         """The async store underneath (to be awaited only on this object's loop)."""
-        return self._store
+        return self._target
 
     @property
     def capabilities(self) -> frozenset[Capability]:
         """The async store's `SessionStore.capabilities`."""
-        return self._store.capabilities
+        return self._target.capabilities
 
     def run(self, call: Callable[[SessionStore], Awaitable[_T]]) -> _T:
         """Await ``call(store)`` on this object's loop, ``store`` being the async
@@ -226,170 +251,48 @@ class SyncStore:
         Raises:
             whatever ``call`` raises; StorageError: the sync store is closed.
         """
-        return self._loop.run(_called(call, self._store))
+        return self._loop.run(_called(call, self._target))
 
-    # ------------------------------------------------------------ sessions
-
-    def create(self, meta: SessionMeta) -> str:
-        return self._loop.run(self._store.create(meta))
-
-    def append(
-        self,
-        session_id: str,
-        entry: SessionEntry,
-        *,
-        expect_last: str | None = None,
-        expect_head: str | None = None,
-    ) -> None:
-        append = self._store.append(
-            session_id, entry, expect_last=expect_last, expect_head=expect_head
-        )
-        self._loop.run(append)
-
-    def append_many(
-        self,
-        session_id: str,
-        entries: Sequence[SessionEntry],
-        *,
-        expect_last: str | None = None,
-        expect_head: str | None = None,
-    ) -> None:
-        append = self._store.append_many(
-            session_id, entries, expect_last=expect_last, expect_head=expect_head
-        )
-        self._loop.run(append)
-
-    def load(self, session_id: str) -> builtins.list[SessionEntry]:
-        return self._loop.run(self._store.load(session_id))
-
-    def load_slice(self, session_id: str, start: int = 0, stop: int | None = None) -> EntrySlice:
-        return self._loop.run(self._store.load_slice(session_id, start, stop))
-
-    def iter_entries(self, session_id: str) -> Generator[SessionEntry, None, None]:
-        return self._loop.stream(self._store.iter_entries(session_id))
-
-    def load_context(
-        self, session_id: str, *, repair: PairingDialect | None = None
-    ) -> builtins.list[Message]:
-        return self._loop.run(self._store.load_context(session_id, repair=repair))
-
-    def load_context_with_ids(self, session_id: str) -> builtins.list[tuple[str, Message]]:
-        return self._loop.run(self._store.load_context_with_ids(session_id))
-
-    def compact(
-        self,
-        session_id: str,
-        summary: str,
-        *,
-        keep_last: int,
-        tokens_before: int | None = None,
-        dialect: PairingDialect | None = None,
-    ) -> CompactionEntry:
-        return self._loop.run(
-            self._store.compact(
-                session_id,
-                summary,
-                keep_last=keep_last,
-                tokens_before=tokens_before,
-                dialect=dialect,
-            )
-        )
-
-    def list(self) -> builtins.list[SessionMeta]:
-        return self._loop.run(self._store.list())
-
-    def summaries(
-        self,
-        *,
-        owner: str | None = None,
-        order: Order = "last_activity",
-        limit: int | None = 50,
-        after: str | None = None,
-    ) -> builtins.list[SessionSummary]:
-        return self._loop.run(
-            self._store.summaries(owner=owner, order=order, limit=limit, after=after)
-        )
-
-    def search(
-        self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
-    ) -> builtins.list[SearchHit]:
-        return self._loop.run(self._store.search(text, owner=owner, limit=limit, after=after))
-
-    def set_title(self, session_id: str, title: str | None) -> TitleChange:
-        return self._loop.run(self._store.set_title(session_id, title))
-
-    def titles(self, session_id: str) -> builtins.list[TitleChange]:
-        return self._loop.run(self._store.titles(session_id))
-
-    def import_titles(
-        self, session_id: str, changes: Sequence[TitleChange], *, after: int = 0
-    ) -> int:
-        return self._loop.run(self._store.import_titles(session_id, changes, after=after))
-
-    def integrity(self) -> builtins.list[str]:
-        return self._loop.run(self._store.integrity())
-
-    # ------------------------------------------------------------ branches
-
-    def fork(
-        self, source_id: str, *, at: str | None = None, meta: SessionMeta | None = None
-    ) -> SessionMeta:
-        return self._loop.run(self._store.fork(source_id, at=at, meta=meta))
-
-    def set_head(
-        self,
-        name: str,
-        session_id: str,
-        *,
-        expect: str | EllipsisType | None = ...,
-        expect_last: str | None = None,
-    ) -> HeadMove:
-        move = self._store.set_head(name, session_id, expect=expect, expect_last=expect_last)
-        return self._loop.run(move)
-
-    def head(self, name: str) -> str | None:
-        return self._loop.run(self._store.head(name))
-
-    def head_history(self, name: str) -> builtins.list[HeadMove]:
-        return self._loop.run(self._store.head_history(name))
-
-    def heads(self) -> builtins.list[str]:
-        return self._loop.run(self._store.heads())
-
-    def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
-        return self._loop.run(self._store.import_head(name, moves, after=after))
-
-    # ------------------------------------------------------------ lifecycle
-
-    def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
-        return self._loop.run(self._store.erase(session_id, reason=reason, digest=digest))
-
-    def erasures(self) -> builtins.list[Erasure]:
-        return self._loop.run(self._store.erasures())
-
-    # ------------------------------------------------------------ for tools
-
-    def raw_lines(self, session_id: str) -> Generator[str, None, None]:
-        return self._loop.stream(self._store.raw_lines(session_id))
-
-    def raw_blocks(self, session_id: str) -> Generator[bytes, None, None]:
-        return self._loop.stream(self._store.raw_blocks(session_id))
+    create = _blocking(SessionStore.create)
+    append = _blocking(SessionStore.append)
+    append_many = _blocking(SessionStore.append_many)
+    load = _blocking(SessionStore.load)
+    load_slice = _blocking(SessionStore.load_slice)
+    iter_entries = _streamed(SessionStore.iter_entries)
+    load_context = _blocking(SessionStore.load_context)
+    load_context_with_ids = _blocking(SessionStore.load_context_with_ids)
+    compact = _blocking(SessionStore.compact)
+    list = _blocking(SessionStore.list)
+    summaries = _blocking(SessionStore.summaries)
+    search = _blocking(SessionStore.search)
+    set_title = _blocking(SessionStore.set_title)
+    titles = _blocking(SessionStore.titles)
+    import_titles = _blocking(SessionStore.import_titles)
+    integrity = _blocking(SessionStore.integrity)
+    fork = _blocking(SessionStore.fork)
+    set_head = _blocking(SessionStore.set_head)
+    head = _blocking(SessionStore.head)
+    head_history = _blocking(SessionStore.head_history)
+    heads = _blocking(SessionStore.heads)
+    import_head = _blocking(SessionStore.import_head)
+    erase = _blocking(SessionStore.erase)
+    erasures = _blocking(SessionStore.erasures)
+    raw_lines = _streamed(SessionStore.raw_lines)
+    raw_blocks = _streamed(SessionStore.raw_blocks)
+    journals = _blocking(SessionStore.journals)
 
     def import_session(
         self, header: str, entries: Iterable[str], *, after: int | None = None
     ) -> int:
         """`SessionStore.import_session`, reading ``entries`` (any iterable of
         lines, such as an open file's, newlines stripped) as it stores them."""
-        return self._loop.run(self._store.import_session(header, _lines(entries), after=after))
+        return self._loop.run(self._target.import_session(header, _lines(entries), after=after))
 
     def journal(self, name: str, *, durability: JournalDurability = "full") -> SyncJournal:
-        return SyncJournal(self._store.journal(name, durability=durability), self._loop)
-
-    def journals(self) -> builtins.list[str]:
-        return self._loop.run(self._store.journals())
+        return SyncJournal(self._target.journal(name, durability=durability), self._loop)
 
     def drop_caches(self) -> None:
-        self._store.drop_caches()
+        self._target.drop_caches()
 
     def close(self) -> None:
         """Close the store, then stop its loop; closing twice is fine.
@@ -398,7 +301,7 @@ class SyncStore:
         waiting for its commit) end with `StorageError`, as every call made
         afterwards does; none is left waiting.
         """
-        self._loop.stop(self._store.close())
+        self._loop.stop(self._target.close())
 
     def __enter__(self) -> Self:
         return self
@@ -412,57 +315,32 @@ class SyncStore:
         self.close()
 
 
-class SyncJournal:
+class SyncJournal(_Facade[SessionJournal]):
     """A journal whose methods block; see `sessionstore.store.SessionJournal`."""
 
-    def __init__(self, journal: SessionJournal, loop: _Loop) -> None:
-        self._journal = journal
-        self._loop = loop
-
-    def read(self) -> Journal:
-        return self._loop.run(self._journal.read())
-
-    def begin(self, header: SessionHeader, leftover: Journal) -> None:
-        self._loop.run(self._journal.begin(header, leftover))
-
-    def append(self, line: JournalLine) -> None:
-        self._loop.run(self._journal.append(line))
-
-    def append_raw(self, *lines: bytes) -> None:
-        self._loop.run(self._journal.append_raw(*lines))
-
-    def read_bytes(self) -> bytes:
-        return self._loop.run(self._journal.read_bytes())
-
-    def clear(self) -> None:
-        self._loop.run(self._journal.clear())
-
-    def erase(self, *, reason: str) -> Erasure | None:
-        return self._loop.run(self._journal.erase(reason=reason))
-
-    def keyed(self, *keys: str) -> dict[str, list[bytes]]:
-        return self._loop.run(self._journal.keyed(*keys))
-
-    def scan(
-        self, prefix: str, *, before: str | None = None, limit: int | None = None
-    ) -> list[tuple[str, list[bytes]]]:
-        return self._loop.run(self._journal.scan(prefix, before=before, limit=limit))
+    read = _blocking(SessionJournal.read)
+    begin = _blocking(SessionJournal.begin)
+    append = _blocking(SessionJournal.append)
+    append_raw = _blocking(SessionJournal.append_raw)
+    read_bytes = _blocking(SessionJournal.read_bytes)
+    clear = _blocking(SessionJournal.clear)
+    erase = _blocking(SessionJournal.erase)
+    keyed = _blocking(SessionJournal.keyed)
+    scan = _blocking(SessionJournal.scan)
+    drop = _blocking(SessionJournal.drop)
 
     def append_keyed_unless(
         self,
         keys: Sequence[str],
-        found: Callable[[dict[str, list[bytes]]], _T | None],
+        found: Callable[[dict[str, builtins.list[bytes]]], _T | None],
         *lines: bytes,
     ) -> _T | None:
-        return self._loop.run(self._journal.append_keyed_unless(keys, found, *lines))
-
-    def drop(self, *keys: str, reason: str) -> Erasure | None:
-        return self._loop.run(self._journal.drop(*keys, reason=reason))
+        return self._loop.run(self._target.append_keyed_unless(keys, found, *lines))
 
     @property
     def effects(self) -> SyncEffects:
         """The journal's side effects; see `sessionstore.effects.EffectLog`."""
-        return SyncEffects(self._journal.effects, self._loop)
+        return SyncEffects(self._target.effects, self._loop)
 
 
 class _Interrupted(BaseException):
@@ -489,17 +367,13 @@ def _in_thread(call: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
     return called
 
 
-class SyncEffects:
+class SyncEffects(_Facade[EffectLog]):
     """A journal's effects whose methods block; see `sessionstore.effects.EffectLog`.
 
     `once` runs the effect (and a ``check``) in a worker thread of the
     store's loop, while the calling thread waits: the loop stays free for
     the store's other users meanwhile.
     """
-
-    def __init__(self, effects: EffectLog, loop: _Loop) -> None:
-        self._effects = effects
-        self._loop = loop
 
     def once(
         self,
@@ -515,7 +389,7 @@ class SyncEffects:
     ) -> Any:
         try:
             return self._loop.run(
-                self._effects.once(
+                self._target.once(
                     _in_thread(call),
                     tool=tool,
                     args=args,
@@ -529,33 +403,12 @@ class SyncEffects:
         except _Interrupted as interrupted:  # raised here, in the caller's thread
             raise interrupted.raised from None
 
-    def settle(
-        self,
-        key: str,
-        outcome: Settled,
-        *,
-        reason: str,
-        result: Any = None,
-        by: str | None = None,
-    ) -> Effect:
-        return self._loop.run(
-            self._effects.settle(key, outcome, reason=reason, result=result, by=by)
-        )
-
-    def read(self) -> builtins.list[EffectState]:
-        return self._loop.run(self._effects.read())
-
-    def by_session(self) -> dict[str | None, builtins.list[EffectState]]:
-        return self._loop.run(self._effects.by_session())
-
-    def in_doubt(self) -> builtins.list[EffectState]:
-        return self._loop.run(self._effects.in_doubt())
-
-    def find(self, key: str) -> EffectState | None:
-        return self._loop.run(self._effects.find(key))
-
-    def result(self, key: str) -> Any:
-        return self._loop.run(self._effects.result(key))
+    settle = _blocking(EffectLog.settle)
+    read = _blocking(EffectLog.read)
+    by_session = _blocking(EffectLog.by_session)
+    in_doubt = _blocking(EffectLog.in_doubt)
+    find = _blocking(EffectLog.find)
+    result = _blocking(EffectLog.result)
 
 
 def open_store(target: str | os.PathLike[str], **options: Any) -> SyncStore:

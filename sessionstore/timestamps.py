@@ -100,16 +100,20 @@ def _fraction(nanos: int) -> str:
     return f".{nanos:09d}"
 
 
-def _year_text(year: int) -> str:
+def _text(seconds: int, nanos: int) -> str:
+    """UTC seconds since the epoch (the :59 of a leap second, whose nanos are
+    1e9 on) and nanoseconds as RFC 3339 text, without the offset."""
+    days, of_day = divmod(seconds, _DAY)
+    year, month, day = _civil_from_days(days)
+    hour, rest = divmod(of_day, 3600)
+    minute, second = divmod(rest, 60)
+    if nanos >= _NANOS:
+        second, nanos = second + 1, nanos - _NANOS
     # chrono writes four digits in 0..=9999 and a sign with at least four
     # digits outside; strftime's %Y drops leading zeros on some platforms.
-    return f"{year:04d}" if 0 <= year <= 9999 else f"{year:+05d}"
-
-
-def _seconds_text(value: datetime) -> str:
+    year_text = f"{year:04d}" if 0 <= year <= 9999 else f"{year:+05d}"
     return (
-        f"{_year_text(value.year)}-{value.month:02d}-{value.day:02d}"
-        f"T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+        f"{year_text}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}{_fraction(nanos)}"
     )
 
 
@@ -121,8 +125,7 @@ def now_rfc3339() -> str:
 def rfc3339_of_ns(ns: int) -> str:
     """A time in nanoseconds since the epoch (a file's ``st_mtime_ns``) as
     `now_rfc3339` writes it."""
-    seconds, nanos = divmod(ns, _NANOS)
-    return f"{_seconds_text(_EPOCH + timedelta(seconds=seconds))}{_fraction(nanos)}+00:00"
+    return _text(*divmod(ns, _NANOS)) + "+00:00"
 
 
 class _Scan:
@@ -216,11 +219,9 @@ class _Scan:
 class Timestamp:
     """An instant in UTC with nanosecond precision, as chrono's ``DateTime<Utc>``.
 
-    `str()` gives the canonical form (``2026-10-13T11:32:00.120Z``). A leap
-    second is kept as one (``2016-12-31T23:59:60Z``), and so are years
-    outside 1-9999 (``0000-12-31T23:59:00Z``), which `to_datetime` cannot
-    give. Timestamps compare and hash by instant, a leap second after the
-    second it extends.
+    `str()` gives the canonical form (``2026-10-13T11:32:00.120Z``), leap
+    seconds (``:60``) and years outside 1-9999 kept. Timestamps compare and
+    hash by instant, a leap second after the second it extends.
     """
 
     __slots__ = ("_nanos", "_seconds")
@@ -265,12 +266,9 @@ class Timestamp:
 
     @classmethod
     def parse(cls, text: str) -> Timestamp:
-        """Parse a date-time with an offset, as chrono 0.4 (before 0.4.27) does.
-
-        Accepts what the module docstring says: RFC 3339 (``T`` or a space
-        between date and time, ``Z``, ``z`` or ``±hh:mm``) and chrono's
-        looser spellings of it. Digits past the ninth fractional one are
-        dropped.
+        """Parse a date-time with an offset as chrono 0.4 (before 0.4.27) does:
+        RFC 3339 and the looser spellings the module docstring lists (digits
+        past the ninth fractional one dropped).
 
         Raises:
             ValueError: not such a date-time, one without an offset, or one
@@ -320,9 +318,8 @@ class Timestamp:
         return self._nanos >= _NANOS
 
     def to_datetime(self) -> datetime:
-        """The instant as an aware UTC datetime (nanoseconds cut to microseconds).
-
-        A leap second reads as the last microsecond of the second before it.
+        """The instant as an aware UTC datetime, nanoseconds cut to microseconds
+        (a leap second reads as the last microsecond of the second before).
 
         Raises:
             ValueError: the year is outside 1-9999, which a datetime cannot hold.
@@ -337,17 +334,7 @@ class Timestamp:
         return (self._seconds, self._nanos)
 
     def __str__(self) -> str:
-        days, of_day = divmod(self._seconds, _DAY)
-        year, month, day = _civil_from_days(days)
-        hour, rest = divmod(of_day, 3600)
-        minute, second = divmod(rest, 60)
-        nanos = self._nanos
-        if nanos >= _NANOS:
-            second, nanos = second + 1, nanos - _NANOS
-        return (
-            f"{_year_text(year)}-{month:02d}-{day:02d}"
-            f"T{hour:02d}:{minute:02d}:{second:02d}{_fraction(nanos)}Z"
-        )
+        return _text(self._seconds, self._nanos) + "Z"
 
     def __repr__(self) -> str:
         return f"Timestamp({str(self)!r})"

@@ -1,38 +1,18 @@
 """HTML transcripts: a session as one self-contained page, written as it is read.
 
-`render_html` yields the page in chunks, one entry at a time, from
-`SessionStore.iter_entries`, so a session of any length renders in memory
-bounded by one entry plus the ids of its current context (what
-`load_context_with_ids` gives: what the model saw, which a model's window
-bounds). `write_html` writes those chunks to a text file; `export_html`
-writes ``<id>.html`` for many sessions into a directory, whose pages link
-a fork to its parent's page.
+`render_html` yields the page an entry at a time (`SessionStore.iter_entries`),
+in memory bounded by one entry plus the ids of the current context;
+`write_html` writes it to a text file; `export_html` writes ``<id>.html`` for
+many sessions, a fork's page linking its parent's. Each message is shown as
+`sessionstore.parts.read_message` reads it, tool calls and results folded.
 
-The page needs nothing but itself: inline CSS, no script, no font, image or
-other fetch (a Content-Security-Policy in the page forbids them all, should
-a stored text ever get past the escaping). It reads the same with
-JavaScript off.
-
-Everything stored is text here, never markup: ids, roles, timestamps,
-contents and the header are HTML-escaped (quotes too, in attributes);
-control characters, bidirectional overrides and lone surrogates are shown
-as visible ``\\xNN`` / ``\\uNNNN`` escapes, so that a stored text can
-neither hide itself nor reorder what is shown around it.
-
-A page of 100,000 entries stays cheap for a browser: every entry's block has
-``content-visibility: auto``, so only the blocks on screen are laid out and
-painted, and the others keep an estimated height for the scroll bar. The
-page stays one file (find-in-page and one link per session still work);
-splitting it into pages was not needed for that.
-
-What each message says is `sessionstore.parts.read_message`'s reading, the
-one ``sessionstore show`` prints too: its text, and the tool calls and
-results of every shape the store keeps (OpenAI, Anthropic, openai-agents
-items, and the LangChain and pydantic-ai adapters' messages). Each call and
-result is folded in ``<details>``, named by its tool; a result names its
-call and links to it when an earlier call had its id.
-
-This is a tool over the public store API; it reads no backend's internals.
+The page fetches nothing and runs no script (a Content-Security-Policy
+forbids both, should a stored text get past the escaping). Everything stored
+is escaped text, never markup; control characters, bidirectional overrides
+and lone surrogates show as visible escapes, so a text can neither hide
+itself nor reorder what is around it. Every entry's block has
+``content-visibility: auto``, so a page of 100,000 entries lays out only what
+is on screen and stays one file.
 """
 
 from __future__ import annotations
@@ -117,10 +97,8 @@ def page_name(session_id: str) -> str:
 
 
 def _text(value: str) -> str:
-    """Stored text as HTML text (or an attribute value): escaped, its hidden
-    characters made visible."""
-    escaped = html.escape(value, quote=True)
-    return _HIDDEN.sub(_visible, escaped)
+    """Stored text as HTML text: escaped, its hidden characters made visible."""
+    return _HIDDEN.sub(_visible, html.escape(value, quote=True))
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -131,8 +109,7 @@ def _visible(match: re.Match[str]) -> str:
 
 def _attribute(value: str) -> str:
     """Stored text as an attribute value: escaped, hidden characters as escapes."""
-    escaped = html.escape(value, quote=True)
-    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", escaped)
+    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", html.escape(value, quote=True))
 
 
 def _anchor(entry_id: str) -> str:
@@ -323,10 +300,8 @@ async def _meta_of(store: SessionStore, session_id: str) -> SessionMeta:
 async def render_html(
     store: SessionStore, session_id: str, *, meta: SessionMeta | None = None
 ) -> AsyncIterator[str]:
-    """A session as a self-contained HTML page, in chunks, as it is read.
-
-    The page is headed by the session's title when it has one (its last
-    `SessionStore.set_title`, else its header's), then its id.
+    """A session as a self-contained HTML page, in chunks, as it is read,
+    headed by the session's title when it has one, then its id.
 
     Args:
         store: any store.
@@ -334,8 +309,8 @@ async def render_html(
         meta: its header, when the caller has it (spares a `list`).
 
     Yields:
-        The page's text, in order: the head, then one chunk per entry, then
-        the end. Nothing is yielded for a session that cannot be read.
+        The head, a chunk per entry, the end; nothing for a session that
+        cannot be read.
 
     Raises:
         SessionNotFoundError, CorruptSessionError: as `load` does; a line
@@ -386,11 +361,8 @@ async def export_html(
     *,
     sessions: Sequence[str] | None = None,
 ) -> list[tuple[str, str]]:
-    """Write ``<id>.html`` (`page_name`) into ``directory`` for sessions of a store.
-
-    Each page is written to a temporary file and renamed into place, so a
-    page is whole or left as it was. A fork's page links its parent's page
-    by that name, relatively: the directory's pages link up.
+    """Write ``<id>.html`` (`page_name`) into ``directory`` for sessions of a
+    store, each page whole or left as it was (written aside, renamed).
 
     Args:
         store: any store.
@@ -398,9 +370,7 @@ async def export_html(
         sessions: the session ids; None for every session.
 
     Returns:
-        The sessions whose page could not be written, each with why (a
-        session that does not read back, or went meanwhile); the others
-        were written.
+        The sessions whose page could not be written, each with why.
 
     Raises:
         StorageError: the directory is not one, or could not be written.

@@ -21,12 +21,8 @@ class VerifyReport:
         sessions: sessions checked.
         entries: entries decoded.
         faults: every problem, each naming its session (and file or line).
-        notes: what is sound but may surprise, each naming its session: a
-            compaction whose ``first_kept_id`` names no message (the
-            reference's rule then keeps what follows the compaction), a
-            session anchored and erased since.
-        anchors: when anchors were checked, the anchor of every session
-            checked, to keep for the next check (`sessionstore.anchors`).
+        notes: what is sound but may surprise, each naming its session.
+        anchors: when anchors were checked, every session's new anchor.
     """
 
     sessions: int = 0
@@ -47,21 +43,14 @@ async def verify_store(
     progress: Callable[[int, int], None] | None = None,
     anchors: Iterable[Anchor] | None = None,
 ) -> VerifyReport:
-    """Check every session of a store.
-
-    Every line must decode, and the storage's own checks must pass (on
-    SQL: the database's integrity check, a gap-free ``seq``, the chains of
-    digests). A compaction whose ``first_kept_id`` names no message of its
-    session is valid history (the reference writes such compactions, and
-    its rule keeps what follows them): it is a note, not a fault. Sessions
-    are streamed, so memory stays bounded however long one is.
+    """Check every session of a store, streamed: every line must decode and the
+    storage's own checks (`SessionStore.integrity`) pass. A compaction whose
+    ``first_kept_id`` names no message is valid history: a note, not a fault.
 
     With ``anchors`` (`sessionstore.anchors`), each session anchored must
-    still begin with the entries anchored, byte for byte, and every session
-    anchored must still be there, unless an erasure recorded since removed
-    it (a note then); and the store must hold at least as many erasure
-    records as when anchored. Each session is then read a second time, as
-    its file's bytes, for its new anchor (``report.anchors``).
+    still begin with its anchored entries and be there, unless erased since
+    (a note), and the store hold as many erasure records; each session is
+    read a second time for its new anchor (``report.anchors``).
 
     Args:
         store: any store.
