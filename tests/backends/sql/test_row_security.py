@@ -24,6 +24,7 @@ from sessionstore import (
     DuplicateSessionError,
     Message,
     MessageEntry,
+    ScopedStore,
     SessionMeta,
     SessionNotFoundError,
     SessionStore,
@@ -297,3 +298,16 @@ async def test_a_table_left_out_of_the_grant_is_refused(tenants: Tenants) -> Non
     async with open_store(tenants.url_for(tenants.bob)) as store:
         with pytest.raises(StorageError, match="permission denied"):
             await store.set_head("chat", tenants.bobs)
+
+
+async def test_a_scoped_view_of_bobs_role_store_sees_what_either_wall_lets_through(
+    tenants: Tenants, as_bob: SessionStore
+) -> None:
+    view = ScopedStore(as_bob, tenants.bob)
+    assert [s.meta.id for s in await view.summaries()] == [tenants.bobs]
+    assert [hit.session_id for hit in await view.search("pineapple")] == [tenants.bobs]
+    with pytest.raises(SessionNotFoundError):
+        await view.load(tenants.alices)
+    # The view's own names: a head of bob's, under his prefix.
+    await view.set_head("chat", tenants.bobs)
+    assert await view.head("chat") == tenants.bobs
