@@ -99,7 +99,8 @@ class ScopedStore:
     * `erasures` lists the erasures of the owner's journals; those of
       sessions carry no owner and are listed by the store only (`erase`
       returns the record).
-    * `integrity` checks the whole storage, every owner's: it is refused.
+    * `integrity` gives the store's faults that name the owner's sessions,
+      heads or journals and no other owner's session.
     * `close` closes the view, never the store; `drop_caches` forgets what
       the view keeps, which is nothing.
 
@@ -319,16 +320,24 @@ class ScopedStore:
         return hits if owner is None or owner == self._owner else []
 
     async def integrity(self) -> builtins.list[str]:
-        """Refused: the storage's faults are every owner's.
-
-        Raises:
-            ConfigurationError: always; call it on the store (`store`).
-        """
+        """The store's faults that name the owner's sessions, heads or journals,
+        and no session of another owner (a fault of the storage as a whole
+        names none: it is the store's). It costs the store's `integrity` and
+        `list`."""
         self._check_open()
-        raise ConfigurationError(
-            "integrity checks the whole storage, every owner's: call it on the store,"
-            " not on a ScopedStore"
-        )
+        faults = await self._store.integrity()
+        if not faults:
+            return []
+        metas = await self._store.list()
+        mine = {repr(meta.id) for meta in metas if meta.owner == self._owner}
+        others = {repr(meta.id) for meta in metas} - mine
+        ours = ("'" + self._prefix, '"' + self._prefix)
+        return [
+            fault.replace(ours[0], "'").replace(ours[1], '"')
+            for fault in faults
+            if (any(name in fault for name in mine) or any(name in fault for name in ours))
+            and not any(name in fault for name in others)
+        ]
 
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
         self._check_open()
@@ -382,12 +391,12 @@ class ScopedStore:
         self._check_open()
         try:
             meta = decode_meta(header)
-        except InvalidRecordError:
-            return await self._store.import_session(header, entries, after=after)  # refused
+        except InvalidRecordError as exc:  # as the store refuses it
+            raise InvalidRecordError(f"header line: {exc}") from None
         if meta.owner != self._owner:
             raise ConfigurationError(
-                f"session {meta.id!r}'s header names the owner {meta.owner!r}: a store scoped"
-                f" to {self._owner!r} imports only its sessions"
+                f"the header of session {meta.id!r} names the owner {meta.owner!r}: a store"
+                f" scoped to {self._owner!r} imports only its sessions"
             )
         if after is not None:
             await self._own(meta.id)

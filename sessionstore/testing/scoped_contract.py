@@ -76,6 +76,18 @@ ON_AN_ID: dict[str, tuple[Capability | None, Call]] = {
 """Each operation given a session id, with arguments that work on a session of the caller's."""
 
 
+def scoped(store: SessionStore, owner: str) -> SessionStore:
+    """``store.scoped(owner)``: a `ScopedStore`, or the blocking facade's view
+    of one when the suite runs through it."""
+    view: SessionStore = store.scoped(owner)  # type: ignore[attr-defined]  # not in the protocol
+    return view
+
+
+def prefix(store: SessionStore, owner: str) -> str:
+    """What the store's names of ``owner``'s heads and journals begin with."""
+    return ScopedStore(store, owner).prefix
+
+
 async def _refusal(call: Awaitable[object]) -> SessionStoreError:
     with pytest.raises(SessionStoreError) as raised:
         await call
@@ -86,14 +98,14 @@ async def _refusal(call: Awaitable[object]) -> SessionStoreError:
 class Tenant:
     """What tenant A keeps, made through its view."""
 
-    view: ScopedStore
+    view: SessionStore
     session: str
     fork: str | None
     words: str = "zebra quartz"
 
 
 async def _tenant_a(store: SessionStore) -> Tenant:
-    view = ScopedStore(store, A)
+    view = scoped(store, A)
     session = await view.create(SessionMeta.new(title="A's plans"))
     await view.append_many(
         session, [message("a1", "zebra quartz secret"), message("a2", "more zebra quartz")]
@@ -135,12 +147,12 @@ class ScopedContract:
     async def test_scoped_owner_must_be_a_non_empty_string(self, store: SessionStore) -> None:
         for owner in ["", None, 7, "lone \ud800"]:
             with pytest.raises(ConfigurationError, match="owner"):
-                ScopedStore(store, owner)  # type: ignore[arg-type]
+                scoped(store, owner)  # type: ignore[arg-type]
 
     async def test_scoped_create_gives_sessions_the_owner_and_refuses_another(
         self, store: SessionStore
     ) -> None:
-        view = ScopedStore(store, A)
+        view = scoped(store, A)
         mine = await view.create(SessionMeta(id="mine"))
         named = await view.create(SessionMeta(id="named", owner=A))
         with pytest.raises(ConfigurationError, match="tenant-b"):
@@ -185,8 +197,7 @@ class ScopedContract:
             await view.import_session(encode(SessionMeta(id="x", owner=B)), stream([]))
         with pytest.raises(ConfigurationError, match="names the owner None"):
             await view.import_session(encode(SessionMeta(id="x")), stream([]))
-        with pytest.raises(ConfigurationError, match="whole storage"):
-            await view.integrity()
+        assert await view.integrity() == []
         assert copy in [meta.id for meta in await view.list()]
 
     @needs(Capability.BRANCHES, Capability.TITLES)
@@ -213,17 +224,17 @@ class ScopedContract:
         assert await view.head("copy") == forked.id
         conflict = await _refusal(view.set_head("main", a.session, expect=None))
         assert "'main'" in str(conflict)
-        assert view.prefix not in str(conflict)
+        assert prefix(store, A) not in str(conflict)
         # The store keeps the owner's heads under names of their own.
-        assert await store.head(view.prefix + "main") == forked.id
+        assert await store.head(prefix(store, A) + "main") == forked.id
         assert await store.head("main") is None
 
     @needs(Capability.SUMMARIES)
     async def test_scoped_summaries_list_the_owner_s_sessions_and_page_on(
         self, store: SessionStore
     ) -> None:
-        view = ScopedStore(store, A)
-        other = ScopedStore(store, B)
+        view = scoped(store, A)
+        other = scoped(store, B)
         for number in range(3):
             await view.create(SessionMeta(id=f"a{number}"))
             await other.create(SessionMeta(id=f"b{number}"))
@@ -241,7 +252,7 @@ class ScopedContract:
     ) -> None:
         a = await _tenant_a(store)
         before = await _snapshot(store, a)
-        hostile = ScopedStore(store, B)
+        hostile = scoped(store, B)
         await hostile.create(SessionMeta(id="b-own"))
         targets = [a.session] if a.fork is None else [a.session, a.fork]
         for operation, (capability, call) in ON_AN_ID.items():
@@ -264,7 +275,7 @@ class ScopedContract:
     ) -> None:
         a = await _tenant_a(store)
         before = await _snapshot(store, a)
-        hostile = ScopedStore(store, B)
+        hostile = scoped(store, B)
         own = await hostile.create(SessionMeta(id="b-own"))
         assert await hostile.heads() == []
         assert await hostile.head("main") is None
@@ -282,8 +293,8 @@ class ScopedContract:
         await store.set_head("main", own)  # a head of the store, outside every view
         assert await hostile.head("main") == own
         assert await a.view.head("main") == a.session
-        assert await store.head(hostile.prefix + "main") == own
-        assert await store.head(a.view.prefix + "main") == a.session
+        assert await store.head(prefix(store, B) + "main") == own
+        assert await store.head(prefix(store, A) + "main") == a.session
         assert await _snapshot(store, a) == before
 
     async def test_scoped_hostile_tenant_finds_nothing_in_listings_and_journals(
@@ -293,7 +304,7 @@ class ScopedContract:
         page = await a.view.search(a.words, limit=1)
         assert page, "A finds its own words"
         before = await _snapshot(store, a)
-        hostile = ScopedStore(store, B)
+        hostile = scoped(store, B)
         assert await hostile.list() == []
         assert await hostile.search(a.words) == []
         assert await hostile.search(a.words, owner=A) == []
@@ -318,8 +329,7 @@ class ScopedContract:
         await journal.append_raw(b'{"key":"order-1","total":999}')
         assert await hostile.journals() == ["agent"]
         assert await journal.keyed("order-1") == {"order-1": [b'{"key":"order-1","total":999}']}
-        with pytest.raises(ConfigurationError, match="whole storage"):
-            await hostile.integrity()
+        assert await hostile.integrity() == []
         for name in [".hidden", "a/b", "x" * 200]:
             with pytest.raises(InvalidSessionIdError):
                 hostile.journal(name)
@@ -331,7 +341,7 @@ class ScopedContract:
     ) -> None:
         a = await _tenant_a(store)
         await a.view.create(SessionMeta(id="a-second"))
-        hostile = ScopedStore(store, B)
+        hostile = scoped(store, B)
         await hostile.create(SessionMeta(id="b-own"))
         assert [s.id for s in await hostile.summaries()] == ["b-own"]
         assert await hostile.summaries(owner=A) == []
@@ -349,7 +359,7 @@ class ScopedContract:
         self, store: SessionStore
     ) -> None:
         a = await _tenant_a(store)
-        hostile = ScopedStore(store, B)
+        hostile = scoped(store, B)
         dropped = await a.view.journal("agent").drop("order-1", reason="asked")
         assert dropped is not None
         assert dropped.name == "agent"
@@ -362,7 +372,7 @@ class ScopedContract:
         assert a.session in [meta.id for meta in await a.view.list()]
 
     async def test_scoped_close_leaves_the_store_open(self, store: SessionStore) -> None:
-        async with ScopedStore(store, A) as view:
+        async with scoped(store, A) as view:
             session = await view.create(SessionMeta.new())
         with pytest.raises(ClosedError):
             await view.load(session)
@@ -370,14 +380,10 @@ class ScopedContract:
             await view.list()
         assert await store.load(session) == []
         view.drop_caches()  # a view keeps nothing; the store is untouched
-        assert await ScopedStore(store, A).load(session) == []
+        assert await scoped(store, A).load(session) == []
 
     async def test_scoped_view_of_every_store_declares_its_capabilities(
         self, store: SessionStore
     ) -> None:
-        view = store.scoped(A)  # every backend's base gives it
-        assert isinstance(view, ScopedStore)
-        assert isinstance(view, SessionStore)
-        assert view.owner == A
-        assert view.store is store
-        assert view.capabilities == store.capabilities
+        assert scoped(store, A).capabilities == store.capabilities
+        assert isinstance(ScopedStore(store, A), SessionStore)
