@@ -23,7 +23,9 @@ import sessionstore.integrations.turns as turns
 from sessionstore import (
     DuplicateSessionError,
     InvalidRecordError,
+    InvalidSessionIdError,
     MessageEntry,
+    ScopedStore,
     SessionConflictError,
     SessionEntry,
     SessionMeta,
@@ -33,7 +35,29 @@ from sessionstore import (
     validate_session_id,
 )
 
-__all__ = ["Conversation", "Popped"]
+__all__ = ["Conversation", "Popped", "first_id"]
+
+
+def first_id(store: SessionStore, name: str) -> str:
+    """The id of the first session of the conversation ``name`` on ``store``:
+    ``name`` itself, or on a `ScopedStore` ``prefix + name`` (as its head is
+    named in the store under it), so that two owners' conversations of one
+    name never meet at one session id, which every owner shares.
+
+    Raises:
+        InvalidSessionIdError: ``name`` breaks the session-id rule, or on a
+            scoped store is too long to hold the prefix as well.
+    """
+    validate_session_id(name)
+    if not isinstance(store, ScopedStore):
+        return name
+    found = store.prefix + name
+    try:
+        return validate_session_id(found)
+    except InvalidSessionIdError as exc:
+        raise InvalidSessionIdError(
+            name, f"with a scoped store's prefix of {len(store.prefix)} bytes: {exc.reason}"
+        ) from None
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ from sessionstore import (
     SessionStore,
     validate_session_id,
 )
-from sessionstore.integrations.conversation import Conversation
+from sessionstore.integrations.conversation import Conversation, first_id
 from sessionstore.integrations.kept import KeptContext, Latest
 from sessionstore.integrations.owned import OwnedStore, blocking, forms, history_arguments, on_store
 from sessionstore.integrations.turns import CallRanks
@@ -210,7 +210,7 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
     def _conversation(self, store: SessionStore) -> Conversation:
         on = self._on
         if on is None or on.store is not store:
-            on = self._on = Conversation(store, self.name, first_id=self.name)
+            on = self._on = Conversation(store, self.name, first_id=first_id(store, self.name))
         return on
 
     async def _read(self, store: SessionStore) -> list[BaseMessage]:

@@ -15,12 +15,11 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from functools import partial
-from operator import attrgetter
 from types import TracebackType
 from typing import Any, Self, TypeAlias, cast, overload
 
 try:
-    from agents import FunctionTool, TResponseInputItem
+    from agents import FunctionTool, RunContextWrapper, TResponseInputItem
     from agents.exceptions import AgentsException
     from agents.memory import SessionSettings
     from agents.memory.session_settings import coerce_session_settings
@@ -34,6 +33,7 @@ except ImportError as exc:
 import sessionstore.integrations.turns as turns
 from sessionstore import (
     ClosedError,
+    ConfigurationError,
     CorruptSessionError,
     Effect,
     EffectInDoubtError,
@@ -41,12 +41,13 @@ from sessionstore import (
     InvalidRecordError,
     Message,
     MessageEntry,
+    ScopedStore,
     SessionStore,
     open_store,
     validate_session_id,
 )
-from sessionstore.integrations.conversation import Conversation
-from sessionstore.integrations.kept import KeptItems, Latest
+from sessionstore.integrations.conversation import Conversation, first_id
+from sessionstore.integrations.openai_agents_kept import Kept, kept_for
 from sessionstore.integrations.owned import OwnedStore, forms, run_blocking, session_arguments
 from sessionstore.integrations.turns import CallRanks
 
@@ -54,6 +55,7 @@ __all__ = [
     "MARKER",
     "InvalidItemError",
     "StoreSession",
+    "Tenant",
     "ToolCallInDoubtError",
     "continue_turn",
     "item_from_message",
@@ -63,6 +65,12 @@ __all__ = [
 
 MARKER = "openai_agents"
 """The field that marks a message written by the adapter; its value names the layout."""
+
+
+Tenant: TypeAlias = Callable[[RunContextWrapper[Any]], str]
+"""What names the owner a run serves, from its run context (``wrapper.context``):
+a `StoreSession` given one keeps each run's conversation in that owner's
+`ScopedStore`."""
 
 
 class InvalidItemError(InvalidRecordError, TypeError):
@@ -136,22 +144,34 @@ class StoreSession:
     one conversation: each change is a conditional write, and no lock is
     held between calls (docs/integrations.md, Guarantees).
 
+    A server serving many users gives ``tenant``, which names the owner a
+    run serves from its run context; each call is then made on
+    ``ScopedStore(store, tenant(wrapper))`` with the ``wrapper`` the Runner
+    passes (one session object serves every user)::
+
+        session = StoreSession(store, "chat", tenant=lambda run: run.context.user_id)
+        await Runner.run(agent, "Hi", session=session, context=Request(user_id="alice"))
+
     Args:
         store: any store; the caller keeps it open (and closes it) unless the
             session was made by `open`.
         session_id: the conversation's name: the framework's
-            ``session_id``, the head's name and the first session's id.
+            ``session_id``, the head's name and the first session's id (on
+            a `ScopedStore`, the owner's: docs/integrations.md, Naming a
+            conversation).
         db_path: instead of ``store``, the target of a store the session
             opens and owns.
         sessions_table, messages_table: ``SQLiteSession``'s table names,
             taken at their defaults only: a store has tables of its own.
         session_settings: openai-agents' settings (or a dict of them); its
             ``limit`` is the default of `get_items`.
+        tenant: the owner of each call's run, from its run context (`Tenant`);
+            a call without a run context (``wrapper``) is then refused.
 
     Raises:
         InvalidSessionIdError: ``session_id`` breaks the session-id rule.
         ConfigurationError: a table name other than ``SQLiteSession``'s default.
-        TypeError: arguments that fit neither form.
+        TypeError: arguments that fit neither form, or a ``tenant`` not callable.
     """
 
     session_id: str
@@ -164,6 +184,7 @@ class StoreSession:
         session_id: str,
         *,
         session_settings: SessionSettings | dict[str, Any] | None = None,
+        tenant: Tenant | None = None,
     ) -> None: ...
 
     @overload
@@ -174,9 +195,18 @@ class StoreSession:
         sessions_table: str = "agent_sessions",
         messages_table: str = "agent_messages",
         session_settings: SessionSettings | dict[str, Any] | None = None,
+        *,
+        tenant: Tenant | None = None,
     ) -> None: ...
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        tenant = kwargs.pop("tenant", None)
+        if tenant is not None and not callable(tenant):
+            raise TypeError(
+                f"StoreSession(..., tenant={tenant!r}): tenant is a function of the run "
+                "context naming the owner, such as lambda run: run.context.user_id"
+            )
+        self._tenant: Tenant | None = tenant
         given = session_arguments(args, kwargs, _FORMS)
         self.session_id = validate_session_id(given.name)
         settings = given.settings
@@ -233,18 +263,25 @@ class StoreSession:
         """The store; one made with a target is opened now if no call has yet."""
         return self._owner.get()
 
-    async def current_session(self) -> str | None:
+    async def current_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> str | None:
         """The id of the conversation's current session; None before first use.
+
+        Args:
+            wrapper: the run context, which a session given ``tenant`` needs
+                (as every method here): whose conversation it is.
 
         Raises:
             ClosedError: the session is closed.
+            ConfigurationError: a session given ``tenant`` called without ``wrapper``.
         """
-        on = await self._ready()
+        on = await self._ready(wrapper)
         return await on.conversation.current()
 
     # ------------------------------------------------ the Session protocol
 
-    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+    async def get_items(
+        self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> list[TResponseInputItem]:
         """The current session's items, oldest first: the latest ``limit``
         (None: ``session_settings.limit``, then all; below zero, all).
 
@@ -252,7 +289,7 @@ class StoreSession:
             CorruptSessionError: a stored item this version cannot read.
             ClosedError: the session is closed.
         """
-        on = await self._ready()
+        on = await self._ready(wrapper)
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         if limit is not None and limit < 0:
@@ -262,7 +299,9 @@ class StoreSession:
             return []
         return await on.kept.read(on.store, current, limit)
 
-    async def add_items(self, items: list[TResponseInputItem]) -> None:
+    async def add_items(
+        self, items: list[TResponseInputItem], *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> None:
         """Append items to the current session, all or none; the input of the
         open turn a crash cut, sent again, is not stored twice (`continue_turn`).
 
@@ -274,13 +313,15 @@ class StoreSession:
         self._check_open()
         entries = [MessageEntry.new(message_from_item(item)) for item in items]
         if entries:
-            on = await self._ready()
+            on = await self._ready(wrapper)
             try:
                 await on.conversation.add_input(entries)
             except InvalidRecordError as exc:
                 raise InvalidItemError(str(exc)) from exc
 
-    async def pop_item(self) -> TResponseInputItem | None:
+    async def pop_item(
+        self, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> TResponseInputItem | None:
         """Take the last item off: the head moves to a fork just before it.
 
         Returns:
@@ -290,17 +331,17 @@ class StoreSession:
             CorruptSessionError: as for `get_items`.
             ClosedError: the session is closed.
         """
-        on = await self._ready()
+        on = await self._ready(wrapper)
         popped = await on.conversation.pop()
         return None if popped is None else _item(popped.session_id, popped.entry)
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Start over in a new empty session whose parent is the current one.
 
         Raises:
             ClosedError: the session is closed.
         """
-        on = await self._ready()
+        on = await self._ready(wrapper)
         await on.conversation.clear()
 
     # ------------------------------------------------ owning the store
@@ -317,9 +358,22 @@ class StoreSession:
         if self._closed:
             raise ClosedError(f"{type(self).__name__} is closed (conversation {self.session_id!r})")
 
-    async def _ready(self) -> _On:
-        """The store and what the session keeps on it, the store opened on first use."""
+    async def _ready(self, wrapper: RunContextWrapper[Any] | None) -> _On:
+        """The store and what the session keeps on it, the store opened on
+        first use; with ``tenant``, the run's owner's view of it."""
         self._check_open()
+        if self._tenant is not None:
+            if wrapper is None:
+                raise ConfigurationError(
+                    f"StoreSession {self.session_id!r} keeps each user's conversation apart "
+                    "(tenant=...): call it with wrapper=, the run context (a "
+                    "RunContextWrapper), as the Runner does"
+                )
+            owner = self._tenant(wrapper)
+            store = await self._owner.aget()
+            # Made per call, as a session per request is: the store keeps the
+            # items (`kept_for`, under the owner's own key), nothing is lost.
+            return _On.of(ScopedStore(store, owner), self.session_id)
         on = self._on
         if on is None:
             store = await self._owner.aget()
@@ -348,11 +402,12 @@ class _On:
 
     store: SessionStore
     conversation: Conversation
-    kept: _Kept
+    kept: Kept
 
     @classmethod
     def of(cls, store: SessionStore, name: str) -> _On:
-        return cls(store, Conversation(store, name, first_id=name), _kept_for(store, name))
+        conversation = Conversation(store, name, first_id=first_id(store, name))
+        return cls(store, conversation, kept_for(store, name, _item))
 
 
 def _open_async(target: str) -> SessionStore:
@@ -405,7 +460,7 @@ def once_tool(
         if key is not None:
             call_key: str | None = key(context, arguments)
         elif isinstance(session, StoreSession):
-            call_key = await _turn_key(session, tool.name, args, context.tool_call_id, ranks)
+            call_key = await _turn_key(session, context, tool.name, args, ranks)
         else:
             call_key = None
         name = session.session_id if isinstance(session, StoreSession) else session
@@ -440,14 +495,16 @@ def _in_doubt_as_itself(
 
 
 async def _turn_key(
-    session: StoreSession, tool: str, args: Any, call_id: str, ranks: CallRanks
+    session: StoreSession, context: ToolContext[Any], tool: str, args: Any, ranks: CallRanks
 ) -> str:
-    """The key of a call of ``tool`` in the turn ``session``'s conversation stands in."""
-    current = await session.current_session()
+    """The key of a call of ``tool`` in the turn ``session``'s conversation
+    stands in (the run's owner's, for a session given ``tenant``)."""
+    on = await session._ready(context)
+    current, call_id = await on.conversation.current(), context.tool_call_id
     if current is None:  # nothing stored (a run without its session): the call's own id
         return f"{session.session_id}:{call_id}"
     call = (call_id, tool, args)
-    return await turns.stored_call_key(session.store, current, session.session_id, call, ranks)
+    return await turns.stored_call_key(on.store, current, session.session_id, call, ranks)
 
 
 def continue_turn(
@@ -501,76 +558,9 @@ class _Opening:
             await self._session.close()
 
 
-CONVERSATIONS = 256
-"""Conversations whose items are kept at most per store object, the latest used."""
-
-
-def _kept_for(store: SessionStore, name: str) -> _Kept:
-    """What the sessions on ``store`` keep of conversation ``name`` while the
-    store object lives (`StoreBase.kept`): a session per request reads on
-    from the last one. A store without `kept` keeps nothing between sessions."""
-    keep = getattr(store, "kept", None)
-    if not callable(keep):
-        return _new_kept(name)
-    conversations: Latest[_Kept] = keep(__name__, _new_conversations)
-    return conversations.get(name)
-
-
-def _new_conversations() -> Latest[_Kept]:
-    return Latest(_new_kept, most=CONVERSATIONS, weigh=attrgetter("weight"))
-
-
-def _new_kept(name: str) -> _Kept:
-    return KeptItems(_kept_item, _handed_out)
-
-
 def _item(session_id: str, entry: MessageEntry) -> TResponseInputItem:
     try:
         item = item_from_message(entry.message)
     except InvalidRecordError as exc:
         raise CorruptSessionError(session_id, f"entry {entry.id!r}: {exc}") from exc
     return cast(TResponseInputItem, item)
-
-
-_ATOMS = frozenset({str, int, float, bool, type(None)})
-
-
-def _kept_item(session_id: str, entry: MessageEntry) -> dict[str, Any] | _Nested:
-    """The item ``entry`` stands for, as kept: a plain ``dict`` when its values
-    are all atoms (a plain copy is a deep one), else wrapped in `_Nested`."""
-    # The garbage collector does not track a plain dict of atoms, nor its
-    # copy; a dict subclass or a tuple holding one is (copies of 10,000 items
-    # made a full collection every other call, 80% of its time).
-    item = cast(dict[str, Any], _item(session_id, entry))
-    if all(type(value) in _ATOMS for value in item.values()):
-        return item
-    return _Nested(item)
-
-
-class _Nested:
-    """A kept item holding lists or objects: handed out as a deep copy."""
-
-    __slots__ = ("item",)
-
-    def __init__(self, item: dict[str, Any]) -> None:
-        self.item = item
-
-
-_Kept: TypeAlias = KeptItems[dict[str, Any] | _Nested, Any]
-
-
-def _handed_out(kept: dict[str, Any] | _Nested) -> Any:
-    """A kept item as `get_items` hands it out: a deep copy of its own."""
-    if type(kept) is dict:
-        return kept.copy()
-    return _copied(cast(_Nested, kept).item)
-
-
-def _copied(value: Any) -> Any:
-    """A deep copy of a JSON value: a caller changing an item changes nothing kept."""
-    kind = type(value)
-    if kind is dict:
-        return {key: item if type(item) in _ATOMS else _copied(item) for key, item in value.items()}
-    if kind is list:
-        return [item if type(item) in _ATOMS else _copied(item) for item in value]
-    return value
