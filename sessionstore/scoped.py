@@ -56,6 +56,7 @@ from sessionstore.store import (
     SessionSummary,
 )
 from sessionstore.wire import decode_meta
+from sessionstore.wire.limits import SURROGATE
 
 __all__ = ["ScopedStore"]
 
@@ -65,6 +66,17 @@ _T = TypeVar("_T")
 def _prefix_of(owner: str) -> str:
     digest = hashlib.blake2b(owner.encode("utf-8"), digest_size=12).hexdigest()
     return f"owner-{digest}:"
+
+
+def _check_owner(owner: object) -> None:
+    """Refuse an ``owner=`` filter as the store would (it is never passed on)."""
+    if owner is not None and not isinstance(owner, str):
+        raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
+    if isinstance(owner, str) and (found := SURROGATE.search(owner)) is not None:
+        raise ConfigurationError(
+            f"owner holds a lone surrogate ({found.group()!r} at index {found.start()}), "
+            "which UTF-8 cannot carry"
+        )
 
 
 def _named(record: Erasure, prefix: str) -> Erasure:
@@ -314,6 +326,7 @@ class ScopedStore:
         self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
     ) -> builtins.list[SearchHit]:
         self._check_open()
+        _check_owner(owner)
         hits = await self._store.search(text, owner=self._owner, limit=limit, after=after)
         # Another owner's messages are never asked for: the call above only
         # checks the arguments as the store would.
@@ -539,6 +552,7 @@ class ScopedStore:
         after: str | None = None,
     ) -> builtins.list[SessionSummary]:
         self._require(Capability.SUMMARIES, "summaries")
+        _check_owner(owner)
         page = await self._store.summaries(owner=self._owner, order=order, limit=limit, after=after)
         return page if owner is None or owner == self._owner else []
 

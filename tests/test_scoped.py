@@ -11,6 +11,7 @@ import pytest
 from sessionstore import (
     ArchiveError,
     ClosedError,
+    ConfigurationError,
     InvalidSessionIdError,
     MemoryStore,
     ScopedStore,
@@ -90,6 +91,20 @@ async def test_what_adapters_keep_is_kept_apart_for_each_owner() -> None:
     assert store.scoped("alice").kept("adapter", dict) is kept  # while the store lives
     assert bob.kept("adapter", dict) is not kept
     assert store.kept("adapter", dict) is not kept
+
+
+async def test_an_owner_filter_is_checked_as_the_store_checks_it() -> None:
+    store = MemoryStore()
+    view = store.scoped("alice")
+    for owner in [7, "lone \ud800"]:
+        told = []
+        for on in (store, view):
+            with pytest.raises(ConfigurationError) as listing:
+                await on.summaries(owner=owner)  # type: ignore[arg-type]
+            with pytest.raises(ConfigurationError) as search:
+                await on.search("x", owner=owner)  # type: ignore[arg-type]
+            told.append((str(listing.value), str(search.value)))
+        assert told[0] == told[1], owner
 
 
 async def test_names_leave_room_for_the_owner_s_prefix() -> None:
