@@ -20,7 +20,6 @@ from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callab
 from types import EllipsisType, TracebackType
 from typing import Literal, Self, TypeVar
 
-from sessionstore.effects import EffectLog
 from sessionstore.errors import MAX_SESSION_ID_BYTES as _MAX_NAME
 from sessionstore.errors import (
     CapabilityError,
@@ -33,19 +32,17 @@ from sessionstore.errors import (
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.journal import Journal
 from sessionstore.models import (
     CompactionEntry,
     Erasure,
     HeadMove,
-    JournalLine,
     Message,
     SessionEntry,
-    SessionHeader,
     SessionMeta,
     TitleChange,
 )
 from sessionstore.pairing import PairingDialect
+from sessionstore.scoped_journal import ScopedJournal, named
 from sessionstore.store import (
     Capability,
     EntrySlice,
@@ -77,11 +74,6 @@ def _check_owner(owner: object) -> None:
             f"owner holds a lone surrogate ({found.group()!r} at index {found.start()}), "
             "which UTF-8 cannot carry"
         )
-
-
-def _named(record: Erasure, prefix: str) -> Erasure:
-    """A journal's erasure record, naming the journal as its owner does."""
-    return record.model_copy(update={"name": record.name.removeprefix(prefix)})
 
 
 class ScopedStore:
@@ -425,7 +417,7 @@ class ScopedStore:
                 too long to hold the prefix as well.
         """
         self._check_open()
-        return _ScopedJournal(
+        return ScopedJournal(
             self._store.journal(self._name(name), durability=durability), self._prefix
         )
 
@@ -568,61 +560,7 @@ class ScopedStore:
         record names no owner: the store lists it)."""
         self._require(Capability.ERASURE, "erasures")
         return [
-            _named(record, self._prefix)
+            named(record, self._prefix)
             for record in await self._store.erasures()
             if record.kind == "journal" and record.name.startswith(self._prefix)
         ]
-
-
-class _ScopedJournal:
-    """An owner's journal: the store's, its erasure records naming it as the owner does."""
-
-    def __init__(self, journal: SessionJournal, prefix: str) -> None:
-        self._journal = journal
-        self._prefix = prefix
-
-    async def read(self) -> Journal:
-        return await self._journal.read()
-
-    async def begin(self, header: SessionHeader, leftover: Journal) -> None:
-        await self._journal.begin(header, leftover)
-
-    async def append(self, line: JournalLine) -> None:
-        await self._journal.append(line)
-
-    async def append_raw(self, *lines: bytes) -> None:
-        await self._journal.append_raw(*lines)
-
-    async def read_bytes(self) -> bytes:
-        return await self._journal.read_bytes()
-
-    async def clear(self) -> None:
-        await self._journal.clear()
-
-    async def keyed(self, *keys: str) -> dict[str, builtins.list[bytes]]:
-        return await self._journal.keyed(*keys)
-
-    async def scan(
-        self, prefix: str, *, before: str | None = None, limit: int | None = None
-    ) -> builtins.list[tuple[str, builtins.list[bytes]]]:
-        return await self._journal.scan(prefix, before=before, limit=limit)
-
-    async def append_keyed_unless(
-        self,
-        keys: Sequence[str],
-        found: Callable[[dict[str, builtins.list[bytes]]], _T | None],
-        *lines: bytes,
-    ) -> _T | None:
-        return await self._journal.append_keyed_unless(keys, found, *lines)
-
-    async def drop(self, *keys: str, reason: str) -> Erasure | None:
-        record = await self._journal.drop(*keys, reason=reason)
-        return None if record is None else _named(record, self._prefix)
-
-    @property
-    def effects(self) -> EffectLog:
-        return self._journal.effects
-
-    async def erase(self, *, reason: str) -> Erasure | None:
-        record = await self._journal.erase(reason=reason)
-        return None if record is None else _named(record, self._prefix)
