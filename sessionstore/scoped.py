@@ -15,6 +15,7 @@ the view's head or journal ``name`` is the store's ``prefix + name``
 from __future__ import annotations
 
 import builtins
+import collections
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Sequence
 from types import EllipsisType, TracebackType
@@ -54,10 +55,12 @@ from sessionstore.store import (
 )
 from sessionstore.wire import decode_meta
 from sessionstore.wire.limits import SURROGATE
+from sessionstore.wire.stored import read_stored_meta
 
 __all__ = ["ScopedStore"]
 
 _T = TypeVar("_T")
+_S = TypeVar("_S", str, bytes)
 
 
 def _prefix_of(owner: str) -> str:
@@ -85,12 +88,13 @@ class ScopedStore:
       header left without one is given it; one naming another owner is
       refused (`ConfigurationError`), nothing written.
     * Every call given a session id first reads that session's header (one
-      `raw_lines` step: a file's first line, one SQL transaction; `raw_lines`
-      and `raw_blocks` check the header they stream, at no extra cost). A
-      session whose header names another owner, or does not decode, raises
-      ``SessionNotFoundError(session_id)``, as the store does for an id it
-      never held. The view keeps no ownership in memory: an erased id made
-      again by someone else is never reached through an old answer.
+      `raw_lines` step: on SQL one read transaction, on JSONL the file's
+      first block; `raw_lines` and `raw_blocks` check the header they
+      stream, at no extra cost). A session whose header names another
+      owner, or does not decode, raises ``SessionNotFoundError(session_id)``,
+      as the store does for an id it never held. By default the view keeps
+      no answer, so an id erased and made again for another owner is never
+      reached through an old one; ``remember`` trades that for speed.
     * `list` reads what the store's `list` reads (every header) and keeps the
       owner's; `summaries` and `search` ask the store for ``owner`` alone
       (an ``owner=`` of someone else finds nothing; cursors of one owner's
@@ -105,21 +109,32 @@ class ScopedStore:
       returns the record).
     * `integrity` gives the store's faults that name the owner's sessions,
       heads or journals and no other owner's session.
-    * `close` closes the view, never the store; `drop_caches` forgets what
-      the view keeps, which is nothing.
+    * `close` closes the view, never the store; `drop_caches` forgets the
+      sessions it remembers.
 
     Args:
         store: the store the view reads and writes.
         owner: the owner, as the server's authentication found it (trusted).
+        remember: how many of the owner's sessions the view remembers once
+            checked (or made), the latest used, so that their calls read no
+            header; 0 (the default) checks every call. The view forgets a
+            session it erases, not one erased elsewhere: remember only where
+            no one can make a session of an id erased (ids of
+            `SessionMeta.new`, unguessable, never chosen by a user).
 
     Raises:
-        ConfigurationError: ``owner`` is not a non-empty string.
+        ConfigurationError: ``owner`` is not a non-empty string, or
+            ``remember`` not a count.
     """
 
-    def __init__(self, store: SessionStore, owner: str) -> None:
+    def __init__(self, store: SessionStore, owner: str, *, remember: int = 0) -> None:
         if not isinstance(owner, str) or not owner:
             raise ConfigurationError(
                 f"a scoped store's owner must be a non-empty string, not {owner!r}"
+            )
+        if not isinstance(remember, int) or isinstance(remember, bool) or remember < 0:
+            raise ConfigurationError(
+                f"remember must be a count of sessions (0 or more), not {remember!r}"
             )
         try:
             self._prefix = _prefix_of(owner)
@@ -130,6 +145,8 @@ class ScopedStore:
         self._store = store
         self._owner = owner
         self._closed = False
+        self._remember = remember
+        self._remembered: collections.OrderedDict[str, None] = collections.OrderedDict()
 
     def __repr__(self) -> str:
         return f"ScopedStore({self._store!r}, {self._owner!r})"
@@ -154,10 +171,10 @@ class ScopedStore:
     def capabilities(self) -> frozenset[Capability]:
         return self._store.capabilities
 
-    def scoped(self, owner: str) -> ScopedStore:
+    def scoped(self, owner: str, *, remember: int = 0) -> ScopedStore:
         """A view of this view: it reaches the sessions both owners hold (none, but
         for the same owner)."""
-        return ScopedStore(self, owner)
+        return ScopedStore(self, owner, remember=remember)
 
     # ------------------------------------------------------------- the checks
 
@@ -172,7 +189,7 @@ class ScopedStore:
 
     def _is_owners(self, session_id: str, header: str | bytes) -> bool:
         try:
-            meta = decode_meta(header)
+            meta = read_stored_meta(header)  # the fast reader of stored lines
         except InvalidRecordError:
             return False
         return meta.id == session_id and meta.owner == self._owner
@@ -194,8 +211,20 @@ class ScopedStore:
     async def _own(self, session_id: str) -> None:
         """Refuse a session not the owner's as the store refuses an id it never held."""
         self._check_open()
+        if session_id in self._remembered:
+            self._remembered.move_to_end(session_id)
+            return
         if not await self._owns(session_id):
             raise SessionNotFoundError(session_id)
+        self._keep(session_id)
+
+    def _keep(self, session_id: str) -> None:
+        """Remember one of the owner's sessions, forgetting the least used beyond `remember`."""
+        if self._remember:
+            self._remembered[session_id] = None
+            self._remembered.move_to_end(session_id)
+            while len(self._remembered) > self._remember:
+                self._remembered.popitem(last=False)
 
     def _own_meta(self, meta: SessionMeta) -> SessionMeta:
         if not isinstance(meta, SessionMeta):
@@ -232,7 +261,9 @@ class ScopedStore:
 
     async def create(self, meta: SessionMeta) -> str:
         self._check_open()
-        return await self._store.create(self._own_meta(meta))
+        session_id = await self._store.create(self._own_meta(meta))
+        self._keep(session_id)
+        return session_id
 
     async def append(
         self,
@@ -344,41 +375,36 @@ class ScopedStore:
             and not any(name in fault for name in others)
         ]
 
-    async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+    def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+        return self._streamed(session_id, self._store.raw_lines, lambda line: line)
+
+    def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
+        return self._streamed(
+            session_id, self._store.raw_blocks, lambda block: block.partition(b"\n")[0]
+        )
+
+    async def _streamed(
+        self,
+        session_id: str,
+        stream: Callable[[str], AsyncIterator[_S]],
+        header_of: Callable[[_S], str | bytes],
+    ) -> AsyncIterator[_S]:
+        """The store's stream of a session, once its first item's header names the owner."""
         self._check_open()
-        lines = self._store.raw_lines(session_id)
+        items = stream(session_id)
+        first = True
         try:
-            first = True
-            async for line in lines:
-                if first and not self._is_owners(session_id, line):
+            async for item in items:
+                if first and not self._is_owners(session_id, header_of(item)):
                     raise SessionNotFoundError(session_id)
                 first = False
-                yield line
+                yield item
         except CorruptSessionError:
             if first:  # a header that does not decode names no owner
                 raise SessionNotFoundError(session_id) from None
             raise
         finally:
-            close = getattr(lines, "aclose", None)
-            if close is not None:
-                await close()
-
-    async def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
-        self._check_open()
-        blocks = self._store.raw_blocks(session_id)
-        try:
-            first = True
-            async for block in blocks:
-                if first and not self._is_owners(session_id, block.partition(b"\n")[0]):
-                    raise SessionNotFoundError(session_id)
-                first = False
-                yield block
-        except CorruptSessionError:
-            if first:
-                raise SessionNotFoundError(session_id) from None
-            raise
-        finally:
-            close = getattr(blocks, "aclose", None)
+            close = getattr(items, "aclose", None)
             if close is not None:
                 await close()
 
@@ -436,11 +462,13 @@ class ScopedStore:
         return found
 
     def drop_caches(self) -> None:
-        """The view keeps nothing: nothing to forget (the store's own are the store's)."""
+        """Forget the sessions the view remembers (the store's caches are the store's)."""
+        self._remembered.clear()
 
     async def close(self) -> None:
         """Close the view; the store stays open for its other users."""
         self._closed = True
+        self._remembered.clear()
 
     async def __aenter__(self) -> Self:
         return self
@@ -461,7 +489,9 @@ class ScopedStore:
         self._require(Capability.BRANCHES, "fork")
         await self._own(source_id)
         given = None if meta is None else self._own_meta(meta)
-        return await self._store.fork(source_id, at=at, meta=given)
+        made = await self._store.fork(source_id, at=at, meta=given)
+        self._keep(made.id)
+        return made
 
     async def set_head(
         self,
@@ -553,6 +583,7 @@ class ScopedStore:
     async def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
         self._require(Capability.ERASURE, "erase")
         await self._own(session_id)
+        self._remembered.pop(session_id, None)  # even if the erase fails: checked again
         return await self._store.erase(session_id, reason=reason, digest=digest)
 
     async def erasures(self) -> builtins.list[Erasure]:
