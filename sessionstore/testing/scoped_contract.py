@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from sessionstore import (
+    CapabilityError,
     ClosedError,
     ConfigurationError,
     HeadMove,
@@ -29,7 +30,7 @@ from sessionstore import (
     encode,
 )
 from sessionstore.store import Capability, SessionStore
-from sessionstore.testing.capabilities import needs
+from sessionstore.testing.capabilities import CALLS, needs
 from sessionstore.testing.common import blocks, message, raw, stream
 
 A, B = "tenant-a", "tenant-b"
@@ -387,3 +388,14 @@ class ScopedContract:
     ) -> None:
         assert scoped(store, A).capabilities == store.capabilities
         assert isinstance(ScopedStore(store, A), SessionStore)
+
+    async def test_scoped_undeclared_capabilities_are_refused_before_any_check(
+        self, store: SessionStore
+    ) -> None:
+        theirs = await scoped(store, A).create(SessionMeta.new())
+        hostile = scoped(store, B)
+        for capability in set(Capability) - store.capabilities:
+            for operation, call in CALLS[capability].items():
+                with pytest.raises(CapabilityError) as raised:
+                    await call(hostile, theirs)
+                assert raised.value.capability is capability, operation
