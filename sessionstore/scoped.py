@@ -228,7 +228,7 @@ class ScopedStore:
 
     def _own_meta(self, meta: SessionMeta) -> SessionMeta:
         if not isinstance(meta, SessionMeta):
-            return meta  # the store refuses it, as it would
+            raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
         if meta.owner is None:
             return meta.model_copy(update={"owner": self._owner})
         if meta.owner != self._owner:

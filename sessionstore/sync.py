@@ -335,7 +335,7 @@ class SyncScopedStore(SyncStore):
 
     def close(self) -> None:
         """Close the view (every later call raises `StorageError`); the store stays open."""
-        if not self._loop.closed:
+        with contextlib.suppress(ClosedError):  # the store's loop stopped first: closed too
             self._loop.run(self._target.close())
 
 

@@ -155,6 +155,7 @@ def test_a_blocking_view_closes_alone(tmp_path: Path) -> None:
         assert store.scoped("bob").summaries() == []
     with pytest.raises(ClosedError):
         alice.list()  # closed with the store's loop
+    alice.close()  # closing it again, after the store, is fine
 
 
 class _Counting(MemoryStore):
