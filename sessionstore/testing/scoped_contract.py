@@ -279,8 +279,9 @@ class ScopedContract:
         hostile = scoped(store, B)
         own = await hostile.create(SessionMeta(id="b-own"))
         assert await hostile.heads() == []
-        assert await hostile.head("main") is None
-        assert await hostile.head_history("main") == []
+        for name in ["main", prefix(store, A) + "main"]:
+            assert await hostile.head(name) is None
+            assert await hostile.head_history(name) == []
         # B's "main" is B's own: setting it leaves A's where it was.
         await hostile.set_head("main", own, expect=None)
         assert await hostile.head("main") == own
@@ -318,6 +319,10 @@ class ScopedContract:
             await hostile.search(a.words, after=page[0].cursor)
         assert str(refused.value) == str(told.value)
         assert await hostile.journals() == []
+        # A's names in the store, given as B's own, are B's own too.
+        spelled = hostile.journal(prefix(store, A) + "agent")
+        assert await spelled.read_bytes() == b""
+        assert await spelled.keyed("order-1") == {}
         journal = hostile.journal("agent")
         assert await journal.read_bytes() == b""
         assert await journal.keyed("order-1") == {}
