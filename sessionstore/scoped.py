@@ -15,12 +15,12 @@ the view's head or journal ``name`` is the store's ``prefix + name``
 from __future__ import annotations
 
 import builtins
+import collections
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Sequence
 from types import EllipsisType, TracebackType
 from typing import Literal, Self, TypeVar
 
-from sessionstore.effects import EffectLog
 from sessionstore.errors import MAX_SESSION_ID_BYTES as _MAX_NAME
 from sessionstore.errors import (
     CapabilityError,
@@ -33,19 +33,17 @@ from sessionstore.errors import (
     SessionNotFoundError,
     validate_session_id,
 )
-from sessionstore.journal import Journal
 from sessionstore.models import (
     CompactionEntry,
     Erasure,
     HeadMove,
-    JournalLine,
     Message,
     SessionEntry,
-    SessionHeader,
     SessionMeta,
     TitleChange,
 )
 from sessionstore.pairing import PairingDialect
+from sessionstore.scoped_journal import ScopedJournal, named
 from sessionstore.store import (
     Capability,
     EntrySlice,
@@ -56,10 +54,13 @@ from sessionstore.store import (
     SessionSummary,
 )
 from sessionstore.wire import decode_meta
+from sessionstore.wire.limits import SURROGATE
+from sessionstore.wire.stored import read_stored_meta
 
 __all__ = ["ScopedStore"]
 
 _T = TypeVar("_T")
+_S = TypeVar("_S", str, bytes)
 
 
 def _prefix_of(owner: str) -> str:
@@ -67,9 +68,15 @@ def _prefix_of(owner: str) -> str:
     return f"owner-{digest}:"
 
 
-def _named(record: Erasure, prefix: str) -> Erasure:
-    """A journal's erasure record, naming the journal as its owner does."""
-    return record.model_copy(update={"name": record.name.removeprefix(prefix)})
+def _check_owner(owner: object) -> None:
+    """Refuse an ``owner=`` filter as the store would (it is never passed on)."""
+    if owner is not None and not isinstance(owner, str):
+        raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
+    if isinstance(owner, str) and (found := SURROGATE.search(owner)) is not None:
+        raise ConfigurationError(
+            f"owner holds a lone surrogate ({found.group()!r} at index {found.start()}), "
+            "which UTF-8 cannot carry"
+        )
 
 
 class ScopedStore:
@@ -81,12 +88,13 @@ class ScopedStore:
       header left without one is given it; one naming another owner is
       refused (`ConfigurationError`), nothing written.
     * Every call given a session id first reads that session's header (one
-      `raw_lines` step: a file's first line, one SQL transaction; `raw_lines`
-      and `raw_blocks` check the header they stream, at no extra cost). A
-      session whose header names another owner, or does not decode, raises
-      ``SessionNotFoundError(session_id)``, as the store does for an id it
-      never held. The view keeps no ownership in memory: an erased id made
-      again by someone else is never reached through an old answer.
+      `raw_lines` step: on SQL one read transaction, on JSONL the file's
+      first block; `raw_lines` and `raw_blocks` check the header they
+      stream, at no extra cost). A session whose header names another
+      owner, or does not decode, raises ``SessionNotFoundError(session_id)``,
+      as the store does for an id it never held. By default the view keeps
+      no answer, so an id erased and made again for another owner is never
+      reached through an old one; ``remember`` trades that for speed.
     * `list` reads what the store's `list` reads (every header) and keeps the
       owner's; `summaries` and `search` ask the store for ``owner`` alone
       (an ``owner=`` of someone else finds nothing; cursors of one owner's
@@ -101,21 +109,32 @@ class ScopedStore:
       returns the record).
     * `integrity` gives the store's faults that name the owner's sessions,
       heads or journals and no other owner's session.
-    * `close` closes the view, never the store; `drop_caches` forgets what
-      the view keeps, which is nothing.
+    * `close` closes the view, never the store; `drop_caches` forgets the
+      sessions it remembers.
 
     Args:
         store: the store the view reads and writes.
         owner: the owner, as the server's authentication found it (trusted).
+        remember: how many of the owner's sessions the view remembers once
+            checked (or made), the latest used, so that their calls read no
+            header; 0 (the default) checks every call. The view forgets a
+            session it erases, not one erased elsewhere: remember only where
+            no one can make a session of an id erased (ids of
+            `SessionMeta.new`, unguessable, never chosen by a user).
 
     Raises:
-        ConfigurationError: ``owner`` is not a non-empty string.
+        ConfigurationError: ``owner`` is not a non-empty string, or
+            ``remember`` not a count.
     """
 
-    def __init__(self, store: SessionStore, owner: str) -> None:
+    def __init__(self, store: SessionStore, owner: str, *, remember: int = 0) -> None:
         if not isinstance(owner, str) or not owner:
             raise ConfigurationError(
                 f"a scoped store's owner must be a non-empty string, not {owner!r}"
+            )
+        if not isinstance(remember, int) or isinstance(remember, bool) or remember < 0:
+            raise ConfigurationError(
+                f"remember must be a count of sessions (0 or more), not {remember!r}"
             )
         try:
             self._prefix = _prefix_of(owner)
@@ -126,6 +145,8 @@ class ScopedStore:
         self._store = store
         self._owner = owner
         self._closed = False
+        self._remember = remember
+        self._remembered: collections.OrderedDict[str, None] = collections.OrderedDict()
 
     def __repr__(self) -> str:
         return f"ScopedStore({self._store!r}, {self._owner!r})"
@@ -150,10 +171,10 @@ class ScopedStore:
     def capabilities(self) -> frozenset[Capability]:
         return self._store.capabilities
 
-    def scoped(self, owner: str) -> ScopedStore:
+    def scoped(self, owner: str, *, remember: int = 0) -> ScopedStore:
         """A view of this view: it reaches the sessions both owners hold (none, but
         for the same owner)."""
-        return ScopedStore(self, owner)
+        return ScopedStore(self, owner, remember=remember)
 
     # ------------------------------------------------------------- the checks
 
@@ -168,7 +189,7 @@ class ScopedStore:
 
     def _is_owners(self, session_id: str, header: str | bytes) -> bool:
         try:
-            meta = decode_meta(header)
+            meta = read_stored_meta(header)  # the fast reader of stored lines
         except InvalidRecordError:
             return False
         return meta.id == session_id and meta.owner == self._owner
@@ -190,12 +211,24 @@ class ScopedStore:
     async def _own(self, session_id: str) -> None:
         """Refuse a session not the owner's as the store refuses an id it never held."""
         self._check_open()
+        if session_id in self._remembered:
+            self._remembered.move_to_end(session_id)
+            return
         if not await self._owns(session_id):
             raise SessionNotFoundError(session_id)
+        self._keep(session_id)
+
+    def _keep(self, session_id: str) -> None:
+        """Remember one of the owner's sessions, forgetting the least used beyond `remember`."""
+        if self._remember:
+            self._remembered[session_id] = None
+            self._remembered.move_to_end(session_id)
+            while len(self._remembered) > self._remember:
+                self._remembered.popitem(last=False)
 
     def _own_meta(self, meta: SessionMeta) -> SessionMeta:
         if not isinstance(meta, SessionMeta):
-            return meta  # the store refuses it, as it would
+            raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
         if meta.owner is None:
             return meta.model_copy(update={"owner": self._owner})
         if meta.owner != self._owner:
@@ -228,7 +261,9 @@ class ScopedStore:
 
     async def create(self, meta: SessionMeta) -> str:
         self._check_open()
-        return await self._store.create(self._own_meta(meta))
+        session_id = await self._store.create(self._own_meta(meta))
+        self._keep(session_id)
+        return session_id
 
     async def append(
         self,
@@ -314,6 +349,7 @@ class ScopedStore:
         self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
     ) -> builtins.list[SearchHit]:
         self._check_open()
+        _check_owner(owner)
         hits = await self._store.search(text, owner=self._owner, limit=limit, after=after)
         # Another owner's messages are never asked for: the call above only
         # checks the arguments as the store would.
@@ -339,41 +375,36 @@ class ScopedStore:
             and not any(name in fault for name in others)
         ]
 
-    async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+    def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+        return self._streamed(session_id, self._store.raw_lines, lambda line: line)
+
+    def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
+        return self._streamed(
+            session_id, self._store.raw_blocks, lambda block: block.partition(b"\n")[0]
+        )
+
+    async def _streamed(
+        self,
+        session_id: str,
+        stream: Callable[[str], AsyncIterator[_S]],
+        header_of: Callable[[_S], str | bytes],
+    ) -> AsyncIterator[_S]:
+        """The store's stream of a session, once its first item's header names the owner."""
         self._check_open()
-        lines = self._store.raw_lines(session_id)
+        items = stream(session_id)
+        first = True
         try:
-            first = True
-            async for line in lines:
-                if first and not self._is_owners(session_id, line):
+            async for item in items:
+                if first and not self._is_owners(session_id, header_of(item)):
                     raise SessionNotFoundError(session_id)
                 first = False
-                yield line
+                yield item
         except CorruptSessionError:
             if first:  # a header that does not decode names no owner
                 raise SessionNotFoundError(session_id) from None
             raise
         finally:
-            close = getattr(lines, "aclose", None)
-            if close is not None:
-                await close()
-
-    async def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
-        self._check_open()
-        blocks = self._store.raw_blocks(session_id)
-        try:
-            first = True
-            async for block in blocks:
-                if first and not self._is_owners(session_id, block.partition(b"\n")[0]):
-                    raise SessionNotFoundError(session_id)
-                first = False
-                yield block
-        except CorruptSessionError:
-            if first:
-                raise SessionNotFoundError(session_id) from None
-            raise
-        finally:
-            close = getattr(blocks, "aclose", None)
+            close = getattr(items, "aclose", None)
             if close is not None:
                 await close()
 
@@ -412,7 +443,7 @@ class ScopedStore:
                 too long to hold the prefix as well.
         """
         self._check_open()
-        return _ScopedJournal(
+        return ScopedJournal(
             self._store.journal(self._name(name), durability=durability), self._prefix
         )
 
@@ -431,11 +462,13 @@ class ScopedStore:
         return found
 
     def drop_caches(self) -> None:
-        """The view keeps nothing: nothing to forget (the store's own are the store's)."""
+        """Forget the sessions the view remembers (the store's caches are the store's)."""
+        self._remembered.clear()
 
     async def close(self) -> None:
         """Close the view; the store stays open for its other users."""
         self._closed = True
+        self._remembered.clear()
 
     async def __aenter__(self) -> Self:
         return self
@@ -456,7 +489,9 @@ class ScopedStore:
         self._require(Capability.BRANCHES, "fork")
         await self._own(source_id)
         given = None if meta is None else self._own_meta(meta)
-        return await self._store.fork(source_id, at=at, meta=given)
+        made = await self._store.fork(source_id, at=at, meta=given)
+        self._keep(made.id)
+        return made
 
     async def set_head(
         self,
@@ -539,6 +574,7 @@ class ScopedStore:
         after: str | None = None,
     ) -> builtins.list[SessionSummary]:
         self._require(Capability.SUMMARIES, "summaries")
+        _check_owner(owner)
         page = await self._store.summaries(owner=self._owner, order=order, limit=limit, after=after)
         return page if owner is None or owner == self._owner else []
 
@@ -547,6 +583,7 @@ class ScopedStore:
     async def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
         self._require(Capability.ERASURE, "erase")
         await self._own(session_id)
+        self._remembered.pop(session_id, None)  # even if the erase fails: checked again
         return await self._store.erase(session_id, reason=reason, digest=digest)
 
     async def erasures(self) -> builtins.list[Erasure]:
@@ -554,61 +591,7 @@ class ScopedStore:
         record names no owner: the store lists it)."""
         self._require(Capability.ERASURE, "erasures")
         return [
-            _named(record, self._prefix)
+            named(record, self._prefix)
             for record in await self._store.erasures()
             if record.kind == "journal" and record.name.startswith(self._prefix)
         ]
-
-
-class _ScopedJournal:
-    """An owner's journal: the store's, its erasure records naming it as the owner does."""
-
-    def __init__(self, journal: SessionJournal, prefix: str) -> None:
-        self._journal = journal
-        self._prefix = prefix
-
-    async def read(self) -> Journal:
-        return await self._journal.read()
-
-    async def begin(self, header: SessionHeader, leftover: Journal) -> None:
-        await self._journal.begin(header, leftover)
-
-    async def append(self, line: JournalLine) -> None:
-        await self._journal.append(line)
-
-    async def append_raw(self, *lines: bytes) -> None:
-        await self._journal.append_raw(*lines)
-
-    async def read_bytes(self) -> bytes:
-        return await self._journal.read_bytes()
-
-    async def clear(self) -> None:
-        await self._journal.clear()
-
-    async def keyed(self, *keys: str) -> dict[str, builtins.list[bytes]]:
-        return await self._journal.keyed(*keys)
-
-    async def scan(
-        self, prefix: str, *, before: str | None = None, limit: int | None = None
-    ) -> builtins.list[tuple[str, builtins.list[bytes]]]:
-        return await self._journal.scan(prefix, before=before, limit=limit)
-
-    async def append_keyed_unless(
-        self,
-        keys: Sequence[str],
-        found: Callable[[dict[str, builtins.list[bytes]]], _T | None],
-        *lines: bytes,
-    ) -> _T | None:
-        return await self._journal.append_keyed_unless(keys, found, *lines)
-
-    async def drop(self, *keys: str, reason: str) -> Erasure | None:
-        record = await self._journal.drop(*keys, reason=reason)
-        return None if record is None else _named(record, self._prefix)
-
-    @property
-    def effects(self) -> EffectLog:
-        return self._journal.effects
-
-    async def erase(self, *, reason: str) -> Erasure | None:
-        record = await self._journal.erase(reason=reason)
-        return None if record is None else _named(record, self._prefix)

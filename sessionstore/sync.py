@@ -292,14 +292,14 @@ class SyncStore(_Facade[SessionStore]):
     def journal(self, name: str, *, durability: JournalDurability = "full") -> SyncJournal:
         return SyncJournal(self._target.journal(name, durability=durability), self._loop)
 
-    def scoped(self, owner: str) -> SyncScopedStore:
+    def scoped(self, owner: str, *, remember: int = 0) -> SyncScopedStore:
         """`ScopedStore` of this store for ``owner``, its methods blocking on this
         object's loop; closing it leaves this store open.
 
         Raises:
-            ConfigurationError: ``owner`` is not a non-empty string.
+            ConfigurationError: as `ScopedStore`.
         """
-        return SyncScopedStore(ScopedStore(self._target, owner), self._loop)
+        return SyncScopedStore(ScopedStore(self._target, owner, remember=remember), self._loop)
 
     def drop_caches(self) -> None:
         self._target.drop_caches()
@@ -335,7 +335,7 @@ class SyncScopedStore(SyncStore):
 
     def close(self) -> None:
         """Close the view (every later call raises `StorageError`); the store stays open."""
-        if not self._loop.closed:
+        with contextlib.suppress(ClosedError):  # the store's loop stopped first: closed too
             self._loop.run(self._target.close())
 
 

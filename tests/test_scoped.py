@@ -4,6 +4,7 @@ names, nesting, and the blocking view."""
 from __future__ import annotations
 
 import builtins
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from sessionstore import (
     ArchiveError,
     ClosedError,
+    ConfigurationError,
     InvalidSessionIdError,
     MemoryStore,
     ScopedStore,
@@ -92,6 +94,20 @@ async def test_what_adapters_keep_is_kept_apart_for_each_owner() -> None:
     assert store.kept("adapter", dict) is not kept
 
 
+async def test_an_owner_filter_is_checked_as_the_store_checks_it() -> None:
+    store = MemoryStore()
+    view = store.scoped("alice")
+    for owner in [7, "lone \ud800"]:
+        told = []
+        for on in (store, view):
+            with pytest.raises(ConfigurationError) as listing:
+                await on.summaries(owner=owner)  # type: ignore[arg-type]
+            with pytest.raises(ConfigurationError) as search:
+                await on.search("x", owner=owner)  # type: ignore[arg-type]
+            told.append((str(listing.value), str(search.value)))
+        assert told[0] == told[1], owner
+
+
 async def test_names_leave_room_for_the_owner_s_prefix() -> None:
     view = MemoryStore().scoped("alice")
     room = 200 - len(view.prefix)
@@ -139,3 +155,73 @@ def test_a_blocking_view_closes_alone(tmp_path: Path) -> None:
         assert store.scoped("bob").summaries() == []
     with pytest.raises(ClosedError):
         alice.list()  # closed with the store's loop
+    alice.close()  # closing it again, after the store, is fine
+
+
+class _Counting(MemoryStore):
+    """A memory store counting the headers read through `raw_lines`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+        self.reads += 1
+        return super().raw_lines(session_id)
+
+
+async def test_a_view_checks_every_call_unless_told_to_remember() -> None:
+    store = _Counting()
+    view = store.scoped("alice")
+    session = await view.create(SessionMeta.new())
+    await view.load(session)
+    await view.load(session)
+    assert store.reads == 2
+    remembering = store.scoped("alice", remember=2)
+    await remembering.load(session)
+    await remembering.load(session)
+    await remembering.append(session, message("a1", "x"))
+    assert store.reads == 3  # one check, then remembered
+    made = await remembering.create(SessionMeta.new())  # made by the view: known
+    await remembering.load(made)
+    assert store.reads == 3
+    await remembering.create(SessionMeta.new())  # a third: the least used is forgotten
+    await remembering.load(session)
+    assert store.reads == 4
+    remembering.drop_caches()
+    await remembering.load(session)
+    assert store.reads == 5
+
+
+async def test_a_view_that_remembers_nothing_never_reaches_an_id_made_again_for_another() -> None:
+    store = MemoryStore()
+    alice, bob = store.scoped("alice"), store.scoped("bob")
+    remembering = store.scoped("alice", remember=10)
+    await alice.create(SessionMeta(id="chat-1"))
+    await remembering.load("chat-1")
+    await store.erase("chat-1", reason="erased elsewhere")
+    await bob.create(SessionMeta(id="chat-1"))
+    await bob.append("chat-1", message("b1", "bob's"))
+    with pytest.raises(SessionNotFoundError):
+        await alice.load("chat-1")
+    # What remembering trades away, as its docstring says: use unguessable ids.
+    assert await remembering.load("chat-1") == [message("b1", "bob's")]
+
+
+async def test_a_view_forgets_what_it_erases_and_refuses_another_owner_s_alike() -> None:
+    store = MemoryStore()
+    view = store.scoped("alice", remember=10)
+    hostile = store.scoped("bob", remember=10)
+    session = await view.create(SessionMeta(id="chat-1"))
+    await view.erase(session, reason="asked")
+    await hostile.create(SessionMeta(id="chat-1"))
+    with pytest.raises(SessionNotFoundError):
+        await view.load("chat-1")
+    with pytest.raises(SessionNotFoundError):
+        await hostile.load(await view.create(SessionMeta(id="chat-2")))
+
+
+def test_remember_is_a_count() -> None:
+    for remember in [-1, 1.5, True, "3"]:
+        with pytest.raises(ConfigurationError, match="remember"):
+            MemoryStore().scoped("alice", remember=remember)  # type: ignore[arg-type]

@@ -540,11 +540,11 @@ class StoreBase(abc.ABC):
             found: _T = kept[owner]
         return found
 
-    def scoped(self, owner: str) -> ScopedStore:
+    def scoped(self, owner: str, *, remember: int = 0) -> ScopedStore:
         """This store as the one ``owner`` sees it (`sessionstore.scoped.ScopedStore`)."""
         from sessionstore.scoped import ScopedStore  # a view above the stores, loaded on use
 
-        return ScopedStore(self, owner)
+        return ScopedStore(self, owner, remember=remember)
 
     def drop_caches(self) -> None:
         """A backend that caches more forgets it too, and calls this."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from sessionstore import (
+    CapabilityError,
     ClosedError,
     ConfigurationError,
     HeadMove,
@@ -29,7 +30,7 @@ from sessionstore import (
     encode,
 )
 from sessionstore.store import Capability, SessionStore
-from sessionstore.testing.capabilities import needs
+from sessionstore.testing.capabilities import CALLS, needs
 from sessionstore.testing.common import blocks, message, raw, stream
 
 A, B = "tenant-a", "tenant-b"
@@ -278,8 +279,9 @@ class ScopedContract:
         hostile = scoped(store, B)
         own = await hostile.create(SessionMeta(id="b-own"))
         assert await hostile.heads() == []
-        assert await hostile.head("main") is None
-        assert await hostile.head_history("main") == []
+        for name in ["main", prefix(store, A) + "main"]:
+            assert await hostile.head(name) is None
+            assert await hostile.head_history(name) == []
         # B's "main" is B's own: setting it leaves A's where it was.
         await hostile.set_head("main", own, expect=None)
         assert await hostile.head("main") == own
@@ -317,6 +319,10 @@ class ScopedContract:
             await hostile.search(a.words, after=page[0].cursor)
         assert str(refused.value) == str(told.value)
         assert await hostile.journals() == []
+        # A's names in the store, given as B's own, are B's own too.
+        spelled = hostile.journal(prefix(store, A) + "agent")
+        assert await spelled.read_bytes() == b""
+        assert await spelled.keyed("order-1") == {}
         journal = hostile.journal("agent")
         assert await journal.read_bytes() == b""
         assert await journal.keyed("order-1") == {}
@@ -387,3 +393,14 @@ class ScopedContract:
     ) -> None:
         assert scoped(store, A).capabilities == store.capabilities
         assert isinstance(ScopedStore(store, A), SessionStore)
+
+    async def test_scoped_undeclared_capabilities_are_refused_before_any_check(
+        self, store: SessionStore
+    ) -> None:
+        theirs = await scoped(store, A).create(SessionMeta.new())
+        hostile = scoped(store, B)
+        for capability in set(Capability) - store.capabilities:
+            for operation, call in CALLS[capability].items():
+                with pytest.raises(CapabilityError) as raised:
+                    await call(hostile, theirs)
+                assert raised.value.capability is capability, operation
