@@ -89,6 +89,19 @@ async def test_a_langchain_history_named_as_anothers_session_reads_and_writes_it
     assert len(await async_store.load(alices)) == 1
 
 
+async def test_an_id_taken_first_by_another_owner_leaves_the_conversation_unable_to_begin(
+    async_store: SessionStore,
+) -> None:
+    # Why users must never choose ids (docs/integrations.md, Naming a conversation).
+    bobs_view = ScopedStore(async_store, "bob")
+    taken = SessionMeta.new().model_copy(update={"id": first_id(bobs_view, CHAT)})
+    await ScopedStore(async_store, "alice").create(taken)
+    bob = SessionStoreChatMessageHistory(bobs_view, CHAT)
+    with pytest.raises(SessionNotFoundError):
+        await bob.aadd_messages([HumanMessage("bob's own")])
+    assert len(await async_store.load(taken.id)) == 0  # alice's session, untouched
+
+
 def test_a_blocking_langchain_history_on_a_scoped_store(sync_store: SyncStore) -> None:
     alice = SessionStoreChatMessageHistory(sync_store.scoped("alice"), CHAT)
     bob = SessionStoreChatMessageHistory(sync_store.scoped("bob"), CHAT)
