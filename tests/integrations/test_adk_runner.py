@@ -24,7 +24,7 @@ from google.adk.runners import Runner
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from sessionstore import SessionStore, open_store
+from sessionstore import ScopedStore, SessionStore, open_store
 from sessionstore.integrations.adk import StoreSessionService
 from sessionstore.integrations.adk_events import Names, event_of
 from tests.cli.helpers import run
@@ -132,7 +132,7 @@ async def test_a_rewind_forks_the_session_and_the_conversation_goes_on_there(
     ]
     # The rewound branch is a session of its own, the fork's parent.
     names = Names.of(APP, ANN, session.id)
-    fork = await async_store.head(names.base)
+    fork = await ScopedStore(async_store, names.owner).head(names.base)
     assert fork is not None
     assert fork != names.base
     headers = {meta.id: meta for meta in await async_store.list()}
