@@ -14,7 +14,7 @@ from sessionstore.integrations.adk_events import (
     Names,
     Tail,
     app_journal,
-    event_of,
+    event_time,
     state_line,
     state_of,
     updated_of,
@@ -178,7 +178,7 @@ def _taken(found: dict[str, list[bytes]]) -> bool | None:
 
 def _enough(entries: list[SessionEntry], recent: int | None, after: float | None) -> bool:
     """Whether ``entries`` hold ``recent`` events (when given), else one older than ``after``."""
-    events = [event for event in map(event_of, entries) if event is not None]
+    times = [stamp for stamp in map(event_time, entries) if stamp is not None]
     if recent is not None:
-        return len(events) >= recent
-    return after is not None and any(event.timestamp < after for event in events)
+        return len(times) >= recent
+    return after is not None and any(stamp < after for stamp in times)

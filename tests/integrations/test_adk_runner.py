@@ -24,7 +24,7 @@ from google.adk.runners import Runner
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from sessionstore import ScopedStore, SessionStore, open_store
+from sessionstore import MessageEntry, ScopedStore, SessionStore, open_store
 from sessionstore.integrations.adk import StoreSessionService
 from sessionstore.integrations.adk_events import Names, event_of
 from tests.cli.helpers import run
@@ -135,6 +135,9 @@ async def test_a_rewind_forks_the_session_and_the_conversation_goes_on_there(
     fork = await ScopedStore(async_store, names.owner).head(names.base)
     assert fork is not None
     assert fork != names.base
+    [marker] = (await async_store.load_slice(fork, 3, 4)).entries  # after "a" and "one"
+    assert isinstance(marker, MessageEntry)
+    assert marker.message.text() == f"[rewind to before invocation {invocations[1]}]"
     headers = {meta.id: meta for meta in await async_store.list()}
     assert headers[fork].parent_session == names.base
     old = [text_of(e) for e in map(event_of, await async_store.load(names.base)) if e is not None]
