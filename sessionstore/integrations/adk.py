@@ -241,6 +241,11 @@ class StoreSessionService(BaseSessionService):
         """The user's state in the app, keys without ``user:``."""
         return (await self._place(app_name, user_id).scope(app=False))[1]
 
+    async def store_session_id(self, *, app_name: str, user_id: str, session_id: str) -> str:
+        """The id of the store session an ADK session continues in now (what
+        ``sessionstore show`` takes): its first one, or after a rewind its fork."""
+        return await self._place(app_name, user_id, session_id).current()
+
     # ------------------------------------------------------------ events
 
     async def append_event(self, session: Session, event: Event) -> Event:

@@ -80,6 +80,7 @@ def test_a_conversation_with_a_tool_shows_in_sessionstore_show(
     )
 
     async def converse() -> tuple[str, list[Event]]:
+        """Two turns; the id of the store session, and the events made."""
         async with open_store(db) as store:
             service = StoreSessionService(store)
             runner = Runner(agent=agent_on(model), app_name=APP, session_service=service)
@@ -93,10 +94,12 @@ def test_a_conversation_with_a_tool_shows_in_sessionstore_show(
                 "It is sunny in Paris.",
                 "Thanks!",
             ]
-            return session.id, made
+            where = await service.store_session_id(app_name=APP, user_id=ANN, session_id=session.id)
+            assert where == Names.of(APP, ANN, session.id).base
+            return where, made
 
-    session_id, made = asyncio.run(converse())
-    status, out, _ = run(capsys, "--db", db, "show", Names.of(APP, ANN, session_id).base)
+    shown, made = asyncio.run(converse())
+    status, out, _ = run(capsys, "--db", db, "show", shown)
     assert status == 0
     texts = [line.split("\t")[4] for line in out.splitlines()[1:]]
     assert texts[1:] == [
@@ -132,8 +135,8 @@ async def test_a_rewind_forks_the_session_and_the_conversation_goes_on_there(
     ]
     # The rewound branch is a session of its own, the fork's parent.
     names = Names.of(APP, ANN, session.id)
-    fork = await ScopedStore(async_store, names.owner).head(names.base)
-    assert fork is not None
+    fork = await service.store_session_id(app_name=APP, user_id=ANN, session_id=session.id)
+    assert fork == await ScopedStore(async_store, names.owner).head(names.base)
     assert fork != names.base
     [marker] = (await async_store.load_slice(fork, 3, 4)).entries  # after "a" and "one"
     assert isinstance(marker, MessageEntry)
