@@ -214,3 +214,37 @@ async def test_services_on_two_stores_of_one_target_share_sessions_and_state(
                 7,
                 0,
             )
+
+
+async def test_rewinds_to_the_first_invocation_and_again_inside_a_fork(
+    async_store: SessionStore,
+) -> None:
+    service = StoreSessionService(async_store)
+    model = ScriptedLlm(script=[says(word) for word in ("one", "two", "three", "four")])
+    runner = Runner(agent=agent_on(model), app_name=APP, session_service=service)
+    session = await service.create_session(app_name=APP, user_id=ANN)
+    first = (await turn(runner, session.id, "a"))[-1].invocation_id
+    second = (await turn(runner, session.id, "b"))[-1].invocation_id
+    await runner.rewind_async(
+        user_id=ANN, session_id=session.id, rewind_before_invocation_id=second
+    )
+    third = (await turn(runner, session.id, "c"))[-1].invocation_id
+    await turn(runner, session.id, "d")
+    # A second rewind, to an invocation of the fork, forks the fork.
+    await runner.rewind_async(user_id=ANN, session_id=session.id, rewind_before_invocation_id=third)
+    assert [text_of(e) for e in (await session_of(service, session.id)).events] == [
+        "a",
+        "one",
+        "",
+        "",
+    ]
+    # Before the first invocation: nothing of the conversation is left.
+    await runner.rewind_async(user_id=ANN, session_id=session.id, rewind_before_invocation_id=first)
+    emptied = await session_of(service, session.id)
+    assert [e.actions.rewind_before_invocation_id for e in emptied.events] == [first]
+    assert emptied.state == {"last_answer": None}
+    names = Names.of(APP, ANN, session.id)
+    history = await ScopedStore(async_store, names.owner).head_history(names.base)
+    assert len({move.session_id for move in history}) == 4
+    await service.delete_session(app_name=APP, user_id=ANN, session_id=session.id)
+    assert await async_store.list() == []
