@@ -99,6 +99,25 @@ class Place:
             read = await self.view.load_slice(session, max(0, start - CHUNK), start)
             entries, start = read.entries, read.start
 
+    async def tail_and_state(
+        self,
+        session: str,
+        entries: list[SessionEntry] | None = None,
+        start: int = 0,
+        length: int = 0,
+    ) -> tuple[Tail, dict[str, Any]]:
+        """`tail`, and the session's own state: read from the entries in hand
+        when one of them holds it (the last often does), else read."""
+        if not entries or start + len(entries) != length:
+            read = await self.view.load_slice(session, -1)
+            entries, start, length = read.entries, read.start, read.length
+        tail = await self.tail(session, entries, start, length)
+        if start <= tail.state_at < start + len(entries):
+            found = state_of(entries[tail.state_at - start], tail.state_at)
+            if isinstance(found, dict):
+                return tail, dict(found)
+        return tail, await self.state_at(tail)
+
     async def state_at(self, tail: Tail) -> dict[str, Any]:
         """The session's own state, held by the entry at ``tail.state_at``."""
         if tail.state_at < 0:

@@ -36,7 +36,7 @@ from tests.integrations.adk_scripted import (
     text_of,
     user_text,
 )
-from tests.kinds import PERSISTENT_KINDS, StoreTargets
+from tests.kinds import PERSISTENT_KINDS, SEALED_KINDS, StoreTargets
 
 APP, ANN = "shop", "ann"
 
@@ -248,3 +248,27 @@ async def test_rewinds_to_the_first_invocation_and_again_inside_a_fork(
     assert len({move.session_id for move in history}) == 4
     await service.delete_session(app_name=APP, user_id=ANN, session_id=session.id)
     assert await async_store.list() == []
+
+
+@pytest.mark.parametrize("kind", SEALED_KINDS)
+async def test_a_sealed_store_keeps_adk_sessions_as_a_plain_one_does(
+    kind: str, store_targets: StoreTargets
+) -> None:
+    async with open_store(store_targets.new(kind), **store_targets.options(kind)) as store:
+        service = StoreSessionService(store)
+        model = ScriptedLlm(
+            script=[calls("weather", "call-1", city="Oslo"), says("Cold."), says("Ok.")]
+        )
+        runner = Runner(agent=agent_on(model), app_name=APP, session_service=service)
+        session = await service.create_session(app_name=APP, user_id=ANN, state={"user:u": 1})
+        made = await turn(runner, session.id, "Weather in Oslo?")
+        await turn(runner, session.id, "Thanks")
+        await runner.rewind_async(
+            user_id=ANN, session_id=session.id, rewind_before_invocation_id=made[-1].invocation_id
+        )
+        again = await session_of(service, session.id)
+        assert [text_of(e) for e in again.events] == [""]
+        assert again.state["user:u"] == 1
+        assert await store.search("Oslo")
+        await service.delete_session(app_name=APP, user_id=ANN, session_id=session.id)
+        assert await store.list() == []
