@@ -78,6 +78,7 @@ except ImportError as exc:
 
 from sessionstore import (
     DuplicateSessionError,
+    InvalidRecordError,
     ScopedStore,
     SessionConflictError,
     SessionEntry,
@@ -254,6 +255,8 @@ class StoreSessionService(BaseSessionService):
 
         Raises:
             ADKSessionNotFoundError: the session does not exist.
+            InvalidRecordError: the event holds what JSON cannot carry (a
+                function in its state delta...); nothing was stored.
             SessionConflictError: other runs kept appending between each
                 read and write (64 times); nothing was stored.
         """
@@ -261,7 +264,12 @@ class StoreSessionService(BaseSessionService):
             return event
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
-        payload = event.model_dump(mode="json", exclude_defaults=True)
+        try:
+            payload = event.model_dump(mode="json", exclude_defaults=True)
+        except (TypeError, ValueError) as exc:  # pydantic's PydanticSerializationError
+            raise InvalidRecordError(
+                f"ADK session {session.id!r}: an event with what JSON cannot carry: {exc}"
+            ) from None
         app, user, own = split_state(payload.get("actions", {}).get("state_delta", {}))
         place = self._place(session.app_name, session.user_id, session.id)
         tail = Tail.from_marker(session._storage_update_marker)
