@@ -333,11 +333,16 @@ async def _append(
     place: Place, tail: Tail | None, payload: dict[str, Any], event: Event, own: dict[str, Any]
 ) -> Tail:
     """Append the event's entry after ``tail`` (read again while another run
-    appended meanwhile); the tail after it."""
+    appended meanwhile); the tail after it. An event equal to the session's
+    last is not stored again (a caller retrying an append that landed)."""
     view, base = place.view, place.names.base
     for _ in range(ATTEMPTS):
         if tail is None:
-            tail = await place.tail(await place.current())
+            current = await place.current()
+            read = await view.load_slice(current, -1)
+            tail = await place.tail(current, read.entries, read.start, read.length)
+            if read.entries and event_of(read.entries[-1]) == event:
+                return tail
         state: dict[str, Any] | int = tail.state_at
         if own or tail.state_at < 0:
             state = {**(await place.state_at(tail)), **own}

@@ -397,3 +397,20 @@ async def test_any_app_and_user_names_work(async_store: SessionStore) -> None:
         assert (listed.app_name, listed.user_id, listed.id) == (app, user, "s")
         await service.delete_session(app_name=app, user_id=user, session_id="s")
     assert await async_store.list() == []
+
+
+async def test_an_append_retried_after_it_landed_is_stored_once(async_store: SessionStore) -> None:
+    service = StoreSessionService(async_store)
+    created = await service.create_session(app_name=APP, user_id=ANN)
+    held, retried = await fetched(service, created), await fetched(service, created)
+    event = said("user", "once", n=1)
+    await service.append_event(held, event)
+    # A caller that lost the answer sends the same event again, from where it stood.
+    await service.append_event(retried, event)
+    again = await fetched(service, created)
+    assert again.events == [event]
+    # An event that only shares the id is another event, and is stored.
+    other = said("user", "twice", n=2)
+    other.id = event.id
+    await service.append_event(again, other)
+    assert [text_of(e) for e in (await fetched(service, created)).events] == ["once", "twice"]
