@@ -11,8 +11,13 @@ session by one id. `Names` maps the three to ``adk-<scope>-<session id>``
 never meet; an id the session-id rule refuses is digested too). The header's
 ``owner`` is ``adk:["<app>","<user>"]`` (JSON, so no two pairs share it), the
 filter every listing and search takes, and its ``metadata["adk"]`` names the
-app, user and session id. Tenancy rests on the id: a call for (app, user)
-computes ids only under that scope, so it cannot reach another's session.
+app, user and session id. Each (app, user) is an owner, and every call
+works through its owner's `ScopedStore` view (sessions, heads, the user's
+state journal): a call for (app, user) computes ids only under that scope,
+and the view refuses any session whose header names another owner. Only
+the app's journal, shared by all its users, is on the whole store; a
+listing reads the sessions the owner's view listed on the whole store too,
+sparing the view's check of each header.
 
 **Events.** Each event is one entry: a `Message` whose role and content are
 what views read (text, ``tool_use`` and ``tool_result`` blocks:
@@ -26,8 +31,8 @@ whole state after it (``adk_state``, as ADK's database service rewrites its
 state row); any other entry holds the position of the one that does
 (``adk_state_at``). So reading the state costs one or two entries, never the
 session. ``app:`` and ``user:`` state are shared by many sessions, so no
-session's entry can hold them: each scope is a journal (``adk-app-<digest>``,
-``adk-user-<digest>``) of keyed lines ``v/<revision>``, each the scope's
+session's entry can hold them: each scope is a journal (``adk-app-<digest>`` on the whole
+store, ``adk-user-<digest>`` in the owner's view) of keyed lines ``v/<revision>``, each the scope's
 whole state, the newest read by one ``scan`` and the next written by
 ``append_keyed_unless`` (of two writers, one wins and the other merges
 again). They are written right after the event: a crash between keeps the
