@@ -47,6 +47,11 @@ the new end and appends after it, merging the state again. Two runs on one
 session never lose an event or a state change, and never get a stale-session
 error.
 
+**Reads.** A `get_session` with a `GetSessionConfig` reads from the end
+back as far as it asks; one without (what ``Runner`` asks at each
+invocation) reads the whole session the first time, then only the entries
+appended since, the service keeping the entries (`adk_reads.KeptEvents`).
+
 **Rewind.** ``Runner.rewind_async`` appends an event rewinding to before an
 invocation. The service forks the store session just before that
 invocation's first event (`BranchingStore.fork`), appends the rewind event
@@ -101,7 +106,7 @@ from sessionstore.integrations.adk_events import (
     json_safe,
     split_state,
 )
-from sessionstore.integrations.adk_reads import ATTEMPTS, Place, app_users, merged
+from sessionstore.integrations.adk_reads import ATTEMPTS, KeptEvents, Place, app_users, merged
 from sessionstore.wire import encode
 
 __all__ = ["ADKSessionNotFoundError", "SessionExistsError", "StoreSessionService"]
@@ -136,6 +141,12 @@ class StoreSessionService(BaseSessionService):
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
+        self._events = KeptEvents()
+
+    def forget_events(self) -> None:
+        """Drop the events kept of the sessions read whole (`KeptEvents`):
+        the next `get_session` reads each session whole again."""
+        self._events.forget()
 
     def __repr__(self) -> str:
         return f"StoreSessionService({self.store!r})"
@@ -200,11 +211,15 @@ class StoreSessionService(BaseSessionService):
         after = None if config is None else config.after_timestamp
         try:
             current = await place.current()
-            entries, start, length = await place.events_read(current, recent, after)
+            if recent is None and after is None:  # the whole session: what is new since
+                events, read = await self._events.read(place.view, current)
+                entries, start, length = read.entries, read.start, read.length
+            else:
+                entries, start, length = await place.events_read(current, recent, after)
+                events = [event for event in map(event_of, entries) if event is not None]
             tail, own = await place.tail_and_state(current, entries, start, length)
         except SessionNotFoundError:
             return None
-        events = [event for event in map(event_of, entries) if event is not None]
         if recent is not None:
             events = events[-recent:] if recent else []
         if after is not None:

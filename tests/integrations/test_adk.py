@@ -414,3 +414,40 @@ async def test_an_append_retried_after_it_landed_is_stored_once(async_store: Ses
     other.id = event.id
     await service.append_event(again, other)
     assert [text_of(e) for e in (await fetched(service, created)).events] == ["once", "twice"]
+
+
+async def test_a_whole_read_again_reads_only_what_was_appended_since(
+    async_store: SessionStore,
+) -> None:
+    counting = CountingStore(async_store)
+    service = StoreSessionService(cast(SessionStore, counting))
+    session = await service.create_session(app_name=APP, user_id=ANN)
+    for n in range(30):
+        await service.append_event(session, said("user", f"m{n}", n=n))
+    assert len((await fetched(service, session)).events) == 30
+    # Another service (another process, say) appends; the first reads on, exactly.
+    other = StoreSessionService(async_store)
+    await other.append_event(await fetched(other, session), said("user", "from elsewhere"))
+    counting.entries_read = 0
+    again = await fetched(service, session)
+    assert [text_of(e) for e in again.events][-2:] == ["m29", "from elsewhere"]
+    assert again.state == {"n": 29}
+    assert counting.entries_read <= 3  # the last kept, the new one, the state's
+    # What a read hands out is its own: changing it changes no later read.
+    again.events[0].content = None
+    assert text_of((await fetched(service, session)).events[0]) == "m0"
+    service.forget_events()
+    counting.entries_read = 0
+    assert len((await fetched(service, session)).events) == 31
+    assert counting.entries_read >= 32
+
+
+async def test_a_session_deleted_and_made_again_is_read_afresh(async_store: SessionStore) -> None:
+    service = StoreSessionService(async_store)
+    session = await service.create_session(app_name=APP, user_id=ANN, session_id="s")
+    await service.append_event(session, said("user", "old"))
+    assert len((await fetched(service, session)).events) == 1
+    await StoreSessionService(async_store).delete_session(app_name=APP, user_id=ANN, session_id="s")
+    fresh = await service.create_session(app_name=APP, user_id=ANN, session_id="s")
+    await service.append_event(fresh, said("user", "new"))
+    assert [text_of(e) for e in (await fetched(service, fresh)).events] == ["new"]
