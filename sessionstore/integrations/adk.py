@@ -42,7 +42,8 @@ keys are never stored. The app's journal also lists its users (keys
 
 **Concurrency.** Every append is conditional (``expect_last`` and
 ``expect_head``) on where the session ended when last read, which the ADK
-``Session`` carries; when another run appended meanwhile, the service reads
+``Session`` carries with the session's own state (`adk_events.Tail`, in
+its storage marker), so an append in turn reads nothing first; when another run appended meanwhile, the service reads
 the new end and appends after it, merging the state again. Two runs on one
 session never lose an event or a state change, and never get a stale-session
 error.
@@ -67,6 +68,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing, suppress
+from dataclasses import replace
 from typing import Any
 
 try:
@@ -193,7 +195,7 @@ class StoreSessionService(BaseSessionService):
             state=await place.merged(own),
             last_update_time=created,
         )
-        session._storage_update_marker = Tail(names.base, first.id, 1, 0, created).marker()
+        session._storage_update_marker = Tail(names.base, first.id, 1, 0, created, own).marker()
         return session
 
     async def get_session(
@@ -232,7 +234,7 @@ class StoreSessionService(BaseSessionService):
             events=events,
             last_update_time=tail.updated,
         )
-        session._storage_update_marker = tail.marker()
+        session._storage_update_marker = replace(tail, state=own).marker()
         return session
 
     async def list_sessions(
@@ -365,7 +367,8 @@ async def _append(
                 return tail
         state: dict[str, Any] | int = tail.state_at
         if own or tail.state_at < 0:
-            state = {**(await place.state_at(tail)), **own}
+            held = await place.state_at(tail) if tail.state is None else tail.state
+            state = {**held, **own}
         entry = event_entry(payload, event, state)
         try:
             await view.append(tail.session, entry, expect_last=tail.last, expect_head=base)
@@ -374,8 +377,12 @@ async def _append(
                 await view.set_head(base, base, expect=None)
             tail = None
             continue
-        at = tail.length if isinstance(state, dict) else tail.state_at
-        return Tail(tail.session, entry.id, tail.length + 1, at, event.timestamp)
+        if isinstance(state, dict):
+            return Tail(
+                tail.session, entry.id, tail.length + 1, tail.length, event.timestamp, state
+            )
+        at, kept = tail.state_at, tail.state
+        return Tail(tail.session, entry.id, tail.length + 1, at, event.timestamp, kept)
     raise SessionConflictError(base, f"{ATTEMPTS} appends lost their race")
 
 

@@ -451,3 +451,16 @@ async def test_a_session_deleted_and_made_again_is_read_afresh(async_store: Sess
     fresh = await service.create_session(app_name=APP, user_id=ANN, session_id="s")
     await service.append_event(fresh, said("user", "new"))
     assert [text_of(e) for e in (await fetched(service, fresh)).events] == ["new"]
+
+
+async def test_an_append_in_turn_reads_nothing_back(async_store: SessionStore) -> None:
+    counting = CountingStore(async_store)
+    service = StoreSessionService(cast(SessionStore, counting))
+    session = await service.create_session(app_name=APP, user_id=ANN, state={"a": 1})
+    counting.entries_read = 0
+    # The session in hand knows where the session ends and its state: no entry is read.
+    for n in range(5):
+        await service.append_event(session, said("user", f"m{n}", a=n))
+        await service.append_event(session, said("model", f"r{n}"))
+    assert counting.entries_read == 0
+    assert (await fetched(service, session)).state == {"a": 4}
