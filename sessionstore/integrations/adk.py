@@ -43,8 +43,9 @@ keys are never stored. The app's journal also lists its users (keys
 **Concurrency.** Every append is conditional (``expect_last`` and
 ``expect_head``) on where the session ended when last read, which the ADK
 ``Session`` carries with the session's own state (`adk_events.Tail`, in
-its storage marker), so an append in turn reads nothing first; when another run appended meanwhile, the service reads
-the new end and appends after it, merging the state again. Two runs on one
+its storage marker), so an append in turn reads nothing first; when
+another run appended meanwhile, the service reads the new end and appends
+after it, merging the state again. Two runs on one
 session never lose an event or a state change, and never get a stale-session
 error.
 
