@@ -45,9 +45,8 @@ keys are never stored. The app's journal also lists its users (keys
 ``Session`` carries with the session's own state (`adk_events.Tail`, in
 its storage marker), so an append in turn reads nothing first; when
 another run appended meanwhile, the service reads the new end and appends
-after it, merging the state again. Two runs on one
-session never lose an event or a state change, and never get a stale-session
-error.
+after it, merging the state again. Two runs on one session never lose an
+event or a state change, and never get a stale-session error.
 
 **Reads.** A `get_session` with a `GetSessionConfig` reads from the end
 back as far as it asks; one without (what ``Runner`` asks at each
