@@ -16,6 +16,7 @@ ROOT = Path(__file__).parents[2]
 
 # (adapter module, the framework's top-level package, the extra that installs it)
 ADAPTERS = [
+    ("sessionstore.integrations.adk", "google", "adk"),
     ("sessionstore.integrations.langchain", "langchain_core", "langchain"),
     ("sessionstore.integrations.langgraph", "langgraph", "langgraph"),
     ("sessionstore.integrations.openai_agents", "agents", "openai-agents"),

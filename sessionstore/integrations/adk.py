@@ -1,0 +1,432 @@
+"""A Google ADK session service over any sessionstore store: `StoreSessionService`.
+
+``Runner(agent=agent, app_name="shop", session_service=StoreSessionService(store))``
+keeps every ADK session in ``store``, where ``sessionstore show``, search,
+export and the HTML transcript read it. docs/integrations.md (ADK) has the
+how-to; this is the layout and why.
+
+**Sessions.** An ADK session is named by (app, user, session id); a store
+session by one id. `Names` maps the three to ``adk-<scope>-<session id>``
+(``scope`` a 128-bit digest of the app and user, so two users' ``"s1"``
+never meet; an id the session-id rule refuses is digested too). The header's
+``owner`` is ``adk:["<app>","<user>"]`` (JSON, so no two pairs share it), the
+filter every listing and search takes, and its ``metadata["adk"]`` names the
+app, user and session id. Each (app, user) is an owner, and every call
+works through its owner's `ScopedStore` view (sessions, heads, the user's
+state journal): a call for (app, user) computes ids only under that scope,
+and the view refuses any session whose header names another owner. Only
+the app's journal, shared by all its users, is on the whole store; a
+listing reads the sessions the owner's view listed on the whole store too,
+sparing the view's check of each header.
+
+**Events.** Each event is one entry: a `Message` whose role and content are
+what views read (text, ``tool_use`` and ``tool_result`` blocks:
+`adk_events.message_of`), holding the whole event as ADK's JSON form in its
+``adk`` field, given back exactly (`adk_events.event_of`). The first entry
+records the creation time and initial state.
+
+**State.** Session state lives in the session's own entries, in the same
+write as its event: an entry whose event changes it holds the session's
+whole state after it (``adk_state``, as ADK's database service rewrites its
+state row); any other entry holds the position of the one that does
+(``adk_state_at``). So reading the state costs one or two entries, never the
+session. ``app:`` and ``user:`` state are shared by many sessions, so no
+session's entry can hold them: each scope is a journal (``adk-app-<digest>`` on the whole
+store, ``adk-user-<digest>`` in the owner's view) of keyed lines ``v/<revision>``, each the scope's
+whole state, the newest read by one ``scan`` and the next written by
+``append_keyed_unless`` (of two writers, one wins and the other merges
+again). They are written right after the event: a crash between keeps the
+event (its ``state_delta`` included) and loses that shared update. ``temp:``
+keys are never stored. The app's journal also lists its users (keys
+``u/<user>``), so a listing of an app's sessions reads only its users'.
+
+**Concurrency.** Every append is conditional (``expect_last`` and
+``expect_head``) on where the session ended when last read, which the ADK
+``Session`` carries with the session's own state (`adk_events.Tail`, in
+its storage marker), so an append in turn reads nothing first; when
+another run appended meanwhile, the service reads the new end and appends
+after it, merging the state again. Two runs on one session never lose an
+event or a state change, and never get a stale-session error.
+
+**Reads.** A `get_session` with a `GetSessionConfig` reads from the end
+back as far as it asks; one without (what ``Runner`` asks at each
+invocation) reads the whole session the first time, then only the entries
+appended since, the service keeping the entries (`adk_reads.KeptEvents`).
+
+**Rewind.** ``Runner.rewind_async`` appends an event rewinding to before an
+invocation. The service forks the store session just before that
+invocation's first event (`BranchingStore.fork`), appends the rewind event
+to the fork and moves the session's head to it: the session continues
+there, and the rewound branch stays a session of its own (listed as the
+fork's ``parent_session``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import aclosing, suppress
+from dataclasses import replace
+from typing import Any
+
+try:
+    from google.adk.errors.already_exists_error import AlreadyExistsError
+    from google.adk.errors.session_not_found_error import (
+        SessionNotFoundError as ADKNotFoundError,
+    )
+    from google.adk.events.event import Event
+    from google.adk.sessions.base_session_service import (
+        BaseSessionService,
+        GetSessionConfig,
+        ListSessionsResponse,
+    )
+    from google.adk.sessions.session import Session
+except ImportError as exc:
+    raise ImportError(
+        f"sessionstore.integrations.adk needs google-adk ({exc}): pip install 'sessionstore[adk]'"
+    ) from exc
+
+from sessionstore import (
+    DuplicateSessionError,
+    InvalidRecordError,
+    ScopedStore,
+    SessionConflictError,
+    SessionEntry,
+    SessionMeta,
+    SessionNotFoundError,
+    SessionStore,
+)
+from sessionstore.integrations.adk_events import (
+    ADK_FIELD,
+    Names,
+    Tail,
+    created_entry,
+    event_entry,
+    event_of,
+    json_safe,
+    split_state,
+)
+from sessionstore.integrations.adk_reads import ATTEMPTS, KeptEvents, Place, app_users, merged
+from sessionstore.wire import encode
+
+__all__ = ["ADKSessionNotFoundError", "SessionExistsError", "StoreSessionService"]
+
+_PAGE = 200  # summaries read per page
+_READS = 16  # sessions read at once by a listing
+
+
+class SessionExistsError(DuplicateSessionError, AlreadyExistsError):
+    """`create_session` was given the id of a session that exists: ADK's
+    ``AlreadyExistsError``, as its services raise, and a `DuplicateSessionError`."""
+
+    def __init__(self, session_id: str) -> None:
+        DuplicateSessionError.__init__(self, session_id)
+        self.message = str(self)
+
+
+class ADKSessionNotFoundError(SessionNotFoundError, ADKNotFoundError):
+    """`append_event` on a session that does not exist (or was deleted): ADK's
+    ``SessionNotFoundError``, as its services raise, and the store's."""
+
+
+class StoreSessionService(BaseSessionService):
+    """An ADK session service keeping its sessions in a sessionstore store.
+
+    Args:
+        store: any open store with every capability (`SessionStore`), the
+            whole store (not a `ScopedStore`: the service makes one per app
+            and user); the caller keeps it open and closes it. Many
+            services, in many processes, may share one store.
+    """
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+        self._events = KeptEvents()
+
+    def forget_events(self) -> None:
+        """Drop the events kept of the sessions read whole (`KeptEvents`):
+        the next `get_session` reads each session whole again."""
+        self._events.forget()
+
+    def __repr__(self) -> str:
+        return f"StoreSessionService({self.store!r})"
+
+    def _place(self, app_name: str, user_id: str, session_id: str = "-") -> Place:
+        names = Names.of(app_name, user_id, session_id)
+        return Place(names, ScopedStore(self.store, names.owner), self.store)
+
+    # ------------------------------------------------------------ sessions
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Create a session, its header and first entry in one write.
+
+        Raises:
+            SessionExistsError: ``session_id`` names a session of this app
+                and user (ADK's ``AlreadyExistsError``).
+        """
+        place = self._place(app_name, user_id, session_id or str(uuid.uuid4()))
+        names = place.names
+        app, user, own = split_state(json_safe(state or {}))
+        created = time.time()
+        first = created_entry(names, created, own)
+
+        async def lines() -> AsyncIterator[str]:
+            yield encode(first)
+
+        try:
+            await place.view.import_session(encode(_header(names, names.base, 0)), lines())
+        except DuplicateSessionError:
+            raise SessionExistsError(names.session_id) from None
+        await place.view.set_head(names.base, names.base)
+        await place.share(app, user, new_user=True)
+        session = Session(
+            id=names.session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=await place.merged(own),
+            last_update_time=created,
+        )
+        session._storage_update_marker = Tail(names.base, first.id, 1, 0, created, own).marker()
+        return session
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """A session with its events, or the last ones `GetSessionConfig`
+        asks for, read at the cost of those; None when there is none."""
+        place = self._place(app_name, user_id, session_id)
+        recent = None if config is None else config.num_recent_events
+        after = None if config is None else config.after_timestamp
+        try:
+            current = await place.current()
+            if recent is None and after is None:  # the whole session: what is new since
+                events, read = await self._events.read(place.view, current)
+                entries, start, length = read.entries, read.start, read.length
+            else:
+                entries, start, length = await place.events_read(current, recent, after)
+                events = [event for event in map(event_of, entries) if event is not None]
+            tail, own = await place.tail_and_state(current, entries, start, length)
+        except SessionNotFoundError:
+            return None
+        if recent is not None:
+            events = events[-recent:] if recent else []
+        if after is not None:
+            events = _after(events, after)
+        session = Session(
+            id=session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=await place.merged(own),
+            events=events,
+            last_update_time=tail.updated,
+        )
+        session._storage_update_marker = replace(tail, state=own).marker()
+        return session
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        """The sessions of a user in an app (of every user in the app when
+        ``user_id`` is None), without events, the least recently updated
+        first. Reads each user's summaries, a page at a time, then each
+        session's last entry or two (its state and time)."""
+        users = await app_users(self.store, app_name) if user_id is None else [user_id]
+        sessions: list[Session] = []
+        for user in users:
+            sessions += await self._user_sessions(self._place(app_name, user))
+        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        return ListSessionsResponse(sessions=sessions)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Erase a session, every branch a rewind made included (each an
+        `Erasure` recorded, reason ``ADK delete_session``); none is fine."""
+        place = self._place(app_name, user_id, session_id)
+        base = place.names.base
+        branches = [move.session_id for move in await place.view.head_history(base)]
+        for branch in dict.fromkeys(reversed([base, *branches])):
+            with suppress(SessionNotFoundError):  # newest first: SQL forks share entries
+                await place.view.erase(branch, reason="ADK delete_session")
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's state in the app, keys without ``user:``."""
+        return (await self._place(app_name, user_id).scope(app=False))[1]
+
+    async def store_session_id(self, *, app_name: str, user_id: str, session_id: str) -> str:
+        """The id of the store session an ADK session continues in now (what
+        ``sessionstore show`` takes): its first one, or after a rewind its fork."""
+        return await self._place(app_name, user_id, session_id).current()
+
+    # ------------------------------------------------------------ events
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Store an event with its state changes; a partial event is not stored.
+
+        Raises:
+            ADKSessionNotFoundError: the session does not exist.
+            InvalidRecordError: the event holds what JSON cannot carry (a
+                function in its state delta...); nothing was stored.
+            SessionConflictError: other runs kept appending between each
+                read and write (64 times); nothing was stored.
+        """
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        try:
+            payload = event.model_dump(mode="json", exclude_defaults=True)
+        except (TypeError, ValueError) as exc:  # pydantic's PydanticSerializationError
+            raise InvalidRecordError(
+                f"ADK session {session.id!r}: an event with what JSON cannot carry: {exc}"
+            ) from None
+        app, user, own = split_state(payload.get("actions", {}).get("state_delta", {}))
+        place = self._place(session.app_name, session.user_id, session.id)
+        tail = Tail.from_marker(session._storage_update_marker)
+        try:
+            if event.actions.rewind_before_invocation_id:
+                tail = await _rewind(place, event.actions.rewind_before_invocation_id)
+            tail = await _append(place, tail, payload, event, own)
+        except SessionNotFoundError:
+            raise ADKSessionNotFoundError(place.names.base) from None
+        await place.share(app, user)
+        session._storage_update_marker = tail.marker()
+        self._commit_event_to_session(session, event)
+        session.last_update_time = event.timestamp
+        return event
+
+    async def _user_sessions(self, place: Place) -> list[Session]:
+        """Every live session of a user in an app, without events."""
+        names = place.names
+        live: dict[str, tuple[int, str]] = {}  # ADK id -> (branch, store id)
+        after: str | None = None
+        while True:
+            page = await place.view.summaries(limit=_PAGE, after=after)
+            for summary in page:
+                kept = summary.meta.metadata.get(ADK_FIELD)
+                if not isinstance(kept, dict) or kept.get("app_name") != names.app_name:
+                    continue
+                sid, branch = kept.get("session_id"), kept.get("branch")
+                if not isinstance(sid, str) or not isinstance(branch, int):
+                    continue
+                if sid not in live or live[sid][0] < branch:
+                    live[sid] = (branch, summary.id)
+            if len(page) < _PAGE:
+                break
+            after = page[-1].cursor
+        app_state, user_state = await place.scope(app=True), await place.scope(app=False)
+        # The ids came from the owner's own listing: read them on the whole
+        # store, sparing the view's check of each header.
+        reader = Place(names, self.store, self.store)
+
+        async def listed(sid: str, store_id: str) -> Session | None:
+            try:
+                tail, own = await reader.tail_and_state(store_id)
+            except SessionNotFoundError:  # erased meanwhile
+                return None
+            return Session(
+                id=sid,
+                app_name=names.app_name,
+                user_id=names.user_id,
+                state=merged(app_state[1], user_state[1], own),
+                last_update_time=tail.updated,
+            )
+
+        found: list[Session | None] = []
+        pending = [(sid, store_id) for sid, (_, store_id) in live.items()]
+        for at in range(0, len(pending), _READS):  # a few reads in flight at once
+            found += await asyncio.gather(*(listed(*each) for each in pending[at : at + _READS]))
+        return [session for session in found if session is not None]
+
+
+async def _append(
+    place: Place, tail: Tail | None, payload: dict[str, Any], event: Event, own: dict[str, Any]
+) -> Tail:
+    """Append the event's entry after ``tail`` (read again while another run
+    appended meanwhile); the tail after it. An event equal to the session's
+    last is not stored again (a caller retrying an append that landed)."""
+    view, base = place.view, place.names.base
+    for _ in range(ATTEMPTS):
+        if tail is None:
+            current = await place.current()
+            read = await view.load_slice(current, -1)
+            tail = await place.tail(current, read.entries, read.start, read.length)
+            if read.entries and event_of(read.entries[-1]) == event:
+                return tail
+        state: dict[str, Any] | int = tail.state_at
+        if own or tail.state_at < 0:
+            held = await place.state_at(tail) if tail.state is None else tail.state
+            state = {**held, **own}
+        entry = event_entry(payload, event, state)
+        try:
+            await view.append(tail.session, entry, expect_last=tail.last, expect_head=base)
+        except SessionConflictError as exc:
+            if exc.what == "head" and exc.actual is None:  # creation cut before its head
+                await view.set_head(base, base, expect=None)
+            tail = None
+            continue
+        if isinstance(state, dict):
+            return Tail(
+                tail.session, entry.id, tail.length + 1, tail.length, event.timestamp, state
+            )
+        at, kept = tail.state_at, tail.state
+        return Tail(tail.session, entry.id, tail.length + 1, at, event.timestamp, kept)
+    raise SessionConflictError(base, f"{ATTEMPTS} appends lost their race")
+
+
+async def _rewind(place: Place, invocation: str) -> Tail:
+    """Fork the session just before the invocation's first event and move its
+    head there; the fork's tail. Without such an event, the current tail."""
+    view, names = place.view, place.names
+    current = await place.current()
+    before: SessionEntry | None = None
+    async with aclosing(view.iter_entries(current)) as entries:
+        async for entry in entries:
+            event = event_of(entry)
+            if event is not None and event.invocation_id == invocation and before is not None:
+                break
+            before = entry
+        else:
+            return await place.tail(current)
+    number = len(await view.head_history(names.base))
+    while True:
+        meta = _header(names, names.branch(number), number, parent=current)
+        try:
+            await view.fork(current, at=before.id, meta=meta)
+            break
+        except DuplicateSessionError:
+            number += 1
+    await view.set_head(names.base, meta.id, expect=current)
+    return await place.tail(meta.id)
+
+
+def _header(names: Names, store_id: str, branch: int, parent: str | None = None) -> SessionMeta:
+    """The header of a store session of an ADK session, made now."""
+    made = SessionMeta.new(
+        parent,
+        title=names.session_id,
+        owner=names.owner,
+        tags=("adk",),
+        metadata=names.metadata(branch),
+    )
+    return made.model_copy(update={"id": store_id})
+
+
+def _after(events: list[Event], after: float) -> list[Event]:
+    """ADK's ``after_timestamp``: the events after the last one older than it."""
+    for at in range(len(events) - 1, -1, -1):
+        if events[at].timestamp < after:
+            return events[at + 1 :]
+    return events
