@@ -66,6 +66,7 @@ from sessionstore.models import (
     TitleChange,
     Written,
 )
+from sessionstore.scoped import ScopedStore
 from sessionstore.store import (
     Capability,
     CoreStore,
@@ -176,6 +177,7 @@ __all__ = [
     "SchemaError",
     "SchemaOutdatedError",
     "SchemaTooNewError",
+    "ScopedStore",
     "SearchHit",
     "SessionConflictError",
     "SessionEntry",

@@ -45,9 +45,10 @@ from sessionstore.backends.checks import JournalDurability
 from sessionstore.effects import EffectLog
 from sessionstore.errors import ClosedError, StorageError
 from sessionstore.models import Effect
+from sessionstore.scoped import ScopedStore
 from sessionstore.store import Capability, SessionJournal, SessionStore
 
-__all__ = ["SyncJournal", "SyncStore", "open_store"]
+__all__ = ["SyncJournal", "SyncScopedStore", "SyncStore", "open_store"]
 
 _T = TypeVar("_T")
 _O = TypeVar("_O")
@@ -291,6 +292,15 @@ class SyncStore(_Facade[SessionStore]):
     def journal(self, name: str, *, durability: JournalDurability = "full") -> SyncJournal:
         return SyncJournal(self._target.journal(name, durability=durability), self._loop)
 
+    def scoped(self, owner: str) -> SyncScopedStore:
+        """`ScopedStore` of this store for ``owner``, its methods blocking on this
+        object's loop; closing it leaves this store open.
+
+        Raises:
+            ConfigurationError: ``owner`` is not a non-empty string.
+        """
+        return SyncScopedStore(ScopedStore(self._target, owner), self._loop)
+
     def drop_caches(self) -> None:
         self._target.drop_caches()
 
@@ -313,6 +323,20 @@ class SyncStore(_Facade[SessionStore]):
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class SyncScopedStore(SyncStore):
+    """A `SyncStore` over a `ScopedStore` (`SyncStore.scoped`): the store as one
+    owner sees it. It shares the loop of the sync store it came from, which
+    stays open when this one closes."""
+
+    def __repr__(self) -> str:
+        return f"SyncScopedStore({self._target!r})"
+
+    def close(self) -> None:
+        """Close the view (every later call raises `StorageError`); the store stays open."""
+        if not self._loop.closed:
+            self._loop.run(self._target.close())
 
 
 class SyncJournal(_Facade[SessionJournal]):

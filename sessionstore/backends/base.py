@@ -17,7 +17,7 @@ import re
 import threading
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Sequence
 from types import EllipsisType, TracebackType
-from typing import Any, ClassVar, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from sessionstore.backends.checks import (
     COUNT_MAX,
@@ -40,8 +40,8 @@ from sessionstore.backends.records import (
     decode_stored_entry,
     decode_stored_meta,
     encoded,
+    gathered_blocks,
     header_line,
-    lines_block,
 )
 from sessionstore.backends.words import scan_search, search_hit, words
 from sessionstore.context import repair_pairing
@@ -74,6 +74,9 @@ from sessionstore.store import (
     SessionJournal,
     SessionSummary,
 )
+
+if TYPE_CHECKING:
+    from sessionstore.scoped import ScopedStore
 
 _T = TypeVar("_T")
 
@@ -431,19 +434,9 @@ class StoreBase(abc.ABC):
         self._check_open()
         return []
 
-    async def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
+    def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
         """`raw_lines` gathered into blocks of about `BLOCK` bytes."""
-        buffer: builtins.list[str] = []
-        size = 0
-        async for line in self.raw_lines(session_id):
-            buffer.append(line)
-            size += len(line) + 1
-            if size >= BLOCK:
-                yield lines_block(buffer)
-                buffer.clear()
-                size = 0
-        if buffer:
-            yield lines_block(buffer)
+        return gathered_blocks(self.raw_lines(session_id), BLOCK)
 
     async def load_slice(
         self, session_id: str, start: int = 0, stop: int | None = None
@@ -546,6 +539,12 @@ class StoreBase(abc.ABC):
                 kept[owner] = make()
             found: _T = kept[owner]
         return found
+
+    def scoped(self, owner: str) -> ScopedStore:
+        """This store as the one ``owner`` sees it (`sessionstore.scoped.ScopedStore`)."""
+        from sessionstore.scoped import ScopedStore  # a view above the stores, loaded on use
+
+        return ScopedStore(self, owner)
 
     def drop_caches(self) -> None:
         """A backend that caches more forgets it too, and calls this."""

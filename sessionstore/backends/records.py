@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Literal
 
 from sessionstore.errors import (
@@ -42,6 +42,7 @@ __all__ = [
     "entry_lines",
     "erasure_of",
     "fork_point",
+    "gathered_blocks",
     "header_line",
     "imported_entry",
     "imported_header",
@@ -56,6 +57,21 @@ __all__ = [
 def lines_block(lines: Sequence[str]) -> bytes:
     """Lines as file bytes: UTF-8, each ending in a newline."""
     return ("\n".join(lines) + "\n").encode()
+
+
+async def gathered_blocks(lines: AsyncIterator[str], size: int) -> AsyncIterator[bytes]:
+    """``lines`` as file bytes in blocks of whole lines, each of about ``size`` bytes."""
+    buffer: builtins.list[str] = []
+    held = 0
+    async for line in lines:
+        buffer.append(line)
+        held += len(line) + 1
+        if held >= size:
+            yield lines_block(buffer)
+            buffer.clear()
+            held = 0
+    if buffer:
+        yield lines_block(buffer)
 
 
 def current_title(meta: SessionMeta, changes: Sequence[TitleChange]) -> str | None:

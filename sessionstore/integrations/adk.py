@@ -53,9 +53,9 @@ fork's ``parent_session``).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
+from collections.abc import AsyncIterator
 from contextlib import aclosing, suppress
 from typing import Any
 
@@ -78,6 +78,7 @@ except ImportError as exc:
 
 from sessionstore import (
     DuplicateSessionError,
+    ScopedStore,
     SessionConflictError,
     SessionEntry,
     SessionMeta,
@@ -88,23 +89,19 @@ from sessionstore.integrations.adk_events import (
     ADK_FIELD,
     Names,
     Tail,
-    app_journal,
     created_entry,
     event_entry,
     event_of,
     json_safe,
     split_state,
-    state_line,
-    state_of,
-    updated_of,
 )
+from sessionstore.integrations.adk_reads import ATTEMPTS, Place, app_users, merged
 from sessionstore.wire import encode
 
 __all__ = ["ADKSessionNotFoundError", "SessionExistsError", "StoreSessionService"]
 
-_ATTEMPTS = 64  # appends that lost a race, before giving up
-_CHUNK = 64  # entries read back at a time, looking for a time or a state
 _PAGE = 200  # summaries read per page
+_READS = 16  # sessions read at once by a listing
 
 
 class SessionExistsError(DuplicateSessionError, AlreadyExistsError):
@@ -125,9 +122,10 @@ class StoreSessionService(BaseSessionService):
     """An ADK session service keeping its sessions in a sessionstore store.
 
     Args:
-        store: any open store with every capability (`SessionStore`); the
-            caller keeps it open and closes it. Many services, in many
-            processes, may share one store.
+        store: any open store with every capability (`SessionStore`), the
+            whole store (not a `ScopedStore`: the service makes one per app
+            and user); the caller keeps it open and closes it. Many
+            services, in many processes, may share one store.
     """
 
     def __init__(self, store: SessionStore) -> None:
@@ -135,6 +133,10 @@ class StoreSessionService(BaseSessionService):
 
     def __repr__(self) -> str:
         return f"StoreSessionService({self.store!r})"
+
+    def _place(self, app_name: str, user_id: str, session_id: str = "-") -> Place:
+        names = Names.of(app_name, user_id, session_id)
+        return Place(names, ScopedStore(self.store, names.owner), self.store)
 
     # ------------------------------------------------------------ sessions
 
@@ -152,26 +154,26 @@ class StoreSessionService(BaseSessionService):
             SessionExistsError: ``session_id`` names a session of this app
                 and user (ADK's ``AlreadyExistsError``).
         """
-        names = Names.of(app_name, user_id, session_id or str(uuid.uuid4()))
+        place = self._place(app_name, user_id, session_id or str(uuid.uuid4()))
+        names = place.names
         app, user, own = split_state(json_safe(state or {}))
         created = time.time()
-        meta = _header(names, names.base, 0)
         first = created_entry(names, created, own)
 
-        async def lines() -> Any:
+        async def lines() -> AsyncIterator[str]:
             yield encode(first)
 
         try:
-            await self.store.import_session(encode(meta), lines())
+            await place.view.import_session(encode(_header(names, names.base, 0)), lines())
         except DuplicateSessionError:
             raise SessionExistsError(names.session_id) from None
-        await self.store.set_head(names.base, names.base)
-        await self._shared(names, app, user, new_user=True)
+        await place.view.set_head(names.base, names.base)
+        await place.share(app, user, new_user=True)
         session = Session(
             id=names.session_id,
             app_name=app_name,
             user_id=user_id,
-            state=await self._merged(names, own),
+            state=await place.merged(own),
             last_update_time=created,
         )
         session._storage_update_marker = Tail(names.base, first.id, 1, 0, created).marker()
@@ -187,23 +189,25 @@ class StoreSessionService(BaseSessionService):
     ) -> Session | None:
         """A session with its events, or the last ones `GetSessionConfig`
         asks for, read at the cost of those; None when there is none."""
-        names = Names.of(app_name, user_id, session_id)
-        current = await self._current(names)
+        place = self._place(app_name, user_id, session_id)
+        recent = None if config is None else config.num_recent_events
+        after = None if config is None else config.after_timestamp
         try:
-            entries, start, length = await self._events_read(current, config)
-            tail, own = await self._tail_and_state(current, entries, start, length)
+            current = await place.current()
+            entries, start, length = await place.events_read(current, recent, after)
+            tail, own = await place.tail_and_state(current, entries, start, length)
         except SessionNotFoundError:
             return None
         events = [event for event in map(event_of, entries) if event is not None]
-        if config is not None and config.num_recent_events is not None:
-            events = events[-config.num_recent_events :] if config.num_recent_events else []
-        if config is not None and config.after_timestamp is not None:
-            events = _after(events, config.after_timestamp)
+        if recent is not None:
+            events = events[-recent:] if recent else []
+        if after is not None:
+            events = _after(events, after)
         session = Session(
             id=session_id,
             app_name=app_name,
             user_id=user_id,
-            state=await self._merged(names, own),
+            state=await place.merged(own),
             events=events,
             last_update_time=tail.updated,
         )
@@ -215,31 +219,33 @@ class StoreSessionService(BaseSessionService):
     ) -> ListSessionsResponse:
         """The sessions of a user in an app (of every user in the app when
         ``user_id`` is None), without events, the least recently updated
-        first. Reads each user's page of summaries, then each session's
-        last entry or two (its state and time); every user's when None."""
-        if user_id is None:
-            journal = self.store.journal(app_journal(app_name), durability="store")
-            users = [key.removeprefix("u/") for key, _ in await journal.scan("u/")]
-        else:
-            users = [user_id]
+        first. Reads each user's summaries, a page at a time, then each
+        session's last entry or two (its state and time)."""
+        users = await app_users(self.store, app_name) if user_id is None else [user_id]
         sessions: list[Session] = []
         for user in users:
-            sessions += await self._user_sessions(app_name, user)
+            sessions += await self._user_sessions(self._place(app_name, user))
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=sessions)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Erase a session, every branch a rewind made included (each an
         `Erasure` recorded, reason ``ADK delete_session``); none is fine."""
-        names = Names.of(app_name, user_id, session_id)
-        branches = [move.session_id for move in await self.store.head_history(names.base)]
-        for branch in dict.fromkeys(reversed([names.base, *branches])):
+        place = self._place(app_name, user_id, session_id)
+        base = place.names.base
+        branches = [move.session_id for move in await place.view.head_history(base)]
+        for branch in dict.fromkeys(reversed([base, *branches])):
             with suppress(SessionNotFoundError):  # newest first: SQL forks share entries
-                await self.store.erase(branch, reason="ADK delete_session")
+                await place.view.erase(branch, reason="ADK delete_session")
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's state in the app, keys without ``user:``."""
-        return (await self._scope(Names.of(app_name, user_id, "-").user_journal))[1]
+        return (await self._place(app_name, user_id).scope(app=False))[1]
+
+    async def store_session_id(self, *, app_name: str, user_id: str, session_id: str) -> str:
+        """The id of the store session an ADK session continues in now (what
+        ``sessionstore show`` takes): its first one, or after a rewind its fork."""
+        return await self._place(app_name, user_id, session_id).current()
 
     # ------------------------------------------------------------ events
 
@@ -257,159 +263,30 @@ class StoreSessionService(BaseSessionService):
         event = self._trim_temp_delta_state(event)
         payload = event.model_dump(mode="json", exclude_defaults=True)
         app, user, own = split_state(payload.get("actions", {}).get("state_delta", {}))
-        names = Names.of(session.app_name, session.user_id, session.id)
+        place = self._place(session.app_name, session.user_id, session.id)
         tail = Tail.from_marker(session._storage_update_marker)
         try:
             if event.actions.rewind_before_invocation_id:
-                tail = await self._rewind(names, event.actions.rewind_before_invocation_id)
-            tail = await self._append(names, tail, payload, event, own)
+                tail = await _rewind(place, event.actions.rewind_before_invocation_id)
+            tail = await _append(place, tail, payload, event, own)
         except SessionNotFoundError:
-            raise ADKSessionNotFoundError(names.base) from None
-        await self._shared(names, app, user)
+            raise ADKSessionNotFoundError(place.names.base) from None
+        await place.share(app, user)
         session._storage_update_marker = tail.marker()
         self._commit_event_to_session(session, event)
         session.last_update_time = event.timestamp
         return event
 
-    async def _append(
-        self,
-        names: Names,
-        tail: Tail | None,
-        payload: dict[str, Any],
-        event: Event,
-        own: dict[str, Any],
-    ) -> Tail:
-        """Append the event's entry after ``tail`` (read again while another run
-        appended meanwhile); the tail after it."""
-        for _ in range(_ATTEMPTS):
-            if tail is None:
-                tail = await self._tail(await self._current(names))
-            state: dict[str, Any] | int = tail.state_at
-            if own or tail.state_at < 0:
-                state = {**(await self._state_at(tail)), **own}
-            entry = event_entry(payload, event, state)
-            try:
-                await self.store.append(
-                    tail.session, entry, expect_last=tail.last, expect_head=names.base
-                )
-            except SessionConflictError as exc:
-                if exc.what == "head" and exc.actual is None:  # creation cut before its head
-                    await self.store.set_head(names.base, names.base, expect=None)
-                tail = None
-                continue
-            at = tail.length if isinstance(state, dict) else tail.state_at
-            return Tail(tail.session, entry.id, tail.length + 1, at, event.timestamp)
-        raise SessionConflictError(names.base, f"{_ATTEMPTS} appends lost their race")
-
-    async def _rewind(self, names: Names, invocation: str) -> Tail:
-        """Fork the session just before the invocation's first event and move
-        its head there; the fork's tail. Without such an event, the current tail."""
-        current = await self._current(names)
-        before: SessionEntry | None = None
-        async with aclosing(self.store.iter_entries(current)) as entries:
-            async for entry in entries:
-                event = event_of(entry)
-                if event is not None and event.invocation_id == invocation and before is not None:
-                    break
-                before = entry
-            else:
-                return await self._tail(current)
-        history = await self.store.head_history(names.base)
-        number = len(history)
-        while True:
-            meta = _header(names, names.branch(number), number, parent=current)
-            try:
-                await self.store.fork(current, at=before.id, meta=meta)
-                break
-            except DuplicateSessionError:
-                number += 1
-        await self.store.set_head(names.base, meta.id, expect=current)
-        return await self._tail(meta.id)
-
-    # ------------------------------------------------------------ reads
-
-    async def _current(self, names: Names) -> str:
-        """The store session an ADK session continues in now."""
-        return await self.store.head(names.base) or names.base
-
-    async def _events_read(
-        self, session: str, config: GetSessionConfig | None
-    ) -> tuple[list[SessionEntry], int, int]:
-        """The entries holding the events asked for (and maybe a few before),
-        where they start, and the session's length (0 when nothing is read)."""
-        recent = None if config is None else config.num_recent_events
-        after = None if config is None else config.after_timestamp
-        if recent == 0:
-            return [], 0, 0
-        if recent is None and after is None:
-            read = await self.store.load_slice(session)
-            return read.entries, read.start, read.length
-        # From the end back, a chunk at a time, until enough events, or one before ``after``.
-        read = await self.store.load_slice(session, -(recent or _CHUNK))
-        entries, start = read.entries, read.start
-        while start > 0 and not _enough(entries, recent, after):
-            more = await self.store.load_slice(session, max(0, start - _CHUNK), start)
-            entries, start = more.entries + entries, more.start
-        return entries, start, read.length
-
-    async def _tail_and_state(
-        self, session: str, entries: list[SessionEntry], start: int, length: int
-    ) -> tuple[Tail, dict[str, Any]]:
-        """The session's tail and own state, from the entries read when they
-        end it, else from its last entries."""
-        if not entries or start + len(entries) != length:
-            tail = await self._tail(session)
-        else:
-            tail = await self._tail(session, entries, start, length)
-        return tail, await self._state_at(tail)
-
-    async def _tail(
-        self,
-        session: str,
-        entries: list[SessionEntry] | None = None,
-        start: int = 0,
-        length: int = 0,
-    ) -> Tail:
-        """Where a session ends: its last entry, the entry holding its state
-        and the time of its last event (read back in chunks while its last
-        entries are not the adapter's)."""
-        if entries is None:
-            read = await self.store.load_slice(session, -1)
-            entries, start, length = read.entries, read.start, read.length
-        last = entries[-1].id if entries else ""
-        state_at, updated = -1, None
-        while True:
-            for offset in range(len(entries) - 1, -1, -1):
-                found = state_of(entries[offset], start + offset)
-                if found is not None and state_at < 0:
-                    state_at = start + offset if isinstance(found, dict) else found
-                if updated is None:
-                    updated = updated_of(entries[offset : offset + 1])
-                if state_at >= 0 and updated is not None:
-                    return Tail(session, last, length, state_at, updated)
-            if start == 0:
-                return Tail(session, last, length, state_at, updated or 0.0)
-            read = await self.store.load_slice(session, max(0, start - _CHUNK), start)
-            entries, start = read.entries, read.start
-
-    async def _state_at(self, tail: Tail) -> dict[str, Any]:
-        """The session's own state the entry at ``tail.state_at`` holds."""
-        if tail.state_at < 0:
-            return {}
-        read = await self.store.load_slice(tail.session, tail.state_at, tail.state_at + 1)
-        found = state_of(read.entries[0], tail.state_at) if read.entries else None
-        return dict(found) if isinstance(found, dict) else {}
-
-    async def _user_sessions(self, app_name: str, user_id: str) -> list[Session]:
+    async def _user_sessions(self, place: Place) -> list[Session]:
         """Every live session of a user in an app, without events."""
-        names = Names.of(app_name, user_id, "-")
+        names = place.names
         live: dict[str, tuple[int, str]] = {}  # ADK id -> (branch, store id)
         after: str | None = None
         while True:
-            page = await self.store.summaries(owner=names.owner, limit=_PAGE, after=after)
+            page = await place.view.summaries(limit=_PAGE, after=after)
             for summary in page:
                 kept = summary.meta.metadata.get(ADK_FIELD)
-                if not isinstance(kept, dict) or kept.get("app_name") != app_name:
+                if not isinstance(kept, dict) or kept.get("app_name") != names.app_name:
                     continue
                 sid, branch = kept.get("session_id"), kept.get("branch")
                 if not isinstance(sid, str) or not isinstance(branch, int):
@@ -419,72 +296,80 @@ class StoreSessionService(BaseSessionService):
             if len(page) < _PAGE:
                 break
             after = page[-1].cursor
-        app_state = await self._scope(app_journal(app_name))
-        user_state = await self._scope(names.user_journal)
-        sessions = []
-        for sid, (_, store_id) in live.items():
+        app_state, user_state = await place.scope(app=True), await place.scope(app=False)
+        # The ids came from the owner's own listing: read them on the whole
+        # store, sparing the view's check of each header.
+        reader = Place(names, self.store, self.store)
+
+        async def listed(sid: str, store_id: str) -> Session | None:
             try:
-                tail = await self._tail(store_id)
+                tail, own = await reader.tail_and_state(store_id)
             except SessionNotFoundError:  # erased meanwhile
-                continue
-            own = await self._state_at(tail)
-            sessions.append(
-                Session(
-                    id=sid,
-                    app_name=app_name,
-                    user_id=user_id,
-                    state=_merge(app_state[1], user_state[1], own),
-                    last_update_time=tail.updated,
-                )
+                return None
+            return Session(
+                id=sid,
+                app_name=names.app_name,
+                user_id=names.user_id,
+                state=merged(app_state[1], user_state[1], own),
+                last_update_time=tail.updated,
             )
-        return sessions
 
-    # ------------------------------------------------------------ shared state
+        found: list[Session | None] = []
+        pending = [(sid, store_id) for sid, (_, store_id) in live.items()]
+        for at in range(0, len(pending), _READS):  # a few reads in flight at once
+            found += await asyncio.gather(*(listed(*each) for each in pending[at : at + _READS]))
+        return [session for session in found if session is not None]
 
-    async def _merged(self, names: Names, own: dict[str, Any]) -> dict[str, Any]:
-        """The state ADK sees: app and user state, prefixed, over the session's own."""
-        app = await self._scope(app_journal(names.app_name))
-        user = await self._scope(names.user_journal)
-        return _merge(app[1], user[1], own)
 
-    async def _scope(self, journal_name: str) -> tuple[int, dict[str, Any]]:
-        """The newest revision of a shared scope's state (0 and empty: none)."""
-        journal = self.store.journal(journal_name, durability="store")
-        newest = await journal.scan("v/", limit=1)
-        if not newest:
-            return 0, {}
-        key, lines = newest[0]
-        state = json.loads(lines[-1]).get("state")
-        return int(key.removeprefix("v/")), dict(state) if isinstance(state, dict) else {}
+async def _append(
+    place: Place, tail: Tail | None, payload: dict[str, Any], event: Event, own: dict[str, Any]
+) -> Tail:
+    """Append the event's entry after ``tail`` (read again while another run
+    appended meanwhile); the tail after it."""
+    view, base = place.view, place.names.base
+    for _ in range(ATTEMPTS):
+        if tail is None:
+            tail = await place.tail(await place.current())
+        state: dict[str, Any] | int = tail.state_at
+        if own or tail.state_at < 0:
+            state = {**(await place.state_at(tail)), **own}
+        entry = event_entry(payload, event, state)
+        try:
+            await view.append(tail.session, entry, expect_last=tail.last, expect_head=base)
+        except SessionConflictError as exc:
+            if exc.what == "head" and exc.actual is None:  # creation cut before its head
+                await view.set_head(base, base, expect=None)
+            tail = None
+            continue
+        at = tail.length if isinstance(state, dict) else tail.state_at
+        return Tail(tail.session, entry.id, tail.length + 1, at, event.timestamp)
+    raise SessionConflictError(base, f"{ATTEMPTS} appends lost their race")
 
-    async def _shared(
-        self,
-        names: Names,
-        app: dict[str, Any],
-        user: dict[str, Any],
-        *,
-        new_user: bool = False,
-    ) -> None:
-        """Merge deltas into the app's and the user's state; with ``new_user``,
-        list the user among the app's."""
-        if new_user:
-            journal = self.store.journal(app_journal(names.app_name), durability="store")
-            key = f"u/{names.user_id}"
-            await journal.append_keyed_unless([key], _taken, state_line(key, {}))
-        for journal_name, delta in ((app_journal(names.app_name), app), (names.user_journal, user)):
-            if delta:
-                await self._merge_into(journal_name, delta)
 
-    async def _merge_into(self, journal_name: str, delta: dict[str, Any]) -> None:
-        journal = self.store.journal(journal_name, durability="store")
-        for _ in range(_ATTEMPTS):
-            revision, state = await self._scope(journal_name)
-            key = f"v/{revision + 1:012d}"
-            line = state_line(key, {**state, **delta})
-            if await journal.append_keyed_unless([key], _taken, line) is None:
-                return
-            await asyncio.sleep(0)
-        raise SessionConflictError(journal_name, f"{_ATTEMPTS} state merges lost their race")
+async def _rewind(place: Place, invocation: str) -> Tail:
+    """Fork the session just before the invocation's first event and move its
+    head there; the fork's tail. Without such an event, the current tail."""
+    view, names = place.view, place.names
+    current = await place.current()
+    before: SessionEntry | None = None
+    async with aclosing(view.iter_entries(current)) as entries:
+        async for entry in entries:
+            event = event_of(entry)
+            if event is not None and event.invocation_id == invocation and before is not None:
+                break
+            before = entry
+        else:
+            return await place.tail(current)
+    number = len(await view.head_history(names.base))
+    while True:
+        meta = _header(names, names.branch(number), number, parent=current)
+        try:
+            await view.fork(current, at=before.id, meta=meta)
+            break
+        except DuplicateSessionError:
+            number += 1
+    await view.set_head(names.base, meta.id, expect=current)
+    return await place.tail(meta.id)
 
 
 def _header(names: Names, store_id: str, branch: int, parent: str | None = None) -> SessionMeta:
@@ -497,25 +382,6 @@ def _header(names: Names, store_id: str, branch: int, parent: str | None = None)
         metadata=names.metadata(branch),
     )
     return made.model_copy(update={"id": store_id})
-
-
-def _taken(found: dict[str, list[bytes]]) -> bool | None:
-    return True if found else None
-
-
-def _merge(app: dict[str, Any], user: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(own)
-    merged.update({f"app:{key}": value for key, value in app.items()})
-    merged.update({f"user:{key}": value for key, value in user.items()})
-    return merged
-
-
-def _enough(entries: list[SessionEntry], recent: int | None, after: float | None) -> bool:
-    """Whether ``entries`` hold ``recent`` events (when given), else one older than ``after``."""
-    events = [event for event in map(event_of, entries) if event is not None]
-    if recent is not None:
-        return len(events) >= recent
-    return after is not None and any(event.timestamp < after for event in events)
 
 
 def _after(events: list[Event], after: float) -> list[Event]:

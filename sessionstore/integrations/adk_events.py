@@ -40,6 +40,7 @@ __all__ = [
     "created_entry",
     "event_entry",
     "event_of",
+    "event_time",
     "json_safe",
     "message_of",
     "owner_of",
@@ -203,9 +204,24 @@ def message_of(event: Event) -> dict[str, Any]:
     else:
         role = "assistant"
     blocks = [block for part in (content.parts or [] if content else []) for block in _blocks(part)]
+    if not blocks:  # an event that only acts: say what it does
+        return {"role": role, "content": _acts(event)}
     if all(block.get("type") == "text" for block in blocks):
         return {"role": role, "content": "".join(block["text"] for block in blocks)}
     return {"role": role, "content": blocks}
+
+
+def _acts(event: Event) -> str:
+    """What an event without content does, in words (empty when nothing views show)."""
+    actions = event.actions
+    said = []
+    if actions.rewind_before_invocation_id:
+        said.append(f"[rewind to before invocation {actions.rewind_before_invocation_id}]")
+    if actions.transfer_to_agent:
+        said.append(f"[transfer to {actions.transfer_to_agent}]")
+    if actions.escalate:
+        said.append("[escalate]")
+    return " ".join(said)
 
 
 def _blocks(part: types.Part) -> list[dict[str, Any]]:
@@ -261,6 +277,18 @@ def event_of(entry: SessionEntry) -> Event | None:
         ),
         timestamp=datetime.fromisoformat(entry.timestamp).timestamp(),
     )
+
+
+def event_time(entry: SessionEntry) -> float | None:
+    """The time of the event an entry holds (None: it holds none), read
+    without building the event."""
+    if isinstance(entry, MessageEntry):
+        payload = entry.message.extra.get(ADK_FIELD)
+        stamp = payload.get("timestamp") if isinstance(payload, dict) else None
+        if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+            return float(stamp)
+    event = event_of(entry)
+    return None if event is None else event.timestamp
 
 
 @dataclass(frozen=True)

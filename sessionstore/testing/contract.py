@@ -53,6 +53,7 @@ from sessionstore.testing.conditional import ConditionalContract
 from sessionstore.testing.contexts import ContextContract
 from sessionstore.testing.imports import ImportContract
 from sessionstore.testing.lifecycle import LifecycleContract
+from sessionstore.testing.scoped_contract import ScopedContract
 from sessionstore.testing.slices import SliceContract
 from sessionstore.wire import limits
 
@@ -103,6 +104,7 @@ class SessionStoreContract(
     ContextContract,
     ImportContract,
     LifecycleContract,
+    ScopedContract,
     SliceContract,
 ):
     """Every rule of the store contract, as tests over the ``backend`` fixture;

@@ -87,12 +87,16 @@ class AsyncOverSync(_Calls):
         lines = [line async for line in entries]
         return await asyncio.to_thread(self.sync.import_session, header, lines, after=after)
 
-    def journal(self, name: str, *, durability: Any = "full") -> _Calls:
+    def journal(self, name: str, *, durability: Any = "full") -> _JournalCalls:
         journal: SyncJournal = self.sync.journal(name, durability=durability)
-        return _Calls(journal)
+        return _JournalCalls(journal)
 
     def drop_caches(self) -> None:
         self.sync.drop_caches()
+
+    def scoped(self, owner: str) -> AsyncOverSync:
+        """The facade's view for ``owner`` (`SyncStore.scoped`), called likewise."""
+        return AsyncOverSync(self.sync.scoped(owner))
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

@@ -1,0 +1,141 @@
+"""Scoped stores beyond the contract: integrity, archives, adapters' keeping,
+names, nesting, and the blocking view."""
+
+from __future__ import annotations
+
+import builtins
+from pathlib import Path
+
+import pytest
+
+from sessionstore import (
+    ArchiveError,
+    ClosedError,
+    InvalidSessionIdError,
+    MemoryStore,
+    ScopedStore,
+    SessionMeta,
+    SessionNotFoundError,
+    export_archive,
+    import_archive,
+)
+from sessionstore.sync import SyncScopedStore, open_store
+from sessionstore.testing.contract import message
+
+
+class _Faulty(MemoryStore):
+    """A memory store whose integrity check reports the faults it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.faults: builtins.list[str] = []
+
+    async def integrity(self) -> builtins.list[str]:
+        return list(self.faults)
+
+
+async def test_integrity_gives_only_the_faults_naming_the_owner_s_things() -> None:
+    store = _Faulty()
+    view, other = store.scoped("alice"), store.scoped("bob")
+    await view.create(SessionMeta(id="mine"))
+    await other.create(SessionMeta(id="theirs"))
+    store.faults = [
+        "session 'mine': 3 entries but seq runs 1..4",
+        "session 'theirs': 3 entries but seq runs 1..4",
+        "session 'mine': 1 entries but seq runs 1..1 (it shares 'theirs')",
+        f"head {view.prefix + 'main'!r}: 2 positions but seq runs to 3",
+        f"head {other.prefix + 'main'!r}: 2 positions but seq runs to 3",
+        "integrity_check: *** in database main ***",
+        "head 'main': 2 positions but seq runs to 3",
+    ]
+    assert await view.integrity() == [
+        "session 'mine': 3 entries but seq runs 1..4",
+        "head 'main': 2 positions but seq runs to 3",
+    ]
+    assert await other.integrity() == [
+        "session 'theirs': 3 entries but seq runs 1..4",
+        "head 'main': 2 positions but seq runs to 3",
+    ]
+    assert await store.integrity() == store.faults
+
+
+async def test_a_tenant_s_archive_goes_out_and_back_in_through_views(tmp_path: Path) -> None:
+    store = MemoryStore()
+    alice, bob = store.scoped("alice"), store.scoped("bob")
+    session = await alice.create(SessionMeta.new())
+    await alice.append(session, message("a1", "hello"))
+    await alice.set_head("main", session)
+    await alice.journal("agent").append_raw(b'{"key":"k"}')
+    await bob.create(SessionMeta(id="bob-only"))
+    report = await export_archive(alice, tmp_path / "alice")
+    assert (report.sessions, report.heads, report.journals) == (1, 1, 1)
+    assert not (tmp_path / "alice" / "sessions" / "bob-only.jsonl").exists()
+
+    elsewhere = MemoryStore()
+    await import_archive(elsewhere.scoped("alice"), tmp_path / "alice")
+    again = elsewhere.scoped("alice")
+    assert await again.load(session) == [message("a1", "hello")]
+    assert await again.head("main") == session
+    assert await again.journals() == ["agent"]
+    # Another tenant cannot take alice's archive as its own.
+    with pytest.raises(ArchiveError, match="imports only its sessions"):
+        await import_archive(MemoryStore().scoped("mallory"), tmp_path / "alice")
+
+
+async def test_what_adapters_keep_is_kept_apart_for_each_owner() -> None:
+    store = MemoryStore()
+    alice, bob = store.scoped("alice"), store.scoped("bob")
+    kept: dict[str, int] = alice.kept("adapter", dict)
+    assert alice.kept("adapter", dict) is kept
+    assert store.scoped("alice").kept("adapter", dict) is kept  # while the store lives
+    assert bob.kept("adapter", dict) is not kept
+    assert store.kept("adapter", dict) is not kept
+
+
+async def test_names_leave_room_for_the_owner_s_prefix() -> None:
+    view = MemoryStore().scoped("alice")
+    room = 200 - len(view.prefix)
+    view.journal("j" * room)
+    with pytest.raises(InvalidSessionIdError, match=f"{room} UTF-8 bytes") as raised:
+        view.journal("j" * (room + 1))
+    assert raised.value.session_id == "j" * (room + 1)
+    with pytest.raises(InvalidSessionIdError):
+        await view.head("h" * (room + 1))
+
+
+async def test_a_view_of_a_view_reaches_only_what_both_owners_hold() -> None:
+    store = MemoryStore()
+    alice = store.scoped("alice")
+    session = await alice.create(SessionMeta.new())
+    assert await alice.scoped("alice").load(session) == []
+    with pytest.raises(SessionNotFoundError):
+        await alice.scoped("bob").load(session)
+    assert await alice.scoped("bob").list() == []
+
+
+async def test_the_prefix_is_the_owner_s_alone() -> None:
+    store = MemoryStore()
+    prefixes = {ScopedStore(store, owner).prefix for owner in ["a", "b", "a:", "ä", "a/b"]}
+    assert len(prefixes) == 5
+    assert ScopedStore(MemoryStore(), "a").prefix == ScopedStore(store, "a").prefix
+
+
+def test_a_blocking_view_closes_alone(tmp_path: Path) -> None:
+    with open_store(tmp_path / "s.db") as store:
+        with store.scoped("alice") as alice:
+            assert isinstance(alice, SyncScopedStore)
+            session = alice.create(SessionMeta.new())
+            alice.append(session, message("a1", "hi"))
+            assert [e.id for e in alice.iter_entries(session)] == ["a1"]
+            alice.journal("agent").append_raw(b'{"key":"k"}')
+            assert alice.journal("agent").keyed("k") == {"k": [b'{"key":"k"}']}
+            assert alice.run(lambda view: view.journals()) == ["agent"]
+            with pytest.raises(SessionNotFoundError):
+                store.scoped("bob").load(session)
+        with pytest.raises(ClosedError):
+            alice.load(session)
+        assert store.load(session) == [message("a1", "hi")]  # the store stays open
+        assert store.list()[0].owner == "alice"
+        assert store.scoped("bob").summaries() == []
+    with pytest.raises(ClosedError):
+        alice.list()  # closed with the store's loop
