@@ -31,8 +31,12 @@ Leaves also derive from the builtin a caller would reach for first, so
 Adapters add leaves beside a framework's own exception, named in their
 module (``sessionstore.integrations.openai_agents.InvalidItemError``, an
 `InvalidRecordError` also ``TypeError``, and ``ToolCallInDoubtError``, an
-`EffectInDoubtError` also ``AgentsException``). Driver and OS errors are
-translated at one boundary per backend, chained: none reaches a caller.
+`EffectInDoubtError` also ``AgentsException``;
+``sessionstore.integrations.adk.SessionExistsError``, a
+`DuplicateSessionError` also ADK's ``AlreadyExistsError``, and
+``ADKSessionNotFoundError``, a `SessionNotFoundError` also ADK's). Driver
+and OS errors are translated at one boundary per backend, chained: none
+reaches a caller.
 """
 
 from __future__ import annotations

@@ -11,8 +11,13 @@ session by one id. `Names` maps the three to ``adk-<scope>-<session id>``
 never meet; an id the session-id rule refuses is digested too). The header's
 ``owner`` is ``adk:["<app>","<user>"]`` (JSON, so no two pairs share it), the
 filter every listing and search takes, and its ``metadata["adk"]`` names the
-app, user and session id. Tenancy rests on the id: a call for (app, user)
-computes ids only under that scope, so it cannot reach another's session.
+app, user and session id. Each (app, user) is an owner, and every call
+works through its owner's `ScopedStore` view (sessions, heads, the user's
+state journal): a call for (app, user) computes ids only under that scope,
+and the view refuses any session whose header names another owner. Only
+the app's journal, shared by all its users, is on the whole store; a
+listing reads the sessions the owner's view listed on the whole store too,
+sparing the view's check of each header.
 
 **Events.** Each event is one entry: a `Message` whose role and content are
 what views read (text, ``tool_use`` and ``tool_result`` blocks:
@@ -26,8 +31,8 @@ whole state after it (``adk_state``, as ADK's database service rewrites its
 state row); any other entry holds the position of the one that does
 (``adk_state_at``). So reading the state costs one or two entries, never the
 session. ``app:`` and ``user:`` state are shared by many sessions, so no
-session's entry can hold them: each scope is a journal (``adk-app-<digest>``,
-``adk-user-<digest>``) of keyed lines ``v/<revision>``, each the scope's
+session's entry can hold them: each scope is a journal (``adk-app-<digest>`` on the whole
+store, ``adk-user-<digest>`` in the owner's view) of keyed lines ``v/<revision>``, each the scope's
 whole state, the newest read by one ``scan`` and the next written by
 ``append_keyed_unless`` (of two writers, one wins and the other merges
 again). They are written right after the event: a crash between keeps the
@@ -37,10 +42,16 @@ keys are never stored. The app's journal also lists its users (keys
 
 **Concurrency.** Every append is conditional (``expect_last`` and
 ``expect_head``) on where the session ended when last read, which the ADK
-``Session`` carries; when another run appended meanwhile, the service reads
-the new end and appends after it, merging the state again. Two runs on one
-session never lose an event or a state change, and never get a stale-session
-error.
+``Session`` carries with the session's own state (`adk_events.Tail`, in
+its storage marker), so an append in turn reads nothing first; when
+another run appended meanwhile, the service reads the new end and appends
+after it, merging the state again. Two runs on one session never lose an
+event or a state change, and never get a stale-session error.
+
+**Reads.** A `get_session` with a `GetSessionConfig` reads from the end
+back as far as it asks; one without (what ``Runner`` asks at each
+invocation) reads the whole session the first time, then only the entries
+appended since, the service keeping the entries (`adk_reads.KeptEvents`).
 
 **Rewind.** ``Runner.rewind_async`` appends an event rewinding to before an
 invocation. The service forks the store session just before that
@@ -57,6 +68,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing, suppress
+from dataclasses import replace
 from typing import Any
 
 try:
@@ -78,6 +90,7 @@ except ImportError as exc:
 
 from sessionstore import (
     DuplicateSessionError,
+    InvalidRecordError,
     ScopedStore,
     SessionConflictError,
     SessionEntry,
@@ -95,7 +108,7 @@ from sessionstore.integrations.adk_events import (
     json_safe,
     split_state,
 )
-from sessionstore.integrations.adk_reads import ATTEMPTS, Place, app_users, merged
+from sessionstore.integrations.adk_reads import ATTEMPTS, KeptEvents, Place, app_users, merged
 from sessionstore.wire import encode
 
 __all__ = ["ADKSessionNotFoundError", "SessionExistsError", "StoreSessionService"]
@@ -130,6 +143,12 @@ class StoreSessionService(BaseSessionService):
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
+        self._events = KeptEvents()
+
+    def forget_events(self) -> None:
+        """Drop the events kept of the sessions read whole (`KeptEvents`):
+        the next `get_session` reads each session whole again."""
+        self._events.forget()
 
     def __repr__(self) -> str:
         return f"StoreSessionService({self.store!r})"
@@ -176,7 +195,7 @@ class StoreSessionService(BaseSessionService):
             state=await place.merged(own),
             last_update_time=created,
         )
-        session._storage_update_marker = Tail(names.base, first.id, 1, 0, created).marker()
+        session._storage_update_marker = Tail(names.base, first.id, 1, 0, created, own).marker()
         return session
 
     async def get_session(
@@ -194,11 +213,15 @@ class StoreSessionService(BaseSessionService):
         after = None if config is None else config.after_timestamp
         try:
             current = await place.current()
-            entries, start, length = await place.events_read(current, recent, after)
+            if recent is None and after is None:  # the whole session: what is new since
+                events, read = await self._events.read(place.view, current)
+                entries, start, length = read.entries, read.start, read.length
+            else:
+                entries, start, length = await place.events_read(current, recent, after)
+                events = [event for event in map(event_of, entries) if event is not None]
             tail, own = await place.tail_and_state(current, entries, start, length)
         except SessionNotFoundError:
             return None
-        events = [event for event in map(event_of, entries) if event is not None]
         if recent is not None:
             events = events[-recent:] if recent else []
         if after is not None:
@@ -211,7 +234,7 @@ class StoreSessionService(BaseSessionService):
             events=events,
             last_update_time=tail.updated,
         )
-        session._storage_update_marker = tail.marker()
+        session._storage_update_marker = replace(tail, state=own).marker()
         return session
 
     async def list_sessions(
@@ -254,6 +277,8 @@ class StoreSessionService(BaseSessionService):
 
         Raises:
             ADKSessionNotFoundError: the session does not exist.
+            InvalidRecordError: the event holds what JSON cannot carry (a
+                function in its state delta...); nothing was stored.
             SessionConflictError: other runs kept appending between each
                 read and write (64 times); nothing was stored.
         """
@@ -261,7 +286,12 @@ class StoreSessionService(BaseSessionService):
             return event
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
-        payload = event.model_dump(mode="json", exclude_defaults=True)
+        try:
+            payload = event.model_dump(mode="json", exclude_defaults=True)
+        except (TypeError, ValueError) as exc:  # pydantic's PydanticSerializationError
+            raise InvalidRecordError(
+                f"ADK session {session.id!r}: an event with what JSON cannot carry: {exc}"
+            ) from None
         app, user, own = split_state(payload.get("actions", {}).get("state_delta", {}))
         place = self._place(session.app_name, session.user_id, session.id)
         tail = Tail.from_marker(session._storage_update_marker)
@@ -325,14 +355,20 @@ async def _append(
     place: Place, tail: Tail | None, payload: dict[str, Any], event: Event, own: dict[str, Any]
 ) -> Tail:
     """Append the event's entry after ``tail`` (read again while another run
-    appended meanwhile); the tail after it."""
+    appended meanwhile); the tail after it. An event equal to the session's
+    last is not stored again (a caller retrying an append that landed)."""
     view, base = place.view, place.names.base
     for _ in range(ATTEMPTS):
         if tail is None:
-            tail = await place.tail(await place.current())
+            current = await place.current()
+            read = await view.load_slice(current, -1)
+            tail = await place.tail(current, read.entries, read.start, read.length)
+            if read.entries and event_of(read.entries[-1]) == event:
+                return tail
         state: dict[str, Any] | int = tail.state_at
         if own or tail.state_at < 0:
-            state = {**(await place.state_at(tail)), **own}
+            held = await place.state_at(tail) if tail.state is None else tail.state
+            state = {**held, **own}
         entry = event_entry(payload, event, state)
         try:
             await view.append(tail.session, entry, expect_last=tail.last, expect_head=base)
@@ -341,8 +377,12 @@ async def _append(
                 await view.set_head(base, base, expect=None)
             tail = None
             continue
-        at = tail.length if isinstance(state, dict) else tail.state_at
-        return Tail(tail.session, entry.id, tail.length + 1, at, event.timestamp)
+        if isinstance(state, dict):
+            return Tail(
+                tail.session, entry.id, tail.length + 1, tail.length, event.timestamp, state
+            )
+        at, kept = tail.state_at, tail.state
+        return Tail(tail.session, entry.id, tail.length + 1, at, event.timestamp, kept)
     raise SessionConflictError(base, f"{ATTEMPTS} appends lost their race")
 
 

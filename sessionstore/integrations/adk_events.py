@@ -301,6 +301,8 @@ class Tail:
         length: how many entries it holds.
         state_at: the position of the entry holding its state (-1: none).
         updated: the time of its last event, else its creation.
+        state: the session's own state, that entry's, when it was read
+            (None: to read).
     """
 
     session: str
@@ -308,22 +310,25 @@ class Tail:
     length: int
     state_at: int
     updated: float
+    state: dict[str, Any] | None = None
 
     def marker(self) -> str:
         """The tail as ADK's ``Session`` keeps it between calls."""
-        return json.dumps([self.session, self.last, self.length, self.state_at, self.updated])
+        fields = [self.session, self.last, self.length, self.state_at, self.updated, self.state]
+        return json.dumps(fields, ensure_ascii=False, separators=_SEPARATORS)
 
     @classmethod
     def from_marker(cls, marker: str | None) -> Tail | None:
         """The tail a `marker` wrote; None for anything else."""
         try:
-            session, last, length, state_at, updated = json.loads(marker or "")
-            tail = cls(session, last, length, state_at, updated)
+            session, last, length, state_at, updated, state = json.loads(marker or "")
         except (ValueError, TypeError):
             return None
-        kinds = (str, str, int, int, float)
-        values = (session, last, length, state_at, updated)
-        return tail if all(isinstance(v, k) for v, k in zip(values, kinds, strict=True)) else None
+        values = (session, last, length, state_at, updated, state)
+        kinds = (str, str, int, int, float, dict | None)
+        if not all(isinstance(v, k) for v, k in zip(values, kinds, strict=True)):
+            return None
+        return cls(session, last, length, state_at, updated, state)
 
 
 def state_of(entry: SessionEntry, position: int) -> dict[str, Any] | int | None:

@@ -7,20 +7,32 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from sessionstore import SessionConflictError, SessionEntry, SessionJournal, SessionStore
+from sessionstore import (
+    EntrySlice,
+    MessageEntry,
+    SessionConflictError,
+    SessionEntry,
+    SessionJournal,
+    SessionStore,
+)
 from sessionstore.integrations.adk_events import (
     Names,
     Tail,
     app_journal,
+    event_of,
     event_time,
     state_line,
     state_of,
     updated_of,
 )
+from sessionstore.integrations.kept import KEPT, KEPT_BYTES, Latest, weight
 
-__all__ = ["ATTEMPTS", "CHUNK", "Place", "merged"]
+if TYPE_CHECKING:
+    from google.adk.events.event import Event
+
+__all__ = ["ATTEMPTS", "CHUNK", "KeptEvents", "Place", "app_users", "merged"]
 
 ATTEMPTS = 64
 """Writes that lost a race, each read and tried again, before giving up."""
@@ -175,6 +187,85 @@ class Place:
                 return
             await asyncio.sleep(0)
         raise SessionConflictError(self.names.base, f"{ATTEMPTS} state merges lost their race")
+
+
+@dataclass(frozen=True)
+class _Events:
+    """A store session's entries holding events, from its first entry to ``stop``."""
+
+    stop: int
+    last_id: str  # the id of entry ``stop - 1``
+    entries: tuple[SessionEntry, ...]
+    weight: int
+
+
+class _Slot:
+    """Where one session's kept events are, replaced whole."""
+
+    kept: _Events | None = None
+
+    @property
+    def weight(self) -> int:
+        kept = self.kept
+        return 0 if kept is None else kept.weight
+
+
+class KeptEvents:
+    """The events of the store sessions a service read whole, kept between
+    reads: the next whole read asks the store only for the entries appended
+    since (after re-reading the last one kept, to check its id), for the last
+    `SESSIONS` sessions read, each of at most `KEPT` entries and `KEPT_BYTES`
+    (a longer one is read whole each time), about 100 MiB in all
+    (`sessionstore.integrations.kept`). What is kept is the entries, as
+    read (frozen); each read builds its events from them anew, so no event
+    handed out is another's, and none costs a read of the store twice."""
+
+    SESSIONS = 256
+    """Sessions whose events are kept at most, the latest read."""
+
+    def __init__(self) -> None:
+        self._latest = self._new()
+
+    def _new(self) -> Latest[_Slot]:
+        return Latest(lambda name: _Slot(), most=self.SESSIONS, weigh=lambda slot: slot.weight)
+
+    def forget(self) -> None:
+        """Drop every event kept: the next reads read whole sessions."""
+        self._latest = self._new()
+
+    async def read(self, view: SessionStore, session: str) -> tuple[list[Event], EntrySlice]:
+        """A store session's events, and the read that ended them (its last
+        entries, from the last one kept, when some were kept).
+
+        Raises:
+            SessionNotFoundError, CorruptSessionError: as `SessionStore.load_slice`.
+        """
+        slot = self._latest.get(session)
+        kept = slot.kept
+        if kept is not None:
+            read = await view.load_slice(session, kept.stop - 1)
+            first = read.entries[0] if read.entries else None
+            if read.start == kept.stop - 1 and first is not None and first.id == kept.last_id:
+                return self._kept(slot, read, read.entries[1:], kept.entries, kept.weight)
+        read = await view.load_slice(session)
+        return self._kept(slot, read, read.entries, (), 0)
+
+    @staticmethod
+    def _kept(
+        slot: _Slot,
+        read: EntrySlice,
+        new: list[SessionEntry],
+        entries: tuple[SessionEntry, ...],
+        heavy: int,
+    ) -> tuple[list[Event], EntrySlice]:
+        """The events of ``entries`` and ``new``, the entries kept in ``slot``
+        (when they fit)."""
+        held = [entry for entry in new if isinstance(entry, MessageEntry)]
+        entries += tuple(held)
+        heavy += sum(weight(entry.message) for entry in held)
+        fits = read.entries and heavy <= KEPT_BYTES and len(entries) <= KEPT
+        slot.kept = _Events(read.stop, read.entries[-1].id, entries, heavy) if fits else None
+        return [event for event in map(event_of, entries) if event is not None], read
 
 
 async def app_users(root: SessionStore, app_name: str) -> list[str]:

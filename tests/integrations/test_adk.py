@@ -8,6 +8,7 @@ Without google-adk these tests skip (fail under CI=true): `require`.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import pytest
@@ -173,6 +174,25 @@ async def test_an_event_reads_as_a_message_every_view_shows(async_store: Session
     }
     hits = await async_store.search("tea", owner=owner_of(APP, ANN))
     assert [hit.entry_id for hit in hits] == [entries[1].id]
+
+
+async def test_a_value_json_cannot_carry_is_stored_as_its_text_as_adk_does(
+    async_store: SessionStore,
+) -> None:
+    service = StoreSessionService(async_store)
+    session = await service.create_session(app_name=APP, user_id=ANN)
+    await service.append_event(session, said("user", "odd", k=print))
+    assert (await fetched(service, session)).state == {"k": "<built-in function print>"}
+
+
+async def test_state_values_are_stored_as_their_json_form(async_store: SessionStore) -> None:
+    service = StoreSessionService(async_store)
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    session = await service.create_session(app_name=APP, user_id=ANN, state={"at": when})
+    delta: dict[str, Any] = {"user:at": when, "tags": {"b"}}
+    await service.append_event(session, said("user", "tags", **delta))
+    text = "2026-01-02T03:04:05Z"  # as pydantic writes it, and ADK's database service
+    assert (await fetched(service, session)).state == {"at": text, "tags": ["b"], "user:at": text}
 
 
 async def test_a_partial_event_is_not_stored(async_store: SessionStore) -> None:
@@ -362,3 +382,85 @@ async def test_a_stale_session_in_hand_appends_after_what_others_wrote(
     again = await fetched(service, created)
     assert [text_of(e) for e in again.events] == ["from first", "from second"]
     assert again.state == {"a": 1, "b": 2}
+
+
+async def test_any_app_and_user_names_work(async_store: SessionStore) -> None:
+    service = StoreSessionService(async_store)
+    for app, user in [("a/b", "c"), ("a", "b/c"), ("ä:\t", ".x"), ("x" * 300, "y" * 300)]:
+        session = await service.create_session(
+            app_name=app, user_id=user, session_id="s", state={"app:a": app, "user:u": user}
+        )
+        await service.append_event(session, said("user", f"{app} {user}"))
+        again = await fetched(service, session)
+        assert again.state == {"app:a": app, "user:u": user}
+        [listed] = (await service.list_sessions(app_name=app)).sessions
+        assert (listed.app_name, listed.user_id, listed.id) == (app, user, "s")
+        await service.delete_session(app_name=app, user_id=user, session_id="s")
+    assert await async_store.list() == []
+
+
+async def test_an_append_retried_after_it_landed_is_stored_once(async_store: SessionStore) -> None:
+    service = StoreSessionService(async_store)
+    created = await service.create_session(app_name=APP, user_id=ANN)
+    held, retried = await fetched(service, created), await fetched(service, created)
+    event = said("user", "once", n=1)
+    await service.append_event(held, event)
+    # A caller that lost the answer sends the same event again, from where it stood.
+    await service.append_event(retried, event)
+    again = await fetched(service, created)
+    assert again.events == [event]
+    # An event that only shares the id is another event, and is stored.
+    other = said("user", "twice", n=2)
+    other.id = event.id
+    await service.append_event(again, other)
+    assert [text_of(e) for e in (await fetched(service, created)).events] == ["once", "twice"]
+
+
+async def test_a_whole_read_again_reads_only_what_was_appended_since(
+    async_store: SessionStore,
+) -> None:
+    counting = CountingStore(async_store)
+    service = StoreSessionService(cast(SessionStore, counting))
+    session = await service.create_session(app_name=APP, user_id=ANN)
+    for n in range(30):
+        await service.append_event(session, said("user", f"m{n}", n=n))
+    assert len((await fetched(service, session)).events) == 30
+    # Another service (another process, say) appends; the first reads on, exactly.
+    other = StoreSessionService(async_store)
+    await other.append_event(await fetched(other, session), said("user", "from elsewhere"))
+    counting.entries_read = 0
+    again = await fetched(service, session)
+    assert [text_of(e) for e in again.events][-2:] == ["m29", "from elsewhere"]
+    assert again.state == {"n": 29}
+    assert counting.entries_read <= 3  # the last kept, the new one, the state's
+    # What a read hands out is its own: changing it changes no later read.
+    again.events[0].content = None
+    assert text_of((await fetched(service, session)).events[0]) == "m0"
+    service.forget_events()
+    counting.entries_read = 0
+    assert len((await fetched(service, session)).events) == 31
+    assert counting.entries_read >= 32
+
+
+async def test_a_session_deleted_and_made_again_is_read_afresh(async_store: SessionStore) -> None:
+    service = StoreSessionService(async_store)
+    session = await service.create_session(app_name=APP, user_id=ANN, session_id="s")
+    await service.append_event(session, said("user", "old"))
+    assert len((await fetched(service, session)).events) == 1
+    await StoreSessionService(async_store).delete_session(app_name=APP, user_id=ANN, session_id="s")
+    fresh = await service.create_session(app_name=APP, user_id=ANN, session_id="s")
+    await service.append_event(fresh, said("user", "new"))
+    assert [text_of(e) for e in (await fetched(service, fresh)).events] == ["new"]
+
+
+async def test_an_append_in_turn_reads_nothing_back(async_store: SessionStore) -> None:
+    counting = CountingStore(async_store)
+    service = StoreSessionService(cast(SessionStore, counting))
+    session = await service.create_session(app_name=APP, user_id=ANN, state={"a": 1})
+    counting.entries_read = 0
+    # The session in hand knows where the session ends and its state: no entry is read.
+    for n in range(5):
+        await service.append_event(session, said("user", f"m{n}", a=n))
+        await service.append_event(session, said("model", f"r{n}"))
+    assert counting.entries_read == 0
+    assert (await fetched(service, session)).state == {"a": 4}

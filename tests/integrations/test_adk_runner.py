@@ -272,3 +272,31 @@ async def test_a_sealed_store_keeps_adk_sessions_as_a_plain_one_does(
         assert await store.search("Oslo")
         await service.delete_session(app_name=APP, user_id=ANN, session_id=session.id)
         assert await store.list() == []
+
+
+async def test_two_runners_on_one_session_at_once_both_finish_their_turns(
+    async_store: SessionStore,
+) -> None:
+    service = StoreSessionService(async_store)
+    session = await service.create_session(app_name=APP, user_id=ANN)
+    runners = [
+        Runner(
+            agent=agent_on(
+                ScriptedLlm(script=[calls("weather", f"call-{n}", city=city), says(city)])
+            ),
+            app_name=APP,
+            session_service=service,
+        )
+        for n, city in enumerate(["Rome", "Oslo"])
+    ]
+    made = await asyncio.gather(
+        turn(runners[0], session.id, "Weather in Rome?"),
+        turn(runners[1], session.id, "Weather in Oslo?"),
+    )
+    assert [len(events) for events in made] == [3, 3]
+    stored = await session_of(service, session.id)
+    texts = [text_of(e) for e in stored.events]
+    for city in ("Rome", "Oslo"):
+        assert texts.index(f"Weather in {city}?") < texts.index(city)
+    assert len(stored.events) == 8  # each turn's question, call, result and answer
+    assert stored.state["last_answer"] in ("Rome", "Oslo")
