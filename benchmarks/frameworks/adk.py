@@ -31,7 +31,11 @@ Rows, at 100, 1,000 and 3,000 events of one session (100 and 300 with
   most a tenth;
 - ``get_session(config=GetSessionConfig(num_recent_events=20))``, what a
   runner with a window reads;
-- ``get_session()``, every event.
+- ``get_session()``, every event;
+- at the longest only, a new process's first ``get_session()`` (SQLite
+  sides): the store and the service opened on a new copy, then every event
+  read, so that no cache of ours and no first-call work of either side
+  hides in the steady state of the row before.
 
 And ``list_sessions`` of one user's sessions, at 100, 1,000 and 10,000
 sessions (100 and 300 with --quick): ADK 2.13's ``list_sessions`` takes
@@ -56,6 +60,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import itertools
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -378,6 +383,28 @@ async def appends(histories: Histories, sides: tuple[Side, ...], size: int, plan
     return times
 
 
+async def first_reads(histories: Histories, size: int, plan: Plan) -> Times:
+    """A new process's first ``get_session()``, round by round on a new copy:
+    the service and its store opened, then every event read (no cache of
+    ours, nor the schema check either side makes first, is warm)."""
+    times: Times = {side.name: [] for side in (OURS, THEIRS)}
+    for _ in range(plan.rounds):
+        for side in (OURS, THEIRS):
+            assert side.kind is not None
+            target = histories.work / f"{side.kind}-first-{next(histories.copies)}.db"
+            await histories.templates.copy(f"{side.kind}-events", size, _unfilled, target)
+            async with contextlib.AsyncExitStack() as stack:
+                started = time.perf_counter()
+                service = await stack.enter_async_context(side.open(target))
+                await get(service, None)
+                times[side.name].append(time.perf_counter() - started)
+    return times
+
+
+async def _unfilled(path: Path, size: int) -> None:
+    raise AssertionError("the prefilled database is made by the reads before")
+
+
 class Rows:
     """The part's figures, by work and size, and the tables they make."""
 
@@ -397,6 +424,7 @@ class Rows:
             "append": ("append_event, {at} events", "0.2x"),
             "window": (f"get_session(num_recent_events={WINDOW}), {{at}} events", "0.5x"),
             "whole": ("get_session(), {at} events", "0.5x"),
+            "cold": ("a new process's first get_session(), the store opened, {at} events", None),
             "list": (f"{listed}, {{at}} sessions", "0.2x"),
         }
         pairs = (
@@ -431,8 +459,10 @@ class Rows:
         for table, ours, theirs, targets in pairs:
             for work, (name, target) in works.items():
                 for size, times in sorted(self.figures.get(work, {}).items()):
+                    if ours.name not in times or theirs.name not in times:
+                        continue  # a row of the SQLite sides alone
                     row = name.format(at=f"{size:,}")
-                    if targets:
+                    if targets and target is not None:
                         row += f" (target ≤{target})"
                     table.add(row, times[ours.name], times[theirs.name])
         grows = Table("through ADK: as the session grows", "long", "short")
@@ -469,6 +499,8 @@ async def through_adk(work: Path, templates: Templates, quick: bool) -> list[Tab
                 rows.keep("window", size, await each_side(services, window, plan, plan.budget))
                 rows.keep("whole", size, await each_side(services, whole, plan, plan.read_budget))
             rows.keep("append", size, await appends(histories, sides, size, plan))
+            if OURS in sides and size == max(plan.events):
+                rows.keep("cold", size, await first_reads(histories, size, plan))
         for size in plan.sessions:
             async with _sides(histories, sides, "sessions", size, fill_sessions) as services:
                 rows.keep("list", size, await each_side(services, listing, plan, plan.read_budget))
