@@ -109,6 +109,14 @@ LangChain's history against SQLChatMessageHistory (sync), pydantic-ai's
 turn against its InMemoryConversationStore, and each at its longest
 history against its shortest; the targets are in the rows' names.
 
+Through ADK (benchmarks/frameworks/adk.py, ``--only adk``): Google ADK's
+session service, `StoreSessionService` on a SQLite store against ADK's
+DatabaseSessionService (aiosqlite, WAL, synchronous=NORMAL), and on a
+memory store against InMemorySessionService, beside the floor (no store:
+the events kept as JSON): append_event, get_session of the last 20
+events and of all, at 100 to 3,000 events, and list_sessions at 100 to
+10,000 sessions; the targets are in the rows' names.
+
 Stalls (benchmarks/stalls.py): the event loop's longest delays (p99 and
 the longest) while 50 tasks each append and read their context turn
 after turn, on memory, SQLite, JSONL (and PostgreSQL with a server),
@@ -160,7 +168,7 @@ from chains import fork_chains
 from checkpoints import checkpoints
 from drivers import drivers, message_digest
 from effects import effects
-from frameworks import frameworks
+from frameworks import adk_part, frameworks
 from memory import memory
 from messages import batches, entry, text
 from peers import find_peers
@@ -1055,6 +1063,7 @@ PARTS = (
     "browse",
     "peers",
     "frameworks",
+    "adk",
     "langgraph",
     "postgres",
     "sealed",
@@ -1077,6 +1086,7 @@ async def run(
     bench = Bench(work, quick)
     browsed: list[Table] = []
     framed: list[Table] = []
+    adked: list[Table] = []
     graphed: list[Table] = []
     served: list[Table] = []
     sealed_: list[Table] = []
@@ -1107,6 +1117,8 @@ async def run(
             await bench.peer_runs()
         if "frameworks" in only:
             framed = await frameworks(work, kept or work, quick)
+        if "adk" in only:
+            adked = await adk_part(work, kept or work, quick)
         if "langgraph" in only:
             graphed = await checkpoints(quick)
         if "postgres" in only:
@@ -1125,7 +1137,19 @@ async def run(
             stalled = await stalls(quick, bench.rounds)
     finally:
         shutil.rmtree(work)
-    parts = [browsed, framed, graphed, served, sealed_, driven, replays, sized, held, stalled]
+    parts = [
+        browsed,
+        framed,
+        adked,
+        graphed,
+        served,
+        sealed_,
+        driven,
+        replays,
+        sized,
+        held,
+        stalled,
+    ]
     tables = [*bench.tables(), *(table for part in parts for table in part)]
     return [table for table in tables if table.rows]
 

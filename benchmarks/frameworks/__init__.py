@@ -48,6 +48,9 @@ own there, and drops the peer's tables at its end (ours stay, as the
 postgres part's sessions do). The prefilled SQLite databases are
 made once per process, in the directory the runs share, and copied.
 
+Google ADK's session services are a part of their own (``--only adk``,
+benchmarks/frameworks/adk.py).
+
 ``store.load`` of 100,000 entries against ``SQLiteSession.get_items()`` is
 in the peers part, not here.
 """
@@ -62,12 +65,13 @@ from results import Table
 
 from sessionstore import SqlStore
 
+from .adk import through_adk
 from .base import Figures, Plan, Templates
 from .langchain import langchain
 from .openai_agents import OnPostgres, OnSqlite, openai_agents
 from .pydantic_ai import pydantic_ai
 
-__all__ = ["frameworks"]
+__all__ = ["adk_part", "frameworks"]
 
 _templates: dict[Path, Templates] = {}  # by the directory the runs share
 
@@ -153,3 +157,14 @@ async def frameworks(work: Path, kept: Path, quick: bool) -> list[Table]:
         name = f"our pydantic-ai turn (MessageHistories), {long:,} vs {short:,} messages"
         grows.add(f"{name} (target ≤2x)", ours_turns[long], ours_turns[short])
     return [*tables, grows]
+
+
+async def adk_part(work: Path, kept: Path, quick: bool) -> list[Table]:
+    """The ADK part's tables (benchmarks/frameworks/adk.py), on the prefilled
+    databases the runs share; skipped, saying so, when ADK is not installed."""
+    if not installed("google.adk"):
+        print("\n(adk skipped: pip install google-adk)")
+        return []
+    work = work / "adk"
+    work.mkdir()
+    return await through_adk(work, _templates.setdefault(kept, Templates(kept)), quick)
