@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import builtins
 import collections
-import hashlib
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Sequence
 from types import EllipsisType, TracebackType
 from typing import Literal, Self, TypeVar
@@ -44,6 +43,8 @@ from sessionstore.models import (
 )
 from sessionstore.pairing import PairingDialect
 from sessionstore.scoped_journal import ScopedJournal, named
+from sessionstore.scoped_names import check_new_id
+from sessionstore.scoped_names import prefix_of as _prefix_of
 from sessionstore.store import (
     Capability,
     EntrySlice,
@@ -61,11 +62,6 @@ __all__ = ["ScopedStore"]
 
 _T = TypeVar("_T")
 _S = TypeVar("_S", str, bytes)
-
-
-def _prefix_of(owner: str) -> str:
-    digest = hashlib.blake2b(owner.encode("utf-8"), digest_size=12).hexdigest()
-    return f"owner-{digest}:"
 
 
 def _check_owner(owner: object) -> None:
@@ -86,7 +82,9 @@ class ScopedStore:
 
     * `create`, `fork` and `import_session` make sessions of the owner: a
       header left without one is given it; one naming another owner is
-      refused (`ConfigurationError`), nothing written.
+      refused (`ConfigurationError`), nothing written; so is an id of
+      another owner's prefix form (`InvalidSessionIdError`: ids
+      ``owner-<24 hex>:...`` are the views', `sessionstore.scoped_names`).
     * Every call given a session id first reads that session's header (one
       `raw_lines` step: on SQL one read transaction, on JSONL the file's
       first block; `raw_lines` and `raw_blocks` check the header they
@@ -229,6 +227,7 @@ class ScopedStore:
     def _own_meta(self, meta: SessionMeta) -> SessionMeta:
         if not isinstance(meta, SessionMeta):
             raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
+        check_new_id(meta.id, self._prefix)
         if meta.owner is None:
             return meta.model_copy(update={"owner": self._owner})
         if meta.owner != self._owner:
@@ -424,6 +423,7 @@ class ScopedStore:
             meta = decode_meta(header)
         except InvalidRecordError as exc:  # as the store refuses it
             raise InvalidRecordError(f"header line: {exc}") from None
+        check_new_id(meta.id, self._prefix)
         if meta.owner != self._owner:
             raise ConfigurationError(
                 f"the header of session {meta.id!r} names the owner {meta.owner!r}: a store"
