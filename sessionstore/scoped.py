@@ -43,7 +43,7 @@ from sessionstore.models import (
 )
 from sessionstore.pairing import PairingDialect
 from sessionstore.scoped_journal import ScopedJournal, named
-from sessionstore.scoped_names import check_new_id
+from sessionstore.scoped_names import check_new_id, fault_subject
 from sessionstore.scoped_names import prefix_of as _prefix_of
 from sessionstore.store import (
     Capability,
@@ -105,8 +105,8 @@ class ScopedStore:
     * `erasures` lists the erasures of the owner's journals; those of
       sessions carry no owner and are listed by the store only (`erase`
       returns the record).
-    * `integrity` gives the store's faults that name the owner's sessions,
-      heads or journals and no other owner's session.
+    * `integrity` gives the store's faults whose subject is exactly one of
+      the owner's sessions, heads or journals.
     * `close` closes the view, never the store; `drop_caches` forgets the
       sessions it remembers.
 
@@ -355,24 +355,25 @@ class ScopedStore:
         return hits if owner is None or owner == self._owner else []
 
     async def integrity(self) -> builtins.list[str]:
-        """The store's faults that name the owner's sessions, heads or journals,
-        and no session of another owner (a fault of the storage as a whole
-        names none: it is the store's). It costs the store's `integrity` and
-        `list`."""
+        """The store's faults about the owner's sessions, heads or journals,
+        each fault's subject matched exactly (`scoped_names.fault_subject`; a
+        fault of the storage as a whole has none: it is the store's). It costs
+        the store's `integrity` and `list`."""
         self._check_open()
         faults = await self._store.integrity()
         if not faults:
             return []
-        metas = await self._store.list()
-        mine = {repr(meta.id) for meta in metas if meta.owner == self._owner}
-        others = {repr(meta.id) for meta in metas} - mine
-        ours = ("'" + self._prefix, '"' + self._prefix)
-        return [
-            fault.replace(ours[0], "'").replace(ours[1], '"')
-            for fault in faults
-            if (any(name in fault for name in mine) or any(name in fault for name in ours))
-            and not any(name in fault for name in others)
-        ]
+        mine = {meta.id for meta in await self._store.list() if meta.owner == self._owner}
+        kept = []
+        for fault in faults:
+            match fault_subject(fault):
+                case ("session", name) if name in mine:
+                    kept.append(fault)
+                case (kind, name) if kind != "session" and name.startswith(self._prefix):
+                    head = f"{kind} {name!r}"
+                    own = f"{kind} {name.removeprefix(self._prefix)!r}"
+                    kept.append(own + fault.removeprefix(head) if fault.startswith(head) else fault)
+        return kept
 
     def raw_lines(self, session_id: str) -> AsyncIterator[str]:
         return self._streamed(session_id, self._store.raw_lines, lambda line: line)

@@ -1,5 +1,6 @@
 """The names a `sessionstore.scoped.ScopedStore` keeps to itself: an owner's
-prefix and the session ids of that form it refuses.
+prefix, the session ids of that form it refuses, and what an `integrity` fault
+names.
 
 Every owner's heads and journals are the store's ``prefix + name``, and an
 adapter's conversation begins with the session ``prefix + name``
@@ -11,12 +12,13 @@ one tenant could take another's conversation's first id before it began.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 
 from sessionstore.errors import InvalidSessionIdError
 
-__all__ = ["RESERVED", "check_new_id", "prefix_of"]
+__all__ = ["RESERVED", "check_new_id", "fault_subject", "prefix_of"]
 
 RESERVED = re.compile(r"owner-[0-9a-f]{24}:")
 """How an owner's prefix looks: a session id beginning so is a view's to make."""
@@ -42,3 +44,32 @@ def check_new_id(session_id: str, prefix: str) -> str:
             f" stores, and this one's begin {prefix!r}",
         )
     return session_id
+
+
+_QUOTED = r"'[^'\\]*(?:\\.[^'\\]*)*'|\"[^\"\\]*(?:\\.[^\"\\]*)*\""
+# ``session 'x': ...``, ``head 'x', <path> line 2: ...`` (SQL, JSONL, memory).
+_LEADING = re.compile(rf"(session|head|journal) ({_QUOTED})[:,]")
+# A JSONL fault naming its file first: ``<dir>/heads/<name>.jsonl: ...``.
+# Names hold no ``/``, nor does what follows the file (an OS error, a reason).
+_FILES = [
+    (re.compile(r".*/heads/([^/]+)\.jsonl: [^/]*"), "head"),
+    (re.compile(r".*/titles/([^/]+)\.jsonl: [^/]*"), "session"),
+    (re.compile(r".*/journals/([^/]+)/[^/]+\.jsonl: [^/]*"), "journal"),
+    (re.compile(r".*/erasing/session/([^/]+): [^/]*"), "session"),
+    (re.compile(r".*/erasing/journal/([^/]+): [^/]*"), "journal"),
+    (re.compile(r".*/([^/]+)\.jsonl: [^/]*"), "session"),
+]
+
+
+def fault_subject(fault: str) -> tuple[str, str] | None:
+    """What an `integrity` fault is about, as ``("session" | "head" | "journal",
+    name)`` with the store's name; None for a fault of the storage as a whole."""
+    leading = _LEADING.match(fault)
+    if leading is not None:
+        name = ast.literal_eval(leading.group(2))
+        return (leading.group(1), name) if isinstance(name, str) else None
+    for pattern, kind in _FILES:
+        found = pattern.fullmatch(fault)
+        if found is not None:
+            return kind, found.group(1)
+    return None
