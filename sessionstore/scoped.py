@@ -389,24 +389,26 @@ class ScopedStore:
         stream: Callable[[str], AsyncIterator[_S]],
         header_of: Callable[[_S], str | bytes],
     ) -> AsyncIterator[_S]:
-        """The store's stream of a session, once its first item's header names the owner."""
+        """The store's stream of a session, once its first item's header names the
+        owner; else a fresh not found, chaining nothing (as for an id never held)."""
         self._check_open()
         items = stream(session_id)
         first = True
         try:
             async for item in items:
                 if first and not self._is_owners(session_id, header_of(item)):
-                    raise SessionNotFoundError(session_id)
+                    break
                 first = False
                 yield item
-        except CorruptSessionError:
-            if first:  # a header that does not decode names no owner
-                raise SessionNotFoundError(session_id) from None
-            raise
+        except (SessionNotFoundError, CorruptSessionError):  # a bad header names no owner
+            if not first:
+                raise
         finally:
             close = getattr(items, "aclose", None)
             if close is not None:
                 await close()
+        if first:
+            raise SessionNotFoundError(session_id)
 
     async def import_session(
         self, header: str, entries: AsyncIterable[str], *, after: int | None = None

@@ -21,6 +21,7 @@ from sessionstore import (
     export_archive,
     import_archive,
 )
+from sessionstore import open_store as open_async_store
 from sessionstore.sync import SyncScopedStore, open_store
 from sessionstore.testing.contract import message
 
@@ -92,6 +93,24 @@ async def test_integrity_matches_each_fault_s_subject_exactly_whatever_sessions_
         "journal 'agent': erasure 4 was left open",
     ]
     assert await bob.integrity() == [bobs]
+
+
+async def test_a_refusal_chains_nothing_for_a_damaged_header_or_an_id_never_held(
+    tmp_path: Path,
+) -> None:
+    async with await open_async_store(str(tmp_path / "store")) as store:
+        alice, bob = ScopedStore(store, "alice"), ScopedStore(store, "bob")
+        session = await alice.create(SessionMeta.new())
+        path = tmp_path / "store" / f"{session}.jsonl"
+        path.write_bytes(b"\xff" + path.read_bytes()[1:])  # bit rot in the header
+        for session_id in (session, "never-held"):
+            for stream in (bob.raw_lines, bob.raw_blocks):
+                with pytest.raises(SessionNotFoundError) as refused:
+                    async for _ in stream(session_id):
+                        pass
+                assert refused.value.session_id == session_id
+                assert (refused.value.__cause__, refused.value.__context__) == (None, None)
+                assert str(tmp_path) not in str(refused.value)
 
 
 async def test_a_tenant_s_archive_goes_out_and_back_in_through_views(tmp_path: Path) -> None:

@@ -286,6 +286,7 @@ class ScopedContract:
                 continue
             never = await _refusal(call(hostile, NEVER))
             assert isinstance(never, SessionNotFoundError), operation
+            assert (never.__cause__, never.__context__) == (None, None), operation
             if operation != "import_head":  # the store records a move to any id
                 assert str(await _refusal(call(store, NEVER))) == str(never), operation
             for target in targets:
@@ -293,6 +294,7 @@ class ScopedContract:
                 assert str(refused) == str(never).replace(NEVER, target), operation
                 assert isinstance(refused, SessionNotFoundError), operation
                 assert refused.session_id == target, operation
+                assert (refused.__cause__, refused.__context__) == (None, None), operation
         assert await _snapshot(store, a) == before
 
     @needs(Capability.BRANCHES)
