@@ -43,8 +43,7 @@ from sessionstore.models import (
 )
 from sessionstore.pairing import PairingDialect
 from sessionstore.scoped_journal import ScopedJournal, named
-from sessionstore.scoped_names import check_new_id, fault_subject
-from sessionstore.scoped_names import prefix_of as _prefix_of
+from sessionstore.scoped_names import check_new_id, check_owner_filter, fault_subject, owner_prefix
 from sessionstore.store import (
     Capability,
     EntrySlice,
@@ -55,24 +54,12 @@ from sessionstore.store import (
     SessionSummary,
 )
 from sessionstore.wire import decode_meta
-from sessionstore.wire.limits import SURROGATE
 from sessionstore.wire.stored import read_stored_meta
 
 __all__ = ["ScopedStore"]
 
 _T = TypeVar("_T")
 _S = TypeVar("_S", str, bytes)
-
-
-def _check_owner(owner: object) -> None:
-    """Refuse an ``owner=`` filter as the store would (it is never passed on)."""
-    if owner is not None and not isinstance(owner, str):
-        raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
-    if isinstance(owner, str) and (found := SURROGATE.search(owner)) is not None:
-        raise ConfigurationError(
-            f"owner holds a lone surrogate ({found.group()!r} at index {found.start()}), "
-            "which UTF-8 cannot carry"
-        )
 
 
 class ScopedStore:
@@ -121,25 +108,16 @@ class ScopedStore:
             `SessionMeta.new`, unguessable, never chosen by a user).
 
     Raises:
-        ConfigurationError: ``owner`` is not a non-empty string, or
-            ``remember`` not a count.
+        ConfigurationError: ``owner`` is not a non-empty string (of valid
+            Unicode, holding no control character), or ``remember`` not a count.
     """
 
     def __init__(self, store: SessionStore, owner: str, *, remember: int = 0) -> None:
-        if not isinstance(owner, str) or not owner:
-            raise ConfigurationError(
-                f"a scoped store's owner must be a non-empty string, not {owner!r}"
-            )
+        self._prefix = owner_prefix(owner)
         if not isinstance(remember, int) or isinstance(remember, bool) or remember < 0:
             raise ConfigurationError(
                 f"remember must be a count of sessions (0 or more), not {remember!r}"
             )
-        try:
-            self._prefix = _prefix_of(owner)
-        except UnicodeEncodeError:
-            raise ConfigurationError(
-                f"a scoped store's owner must be valid Unicode, not {owner!r}"
-            ) from None
         self._store = store
         self._owner = owner
         self._closed = False
@@ -348,7 +326,7 @@ class ScopedStore:
         self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
     ) -> builtins.list[SearchHit]:
         self._check_open()
-        _check_owner(owner)
+        check_owner_filter(owner)
         hits = await self._store.search(text, owner=self._owner, limit=limit, after=after)
         # Another owner's messages are never asked for: the call above only
         # checks the arguments as the store would.
@@ -577,7 +555,7 @@ class ScopedStore:
         after: str | None = None,
     ) -> builtins.list[SessionSummary]:
         self._require(Capability.SUMMARIES, "summaries")
-        _check_owner(owner)
+        check_owner_filter(owner)
         page = await self._store.summaries(owner=self._owner, order=order, limit=limit, after=after)
         return page if owner is None or owner == self._owner else []
 

@@ -16,9 +16,17 @@ import ast
 import hashlib
 import re
 
-from sessionstore.errors import InvalidSessionIdError
+from sessionstore.errors import ConfigurationError, InvalidSessionIdError
+from sessionstore.wire.limits import SURROGATE
 
-__all__ = ["RESERVED", "check_new_id", "fault_subject", "prefix_of"]
+__all__ = [
+    "RESERVED",
+    "check_new_id",
+    "check_owner_filter",
+    "fault_subject",
+    "owner_prefix",
+    "prefix_of",
+]
 
 RESERVED = re.compile(r"owner-[0-9a-f]{24}:")
 """How an owner's prefix looks: a session id beginning so is a view's to make."""
@@ -28,6 +36,45 @@ def prefix_of(owner: str) -> str:
     """The prefix of the owner's names in the store (raises UnicodeEncodeError)."""
     digest = hashlib.blake2b(owner.encode("utf-8"), digest_size=12).hexdigest()
     return f"owner-{digest}:"
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def owner_prefix(owner: object) -> str:
+    """The prefix of a view's owner, once checked: a non-empty string of valid
+    Unicode holding no control character (below U+0020, or DEL).
+
+    Raises:
+        ConfigurationError: the owner is none of that.
+    """
+    if not isinstance(owner, str) or not owner:
+        raise ConfigurationError(
+            f"a scoped store's owner must be a non-empty string, not {owner!r}"
+        )
+    control = _CONTROL.search(owner)
+    if control is not None:
+        raise ConfigurationError(
+            f"a scoped store's owner holds a control character ({control.group()!r} at"
+            f" index {control.start()}): {owner!r}"
+        )
+    try:
+        return prefix_of(owner)
+    except UnicodeEncodeError:
+        raise ConfigurationError(
+            f"a scoped store's owner must be valid Unicode, not {owner!r}"
+        ) from None
+
+
+def check_owner_filter(owner: object) -> None:
+    """Refuse an ``owner=`` filter as the store would (a view never passes it on)."""
+    if owner is not None and not isinstance(owner, str):
+        raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
+    if isinstance(owner, str) and (found := SURROGATE.search(owner)) is not None:
+        raise ConfigurationError(
+            f"owner holds a lone surrogate ({found.group()!r} at index {found.start()}), "
+            "which UTF-8 cannot carry"
+        )
 
 
 def check_new_id(session_id: str, prefix: str) -> str:

@@ -146,9 +146,10 @@ class ScopedContract:
     """A scoped view reaches its owner's sessions whole, and nothing of another's."""
 
     async def test_scoped_owner_must_be_a_non_empty_string(self, store: SessionStore) -> None:
-        for owner in ["", None, 7, "lone \ud800"]:
+        for owner in ["", None, 7, "lone \ud800", "al\x00", "a\nb", "tab\t", "del\x7f"]:
             with pytest.raises(ConfigurationError, match="owner"):
                 scoped(store, owner)  # type: ignore[arg-type]
+        assert await store.list() == []
 
     async def test_scoped_create_gives_sessions_the_owner_and_refuses_another(
         self, store: SessionStore
