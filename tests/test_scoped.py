@@ -95,6 +95,23 @@ async def test_integrity_matches_each_fault_s_subject_exactly_whatever_sessions_
     assert await bob.integrity() == [bobs]
 
 
+async def test_a_jsonl_head_s_fault_is_its_owner_s_whatever_sessions_are_named(
+    tmp_path: Path,
+) -> None:
+    async with await open_async_store(str(tmp_path / "store")) as store:
+        alice, bob = ScopedStore(store, "alice"), ScopedStore(store, "bob")
+        session = await alice.create(SessionMeta.new())
+        await alice.set_head("current", session)
+        await store.create(SessionMeta(id=alice.prefix + "current", owner="bob"))
+        path = tmp_path / "store" / "heads" / f"{alice.prefix}current.jsonl"
+        with path.open("ab") as file:
+            file.write(b'{"torn": 1}\n')
+        (fault,) = await store.integrity()
+        assert fault.startswith(f"head {alice.prefix + 'current'!r}, {path} line 2: ")
+        assert await alice.integrity() == [fault.replace(alice.prefix, "", 1)]
+        assert await bob.integrity() == []
+
+
 async def test_a_refusal_chains_nothing_for_a_damaged_header_or_an_id_never_held(
     tmp_path: Path,
 ) -> None:
