@@ -18,7 +18,7 @@ import builtins
 import collections
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Sequence
 from types import EllipsisType, TracebackType
-from typing import Literal, Self, TypeVar
+from typing import ClassVar, Literal, Self, TypeVar
 
 from sessionstore.errors import MAX_SESSION_ID_BYTES as _MAX_NAME
 from sessionstore.errors import (
@@ -43,7 +43,13 @@ from sessionstore.models import (
 )
 from sessionstore.pairing import PairingDialect
 from sessionstore.scoped_journal import ScopedJournal, named
-from sessionstore.scoped_names import check_new_id, check_owner_filter, fault_subject, owner_prefix
+from sessionstore.scoped_names import (
+    PREFIX_BYTES,
+    check_new_id,
+    check_owner_filter,
+    fault_subject,
+    owner_prefix,
+)
 from sessionstore.store import (
     Capability,
     EntrySlice,
@@ -111,6 +117,9 @@ class ScopedStore:
         ConfigurationError: ``owner`` is not a non-empty string (of valid
             Unicode, holding no control character), or ``remember`` not a count.
     """
+
+    PREFIX_BYTES: ClassVar[int] = PREFIX_BYTES
+    """How long every owner's `prefix` is, in UTF-8 bytes."""
 
     def __init__(self, store: SessionStore, owner: str, *, remember: int = 0) -> None:
         self._prefix = owner_prefix(owner)

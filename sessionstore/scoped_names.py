@@ -20,6 +20,7 @@ from sessionstore.errors import ConfigurationError, InvalidSessionIdError
 from sessionstore.wire.limits import SURROGATE
 
 __all__ = [
+    "PREFIX_BYTES",
     "RESERVED",
     "check_new_id",
     "check_owner_filter",
@@ -27,6 +28,9 @@ __all__ = [
     "owner_prefix",
     "prefix_of",
 ]
+
+PREFIX_BYTES = 31
+"""How long every owner's prefix is: ``owner-``, 24 hex digits, ``:``."""
 
 RESERVED = re.compile(r"owner-[0-9a-f]{24}:")
 """How an owner's prefix looks: a session id beginning so is a view's to make."""

@@ -294,6 +294,22 @@ async def test_a_routed_session_called_without_a_run_context_is_refused(
     assert await session.current_session(wrapper=RunContextWrapper(Request("carol"))) is None
 
 
+def test_a_session_name_too_long_for_a_view_is_refused_when_made(
+    sync_store: SyncStore,
+) -> None:
+    store = sync_store.store
+    longest = "c" * (200 - ScopedStore.PREFIX_BYTES)
+    assert len(ScopedStore(store, "alice").prefix) == ScopedStore.PREFIX_BYTES
+    for name in ("c" * 180, longest + "c"):
+        with pytest.raises(InvalidSessionIdError, match="scoped store's prefix of 31 bytes"):
+            StoreSession(store, name, tenant=by_user)
+        with pytest.raises(InvalidSessionIdError, match="scoped store's prefix of 31 bytes"):
+            StoreSession(ScopedStore(store, "alice"), name)
+    StoreSession(store, "c" * 180)  # no view: the whole id is the name's
+    assert StoreSession(store, longest, tenant=by_user).session_id == longest
+    assert StoreSession(ScopedStore(store, "alice"), longest).session_id == longest
+
+
 def test_a_tenant_that_is_not_a_function_is_refused() -> None:
     with pytest.raises(TypeError, match=r"run\.context\.user_id"):
         StoreSession("chat", ":memory:", tenant="alice")  # type: ignore[call-overload]
