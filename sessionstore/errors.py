@@ -221,10 +221,12 @@ class CorruptSessionError(SessionStoreError):
     """Stored data of a session does not decode.
 
     Attributes:
-        session_id: the session whose data is corrupt.
+        session_id: the session whose data is corrupt, or the head's name
+            (``what`` says which).
         path: the file (or table) holding it, when there is one.
         line: the 1-based line number, when there is one.
         reason: what is wrong.
+        what: ``"session"`` or ``"head"``.
     """
 
     def __init__(
@@ -234,8 +236,9 @@ class CorruptSessionError(SessionStoreError):
         *,
         path: str | None = None,
         line: int | None = None,
+        what: str = "session",
     ) -> None:
-        where = f"session {session_id!r}"
+        where = f"{what} {session_id!r}"
         if path is not None:
             where += f", {path}"
         if line is not None:
@@ -245,6 +248,7 @@ class CorruptSessionError(SessionStoreError):
         self.reason = reason
         self.path = path
         self.line = line
+        self.what = what
 
 
 class InvalidCursorError(SessionStoreError, ValueError):

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import builtins
 import collections
-import hashlib
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Sequence
 from types import EllipsisType, TracebackType
-from typing import Literal, Self, TypeVar
+from typing import ClassVar, Literal, Self, TypeVar
 
 from sessionstore.errors import MAX_SESSION_ID_BYTES as _MAX_NAME
 from sessionstore.errors import (
@@ -44,6 +43,13 @@ from sessionstore.models import (
 )
 from sessionstore.pairing import PairingDialect
 from sessionstore.scoped_journal import ScopedJournal, named
+from sessionstore.scoped_names import (
+    PREFIX_BYTES,
+    check_new_id,
+    check_owner_filter,
+    fault_subject,
+    owner_prefix,
+)
 from sessionstore.store import (
     Capability,
     EntrySlice,
@@ -54,29 +60,12 @@ from sessionstore.store import (
     SessionSummary,
 )
 from sessionstore.wire import decode_meta
-from sessionstore.wire.limits import SURROGATE
 from sessionstore.wire.stored import read_stored_meta
 
 __all__ = ["ScopedStore"]
 
 _T = TypeVar("_T")
 _S = TypeVar("_S", str, bytes)
-
-
-def _prefix_of(owner: str) -> str:
-    digest = hashlib.blake2b(owner.encode("utf-8"), digest_size=12).hexdigest()
-    return f"owner-{digest}:"
-
-
-def _check_owner(owner: object) -> None:
-    """Refuse an ``owner=`` filter as the store would (it is never passed on)."""
-    if owner is not None and not isinstance(owner, str):
-        raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
-    if isinstance(owner, str) and (found := SURROGATE.search(owner)) is not None:
-        raise ConfigurationError(
-            f"owner holds a lone surrogate ({found.group()!r} at index {found.start()}), "
-            "which UTF-8 cannot carry"
-        )
 
 
 class ScopedStore:
@@ -86,7 +75,9 @@ class ScopedStore:
 
     * `create`, `fork` and `import_session` make sessions of the owner: a
       header left without one is given it; one naming another owner is
-      refused (`ConfigurationError`), nothing written.
+      refused (`ConfigurationError`), nothing written; so is an id of
+      another owner's prefix form (`InvalidSessionIdError`: ids
+      ``owner-<24 hex>:...`` are the views', `sessionstore.scoped_names`).
     * Every call given a session id first reads that session's header (one
       `raw_lines` step: on SQL one read transaction, on JSONL the file's
       first block; `raw_lines` and `raw_blocks` check the header they
@@ -107,8 +98,8 @@ class ScopedStore:
     * `erasures` lists the erasures of the owner's journals; those of
       sessions carry no owner and are listed by the store only (`erase`
       returns the record).
-    * `integrity` gives the store's faults that name the owner's sessions,
-      heads or journals and no other owner's session.
+    * `integrity` gives the store's faults whose subject is exactly one of
+      the owner's sessions, heads or journals.
     * `close` closes the view, never the store; `drop_caches` forgets the
       sessions it remembers.
 
@@ -123,25 +114,19 @@ class ScopedStore:
             `SessionMeta.new`, unguessable, never chosen by a user).
 
     Raises:
-        ConfigurationError: ``owner`` is not a non-empty string, or
-            ``remember`` not a count.
+        ConfigurationError: ``owner`` is not a non-empty string (of valid
+            Unicode, holding no control character), or ``remember`` not a count.
     """
 
+    PREFIX_BYTES: ClassVar[int] = PREFIX_BYTES
+    """How long every owner's `prefix` is, in UTF-8 bytes."""
+
     def __init__(self, store: SessionStore, owner: str, *, remember: int = 0) -> None:
-        if not isinstance(owner, str) or not owner:
-            raise ConfigurationError(
-                f"a scoped store's owner must be a non-empty string, not {owner!r}"
-            )
+        self._prefix = owner_prefix(owner)
         if not isinstance(remember, int) or isinstance(remember, bool) or remember < 0:
             raise ConfigurationError(
                 f"remember must be a count of sessions (0 or more), not {remember!r}"
             )
-        try:
-            self._prefix = _prefix_of(owner)
-        except UnicodeEncodeError:
-            raise ConfigurationError(
-                f"a scoped store's owner must be valid Unicode, not {owner!r}"
-            ) from None
         self._store = store
         self._owner = owner
         self._closed = False
@@ -229,6 +214,7 @@ class ScopedStore:
     def _own_meta(self, meta: SessionMeta) -> SessionMeta:
         if not isinstance(meta, SessionMeta):
             raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
+        check_new_id(meta.id, self._prefix)
         if meta.owner is None:
             return meta.model_copy(update={"owner": self._owner})
         if meta.owner != self._owner:
@@ -349,31 +335,32 @@ class ScopedStore:
         self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
     ) -> builtins.list[SearchHit]:
         self._check_open()
-        _check_owner(owner)
+        check_owner_filter(owner)
         hits = await self._store.search(text, owner=self._owner, limit=limit, after=after)
         # Another owner's messages are never asked for: the call above only
         # checks the arguments as the store would.
         return hits if owner is None or owner == self._owner else []
 
     async def integrity(self) -> builtins.list[str]:
-        """The store's faults that name the owner's sessions, heads or journals,
-        and no session of another owner (a fault of the storage as a whole
-        names none: it is the store's). It costs the store's `integrity` and
-        `list`."""
+        """The store's faults about the owner's sessions, heads or journals,
+        each fault's subject matched exactly (`scoped_names.fault_subject`; a
+        fault of the storage as a whole has none: it is the store's). It costs
+        the store's `integrity` and `list`."""
         self._check_open()
         faults = await self._store.integrity()
         if not faults:
             return []
-        metas = await self._store.list()
-        mine = {repr(meta.id) for meta in metas if meta.owner == self._owner}
-        others = {repr(meta.id) for meta in metas} - mine
-        ours = ("'" + self._prefix, '"' + self._prefix)
-        return [
-            fault.replace(ours[0], "'").replace(ours[1], '"')
-            for fault in faults
-            if (any(name in fault for name in mine) or any(name in fault for name in ours))
-            and not any(name in fault for name in others)
-        ]
+        mine = {meta.id for meta in await self._store.list() if meta.owner == self._owner}
+        kept = []
+        for fault in faults:
+            match fault_subject(fault):
+                case ("session", name) if name in mine:
+                    kept.append(fault)
+                case (kind, name) if kind != "session" and name.startswith(self._prefix):
+                    head = f"{kind} {name!r}"
+                    own = f"{kind} {name.removeprefix(self._prefix)!r}"
+                    kept.append(own + fault.removeprefix(head) if fault.startswith(head) else fault)
+        return kept
 
     def raw_lines(self, session_id: str) -> AsyncIterator[str]:
         return self._streamed(session_id, self._store.raw_lines, lambda line: line)
@@ -389,24 +376,26 @@ class ScopedStore:
         stream: Callable[[str], AsyncIterator[_S]],
         header_of: Callable[[_S], str | bytes],
     ) -> AsyncIterator[_S]:
-        """The store's stream of a session, once its first item's header names the owner."""
+        """The store's stream of a session, once its first item's header names the
+        owner; else a fresh not found, chaining nothing (as for an id never held)."""
         self._check_open()
         items = stream(session_id)
         first = True
         try:
             async for item in items:
                 if first and not self._is_owners(session_id, header_of(item)):
-                    raise SessionNotFoundError(session_id)
+                    break
                 first = False
                 yield item
-        except CorruptSessionError:
-            if first:  # a header that does not decode names no owner
-                raise SessionNotFoundError(session_id) from None
-            raise
+        except (SessionNotFoundError, CorruptSessionError):  # a bad header names no owner
+            if not first:
+                raise
         finally:
             close = getattr(items, "aclose", None)
             if close is not None:
                 await close()
+        if first:
+            raise SessionNotFoundError(session_id)
 
     async def import_session(
         self, header: str, entries: AsyncIterable[str], *, after: int | None = None
@@ -424,6 +413,7 @@ class ScopedStore:
             meta = decode_meta(header)
         except InvalidRecordError as exc:  # as the store refuses it
             raise InvalidRecordError(f"header line: {exc}") from None
+        check_new_id(meta.id, self._prefix)
         if meta.owner != self._owner:
             raise ConfigurationError(
                 f"the header of session {meta.id!r} names the owner {meta.owner!r}: a store"
@@ -574,7 +564,7 @@ class ScopedStore:
         after: str | None = None,
     ) -> builtins.list[SessionSummary]:
         self._require(Capability.SUMMARIES, "summaries")
-        _check_owner(owner)
+        check_owner_filter(owner)
         page = await self._store.summaries(owner=self._owner, order=order, limit=limit, after=after)
         return page if owner is None or owner == self._owner else []
 

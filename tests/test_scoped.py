@@ -21,6 +21,7 @@ from sessionstore import (
     export_archive,
     import_archive,
 )
+from sessionstore import open_store as open_async_store
 from sessionstore.sync import SyncScopedStore, open_store
 from sessionstore.testing.contract import message
 
@@ -44,7 +45,7 @@ async def test_integrity_gives_only_the_faults_naming_the_owner_s_things() -> No
     store.faults = [
         "session 'mine': 3 entries but seq runs 1..4",
         "session 'theirs': 3 entries but seq runs 1..4",
-        "session 'mine': 1 entries but seq runs 1..1 (it shares 'theirs')",
+        "session 'mine': 1 entries but seq runs 1..1 (it shares 2)",
         f"head {view.prefix + 'main'!r}: 2 positions but seq runs to 3",
         f"head {other.prefix + 'main'!r}: 2 positions but seq runs to 3",
         "integrity_check: *** in database main ***",
@@ -52,6 +53,7 @@ async def test_integrity_gives_only_the_faults_naming_the_owner_s_things() -> No
     ]
     assert await view.integrity() == [
         "session 'mine': 3 entries but seq runs 1..4",
+        "session 'mine': 1 entries but seq runs 1..1 (it shares 2)",
         "head 'main': 2 positions but seq runs to 3",
     ]
     assert await other.integrity() == [
@@ -59,6 +61,73 @@ async def test_integrity_gives_only_the_faults_naming_the_owner_s_things() -> No
         "head 'main': 2 positions but seq runs to 3",
     ]
     assert await store.integrity() == store.faults
+
+
+async def test_integrity_matches_each_fault_s_subject_exactly_whatever_sessions_are_named(
+    tmp_path: Path,
+) -> None:
+    # Bob's sessions named as alice's head, her files and her words (made by
+    # the store: a view refuses ids of another owner's prefix) neither show
+    # him her faults nor hide them from her.
+    store = _Faulty()
+    alice, bob = store.scoped("alice"), store.scoped("bob")
+    session = await alice.create(SessionMeta.new())
+    head, journal = alice.prefix + "current", alice.prefix + "agent"
+    for name in (head, journal, session + ".jsonl", "torn", "heads"):
+        await store.create(SessionMeta(id=name, owner="bob"))
+    where = tmp_path / "store"
+    alices = [
+        f"head {head!r}, {where}/heads/{head}.jsonl line 2: invalid head move: 'torn'",
+        f"{where}/heads/{head}.jsonl: not a regular file (a link?): not listed",
+        f"{where}/journals/{journal}/session_journal.jsonl: Permission denied: not listed",
+        f"{where}/erasing/journal/{journal}: the erase of journal {journal!r} did not finish",
+        f"session {session!r}, {where}/{session}.jsonl line 3: torn line 'heads'",
+        f"{where}/titles/{session}.jsonl: the titles of no session (its file is gone)",
+        f"journal {journal!r}: erasure 4 was left open",
+    ]
+    bobs = f"{where}/{session}.jsonl.jsonl: Permission denied: not listed"
+    store.faults = [*alices, bobs]
+    assert await alice.integrity() == [
+        alices[0].replace(f"head {head!r}", "head 'current'", 1),
+        *alices[1:6],
+        "journal 'agent': erasure 4 was left open",
+    ]
+    assert await bob.integrity() == [bobs]
+
+
+async def test_a_jsonl_head_s_fault_is_its_owner_s_whatever_sessions_are_named(
+    tmp_path: Path,
+) -> None:
+    async with await open_async_store(str(tmp_path / "store")) as store:
+        alice, bob = ScopedStore(store, "alice"), ScopedStore(store, "bob")
+        session = await alice.create(SessionMeta.new())
+        await alice.set_head("current", session)
+        await store.create(SessionMeta(id=alice.prefix + "current", owner="bob"))
+        path = tmp_path / "store" / "heads" / f"{alice.prefix}current.jsonl"
+        with path.open("ab") as file:
+            file.write(b'{"torn": 1}\n')
+        (fault,) = await store.integrity()
+        assert fault.startswith(f"head {alice.prefix + 'current'!r}, {path} line 2: ")
+        assert await alice.integrity() == [fault.replace(alice.prefix, "", 1)]
+        assert await bob.integrity() == []
+
+
+async def test_a_refusal_chains_nothing_for_a_damaged_header_or_an_id_never_held(
+    tmp_path: Path,
+) -> None:
+    async with await open_async_store(str(tmp_path / "store")) as store:
+        alice, bob = ScopedStore(store, "alice"), ScopedStore(store, "bob")
+        session = await alice.create(SessionMeta.new())
+        path = tmp_path / "store" / f"{session}.jsonl"
+        path.write_bytes(b"\xff" + path.read_bytes()[1:])  # bit rot in the header
+        for session_id in (session, "never-held"):
+            for stream in (bob.raw_lines, bob.raw_blocks):
+                with pytest.raises(SessionNotFoundError) as refused:
+                    async for _ in stream(session_id):
+                        pass
+                assert refused.value.session_id == session_id
+                assert (refused.value.__cause__, refused.value.__context__) == (None, None)
+                assert str(tmp_path) not in str(refused.value)
 
 
 async def test_a_tenant_s_archive_goes_out_and_back_in_through_views(tmp_path: Path) -> None:

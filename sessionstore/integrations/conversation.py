@@ -35,7 +35,7 @@ from sessionstore import (
     validate_session_id,
 )
 
-__all__ = ["Conversation", "Popped", "first_id"]
+__all__ = ["Conversation", "Popped", "check_scoped_name", "first_id"]
 
 
 def first_id(store: SessionStore, name: str) -> str:
@@ -51,12 +51,27 @@ def first_id(store: SessionStore, name: str) -> str:
     validate_session_id(name)
     if not isinstance(store, ScopedStore):
         return name
-    found = store.prefix + name
+    return _prefixed(store.prefix, name)
+
+
+def check_scoped_name(name: str) -> str:
+    """Refuse up front a conversation name no scoped store's prefix leaves
+    room for (all prefixes are `ScopedStore.PREFIX_BYTES` long).
+
+    Raises:
+        InvalidSessionIdError: as `first_id` would on any scoped store.
+    """
+    validate_session_id(name)
+    _prefixed("x" * ScopedStore.PREFIX_BYTES, name)
+    return name
+
+
+def _prefixed(prefix: str, name: str) -> str:
     try:
-        return validate_session_id(found)
+        return validate_session_id(prefix + name)
     except InvalidSessionIdError as exc:
         raise InvalidSessionIdError(
-            name, f"with a scoped store's prefix of {len(store.prefix)} bytes: {exc.reason}"
+            name, f"with a scoped store's prefix of {len(prefix)} bytes: {exc.reason}"
         ) from None
 
 

@@ -37,6 +37,7 @@ from sessionstore import (
     SessionMeta,
     SessionStore,
 )
+from sessionstore.integrations.conversation import first_id
 from sessionstore.integrations.kept import KeptItems, Latest
 from sessionstore.integrations.langchain import from_context, to_message
 from sessionstore.integrations.langgraph_records import Position
@@ -194,12 +195,14 @@ class Messages:
         record: Callable[[str], Awaitable[None]],
         mark: dict[str, Any],
     ) -> str:
-        """A new session for a conversation's first messages: ``name`` if free.
+        """A new session for a conversation's first messages: the conversation's
+        first id (``name``, or on a scoped store its prefix + ``name``) if free.
 
-        ``name`` is noted once made (one that exists may be another's); a crash
+        That id is noted once made (one that exists may be another's); a crash
         between leaves it unnoted, and its header (``mark``) tells it the thread's."""
         if name is not None:
-            meta = SessionMeta.new(metadata=mark).model_copy(update={"id": name})
+            first = first_id(store, name)
+            meta = SessionMeta.new(metadata=mark).model_copy(update={"id": first})
             try:
                 await store.create(meta)
             except DuplicateSessionError:  # used before (or by another writer): a new one

@@ -14,6 +14,7 @@ from typing import Any
 import sessionstore.integrations.langgraph_records as records
 from sessionstore import (
     ConfigurationError,
+    InvalidSessionIdError,
     SessionConflictError,
     SessionJournal,
     SessionMeta,
@@ -22,6 +23,7 @@ from sessionstore import (
     SessionStoreError,
     decode_meta,
 )
+from sessionstore.integrations.conversation import first_id
 
 __all__ = ["copy", "delete", "delete_runs", "named", "prune", "record_session"]
 
@@ -54,8 +56,9 @@ async def delete(thread: str, store: SessionStore) -> None:
     # header tells it the thread's.
     for ns in {"", *(record["ns"] for _, record in checkpoints)}:
         name = records.conversation_name(thread, ns)
-        if name is not None and name not in sessions and await _ours(store, name, thread):
-            sessions.append(name)
+        first = None if name is None else _first_id(store, name)
+        if first is not None and first not in sessions and await _ours(store, first, thread):
+            sessions.append(first)
     await _erase_sessions(store, sessions, REASON.format(what="delete_thread"))
     await journal.erase(reason=REASON.format(what="delete_thread"))
     runs = {record["run"] for _, record in checkpoints if isinstance(record.get("run"), str)}
@@ -219,6 +222,14 @@ def _blob(record: dict[str, Any], name: str) -> str:
 
 def _session_of(key: str) -> str:
     return key.rsplit("/", 1)[1]
+
+
+def _first_id(store: SessionStore, name: str) -> str | None:
+    """The conversation's first session id; None when it has none (too long for the view)."""
+    try:
+        return first_id(store, name)
+    except InvalidSessionIdError:
+        return None
 
 
 async def _ours(store: SessionStore, session_id: str, thread: str) -> bool:

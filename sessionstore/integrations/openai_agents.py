@@ -46,7 +46,7 @@ from sessionstore import (
     open_store,
     validate_session_id,
 )
-from sessionstore.integrations.conversation import Conversation, first_id
+from sessionstore.integrations.conversation import Conversation, check_scoped_name, first_id
 from sessionstore.integrations.openai_agents_kept import Kept, kept_for
 from sessionstore.integrations.owned import OwnedStore, forms, run_blocking, session_arguments
 from sessionstore.integrations.turns import CallRanks
@@ -169,7 +169,9 @@ class StoreSession:
             a call without a run context (``wrapper``) is then refused.
 
     Raises:
-        InvalidSessionIdError: ``session_id`` breaks the session-id rule.
+        InvalidSessionIdError: ``session_id`` breaks the session-id rule, or
+            leaves no room for a scoped store's prefix (given ``tenant``, or
+            a `ScopedStore`).
         ConfigurationError: a table name other than ``SQLiteSession``'s default.
         TypeError: arguments that fit neither form, or a ``tenant`` not callable.
     """
@@ -209,6 +211,10 @@ class StoreSession:
         self._tenant: Tenant | None = tenant
         given = session_arguments(args, kwargs, _FORMS)
         self.session_id = validate_session_id(given.name)
+        if tenant is not None:  # each call's store is a view: the name must leave it room
+            check_scoped_name(self.session_id)
+        elif given.store is not None:
+            first_id(given.store, self.session_id)
         settings = given.settings
         self.session_settings = (
             SessionSettings() if settings is None else coerce_session_settings(settings)

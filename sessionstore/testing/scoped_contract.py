@@ -146,9 +146,10 @@ class ScopedContract:
     """A scoped view reaches its owner's sessions whole, and nothing of another's."""
 
     async def test_scoped_owner_must_be_a_non_empty_string(self, store: SessionStore) -> None:
-        for owner in ["", None, 7, "lone \ud800"]:
+        for owner in ["", None, 7, "lone \ud800", "al\x00", "a\nb", "tab\t", "del\x7f"]:
             with pytest.raises(ConfigurationError, match="owner"):
                 scoped(store, owner)  # type: ignore[arg-type]
+        assert await store.list() == []
 
     async def test_scoped_create_gives_sessions_the_owner_and_refuses_another(
         self, store: SessionStore
@@ -160,6 +161,31 @@ class ScopedContract:
             await view.create(SessionMeta(id="theirs", owner=B))
         assert {meta.id: meta.owner for meta in await store.list()} == {mine: A, named: A}
         assert sorted(meta.id for meta in await view.list()) == ["mine", "named"]
+
+    async def test_scoped_hostile_tenant_cannot_take_ids_of_another_s_prefix(
+        self, store: SessionStore
+    ) -> None:
+        a = await _tenant_a(store)
+        taken = await a.view.create(SessionMeta(id=prefix(store, A) + "chat"))
+        before = await _snapshot(store, a)
+        hostile = scoped(store, B)
+        ids = [taken, prefix(store, A) + "not-yet", "owner-" + "0" * 24 + ":no-one's"]
+        makes: list[Call] = [
+            lambda s, i: s.create(SessionMeta(id=i)),
+            lambda s, i: s.create(SessionMeta(id=i, owner=B)),
+            lambda s, i: s.import_session(encode(SessionMeta(id=i, owner=B)), stream([])),
+        ]
+        if Capability.BRANCHES in store.capabilities:
+            own = await hostile.create(SessionMeta.new())
+            makes.append(lambda s, i: s.fork(own, meta=SessionMeta(id=i)))
+        for make in makes:
+            refusals = [await _refusal(make(hostile, i)) for i in ids]
+            assert {type(error) for error in refusals} == {InvalidSessionIdError}
+            assert len({error.reason for error in refusals}) == 1  # type: ignore[attr-defined]
+        assert prefix(store, A) not in str([meta.id for meta in await hostile.list()])
+        assert await _snapshot(store, a) == before
+        # Its own prefix is the view's to use, as the adapters do.
+        assert await hostile.create(SessionMeta(id=prefix(store, B) + "chat"))
 
     async def test_scoped_tenant_uses_its_own_sessions_fully(self, store: SessionStore) -> None:
         a = await _tenant_a(store)
@@ -261,6 +287,7 @@ class ScopedContract:
                 continue
             never = await _refusal(call(hostile, NEVER))
             assert isinstance(never, SessionNotFoundError), operation
+            assert (never.__cause__, never.__context__) == (None, None), operation
             if operation != "import_head":  # the store records a move to any id
                 assert str(await _refusal(call(store, NEVER))) == str(never), operation
             for target in targets:
@@ -268,6 +295,7 @@ class ScopedContract:
                 assert str(refused) == str(never).replace(NEVER, target), operation
                 assert isinstance(refused, SessionNotFoundError), operation
                 assert refused.session_id == target, operation
+                assert (refused.__cause__, refused.__context__) == (None, None), operation
         assert await _snapshot(store, a) == before
 
     @needs(Capability.BRANCHES)

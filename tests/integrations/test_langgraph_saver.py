@@ -48,6 +48,7 @@ from sessionstore import (
 )
 from sessionstore.archive import export_archive
 from sessionstore.cli import main
+from sessionstore.integrations.conversation import first_id
 from sessionstore.integrations.langchain import to_message
 from sessionstore.integrations.langgraph import StoreSaver
 from sessionstore.sync import open_store as open_sync_store
@@ -668,6 +669,38 @@ async def test_a_first_session_made_but_not_noted_is_erased_with_its_thread(
     await store.create(made.model_copy(update={"id": "chat-42"}))  # a crash before its note
     await saver.adelete_thread("chat-42")
     assert "chat-42" not in {meta.id for meta in await store.list()}
+
+
+async def test_two_tenants_threads_of_one_id_tell_each_other_nothing(
+    store: SessionStore,
+) -> None:
+    alice, bob = store.scoped("alice"), store.scoped("bob")  # type: ignore[attr-defined]
+    await turns(chat(StoreSaver(alice)), 1)
+    before = {meta.id: meta.owner for meta in await store.list()}
+    await turns(chat(StoreSaver(bob)), 1)
+    # Each first session is the owner's prefix + the thread id: bob's is made
+    # as it would be had alice no thread, and names nothing of hers.
+    assert await alice.head("chat-42") == first_id(alice, "chat-42")
+    assert await bob.head("chat-42") == first_id(bob, "chat-42")
+    assert "chat-42" not in before
+    assert [m.content for m in await bob.load_context(first_id(bob, "chat-42"))] == [
+        f"turn 0 {TEXT}",
+        f"echo turn 0 {TEXT}",
+    ]
+    await StoreSaver(bob).adelete_thread("chat-42")
+    assert {meta.id: meta.owner for meta in await store.list()} == before
+
+
+async def test_a_tenant_s_first_session_made_but_not_noted_is_erased_with_its_thread(
+    store: SessionStore,
+) -> None:
+    view = store.scoped("alice")  # type: ignore[attr-defined]
+    saver = StoreSaver(view)
+    await turns(chat(saver), 1, name="other")
+    made = SessionMeta.new(metadata={"langgraph": {"thread": "chat-42", "ns": ""}})
+    await view.create(made.model_copy(update={"id": first_id(view, "chat-42")}))
+    await saver.adelete_thread("chat-42")
+    assert first_id(view, "chat-42") not in {meta.id for meta in await store.list()}
 
 
 async def test_a_sealed_store_without_its_current_key_stores_nothing(

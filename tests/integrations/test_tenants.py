@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -26,12 +27,16 @@ from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.models.test import TestModel
 
 from sessionstore import (
+    ArchiveError,
+    ArchiveReport,
     ConfigurationError,
     InvalidSessionIdError,
     ScopedStore,
     SessionMeta,
     SessionNotFoundError,
     SessionStore,
+    encode,
+    import_archive,
 )
 from sessionstore.integrations.conversation import first_id
 from sessionstore.integrations.langchain import SessionStoreChatMessageHistory
@@ -89,13 +94,43 @@ async def test_a_langchain_history_named_as_anothers_session_reads_and_writes_it
     assert len(await async_store.load(alices)) == 1
 
 
-async def test_an_id_taken_first_by_another_owner_leaves_the_conversation_unable_to_begin(
+async def test_no_owner_can_take_the_first_id_of_anothers_conversation(
+    async_store: SessionStore, tmp_path: Path
+) -> None:
+    # The prefix is an unkeyed hash of the owner: anyone can compute it.
+    alices_view, bobs_view = ScopedStore(async_store, "alice"), ScopedStore(async_store, "bob")
+    alice = SessionStoreChatMessageHistory(alices_view, "taxes")
+    await alice.aadd_messages([HumanMessage("alice's secret")])
+    archive = tmp_path / "bobs"
+    (archive / "sessions").mkdir(parents=True)
+    for name in ("taxes", CHAT):
+        squat = SessionMeta(id=first_id(alices_view, name), owner="bob")
+        (archive / "sessions" / f"{squat.id}.jsonl").write_text(encode(squat) + "\n")
+    with pytest.raises(ArchiveError) as refused:
+        await import_archive(bobs_view, archive)
+    report = refused.value.report
+    assert isinstance(report, ArchiveReport)
+    reasons = {issue.reason.replace(Path(issue.file).stem, "<id>") for issue in report.refused}
+    assert len(report.refused) == 2
+    assert len(reasons) == 1  # the same for "taxes", which alice holds, and "chat"
+    assert "reserved" in reasons.pop()
+    for name in ("taxes", CHAT):
+        with pytest.raises(InvalidSessionIdError, match="reserved"):
+            await bobs_view.create(SessionMeta(id=first_id(alices_view, name)))
+    await SessionStoreChatMessageHistory(alices_view, CHAT).aadd_messages([HumanMessage("hi")])
+    assert await owners_of_sessions(async_store) == {
+        first_id(alices_view, "taxes"): "alice",
+        first_id(alices_view, CHAT): "alice",
+    }
+
+
+async def test_an_id_taken_first_outside_views_leaves_the_conversation_unable_to_begin(
     async_store: SessionStore,
 ) -> None:
-    # Why users must never choose ids (docs/integrations.md, Naming a conversation).
+    # Why code around views must leave such ids to them (docs/stores.md, The threat model).
     bobs_view = ScopedStore(async_store, "bob")
-    taken = SessionMeta.new().model_copy(update={"id": first_id(bobs_view, CHAT)})
-    await ScopedStore(async_store, "alice").create(taken)
+    taken = SessionMeta(id=first_id(bobs_view, CHAT), owner="alice")
+    await async_store.create(taken)
     bob = SessionStoreChatMessageHistory(bobs_view, CHAT)
     with pytest.raises(SessionNotFoundError):
         await bob.aadd_messages([HumanMessage("bob's own")])
@@ -257,6 +292,22 @@ async def test_a_routed_session_called_without_a_run_context_is_refused(
     assert await session.pop_item(wrapper=alice) == {"role": "user", "content": "hi"}
     await session.clear_session(wrapper=alice)
     assert await session.current_session(wrapper=RunContextWrapper(Request("carol"))) is None
+
+
+def test_a_session_name_too_long_for_a_view_is_refused_when_made(
+    sync_store: SyncStore,
+) -> None:
+    store = sync_store.store
+    longest = "c" * (200 - ScopedStore.PREFIX_BYTES)
+    assert len(ScopedStore(store, "alice").prefix) == ScopedStore.PREFIX_BYTES
+    for name in ("c" * 180, longest + "c"):
+        with pytest.raises(InvalidSessionIdError, match="scoped store's prefix of 31 bytes"):
+            StoreSession(store, name, tenant=by_user)
+        with pytest.raises(InvalidSessionIdError, match="scoped store's prefix of 31 bytes"):
+            StoreSession(ScopedStore(store, "alice"), name)
+    StoreSession(store, "c" * 180)  # no view: the whole id is the name's
+    assert StoreSession(store, longest, tenant=by_user).session_id == longest
+    assert StoreSession(ScopedStore(store, "alice"), longest).session_id == longest
 
 
 def test_a_tenant_that_is_not_a_function_is_refused() -> None:

@@ -74,7 +74,9 @@ def _decoded(name: str, path: Path, number: int, line: bytes) -> HeadMove:
     try:
         return decode_head_move(line)
     except InvalidRecordError as exc:
-        raise CorruptSessionError(name, str(exc), path=str(path), line=number) from None
+        raise CorruptSessionError(
+            name, str(exc), path=str(path), line=number, what="head"
+        ) from None
 
 
 def last_session(name: str, path: Path) -> str | None:

@@ -453,9 +453,10 @@ async def test_a_move_that_does_not_decode_is_named_by_file_and_line(store: Json
         file.write(b'{"session_id":1}\n')
     with pytest.raises(CorruptSessionError) as error:
         await store.head("chat")
-    assert (error.value.path, error.value.line) == (str(path), 2)
+    assert (error.value.path, error.value.line, error.value.what) == (str(path), 2, "head")
+    assert str(error.value).startswith(f"head 'chat', {path} line 2: invalid head move")
     (fault,) = await store.integrity()
-    assert f"{path} line 2: invalid head move" in fault
+    assert fault.startswith(f"head 'chat', {path} line 2: invalid head move")
 
 
 async def test_what_is_no_head_file_is_skipped_and_reported(

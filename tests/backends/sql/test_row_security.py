@@ -29,9 +29,11 @@ from sessionstore import (
     SessionNotFoundError,
     SessionStore,
     StorageError,
+    decode_meta,
     encode,
     open_store,
 )
+from sessionstore.testing.common import stream
 from tests.backends.sql.helpers import connect
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "sql.md"
@@ -239,6 +241,25 @@ def test_bobs_raw_statements_read_none_of_alices_rows(
         "SELECT count(*) FROM pg_stats WHERE tablename IN ('sessions', 'entries', 'listing')"
     ).fetchone()
     assert stats == (0,)
+
+
+async def test_a_header_repeating_owner_is_no_tenant_s(
+    tenants: Tenants, as_bob: SessionStore, raw_bob: psycopg.Connection
+) -> None:
+    # sessionstore reads a repeated "owner" as no owner; PostgreSQL's ->> reads the last.
+    header = (
+        f'{{"id":"repeated","version":1,"created_at":"2026-01-01T00:00:00Z",'
+        f'"owner":"{tenants.alice}","ow\\u006eer":"{tenants.bob}"}}'
+    )
+    assert decode_meta(header).owner is None
+    async with open_store(tenants.url) as owner:
+        assert await owner.import_session(header, stream([])) == 0
+    assert "repeated" not in {meta.id for meta in await as_bob.list()}
+    with pytest.raises(SessionNotFoundError):
+        await as_bob.load("repeated")
+    owners = "SELECT sessionstore_owner(%s), sessionstore_owner(%s)"
+    once = encode(SessionMeta(id="once", owner=tenants.bob))
+    assert raw_bob.execute(owners, [header, once]).fetchone() == (None, tenants.bob)
 
 
 # A row of each table naming alice's session, as bob's role would insert it.
