@@ -169,11 +169,15 @@ class StoreSessionService(BaseSessionService):
     ) -> Session:
         """Create a session, its header and first entry in one write.
 
+        ``session_id`` is stripped of surrounding whitespace, as by every
+        call naming a session (`Names.of`); none, or a blank one, gets a new
+        UUID, as ADK's ``InMemorySessionService`` gives.
+
         Raises:
             SessionExistsError: ``session_id`` names a session of this app
                 and user (ADK's ``AlreadyExistsError``).
         """
-        place = self._place(app_name, user_id, session_id or str(uuid.uuid4()))
+        place = self._place(app_name, user_id, (session_id or "").strip() or str(uuid.uuid4()))
         names = place.names
         app, user, own = split_state(json_safe(state or {}))
         created = time.time()
@@ -227,7 +231,7 @@ class StoreSessionService(BaseSessionService):
         if after is not None:
             events = _after(events, after)
         session = Session(
-            id=session_id,
+            id=place.names.session_id,
             app_name=app_name,
             user_id=user_id,
             state=await place.merged(own),

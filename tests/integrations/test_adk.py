@@ -311,6 +311,29 @@ async def test_session_ids_the_store_would_refuse_still_work(async_store: Sessio
         assert text_of(again.events[0]) == session_id
 
 
+async def test_a_padded_session_id_names_the_stripped_one_as_in_adk(
+    async_store: SessionStore,
+) -> None:
+    service = StoreSessionService(async_store)
+    made = await service.create_session(app_name=APP, user_id=ANN, session_id=" order-42\n")
+    assert made.id == "order-42"
+    with pytest.raises(AlreadyExistsError):
+        await service.create_session(app_name=APP, user_id=ANN, session_id="order-42  ")
+    padded = Session(id="\torder-42", app_name=APP, user_id=ANN)  # one the caller made
+    await service.append_event(padded, said("user", "hi", k=1))
+    got = await service.get_session(app_name=APP, user_id=ANN, session_id="order-42\n")
+    assert got is not None
+    assert got.id == "order-42"
+    assert [text_of(e) for e in got.events] == ["hi"]
+    assert got.state == {"k": 1}
+    await service.delete_session(app_name=APP, user_id=ANN, session_id=" order-42 ")
+    assert await service.get_session(app_name=APP, user_id=ANN, session_id="order-42") is None
+    # A blank id is no id: a new one is made.
+    blank = await service.create_session(app_name=APP, user_id=ANN, session_id="   ")
+    assert blank.id.strip() == blank.id
+    assert len(blank.id) == 36
+
+
 async def test_a_user_reaches_only_their_own_sessions(async_store: SessionStore) -> None:
     service = StoreSessionService(async_store)
     mine = await service.create_session(app_name=APP, user_id=ANN, session_id="s")
