@@ -89,7 +89,9 @@ except ImportError as exc:
     ) from exc
 
 from sessionstore import (
+    ConfigurationError,
     DuplicateSessionError,
+    InvalidCursorError,
     InvalidRecordError,
     ScopedStore,
     SessionConflictError,
@@ -97,6 +99,7 @@ from sessionstore import (
     SessionMeta,
     SessionNotFoundError,
     SessionStore,
+    SessionSummary,
 )
 from sessionstore.integrations.adk_events import (
     ADK_FIELD,
@@ -111,7 +114,7 @@ from sessionstore.integrations.adk_events import (
 from sessionstore.integrations.adk_reads import ATTEMPTS, KeptEvents, Place, app_users, merged
 from sessionstore.wire import encode
 
-__all__ = ["ADKSessionNotFoundError", "SessionExistsError", "StoreSessionService"]
+__all__ = ["ADKSessionNotFoundError", "SessionExistsError", "SessionPage", "StoreSessionService"]
 
 _PAGE = 200  # summaries read per page
 _READS = 16  # sessions read at once by a listing
@@ -129,6 +132,20 @@ class SessionExistsError(DuplicateSessionError, AlreadyExistsError):
 class ADKSessionNotFoundError(SessionNotFoundError, ADKNotFoundError):
     """`append_event` on a session that does not exist (or was deleted): ADK's
     ``SessionNotFoundError``, as its services raise, and the store's."""
+
+
+class SessionPage(ListSessionsResponse):
+    """What `StoreSessionService.list_sessions` answers: ADK's
+    ``ListSessionsResponse`` (2.13's has no paging field), and the token of
+    the next page.
+
+    Attributes:
+        next_page_token: pass it as ``page_token`` for the page after this
+            one; None on the last page and on a listing asked without
+            ``page_size``.
+    """
+
+    next_page_token: str | None = None
 
 
 class StoreSessionService(BaseSessionService):
@@ -242,18 +259,82 @@ class StoreSessionService(BaseSessionService):
         return session
 
     async def list_sessions(
-        self, *, app_name: str, user_id: str | None = None
-    ) -> ListSessionsResponse:
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        page_size: int | None = None,
+        page_token: str | None = None,
+    ) -> SessionPage:
         """The sessions of a user in an app (of every user in the app when
         ``user_id`` is None), without events, the least recently updated
-        first. Reads each user's summaries, a page at a time, then each
-        session's last entry or two (its state and time)."""
-        users = await app_users(self.store, app_name) if user_id is None else [user_id]
-        sessions: list[Session] = []
-        for user in users:
-            sessions += await self._user_sessions(self._place(app_name, user))
-        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
-        return ListSessionsResponse(sessions=sessions)
+        first; with ``page_size``, a page of them.
+
+        Without ``page_size``, every session: each user's summaries, a page at
+        a time, then each session's last entry or two (its state and time).
+        With it, one page of the user's store summaries, the most recently
+        active sessions first (``next_page_token`` continues with older
+        ones), and then that page's sessions alone are read; a page is
+        sorted as a whole listing is. A page may hold fewer sessions than
+        ``page_size`` (the branches a rewind left are not listed) and still
+        have a next one; the last has no ``next_page_token``. A session
+        written to after the first page is not listed again (the store's
+        paging, `SessionStore.summaries`).
+
+        Args:
+            page_size: how many store sessions a page reads at most (1 or more).
+            page_token: a `SessionPage.next_page_token` of this app and user,
+                with ``page_size``.
+
+        Raises:
+            ConfigurationError: ``page_size`` is not an int of 1 or more;
+                ``page_token`` is not a token a page of this app and user
+                gave, or comes without ``page_size``; paging without a
+                ``user_id`` (page each user's sessions instead).
+        """
+        if page_size is None and page_token is None:
+            users = await app_users(self.store, app_name) if user_id is None else [user_id]
+            sessions: list[Session] = []
+            for user in users:
+                sessions += await self._user_sessions(self._place(app_name, user))
+            sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+            return SessionPage(sessions=sessions)
+        if page_size is None:
+            raise ConfigurationError("list_sessions: page_token continues a page: give page_size")
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise ConfigurationError(
+                f"list_sessions: page_size must be an int of 1 or more, not {page_size!r}"
+            )
+        if page_token is not None and (not isinstance(page_token, str) or not page_token):
+            raise ConfigurationError(
+                f"list_sessions: page_token must be a token a page gave, not {page_token!r}"
+            )
+        if user_id is None:
+            raise ConfigurationError(
+                "list_sessions: page_size pages one user's sessions: give user_id "
+                "(the app's users' sessions are listed whole, without page_size)"
+            )
+        place = self._place(app_name, user_id)
+        try:
+            page = await place.view.summaries(limit=page_size, after=page_token)
+        except InvalidCursorError:  # another listing's, or edited: said alike, naming none
+            raise ConfigurationError(
+                f"list_sessions: page_token is no token a page of app {app_name!r}, "
+                f"user {user_id!r} gave: list again without it"
+            ) from None
+        listed = [each for each in map(_listed, page, [app_name] * len(page)) if each is not None]
+
+        async def live(sid: str, branch: int, store_id: str) -> tuple[str, str] | None:
+            """The pair, when its store session is where the ADK session
+            continues now (not a branch a rewind left)."""
+            base = Names.of(app_name, user_id, sid).base
+            return (sid, store_id) if (await place.view.head(base) or base) == store_id else None
+
+        picked = await asyncio.gather(*(live(*each) for each in listed))
+        sessions = await self._read_listed(place, [each for each in picked if each is not None])
+        sessions.sort(key=lambda s: (s.last_update_time, s.id))
+        more = page[-1].cursor if len(page) == page_size else None
+        return SessionPage(sessions=sessions, next_page_token=more)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Erase a session, every branch a rewind made included (each an
@@ -318,24 +399,30 @@ class StoreSessionService(BaseSessionService):
         after: str | None = None
         while True:
             page = await place.view.summaries(limit=_PAGE, after=after)
-            for summary in page:
-                kept = summary.meta.metadata.get(ADK_FIELD)
-                if not isinstance(kept, dict) or kept.get("app_name") != names.app_name:
+            for listed in page:
+                found = _listed(listed, names.app_name)
+                if found is None:
                     continue
-                sid, branch = kept.get("session_id"), kept.get("branch")
-                if not isinstance(sid, str) or not isinstance(branch, int):
-                    continue
+                sid, branch, store_id = found
                 if sid not in live or live[sid][0] < branch:
-                    live[sid] = (branch, summary.id)
+                    live[sid] = (branch, store_id)
             if len(page) < _PAGE:
                 break
             after = page[-1].cursor
+        return await self._read_listed(
+            place, [(sid, store_id) for sid, (_, store_id) in live.items()]
+        )
+
+    async def _read_listed(self, place: Place, listed: list[tuple[str, str]]) -> list[Session]:
+        """The sessions of (ADK id, store id) pairs the owner's listing gave,
+        without events (one erased meanwhile left out)."""
+        names = place.names
         app_state, user_state = await place.scope(app=True), await place.scope(app=False)
         # The ids came from the owner's own listing: read them on the whole
         # store, sparing the view's check of each header.
         reader = Place(names, self.store, self.store)
 
-        async def listed(sid: str, store_id: str) -> Session | None:
+        async def read(sid: str, store_id: str) -> Session | None:
             try:
                 tail, own = await reader.tail_and_state(store_id)
             except SessionNotFoundError:  # erased meanwhile
@@ -349,9 +436,8 @@ class StoreSessionService(BaseSessionService):
             )
 
         found: list[Session | None] = []
-        pending = [(sid, store_id) for sid, (_, store_id) in live.items()]
-        for at in range(0, len(pending), _READS):  # a few reads in flight at once
-            found += await asyncio.gather(*(listed(*each) for each in pending[at : at + _READS]))
+        for at in range(0, len(listed), _READS):  # a few reads in flight at once
+            found += await asyncio.gather(*(read(*each) for each in listed[at : at + _READS]))
         return [session for session in found if session is not None]
 
 
@@ -414,6 +500,18 @@ async def _rewind(place: Place, invocation: str) -> Tail:
             number += 1
     await view.set_head(names.base, meta.id, expect=current)
     return await place.tail(meta.id)
+
+
+def _listed(summary: SessionSummary, app_name: str) -> tuple[str, int, str] | None:
+    """The ADK id, branch and store id of a summary of the app's session;
+    None for another store session."""
+    kept = summary.meta.metadata.get(ADK_FIELD)
+    if not isinstance(kept, dict) or kept.get("app_name") != app_name:
+        return None
+    sid, branch = kept.get("session_id"), kept.get("branch")
+    if not isinstance(sid, str) or isinstance(branch, bool) or not isinstance(branch, int):
+        return None
+    return sid, branch, summary.id
 
 
 def _header(names: Names, store_id: str, branch: int, parent: str | None = None) -> SessionMeta:

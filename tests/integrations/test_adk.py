@@ -26,7 +26,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 import sessionstore.integrations.adk as adk
-from sessionstore import Message, MessageEntry, SessionStore
+from sessionstore import ConfigurationError, Message, MessageEntry, SessionStore
 from sessionstore.integrations.adk import StoreSessionService
 from sessionstore.integrations.adk_events import Names, owner_of
 from tests.integrations.adk_scripted import text_of
@@ -373,6 +373,91 @@ async def test_sessions_are_listed_per_user_and_per_app(
         (ANN, "s0"),
     ]
     assert (await service.list_sessions(app_name="nobody")).sessions == []
+
+
+async def listed_in_pages(service: StoreSessionService, size: int) -> list[list[str]]:
+    """The ids of Ann's sessions, page by page of ``size``."""
+    pages, token = [], None
+    while True:
+        page = await service.list_sessions(
+            app_name=APP, user_id=ANN, page_size=size, page_token=token
+        )
+        assert isinstance(page, adk.SessionPage)
+        times = [s.last_update_time for s in page.sessions]
+        assert times == sorted(times)  # each page sorted as ADK sorts
+        pages.append([s.id for s in page.sessions])
+        token = page.next_page_token
+        if token is None:
+            return pages
+
+
+async def test_sessions_are_listed_a_page_at_a_time(async_store: SessionStore) -> None:
+    service = StoreSessionService(async_store)
+    for n in range(5):
+        session = await service.create_session(
+            app_name=APP, user_id=ANN, session_id=f"s{n}", state={"n": n}
+        )
+        await service.append_event(session, said("user", "hi", at=100.0 + n))
+    await service.create_session(app_name=APP, user_id=BOB, session_id="b")
+    pages = await listed_in_pages(service, 2)
+    # The most recently active first, each page sorted oldest first; each session once.
+    assert pages == [["s3", "s4"], ["s1", "s2"], ["s0"]]
+    [first] = (await service.list_sessions(app_name=APP, user_id=ANN, page_size=1)).sessions
+    assert (first.id, first.state, first.events) == ("s4", {"n": 4}, [])
+    assert first.last_update_time == 104.0
+    # Without page_size: every session, as ADK lists them, and no token.
+    whole = await service.list_sessions(app_name=APP, user_id=ANN)
+    assert [s.id for s in whole.sessions] == ["s0", "s1", "s2", "s3", "s4"]
+    assert whole.next_page_token is None
+
+
+async def test_a_rewound_session_is_paged_once_as_where_it_goes_on(
+    async_store: SessionStore,
+) -> None:
+    service = StoreSessionService(async_store)
+    session = await service.create_session(app_name=APP, user_id=ANN, session_id="r")
+    for invocation in ("one", "two"):
+        event = said("user", invocation, n=invocation)
+        event.invocation_id = invocation
+        await service.append_event(session, event)
+    rewind = Event(
+        invocation_id="back",
+        author="user",
+        actions=EventActions(rewind_before_invocation_id="two"),
+    )
+    await service.append_event(session, rewind)
+    await service.create_session(app_name=APP, user_id=ANN, session_id="other")
+    assert sorted(i for page in await listed_in_pages(service, 1) for i in page) == ["other", "r"]
+    [paged] = [
+        s
+        for s in (await service.list_sessions(app_name=APP, user_id=ANN, page_size=5)).sessions
+        if s.id == "r"
+    ]
+    assert paged.state == (await fetched(service, session)).state
+
+
+async def test_a_bad_page_is_refused_by_name(async_store: SessionStore) -> None:
+    service = StoreSessionService(async_store)
+    for user in (ANN, BOB):
+        for n in range(3):
+            await service.create_session(app_name=APP, user_id=user, session_id=f"s{n}")
+    for size in (0, -1, True, "2", 1.5):
+        with pytest.raises(ConfigurationError, match="page_size"):
+            await service.list_sessions(app_name=APP, user_id=ANN, page_size=size)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="user_id"):
+        await service.list_sessions(app_name=APP, page_size=2)
+    with pytest.raises(ConfigurationError, match="page_size"):
+        await service.list_sessions(app_name=APP, user_id=ANN, page_token="x")
+    bobs = await service.list_sessions(app_name=APP, user_id=BOB, page_size=2)
+    assert bobs.next_page_token is not None
+    refusals = []
+    for token in (bobs.next_page_token, "not-a-token", ""):
+        with pytest.raises(ConfigurationError, match="page_token") as refused:
+            await service.list_sessions(app_name=APP, user_id=ANN, page_size=2, page_token=token)
+        refusals.append(str(refused.value))
+    # Bob's token, to Ann's listing, says nothing of Bob.
+    assert BOB not in refusals[0]
+    assert bobs.next_page_token not in refusals[0]
 
 
 async def test_deleting_a_session_erases_it_and_records_why(async_store: SessionStore) -> None:
