@@ -43,7 +43,9 @@ keys are never stored. The app's journal also lists its users (keys
 **Concurrency.** Every append is conditional (``expect_last`` and
 ``expect_head``) on where the session ended when last read, which the ADK
 ``Session`` carries with the session's own state (`adk_events.Tail`, in
-its storage marker), so an append in turn reads nothing first; when
+its storage marker), so an append in turn reads nothing first (not even
+the header the owner's view would check: the append, on the whole store,
+is conditional on the owner's own head naming the session); when
 another run appended meanwhile, the service reads the new end and appends
 after it, merging the state again. Two runs on one session never lose an
 event or a state change, and never get a stale-session error.
@@ -448,6 +450,13 @@ async def _append(
     appended meanwhile); the tail after it. An event equal to the session's
     last is not stored again (a caller retrying an append that landed)."""
     view, base = place.view, place.names.base
+    # The append goes to the whole store, sparing the view's read of the
+    # header: it is conditional on the owner's own head naming the session
+    # (a head only the owner's view sets, on a session it checked is the
+    # owner's) and on the session's last entry id (a UUID; a session without
+    # one goes through the view), so it cannot land in another owner's
+    # session, whatever the ``Session`` in hand says.
+    scoped = view if isinstance(view, ScopedStore) else None
     for _ in range(ATTEMPTS):
         if tail is None:
             current = await place.current()
@@ -461,7 +470,12 @@ async def _append(
             state = {**held, **own}
         entry = event_entry(payload, event, state)
         try:
-            await view.append(tail.session, entry, expect_last=tail.last, expect_head=base)
+            if scoped is not None and tail.last:
+                await place.root.append(
+                    tail.session, entry, expect_last=tail.last, expect_head=scoped.prefix + base
+                )
+            else:
+                await view.append(tail.session, entry, expect_last=tail.last, expect_head=base)
         except SessionConflictError as exc:
             if exc.what == "head" and exc.actual is None:  # creation cut before its head
                 await view.set_head(base, base, expect=None)

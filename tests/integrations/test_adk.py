@@ -7,7 +7,7 @@ Without google-adk these tests skip (fail under CI=true): `require`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -232,6 +232,7 @@ class CountingStore:
         self._store = store
         self.entries_read = 0
         self.whole_reads = 0
+        self.raw_reads = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -248,6 +249,10 @@ class CountingStore:
     def iter_entries(self, session_id: str) -> AsyncGenerator[Any, None]:
         self.whole_reads += 1
         return self._store.iter_entries(session_id)
+
+    def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+        self.raw_reads += 1  # a view's check of a header reads its first line
+        return self._store.raw_lines(session_id)
 
 
 async def test_the_last_events_cost_what_they_return(async_store: SessionStore) -> None:
@@ -565,10 +570,28 @@ async def test_an_append_in_turn_reads_nothing_back(async_store: SessionStore) -
     counting = CountingStore(async_store)
     service = StoreSessionService(cast(SessionStore, counting))
     session = await service.create_session(app_name=APP, user_id=ANN, state={"a": 1})
-    counting.entries_read = 0
+    counting.entries_read = counting.raw_reads = 0
     # The session in hand knows where the session ends and its state: no entry is read.
     for n in range(5):
         await service.append_event(session, said("user", f"m{n}", a=n))
         await service.append_event(session, said("model", f"r{n}"))
     assert counting.entries_read == 0
+    assert counting.raw_reads == 0  # nor any header: the append is conditional on the owner's head
     assert (await fetched(service, session)).state == {"a": 4}
+
+
+async def test_a_session_in_hand_renamed_to_another_user_reaches_only_theirs(
+    async_store: SessionStore,
+) -> None:
+    service = StoreSessionService(async_store)
+    anns = await service.create_session(app_name=APP, user_id=ANN, session_id="s")
+    await service.append_event(anns, said("user", "ann's"))
+    # Ann's session object, its storage marker naming Ann's store session, told it is Bob's.
+    renamed = anns.model_copy(update={"user_id": BOB})
+    renamed._storage_update_marker = anns._storage_update_marker
+    with pytest.raises(ADKNotFoundError):
+        await service.append_event(renamed, said("user", "bob's"))
+    bobs = await service.create_session(app_name=APP, user_id=BOB, session_id="s")
+    await service.append_event(renamed, said("user", "bob's"))
+    assert [text_of(e) for e in (await fetched(service, anns)).events] == ["ann's"]
+    assert [text_of(e) for e in (await fetched(service, bobs)).events] == ["bob's"]
