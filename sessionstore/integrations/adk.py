@@ -43,7 +43,9 @@ keys are never stored. The app's journal also lists its users (keys
 **Concurrency.** Every append is conditional (``expect_last`` and
 ``expect_head``) on where the session ended when last read, which the ADK
 ``Session`` carries with the session's own state (`adk_events.Tail`, in
-its storage marker), so an append in turn reads nothing first; when
+its storage marker), so an append in turn reads nothing first (not even
+the header the owner's view would check: the append, on the whole store,
+is conditional on the owner's own head naming the session); when
 another run appended meanwhile, the service reads the new end and appends
 after it, merging the state again. Two runs on one session never lose an
 event or a state change, and never get a stale-session error.
@@ -89,7 +91,9 @@ except ImportError as exc:
     ) from exc
 
 from sessionstore import (
+    ConfigurationError,
     DuplicateSessionError,
+    InvalidCursorError,
     InvalidRecordError,
     ScopedStore,
     SessionConflictError,
@@ -97,6 +101,7 @@ from sessionstore import (
     SessionMeta,
     SessionNotFoundError,
     SessionStore,
+    SessionSummary,
 )
 from sessionstore.integrations.adk_events import (
     ADK_FIELD,
@@ -111,7 +116,7 @@ from sessionstore.integrations.adk_events import (
 from sessionstore.integrations.adk_reads import ATTEMPTS, KeptEvents, Place, app_users, merged
 from sessionstore.wire import encode
 
-__all__ = ["ADKSessionNotFoundError", "SessionExistsError", "StoreSessionService"]
+__all__ = ["ADKSessionNotFoundError", "SessionExistsError", "SessionPage", "StoreSessionService"]
 
 _PAGE = 200  # summaries read per page
 _READS = 16  # sessions read at once by a listing
@@ -129,6 +134,20 @@ class SessionExistsError(DuplicateSessionError, AlreadyExistsError):
 class ADKSessionNotFoundError(SessionNotFoundError, ADKNotFoundError):
     """`append_event` on a session that does not exist (or was deleted): ADK's
     ``SessionNotFoundError``, as its services raise, and the store's."""
+
+
+class SessionPage(ListSessionsResponse):
+    """What `StoreSessionService.list_sessions` answers: ADK's
+    ``ListSessionsResponse`` (2.13's has no paging field), and the token of
+    the next page.
+
+    Attributes:
+        next_page_token: pass it as ``page_token`` for the page after this
+            one; None on the last page and on a listing asked without
+            ``page_size``.
+    """
+
+    next_page_token: str | None = None
 
 
 class StoreSessionService(BaseSessionService):
@@ -169,11 +188,15 @@ class StoreSessionService(BaseSessionService):
     ) -> Session:
         """Create a session, its header and first entry in one write.
 
+        ``session_id`` is stripped of surrounding whitespace, as by every
+        call naming a session (`Names.of`); none, or a blank one, gets a new
+        UUID, as ADK's ``InMemorySessionService`` gives.
+
         Raises:
             SessionExistsError: ``session_id`` names a session of this app
                 and user (ADK's ``AlreadyExistsError``).
         """
-        place = self._place(app_name, user_id, session_id or str(uuid.uuid4()))
+        place = self._place(app_name, user_id, (session_id or "").strip() or str(uuid.uuid4()))
         names = place.names
         app, user, own = split_state(json_safe(state or {}))
         created = time.time()
@@ -227,7 +250,7 @@ class StoreSessionService(BaseSessionService):
         if after is not None:
             events = _after(events, after)
         session = Session(
-            id=session_id,
+            id=place.names.session_id,
             app_name=app_name,
             user_id=user_id,
             state=await place.merged(own),
@@ -238,18 +261,82 @@ class StoreSessionService(BaseSessionService):
         return session
 
     async def list_sessions(
-        self, *, app_name: str, user_id: str | None = None
-    ) -> ListSessionsResponse:
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        page_size: int | None = None,
+        page_token: str | None = None,
+    ) -> SessionPage:
         """The sessions of a user in an app (of every user in the app when
         ``user_id`` is None), without events, the least recently updated
-        first. Reads each user's summaries, a page at a time, then each
-        session's last entry or two (its state and time)."""
-        users = await app_users(self.store, app_name) if user_id is None else [user_id]
-        sessions: list[Session] = []
-        for user in users:
-            sessions += await self._user_sessions(self._place(app_name, user))
-        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
-        return ListSessionsResponse(sessions=sessions)
+        first; with ``page_size``, a page of them.
+
+        Without ``page_size``, every session: each user's summaries, a page at
+        a time, then each session's last entry or two (its state and time).
+        With it, one page of the user's store summaries, the most recently
+        active sessions first (``next_page_token`` continues with older
+        ones), and then that page's sessions alone are read; a page is
+        sorted as a whole listing is. A page may hold fewer sessions than
+        ``page_size`` (the branches a rewind left are not listed) and still
+        have a next one; the last has no ``next_page_token``. A session
+        written to after the first page is not listed again (the store's
+        paging, `SessionStore.summaries`).
+
+        Args:
+            page_size: how many store sessions a page reads at most (1 or more).
+            page_token: a `SessionPage.next_page_token` of this app and user,
+                with ``page_size``.
+
+        Raises:
+            ConfigurationError: ``page_size`` is not an int of 1 or more;
+                ``page_token`` is not a token a page of this app and user
+                gave, or comes without ``page_size``; paging without a
+                ``user_id`` (page each user's sessions instead).
+        """
+        if page_size is None and page_token is None:
+            users = await app_users(self.store, app_name) if user_id is None else [user_id]
+            sessions: list[Session] = []
+            for user in users:
+                sessions += await self._user_sessions(self._place(app_name, user))
+            sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+            return SessionPage(sessions=sessions)
+        if page_size is None:
+            raise ConfigurationError("list_sessions: page_token continues a page: give page_size")
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise ConfigurationError(
+                f"list_sessions: page_size must be an int of 1 or more, not {page_size!r}"
+            )
+        if page_token is not None and (not isinstance(page_token, str) or not page_token):
+            raise ConfigurationError(
+                f"list_sessions: page_token must be a token a page gave, not {page_token!r}"
+            )
+        if user_id is None:
+            raise ConfigurationError(
+                "list_sessions: page_size pages one user's sessions: give user_id "
+                "(the app's users' sessions are listed whole, without page_size)"
+            )
+        place = self._place(app_name, user_id)
+        try:
+            page = await place.view.summaries(limit=page_size, after=page_token)
+        except InvalidCursorError:  # another listing's, or edited: said alike, naming none
+            raise ConfigurationError(
+                f"list_sessions: page_token is no token a page of app {app_name!r}, "
+                f"user {user_id!r} gave: list again without it"
+            ) from None
+        listed = [each for each in map(_listed, page, [app_name] * len(page)) if each is not None]
+
+        async def live(sid: str, branch: int, store_id: str) -> tuple[str, str] | None:
+            """The pair, when its store session is where the ADK session
+            continues now (not a branch a rewind left)."""
+            base = Names.of(app_name, user_id, sid).base
+            return (sid, store_id) if (await place.view.head(base) or base) == store_id else None
+
+        picked = await asyncio.gather(*(live(*each) for each in listed))
+        sessions = await self._read_listed(place, [each for each in picked if each is not None])
+        sessions.sort(key=lambda s: (s.last_update_time, s.id))
+        more = page[-1].cursor if len(page) == page_size else None
+        return SessionPage(sessions=sessions, next_page_token=more)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Erase a session, every branch a rewind made included (each an
@@ -314,24 +401,30 @@ class StoreSessionService(BaseSessionService):
         after: str | None = None
         while True:
             page = await place.view.summaries(limit=_PAGE, after=after)
-            for summary in page:
-                kept = summary.meta.metadata.get(ADK_FIELD)
-                if not isinstance(kept, dict) or kept.get("app_name") != names.app_name:
+            for listed in page:
+                found = _listed(listed, names.app_name)
+                if found is None:
                     continue
-                sid, branch = kept.get("session_id"), kept.get("branch")
-                if not isinstance(sid, str) or not isinstance(branch, int):
-                    continue
+                sid, branch, store_id = found
                 if sid not in live or live[sid][0] < branch:
-                    live[sid] = (branch, summary.id)
+                    live[sid] = (branch, store_id)
             if len(page) < _PAGE:
                 break
             after = page[-1].cursor
+        return await self._read_listed(
+            place, [(sid, store_id) for sid, (_, store_id) in live.items()]
+        )
+
+    async def _read_listed(self, place: Place, listed: list[tuple[str, str]]) -> list[Session]:
+        """The sessions of (ADK id, store id) pairs the owner's listing gave,
+        without events (one erased meanwhile left out)."""
+        names = place.names
         app_state, user_state = await place.scope(app=True), await place.scope(app=False)
         # The ids came from the owner's own listing: read them on the whole
         # store, sparing the view's check of each header.
         reader = Place(names, self.store, self.store)
 
-        async def listed(sid: str, store_id: str) -> Session | None:
+        async def read(sid: str, store_id: str) -> Session | None:
             try:
                 tail, own = await reader.tail_and_state(store_id)
             except SessionNotFoundError:  # erased meanwhile
@@ -345,9 +438,8 @@ class StoreSessionService(BaseSessionService):
             )
 
         found: list[Session | None] = []
-        pending = [(sid, store_id) for sid, (_, store_id) in live.items()]
-        for at in range(0, len(pending), _READS):  # a few reads in flight at once
-            found += await asyncio.gather(*(listed(*each) for each in pending[at : at + _READS]))
+        for at in range(0, len(listed), _READS):  # a few reads in flight at once
+            found += await asyncio.gather(*(read(*each) for each in listed[at : at + _READS]))
         return [session for session in found if session is not None]
 
 
@@ -358,6 +450,13 @@ async def _append(
     appended meanwhile); the tail after it. An event equal to the session's
     last is not stored again (a caller retrying an append that landed)."""
     view, base = place.view, place.names.base
+    # The append goes to the whole store, sparing the view's read of the
+    # header: it is conditional on the owner's own head naming the session
+    # (a head only the owner's view sets, on a session it checked is the
+    # owner's) and on the session's last entry id (a UUID; a session without
+    # one goes through the view), so it cannot land in another owner's
+    # session, whatever the ``Session`` in hand says.
+    scoped = view if isinstance(view, ScopedStore) else None
     for _ in range(ATTEMPTS):
         if tail is None:
             current = await place.current()
@@ -371,7 +470,12 @@ async def _append(
             state = {**held, **own}
         entry = event_entry(payload, event, state)
         try:
-            await view.append(tail.session, entry, expect_last=tail.last, expect_head=base)
+            if scoped is not None and tail.last:
+                await place.root.append(
+                    tail.session, entry, expect_last=tail.last, expect_head=scoped.prefix + base
+                )
+            else:
+                await view.append(tail.session, entry, expect_last=tail.last, expect_head=base)
         except SessionConflictError as exc:
             if exc.what == "head" and exc.actual is None:  # creation cut before its head
                 await view.set_head(base, base, expect=None)
@@ -410,6 +514,18 @@ async def _rewind(place: Place, invocation: str) -> Tail:
             number += 1
     await view.set_head(names.base, meta.id, expect=current)
     return await place.tail(meta.id)
+
+
+def _listed(summary: SessionSummary, app_name: str) -> tuple[str, int, str] | None:
+    """The ADK id, branch and store id of a summary of the app's session;
+    None for another store session."""
+    kept = summary.meta.metadata.get(ADK_FIELD)
+    if not isinstance(kept, dict) or kept.get("app_name") != app_name:
+        return None
+    sid, branch = kept.get("session_id"), kept.get("branch")
+    if not isinstance(sid, str) or isinstance(branch, bool) or not isinstance(branch, int):
+        return None
+    return sid, branch, summary.id
 
 
 def _header(names: Names, store_id: str, branch: int, parent: str | None = None) -> SessionMeta:

@@ -84,6 +84,7 @@ class Names:
     """Where one ADK session lives in a store.
 
     Attributes:
+        session_id: the ADK session id, stripped of surrounding whitespace.
         base: the id of the store session it starts as, and the name of the
             head that names the store session it continues in (a rewind
             forks): ``adk-<scope>-<session id>`` when the ADK id fits the
@@ -100,6 +101,10 @@ class Names:
 
     @classmethod
     def of(cls, app_name: str, user_id: str, session_id: str) -> Names:
+        """The names of a session; its id stripped of surrounding whitespace,
+        as ADK's ``InMemorySessionService`` strips it on every call, so
+        ``"s1\\n"`` and ``"s1"`` name one session."""
+        session_id = session_id.strip()
         scope = _digest(app_name, user_id)
         readable = f"adk-{scope}-{session_id}"
         try:

@@ -7,7 +7,7 @@ Without google-adk these tests skip (fail under CI=true): `require`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -26,7 +26,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 import sessionstore.integrations.adk as adk
-from sessionstore import Message, MessageEntry, SessionStore
+from sessionstore import ConfigurationError, Message, MessageEntry, SessionStore
 from sessionstore.integrations.adk import StoreSessionService
 from sessionstore.integrations.adk_events import Names, owner_of
 from tests.integrations.adk_scripted import text_of
@@ -232,6 +232,7 @@ class CountingStore:
         self._store = store
         self.entries_read = 0
         self.whole_reads = 0
+        self.raw_reads = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -248,6 +249,10 @@ class CountingStore:
     def iter_entries(self, session_id: str) -> AsyncGenerator[Any, None]:
         self.whole_reads += 1
         return self._store.iter_entries(session_id)
+
+    def raw_lines(self, session_id: str) -> AsyncIterator[str]:
+        self.raw_reads += 1  # a view's check of a header reads its first line
+        return self._store.raw_lines(session_id)
 
 
 async def test_the_last_events_cost_what_they_return(async_store: SessionStore) -> None:
@@ -311,6 +316,29 @@ async def test_session_ids_the_store_would_refuse_still_work(async_store: Sessio
         assert text_of(again.events[0]) == session_id
 
 
+async def test_a_padded_session_id_names_the_stripped_one_as_in_adk(
+    async_store: SessionStore,
+) -> None:
+    service = StoreSessionService(async_store)
+    made = await service.create_session(app_name=APP, user_id=ANN, session_id=" order-42\n")
+    assert made.id == "order-42"
+    with pytest.raises(AlreadyExistsError):
+        await service.create_session(app_name=APP, user_id=ANN, session_id="order-42  ")
+    padded = Session(id="\torder-42", app_name=APP, user_id=ANN)  # one the caller made
+    await service.append_event(padded, said("user", "hi", k=1))
+    got = await service.get_session(app_name=APP, user_id=ANN, session_id="order-42\n")
+    assert got is not None
+    assert got.id == "order-42"
+    assert [text_of(e) for e in got.events] == ["hi"]
+    assert got.state == {"k": 1}
+    await service.delete_session(app_name=APP, user_id=ANN, session_id=" order-42 ")
+    assert await service.get_session(app_name=APP, user_id=ANN, session_id="order-42") is None
+    # A blank id is no id: a new one is made.
+    blank = await service.create_session(app_name=APP, user_id=ANN, session_id="   ")
+    assert blank.id.strip() == blank.id
+    assert len(blank.id) == 36
+
+
 async def test_a_user_reaches_only_their_own_sessions(async_store: SessionStore) -> None:
     service = StoreSessionService(async_store)
     mine = await service.create_session(app_name=APP, user_id=ANN, session_id="s")
@@ -350,6 +378,91 @@ async def test_sessions_are_listed_per_user_and_per_app(
         (ANN, "s0"),
     ]
     assert (await service.list_sessions(app_name="nobody")).sessions == []
+
+
+async def listed_in_pages(service: StoreSessionService, size: int) -> list[list[str]]:
+    """The ids of Ann's sessions, page by page of ``size``."""
+    pages, token = [], None
+    while True:
+        page = await service.list_sessions(
+            app_name=APP, user_id=ANN, page_size=size, page_token=token
+        )
+        assert isinstance(page, adk.SessionPage)
+        times = [s.last_update_time for s in page.sessions]
+        assert times == sorted(times)  # each page sorted as ADK sorts
+        pages.append([s.id for s in page.sessions])
+        token = page.next_page_token
+        if token is None:
+            return pages
+
+
+async def test_sessions_are_listed_a_page_at_a_time(async_store: SessionStore) -> None:
+    service = StoreSessionService(async_store)
+    for n in range(5):
+        session = await service.create_session(
+            app_name=APP, user_id=ANN, session_id=f"s{n}", state={"n": n}
+        )
+        await service.append_event(session, said("user", "hi", at=100.0 + n))
+    await service.create_session(app_name=APP, user_id=BOB, session_id="b")
+    pages = await listed_in_pages(service, 2)
+    # The most recently active first, each page sorted oldest first; each session once.
+    assert pages == [["s3", "s4"], ["s1", "s2"], ["s0"]]
+    [first] = (await service.list_sessions(app_name=APP, user_id=ANN, page_size=1)).sessions
+    assert (first.id, first.state, first.events) == ("s4", {"n": 4}, [])
+    assert first.last_update_time == 104.0
+    # Without page_size: every session, as ADK lists them, and no token.
+    whole = await service.list_sessions(app_name=APP, user_id=ANN)
+    assert [s.id for s in whole.sessions] == ["s0", "s1", "s2", "s3", "s4"]
+    assert whole.next_page_token is None
+
+
+async def test_a_rewound_session_is_paged_once_as_where_it_goes_on(
+    async_store: SessionStore,
+) -> None:
+    service = StoreSessionService(async_store)
+    session = await service.create_session(app_name=APP, user_id=ANN, session_id="r")
+    for invocation in ("one", "two"):
+        event = said("user", invocation, n=invocation)
+        event.invocation_id = invocation
+        await service.append_event(session, event)
+    rewind = Event(
+        invocation_id="back",
+        author="user",
+        actions=EventActions(rewind_before_invocation_id="two"),
+    )
+    await service.append_event(session, rewind)
+    await service.create_session(app_name=APP, user_id=ANN, session_id="other")
+    assert sorted(i for page in await listed_in_pages(service, 1) for i in page) == ["other", "r"]
+    [paged] = [
+        s
+        for s in (await service.list_sessions(app_name=APP, user_id=ANN, page_size=5)).sessions
+        if s.id == "r"
+    ]
+    assert paged.state == (await fetched(service, session)).state
+
+
+async def test_a_bad_page_is_refused_by_name(async_store: SessionStore) -> None:
+    service = StoreSessionService(async_store)
+    for user in (ANN, BOB):
+        for n in range(3):
+            await service.create_session(app_name=APP, user_id=user, session_id=f"s{n}")
+    for size in (0, -1, True, "2", 1.5):
+        with pytest.raises(ConfigurationError, match="page_size"):
+            await service.list_sessions(app_name=APP, user_id=ANN, page_size=size)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="user_id"):
+        await service.list_sessions(app_name=APP, page_size=2)
+    with pytest.raises(ConfigurationError, match="page_size"):
+        await service.list_sessions(app_name=APP, user_id=ANN, page_token="x")
+    bobs = await service.list_sessions(app_name=APP, user_id=BOB, page_size=2)
+    assert bobs.next_page_token is not None
+    refusals = []
+    for token in (bobs.next_page_token, "not-a-token", ""):
+        with pytest.raises(ConfigurationError, match="page_token") as refused:
+            await service.list_sessions(app_name=APP, user_id=ANN, page_size=2, page_token=token)
+        refusals.append(str(refused.value))
+    # Bob's token, to Ann's listing, says nothing of Bob.
+    assert BOB not in refusals[0]
+    assert bobs.next_page_token not in refusals[0]
 
 
 async def test_deleting_a_session_erases_it_and_records_why(async_store: SessionStore) -> None:
@@ -457,10 +570,28 @@ async def test_an_append_in_turn_reads_nothing_back(async_store: SessionStore) -
     counting = CountingStore(async_store)
     service = StoreSessionService(cast(SessionStore, counting))
     session = await service.create_session(app_name=APP, user_id=ANN, state={"a": 1})
-    counting.entries_read = 0
+    counting.entries_read = counting.raw_reads = 0
     # The session in hand knows where the session ends and its state: no entry is read.
     for n in range(5):
         await service.append_event(session, said("user", f"m{n}", a=n))
         await service.append_event(session, said("model", f"r{n}"))
     assert counting.entries_read == 0
+    assert counting.raw_reads == 0  # nor any header: the append is conditional on the owner's head
     assert (await fetched(service, session)).state == {"a": 4}
+
+
+async def test_a_session_in_hand_renamed_to_another_user_reaches_only_theirs(
+    async_store: SessionStore,
+) -> None:
+    service = StoreSessionService(async_store)
+    anns = await service.create_session(app_name=APP, user_id=ANN, session_id="s")
+    await service.append_event(anns, said("user", "ann's"))
+    # Ann's session object, its storage marker naming Ann's store session, told it is Bob's.
+    renamed = anns.model_copy(update={"user_id": BOB})
+    renamed._storage_update_marker = anns._storage_update_marker
+    with pytest.raises(ADKNotFoundError):
+        await service.append_event(renamed, said("user", "bob's"))
+    bobs = await service.create_session(app_name=APP, user_id=BOB, session_id="s")
+    await service.append_event(renamed, said("user", "bob's"))
+    assert [text_of(e) for e in (await fetched(service, anns)).events] == ["ann's"]
+    assert [text_of(e) for e in (await fetched(service, bobs)).events] == ["bob's"]
