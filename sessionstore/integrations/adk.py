@@ -481,11 +481,8 @@ async def _append(
                 await view.set_head(base, base, expect=None)
             tail = None
             continue
-        if isinstance(state, dict):
-            return Tail(
-                tail.session, entry.id, tail.length + 1, tail.length, event.timestamp, state
-            )
-        at, kept = tail.state_at, tail.state
+        # The state is where it was, unless this entry holds it (at its position).
+        at, kept = (tail.length, state) if isinstance(state, dict) else (tail.state_at, tail.state)
         return Tail(tail.session, entry.id, tail.length + 1, at, event.timestamp, kept)
     raise SessionConflictError(base, f"{ATTEMPTS} appends lost their race")
 
