@@ -128,7 +128,10 @@ for every case of the test or (named with its parameters) one."""
 
 
 class PostgresSchemas:
-    """A new schema per test on the server of ``SESSIONSTORE_PG_URL``, all dropped at the end."""
+    """A new schema per test on the server of ``SESSIONSTORE_PG_URL``, all dropped at the end.
+
+    tests/conftest.py's twin, written again: ADK's files are the package
+    ``tests`` in this run, so ours (``tests.conftest``) cannot be imported."""
 
     def __init__(self, url: str) -> None:
         from sqlalchemy.engine import make_url
