@@ -216,18 +216,8 @@ class StoreSessionService(BaseSessionService):
     ) -> SessionPage:
         """The sessions of a user in an app (of every user in the app when
         ``user_id`` is None), without events, the least recently updated
-        first; with ``page_size``, a page of them.
-
-        Without ``page_size``, every session: each user's summaries, a page at
-        a time, then each session's last entry or two (its state and time).
-        With it, one page of the user's store summaries, the most recently
-        active sessions first (``next_page_token`` continues with older
-        ones), and then that page's sessions alone are read; a page is
-        sorted as a whole listing is. A page may hold fewer sessions than
-        ``page_size`` (the branches a rewind left are not listed) and still
-        have a next one; the last has no ``next_page_token``. A session
-        written to after the first page is not listed again (the store's
-        paging, `SessionStore.summaries`).
+        first; with ``page_size``, a page of them, the most recently active
+        first (docs/integrations.md, Listing a page: what a page holds).
 
         Args:
             page_size: how many store sessions a page reads at most (1 or more).
