@@ -419,8 +419,7 @@ class StoreBase(abc.ABC):
         start: tuple[float, str, int] | None,
         kind: str,
     ) -> builtins.list[SearchHit]:
-        """The hits after `words.rank_key` ``start``, by reading every message;
-        SQL overrides it with its index."""
+        """Hits after ``start`` (a `words.rank_key`), from every message; SQL reads its index."""
         return await scan_search(self, wanted, owner, limit, start, kind)
 
     async def _entries_before_fault(self, session_id: str) -> builtins.list[SessionEntry]:
