@@ -43,7 +43,7 @@ from sessionstore.backends.records import (
     gathered_blocks,
     header_line,
 )
-from sessionstore.backends.words import scan_search, search_hit, words
+from sessionstore.backends.words import scan_search, search_hit, search_start, words
 from sessionstore.context import repair_pairing
 from sessionstore.errors import (
     CapabilityError,
@@ -408,18 +408,19 @@ class StoreBase(abc.ABC):
         kind = listing_kind("search", " ".join(wanted), owner)
         if not wanted:
             return []
-        return await self._search(wanted, owner, limit, after, kind)
+        start = None if after is None else search_start(after, kind)
+        return await self._search(wanted, owner, limit, start, kind)
 
     async def _search(
         self,
         wanted: builtins.list[str],
         owner: str | None,
         limit: int,
-        after: str | None,
+        start: tuple[float, str, int] | None,
         kind: str,
     ) -> builtins.list[SearchHit]:
-        """By reading every message; SQL overrides it with its index."""
-        return await scan_search(self, wanted, owner, limit, after, kind)
+        """Hits after ``start`` (a `words.rank_key`), from every message; SQL reads its index."""
+        return await scan_search(self, wanted, owner, limit, start, kind)
 
     async def _entries_before_fault(self, session_id: str) -> builtins.list[SessionEntry]:
         """The entries of a session up to the first that does not decode."""

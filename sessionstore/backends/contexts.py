@@ -122,8 +122,6 @@ class ContextCache(Generic[_S]):
         with self._lock:
             return self._messages
 
-    forget = discard
-
     def clear(self) -> None:
         with self._lock:
             self._held.clear()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -37,6 +38,7 @@ __all__ = [
     "scan_search",
     "score",
     "search_hit",
+    "search_start",
     "snippet",
     "words",
 ]
@@ -148,21 +150,33 @@ def _start_near(text: str, at: int) -> int:
     return space + 1 if space >= 0 else at
 
 
+def search_start(cursor: str, kind: str) -> tuple[float, str, int]:
+    """The `rank_key` of the hit a search's ``cursor`` (of ``kind``) stands on.
+
+    Raises:
+        InvalidCursorError: it holds no hit's key.
+    """
+    key = Cursor.decode(cursor, kind, length=3).key
+    try:
+        found = float(key[0])
+    except ValueError:
+        found = math.nan
+    if not (math.isfinite(found) and found > 0 and key[2].isdigit()):
+        raise InvalidCursorError(f"not a cursor: {cursor!r}")
+    return rank_key(found, key[1], int(key[2]))
+
+
 async def scan_search(
-    store: CoreStore, wanted: list[str], owner: str | None, limit: int, after: str | None, kind: str
+    store: CoreStore,
+    wanted: list[str],
+    owner: str | None,
+    limit: int,
+    start: tuple[float, str, int] | None,
+    kind: str,
 ) -> list[SearchHit]:
-    """`SessionStore.search` of checked arguments by reading every message: a
-    session that does not decode is searched up to its fault, one erased
-    meanwhile is skipped. The cursor holds the hit's `rank_key`."""
-    start: tuple[float, str, int] | None = None
-    if after is not None:
-        key = Cursor.decode(after, kind, length=3).key
-        try:
-            if not key[2].isdigit():
-                raise ValueError(key[2])
-            start = (-float(key[0]), key[1], int(key[2]))
-        except ValueError:
-            raise InvalidCursorError(f"not a cursor: {after!r}") from None
+    """`SessionStore.search` of checked arguments by reading every message,
+    after the hit of `rank_key` ``start``: a session that does not decode is
+    searched up to its fault, one erased meanwhile is skipped."""
     found: list[tuple[float, str, int, MessageEntry]] = []
     for meta in await store.list():
         if owner is not None and meta.owner != owner:

@@ -2,65 +2,11 @@
 
 ``Runner(agent=agent, app_name="shop", session_service=StoreSessionService(store))``
 keeps every ADK session in ``store``, where ``sessionstore show``, search,
-export and the HTML transcript read it. docs/integrations.md (ADK) has the
-how-to; this is the layout and why.
-
-**Sessions.** An ADK session is named by (app, user, session id); a store
-session by one id. `Names` maps the three to ``adk-<scope>-<session id>``
-(``scope`` a 128-bit digest of the app and user, so two users' ``"s1"``
-never meet; an id the session-id rule refuses is digested too). The header's
-``owner`` is ``adk:["<app>","<user>"]`` (JSON, so no two pairs share it), the
-filter every listing and search takes, and its ``metadata["adk"]`` names the
-app, user and session id. Each (app, user) is an owner, and every call
-works through its owner's `ScopedStore` view (sessions, heads, the user's
-state journal): a call for (app, user) computes ids only under that scope,
-and the view refuses any session whose header names another owner. Only
-the app's journal, shared by all its users, is on the whole store; a
-listing reads the sessions the owner's view listed on the whole store too,
-sparing the view's check of each header.
-
-**Events.** Each event is one entry: a `Message` whose role and content are
-what views read (text, ``tool_use`` and ``tool_result`` blocks:
-`adk_events.message_of`), holding the whole event as ADK's JSON form in its
-``adk`` field, given back exactly (`adk_events.event_of`). The first entry
-records the creation time and initial state.
-
-**State.** Session state lives in the session's own entries, in the same
-write as its event: an entry whose event changes it holds the session's
-whole state after it (``adk_state``, as ADK's database service rewrites its
-state row); any other entry holds the position of the one that does
-(``adk_state_at``). So reading the state costs one or two entries, never the
-session. ``app:`` and ``user:`` state are shared by many sessions, so no
-session's entry can hold them: each scope is a journal (``adk-app-<digest>`` on the whole
-store, ``adk-user-<digest>`` in the owner's view) of keyed lines ``v/<revision>``, each the scope's
-whole state, the newest read by one ``scan`` and the next written by
-``append_keyed_unless`` (of two writers, one wins and the other merges
-again). They are written right after the event: a crash between keeps the
-event (its ``state_delta`` included) and loses that shared update. ``temp:``
-keys are never stored. The app's journal also lists its users (keys
-``u/<user>``), so a listing of an app's sessions reads only its users'.
-
-**Concurrency.** Every append is conditional (``expect_last`` and
-``expect_head``) on where the session ended when last read, which the ADK
-``Session`` carries with the session's own state (`adk_events.Tail`, in
-its storage marker), so an append in turn reads nothing first (not even
-the header the owner's view would check: the append, on the whole store,
-is conditional on the owner's own head naming the session); when
-another run appended meanwhile, the service reads the new end and appends
-after it, merging the state again. Two runs on one session never lose an
-event or a state change, and never get a stale-session error.
-
-**Reads.** A `get_session` with a `GetSessionConfig` reads from the end
-back as far as it asks; one without (what ``Runner`` asks at each
-invocation) reads the whole session the first time, then only the entries
-appended since, the service keeping the entries (`adk_reads.KeptEvents`).
-
-**Rewind.** ``Runner.rewind_async`` appends an event rewinding to before an
-invocation. The service forks the store session just before that
-invocation's first event (`BranchingStore.fork`), appends the rewind event
-to the fork and moves the session's head to it: the session continues
-there, and the rewound branch stays a session of its own (listed as the
-fork's ``parent_session``).
+export and the HTML transcript read it. docs/integrations.md (Google ADK)
+has the how-to and the layout: names and owners (`adk_events.Names`, each
+call on its owner's `ScopedStore`), events as entries (`adk_events`), state
+scopes, rewind as a fork, conditional appends (`adk_events.Tail`), reads
+kept between calls (`adk_reads.KeptEvents`) and what each call costs.
 """
 
 from __future__ import annotations
@@ -270,18 +216,8 @@ class StoreSessionService(BaseSessionService):
     ) -> SessionPage:
         """The sessions of a user in an app (of every user in the app when
         ``user_id`` is None), without events, the least recently updated
-        first; with ``page_size``, a page of them.
-
-        Without ``page_size``, every session: each user's summaries, a page at
-        a time, then each session's last entry or two (its state and time).
-        With it, one page of the user's store summaries, the most recently
-        active sessions first (``next_page_token`` continues with older
-        ones), and then that page's sessions alone are read; a page is
-        sorted as a whole listing is. A page may hold fewer sessions than
-        ``page_size`` (the branches a rewind left are not listed) and still
-        have a next one; the last has no ``next_page_token``. A session
-        written to after the first page is not listed again (the store's
-        paging, `SessionStore.summaries`).
+        first; with ``page_size``, a page of them, the most recently active
+        first (docs/integrations.md, Listing a page: what a page holds).
 
         Args:
             page_size: how many store sessions a page reads at most (1 or more).

@@ -84,13 +84,10 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         SessionStoreChatMessageHistory(store, "chat-42")
         SessionStoreChatMessageHistory(session_id="chat-42", connection="conv.db")
 
-    The second form takes ``SQLChatMessageHistory``'s arguments, so that
-    changing the import is the whole migration: ``connection`` (or
-    ``connection_string``) is any `open_store` target, a database URL or a
-    SQLAlchemy engine (whose URL is opened). The history opens a blocking
-    store there on first use (every method works) and closes it at `close`,
-    or when it is collected. Each such history opens a store of its own: an
-    application with many conversations uses the first form (`ChatHistories`).
+    The second form takes ``SQLChatMessageHistory``'s arguments and opens a
+    blocking store of its own, closed at `close` (docs/integrations.md,
+    Migrating from SQLChatMessageHistory); many conversations share one
+    store in the first form (`ChatHistories`).
 
     Args:
         store: a `sessionstore.sync.SyncStore` (every method works) or an

@@ -141,16 +141,8 @@ class StoreSession:
     that is, and closed at `close` or when the session is collected.
 
     Any number of sessions, in any threads, loops and processes, may share
-    one conversation: each change is a conditional write, and no lock is
-    held between calls (docs/integrations.md, Guarantees).
-
-    A server serving many users gives ``tenant``, which names the owner a
-    run serves from its run context; each call is then made on
-    ``ScopedStore(store, tenant(wrapper))`` with the ``wrapper`` the Runner
-    passes (one session object serves every user)::
-
-        session = StoreSession(store, "chat", tenant=lambda run: run.context.user_id)
-        await Runner.run(agent, "Hi", session=session, context=Request(user_id="alice"))
+    one conversation (docs/integrations.md, Guarantees); given ``tenant``,
+    one session object serves every user of a server (Serving many users).
 
     Args:
         store: any store; the caller keeps it open (and closes it) unless the

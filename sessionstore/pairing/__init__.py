@@ -5,7 +5,6 @@ public functions over them are in `sessionstore.context`."""
 
 from __future__ import annotations
 
-import functools
 import importlib
 from typing import Literal
 
@@ -28,13 +27,8 @@ def rules(dialect: object) -> Rules:
     Raises:
         ConfigurationError: not a dialect sessionstore knows.
     """
-    if isinstance(dialect, str) and dialect in _MODULES:
-        return _loaded(dialect)
-    known = ", ".join(repr(name) for name in _MODULES)
-    raise ConfigurationError(f"unknown tool-call dialect {dialect!r}: one of {known}")
-
-
-@functools.cache
-def _loaded(dialect: str) -> Rules:
-    module = importlib.import_module(f"{__name__}.{_MODULES[dialect]}")
+    if not (isinstance(dialect, str) and dialect in _MODULES):
+        known = ", ".join(repr(name) for name in _MODULES)
+        raise ConfigurationError(f"unknown tool-call dialect {dialect!r}: one of {known}")
+    module = importlib.import_module(f"{__name__}.{_MODULES[dialect]}")  # loaded once, by Python
     return Rules(module.exchanges, module.repair)

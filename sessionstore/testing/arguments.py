@@ -26,7 +26,7 @@ from sessionstore import (
 )
 from sessionstore.store import Capability, SessionStore
 from sessionstore.testing.capabilities import needs
-from sessionstore.testing.common import message, stream
+from sessionstore.testing.common import drain, message, raw, stream
 
 LONE = "\ud800"
 """A lone surrogate: text UTF-8 cannot carry."""
@@ -45,14 +45,6 @@ class _Refusal:
     call: Callable[[SessionStore, str], Awaitable[object]]
     error: type[SessionStoreError]
     names: tuple[str, ...]
-
-
-async def _entries(store: SessionStore, session: str) -> object:
-    return [entry async for entry in store.iter_entries(session)]
-
-
-async def _lines(store: SessionStore, session: str) -> list[str]:
-    return [line async for line in store.raw_lines(session)]
 
 
 def _header(session: str, text: str) -> str:
@@ -103,8 +95,8 @@ REFUSALS: dict[str, _Refusal] = {
     "append session_id": _bad_id(lambda s, _: s.append(LONE, message("e2", "x"))),
     "load session_id": _bad_id(lambda s, _: s.load(LONE)),
     "load_slice session_id": _bad_id(lambda s, _: s.load_slice(LONE, -1)),
-    "iter_entries session_id": _bad_id(lambda s, _: _entries(s, LONE)),
-    "raw_lines session_id": _bad_id(lambda s, _: _lines(s, LONE)),
+    "iter_entries session_id": _bad_id(lambda s, _: drain(s.iter_entries(LONE))),
+    "raw_lines session_id": _bad_id(lambda s, _: raw(s, LONE)),
     "load_context session_id": _bad_id(lambda s, _: s.load_context(LONE)),
     "titles session_id": _bad_id(lambda s, _: s.titles(LONE)),
     "fork at": _record(lambda s, session: s.fork(session, at=LONE), "{session}; at"),
@@ -288,7 +280,7 @@ class ArgumentContract:
     @needs(Capability.BRANCHES, Capability.TITLES)
     async def test_import_counts_past_every_count_are_conflicts(self, store: SessionStore) -> None:
         session = await store.create(SessionMeta.new())
-        header = (await _lines(store, session))[0]
+        header = (await raw(store, session))[0]
         await store.set_head("chat", session)
         for after in HUGE:
             title = TitleChange.new(session, "t")

@@ -23,6 +23,7 @@ from sessionstore import (
     TitleChange,
     encode,
 )
+from sessionstore.backends.cursors import Cursor, listing_kind
 from sessionstore.backends.words import INDEXED_CHARS
 from sessionstore.store import Capability, Order, SearchHit, SessionStore, SessionSummary
 from sessionstore.testing.capabilities import needs
@@ -470,6 +471,19 @@ class BrowseContract:
             await store.search("same", limit=0)
         with pytest.raises(ConfigurationError):
             await store.search(b"same")  # type: ignore[arg-type]
+
+    async def test_a_search_cursor_of_a_key_no_hit_has_is_refused(
+        self, store: SessionStore
+    ) -> None:
+        # A score of 0 or less, or not finite, or a position not a number: as forged.
+        await store.create(SessionMeta(id="s"))
+        await store.append("s", message("m1", "same words"))
+        [hit] = await store.search("same")
+        kind = Cursor.decode(hit.cursor, listing_kind("search", "same", None), length=3).kind
+        for score, seq in (("0.0", "1"), ("-1.0", "1"), ("nan", "1"), ("inf", "1"), ("1.0", "x")):
+            forged = Cursor(kind, "", (score, "s", seq)).encode()
+            with pytest.raises(InvalidCursorError):
+                await store.search("same", after=forged)
 
     async def test_search_ranks_the_better_match_first_and_snips_around_it(
         self, store: SessionStore

@@ -102,6 +102,12 @@ async def raw(store: SessionStore, session_id: str) -> list[str]:
     return [line async for line in store.raw_lines(session_id)]
 
 
+async def drain(items: AsyncIterator[object]) -> None:
+    """Read a stream to its end (or its error)."""
+    async for _ in items:
+        pass
+
+
 async def blocks(store: SessionStore, session_id: str) -> bytes:
     """A session's stored bytes, as `SessionStore.raw_blocks` gives them."""
     return b"".join([block async for block in store.raw_blocks(session_id)])

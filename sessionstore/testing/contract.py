@@ -42,6 +42,7 @@ from sessionstore.testing.common import (
     Backend,
     blocks,
     compaction,
+    drain,
     glance,
     imported_header,
     lines,
@@ -62,11 +63,6 @@ __all__ = ["INVALID_IDS", "Backend", "SessionStoreContract", "compaction", "mess
 Call = Callable[[SessionStore, str], Awaitable[object]]
 
 
-async def _drain(items: AsyncIterator[object]) -> None:
-    async for _ in items:
-        pass
-
-
 ON_A_SESSION: dict[str, Call] = {
     "append": lambda store, session: store.append(session, message("e1", "x")),
     "append_many": lambda store, session: store.append_many(session, [message("e1", "x")]),
@@ -75,9 +71,9 @@ ON_A_SESSION: dict[str, Call] = {
     "load_context": lambda store, session: store.load_context(session),
     "load_context_with_ids": lambda store, session: store.load_context_with_ids(session),
     "compact": lambda store, session: store.compact(session, "s", keep_last=1),
-    "iter_entries": lambda store, session: _drain(store.iter_entries(session)),
-    "raw_lines": lambda store, session: _drain(store.raw_lines(session)),
-    "raw_blocks": lambda store, session: _drain(store.raw_blocks(session)),
+    "iter_entries": lambda store, session: drain(store.iter_entries(session)),
+    "raw_lines": lambda store, session: drain(store.raw_lines(session)),
+    "raw_blocks": lambda store, session: drain(store.raw_blocks(session)),
     # with after=0: the session must exist
     "import_session": lambda store, session: store.import_session(
         encode(SessionMeta(id=session)), stream([]), after=0

@@ -10,7 +10,7 @@ searches find nothing, and A's data is as it was.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import pytest
@@ -31,17 +31,12 @@ from sessionstore import (
 )
 from sessionstore.store import Capability, SessionStore
 from sessionstore.testing.capabilities import CALLS, needs
-from sessionstore.testing.common import blocks, message, raw, stream
+from sessionstore.testing.common import blocks, drain, message, raw, stream
 
 A, B = "tenant-a", "tenant-b"
 NEVER = "never-existed"  # an id no test creates
 
 Call = Callable[[SessionStore, str], Awaitable[object]]
-
-
-async def _drain(items: AsyncIterator[object]) -> None:
-    async for _ in items:
-        pass
 
 
 ON_AN_ID: dict[str, tuple[Capability | None, Call]] = {
@@ -50,12 +45,12 @@ ON_AN_ID: dict[str, tuple[Capability | None, Call]] = {
     "append with expect_last": (None, lambda s, i: s.append(i, message("b1", "x"), expect_last="")),
     "load": (None, lambda s, i: s.load(i)),
     "load_slice": (None, lambda s, i: s.load_slice(i, -1)),
-    "iter_entries": (None, lambda s, i: _drain(s.iter_entries(i))),
+    "iter_entries": (None, lambda s, i: drain(s.iter_entries(i))),
     "load_context": (None, lambda s, i: s.load_context(i)),
     "load_context_with_ids": (None, lambda s, i: s.load_context_with_ids(i)),
     "compact": (None, lambda s, i: s.compact(i, "s", keep_last=0)),
-    "raw_lines": (None, lambda s, i: _drain(s.raw_lines(i))),
-    "raw_blocks": (None, lambda s, i: _drain(s.raw_blocks(i))),
+    "raw_lines": (None, lambda s, i: drain(s.raw_lines(i))),
+    "raw_blocks": (None, lambda s, i: drain(s.raw_blocks(i))),
     "import_session after": (
         None,
         lambda s, i: s.import_session(

@@ -556,7 +556,7 @@ class JsonlStore(StoreBase):
             path.unlink()  # under the lock: a writer waiting for it finds no file
         finally:
             os.close(fd)
-        self._contexts.forget(session_id)
+        self._contexts.discard(session_id)
         hints.forget(self._dir, session_id)
         fsync_directory(self._dir)  # the name's removal survives a power loss
         self._erasures.done("session", session_id)

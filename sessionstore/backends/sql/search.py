@@ -21,7 +21,6 @@ from sqlalchemy import ARRAY, BigInteger, Connection, bindparam, select, text
 from sqlalchemy.types import Text
 
 from sessionstore.backends.base import search_hit
-from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.sql import queries as Q
 from sessionstore.backends.sql import wordkeys
 from sessionstore.backends.sql.lineage import END
@@ -36,11 +35,10 @@ from sessionstore.backends.sql.wordindex import (
     opened_rows,
     word_key,
 )
-from sessionstore.backends.words import HITS_PER_WORD, hits, rank_key, score
+from sessionstore.backends.words import HITS_PER_WORD, hits, score
 from sessionstore.errors import (
     CorruptSessionError,
     EncryptionKeyError,
-    InvalidCursorError,
     InvalidRecordError,
 )
 from sessionstore.models import MessageEntry
@@ -52,29 +50,7 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-KEY_PARTS = 3  # of a cursor's key: score, session id, seq (`words.rank_key`)
-
-
-class Start(NamedTuple):
-    """Where a page starts: after the hit of this key."""
-
-    score: float
-    session_id: str
-    seq: int
-
-
-def start_of(cursor: str, kind: str) -> Start:
-    """The key a `SearchHit.cursor` holds."""
-    key = Cursor.decode(cursor, kind, length=KEY_PARTS).key
-    try:
-        found = float(key[0])
-    except ValueError:
-        found = math.nan
-    if not (math.isfinite(found) and found > 0 and key[2].isdigit()):
-        raise InvalidCursorError(f"not a cursor: {cursor!r}")
-    return Start(found, key[1], int(key[2]))
-
-
+_Key = tuple[float, str, int]  # a `rank_key`: (-score, session id, seq)
 # A hit: its `rank_key` (-score, session id, seq), then the key of the
 # session whose rows hold its message, that of the session it is in, and
 # its message when already read.
@@ -168,7 +144,7 @@ def search(
     wanted: Sequence[str],
     owner: str | None,
     limit: int,
-    start: Start | None,
+    start: _Key | None,
     kind: str,
     sealer: Sealer | None = None,
 ) -> list[SearchHit]:
@@ -189,7 +165,7 @@ def _page(
     keys: list[str],
     owner: str | None,
     limit: int,
-    start: Start | None,
+    start: _Key | None,
     kind: str,
     sealer: Sealer | None,
     named: list[tuple[int, bytes]] | None,
@@ -232,11 +208,11 @@ def _ranked(
     holders: _Holders,
     wanted: Sequence[str],
     keys: list[str],
-    start: Start | None,
+    start: _Key | None,
     sealer: Sealer | None,
     named: list[tuple[int, bytes]] | None,
 ) -> Iterator[_Hit]:
-    past = None if start is None else rank_key(*start)
+    past = start
     unindexed = sorted(
         (negated, session_id, seq, pk, holder, entry)
         for negated, pk, seq, entry in _unindexed(conn, wanted, keys, sealer)

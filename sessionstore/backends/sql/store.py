@@ -540,10 +540,9 @@ class SqlStore(StoreBase):
         wanted: builtins.list[str],
         owner: str | None,
         limit: int,
-        after: str | None,
+        start: tuple[float, str, int] | None,
         kind: str,
     ) -> builtins.list[SearchHit]:
-        start = search.start_of(after, kind) if after is not None else None
         sealer = self._database.sealer
         body = partial(
             search.search,
