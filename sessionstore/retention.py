@@ -344,7 +344,8 @@ def _why(policy: Policy, summary: SessionSummary, last: str) -> str:
         since = age(last, "last activity")
         if not isinstance(since, str):
             idle = Timestamp.now().to_datetime() - since.to_datetime()
-            words.append(f"idle {_days(idle)}")
+            hours = int(idle.total_seconds() // 3600)  # the whole days, when a day or more
+            words.append(f"idle {idle.days}d" if idle.days else f"idle {hours}h")
     if policy.created_before is not None:
         words.append(f"created {summary.meta.created_at}")
     if policy.owner is not None:
