@@ -207,6 +207,26 @@ class RetentionContract:
         assert [g.session_id for g in report.gone] == ["other"]
         assert await _ids(store) == ["fork", "root"]
 
+    @needs(Capability.BRANCHES)
+    async def test_a_session_that_does_not_read_back_stays_as_a_fault_with_its_family(
+        self, backend: Backend, store: SessionStore
+    ) -> None:
+        if backend.damage is None:
+            pytest.skip("this backend holds nothing that does not decode")
+        await _family(store)
+        await backend.damage("root-fork")
+        store.drop_caches()
+        report = await apply(store, IDLE)
+        assert [g.session_id for g in report.gone] == ["alone"]
+        left = {left.session_id: left for left in report.left}
+        assert sorted(left) == ["root", "root-fork", "root-fork-fork"]
+        assert left["root-fork"].fault
+        assert "does not read back" in left["root-fork"].reason
+        assert not left["root"].fault
+        assert not report.ok
+        listed = sorted(summary.id for summary in await store.summaries(limit=None))
+        assert listed == ["root", "root-fork", "root-fork-fork"]
+
     # ------------------------------------------------------------- runs again, and at once
 
     @needs(Capability.BRANCHES)
