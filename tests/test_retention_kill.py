@@ -110,8 +110,10 @@ async def check_after_kill(
     copies = archive_files(archive) if archive is not None else {}
     for session_id, data in original.items():
         if session_id in stored:
+            # Whole; perhaps recorded already, by an erase on JSONL that the
+            # kill cut short before the file went (the rerun finishes it, and
+            # records nothing more: checked at the end).
             assert stored[session_id] == data, (seed, session_id)
-            assert session_id not in erased, (seed, session_id)
         else:
             assert session_id in erased, (seed, session_id)
             if archive is not None:
