@@ -8,12 +8,18 @@ random step. After each kill every kept session holds its bytes, and every
 session is either in the store with its bytes or erased with one record
 (retired: or in the archive, whole); a final run finishes the job. The
 memory kind does not outlive a process: the contract suite tests it.
+
+Then two real processes apply the same policy at once, started together
+after both opened the store: each session goes once, by one of them, the
+other counting it already gone.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import signal
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -131,7 +137,7 @@ async def test_a_retention_run_killed_at_random_moments_then_run_again_finishes_
         kept = await fill(store)
         original = await snapshot(store)
     expired = set(original) - kept
-    args = [target, action] + ([str(archive)] if archive is not None else [])
+    args = [target, action, str(archive) if archive is not None else "-"]
     steps = len(expired) * (2 if action == "retire" else 1)
     seed = random.randrange(1 << 32)
     chance = random.Random(seed)
@@ -158,3 +164,48 @@ async def test_a_retention_run_killed_at_random_moments_then_run_again_finishes_
         assert (again.gone, again.already_gone) == ([], []), seed
     if archive is not None:
         assert archive_files(archive) == {s: original[s] for s in expired}, seed
+
+
+@pytest.mark.parametrize("action", ["expire", "retire"])
+@pytest.mark.parametrize("kind", PERSISTENT_KINDS)
+async def test_two_processes_applying_a_policy_at_once_never_act_twice(
+    kind: str, action: str, store_targets: StoreTargets, tmp_path: Path
+) -> None:
+    target = store_targets.new(kind)
+    archive = tmp_path / "archive" if action == "retire" else None
+    async with open_store(target) as store:
+        kept = await fill(store)
+        original = await snapshot(store)
+    expired = set(original) - kept
+    args = [target, action, str(archive) if archive is not None else "-", "wait"]
+    runs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(EXPIRER),
+            *args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.stdout is not None
+        assert await run.stdout.readline() == b"ready\n"
+    for run in runs:  # both open: go
+        assert run.stdin is not None
+        run.stdin.write(b"go\n")
+        await run.stdin.drain()
+    outputs = await asyncio.gather(*(run.communicate() for run in runs))
+    assert [run.returncode for run in runs] == [0, 0]
+    ends = [stdout.splitlines()[-1].split() for stdout, _ in outputs]
+    assert [end[0] for end in ends] == [b"ok", b"ok"], ends
+    gone, already = [int(end[1]) for end in ends], [int(end[2]) for end in ends]
+    assert sum(gone) == len(expired), ends  # each session erased by one run
+    # What one found gone, the other took (a run that planned later saw fewer).
+    assert (already[0] <= gone[1], already[1] <= gone[0]) == (True, True), ends
+    async with open_store(target) as store:
+        assert await snapshot(store) == {s: original[s] for s in kept}
+        assert sorted(e.name for e in await store.erasures()) == sorted(expired)  # once each
+        assert await store.integrity() == []
+    if archive is not None:
+        assert archive_files(archive) == {s: original[s] for s in expired}
