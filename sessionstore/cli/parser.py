@@ -26,6 +26,7 @@ from sessionstore.cli.defaults import (
     PAGE,
     default_target,
 )
+from sessionstore.cli.policy_options import add_expire_options, add_policy_options
 
 if TYPE_CHECKING:
     from sessionstore.cli.output import Command
@@ -122,7 +123,8 @@ _MODULES = {
     "html": "show",
     "import": "archives",
     "export": "archives",
-    "retire": "archives",
+    "retire": "retention",
+    "expire": "retention",
     "keys": "keys",
 }
 """The module of each command not in ``sessionstore.cli.commands``."""
@@ -342,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     retired.add_argument(
         "--before",
+        "--created-before",
         type=_date_argument,
         metavar="DATE",
         help="only sessions created before DATE (RFC 3339, or YYYY-MM-DD: midnight UTC)",
@@ -359,6 +362,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not ask before retiring every session of the store (needed when stdin "
         "is not a terminal)",
     )
+    add_policy_options(retired, count=_count_argument, action="retire")
+    expire = command(
+        "expire",
+        "erase the sessions a retention policy chooses (idle, created before, owner, tag, "
+        "keeping the newest N per owner), each leaving an erasure record",
+        "sessionstore expire --idle 90d --keep-newest 20 --dry-run",
+        "sessionstore expire --owner bot-7 --tag scratch --created-before 2026-01-01 --yes",
+    )
+    add_expire_options(expire, count=_count_argument, date=_date_argument, idle=_idle_argument)
     verify = command(
         "verify",
         "check every line decodes, seq has no gap, compaction targets exist, integrity",

@@ -54,6 +54,7 @@ from sessionstore.testing.conditional import ConditionalContract
 from sessionstore.testing.contexts import ContextContract
 from sessionstore.testing.imports import ImportContract
 from sessionstore.testing.lifecycle import LifecycleContract
+from sessionstore.testing.retention import RetentionContract
 from sessionstore.testing.scoped_contract import ScopedContract
 from sessionstore.testing.slices import SliceContract
 from sessionstore.wire import limits
@@ -100,6 +101,7 @@ class SessionStoreContract(
     ContextContract,
     ImportContract,
     LifecycleContract,
+    RetentionContract,
     ScopedContract,
     SliceContract,
 ):

@@ -28,6 +28,7 @@ COMMANDS = [
     "import",
     "export",
     "retire",
+    "expire",
     "verify",
     "journal",
     "erase",

@@ -1,0 +1,170 @@
+"""Retention policies on the command line: ``expire``, and ``retire`` given a
+policy's options (`sessionstore.retention`); ``--dry-run`` shows the plan."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.text import Text
+
+from sessionstore.cli.archives import _check_export_directory
+from sessionstore.cli.archives import run_retire as run_plain_retire
+from sessionstore.cli.opening import opened
+from sessionstore.cli.output import Refused, counted, err_console, escaped, moment, table
+from sessionstore.cli.policy_options import POLICY_OPTIONS
+from sessionstore.cli.wording import in_user_words, named
+from sessionstore.errors import ConfigurationError
+from sessionstore.retention import Left, Plan, Policy, RetentionReport, apply
+
+__all__ = ["run_expire", "run_retire", "size"]
+
+_COLUMNS = ("session", "owner", "created", "last activity", "entries", "bytes", "reason")
+
+
+def size(number: int) -> str:
+    """``1.4 MB``: a size in bytes as a reader takes it in (powers of 1000)."""
+    if number < 1000:
+        return counted(number, "byte")
+    value = float(number)
+    for unit in ("kB", "MB", "GB"):
+        value /= 1000
+        if value < 1000:
+            return f"{value:.1f} {unit}"
+    return f"{value / 1000:.1f} TB"
+
+
+def _policy(args: argparse.Namespace, action: str) -> Policy:
+    """The policy the options give."""
+    try:
+        return Policy(
+            action="retire" if action == "retire" else "expire",
+            to=getattr(args, "to", None),
+            idle_for=args.idle,
+            created_before=args.before,
+            owner=args.owner,
+            tags=args.tag or (),
+            keep_newest=args.keep_newest,
+            reason=getattr(args, "reason", None),
+        )
+    except ConfigurationError as exc:
+        flags = str(exc)
+        for field, flag in (
+            ("idle_for=", "--idle"),
+            ("created_before=", "--created-before"),
+            ("keep_newest=", "--keep-newest"),
+            ("tags=", "--tag"),
+            ("owner=", "--owner"),
+            ("reason=", "--reason"),
+        ):
+            flags = flags.replace(field, flag)
+        raise Refused(flags) from None
+
+
+def _shown(plan: Plan, verb: str, args: argparse.Namespace) -> None:
+    """The plan: a table of what would go (TSV when piped), the sessions left
+    (on stderr), and a total."""
+    rows = [
+        (
+            going.session_id,
+            going.owner or "-",
+            moment(going.created_at),
+            moment(going.last_activity),
+            going.entries,
+            going.bytes,
+            going.reason,
+        )
+        for going in plan.going
+    ]
+    if rows:
+        title = f"{verb}: {plan.policy.describe()}"
+        table(title, _COLUMNS, rows, whole=("session",), right=("entries", "bytes"))
+    _left(plan.left, args)
+    print(
+        f"would {verb} {counted(len(plan.going), 'session')} of {plan.held} "
+        f"({counted(plan.entries, 'entry', 'entries')}, {size(plan.bytes)}); "
+        f"left {len(plan.left)}"
+    )
+
+
+def _left(left: Sequence[Left], args: argparse.Namespace) -> None:
+    for issue in left:
+        label = "fault: left" if issue.fault else "left"
+        err_console.print(Text(f"{label} {escaped(in_user_words(str(issue), args))}"))
+
+
+def _done(report: RetentionReport, verb: str, args: argparse.Namespace) -> int:
+    """What a run did, line by line, then a total; 1 when a session was left for a fault."""
+    past = "expired" if verb == "expire" else "retired"
+    for going in report.gone:
+        print(f"{past} {escaped(going.session_id)}")
+    _left(report.left, args)
+    where = f" to {escaped(report.archive)}" if report.archive else ""
+    print(
+        f"{past} {counted(len(report.gone), 'session')} ({size(report.bytes)}){where}; "
+        f"already gone {len(report.already_gone)}; left {len(report.left)}"
+    )
+    faults = sum(left.fault for left in report.left)
+    if faults:
+        raise Refused(f"{counted(faults, 'session')} left with a fault (listed above)")
+    return 0
+
+
+async def _run(args: argparse.Namespace, verb: str) -> int:
+    policy = _policy(args, verb)
+    # An expire asks unless --yes; a retire (which keeps a checked copy), as the
+    # plain one does, only when it would take every session.
+    asks = not args.dry_run and not args.yes
+    if asks and verb == "expire" and not sys.stdin.isatty():
+        raise Refused("expire asks on a terminal first; pass --yes to expire from a script")
+    if policy.to is not None:
+        _check_export_directory(Path(policy.to), "retire")
+    declined = False
+
+    async def confirm(plan: Plan) -> bool:
+        nonlocal declined
+        if args.dry_run:
+            _shown(plan, verb, args)
+            return False
+        if not asks or (verb == "retire" and len(plan.going) < plan.held):
+            return True
+        if not sys.stdin.isatty():  # a retire of everything
+            raise Refused(
+                f"retire would take every session of {named(args.db)} ({len(plan.going)}): "
+                "it asks on a terminal first; pass --yes to retire them all from a script"
+            )
+        _shown(plan, verb, args)
+        question = (
+            f"{verb} {counted(len(plan.going), 'session')} ({size(plan.bytes)}) "
+            f"of {named(args.db)}{' for good' if verb == 'expire' else ''}? [y/N] "
+        )
+        err_console.print(Text(escaped(question)), end="")
+        answer = await asyncio.to_thread(sys.stdin.readline)  # Ctrl-C stops it
+        declined = answer.strip().lower() != "y"
+        return not declined
+
+    async with opened(args, read=True) as store:
+        report = await apply(store, policy, confirm=confirm)
+    if args.dry_run:
+        if not report.plan.going:
+            _shown(report.plan, verb, args)
+        return 0
+    if declined:
+        left = counted(len(report.plan.going), "session")
+        raise Refused(f"not confirmed: {left} left as they are")
+    return _done(report, verb, args)
+
+
+async def run_expire(args: argparse.Namespace) -> int:
+    return await _run(args, "expire")
+
+
+async def run_retire(args: argparse.Namespace) -> int:
+    if not any(getattr(args, option) for option in POLICY_OPTIONS):
+        return await run_plain_retire(args)  # its first options alone: as it always ran
+    if args.session:
+        raise Refused("--session names the sessions to retire: it takes no policy option")
+    return await _run(args, "retire")
