@@ -33,6 +33,14 @@ BAD_LINES = {
     "a-header": '{"id":"x","version":1,"created_at":""}',
     "wrong-type": '{"type":"message","id":1,"timestamp":"t","message":{"role":"u","content":""}}',
     "two-lines": encode(message("e1", "x")) + "\n" + encode(message("e2", "x")),
+    # Lines pydantic's parser reads, taking the last of a repeated key or -0
+    # as 0, which the strict decoder refuses, as serde does.
+    "repeated-key": '{"type":"message","id":"a","id":"b","timestamp":"t",'
+    '"message":{"role":"user","content":"x"}}',
+    "repeated-message-key": '{"type":"message","id":"a","timestamp":"t",'
+    '"message":{"role":"user","content":"x","content":"y"}}',
+    "negative-zero": '{"type":"compaction","id":"c","timestamp":"t","summary":"s",'
+    '"first_kept_id":"a","tokens_before":-0}',
 }
 """Entry lines an import refuses, by what is wrong with them."""
 

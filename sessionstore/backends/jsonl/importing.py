@@ -7,6 +7,7 @@ and are cut back off the file if anything fails.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import AsyncIterable, Awaitable, Callable
@@ -29,13 +30,15 @@ __all__ = ["Importer"]
 @dataclass(frozen=True)
 class Importer:
     """Writes imported lines of one session into its ``path``; ``full``: writes
-    synced, ``run``: blocking work off the loop, OS errors naming the file."""
+    synced, ``run``: blocking work off the loop, OS errors naming the file;
+    ``indexed``: the session's index of ids is written too (`ids`)."""
 
     session_id: str
     path: Path
     directory: Path
     full: bool
     run: Callable[[Callable[[], Any]], Awaitable[Any]]
+    indexed: bool = True
 
     async def new(self, header: str, entries: AsyncIterable[str]) -> int:
         """Write a new session of these lines; how many entries it holds."""
@@ -46,14 +49,14 @@ class Importer:
         # Its index of ids is spooled as the lines go (about 16 bytes a
         # message, in an unnamed file no crash leaves), and written once the
         # session is published, under the lock the temporary still holds.
-        with tempfile.TemporaryFile() as spool:
-            try:
-                count, size = await self._write_lines(temporary.fd, header, entries, spool=spool)
-                await run(partial(temporary.publish, session_id, full=self.full))
+        with contextlib.ExitStack() as closing:
+            closing.callback(temporary.close)
+            spool = closing.enter_context(tempfile.TemporaryFile()) if self.indexed else None
+            count, size = await self._write_lines(temporary.fd, header, entries, spool=spool)
+            await run(partial(temporary.publish, session_id, full=self.full))
+            if spool is not None:
                 adopt = partial(message_ids.adopt, self.directory, session_id, temporary.fd, size)
                 await run(partial(adopt, spool))
-            finally:
-                temporary.close()
         return count
 
     async def more(self, header: str, entries: AsyncIterable[str], after: int) -> int:
@@ -108,7 +111,7 @@ class Importer:
             write_all(fd, data)
             if spool is not None:
                 spool.write(message_ids.spooled(at, messages))
-            else:
+            elif self.indexed:
                 message_ids.note(self.directory, session_id, fd, at, data, messages)
 
         async def write() -> None:

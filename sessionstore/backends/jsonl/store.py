@@ -110,8 +110,9 @@ class JsonlStore(StoreBase):
         write_caches: False when reads must leave the directory as it is
             (the command line's commands, an archive's ``sessions/``): a
             listing keeps no order in ``.listings/`` (its later pages go on
-            by key, exact while nothing is written between them) and a
-            context writes no hint in ``.kept/``. Writes write as ever.
+            by key, exact while nothing is written between them), a
+            context writes no hint in ``.kept/``, and appends and imports
+            no index of ids in ``.ids/``. Writes write the rest as ever.
     """
 
     capabilities = frozenset(Capability)  # every one
@@ -258,7 +259,8 @@ class JsonlStore(StoreBase):
                     raise
                 if batch:  # on a failure the note stays: the next repair cuts back
                     batch_ended(path)
-                message_ids.note(self._dir, session_id, fd, size, data, messages)
+                if self._write_caches:
+                    message_ids.note(self._dir, session_id, fd, size, data, messages)
         finally:
             os.close(fd)  # releases the lock
 
@@ -364,7 +366,8 @@ class JsonlStore(StoreBase):
         self._check(meta.id)
         path = self.path(meta.id)
         await self._gate.passed()
-        writer = Importer(meta.id, path, self._dir, self._full, partial(self._run, meta.id))
+        run = partial(self._run, meta.id)
+        writer = Importer(meta.id, path, self._dir, self._full, run, self._write_caches)
         if after is None:
             return await writer.new(header, entries)
         return await writer.more(header, entries, after)

@@ -216,6 +216,36 @@ async def test_an_imported_session_comes_with_its_index(
     assert byte_searches == []
 
 
+async def test_a_store_writing_no_caches_writes_no_index(
+    tmp_path: Path, byte_searches: list[int]
+) -> None:
+    store = JsonlStore(tmp_path, write_caches=False)
+    await store.create(SessionMeta(id="s"))
+    await store.append_many("s", [message("k", "first k"), message("m")])
+    header = header_line(SessionMeta(id="t"))
+    await store.import_session(header, lines_of([message("k", "first k"), message("m")]))
+    await store.import_session(header, lines_of([compaction("c", "k")]), after=2)
+    await store.append("s", compaction("c", "k"))
+    assert not (tmp_path / jsonl_ids.IDS).exists()
+    for session_id in ("s", "t"):  # searched as bytes, exact
+        texts = [m.text() for m in await store.load_context(session_id)]
+        assert texts[1:] == ["first k", "words"]  # after the summary
+    assert byte_searches
+
+
+async def test_an_index_left_behind_by_appends_writing_none_still_holds(
+    tmp_path: Path, byte_searches: list[int]
+) -> None:
+    await long_session(tmp_path)
+    index = tmp_path / jsonl_ids.IDS / "s"
+    before, covered = index.read_bytes(), (tmp_path / "s.jsonl").stat().st_size
+    store = JsonlStore(tmp_path, write_caches=False)
+    await store.append_many("s", [message("x"), message("late"), compaction("c2", "late")])
+    assert index.read_bytes() == before  # covers the lines before these only
+    await assert_exact(tmp_path, "s")
+    assert byte_searches == [covered]  # only the lines past the index, as bytes
+
+
 async def test_erasing_removes_the_index(tmp_path: Path) -> None:
     await long_session(tmp_path)
     store = JsonlStore(tmp_path)
