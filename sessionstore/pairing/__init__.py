@@ -5,7 +5,6 @@ public functions over them are in `sessionstore.context`."""
 
 from __future__ import annotations
 
-import functools
 import importlib
 from typing import Literal
 
@@ -34,7 +33,7 @@ def rules(dialect: object) -> Rules:
     raise ConfigurationError(f"unknown tool-call dialect {dialect!r}: one of {known}")
 
 
-@functools.cache
 def _loaded(dialect: str) -> Rules:
+    # importlib keeps each module once loaded (sys.modules): nothing else is kept.
     module = importlib.import_module(f"{__name__}.{_MODULES[dialect]}")
     return Rules(module.exchanges, module.repair)
