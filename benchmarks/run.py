@@ -120,8 +120,9 @@ events and of all, at 100 to 3,000 events, and list_sessions at 100 to
 Stalls (benchmarks/stalls.py): the event loop's longest delays (p99 and
 the longest) while 50 tasks each append and read their context turn
 after turn, on memory, SQLite, JSONL (and PostgreSQL with a server),
-against the same 50 tasks doing that work in pure Python; the target is
-a p99 of at most 2 ms.
+against the same 50 tasks doing that work in pure Python (the floor); the
+target is a p99 of at most 2 ms. A stall is a step of each ready task
+plus, on the stores working in threads, the loop's wait for the GIL.
 
 Through LangGraph (benchmarks/checkpoints.py): a chat graph, turn after
 turn, on `StoreSaver` over a SQLite store against ``AsyncSqliteSaver``

@@ -433,3 +433,23 @@ def validate_session_id(session_id: str) -> str:
             session_id, f"{size} UTF-8 bytes, at most {MAX_SESSION_ID_BYTES} allowed"
         )
     return session_id
+
+
+def check_owner(owner: object) -> None:
+    """Refuse an ``owner=`` filter that is neither None nor a string UTF-8 can
+    carry: the one check of a store's and a scoped view's listings.
+
+    Raises:
+        ConfigurationError: not a string, or it holds a lone surrogate.
+    """
+    if owner is None:
+        return
+    if not isinstance(owner, str):
+        raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
+    try:
+        owner.encode("utf-8")
+    except UnicodeEncodeError as exc:  # its start is the first lone surrogate's index
+        raise ConfigurationError(
+            f"owner holds a lone surrogate ({owner[exc.start]!r} at index {exc.start}), "
+            "which UTF-8 cannot carry"
+        ) from None

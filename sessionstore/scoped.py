@@ -30,6 +30,7 @@ from sessionstore.errors import (
     InvalidSessionIdError,
     SessionConflictError,
     SessionNotFoundError,
+    check_owner,
     validate_session_id,
 )
 from sessionstore.models import (
@@ -46,7 +47,6 @@ from sessionstore.scoped_journal import ScopedJournal, named
 from sessionstore.scoped_names import (
     PREFIX_BYTES,
     check_new_id,
-    check_owner_filter,
     fault_subject,
     owner_prefix,
 )
@@ -335,7 +335,7 @@ class ScopedStore:
         self, text: str, *, owner: str | None = None, limit: int = 20, after: str | None = None
     ) -> builtins.list[SearchHit]:
         self._check_open()
-        check_owner_filter(owner)
+        check_owner(owner)
         hits = await self._store.search(text, owner=self._owner, limit=limit, after=after)
         # Another owner's messages are never asked for: the call above only
         # checks the arguments as the store would.
@@ -564,7 +564,7 @@ class ScopedStore:
         after: str | None = None,
     ) -> builtins.list[SessionSummary]:
         self._require(Capability.SUMMARIES, "summaries")
-        check_owner_filter(owner)
+        check_owner(owner)
         page = await self._store.summaries(owner=self._owner, order=order, limit=limit, after=after)
         return page if owner is None or owner == self._owner else []
 

@@ -17,13 +17,11 @@ import hashlib
 import re
 
 from sessionstore.errors import ConfigurationError, InvalidSessionIdError
-from sessionstore.wire.limits import SURROGATE
 
 __all__ = [
     "PREFIX_BYTES",
     "RESERVED",
     "check_new_id",
-    "check_owner_filter",
     "fault_subject",
     "owner_prefix",
     "prefix_of",
@@ -68,17 +66,6 @@ def owner_prefix(owner: object) -> str:
         raise ConfigurationError(
             f"a scoped store's owner must be valid Unicode, not {owner!r}"
         ) from None
-
-
-def check_owner_filter(owner: object) -> None:
-    """Refuse an ``owner=`` filter as the store would (a view never passes it on)."""
-    if owner is not None and not isinstance(owner, str):
-        raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
-    if isinstance(owner, str) and (found := SURROGATE.search(owner)) is not None:
-        raise ConfigurationError(
-            f"owner holds a lone surrogate ({found.group()!r} at index {found.start()}), "
-            "which UTF-8 cannot carry"
-        )
 
 
 def check_new_id(session_id: str, prefix: str) -> str:

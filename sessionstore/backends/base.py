@@ -26,7 +26,6 @@ from sessionstore.backends.checks import (
     check_expect_last,
     check_expectations,
     check_limit,
-    check_owner,
     check_reason,
     check_slice,
     check_text,
@@ -54,6 +53,7 @@ from sessionstore.errors import (
     InvalidRecordError,
     SessionConflictError,
     SessionNotFoundError,
+    check_owner,
     validate_session_id,
 )
 from sessionstore.models import (

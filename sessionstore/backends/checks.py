@@ -30,7 +30,6 @@ __all__ = [
     "check_journal_durability",
     "check_last",
     "check_limit",
-    "check_owner",
     "check_reason",
     "check_slice",
     "check_text",
@@ -150,13 +149,6 @@ def check_limit(limit: object, *, allow_none: bool) -> None:
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         more = " or None" if allow_none else ""
         raise ConfigurationError(f"limit must be 1 or more{more}, not {limit!r}")
-
-
-def check_owner(owner: object) -> None:
-    if owner is not None:
-        if not isinstance(owner, str):
-            raise ConfigurationError(f"owner must be a string or None, not {owner!r}")
-        check_text(owner, "owner")
 
 
 def check_reason(reason: object, *, session_id: str | None = None) -> None:

@@ -92,13 +92,15 @@ def _own_directory(
     fd: int | None = None  # the first is opened by its path: its parents may be links
     try:
         for number, part in enumerate(parts, 1):
-            path = base.joinpath(*parts[:number])
-            name = str(path) if fd is None else part
+            # Named by a string: a Path made for each directory of each open
+            # was a good part of an append's time (only an error needs one).
+            name = part if fd is not None or not base.parts else os.path.join(base, part)
             try:
                 inner = os.open(name, flags, dir_fd=fd)
             except FileNotFoundError:
                 if not create:
                     raise
+                path = base.joinpath(*parts[:number])
                 if fd is None and make_directory(base) and made is not None:
                     made.append(base)
                 with contextlib.suppress(FileExistsError):  # made meanwhile: opened below
@@ -109,7 +111,7 @@ def _own_directory(
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
-                inner = _opened_directory(path, name, flags, fd)
+                inner = _opened_directory(base.joinpath(*parts[:number]), name, flags, fd)
             if fd is not None:
                 os.close(fd)
             fd = inner
@@ -152,7 +154,7 @@ def open_regular(
 
 
 def _open_regular(path: str | os.PathLike[str], flags: int, mode: int, parent: int | None) -> int:
-    name = path if parent is None else Path(path).name
+    name = path if parent is None else os.path.basename(path)
     try:
         fd = os.open(
             name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=parent

@@ -2,11 +2,14 @@
 
 It enforces every rule the persistent backends do, and keeps each record as
 the line they would store, decoded again on every load: what a caller gets
-back never shares state with what is stored.
+back never shares state with what is stored. Contexts are cached as the
+other stores cache them (`ContextCache`), and shared from one call to the
+next as theirs are.
 """
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import builtins
 import threading
@@ -25,6 +28,7 @@ from sessionstore.backends.checks import (
     check_last,
     check_unchanged,
 )
+from sessionstore.backends.contexts import BuiltContext, ContextCache
 from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.memory_journal import MemoryJournal, MemoryJournals, yielding
 from sessionstore.backends.records import (
@@ -60,12 +64,31 @@ from sessionstore.wire.stored import read_stored_entry
 
 __all__ = ["MemoryStore"]
 
+DECODED_AT_ONCE = 256
+"""Lines decoded between two turns of the event loop (about a millisecond):
+a long session read whole keeps no other task waiting for all of it."""
+
+
+async def _decoded(
+    session_id: str, lines: Sequence[str], first: int = 1
+) -> builtins.list[SessionEntry]:
+    """``lines`` decoded (the first is entry number ``first``), in steps."""
+    entries: builtins.list[SessionEntry] = []
+    for start in range(0, len(lines), DECODED_AT_ONCE):
+        if start:
+            await asyncio.sleep(0)
+        part = enumerate(lines[start : start + DECODED_AT_ONCE], first + start)
+        entries += decode_stored_entries(session_id, part, path=None)
+    return entries
+
 
 @dataclass
 class _Session:
     header: str
     lines: builtins.list[str] = field(default_factory=builtins.list)
-    ticks: builtins.list[int] = field(default_factory=builtins.list)  # of each write
+    # The tick of each write; the first is its creation's, which no other
+    # session object of the store has: what its cached context is stamped with.
+    ticks: builtins.list[int] = field(default_factory=builtins.list)
     active_at: str = ""  # the time of the last write
     titles: builtins.list[TitleChange] = field(default_factory=builtins.list)
     # The position (from 1) of its first compaction: a summary reads no line
@@ -98,6 +121,7 @@ class MemoryStore(StoreBase):
         # A store object may be shared by threads, each running its own loop:
         # a conditional write checks and writes under this lock (never awaited).
         self._writing = threading.Lock()
+        self._contexts: ContextCache[int] = ContextCache()
 
     def _touch(self, session: _Session) -> None:
         self._tick += 1
@@ -152,7 +176,29 @@ class MemoryStore(StoreBase):
 
     async def load(self, session_id: str) -> builtins.list[SessionEntry]:
         session = self._session(session_id)
-        return decode_stored_entries(session_id, enumerate(session.lines, 1), path=None)
+        return await _decoded(session_id, session.lines[:])
+
+    async def _built_context(self, session_id: str) -> BuiltContext[int]:
+        # Only the lines appended since the cached context was built are
+        # decoded (a session's lines only grow; an erased one is a new object).
+        session = self._session(session_id)
+        count, stamp = len(session.lines), session.ticks[0]
+        built = self._contexts.get(session_id)
+        if built is not None and built.stamp == stamp and built.extent <= count:
+            new = await _decoded(session_id, session.lines[built.extent : count], built.extent + 1)
+            built = built.extended(count, new)
+        else:
+            built = None
+        if built is None:
+            entries = await _decoded(session_id, session.lines[:count])
+            built = BuiltContext.of(stamp, count, entries, entries[-1].id if entries else "")
+        self._contexts.put(session_id, built)
+        return built
+
+    def drop_caches(self) -> None:
+        """Forget the contexts built (and what the adapters keep)."""
+        super().drop_caches()
+        self._contexts.clear()
 
     async def list(self) -> builtins.list[SessionMeta]:
         self._check_open()
@@ -211,6 +257,7 @@ class MemoryStore(StoreBase):
         record = erasure_of("session", session_id, reason, [data], len(session.lines))
         check_unchanged(record, digest)
         del self._sessions[session_id]  # forks hold their own copies of the lines
+        self._contexts.discard(session_id)
         self._erasures.append(record)
         return record
 

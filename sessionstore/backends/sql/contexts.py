@@ -29,6 +29,12 @@ from sessionstore.context import moves_start
 from sessionstore.errors import CorruptSessionError, SessionNotFoundError
 from sessionstore.models import CompactionEntry, SessionEntry
 
+DECODED_ON_THE_LOOP = 256
+"""Most rows a context decodes on the event loop: more (a first call on a
+long session, many rows appended by another process) are decoded in the
+transaction's thread, which the loop's thread takes turns with (the GIL
+hands over every few milliseconds), instead of in one long step."""
+
 
 class Stamp(NamedTuple):
     """What a context was built from: its session's spans, and the newest erasure then."""
@@ -62,27 +68,41 @@ class Contexts:
 
     async def load(self, session_id: str) -> _Built:
         built = self.cache.get(session_id)
-        body = partial(self._read, session_id=session_id, built=built)
+        body = partial(self._read_built, session_id=session_id, built=built)
         try:
-            read = await self._database.transaction(Kind.READ, session_id, body)
+            read, made = await self._database.transaction(Kind.READ, session_id, body)
         except SessionNotFoundError:
             self.cache.discard(session_id)  # erased by another store object
             raise
-        if read.new_rows is None:
-            built = self._build(session_id, read)
-        else:  # rows that leave the cut where it is (`_read` checked their columns)
-            assert built is not None
-            new = self._entries(session_id, read.new_rows, read.holder)
-            extended = built.extended(read.last, new)
-            if extended is None:
-                raise CorruptSessionError(
-                    session_id,
-                    "an entry's line disagrees with its row's type or id",
-                    path=self._where,
-                )
-            built = extended
+        built = self._made(session_id, read, built) if made is None else made
         self.cache.put(session_id, built)
         return built
+
+    def _read_built(
+        self, conn: Connection, *, session_id: str, built: _Built | None
+    ) -> tuple[_Read, _Built | None]:
+        """`_read`, and the context made of it when it has many rows to decode."""
+        read = self._read(conn, session_id=session_id, built=built)
+        rows = read.rows if read.new_rows is None else read.new_rows
+        if rows is not None and len(rows) > DECODED_ON_THE_LOOP:
+            return read, self._made(session_id, read, built)
+        return read, None
+
+    def _made(self, session_id: str, read: _Read, built: _Built | None) -> _Built:
+        """The context of what ``read`` read: built afresh, or ``built`` extended."""
+        if read.new_rows is None:
+            return self._build(session_id, read)
+        # rows that leave the cut where it is (`_read` checked their columns)
+        assert built is not None
+        new = self._entries(session_id, read.new_rows, read.holder)
+        extended = built.extended(read.last, new)
+        if extended is None:
+            raise CorruptSessionError(
+                session_id,
+                "an entry's line disagrees with its row's type or id",
+                path=self._where,
+            )
+        return extended
 
     def _read(self, conn: Connection, *, session_id: str, built: _Built | None) -> _Read:
         """The new rows of ``built``, or those of a context built afresh."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,8 @@ from sessionstore import (
     SqlStore,
     encode,
 )
+from sessionstore.backends.records import decode_stored_entries
+from sessionstore.backends.sql import contexts as sql_contexts
 from sessionstore.context import build_context
 from sessionstore.testing.contract import message
 from tests.helpers import traced
@@ -72,3 +75,31 @@ async def test_a_new_row_whose_line_disagrees_with_its_columns_is_corrupt(
         connection.close()
         with pytest.raises(CorruptSessionError, match="disagrees"):
             await store.load_context(session_id)
+
+
+async def test_a_long_context_is_decoded_in_the_thread_a_short_one_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded: list[tuple[int, bool]] = []  # rows decoded, and whether on the loop's thread
+
+    def recorded(session_id: str, rows: Any, *, path: str | None) -> list[SessionEntry]:
+        found = decode_stored_entries(session_id, rows, path=path)
+        decoded.append((len(found), threading.current_thread() is threading.main_thread()))
+        return found
+
+    monkeypatch.setattr(sql_contexts, "decode_stored_entries", recorded)
+    many = sql_contexts.DECODED_ON_THE_LOOP + 1
+    target = str(tmp_path / "s.db")
+    async with await SqlStore.open(target) as store, await SqlStore.open(target) as other:
+        session_id = await store.create(SessionMeta.new())
+        log: list[SessionEntry] = [message(f"e{n}", "x") for n in range(many)]
+        await store.append_many(session_id, log)
+        assert await store.load_context(session_id) == build_context(log)  # afresh
+        log.append(message("one", "y"))
+        await store.append(session_id, log[-1])
+        assert await store.load_context(session_id) == build_context(log)  # one row more
+        new = [message(f"n{n}", "z") for n in range(many)]
+        await other.append_many(session_id, new)  # many rows by another store object
+        log += new
+        assert await store.load_context(session_id) == build_context(log)
+    assert decoded == [(many, False), (1, True), (many, False)]
