@@ -32,6 +32,7 @@ COMMANDS = [
     "journal",
     "erase",
     "erasures",
+    "vacuum",
     "keys",
     "demo",
 ]
