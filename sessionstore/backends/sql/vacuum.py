@@ -151,6 +151,10 @@ def _vacuum_file(
             cursor.execute("VACUUM")
             report.longest_step = time.perf_counter() - started
             report.converted = True
+        # The WAL is checkpointed between steps, in the rests (a PASSIVE
+        # checkpoint holds no writer off), not by a step's commit, so that a
+        # step's time is the time it holds the write lock.
+        cursor.execute("PRAGMA wal_autocheckpoint=0")
         pages = _FIRST_PAGES
         while (free := int(_scalar(cursor, "PRAGMA freelist_count"))) > 0:
             started = time.perf_counter()
@@ -163,9 +167,12 @@ def _vacuum_file(
             report.longest_step = max(report.longest_step, took)
             if progress is not None:
                 progress(free - min(pages, free))
-            scale = chunk / took if took > 0 else 2.0
-            pages = max(1, min(_MAX_PAGES, int(pages * min(2.0, max(0.25, scale)))))
-            time.sleep(max(chunk, took))  # the writers' turn
+            scale = chunk / took if took > 0 else 1.5
+            pages = max(1, min(_MAX_PAGES, int(pages * min(1.5, max(0.25, scale)))))
+            resting = time.perf_counter()
+            cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            # The writers' turn: a rest at least as long as the step.
+            time.sleep(max(0.0, max(chunk, took) - (time.perf_counter() - resting)))
         _truncate_wal(cursor, report, chunk, busy_timeout)
     finally:
         cursor.close()
