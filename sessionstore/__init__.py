@@ -102,6 +102,7 @@ if typing.TYPE_CHECKING:
     )
     from sessionstore.backends.jsonl import FileJournal, JsonlStore
     from sessionstore.backends.memory import MemoryStore
+    from sessionstore.backends.space import VacuumReport, vacuum
     from sessionstore.backends.sql import SqlStore
     from sessionstore.backends.sql.keyring import SqlKeyring
     from sessionstore.encryption.keyring import Keyring, WrappedKey
@@ -118,6 +119,8 @@ _LAZY = {
     "FileJournal": "sessionstore.backends.jsonl",
     "JsonlStore": "sessionstore.backends.jsonl",
     "MemoryStore": "sessionstore.backends.memory",
+    "VacuumReport": "sessionstore.backends.space",
+    "vacuum": "sessionstore.backends.space",
     "SqlStore": "sessionstore.backends.sql",
     "SqlKeyring": "sessionstore.backends.sql.keyring",
     "Keyring": "sessionstore.encryption.keyring",
@@ -194,6 +197,7 @@ __all__ = [
     "StreamingMessageError",
     "Timestamp",
     "TitleChange",
+    "VacuumReport",
     "WrappedKey",
     "Written",
     "__version__",
@@ -218,6 +222,7 @@ __all__ = [
     "repair_pairing",
     "retire",
     "safe_cut",
+    "vacuum",
     "validate_session_id",
 ]
 

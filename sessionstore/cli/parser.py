@@ -126,6 +126,7 @@ _MODULES = {
     "retire": "retention",
     "expire": "retention",
     "keys": "keys",
+    "vacuum": "vacuum",
 }
 """The module of each command not in ``sessionstore.cli.commands``."""
 
@@ -456,6 +457,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     keys.add_argument(
         "--out", metavar="FILE", help="generate: write the key to FILE (created private, 0600)"
+    )
+    vacuumed = command(
+        "vacuum",
+        "give the disk back after erasures, with the store in use (SQLite in short steps; "
+        "PostgreSQL: VACUUM FULL, docs/sql.md); prints the size before and after",
+        "sessionstore vacuum --db sessions.db",
+        "sessionstore vacuum --db postgresql://admin@db.internal/sessions",
+    )
+    vacuumed.add_argument(
+        "--no-convert",
+        action="store_true",
+        help="SQLite: leave a file made before incremental auto_vacuum as it is (converting "
+        "it is a full VACUUM, which holds writers off for its whole run)",
     )
     command(
         "demo",

@@ -33,6 +33,7 @@ COMMANDS = [
     "journal",
     "erase",
     "erasures",
+    "vacuum",
     "keys",
     "demo",
 ]

@@ -1,6 +1,7 @@
 """Engines for the SQL store: target parsing, SQLite pragmas, transactions.
 
-SQLite runs in WAL mode, foreign keys on, ``secure_delete`` on, and
+SQLite runs in WAL mode, foreign keys on, ``secure_delete`` on, new files
+with ``auto_vacuum=INCREMENTAL``, and
 ``synchronous`` NORMAL or FULL by the store's durability; its transactions
 are begun by us (the driver's implicit BEGIN comes too late for a
 consistent read), ``BEGIN IMMEDIATE`` to write, so that a writer waits its
@@ -107,6 +108,11 @@ def _check(durability: Durability, busy_timeout: float) -> None:
 def _install_events(engine: Engine, durability: Durability, busy_timeout: float) -> None:
     default = durability.upper()
     pragmas = [
+        # Before anything writes the header of a new file (switching it to WAL
+        # does): a new database keeps the map that lets `vacuum` give erased
+        # pages back in small steps. An older file keeps its mode until a
+        # full VACUUM converts it (sessionstore/backends/sql/vacuum.py).
+        "PRAGMA auto_vacuum=INCREMENTAL",
         "PRAGMA journal_mode=WAL",
         "PRAGMA foreign_keys=ON",
         # Deleted content is overwritten with zeros: the rows an erase
