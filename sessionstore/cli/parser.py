@@ -26,6 +26,11 @@ from sessionstore.cli.defaults import (
     PAGE,
     default_target,
 )
+from sessionstore.cli.effects_options import (
+    EFFECTS_EXAMPLES,
+    EFFECTS_SUMMARY,
+    add_effects_arguments,
+)
 
 if TYPE_CHECKING:
     from sessionstore.cli.output import Command
@@ -124,6 +129,7 @@ _MODULES = {
     "export": "archives",
     "retire": "archives",
     "keys": "keys",
+    "effects": "effects",
 }
 """The module of each command not in ``sessionstore.cli.commands``."""
 
@@ -445,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys.add_argument(
         "--out", metavar="FILE", help="generate: write the key to FILE (created private, 0600)"
     )
+    add_effects_arguments(command("effects", EFFECTS_SUMMARY, *EFFECTS_EXAMPLES))
     command(
         "demo",
         "play a realistic agent conversation into the store and show what it keeps",
