@@ -30,6 +30,7 @@ COMMANDS = [
     "retire",
     "verify",
     "journal",
+    "effects",
     "erase",
     "erasures",
     "keys",
