@@ -2,8 +2,9 @@
 
 A replay is `EffectLog.once` of an effect already done: the framework
 runs the turn again after a crash, and the tool is given its recorded
-result without running. Timed in a journal holding 5,000 effects against
-one holding 200, on each backend: SQLite, a sealed SQLite store, JSONL,
+result without running; and `EffectLog.find`, where an effect stands.
+Timed in a journal holding 100,000 effects against one holding 10, on each
+backend: SQLite, a sealed SQLite store, JSONL,
 memory, and PostgreSQL when ``SESSIONSTORE_PG_URL`` names a server. Each
 journal is filled with the lines two runs of ``once`` write (an intent,
 then its outcome), a thousand lines an append; the keys replayed are
@@ -25,7 +26,7 @@ from results import Table, aper_call
 from sessionstore import Effect, SessionStore, encode, generate_key, open_store
 from sessionstore.effects import EffectLog, args_digest
 
-SMALL, LARGE = 200, 5_000
+SMALL, LARGE = 10, 100_000
 _AT = "2026-12-03T00:00:00Z"
 _KEY = generate_key()
 
@@ -59,10 +60,21 @@ async def _replay(log: EffectLog, effects: int, times: int) -> float:
     return await aper_call(replay, times)
 
 
+async def _find(log: EffectLog, effects: int, times: int) -> float:
+    """Seconds per `EffectLog.find` of a done effect, its keys spread over the journal."""
+    keys = itertools.cycle([f"call-{n:05}" for n in range(0, effects, max(1, effects // 50))])
+
+    async def find() -> None:
+        assert await log.find(next(keys)) is not None
+
+    return await aper_call(find, times)
+
+
 async def effects(quick: bool, rounds: int) -> list[Table]:
-    """The table: a replay at `LARGE` effects against one at `SMALL`, per backend."""
+    """The table: a replay and a find at `LARGE` effects against `SMALL`, per backend."""
     table = Table(
-        f"effects: a replay (once of an effect done) at {LARGE:,} effects against {SMALL:,}",
+        f"effects: a replay (once of an effect done) and a find at {LARGE:,} effects"
+        f" against {SMALL:,}",
         f"{LARGE:,} effects",
         f"{SMALL:,} effects",
     )
@@ -82,9 +94,10 @@ async def effects(quick: bool, rounds: int) -> list[Table]:
         for kind, (target, options) in targets.items():
             async with await open_store(target, **options) as store:
                 small, large = await _filled(store, SMALL), await _filled(store, LARGE)
-                ours, theirs = [], []
-                for _ in range(rounds):  # interleaved: the same moment for both
-                    ours.append(await _replay(large, LARGE, times))
-                    theirs.append(await _replay(small, SMALL, times))
-                table.add(f"{kind}: a replay", ours, theirs)
+                for work, timed in (("a replay", _replay), ("a find", _find)):
+                    ours, theirs = [], []
+                    for _ in range(rounds):  # interleaved: the same moment for both
+                        ours.append(await timed(large, LARGE, times))
+                        theirs.append(await timed(small, SMALL, times))
+                    table.add(f"{kind}: {work}", ours, theirs)
     return [table]

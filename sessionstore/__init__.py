@@ -21,6 +21,7 @@ from sessionstore.context import (
     repair_pairing,
     safe_cut,
 )
+from sessionstore.effect_journals import JournalEffect, effects_in_doubt, forget_effects
 from sessionstore.effects import NOT_DONE, EffectLog, EffectState, args_digest
 from sessionstore.errors import (
     ArchiveError,
@@ -30,6 +31,7 @@ from sessionstore.errors import (
     CorruptSessionError,
     DuplicateSessionError,
     EffectConflictError,
+    EffectDeadLetterError,
     EffectFailedError,
     EffectInDoubtError,
     EffectNotInDoubtError,
@@ -151,6 +153,7 @@ __all__ = [
     "DuplicateSessionError",
     "Effect",
     "EffectConflictError",
+    "EffectDeadLetterError",
     "EffectFailedError",
     "EffectInDoubtError",
     "EffectLog",
@@ -166,6 +169,7 @@ __all__ = [
     "InvalidRecordError",
     "InvalidSessionIdError",
     "Journal",
+    "JournalEffect",
     "JournalLine",
     "JournalSession",
     "JsonlStore",
@@ -212,9 +216,11 @@ __all__ = [
     "decode_message",
     "decode_meta",
     "decode_title_change",
+    "effects_in_doubt",
     "encode",
     "encode_line",
     "export_archive",
+    "forget_effects",
     "generate_key",
     "import_archive",
     "moves_start",

@@ -11,18 +11,38 @@ them), keyed lines found through its index, never cleared with it.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from datetime import datetime
 from functools import partial
 from typing import Any, Final, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel
-
+from sessionstore.effect_lines import (
+    EffectState,
+    Found,
+    StateFold,
+    drifted,
+    find_key,
+    moved,
+    not_finished,
+    unsettled,
+)
+from sessionstore.effect_options import (
+    BACKOFF_CAP,
+    DEAD_LETTER_AFTER,
+    Backoff,
+    before_instant,
+    check_options,
+    delay,
+    instant,
+    pause,
+    timed,
+)
+from sessionstore.effect_values import args_digest, kept_json, line_text
 from sessionstore.errors import (
     ConfigurationError,
     EffectConflictError,
+    EffectDeadLetterError,
     EffectFailedError,
     EffectInDoubtError,
     EffectNotInDoubtError,
@@ -30,7 +50,7 @@ from sessionstore.errors import (
 )
 from sessionstore.models import Effect
 from sessionstore.timestamps import now_rfc3339
-from sessionstore.wire import MAX_DEPTH, decode_effect, encode, encode_value
+from sessionstore.wire import encode
 
 _T = TypeVar("_T")
 
@@ -55,10 +75,13 @@ class EffectLines(Protocol):
 
 
 __all__ = [
+    "BACKOFF_CAP",
+    "DEAD_LETTER_AFTER",
     "EFFECTS_FILE",
     "EFFECTS_SUFFIX",
     "NOT_DONE",
     "SETTLED",
+    "Backoff",
     "EffectLines",
     "EffectLog",
     "EffectState",
@@ -75,8 +98,6 @@ EFFECTS_SUFFIX = "/effects"
 
 NOT_DONE: Final = object()
 """What a ``check`` returns when the effect in doubt did not happen: it runs."""
-
-State = Literal["done", "failed", "in doubt", "not done"]
 
 Settled = Literal["done", "not-done", "failed"]
 
@@ -95,147 +116,6 @@ def effect_key(key: str | None, session: str | None, call_id: str | None) -> str
     if call_id is None:
         raise InvalidRecordError("an effect needs key=, or call_id= (with session=)")
     return call_id if session is None else f"{session}:{call_id}"
-
-
-def _text(value: Any) -> str:
-    """``str(value)`` as a line can keep it: a lone surrogate as its escape, a
-    value nested too deep to print as a note saying so."""
-    try:
-        text = str(value)
-    except RecursionError:
-        text = f"<{type(value).__name__} nested too deep to print>"
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _json(value: Any) -> Any:
-    """A result as the log keeps it and a replay gives it back (`EffectLog.once`'s
-    Returns). Never raises: the effect has already run."""
-    try:
-        if isinstance(value, BaseModel):
-            value = value.model_dump(mode="json")
-        line = encode(Effect(effect="done", key="", result=value, at=""))
-        return decode_effect(line).result  # as a replay reads it
-    except (InvalidRecordError, ValueError):  # pydantic: "serialization depth exceeded"
-        return _text(value)
-
-
-def _canonical(value: Any, depth: int = 1) -> Any:
-    """Arguments as JSON the same in every process: a set sorted, an integer
-    beyond 64 bits and anything not JSON as text.
-
-    Raises:
-        InvalidRecordError: they nest deeper than the wire allows.
-    """
-    if isinstance(value, BaseModel):
-        try:
-            value = value.model_dump(mode="json")
-        except ValueError:  # pydantic: "serialization depth exceeded"
-            raise InvalidRecordError(f"nested deeper than {MAX_DEPTH} levels") from None
-    if isinstance(value, dict | list | tuple | set | frozenset) and depth > MAX_DEPTH:
-        raise InvalidRecordError(f"nested deeper than {MAX_DEPTH} levels")
-    if isinstance(value, dict):
-        return {_text(key): _canonical(item, depth + 1) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_canonical(item, depth + 1) for item in value]
-    if isinstance(value, set | frozenset):
-        return sorted((_canonical(item, depth + 1) for item in value), key=encode_value)
-    if isinstance(value, bool) or value is None or isinstance(value, float):
-        return value
-    if isinstance(value, int):
-        return value if -(2**63) <= value < 2**64 else str(value)
-    return _text(value)
-
-
-def args_digest(args: Any) -> str:
-    """The digest an intent records of a call's arguments: SHA-256 of their
-    JSON, the same in every process.
-
-    Raises:
-        InvalidRecordError: they nest deeper than the wire allows.
-    """
-    canonical = _canonical(args)
-    try:
-        text = encode_value(canonical)
-    except InvalidRecordError:  # a float NaN: its text
-        text = _text(args)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class EffectState:
-    """Where an effect stands, as `EffectLog.read` lists it.
-
-    Attributes:
-        key: its key.
-        state: ``done``, ``failed``, ``in doubt`` or ``not done``.
-        tool: the tool's name.
-        session: its session id, when it belongs to one.
-        args: the digest of its arguments.
-        started: when its intent was written.
-        finished: when its outcome was written (None when in doubt).
-        error: a failure's error (or the operator's reason).
-        size: bytes of its outcome line, 0 when in doubt.
-        reason: why an operator settled it (None: it finished by itself).
-        by: who settled it, when they said.
-    """
-
-    key: str
-    state: State
-    tool: str | None
-    session: str | None
-    args: str | None
-    started: str | None
-    finished: str | None = None
-    error: str | None = None
-    size: int = 0
-    reason: str | None = None
-    by: str | None = None
-
-
-@dataclass
-class _Found:
-    """What the log holds of one key: its first intent, its last line."""
-
-    intent: Effect | None = None
-    last: Effect | None = None
-
-    @property
-    def outcome(self) -> Effect | None:
-        """Its last line when done or failed."""
-        last = self.last
-        return last if last is not None and last.effect in ("done", "failed") else None
-
-
-def _find(key: str, keyed: dict[str, list[bytes]]) -> _Found | None:
-    """What the lines under ``key`` hold of it (None: nothing); a line that
-    does not decode is no record."""
-    found = None
-    for line in keyed.get(key, ()):
-        try:
-            effect = decode_effect(line)
-        except InvalidRecordError:
-            continue
-        found = found or _Found()
-        if effect.effect == "intent":
-            found.intent = found.intent or effect
-        found.last = effect
-    return found
-
-
-def _moved(key: str, seen: Effect, keyed: dict[str, list[bytes]]) -> _Found | None:
-    """What the log holds of ``key`` when its last line is no longer ``seen``;
-    None when it still is."""
-    found = _find(key, keyed)
-    return None if found is not None and found.last == seen else found or _Found()
-
-
-def _unsettled(key: str, keyed: dict[str, list[bytes]]) -> _Found | None:
-    """None when ``key`` is in doubt, else what the log holds of it: what a
-    settle refuses."""
-    found = _find(key, keyed)
-    if found is not None and found.last is not None and found.last.effect == "intent":
-        return None
-    return found or _Found()
 
 
 def _recorded(outcome: Effect) -> Any:
@@ -296,6 +176,10 @@ class EffectLog:
         call_id: str | None = None,
         check: Callable[[Effect], Awaitable[Any]] | Callable[[Effect], Any] | None = None,
         idempotent: bool = False,
+        retries: int = 0,
+        backoff: Backoff = 1.0,
+        timeout: float | None = None,  # noqa: ASYNC109 (an attempt's, as asyncio.timeout bounds it)
+        dead_letter: int | None = DEAD_LETTER_AFTER,
     ) -> Any:
         """Run a side effect at most once for its key, and return its result.
 
@@ -313,6 +197,20 @@ class EffectLog:
                 `NOT_DONE` runs the effect, if this run is the first to take
                 the key up again (the others raise `EffectInDoubtError`).
             idempotent: an effect in doubt may run again.
+            retries: how many times a call that raises an `Exception` is
+                tried again (each failed attempt recorded as a ``retry`` line
+                with its error); 0 records what it always did.
+            backoff: seconds to wait before the attempt after attempt ``n``:
+                a number ``b`` waits ``b * 2 ** (n - 1)``, at most
+                `BACKOFF_CAP`; a function of ``n`` gives the seconds itself.
+            timeout: seconds an attempt of an async call may take; one that
+                takes longer is cancelled and recorded failed (a plain
+                function is not interrupted).
+            dead_letter: how many of the effect's runs may be found in doubt
+                (each find recorded; finds of one run count once) before it
+                is dead-lettered: `EffectDeadLetterError`, whatever ``check``
+                or ``idempotent`` say, until an operator settles it; None:
+                never.
 
         A settled effect is as the operator said: done returns its result,
         failed raises, not done runs it (for the first run to take the key).
@@ -324,15 +222,20 @@ class EffectLog:
 
         Raises:
             EffectInDoubtError: the effect was started and never finished,
-                and neither ``check`` nor ``idempotent`` was given.
+                and neither ``check`` nor ``idempotent`` was given;
+                `EffectDeadLetterError`: it was dead-lettered.
             EffectFailedError: it failed before; the recorded error.
             EffectConflictError: the key names another tool or arguments.
             InvalidRecordError: ``args`` nest deeper than the wire allows
                 (127 levels); nothing is written, the effect does not run.
+            ConfigurationError: ``retries``, ``backoff``, ``timeout`` or
+                ``dead_letter`` out of range; nothing is written.
             Whatever ``call`` raises, once its failure is recorded (an
-            `Exception`; anything else, a cancellation, leaves it in doubt).
+            `Exception`, on its last attempt; anything else, a cancellation,
+            leaves it in doubt).
         """
         key = effect_key(key, session, call_id)
+        check_options(key, retries, backoff, timeout, dead_letter)
         try:
             digest = args_digest(args)
         except InvalidRecordError as exc:  # before anything is written
@@ -341,7 +244,9 @@ class EffectLog:
         intent = Effect(
             effect="intent", key=key, tool=tool, args=digest, session=session, at=now_rfc3339()
         )
-        found = await self._journal.append_keyed_unless([key], partial(_find, key), _line(intent))
+        found = await self._journal.append_keyed_unless(
+            [key], partial(find_key, key), _line(intent)
+        )
         if found is not None:
             recorded = found.intent
             if recorded is not None and (recorded.tool, recorded.args) != (tool, digest):
@@ -349,37 +254,117 @@ class EffectLog:
                     f"effect key {key!r} names {recorded.tool} with other arguments "
                     f"(digest {recorded.args}), not {tool} with these ({digest})"
                 )
-            last = found.last
-            assert last is not None, "a key found has a line"
             if found.outcome is not None:
                 return _recorded(found.outcome)
-            if last.effect == "intent":  # in doubt (not settled not done)
+            if found.last is not None and found.last.effect != "not-done":
+                found = await self._found_in_doubt(key, found, dead_letter)
+                if found.outcome is not None:
+                    return _recorded(found.outcome)
+            last = found.last
+            assert last is not None, "a key found has a line"
+            if last.effect != "not-done":  # in doubt: ask the check, or run it again
                 if check is not None:
-                    result = await _called(check, last)
+                    result = await _called(check, found.take or last)
                     if result is not NOT_DONE:
-                        return await self._done(key, result)
+                        return await self._done(key, result, None)
                 elif not idempotent:
-                    raise self._in_doubt(last)
+                    raise self._in_doubt(found.take or last)
+            assert last is not None, "a key found has a line"
             # Take the key again, as only one of the runs resuming it may.
             again = intent.model_copy(update={"at": now_rfc3339()})
             while taken := await self._journal.append_keyed_unless(
-                [key], partial(_moved, key, last), _line(again)
+                [key], partial(moved, key, last), _line(again)
             ):  # another run resumed it first, or an operator settled it
                 if taken.outcome is not None:
                     return _recorded(taken.outcome)
-                if taken.last is None or taken.last.effect == "intent":
-                    raise self._in_doubt(taken.last or last)
+                if taken.last is None or taken.last.effect != "not-done":
+                    raise self._stuck(taken, last)
                 last = taken.last  # settled not done meanwhile: take it again
-        try:
-            result = await _called(call)
-        except Exception as exc:
-            error = _text(f"{type(exc).__name__}: {exc}")
-            await self._append(Effect(effect="failed", key=key, error=error, at=now_rfc3339()))
-            raise
-        return await self._done(key, result)
+        return await self._attempts(key, call, retries, backoff, timeout)
+
+    async def _found_in_doubt(self, key: str, found: Found, dead_letter: int | None) -> Found:
+        """Record that this run found ``key`` in doubt, or dead-letter it when
+        too many of its runs were; what the log holds of it then (with an
+        outcome, when one landed meanwhile).
+
+        Raises:
+            EffectDeadLetterError: it is, or is now, dead-lettered.
+            EffectInDoubtError: another run took it up again meanwhile.
+        """
+        while True:
+            last, anchor = found.last, found.anchor
+            assert last is not None, "a key in doubt has a line"
+            assert anchor is not None, "a key in doubt has a run"
+            if last.effect == "dead-letter":
+                raise self._dead(found)
+            count = found.found + (0 if found.seen else 1)
+            over = dead_letter is not None and count > dead_letter
+            line = Effect(
+                effect="dead-letter" if over else "doubt", key=key, found=count, at=now_rfc3339()
+            )
+            refused = await self._journal.append_keyed_unless(
+                [key], partial(drifted, key, anchor), _line(line)
+            )
+            if refused is None:
+                found.add(line)
+                if over:
+                    raise self._dead(found)
+                return found
+            if refused.outcome is not None or refused.last is None:
+                return refused if refused.outcome is not None else found
+            if refused.last.effect not in ("dead-letter", "not-done"):
+                raise self._stuck(refused, last)  # taken up again by another run
+            if refused.last.effect == "not-done":
+                return refused  # settled not done meanwhile: this run takes it
+            found = refused
+
+    async def _attempts(
+        self,
+        key: str,
+        call: Callable[[], Any],
+        retries: int,
+        backoff: Backoff,
+        limit: float | None,
+    ) -> Any:
+        """Run ``call``'s attempts (the key taken), recording each failure and the outcome."""
+        counted = retries > 0  # with no retries, the lines are what they always were
+        attempt = 1
+        while True:
+            try:
+                if limit is None:
+                    result = await _called(call)
+                else:
+                    result = await timed(call, limit, attempt)
+            except Exception as exc:
+                error = line_text(f"{type(exc).__name__}: {exc}")
+                if attempt > retries:
+                    number = attempt if counted else None
+                    at = now_rfc3339()
+                    failed = Effect(effect="failed", key=key, error=error, attempt=number, at=at)
+                    await self._append(failed)
+                    raise
+                retry = Effect(
+                    effect="retry", key=key, attempt=attempt, error=error, at=now_rfc3339()
+                )
+                await self._append(retry)
+                await pause(delay(backoff, attempt))
+                attempt += 1
+                continue
+            return await self._done(key, result, attempt if counted else None)
 
     def _in_doubt(self, intent: Effect) -> EffectInDoubtError:
         return EffectInDoubtError(intent, journal=self._name, options=self._options)
+
+    def _dead(self, found: Found) -> EffectDeadLetterError:
+        intent = found.take or found.last
+        assert intent is not None, "a dead-lettered key has a line"
+        return EffectDeadLetterError(intent, found.found, journal=self._name, options=self._options)
+
+    def _stuck(self, found: Found, last: Effect) -> EffectInDoubtError:
+        """The error for a key another run holds (in doubt, or dead-lettered)."""
+        if found.last is not None and found.last.effect == "dead-letter":
+            return self._dead(found)
+        return self._in_doubt(found.take or found.last or last)
 
     async def settle(
         self,
@@ -390,14 +375,15 @@ class EffectLog:
         result: Any = None,
         by: str | None = None,
     ) -> Effect:
-        """Settle an effect in doubt as an operator found it in the world
-        (``sessionstore journal NAME --settle KEY ...``), once the run that
-        started it is gone (a later outcome would stand).
+        """Settle an effect in doubt or dead-lettered as an operator found it in
+        the world (``sessionstore journal NAME --settle KEY ...``), once the run
+        that started it is gone (a later outcome would stand).
 
         The outcome is recorded with the time, ``reason`` and ``by``:
         ``done`` (later runs return ``result``), ``failed`` (they raise
         `EffectFailedError` with ``reason``) or ``not-done`` (the next run
-        runs it). The look and the write are one step, as `once`'s are.
+        runs it, its count of runs found in doubt back to 0). The look and the
+        write are one step, as `once`'s are.
 
         Args:
             key: the effect's key (as `read` and ``journal --in-doubt`` list it).
@@ -410,8 +396,8 @@ class EffectLog:
             The line recorded.
 
         Raises:
-            EffectNotInDoubtError: no effect ``key``, or it is not in doubt
-                (done, failed, or settled not done already).
+            EffectNotInDoubtError: no effect ``key``, or it is neither in doubt
+                nor dead-lettered (done, failed, or settled not done already).
             ConfigurationError: an outcome not in `SETTLED`, an empty
                 reason, or a result given to another outcome than ``done``.
         """
@@ -423,56 +409,61 @@ class EffectLog:
             raise ConfigurationError(f"settling effect {key!r} needs a reason: what was found")
         if result is not None and outcome != "done":
             raise ConfigurationError(f"only an effect settled done has a result, not {outcome}")
-        kept = _json(result) if outcome == "done" else None
+        kept = kept_json(result) if outcome == "done" else None
         line = Effect(effect=outcome, key=key, result=kept, reason=reason, by=by, at=now_rfc3339())
         refused = await self._journal.append_keyed_unless(
-            [key], partial(_unsettled, key), _line(line)
+            [key], partial(unsettled, key), _line(line)
         )
         if refused is not None:
             raise EffectNotInDoubtError(key, refused.last, journal=self._name)
         return line
 
-    async def _done(self, key: str, result: Any) -> Any:
-        kept = _json(result)
-        await self._append(Effect(effect="done", key=key, result=kept, at=now_rfc3339()))
+    async def _done(self, key: str, result: Any, attempt: int | None) -> Any:
+        kept = kept_json(result)
+        done = Effect(effect="done", key=key, result=kept, attempt=attempt, at=now_rfc3339())
+        await self._append(done)
         return kept
 
     async def _append(self, effect: Effect) -> None:
         await self._journal.append_raw(_line(effect))
 
     async def find(self, key: str) -> EffectState | None:
-        """Where the effect ``key`` stands (None: never started), reading its lines alone."""
-        states: dict[str, EffectState] = {}
+        """Where the effect ``key`` stands (None: never started, or forgotten),
+        reading its lines alone."""
+        fold = StateFold()
         for line in (await self._journal.keyed(key)).get(key, ()):
-            _take(states, line)
-        return states.get(key)
+            fold.add(line)
+        return next(iter(fold.states()), None)
 
     async def result(self, key: str) -> Any:
         """The recorded result of the effect ``key``.
 
         Raises:
-            EffectInDoubtError, EffectFailedError: it has no result.
-            KeyError: no such effect, or one settled not done (as if never run).
+            EffectInDoubtError, EffectFailedError: it has no result
+                (`EffectDeadLetterError`: dead-lettered).
+            KeyError: no such effect, or one settled not done (as if never
+                run), or forgotten.
         """
-        found = _find(key, await self._journal.keyed(key))
+        found = find_key(key, await self._journal.keyed(key))
         if found is None or found.last is None or found.last.effect == "not-done":
             raise KeyError(key)
         if found.outcome is None:
-            raise self._in_doubt(found.last)
+            raise self._stuck(found, found.last)
         return _recorded(found.outcome)
 
     async def read(self) -> list[EffectState]:
-        """Every effect where it stands, in the order started (without results)."""
-        states: dict[str, EffectState] = {}
+        """Every effect where it stands, in the order started (without results;
+        a forgotten one not at all, until it runs again)."""
+        fold = StateFold()
         rest = b""
         async for block in self._journal.read_blocks():
             pieces = (rest + block).split(b"\n")
             rest = pieces.pop()
             for piece in pieces:
-                _take(states, piece)
+                fold.add(piece)
         if rest:
-            _take(states, rest)
-        return list(states.values())
+            fold.add(rest)
+        return fold.states()
 
     async def by_session(self) -> dict[str | None, list[EffectState]]:
         """`read`'s effects per session (None: of no session)."""
@@ -482,42 +473,62 @@ class EffectLog:
         return found
 
     async def in_doubt(self) -> list[EffectState]:
-        """The effects started and never finished."""
-        return [state for state in await self.read() if state.state == "in doubt"]
+        """The effects started and never finished: in doubt, or dead-lettered."""
+        return [state for state in await self.read() if state.state in _UNRESOLVED]
+
+    async def forget(
+        self, before: str | datetime, *, reason: str, by: str | None = None
+    ) -> list[Effect]:
+        """Forget the effects that finished (done, failed, settled not done)
+        before ``before``: a ``forgotten`` line each, with the time,
+        ``reason`` and ``by``, so the prune itself stays recorded.
+
+        A forgotten effect is as if it never ran: `read` no longer lists it,
+        and **its key's next `once` runs the effect afresh**: forget only
+        what no run will ask for again (a replay of a forgotten ``done``
+        does it twice). Each batch of keys is one step under the journal's
+        lock; an effect whose lines moved meanwhile is left as it is.
+
+        Args:
+            before: an RFC 3339 time, or an aware datetime.
+            reason: why, recorded.
+            by: who prunes, recorded.
+
+        Returns:
+            The lines recorded, one per effect forgotten.
+
+        Raises:
+            ConfigurationError: ``before`` is no time, or ``reason`` is empty.
+        """
+        cutoff = instant(before)
+        if not reason.strip():
+            raise ConfigurationError("forgetting effects needs a reason: why they may go")
+        old = [
+            state.key
+            for state in await self.read()
+            if state.state in ("done", "failed", "not done")
+            and state.finished is not None
+            and before_instant(cutoff, state.finished)
+        ]
+        forgotten: list[Effect] = []
+        for at in range(0, len(old), _FORGET_BATCH):
+            keys = old[at : at + _FORGET_BATCH]
+            while keys:
+                line = Effect(effect="forgotten", key="", reason=reason, by=by, at=now_rfc3339())
+                lines = [line.model_copy(update={"key": key}) for key in keys]
+                moved_keys = await self._journal.append_keyed_unless(
+                    keys,
+                    partial(not_finished, keys, partial(before_instant, cutoff)),
+                    *map(_line, lines),
+                )
+                if moved_keys is None:
+                    forgotten += lines
+                    break
+                keys = [key for key in keys if key not in moved_keys]
+        return forgotten
 
 
-def _take(states: dict[str, EffectState], line: bytes) -> None:
-    """Fold one line into where the effects stand."""
-    try:
-        effect = decode_effect(line)
-    except InvalidRecordError:
-        return  # a line torn by a crash: no record
-    held = states.get(effect.key)
-    if effect.effect == "intent":
-        if held is None:
-            states[effect.key] = EffectState(
-                effect.key, "in doubt", effect.tool, effect.session, effect.args, effect.at
-            )
-        elif held.state == "not done":  # run again after it was settled not done
-            states[effect.key] = replace(
-                held, state="in doubt", finished=None, error=None, size=0, reason=None, by=None
-            )
-        return
-    base = held or EffectState(effect.key, "in doubt", None, None, None, None)
-    failed = effect.effect == "failed"
-    states[effect.key] = EffectState(
-        base.key,
-        _STATES[effect.effect],
-        base.tool,
-        base.session,
-        base.args,
-        base.started,
-        effect.at,
-        effect.error or (effect.reason if failed else None),
-        len(line),
-        effect.reason,
-        effect.by,
-    )
+_UNRESOLVED: Final = frozenset({"in doubt", "dead letter"})
 
-
-_STATES: Final[dict[str, State]] = {"done": "done", "failed": "failed", "not-done": "not done"}
+_FORGET_BATCH: Final = 1000
+"""Keys forgotten in one step."""

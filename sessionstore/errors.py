@@ -22,6 +22,7 @@ Leaves also derive from the builtin a caller would reach for first, so
      │    └── SchemaTooNewError                        newer than this code: upgrade sessionstore
      ├── ArchiveError                                  an export or import refused files
      ├── EffectInDoubtError                            an effect began and has no outcome
+     │    └── EffectDeadLetterError                    found in doubt too often: settle it
      ├── EffectNotInDoubtError                         an effect to settle has an outcome
      ├── EffectFailedError                             an effect's outcome is a failure
      ├── EffectConflictError                           an effect key names another call
@@ -57,6 +58,7 @@ __all__ = [
     "CorruptSessionError",
     "DuplicateSessionError",
     "EffectConflictError",
+    "EffectDeadLetterError",
     "EffectFailedError",
     "EffectInDoubtError",
     "EffectNotInDoubtError",
@@ -328,6 +330,38 @@ class EffectInDoubtError(SessionStoreError):
         self.intent = intent
         self.journal = journal
         self.options = options
+
+
+class EffectDeadLetterError(EffectInDoubtError):
+    """An effect was dead-lettered: more of its runs were found in doubt than
+    `EffectLog.once`'s ``dead_letter`` allows (work that keeps dying). No run
+    resolves it by itself any more, not even with ``check=`` or
+    ``idempotent=True``: an operator settles it. The message says how.
+
+    Attributes:
+        found: how many of its runs were found in doubt.
+    """
+
+    def __init__(
+        self,
+        intent: Effect,
+        found: int,
+        *,
+        journal: str | None = None,
+        options: tuple[str, ...] | None = None,
+    ) -> None:
+        where = "" if journal is None else f" in journal {journal!r}"
+        SessionStoreError.__init__(
+            self,
+            f"effect {intent.key!r} ({intent.tool}){where} is dead-lettered: {found} of its "
+            f"runs were found in doubt (the last started at {intent.at}), so no run checks "
+            "or runs it again by itself. Find out whether it happened (and why its runs "
+            "never finish), then settle it:\n" + _settle_commands(intent.key, journal, options),
+        )
+        self.intent = intent
+        self.journal = journal
+        self.options = options
+        self.found = found
 
 
 def _settle_commands(key: str, journal: str | None, options: tuple[str, ...] | None) -> str:

@@ -316,8 +316,13 @@ class Effect(_Rare):
 
     Attributes:
         effect: ``intent`` (about to run), ``done`` (it ran: ``result``),
-            ``failed`` (it raised: ``error``) or ``not-done`` (an operator
-            found it did not happen: the next run of the key runs it).
+            ``failed`` (it raised: ``error``), ``not-done`` (an operator
+            found it did not happen: the next run of the key runs it);
+            ``retry`` (attempt ``attempt`` raised ``error``; the next attempt
+            follows), ``doubt`` (a run found it in doubt), ``dead-letter``
+            (found in doubt too often: only an operator settles it) and
+            ``forgotten`` (pruned: the key's earlier lines no longer count,
+            its next run runs afresh).
         key: what names the effect across runs (by default the session and
             the model's tool-call id).
         tool: the intent's tool name.
@@ -326,11 +331,17 @@ class Effect(_Rare):
         result: a ``done``'s result, any JSON value (written even when null).
         error: a ``failed``'s error, as text.
         reason: on an outcome an operator settled (`EffectLog.settle`), why.
-        by: on an outcome an operator settled, who (when given).
+        by: on an outcome an operator settled, or a ``forgotten``, who (when given).
+        attempt: on a ``retry``, the attempt that failed; on the ``done`` or
+            ``failed`` of a call given ``retries``, the attempt that ended it.
+        found: on a ``doubt`` or ``dead-letter``, how many of the effect's
+            runs have been found in doubt (finds of one run count once).
         at: RFC 3339 time the line was written.
     """
 
-    effect: Literal["intent", "done", "failed", "not-done"]
+    effect: Literal[
+        "intent", "done", "failed", "not-done", "retry", "doubt", "dead-letter", "forgotten"
+    ]
     key: str
     tool: str | None = None
     args: str | None = None
@@ -339,6 +350,8 @@ class Effect(_Rare):
     error: str | None = None
     reason: str | None = None
     by: str | None = None
+    attempt: int | None = None
+    found: int | None = None
     at: str
 
 

@@ -37,18 +37,31 @@ from collections.abc import (
     Iterable,
     Sequence,
 )
+from datetime import datetime
+from functools import partial
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from sessionstore.backends import open_store as open_async_store
 from sessionstore.backends.checks import JournalDurability
+from sessionstore.effect_journals import JournalEffect
+from sessionstore.effect_journals import effects_in_doubt as async_effects_in_doubt
+from sessionstore.effect_journals import forget_effects as async_forget_effects
+from sessionstore.effect_options import DEAD_LETTER_AFTER, Backoff
 from sessionstore.effects import EffectLog
 from sessionstore.errors import ClosedError, StorageError
 from sessionstore.models import Effect
 from sessionstore.scoped import ScopedStore
 from sessionstore.store import Capability, SessionJournal, SessionStore
 
-__all__ = ["SyncJournal", "SyncScopedStore", "SyncStore", "open_store"]
+__all__ = [
+    "SyncJournal",
+    "SyncScopedStore",
+    "SyncStore",
+    "effects_in_doubt",
+    "forget_effects",
+    "open_store",
+]
 
 _T = TypeVar("_T")
 _O = TypeVar("_O")
@@ -410,7 +423,13 @@ class SyncEffects(_Facade[EffectLog]):
         call_id: str | None = None,
         check: Callable[[Effect], Any] | None = None,
         idempotent: bool = False,
+        retries: int = 0,
+        backoff: Backoff = 1.0,
+        dead_letter: int | None = DEAD_LETTER_AFTER,
     ) -> Any:
+        """`EffectLog.once`, blocking; without ``timeout``: a call run in a
+        thread cannot be stopped, so an attempt given up on would run on
+        beside the next."""
         try:
             return self._loop.run(
                 self._target.once(
@@ -422,6 +441,9 @@ class SyncEffects(_Facade[EffectLog]):
                     call_id=call_id,
                     check=None if check is None else _in_thread(check),
                     idempotent=idempotent,
+                    retries=retries,
+                    backoff=backoff,
+                    dead_letter=dead_letter,
                 )
             )
         except _Interrupted as interrupted:  # raised here, in the caller's thread
@@ -433,6 +455,20 @@ class SyncEffects(_Facade[EffectLog]):
     in_doubt = _blocking(EffectLog.in_doubt)
     find = _blocking(EffectLog.find)
     result = _blocking(EffectLog.result)
+    forget = _blocking(EffectLog.forget)
+
+
+def effects_in_doubt(store: SyncStore) -> list[JournalEffect]:
+    """`sessionstore.effects_in_doubt` of a blocking store: every effect in
+    doubt or dead-lettered, of every journal, asked before serving."""
+    return store.run(async_effects_in_doubt)
+
+
+def forget_effects(
+    store: SyncStore, before: str | datetime, *, reason: str, by: str | None = None
+) -> dict[str, list[Effect]]:
+    """`sessionstore.forget_effects` of a blocking store."""
+    return store.run(partial(async_forget_effects, before=before, reason=reason, by=by))
 
 
 def open_store(target: str | os.PathLike[str], **options: Any) -> SyncStore:

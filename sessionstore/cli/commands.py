@@ -290,7 +290,8 @@ def _settled(state: EffectState) -> str:
 
 
 async def _in_doubt(args: argparse.Namespace) -> int:
-    """Every effect in doubt, of one journal or all (checked by hand after a crash); 1 if any."""
+    """Every effect in doubt or dead-lettered, of one journal or all (checked by
+    hand after a crash); 1 if any. ``sessionstore effects`` says which is which."""
     found: list[tuple[str, EffectState]] = []
     async with opened(args, read=True) as store:
         if args.name is not None:

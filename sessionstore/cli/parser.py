@@ -26,6 +26,11 @@ from sessionstore.cli.defaults import (
     PAGE,
     default_target,
 )
+from sessionstore.cli.effects_options import (
+    EFFECTS_EXAMPLES,
+    EFFECTS_SUMMARY,
+    add_effects_arguments,
+)
 from sessionstore.cli.policy_options import add_expire_options, add_policy_options
 
 if TYPE_CHECKING:
@@ -127,6 +132,7 @@ _MODULES = {
     "expire": "retention",
     "keys": "keys",
     "vacuum": "vacuum",
+    "effects": "effects",
 }
 """The module of each command not in ``sessionstore.cli.commands``."""
 
@@ -471,6 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="SQLite: leave a file made before incremental auto_vacuum as it is (converting "
         "it is a full VACUUM, which holds writers off for its whole run)",
     )
+    add_effects_arguments(command("effects", EFFECTS_SUMMARY, *EFFECTS_EXAMPLES))
     command(
         "demo",
         "play a realistic agent conversation into the store and show what it keeps",

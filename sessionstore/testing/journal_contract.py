@@ -11,6 +11,7 @@ from sessionstore.journal import Journal, JournalSession
 from sessionstore.models import CommentWrite, PostWrite, SessionHeader
 from sessionstore.testing.common import JournalBackend, digest
 from sessionstore.testing.effects_contract import EffectsContract
+from sessionstore.testing.effects_operations_contract import EffectOperationsContract
 from sessionstore.testing.keyed_contract import KeyedContract
 from sessionstore.timestamps import Timestamp
 from sessionstore.wire import encode
@@ -37,7 +38,7 @@ def comment(minute: int, on: uuid.UUID | None = None) -> CommentWrite:
 
 
 @pytest.mark.asyncio
-class SessionJournalContract(EffectsContract, KeyedContract):
+class SessionJournalContract(EffectsContract, EffectOperationsContract, KeyedContract):
     """Every rule of the journal contract, its effects' and keyed lines'
     included, over the ``journal_backend`` fixture."""
 

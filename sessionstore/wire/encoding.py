@@ -231,6 +231,10 @@ def _encode_record(record: Record, out: list[str]) -> None:
             _encode_value(record.result, out, 1, "result")
         for name in ("error", "reason", "by"):
             out.append(_opt(name, getattr(record, name)))
+        for name in ("attempt", "found"):
+            number = getattr(record, name)
+            if number is not None:
+                out.append(f',"{name}":{int(number)}')
         out.append(',"at":' + _escape(record.at) + "}")
     else:
         fields = _FLAT.get(type(record))

@@ -31,6 +31,7 @@ COMMANDS = [
     "expire",
     "verify",
     "journal",
+    "effects",
     "erase",
     "erasures",
     "vacuum",

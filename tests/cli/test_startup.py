@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "sessionstore.cli.archives",
     "sessionstore.cli.browse",
     "sessionstore.cli.commands",
+    "sessionstore.cli.effects",
     "sessionstore.cli.search",
     "sessionstore.cli.show",
 ]

@@ -1,0 +1,160 @@
+"""``sessionstore effects``: the effects an operator must look at, across every
+journal (in doubt, dead-lettered), and the prune of old finished ones
+(docs/effects.md, "After a crash: the operator's runbook")."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+from datetime import UTC, datetime
+
+from rich.text import Text
+
+from sessionstore.cli.opening import opened
+from sessionstore.cli.output import Refused, counted, err_console, escaped, moment, records
+from sessionstore.effect_journals import JournalEffect, effects_in_doubt
+from sessionstore.effect_lines import EffectState
+from sessionstore.effect_options import before_instant, instant, line_instant
+from sessionstore.errors import ConfigurationError
+from sessionstore.wire import encode_value
+
+__all__ = ["run_effects"]
+
+
+async def run_effects(args: argparse.Namespace) -> int:
+    if args.forget_before is not None:
+        return await _forget(args)
+    if args.reason is not None or args.yes or args.by is not None:
+        raise Refused("--reason, --by and --yes go with --forget-before DATE")
+    async with opened(args, read=True) as store:
+        found = await effects_in_doubt(store)
+        journals = len(await store.journals())
+    now = datetime.now(UTC)
+    if args.json:
+        for item in found:
+            print(_json(item, now))
+        return 1 if found else 0
+    columns = ("journal", "key", "state", "tool", "session", "age", "attempts", "found", "started")
+    rows = [
+        (
+            item.journal,
+            s.key,
+            s.state,
+            s.tool or "-",
+            s.session or "-",
+            _age(s.started, now),
+            s.attempts,
+            s.found,
+            moment(s.started or ""),
+        )
+        for item in found
+        for s in [item.effect]
+    ]
+    records("effects in doubt or dead-lettered", columns, rows, head="key")
+    dead = sum(1 for item in found if item.effect.state == "dead letter")
+    print(
+        f"{counted(len(found) - dead, 'effect')} in doubt, {dead} dead-lettered, "
+        f"in {counted(journals, 'journal')}"
+    )
+    if found:
+        err_console.print(
+            Text(
+                "make sure no process still runs them; once you know whether each happened: "
+                "sessionstore journal NAME --settle KEY done --result JSON | not-done | failed "
+                "--reason TEXT (docs/effects.md)"
+            )
+        )
+    return 1 if found else 0
+
+
+def _json(item: JournalEffect, now: datetime) -> str:
+    s = item.effect
+    started = line_instant(s.started or "")
+    return encode_value(
+        {
+            "journal": item.journal,
+            "key": s.key,
+            "state": s.state,
+            "tool": s.tool,
+            "session": s.session,
+            "args": s.args,
+            "started": s.started,
+            "age_seconds": None if started is None else round((now - started).total_seconds()),
+            "attempts": s.attempts,
+            "found": s.found,
+            "last": s.last,
+        }
+    )
+
+
+def _age(stamp: str | None, now: datetime) -> str:
+    """How long ago ``stamp`` was: ``3d 4h``, ``2h 5m``, ``40s`` ("-": unknown)."""
+    then = line_instant(stamp or "")
+    if then is None:
+        return "-"
+    seconds = max(0, int((now - then).total_seconds()))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    return f"{minutes}m {seconds}s" if minutes else f"{seconds}s"
+
+
+async def _forget(args: argparse.Namespace) -> int:
+    """List the effects finished before the date; with --yes, forget them, recorded."""
+    try:
+        cutoff = instant(args.forget_before)
+    except ConfigurationError as exc:
+        raise Refused(f"--forget-before: {exc}") from None
+    if args.yes and (args.reason is None or not args.reason.strip()):
+        raise Refused("--forget-before DATE --yes needs --reason TEXT: why they may go (recorded)")
+    async with opened(args, read=not args.yes) as store:
+        old: list[tuple[str, EffectState]] = []
+        for name in sorted(await store.journals()):
+            effects = await store.journal(name).effects.read()
+            old += [(name, s) for s in effects if _finished_before(s, cutoff)]
+        if args.yes:
+            by = args.by or _login()
+            forgotten = {}
+            for name in sorted({name for name, _ in old}):
+                lines = await store.journal(name).effects.forget(cutoff, reason=args.reason, by=by)
+                forgotten[name] = {line.key for line in lines}
+            old = [(name, s) for name, s in old if s.key in forgotten.get(name, set())]
+    columns = ("journal", "key", "state", "tool", "session", "finished")
+    rows = [
+        (name, s.key, s.state, s.tool or "-", s.session or "-", moment(s.finished or ""))
+        for name, s in old
+    ]
+    verb = "forgotten" if args.yes else "to forget"
+    records(f"effects finished before {args.forget_before}: {verb}", columns, rows, head="key")
+    done = sum(1 for _, s in old if s.state == "done")
+    if args.yes:
+        who = args.by or _login()
+        by = f" by {who}" if who else ""
+        print(escaped(f"forgot {counted(len(old), 'effect')}{by}; reason: {args.reason}"))
+    else:
+        print(f"{counted(len(old), 'effect')} would be forgotten; add --yes --reason TEXT to do it")
+    if done:
+        err_console.print(
+            Text(
+                f"{counted(done, 'done effect')}: a forgotten key runs afresh, so a replay of "
+                "one of these would run it again"
+            )
+        )
+    return 0
+
+
+def _finished_before(state: EffectState, cutoff: datetime) -> bool:
+    finished = state.state in ("done", "failed", "not done") and state.finished is not None
+    return finished and before_instant(cutoff, state.finished or "")
+
+
+def _login() -> str | None:
+    """The operator's login name, recorded as who pruned; None when the system knows none."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name, and no user database entry
+        return None

@@ -1,0 +1,158 @@
+"""How `EffectLog.once` tries an effect again and when it gives up on one
+(`sessionstore.effects`): retries, their backoff, an attempt's timeout, the
+dead letter; and the times a prune compares (`EffectLog.forget`)."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Final, TypeAlias
+
+from sessionstore.errors import ConfigurationError
+
+__all__ = [
+    "BACKOFF_CAP",
+    "DEAD_LETTER_AFTER",
+    "Backoff",
+    "before_instant",
+    "check_options",
+    "delay",
+    "instant",
+    "line_instant",
+    "pause",
+    "timed",
+]
+
+Backoff: TypeAlias = float | Callable[[int], float]
+"""Seconds before the attempt after attempt ``n``: ``b * 2 ** (n - 1)`` for a
+number ``b`` (at most `BACKOFF_CAP`), or what a function of ``n`` returns."""
+
+BACKOFF_CAP: Final = 60.0
+"""The longest wait between two attempts a numeric backoff makes, in seconds."""
+
+DEAD_LETTER_AFTER: Final = 3
+"""How many of an effect's runs may be found in doubt before the next find
+dead-letters it (`EffectLog.once`'s ``dead_letter``)."""
+
+
+def check_options(
+    key: str, retries: int, backoff: Backoff, timeout: float | None, dead_letter: int | None
+) -> None:
+    """Refuse options out of range, before anything is written.
+
+    Raises:
+        ConfigurationError: naming the option and the effect.
+    """
+    where = f"effect {key!r}"
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ConfigurationError(f"{where}: retries= is a count, 0 or more, not {retries!r}")
+    if not callable(backoff) and (
+        isinstance(backoff, bool)
+        or not isinstance(backoff, int | float)
+        or not math.isfinite(backoff)
+        or backoff < 0
+    ):
+        raise ConfigurationError(
+            f"{where}: backoff= is seconds (0 or more) or a function of the attempt, "
+            f"not {backoff!r}"
+        )
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not timeout > 0
+        or not math.isfinite(timeout)
+    ):
+        raise ConfigurationError(f"{where}: timeout= is seconds, more than 0, not {timeout!r}")
+    if dead_letter is not None and (
+        isinstance(dead_letter, bool) or not isinstance(dead_letter, int) or dead_letter < 1
+    ):
+        raise ConfigurationError(
+            f"{where}: dead_letter= is a count, 1 or more (None: never), not {dead_letter!r}"
+        )
+
+
+def delay(backoff: Backoff, attempt: int) -> float:
+    """Seconds to wait after attempt ``attempt`` failed.
+
+    Raises:
+        ConfigurationError: a backoff function gave no number of seconds.
+    """
+    if not callable(backoff):
+        return float(min(backoff * 2 ** min(attempt - 1, 64), BACKOFF_CAP))
+    seconds = backoff(attempt)
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
+        raise ConfigurationError(
+            f"backoff({attempt}) gave {seconds!r}: a backoff gives seconds, 0 or more"
+        )
+    return float(seconds)
+
+
+async def timed(call: Callable[[], Any], limit: float, attempt: int) -> Any:
+    """``call``'s result, its awaiting cut after ``limit`` seconds.
+
+    Raises:
+        TimeoutError: it took longer (the message says which attempt);
+            whatever ``call`` raises.
+    """
+    import asyncio  # loaded by a call given a timeout: not by `import sessionstore`
+
+    try:
+        async with asyncio.timeout(limit) as within:
+            result = call()
+            return await result if inspect.isawaitable(result) else result
+    except TimeoutError:
+        if within.expired():
+            raise TimeoutError(f"attempt {attempt} took longer than {limit:g}s") from None
+        raise
+
+
+async def pause(seconds: float) -> None:
+    """Wait ``seconds`` between two attempts (none: go on at once)."""
+    if seconds > 0:
+        import asyncio  # loaded by a call that waits: not by `import sessionstore`
+
+        await asyncio.sleep(seconds)
+
+
+def instant(when: str | datetime) -> datetime:
+    """An RFC 3339 time or an aware datetime, as an aware datetime.
+
+    Raises:
+        ConfigurationError: neither, or a datetime with no time zone.
+    """
+    if isinstance(when, datetime):
+        if when.tzinfo is None:
+            raise ConfigurationError(f"{when!r} has no time zone: give one (UTC: +00:00)")
+        return when
+    parsed = line_instant(when)
+    if parsed is None:
+        raise ConfigurationError(
+            f"{when!r} is no RFC 3339 time (2026-12-01, or 2026-12-01T00:00:00Z)"
+        )
+    return parsed
+
+
+def line_instant(text: str) -> datetime | None:
+    """``text`` as an aware datetime (a date alone: its midnight, UTC;
+    nanoseconds cut to microseconds); None when it is none."""
+    text = text.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    head, dot, rest = text.partition(".")
+    if dot:  # 2026-12-03T11:24:02.114220917+00:00: Python keeps six digits
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        text = f"{head}.{rest[:digits][:6].ljust(6, '0')}{rest[digits:]}"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def before_instant(cutoff: datetime, stamp: str) -> bool:
+    """Whether the line time ``stamp`` is before ``cutoff`` (a time that does
+    not parse is not: it is kept)."""
+    parsed = line_instant(stamp)
+    return parsed is not None and parsed < cutoff
