@@ -142,6 +142,7 @@ def test_on_a_terminal_it_shows_the_plan_and_asks(
         (["expire", "--yes"], "a policy needs a filter (--idle, --created-before, --owner"),
         (["expire", "--created-before", "soon", "--yes"], "--created-before is not an RFC 3339"),
         (["expire", "--owner", "a", "--reason", " ", "--yes"], "--reason must say why"),
+        (["expire", "--owner", "", "--yes"], "--owner takes a non-empty string, not ''"),
         (
             ["retire", "--to", "x", "--session", "a1", "--owner", "alice"],
             "--session names the sessions to retire: it takes no policy option",
