@@ -184,6 +184,18 @@ def test_retire_with_a_policy_option_archives_what_the_policy_chooses(
     assert ids(db) == ["b1", "fresh"]
 
 
+def test_retire_given_an_empty_owner_is_refused_not_run_as_a_plain_retire(
+    capsys: pytest.CaptureFixture[str], db: str, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive"
+    args = ["--db", db, "retire", "--to", str(archive), "--idle", "90d", "--owner", "", "--yes"]
+    status, out, err = run(capsys, *args)
+    assert (status, out) == (1, "")
+    assert "--owner takes a non-empty string, not ''" in err
+    assert not archive.exists()
+    assert ids(db) == ["a1", "a2", "b1", "fresh"]
+
+
 def test_a_dry_run_on_a_terminal_is_a_table(db: str) -> None:
     done = on_terminal("--db", db, "expire", "--idle", "90d", "--dry-run", columns=120)
     assert done.returncode == 0, done.stderr
