@@ -308,13 +308,16 @@ def _families(summaries: list[SessionSummary]) -> dict[str, str]:
 
 
 def _kept_newest(summaries: list[SessionSummary], keep: int) -> dict[str, str]:
-    """The sessions among the newest ``keep`` of their owner, each with why."""
+    """The sessions among the newest ``keep`` of their owner, each with why;
+    and those whose ``created_at`` is no time, which cannot be ranked: kept too."""
     groups: dict[str | None, list[tuple[Timestamp, str]]] = {}
+    kept: dict[str, str] = {}
     for summary in summaries:
         created = age(summary.meta.created_at, "created_at")
-        if not isinstance(created, str):
+        if isinstance(created, str):
+            kept[summary.meta.id] = created  # it may be among the newest: never taken blind
+        else:
             groups.setdefault(summary.meta.owner, []).append((created, summary.meta.id))
-    kept: dict[str, str] = {}
     for owner, sessions in groups.items():
         whose = "sessions without an owner" if owner is None else f"{owner}'s sessions"
         for _, session_id in sorted(sessions, reverse=True)[:keep]:
