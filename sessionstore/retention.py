@@ -90,7 +90,7 @@ class Policy:
             ``"retire"`` or given for ``"expire"``, no filter, a naive
             datetime or a time that is not one, a negative ``idle_for``, a
             ``keep_newest`` below 1, ``tags`` given as one string, an empty
-            ``reason`` or one given to ``"retire"``.
+            ``owner``, an empty ``reason`` or one given to ``"retire"``.
     """
 
     action: Action = "expire"
@@ -113,8 +113,9 @@ class Policy:
         object.__setattr__(self, "tags", tuple(self.tags))
         if any(not isinstance(tag, str) or not tag for tag in self.tags):
             raise ConfigurationError(f"tags= takes non-empty strings, not {self.tags!r}")
-        if self.owner is not None and not isinstance(self.owner, str):
-            raise ConfigurationError(f"owner= takes a string, not {self.owner!r}")
+        if self.owner is not None and (not isinstance(self.owner, str) or not self.owner):
+            # An empty owner names no session's owner: it would choose nothing, silently.
+            raise ConfigurationError(f"owner= takes a non-empty string, not {self.owner!r}")
         if self.keep_newest is not None and (
             isinstance(self.keep_newest, bool)
             or not isinstance(self.keep_newest, int)
@@ -307,13 +308,16 @@ def _families(summaries: list[SessionSummary]) -> dict[str, str]:
 
 
 def _kept_newest(summaries: list[SessionSummary], keep: int) -> dict[str, str]:
-    """The sessions among the newest ``keep`` of their owner, each with why."""
+    """The sessions among the newest ``keep`` of their owner, each with why;
+    and those whose ``created_at`` is no time, which cannot be ranked: kept too."""
     groups: dict[str | None, list[tuple[Timestamp, str]]] = {}
+    kept: dict[str, str] = {}
     for summary in summaries:
         created = age(summary.meta.created_at, "created_at")
-        if not isinstance(created, str):
+        if isinstance(created, str):
+            kept[summary.meta.id] = created  # it may be among the newest: never taken blind
+        else:
             groups.setdefault(summary.meta.owner, []).append((created, summary.meta.id))
-    kept: dict[str, str] = {}
     for owner, sessions in groups.items():
         whose = "sessions without an owner" if owner is None else f"{owner}'s sessions"
         for _, session_id in sorted(sessions, reverse=True)[:keep]:

@@ -163,7 +163,10 @@ async def run_expire(args: argparse.Namespace) -> int:
 
 
 async def run_retire(args: argparse.Namespace) -> int:
-    if not any(getattr(args, option) for option in POLICY_OPTIONS):
+    # Given, not truthy: ``--owner ''`` is a policy option (refused as one), never
+    # dropped into a plain retire of every owner's sessions.
+    given = [getattr(args, option) for option in POLICY_OPTIONS]
+    if all(value is None or value is False for value in given):
         return await run_plain_retire(args)  # its first options alone: as it always ran
     if args.session:
         raise Refused("--session names the sessions to retire: it takes no policy option")

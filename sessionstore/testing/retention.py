@@ -133,6 +133,20 @@ class RetentionContract:
         await apply(store, Policy(owner="bob", keep_newest=1))
         assert await _ids(store) == ["alice-1-o", "alice-2-o", "alice-3-o", "bob-3-o"]
 
+    async def test_keep_newest_keeps_a_session_whose_creation_is_no_time(
+        self, store: SessionStore
+    ) -> None:
+        # It cannot be ranked: it may be the newest, so it is never taken blind.
+        await _session(store, "dan-1", created="2021-01-01T00:00:00Z", owner="dan")
+        await _session(store, "dan-2", created="2021-02-01T00:00:00Z", owner="dan")
+        await _session(store, "dan-untold", created="last tuesday", owner="dan")
+        report = await apply(store, Policy(owner="dan", keep_newest=1))
+        assert [going.session_id for going in report.gone] == ["dan-1"]
+        left = {left.session_id: left for left in report.left}
+        assert "its age cannot be told" in left["dan-untold"].reason
+        assert not left["dan-untold"].fault
+        assert await _ids(store) == ["dan-2", "dan-untold"]
+
     # ------------------------------------------------------------- the plan
 
     async def test_a_plan_gives_sizes_digests_and_reasons_and_writes_nothing(

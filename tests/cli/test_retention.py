@@ -142,6 +142,7 @@ def test_on_a_terminal_it_shows_the_plan_and_asks(
         (["expire", "--yes"], "a policy needs a filter (--idle, --created-before, --owner"),
         (["expire", "--created-before", "soon", "--yes"], "--created-before is not an RFC 3339"),
         (["expire", "--owner", "a", "--reason", " ", "--yes"], "--reason must say why"),
+        (["expire", "--owner", "", "--yes"], "--owner takes a non-empty string, not ''"),
         (
             ["retire", "--to", "x", "--session", "a1", "--owner", "alice"],
             "--session names the sessions to retire: it takes no policy option",
@@ -181,6 +182,18 @@ def test_retire_with_a_policy_option_archives_what_the_policy_chooses(
     assert f"to {archive.absolute()}; already gone 0; left 0" in out
     assert sorted(p.name for p in (archive / "sessions").iterdir()) == ["a1.jsonl", "a2.jsonl"]
     assert ids(db) == ["b1", "fresh"]
+
+
+def test_retire_given_an_empty_owner_is_refused_not_run_as_a_plain_retire(
+    capsys: pytest.CaptureFixture[str], db: str, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive"
+    args = ["--db", db, "retire", "--to", str(archive), "--idle", "90d", "--owner", "", "--yes"]
+    status, out, err = run(capsys, *args)
+    assert (status, out) == (1, "")
+    assert "--owner takes a non-empty string, not ''" in err
+    assert not archive.exists()
+    assert ids(db) == ["a1", "a2", "b1", "fresh"]
 
 
 def test_a_dry_run_on_a_terminal_is_a_table(db: str) -> None:
