@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -46,6 +47,14 @@ class Tool:
         with self._lock:
             self.runs += 1
         return self.result
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait, on any loop, until ``condition`` holds (made true from any thread):
+    an `asyncio.Event` belongs to one loop, and the sync facade runs a call's
+    effect and check on its own."""
+    while not condition():  # noqa: ASYNC110
+        await asyncio.sleep(0.001)
 
 
 @pytest.mark.asyncio
@@ -360,6 +369,36 @@ class EffectsContract:
         states = {state.key: state.state for state in await effects.read()}
         assert states == {"done": "done", "k": "not done"}
 
+    async def test_a_run_finding_the_effect_taken_up_again_asks_its_check_of_that_run(
+        self, journal_backend: JournalBackend
+    ) -> None:
+        first, second = [(await journal_backend.open()).effects for _ in range(2)]
+        with pytest.raises(Crash):
+            await first.once(crash, tool="charge", key="k")
+        world = Tool()  # the payment service: what was charged
+        release = threading.Event()  # set from this loop, seen from any
+
+        async def charge() -> str:
+            world()
+            await until(release.is_set)
+            return "charged"
+
+        asked: list[Effect] = []
+
+        async def provider(intent: Effect) -> object:  # asks the payment service
+            asked.append(intent)
+            return "found" if world.runs else NOT_DONE
+
+        taking = asyncio.create_task(first.once(charge, tool="charge", key="k", check=provider))
+        await until(lambda: world.runs == 1)  # the first run took the key up: it runs
+        assert [state.key for state in await second.in_doubt()] == ["k"]  # as if crashed
+        assert await second.once(Tool(), tool="charge", key="k", check=provider) == "found"
+        release.set()
+        assert await taking == "charged"
+        assert world.runs == 1
+        assert [(intent.effect, intent.key) for intent in asked] == [("intent", "k")] * 2
+        assert asked[1] != asked[0]  # asked of the intent of the run that took it up
+
     async def test_settles_racing_each_other_and_runs_resuming_the_effect_land_once(
         self, journal_backend: JournalBackend
     ) -> None:
@@ -367,17 +406,35 @@ class EffectsContract:
         with pytest.raises(Crash):
             await journals[0].effects.once(crash, tool="charge", key="k")
         charge = Tool("charged")
+        # The runs find the effect in doubt at once: each asks its check only
+        # when none has yet taken the key up. A run that looked after another
+        # took it up would find that live run's intent in doubt, and a check
+        # answering "no" would run it again (docs/effects.md, In doubt).
+        looking = [3]  # the runs yet to ask their check, or to end without one
+        lock = threading.Lock()  # a check may run on another thread's loop (sync facade)
 
-        async def not_yet(intent: Effect) -> object:
-            await asyncio.sleep(0)  # asks the payment service: every run hears "no"
-            return NOT_DONE
+        def has_looked() -> None:
+            with lock:
+                looking[0] -= 1
 
         async def resume(index: int) -> Any:
+            asked = False
+
+            async def not_yet(intent: Effect) -> object:
+                nonlocal asked
+                asked = True
+                has_looked()
+                await until(lambda: looking[0] == 0)  # asks the payment service:
+                return NOT_DONE  # every run hears "no"
+
             try:
                 effects = journals[index].effects
                 return await effects.once(charge, tool="charge", key="k", check=not_yet)
             except EffectInDoubtError:  # another run took it up first
                 return "in doubt"
+            finally:
+                if not asked:  # a settle came first: it never asked
+                    has_looked()
 
         async def settle(index: int) -> Any:
             try:
