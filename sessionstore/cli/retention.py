@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.text import Text
@@ -14,7 +15,15 @@ from rich.text import Text
 from sessionstore.cli.archives import _check_export_directory
 from sessionstore.cli.archives import run_retire as run_plain_retire
 from sessionstore.cli.opening import opened
-from sessionstore.cli.output import Refused, counted, err_console, escaped, moment, table
+from sessionstore.cli.output import (
+    Refused,
+    counted,
+    err_console,
+    escaped,
+    moment,
+    progress_bar,
+    table,
+)
 from sessionstore.cli.policy_options import POLICY_OPTIONS
 from sessionstore.cli.wording import in_user_words, named
 from sessionstore.errors import ConfigurationError
@@ -146,8 +155,18 @@ async def _run(args: argparse.Namespace, verb: str) -> int:
         declined = answer.strip().lower() != "y"
         return not declined
 
-    async with opened(args, read=True) as store:
-        report = await apply(store, policy, confirm=confirm)
+    with contextlib.ExitStack() as shown:
+        bar: Callable[[int, int], None] | None = None
+
+        def progress(done: int, total: int) -> None:
+            # The bar starts with the first act, after any question is answered.
+            nonlocal bar
+            if bar is None:
+                bar = shown.enter_context(progress_bar(f"{verb[:-1]}ing"))
+            bar(done, total)
+
+        async with opened(args, read=True) as store:
+            report = await apply(store, policy, confirm=confirm, progress=progress)
     if args.dry_run:
         if not report.plan.going:
             _shown(report.plan, verb, args)

@@ -203,3 +203,13 @@ def test_a_dry_run_on_a_terminal_is_a_table(db: str) -> None:
     for column in ("session", "owner", "created", "last activity", "entries", "bytes", "reason"):
         assert column in done.stdout
     assert "would expire 3 sessions of 4" in done.stdout
+
+
+@pytest.mark.parametrize("verb", ["expire", "retire"])
+def test_a_run_on_a_terminal_shows_its_progress(db: str, tmp_path: Path, verb: str) -> None:
+    where = ["--to", str(tmp_path / "archive")] if verb == "retire" else ["--reason", "test"]
+    done = on_terminal("--db", db, verb, "--idle", "90d", "--owner", "alice", "--yes", *where)
+    assert done.returncode == 0, done.stderr
+    assert f"{verb[:-1]}ing" in done.stderr
+    assert "100%" in done.stderr
+    assert ids(db) == ["b1", "fresh"]
