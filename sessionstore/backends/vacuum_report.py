@@ -21,6 +21,7 @@ class VacuumReport:
             its ``-wal``; PostgreSQL: the tables, their TOAST and indexes).
         bytes_after: the same after.
         converted: SQLite: the file was made incremental by a full VACUUM first.
+        full: SQLite: a full VACUUM ran (asked for, or the conversion).
         pages_freed: SQLite: the pages given back by the incremental steps.
         chunks: SQLite: how many incremental steps ran.
         longest_step: seconds the longest step held writers off (a chunk,
@@ -35,6 +36,7 @@ class VacuumReport:
     bytes_before: int = 0
     bytes_after: int = 0
     converted: bool = False
+    full: bool = False
     pages_freed: int = 0
     chunks: int = 0
     longest_step: float = 0.0

@@ -31,6 +31,7 @@ __all__ = [
     "progress_bar",
     "records",
     "shown",
+    "size",
     "table",
     "tsv",
     "warn",
@@ -129,6 +130,18 @@ def moment(stamp: str) -> str:
 def counted(number: int, noun: str, plural: str | None = None) -> str:
     """``1 session``, ``2 sessions``."""
     return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+def size(number: int) -> str:
+    """``1.4 MB``: a size in bytes as a reader takes it in (powers of 1000)."""
+    if number < 1000:
+        return counted(number, "byte")
+    value = float(number)
+    for unit in ("kB", "MB", "GB"):
+        value /= 1000
+        if value < 1000:
+            return f"{value:.1f} {unit}"
+    return f"{value / 1000:.1f} TB"
 
 
 def warn(message: str) -> None:

@@ -477,6 +477,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="SQLite: leave a file made before incremental auto_vacuum as it is (converting "
         "it is a full VACUUM, which holds writers off for its whole run)",
     )
+    vacuumed.add_argument(
+        "--full",
+        action="store_true",
+        help="SQLite: one full VACUUM instead of short steps: far quicker when most of the "
+        "file was erased, but writers wait for its whole run",
+    )
     add_effects_arguments(command("effects", EFFECTS_SUMMARY, *EFFECTS_EXAMPLES))
     command(
         "demo",

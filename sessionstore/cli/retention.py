@@ -22,6 +22,7 @@ from sessionstore.cli.output import (
     escaped,
     moment,
     progress_bar,
+    size,
     table,
 )
 from sessionstore.cli.policy_options import POLICY_OPTIONS
@@ -29,21 +30,9 @@ from sessionstore.cli.wording import in_user_words, named
 from sessionstore.errors import ConfigurationError
 from sessionstore.retention import Left, Plan, Policy, RetentionReport, apply
 
-__all__ = ["run_expire", "run_retire", "size"]
+__all__ = ["run_expire", "run_retire"]
 
 _COLUMNS = ("session", "owner", "created", "last activity", "entries", "bytes", "reason")
-
-
-def size(number: int) -> str:
-    """``1.4 MB``: a size in bytes as a reader takes it in (powers of 1000)."""
-    if number < 1000:
-        return counted(number, "byte")
-    value = float(number)
-    for unit in ("kB", "MB", "GB"):
-        value /= 1000
-        if value < 1000:
-            return f"{value:.1f} {unit}"
-    return f"{value / 1000:.1f} TB"
 
 
 def _policy(args: argparse.Namespace, action: str) -> Policy:

@@ -56,3 +56,17 @@ def test_vacuum_of_a_missing_database_is_refused_and_creates_nothing(
     assert status == 1
     assert "no such database" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_vacuum_full_runs_one_full_vacuum_and_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = tmp_path / "sessions.db"
+    asyncio.run(fill_and_erase(db))
+    before = db.stat().st_size
+
+    status, out, err = run(capsys, "--db", str(db), "vacuum", "--full")
+
+    assert status == 0, err
+    assert out.splitlines()[1].startswith("  a full VACUUM; the longest held writers off ")
+    assert db.stat().st_size < before / 2

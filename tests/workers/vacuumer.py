@@ -13,8 +13,8 @@ import sys
 from sessionstore import vacuum
 
 
-def progress(left: int) -> None:
-    print(left, flush=True)
+def progress(done: int, total: int) -> None:
+    print(total - done, flush=True)
 
 
 async def main(target: str) -> None:

@@ -80,8 +80,9 @@ def vacuum_sqlite(
     *,
     chunk: float = CHUNK,
     convert: bool = True,
+    full: bool = False,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> VacuumReport:
     """Give a SQLite store's free pages back to the file system (blocking;
     see the module's docstring for how long writers wait).
@@ -91,8 +92,11 @@ def vacuum_sqlite(
         chunk: seconds each incremental step is sized to take.
         convert: convert a file without incremental auto_vacuum by a full
             VACUUM (else such a file is left as it is, and the report says so).
+        full: one full VACUUM instead of the steps: far quicker when little
+            is kept, but writers wait for its whole run.
         busy_timeout: seconds a step waits for the write lock.
-        progress: called after each step with the free pages left.
+        progress: called after each step with the pages given back so far
+            and the free pages there were at the start.
 
     Raises:
         ConfigurationError: the target is not a SQLite file, or ``chunk`` is not positive.
@@ -115,7 +119,7 @@ def vacuum_sqlite(
         try:
             driver = pooled.driver_connection
             assert isinstance(driver, sqlite3.Connection)
-            _vacuum_file(driver, report, chunk, convert, busy_timeout, progress)
+            _vacuum_file(driver, report, chunk, convert, full, busy_timeout, progress)
         finally:
             pooled.close()
     except sqlite3.Error as exc:
@@ -133,13 +137,15 @@ def _vacuum_file(
     report: VacuumReport,
     chunk: float,
     convert: bool,
+    full: bool,
     busy_timeout: float,
-    progress: Callable[[int], None] | None,
+    progress: Callable[[int, int], None] | None,
 ) -> None:
     cursor = driver.cursor()
     try:
-        if _scalar(cursor, "PRAGMA auto_vacuum") != 2:  # 2: incremental
-            if not convert:
+        older = _scalar(cursor, "PRAGMA auto_vacuum") != 2  # 2: incremental
+        if older or full:
+            if older and not convert:
                 report.complete = False
                 report.notes.append(
                     "the file predates incremental auto_vacuum; converting it takes a full "
@@ -150,12 +156,13 @@ def _vacuum_file(
             started = time.perf_counter()
             cursor.execute("VACUUM")
             report.longest_step = time.perf_counter() - started
-            report.converted = True
+            report.converted, report.full = older, True
         # The WAL is checkpointed between steps, in the rests (a PASSIVE
         # checkpoint holds no writer off), not by a step's commit, so that a
         # step's time is the time it holds the write lock.
         cursor.execute("PRAGMA wal_autocheckpoint=0")
         pages = _FIRST_PAGES
+        total = int(_scalar(cursor, "PRAGMA freelist_count"))
         while (free := int(_scalar(cursor, "PRAGMA freelist_count"))) > 0:
             started = time.perf_counter()
             # executescript steps the pragma until it is done (execute would
@@ -166,7 +173,7 @@ def _vacuum_file(
             report.pages_freed += min(pages, free)
             report.longest_step = max(report.longest_step, took)
             if progress is not None:
-                progress(free - min(pages, free))
+                progress(report.pages_freed, max(total, report.pages_freed))
             scale = chunk / took if took > 0 else 1.5
             pages = max(1, min(_MAX_PAGES, int(pages * min(1.5, max(0.25, scale)))))
             resting = time.perf_counter()

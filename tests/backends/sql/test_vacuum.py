@@ -91,6 +91,43 @@ async def test_vacuum_after_erasures_shrinks_the_file_and_keeps_the_rest_whole(
         assert await store.integrity() == []
 
 
+async def test_full_vacuum_gives_the_space_back_in_one_run_with_progress(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    async with open_store(db) as store:
+        await fill(store, [f"s{n}" for n in range(10)])
+        for n in range(1, 10):
+            await store.erase(f"s{n}", reason="retention")
+        kept = await contents(store)
+    before = file_bytes(db)
+    seen: list[tuple[int, int]] = []
+
+    report = await vacuum(db, full=True, progress=lambda done, total: seen.append((done, total)))
+
+    assert report.full
+    assert not report.converted
+    assert report.chunks == 0  # no incremental step: the VACUUM gave it all back
+    assert seen == []
+    assert report.bytes_after == file_bytes(db) < before / 2
+    assert pragma(db, "auto_vacuum") == 2  # still incremental afterwards
+    async with open_store(db) as store:
+        assert await contents(store) == kept
+
+
+async def test_steps_report_progress_up_to_every_free_page(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    async with open_store(db) as store:
+        await fill(store, [f"s{n}" for n in range(10)])
+        for n in range(1, 10):
+            await store.erase(f"s{n}", reason="retention")
+    seen: list[tuple[int, int]] = []
+
+    report = await vacuum(db, progress=lambda done, total: seen.append((done, total)))
+
+    assert len(seen) == report.chunks > 0
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    assert seen[-1] == (report.pages_freed, report.pages_freed)
+
+
 async def test_vacuum_with_nothing_erased_gives_nothing_back(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     async with open_store(db) as store:
