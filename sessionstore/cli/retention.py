@@ -32,7 +32,7 @@ from sessionstore.retention import Left, Plan, Policy, RetentionReport, apply
 
 __all__ = ["run_expire", "run_retire"]
 
-_COLUMNS = ("session", "owner", "created", "last activity", "entries", "bytes", "reason")
+_COLUMNS = ("session", "owner", "created", "last entry", "entries", "bytes", "reason")
 
 
 def _policy(args: argparse.Namespace, action: str) -> Policy:

@@ -66,7 +66,7 @@ def test_a_dry_run_lists_what_would_go_with_sizes_and_reasons_and_writes_nothing
     assert status == 0, err
     header, *rows, total = out.splitlines()
     assert header.split("\t") == [
-        "session", "owner", "created", "last activity", "entries", "bytes", "reason"
+        "session", "owner", "created", "last entry", "entries", "bytes", "reason"
     ]  # fmt: skip
     [row] = rows
     session, owner, created, last, entries, size, reason = row.split("\t")
@@ -200,7 +200,7 @@ def test_a_dry_run_on_a_terminal_is_a_table(db: str) -> None:
     done = on_terminal("--db", db, "expire", "--idle", "90d", "--dry-run", columns=120)
     assert done.returncode == 0, done.stderr
     assert "expire: idle 90d" in done.stdout
-    for column in ("session", "owner", "created", "last activity", "entries", "bytes", "reason"):
+    for column in ("session", "owner", "created", "last entry", "entries", "bytes", "reason"):
         assert column in done.stdout
     assert "would expire 3 sessions of 4" in done.stdout
 
