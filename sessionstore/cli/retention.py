@@ -144,18 +144,30 @@ async def _run(args: argparse.Namespace, verb: str) -> int:
         declined = answer.strip().lower() != "y"
         return not declined
 
+    acted = (0, 0)  # sessions acted on, of how many
     with contextlib.ExitStack() as shown:
         bar: Callable[[int, int], None] | None = None
 
         def progress(done: int, total: int) -> None:
             # The bar starts with the first act, after any question is answered.
-            nonlocal bar
+            nonlocal bar, acted
+            acted = (done, total)
             if bar is None:
                 bar = shown.enter_context(progress_bar(f"{verb[:-1]}ing"))
             bar(done, total)
 
-        async with opened(args, read=True) as store:
-            report = await apply(store, policy, confirm=confirm, progress=progress)
+        try:
+            async with opened(args, read=True) as store:
+                report = await apply(store, policy, confirm=confirm, progress=progress)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            if acted[1]:
+                done, total = acted
+                past = "expired" if verb == "expire" else "retired"
+                err_console.print(
+                    f"{past} at least {done} of {counted(total, 'session')} before the "
+                    "interrupt, each whole; the same command again finishes the rest"
+                )
+            raise
     if args.dry_run:
         if not report.plan.going:
             _shown(report.plan, verb, args)

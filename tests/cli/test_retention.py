@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ import pytest
 from sessionstore import SessionMeta, open_store
 from sessionstore.testing.common import message
 from sessionstore.timestamps import Timestamp
-from tests.cli.helpers import on_terminal, run
+from tests.cli.helpers import ANSI, COMMAND, environment, on_terminal, run
 
 OLD = "2020-01-01T00:00:00Z"
 
@@ -213,3 +215,34 @@ def test_a_run_on_a_terminal_shows_its_progress(db: str, tmp_path: Path, verb: s
     assert f"{verb[:-1]}ing" in done.stderr
     assert "100%" in done.stderr
     assert ids(db) == ["b1", "fresh"]
+
+
+def test_an_interrupted_run_says_how_far_it_got_and_a_rerun_finishes(tmp_path: Path) -> None:
+    target = str(tmp_path / "many.db")
+
+    async def many() -> None:
+        async with await open_store(target) as store:
+            for n in range(1500):
+                await store.create(SessionMeta(id=f"s{n}", created_at=OLD))
+                await store.append(f"s{n}", message(f"s{n}-1", "hello", OLD))
+
+    asyncio.run(many())
+    args = [*COMMAND, "--db", target, "expire", "--idle", "90d", "--yes"]
+    with subprocess.Popen(args, stderr=subprocess.PIPE, env=environment(FORCE_COLOR="1")) as cut:
+        assert cut.stderr is not None
+        seen = b""
+        while b"expiring" not in seen:  # the first erasures are under way
+            chunk = cut.stderr.read1(4096)
+            assert chunk, "the run ended before it showed its progress"
+            seen += chunk
+        cut.send_signal(signal.SIGINT)
+        seen += cut.stderr.read()
+    assert cut.returncode == 130
+    said = ANSI.sub("", seen.decode())
+    assert "of 1500 sessions before the interrupt" in said
+    assert "the same command again finishes the rest" in said
+    assert 0 < len(ids(target)) < 1500
+
+    done = subprocess.run(args, capture_output=True, text=True, env=environment(), check=False)
+    assert done.returncode == 0, done.stderr
+    assert ids(target) == []
