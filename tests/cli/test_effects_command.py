@@ -123,3 +123,23 @@ def test_a_date_that_is_none_is_refused(capsys: pytest.CaptureFixture[str], tmp_
     assert "RFC 3339" in err
     status, _, err = run(capsys, "--db", db, "effects", "--reason", "x")
     assert (status, "go with --forget-before" in err) == (1, True)
+
+
+def test_a_time_of_day_without_an_offset_is_refused_not_read_as_utc(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # 09:00 typed by an operator in New York is 14:00 UTC: read as UTC, a
+    # prune would keep or forget effects five hours off from what was meant.
+    db = str(tmp_path / "s.db")
+    asyncio.run(_store(db))
+    forget = ("--db", db, "effects", "--forget-before")
+    status, out, err = run(capsys, *forget, "2999-01-01T09:00:00", "--reason", "x", "--yes")
+    assert status == 1
+    assert "has no time zone" in err
+    assert out == ""
+    assert asyncio.run(_once(db, "mailer", "m1", "send_email")) == "m-1"  # nothing forgotten
+    status, out, _ = run(capsys, *forget, "2999-01-01T09:00:00+01:00")
+    assert (status, out.splitlines()[-1]) == (
+        0,
+        "1 effect would be forgotten; add --yes --reason TEXT to do it",
+    )
