@@ -120,23 +120,39 @@ def instant(when: str | datetime) -> datetime:
     """An RFC 3339 time or an aware datetime, as an aware datetime.
 
     Raises:
-        ConfigurationError: neither, or a datetime with no time zone.
+        ConfigurationError: neither, or a datetime or a time of day with no
+            time zone (a date alone is its midnight UTC).
     """
     if isinstance(when, datetime):
         if when.tzinfo is None:
             raise ConfigurationError(f"{when!r} has no time zone: give one (UTC: +00:00)")
         return when
-    parsed = line_instant(when)
+    parsed = _parsed(when)
     if parsed is None:
         raise ConfigurationError(
             f"{when!r} is no RFC 3339 time (2026-12-01, or 2026-12-01T00:00:00Z)"
         )
-    return parsed
+    if parsed.tzinfo is None and len(when.strip()) > len("2026-12-01"):
+        # A time of day with no offset: read as UTC it is hours off from the
+        # operator's local time, which may forget effects they meant to keep.
+        raise ConfigurationError(
+            f"{when!r} has no time zone: give one (2026-12-01T09:00:00Z, or "
+            "2026-12-01T09:00:00+01:00), or a date alone (its midnight UTC)"
+        )
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def line_instant(text: str) -> datetime | None:
     """``text`` as an aware datetime (a date alone: its midnight, UTC;
     nanoseconds cut to microseconds); None when it is none."""
+    parsed = _parsed(text)
+    if parsed is None:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _parsed(text: str) -> datetime | None:
+    """``text`` as a datetime, naive when it names no offset; None when it is none."""
     text = text.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
@@ -145,10 +161,9 @@ def line_instant(text: str) -> datetime | None:
         digits = len(rest) - len(rest.lstrip("0123456789"))
         text = f"{head}.{rest[:digits][:6].ljust(6, '0')}{rest[digits:]}"
     try:
-        parsed = datetime.fromisoformat(text)
+        return datetime.fromisoformat(text)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def before_instant(cutoff: datetime, stamp: str) -> bool:

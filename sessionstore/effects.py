@@ -337,20 +337,28 @@ class EffectLog:
                     result = await timed(call, limit, attempt)
             except Exception as exc:
                 error = line_text(f"{type(exc).__name__}: {exc}")
-                if attempt > retries:
-                    number = attempt if counted else None
-                    at = now_rfc3339()
-                    failed = Effect(effect="failed", key=key, error=error, attempt=number, at=at)
-                    await self._append(failed)
+                number = attempt if counted else None
+                try:
+                    wait = None if attempt > retries else delay(backoff, attempt)
+                except Exception:  # a backoff that fails ends the retries: the effect failed
+                    await self._failed(key, error, number)
+                    raise
+                if wait is None:
+                    await self._failed(key, error, number)
                     raise
                 retry = Effect(
                     effect="retry", key=key, attempt=attempt, error=error, at=now_rfc3339()
                 )
                 await self._append(retry)
-                await pause(delay(backoff, attempt))
+                await pause(wait)
                 attempt += 1
                 continue
             return await self._done(key, result, attempt if counted else None)
+
+    async def _failed(self, key: str, error: str, attempt: int | None) -> None:
+        await self._append(
+            Effect(effect="failed", key=key, error=error, attempt=attempt, at=now_rfc3339())
+        )
 
     def _in_doubt(self, intent: Effect) -> EffectInDoubtError:
         return EffectInDoubtError(intent, journal=self._name, options=self._options)

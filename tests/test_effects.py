@@ -10,8 +10,9 @@ import threading
 
 import pytest
 
-from sessionstore import Effect, EffectConflictError
+from sessionstore import Effect, EffectConflictError, EffectFailedError
 from sessionstore.effects import args_digest
+from sessionstore.errors import ConfigurationError
 from sessionstore.sync import open_store
 from sessionstore.wire import decode_effect, encode
 
@@ -70,3 +71,28 @@ def test_a_settled_outcome_is_a_line_with_its_reason_and_who() -> None:
     assert decode_effect(text) == line
     done = Effect(effect="done", key="k", result=None, reason="found", at="t")
     assert encode(done) == '{"effect":"done","key":"k","result":null,"reason":"found","at":"t"}'
+
+
+@pytest.mark.parametrize("backoff", [lambda n: -5, lambda n: 1 / 0], ids=["negative", "raises"])
+def test_a_backoff_that_fails_leaves_the_effect_failed_not_in_doubt(backoff: object) -> None:
+    # The attempt's failure is known: left in doubt, it waited for an operator.
+    tries = []
+
+    def flaky() -> str:
+        tries.append(1)
+        raise ConnectionError("smtp down")
+
+    with open_store("memory://") as store:
+        effects = store.journal("mailer").effects
+        with pytest.raises((ConfigurationError, ZeroDivisionError)):
+            effects.once(flaky, tool="send", key="k", retries=3, backoff=backoff)  # type: ignore[arg-type]
+        (state,) = effects.read()
+        assert (state.state, state.error, state.attempts) == (
+            "failed",
+            "ConnectionError: smtp down",
+            1,
+        )
+        assert effects.in_doubt() == []
+        with pytest.raises(EffectFailedError):
+            effects.once(flaky, tool="send", key="k", retries=3, backoff=0)
+    assert len(tries) == 1

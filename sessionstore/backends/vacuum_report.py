@@ -29,6 +29,8 @@ class VacuumReport:
         complete: everything was done (SQLite: the WAL truncated as well;
             PostgreSQL: every step of the procedure ran).
         notes: what was left, and why, one sentence each.
+        skipped: PostgreSQL: the tables left as they were, which the role may
+            not vacuum (not their owner): their erased bytes stay.
     """
 
     where: str
@@ -42,6 +44,7 @@ class VacuumReport:
     longest_step: float = 0.0
     complete: bool = True
     notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def given_back(self) -> int:

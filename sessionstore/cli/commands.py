@@ -317,7 +317,8 @@ async def _in_doubt(args: argparse.Namespace) -> int:
     if found:
         err_console.print(
             Text(
-                "once you know whether each happened: sessionstore journal NAME --settle KEY "
+                f"once you know whether each happened: sessionstore --db "
+                f"{shlex.quote(named(args.db))} journal NAME --settle KEY "
                 "done --result JSON | not-done | failed, with --reason TEXT (docs/effects.md)"
             )
         )

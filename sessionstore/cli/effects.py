@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import shlex
 from datetime import UTC, datetime
 
 from rich.text import Text
 
 from sessionstore.cli.opening import opened
 from sessionstore.cli.output import Refused, counted, err_console, escaped, moment, records
+from sessionstore.cli.wording import named
 from sessionstore.effect_journals import JournalEffect, effects_in_doubt
 from sessionstore.effect_lines import EffectState
 from sessionstore.effect_options import before_instant, instant, line_instant
@@ -57,11 +59,12 @@ async def run_effects(args: argparse.Namespace) -> int:
         f"in {counted(journals, 'journal')}"
     )
     if found:
+        target = shlex.quote(named(args.db))
         err_console.print(
             Text(
                 "make sure no process still runs them; once you know whether each happened: "
-                "sessionstore journal NAME --settle KEY done --result JSON | not-done | failed "
-                "--reason TEXT (docs/effects.md)"
+                f"sessionstore --db {target} journal NAME --settle KEY done --result JSON "
+                "| not-done | failed --reason TEXT (docs/effects.md)"
             )
         )
     return 1 if found else 0

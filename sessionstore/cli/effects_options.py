@@ -29,7 +29,8 @@ def add_effects_arguments(parser: argparse.ArgumentParser) -> None:
         "--forget-before",
         metavar="DATE",
         help="forget the effects that finished (done, failed, not done) before DATE "
-        "(RFC 3339; a date alone is its midnight UTC): listed, and with --yes forgotten, "
+        "(RFC 3339; a date alone is its midnight UTC, a time needs its offset): listed, "
+        "and with --yes forgotten, "
         "each recorded. A forgotten effect's key runs afresh on its next run: forget a "
         "done one only when no run will replay it, or it runs twice",
     )

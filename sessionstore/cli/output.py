@@ -13,6 +13,7 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -206,7 +207,21 @@ def records(
             for index, (column, value) in enumerate(zip(columns, row, strict=True))
             if index != at and str(value) != "-"
         ]
-        console.print(Text("  " + "  ".join(named)), overflow="fold", soft_wrap=False)
+        for line in _lines(named, console.width):
+            console.print(Text(line), overflow="fold", soft_wrap=False)
+
+
+def _lines(named: Sequence[str], width: int) -> list[str]:
+    """The ``name value`` cells on lines of ``width`` at most, each indented,
+    broken between cells only: the terminal broke ``finished 2026-12-07
+    00:47:58`` between its name and its value, or inside the time."""
+    lines: list[str] = []
+    for pair in named:
+        if lines and cell_len(lines[-1]) + 2 + cell_len(pair) <= width:
+            lines[-1] += "  " + pair
+        else:
+            lines.append("  " + pair)
+    return lines
 
 
 @contextmanager

@@ -33,7 +33,8 @@ async def run_vacuum(args: argparse.Namespace) -> int:
             steps = "a full VACUUM"
         print(f"  {steps}; the longest held writers off {report.longest_step * 1000:.0f} ms")
     else:
-        print(f"  tables rewritten; the longest held its lock {report.longest_step:.1f} s")
+        done = "tables rewritten" if not report.skipped else "not every table rewritten"
+        print(f"  {done}; the longest held its lock {report.longest_step:.1f} s")
     for note in report.notes:
         warn(note)
     return 0 if report.complete else 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from sessionstore import EffectDeadLetterError, open_store
 from sessionstore.testing.effects_contract import Crash, crash
 from sessionstore.wire import decode_effect
-from tests.cli.helpers import run
+from tests.cli.helpers import on_terminal, run
 
 
 async def _store(db: str) -> None:
@@ -123,3 +124,39 @@ def test_a_date_that_is_none_is_refused(capsys: pytest.CaptureFixture[str], tmp_
     assert "RFC 3339" in err
     status, _, err = run(capsys, "--db", db, "effects", "--reason", "x")
     assert (status, "go with --forget-before" in err) == (1, True)
+
+
+def test_a_time_of_day_without_an_offset_is_refused_not_read_as_utc(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # 09:00 typed by an operator in New York is 14:00 UTC: read as UTC, a
+    # prune would keep or forget effects five hours off from what was meant.
+    db = str(tmp_path / "s.db")
+    asyncio.run(_store(db))
+    forget = ("--db", db, "effects", "--forget-before")
+    status, out, err = run(capsys, *forget, "2999-01-01T09:00:00", "--reason", "x", "--yes")
+    assert status == 1
+    assert "has no time zone" in err
+    assert out == ""
+    assert asyncio.run(_once(db, "mailer", "m1", "send_email")) == "m-1"  # nothing forgotten
+    status, out, _ = run(capsys, *forget, "2999-01-01T09:00:00+01:00")
+    assert (status, out.splitlines()[-1]) == (
+        0,
+        "1 effect would be forgotten; add --yes --reason TEXT to do it",
+    )
+
+
+def test_on_a_terminal_a_cell_s_name_and_value_share_a_line(tmp_path: Path) -> None:
+    # 80 columns broke "finished 2026-12-07 00:47:58" after "finished", and the
+    # hint named no store, so the settle it gave opened ./sessions.db.
+    db = str(tmp_path / "s.db")
+    asyncio.run(_store(db))
+    done = on_terminal("--db", db, "effects", "--forget-before", "2999-01-01")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "  journal mailer  state done  tool send_email  session chat-1" in lines
+    assert re.fullmatch(r"  finished \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", lines[3])
+    assert max(len(line) for line in lines) <= 80
+    done = on_terminal("--db", db, "effects")
+    assert done.returncode == 1
+    assert f"sessionstore --db {db} journal NAME --settle KEY" in " ".join(done.stderr.split())

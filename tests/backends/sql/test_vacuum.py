@@ -250,3 +250,44 @@ async def test_postgresql_runs_the_documented_rewrite_and_keeps_the_rest(pg_url:
     async with open_store(pg_url) as store:
         assert await contents(store) == kept
         assert await store.integrity() == []
+
+
+async def test_postgresql_tables_a_role_may_not_vacuum_are_reported_left(pg_url: str) -> None:
+    # PostgreSQL skips a table its role does not own with a WARNING, not an
+    # error: a vacuum by such a role must not say the erased bytes are gone.
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    async with open_store(pg_url) as store:
+        await fill(store, ["kept", "doomed"], entries=3)
+        await store.erase("doomed", reason="retention")
+        kept = await contents(store)
+    url = make_url(pg_url)
+    schema = str(url.query["options"]).removeprefix("-csearch_path=")
+    role = f"not_owner_{uuid.uuid4().hex[:12]}"
+    conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(conninfo, autocommit=True) as admin:
+        may = admin.execute(
+            "SELECT rolcreaterole OR rolsuper FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        if may is None or not may[0]:
+            pytest.skip("the PostgreSQL role may not make a role to vacuum as")
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+        try:
+            admin.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+            admin.execute(
+                f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}"
+            )
+            as_role = url.set(username=role, password=None).render_as_string(hide_password=False)
+
+            report = await vacuum(as_role)
+
+            assert not report.complete
+            assert {"sessions", "entries"} <= set(report.skipped)
+            assert f"role {role} may not vacuum them" in report.notes[0]
+            assert "rewritten" not in " ".join(report.notes[1:])
+        finally:
+            admin.execute(f"DROP OWNED BY {role}")
+            admin.execute(f"DROP ROLE {role}")
+    async with open_store(pg_url) as store:
+        assert await contents(store) == kept
