@@ -31,6 +31,7 @@ __all__ = [
     "StateFold",
     "drifted",
     "find_key",
+    "forgotten",
     "moved",
     "not_finished",
     "unsettled",
@@ -101,6 +102,19 @@ def find_key(key: str, keyed: Keyed) -> Found | None:
         else:
             found.add(effect)
     return None if found.last is None else found
+
+
+def forgotten(key: str, keyed: Keyed) -> Effect | None:
+    """The ``forgotten`` line that ends what ``key`` holds, when nothing came
+    after it (None: never forgotten, or recorded again since)."""
+    last = None
+    for line in keyed.get(key, ()):
+        try:
+            effect = decode_effect(line)
+        except InvalidRecordError:
+            continue
+        last = effect
+    return last if last is not None and last.effect == "forgotten" else None
 
 
 def moved(key: str, seen: Effect, keyed: Keyed) -> Found | None:

@@ -12,6 +12,7 @@ them), keyed lines found through its index, never cleared with it.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from functools import partial
@@ -20,9 +21,11 @@ from typing import Any, Final, Literal, Protocol, TypeVar
 from sessionstore.effect_lines import (
     EffectState,
     Found,
+    Keyed,
     StateFold,
     drifted,
     find_key,
+    forgotten,
     moved,
     not_finished,
     unsettled,
@@ -73,6 +76,8 @@ class EffectLines(Protocol):
 
     def read_blocks(self) -> AsyncIterator[bytes]: ...
 
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "BACKOFF_CAP",
@@ -244,9 +249,25 @@ class EffectLog:
         intent = Effect(
             effect="intent", key=key, tool=tool, args=digest, session=session, at=now_rfc3339()
         )
-        found = await self._journal.append_keyed_unless(
-            [key], partial(find_key, key), _line(intent)
-        )
+        was_forgotten: list[Effect] = []
+
+        def unless(keyed: Keyed) -> Found | None:
+            found = find_key(key, keyed)
+            line = forgotten(key, keyed) if found is None else None
+            was_forgotten[:] = [] if line is None else [line]
+            return found
+
+        found = await self._journal.append_keyed_unless([key], unless, _line(intent))
+        if was_forgotten:  # the operator's prune made it new: say so where it runs again
+            (line,) = was_forgotten
+            logger.warning(
+                "effect %r (%s) in journal %s runs again: it was forgotten at %s (%s)",
+                key,
+                tool,
+                self._name,
+                line.at,
+                line.reason or "no reason given",
+            )
         if found is not None:
             recorded = found.intent
             if recorded is not None and (recorded.tool, recorded.args) != (tool, digest):

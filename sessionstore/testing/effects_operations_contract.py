@@ -4,6 +4,7 @@ forgetting (`EffectOperationsContract`), part of the journal contract
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -179,6 +180,24 @@ class EffectOperationsContract:
         assert send.runs == 2
         (state,) = [state for state in await effects.read() if state.key == "done"]
         assert (state.state, state.attempts) == ("done", 1)
+
+    async def test_a_forgotten_effect_run_again_is_logged_as_such(
+        self, journal_backend: JournalBackend, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        effects = (await journal_backend.open()).effects
+        send = Tool("sent")
+        await effects.once(send, tool="send", key="k")
+        await effects.forget(_LATER, reason="older than 30 days")
+        with caplog.at_level(logging.WARNING, logger="sessionstore"):
+            await effects.once(send, tool="send", key="k")
+            await effects.once(send, tool="send", key="k")  # recorded again: a replay
+            await effects.once(send, tool="send", key="new")
+        assert send.runs == 3
+        said = [record.getMessage() for record in caplog.records]
+        assert len(said) == 1
+        assert "effect 'k' (send)" in said[0]
+        assert "runs again: it was forgotten at " in said[0]
+        assert said[0].endswith("(older than 30 days)")
 
     async def test_forgetting_needs_a_time_and_a_reason(
         self, journal_backend: JournalBackend
