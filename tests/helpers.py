@@ -131,6 +131,23 @@ async def killed_run(
     return [line.strip() for line in printed if line.strip()]
 
 
+async def killed_at_step(server: ForkServer, args: list[str], kill_after: int) -> bool:
+    """One run of a worker that prints ``ready``, then a line per step and
+    ``ok`` at its end (tests/workers/retirer.py, expirer.py), killed with
+    SIGKILL once it reported ``kill_after`` steps. Whether it was killed
+    (rather than finishing first)."""
+    worker = await server.run(*args)
+    assert await worker.readline() == b"ready\n"
+    steps = 0
+    while steps < kill_after:
+        line = await worker.readline()
+        if not line or line.startswith(b"ok"):
+            break
+        steps += 1
+    worker.kill()  # nothing when it ended before
+    return await worker.wait() == -signal.SIGKILL
+
+
 async def spawn_appender(
     target: str, session_id: str, worker: str, count: int, padding: int = 0
 ) -> asyncio.subprocess.Process:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import signal
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -29,7 +28,8 @@ from sessionstore import SessionMeta, SessionStore, open_store
 from sessionstore.retention import Policy, apply
 from sessionstore.testing.common import blocks, message
 from sessionstore.timestamps import Timestamp
-from tests.helpers import WORKERS, ForkServer
+from tests.archive.helpers import archive_files
+from tests.helpers import WORKERS, ForkServer, killed_at_step
 from tests.kinds import PERSISTENT_KINDS, StoreTargets
 
 EXPIRER = WORKERS / "expirer.py"
@@ -78,32 +78,6 @@ async def snapshot(store: SessionStore) -> dict[str, bytes]:
     return {meta.id: await blocks(store, meta.id) for meta in await store.list()}
 
 
-def archive_files(archive: Path) -> dict[str, bytes]:
-    directory = archive / "sessions"
-    if not directory.is_dir():
-        return {}
-    return {
-        path.name.removesuffix(".jsonl"): path.read_bytes()
-        for path in directory.iterdir()
-        if not path.name.startswith(".")
-    }
-
-
-async def run_and_kill(server: ForkServer, args: list[str], kill_after: int) -> bool:
-    """Run the worker; kill it once it reported ``kill_after`` steps. Whether
-    it was killed (rather than finishing first)."""
-    worker = await server.run(*args)
-    assert await worker.readline() == b"ready\n"
-    steps = 0
-    while steps < kill_after:
-        line = await worker.readline()
-        if not line or line.startswith(b"ok"):
-            break
-        steps += 1
-    worker.kill()  # nothing when it ended before
-    return await worker.wait() == -signal.SIGKILL
-
-
 async def check_after_kill(
     target: str, original: dict[str, bytes], kept: set[str], archive: Path | None, seed: int
 ) -> None:
@@ -144,7 +118,7 @@ async def test_a_retention_run_killed_at_random_moments_then_run_again_finishes_
     killed = 0
     async with ForkServer(EXPIRER) as server:
         for _ in range(KILLS):
-            killed += await run_and_kill(server, args, chance.randrange(0, steps))
+            killed += await killed_at_step(server, args, chance.randrange(0, steps))
             await check_after_kill(target, original, kept, archive, seed)
     assert killed >= 2, f"seed {seed}: the kills did not land mid-run"
 

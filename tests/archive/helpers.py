@@ -12,3 +12,15 @@ def tree(root: Path) -> dict[str, bytes]:
         for path in sorted(root.rglob("*"))
         if path.is_file()
     }
+
+
+def archive_files(archive: Path) -> dict[str, bytes]:
+    """The archive's session files under their final names (no temporary)."""
+    directory = archive / "sessions"
+    if not directory.is_dir():
+        return {}
+    return {
+        path.name.removesuffix(".jsonl"): path.read_bytes()
+        for path in directory.iterdir()
+        if not path.name.startswith(".")
+    }

@@ -11,14 +11,14 @@ a process: its crash logic is tested in ``test_retire.py``.
 from __future__ import annotations
 
 import random
-import signal
 from pathlib import Path
 
 import pytest
 
 from sessionstore import SessionMeta, SessionStore, import_archive, open_store, retire
 from sessionstore.testing.common import message, raw
-from tests.helpers import WORKERS, ForkServer
+from tests.archive.helpers import archive_files
+from tests.helpers import WORKERS, ForkServer, killed_at_step
 from tests.kinds import PERSISTENT_KINDS, StoreTargets
 
 RETIRER = WORKERS / "retirer.py"
@@ -48,33 +48,6 @@ async def snapshot(store: SessionStore) -> dict[str, bytes]:
     }
 
 
-def archive_files(archive: Path) -> dict[str, bytes]:
-    """The archive's session files under their final names (no temporary)."""
-    directory = archive / "sessions"
-    if not directory.is_dir():
-        return {}
-    return {
-        path.name.removesuffix(".jsonl"): path.read_bytes()
-        for path in directory.iterdir()
-        if not path.name.startswith(".")
-    }
-
-
-async def run_and_kill(server: ForkServer, target: str, archive: Path, kill_after: int) -> bool:
-    """Run the worker; kill it once it reported ``kill_after`` steps. Whether
-    it was killed (rather than finishing first)."""
-    worker = await server.run(target, str(archive))
-    assert await worker.readline() == b"ready\n"
-    steps = 0
-    while steps < kill_after:
-        line = await worker.readline()
-        if not line or line.startswith(b"ok"):
-            break
-        steps += 1
-    worker.kill()  # nothing when it ended before
-    return await worker.wait() == -signal.SIGKILL
-
-
 @pytest.mark.parametrize("kind", PERSISTENT_KINDS)
 async def test_retire_killed_at_random_moments_loses_nothing(
     kind: str, store_targets: StoreTargets, tmp_path: Path
@@ -92,7 +65,7 @@ async def test_retire_killed_at_random_moments_loses_nothing(
         for _ in range(KILLS):
             # A step of the run: 0 is before the export ends, up to 2 * sessions.
             step = chance.randrange(0, 2 * sessions)
-            killed += await run_and_kill(server, target, archive, step)
+            killed += await killed_at_step(server, [target, str(archive)], step)
             async with open_store(target) as store:
                 stored = await snapshot(store)
             copies = archive_files(archive)
