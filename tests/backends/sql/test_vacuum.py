@@ -43,6 +43,15 @@ async def contents(store: SessionStore) -> dict[str, list[str]]:
     return {meta.id: await raw(store, meta.id) for meta in await store.list()}
 
 
+async def mostly_erased(db: Path) -> dict[str, list[str]]:
+    """A store at ``db`` of ten sessions, nine of them erased: what it keeps."""
+    async with open_store(db) as store:
+        await fill(store, [f"s{n}" for n in range(10)])
+        for n in range(1, 10):
+            await store.erase(f"s{n}", reason="retention")
+        return await contents(store)
+
+
 def make_old(db: Path) -> None:
     """Turn a store's file into one made before incremental auto_vacuum."""
     with closing(sqlite3.connect(db, isolation_level=None)) as conn:
@@ -93,11 +102,7 @@ async def test_vacuum_after_erasures_shrinks_the_file_and_keeps_the_rest_whole(
 
 async def test_full_vacuum_gives_the_space_back_in_one_run_with_progress(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    async with open_store(db) as store:
-        await fill(store, [f"s{n}" for n in range(10)])
-        for n in range(1, 10):
-            await store.erase(f"s{n}", reason="retention")
-        kept = await contents(store)
+    kept = await mostly_erased(db)
     before = file_bytes(db)
     seen: list[tuple[int, int]] = []
 
@@ -115,10 +120,7 @@ async def test_full_vacuum_gives_the_space_back_in_one_run_with_progress(tmp_pat
 
 async def test_steps_report_progress_up_to_every_free_page(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    async with open_store(db) as store:
-        await fill(store, [f"s{n}" for n in range(10)])
-        for n in range(1, 10):
-            await store.erase(f"s{n}", reason="retention")
+    await mostly_erased(db)
     seen: list[tuple[int, int]] = []
 
     report = await vacuum(db, progress=lambda done, total: seen.append((done, total)))
