@@ -96,7 +96,7 @@ def _left(left: Sequence[Left], args: argparse.Namespace) -> None:
 
 def _done(report: RetentionReport, verb: str, args: argparse.Namespace) -> int:
     """What a run did, line by line, then a total; 1 when a session was left for a fault."""
-    past = "expired" if verb == "expire" else "retired"
+    past = f"{verb}d"  # expired, retired
     for going in report.gone:
         print(f"{past} {escaped(going.session_id)}")
     _left(report.left, args)
@@ -162,9 +162,8 @@ async def _run(args: argparse.Namespace, verb: str) -> int:
         except (KeyboardInterrupt, asyncio.CancelledError):
             if acted[1]:
                 done, total = acted
-                past = "expired" if verb == "expire" else "retired"
                 err_console.print(
-                    f"{past} at least {done} of {counted(total, 'session')} before the "
+                    f"{verb}d at least {done} of {counted(total, 'session')} before the "
                     "interrupt, each whole; the same command again finishes the rest"
                 )
             raise
