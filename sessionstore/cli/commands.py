@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import hashlib
 import shlex
 import sys
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from sessionstore.anchors import read_anchors, write_anchors
+from sessionstore.cli.defaults import login
 from sessionstore.cli.naming import session_named
 from sessionstore.cli.opening import check_store, key_source, opened
 from sessionstore.cli.output import (
@@ -31,7 +31,8 @@ from sessionstore.cli.output import (
     records,
     table,
 )
-from sessionstore.cli.wording import in_user_words, named
+from sessionstore.cli.wording import in_user_words, named, settle_hint
+from sessionstore.effect_journals import effects_in_doubt
 from sessionstore.effects import SETTLED, EffectState
 from sessionstore.errors import InvalidRecordError, validate_session_id
 from sessionstore.models import SessionMeta
@@ -292,13 +293,15 @@ def _settled(state: EffectState) -> str:
 async def _in_doubt(args: argparse.Namespace) -> int:
     """Every effect in doubt or dead-lettered, of one journal or all (checked by
     hand after a crash); 1 if any. ``sessionstore effects`` says which is which."""
-    found: list[tuple[str, EffectState]] = []
     async with opened(args, read=True) as store:
         if args.name is not None:
             await _check_journal(store, args.name)
-        names = [args.name] if args.name is not None else await store.journals()
-        for name in names:
-            found += [(name, state) for state in await store.journal(name).effects.in_doubt()]
+            in_doubt = await store.journal(args.name).effects.in_doubt()
+            found = [(args.name, state) for state in in_doubt]
+            journals = 1
+        else:
+            found = [(item.journal, item.effect) for item in await effects_in_doubt(store)]
+            journals = len(await store.journals())
     columns = ("journal", "key", "tool", "session", "started", "args")
     rows = [
         (
@@ -312,16 +315,10 @@ async def _in_doubt(args: argparse.Namespace) -> int:
         for name, s in found
     ]
     records("effects in doubt", columns, rows, head="key")
-    where = f"journal {args.name}" if args.name is not None else counted(len(names), "journal")
+    where = f"journal {args.name}" if args.name is not None else counted(journals, "journal")
     print(f"{counted(len(found), 'effect')} in doubt in {where}")
     if found:
-        err_console.print(
-            Text(
-                f"once you know whether each happened: sessionstore --db "
-                f"{shlex.quote(named(args.db))} journal NAME --settle KEY "
-                "done --result JSON | not-done | failed, with --reason TEXT (docs/effects.md)"
-            )
-        )
+        err_console.print(Text(settle_hint(args.db)))
     return 1 if found else 0
 
 
@@ -350,7 +347,7 @@ async def _settle(args: argparse.Namespace) -> int:
         await _check_journal(store, args.name)
         effects = store.journal(args.name).effects
         line = await effects.settle(
-            key, outcome, result=result, reason=args.reason, by=args.by or _login()
+            key, outcome, result=result, reason=args.reason, by=args.by or login()
         )
         state = await effects.find(key)
     tool = "" if state is None or state.tool is None else f" ({state.tool})"
@@ -367,14 +364,6 @@ _NEXT = {
     "not-done": "its next run runs it",
     "failed": "its next run fails with that reason without running it",
 }
-
-
-def _login() -> str | None:
-    """The operator's login name, recorded as who settled; None when the system knows none."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):  # no login name, and no user database entry
-        return None
 
 
 async def run_demo(args: argparse.Namespace) -> int:

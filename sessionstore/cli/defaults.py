@@ -3,6 +3,7 @@ module that imports nothing, so that the parser (built by every run) loads no co
 
 from __future__ import annotations
 
+import getpass
 import os
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "KEY_FILE_ENV",
     "PAGE",
     "default_target",
+    "login",
 ]
 
 DEFAULT_DB = "./sessions.db"
@@ -31,3 +33,12 @@ HTML = "html"  # <archive>/html/<id>.html: the pages of `export --html`, which `
 def default_target() -> str:
     """The store a command opens when not given ``--db``."""
     return os.environ.get(DB_ENV) or DEFAULT_DB
+
+
+def login() -> str | None:
+    """The operator's login name, recorded as who settled or pruned (``--by``
+    unless given); None when the system knows none."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name, and no user database entry
+        return None

@@ -5,15 +5,14 @@ journal (in doubt, dead-lettered), and the prune of old finished ones
 from __future__ import annotations
 
 import argparse
-import getpass
-import shlex
 from datetime import UTC, datetime
 
 from rich.text import Text
 
+from sessionstore.cli.defaults import login
 from sessionstore.cli.opening import opened
 from sessionstore.cli.output import Refused, counted, err_console, escaped, moment, records
-from sessionstore.cli.wording import named
+from sessionstore.cli.wording import settle_hint
 from sessionstore.effect_journals import JournalEffect, effects_in_doubt
 from sessionstore.effect_lines import EffectState
 from sessionstore.effect_options import before_instant, instant, line_instant
@@ -59,14 +58,7 @@ async def run_effects(args: argparse.Namespace) -> int:
         f"in {counted(journals, 'journal')}"
     )
     if found:
-        target = shlex.quote(named(args.db))
-        err_console.print(
-            Text(
-                "make sure no process still runs them; once you know whether each happened: "
-                f"sessionstore --db {target} journal NAME --settle KEY done --result JSON "
-                "| not-done | failed --reason TEXT (docs/effects.md)"
-            )
-        )
+        err_console.print(Text(f"make sure no process still runs them; {settle_hint(args.db)}"))
     return 1 if found else 0
 
 
@@ -120,7 +112,7 @@ async def _forget(args: argparse.Namespace) -> int:
             effects = await store.journal(name).effects.read()
             old += [(name, s) for s in effects if _finished_before(s, cutoff)]
         if args.yes:
-            by = args.by or _login()
+            by = args.by or login()
             forgotten = {}
             for name in sorted({name for name, _ in old}):
                 lines = await store.journal(name).effects.forget(cutoff, reason=args.reason, by=by)
@@ -135,9 +127,8 @@ async def _forget(args: argparse.Namespace) -> int:
     records(f"effects finished before {args.forget_before}: {verb}", columns, rows, head="key")
     done = sum(1 for _, s in old if s.state == "done")
     if args.yes:
-        who = args.by or _login()
-        by = f" by {who}" if who else ""
-        print(escaped(f"forgot {counted(len(old), 'effect')}{by}; reason: {args.reason}"))
+        said = f" by {by}" if by else ""
+        print(escaped(f"forgot {counted(len(old), 'effect')}{said}; reason: {args.reason}"))
     else:
         print(f"{counted(len(old), 'effect')} would be forgotten; add --yes --reason TEXT to do it")
     if done:
@@ -153,11 +144,3 @@ async def _forget(args: argparse.Namespace) -> int:
 def _finished_before(state: EffectState, cutoff: datetime) -> bool:
     finished = state.state in ("done", "failed", "not done") and state.finished is not None
     return finished and before_instant(cutoff, state.finished or "")
-
-
-def _login() -> str | None:
-    """The operator's login name, recorded as who pruned; None when the system knows none."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):  # no login name, and no user database entry
-        return None

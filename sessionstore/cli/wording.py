@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from sessionstore.cli.defaults import DB_ENV, DEFAULT_DB, KEY_FILE_ENV
 
-__all__ = ["KEY_HINT", "in_user_words", "named", "no_store_hint"]
+__all__ = ["KEY_HINT", "in_user_words", "named", "no_store_hint", "settle_hint"]
 
 KEY_HINT = f"--key-file FILE (or ${KEY_FILE_ENV})"  # how a sealed store is given its keys
 
@@ -97,3 +98,12 @@ def no_store_hint(target: str, missing: str) -> str:
         "sessionstore demo" if target == DEFAULT_DB else f"sessionstore demo --db {named(target)}"
     )
     return f"({given}); name a store with --db TARGET, or make one to try: {demo}"
+
+
+def settle_hint(target: str) -> str:
+    """How an operator settles an effect in doubt of the store ``target``."""
+    return (
+        f"once you know whether each happened: sessionstore --db {shlex.quote(named(target))} "
+        "journal NAME --settle KEY done --result JSON | not-done | failed, with --reason TEXT "
+        "(docs/effects.md)"
+    )
