@@ -21,7 +21,7 @@ from sessionstore.cli import build_parser
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
-README_LIMIT = 12 * 1024  # bytes: runnable examples, the long form in docs/
+README_LIMIT = 8 * 1024  # bytes: runnable examples, the long form in docs/
 
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```$", re.S | re.M)
 LINK = re.compile(r"\]\(([^)\s]+)\)")
