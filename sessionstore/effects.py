@@ -281,7 +281,7 @@ class EffectLog:
                 found = await self._found_in_doubt(key, found, dead_letter)
                 if found.outcome is not None:
                     return _recorded(found.outcome)
-            last = found.last
+            last, lines = found.last, found.lines
             assert last is not None, "a key found has a line"
             if last.effect != "not-done":  # in doubt: ask the check, or run it again
                 if check is not None:
@@ -294,13 +294,13 @@ class EffectLog:
             # Take the key again, as only one of the runs resuming it may.
             again = intent.model_copy(update={"at": now_rfc3339()})
             while taken := await self._journal.append_keyed_unless(
-                [key], partial(moved, key, last), _line(again)
+                [key], partial(moved, key, last, lines), _line(again)
             ):  # another run resumed it first, or an operator settled it
                 if taken.outcome is not None:
                     return _recorded(taken.outcome)
                 if taken.last is None or taken.last.effect != "not-done":
                     raise self._stuck(taken, last)
-                last = taken.last  # settled not done meanwhile: take it again
+                last, lines = taken.last, taken.lines  # settled not done meanwhile: again
         return await self._attempts(key, call, retries, backoff, timeout)
 
     async def _found_in_doubt(self, key: str, found: Found, dead_letter: int | None) -> Found:
@@ -323,10 +323,12 @@ class EffectLog:
             line = Effect(
                 effect="dead-letter" if over else "doubt", key=key, found=count, at=now_rfc3339()
             )
+            held: list[Found] = []
             refused = await self._journal.append_keyed_unless(
-                [key], partial(drifted, key, anchor), _line(line)
+                [key], partial(drifted, key, anchor, found.anchor_at, held), _line(line)
             )
             if refused is None:
+                (found,) = held  # with the finds of other runs written meanwhile
                 found.add(line)
                 if over:
                     raise self._dead(found)
