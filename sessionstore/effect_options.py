@@ -8,9 +8,12 @@ import inspect
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from sessionstore.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from sessionstore.effect_lines import EffectState
 
 __all__ = [
     "BACKOFF_CAP",
@@ -19,6 +22,7 @@ __all__ = [
     "before_instant",
     "check_options",
     "delay",
+    "finished_before",
     "instant",
     "line_instant",
     "pause",
@@ -171,3 +175,14 @@ def before_instant(cutoff: datetime, stamp: str) -> bool:
     not parse is not: it is kept)."""
     parsed = line_instant(stamp)
     return parsed is not None and parsed < cutoff
+
+
+def finished_before(state: EffectState, cutoff: datetime) -> bool:
+    """Whether the effect finished (done, failed, settled not done) before
+    ``cutoff``: what `EffectLog.forget` forgets."""
+    finished = state.finished
+    return (
+        state.state in ("done", "failed", "not done")
+        and finished is not None
+        and before_instant(cutoff, finished)
+    )

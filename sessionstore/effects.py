@@ -37,6 +37,7 @@ from sessionstore.effect_options import (
     before_instant,
     check_options,
     delay,
+    finished_before,
     instant,
     pause,
     timed,
@@ -534,13 +535,7 @@ class EffectLog:
         cutoff = instant(before)
         if not reason.strip():
             raise ConfigurationError("forgetting effects needs a reason: why they may go")
-        old = [
-            state.key
-            for state in await self.read()
-            if state.state in ("done", "failed", "not done")
-            and state.finished is not None
-            and before_instant(cutoff, state.finished)
-        ]
+        old = [state.key for state in await self.read() if finished_before(state, cutoff)]
         forgotten: list[Effect] = []
         for at in range(0, len(old), _FORGET_BATCH):
             keys = old[at : at + _FORGET_BATCH]

@@ -160,3 +160,20 @@ def test_on_a_terminal_a_cell_s_name_and_value_share_a_line(tmp_path: Path) -> N
     done = on_terminal("--db", db, "effects")
     assert done.returncode == 1
     assert f"sessionstore --db {db} journal NAME --settle KEY" in " ".join(done.stderr.split())
+
+
+def test_forgetting_goes_over_every_journal_a_key_name_in_each(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = str(tmp_path / "s.db")
+    asyncio.run(_store(db))
+    assert asyncio.run(_once(db, "quiet", "m1", "count")) == "ran"  # m1 in two journals
+    forget = ("--db", db, "effects", "--forget-before", "2999-01-01", "--yes", "--reason", "old")
+    status, out, _ = run(capsys, *forget, "--by", "ops")
+    assert status == 0
+    assert [row.split("\t")[:2] for row in out.splitlines()[1:-1]] == [
+        ["mailer", "m1"],
+        ["quiet", "m1"],
+    ]
+    assert out.splitlines()[-1] == "forgot 2 effects by ops; reason: old"
+    assert asyncio.run(_once(db, "quiet", "m1", "count")) == "ran"  # forgotten: runs afresh
