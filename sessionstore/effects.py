@@ -38,7 +38,6 @@ from sessionstore.effect_options import (
     check_options,
     delay,
     finished_before,
-    instant,
     pause,
     timed,
 )
@@ -53,7 +52,7 @@ from sessionstore.errors import (
     InvalidRecordError,
 )
 from sessionstore.models import Effect
-from sessionstore.timestamps import now_rfc3339
+from sessionstore.timestamps import Timestamp, given_instant, now_rfc3339
 from sessionstore.wire import encode
 
 _T = TypeVar("_T")
@@ -509,7 +508,7 @@ class EffectLog:
         return [state for state in await self.read() if state.state in _UNRESOLVED]
 
     async def forget(
-        self, before: str | datetime, *, reason: str, by: str | None = None
+        self, before: str | datetime | Timestamp, *, reason: str, by: str | None = None
     ) -> list[Effect]:
         """Forget the effects that finished (done, failed, settled not done)
         before ``before``: a ``forgotten`` line each, with the time,
@@ -522,7 +521,9 @@ class EffectLog:
         lock; an effect whose lines moved meanwhile is left as it is.
 
         Args:
-            before: an RFC 3339 time, or an aware datetime.
+            before: an RFC 3339 time with its offset, a date alone (its
+                midnight UTC), an aware datetime or a `Timestamp`
+                (`given_instant`).
             reason: why, recorded.
             by: who prunes, recorded.
 
@@ -532,7 +533,7 @@ class EffectLog:
         Raises:
             ConfigurationError: ``before`` is no time, or ``reason`` is empty.
         """
-        cutoff = instant(before)
+        cutoff = given_instant(before, "before=")
         if not reason.strip():
             raise ConfigurationError("forgetting effects needs a reason: why they may go")
         old = [state.key for state in await self.read() if finished_before(state, cutoff)]
