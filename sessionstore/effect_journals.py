@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sessionstore.errors import ConfigurationError
-from sessionstore.timestamps import Timestamp, given_instant
+from sessionstore.effect_options import forget_cutoff
+from sessionstore.timestamps import Timestamp
 
 if TYPE_CHECKING:
     from sessionstore.effect_lines import EffectState
@@ -65,9 +65,7 @@ async def forget_effects(
     Raises:
         ConfigurationError: as `EffectLog.forget`, before any journal is touched.
     """
-    cutoff = given_instant(before, "before=")
-    if not reason.strip():
-        raise ConfigurationError("forgetting effects needs a reason: why they may go")
+    cutoff = forget_cutoff(before, reason)
     forgotten: dict[str, list[Effect]] = {}
     for name in sorted(await store.journals()):
         lines = await store.journal(name).effects.forget(cutoff, reason=reason, by=by)

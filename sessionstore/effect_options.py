@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from sessionstore.errors import ConfigurationError
-from sessionstore.timestamps import Timestamp
+from sessionstore.timestamps import Timestamp, given_instant
 
 if TYPE_CHECKING:
     from sessionstore.effect_lines import EffectState
@@ -24,6 +24,7 @@ __all__ = [
     "check_options",
     "delay",
     "finished_before",
+    "forget_cutoff",
     "line_instant",
     "pause",
     "timed",
@@ -147,3 +148,16 @@ def finished_before(state: EffectState, cutoff: Timestamp) -> bool:
         and finished is not None
         and before_instant(cutoff, finished)
     )
+
+
+def forget_cutoff(before: object, reason: str) -> Timestamp:
+    """What a prune of effects checks before it touches a journal: ``before``
+    as an instant (`given_instant`) and a ``reason`` that says why.
+
+    Raises:
+        ConfigurationError: ``before`` is no time, or ``reason`` is empty.
+    """
+    cutoff = given_instant(before, "before=")
+    if not reason.strip():
+        raise ConfigurationError("forgetting effects needs a reason: why they may go")
+    return cutoff

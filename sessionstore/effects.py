@@ -38,6 +38,7 @@ from sessionstore.effect_options import (
     check_options,
     delay,
     finished_before,
+    forget_cutoff,
     pause,
     timed,
 )
@@ -52,7 +53,7 @@ from sessionstore.errors import (
     InvalidRecordError,
 )
 from sessionstore.models import Effect
-from sessionstore.timestamps import Timestamp, given_instant, now_rfc3339
+from sessionstore.timestamps import Timestamp, now_rfc3339
 from sessionstore.wire import encode
 
 _T = TypeVar("_T")
@@ -533,9 +534,7 @@ class EffectLog:
         Raises:
             ConfigurationError: ``before`` is no time, or ``reason`` is empty.
         """
-        cutoff = given_instant(before, "before=")
-        if not reason.strip():
-            raise ConfigurationError("forgetting effects needs a reason: why they may go")
+        cutoff = forget_cutoff(before, reason)
         old = [state.key for state in await self.read() if finished_before(state, cutoff)]
         forgotten: list[Effect] = []
         for at in range(0, len(old), _FORGET_BATCH):
