@@ -144,6 +144,10 @@ class KeyIndexes:
             return found
 
     def drop(self) -> None:
-        """Forget every index: the next look builds its file's anew."""
+        """Empty every index, those of journal objects already made too: the
+        next look builds its file's anew."""
         with self._lock:
-            self._by_path.clear()
+            held = list(self._by_path.values())
+        for index in held:
+            with index.lock:
+                index.forget()
