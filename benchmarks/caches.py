@@ -1,13 +1,8 @@
 """What each cache of the JSONL store buys: the operation it speeds up, timed
 with it and without it, in one sitting.
 
-* the index of ids (``.ids/``): the first `load_context` after a new
-  compaction, on a directory whose appends wrote it and on the same
-  history written with ``write_caches=False`` (none); and what it costs an
-  append.
 * the context hints (``.kept/``): the first `load_context` of a new store
-  object, a hint left by an earlier one or none (with the index of ids, and
-  without it: a fork, a session older than the index).
+  object, a hint left by an earlier one or none (as after a new compaction).
 * the cached contexts (per store object): `load_context` asked again,
   against `drop_caches` before each call.
 * the listing orders (``.listings/``): a later page of `summaries`, read
@@ -16,7 +11,9 @@ with it and without it, in one sitting.
   keyed lines, against `drop_caches` before each call.
 
 Run: ``PYTHONPATH=. python benchmarks/caches.py [--quick]``; it prints one
-row per figure (median of the rounds; the ratio is without / with).
+row per figure (median of the rounds; the ratio is without / with). The
+index of ids that earlier versions kept in ``.ids/`` was timed here too
+(docs/jsonl.md, "No index of ids") and removed.
 """
 
 from __future__ import annotations
@@ -37,7 +34,6 @@ from sessionstore import CompactionEntry, JsonlStore, SessionMeta, encode
 from sessionstore.backends.jsonl import HINTS
 
 KEPT = 50  # messages the compaction keeps
-IDS = ".ids"  # the index of ids (docs/jsonl.md, "An index of ids")
 
 
 async def timed(call: Callable[[], Awaitable[object]], before: Callable[[], object]) -> float:
@@ -60,9 +56,9 @@ def row(what: str, without: float, with_: float) -> None:
     )
 
 
-async def history(where: Path, count: int, *, write_caches: bool) -> None:
+async def history(where: Path, count: int) -> None:
     """Session ``s``: ``count`` messages, then a compaction keeping the last `KEPT`."""
-    async with JsonlStore(where, write_caches=write_caches) as store:
+    async with JsonlStore(where) as store:
         await store.create(SessionMeta(id="s"))
         for batch in batches(count):
             await store.append_many("s", batch)
@@ -75,52 +71,25 @@ async def contexts(work: Path, counts: list[int], rounds: int) -> None:
     print("\n| load_context of a session of N entries | without | with | ratio |")
     print("| --- | ---: | ---: | ---: |")
     for count in counts:
-        indexed, bare = work / f"ids-{count}", work / f"bare-{count}"
-        await history(indexed, count, write_caches=True)
-        await history(bare, count, write_caches=False)
-        assert (indexed / IDS).is_dir()
-        assert not (bare / IDS).exists()
-        first: dict[Path, list[float]] = {indexed: [], bare: []}
-        hinted: dict[Path, list[float]] = {indexed: [], bare: []}
+        where = work / f"history-{count}"
+        await history(where, count)
+        first: list[float] = []
+        hinted: list[float] = []
         again_cached: list[float] = []
         again_dropped: list[float] = []
         for _ in range(rounds):
-            for where in (indexed, bare):
-                store = JsonlStore(where)
-                shutil.rmtree(where / HINTS, ignore_errors=True)
-                first[where].append(await timed(lambda: store.load_context("s"), lambda: None))  # noqa: B023
-                store = JsonlStore(where)  # a new object: the hint the last one left
-                hinted[where].append(await timed(lambda: store.load_context("s"), lambda: None))  # noqa: B023
-            store = JsonlStore(indexed)
-            await store.load_context("s")
+            store = JsonlStore(where)
+            shutil.rmtree(where / HINTS, ignore_errors=True)
+            first.append(await timed(lambda: store.load_context("s"), lambda: None))  # noqa: B023
+            store = JsonlStore(where)  # a new object: the hint the last one left
+            hinted.append(await timed(lambda: store.load_context("s"), lambda: None))  # noqa: B023
             again_cached.append(await median(lambda: store.load_context("s"), 20))  # noqa: B023
             dropped = await median(lambda: store.load_context("s"), 20, store.drop_caches)  # noqa: B023
             again_dropped.append(dropped)
         m = statistics.median
-        what = f"{count:,}: first call after a new compaction, index of ids"
-        row(what, m(first[bare]), m(first[indexed]))
-        what = f"{count:,}: first call of a new object, hint (with the index)"
-        row(what, m(first[indexed]), m(hinted[indexed]))
-        what = f"{count:,}: first call of a new object, hint (no index)"
-        row(what, m(first[bare]), m(hinted[bare]))
+        row(f"{count:,}: first call of a new object, hint", m(first), m(hinted))
         row(f"{count:,}: asked again, cached context", m(again_dropped), m(again_cached))
-        await appends(indexed, bare, count, rounds)
-
-
-async def appends(indexed: Path, bare: Path, count: int, rounds: int) -> None:
-    """One message appended to the session, with its index of ids written or not."""
-    times: dict[bool, list[float]] = {True: [], False: []}
-    n = count
-    for _ in range(rounds):
-        for caches, where in ((True, indexed), (False, bare)):
-            store = JsonlStore(where, write_caches=caches)
-            for _ in range(20):
-                n += 1
-                message = entry(n)
-                times[caches].append(await timed(lambda: store.append("s", message), lambda: None))  # noqa: B023
-    m = statistics.median
-    what = f"{count:,}: an append, cost of the index of ids (without = not written)"
-    row(what, m(times[False]), m(times[True]))
+        shutil.rmtree(where)
 
 
 def sessions(where: Path, count: int, messages: int) -> None:
