@@ -57,7 +57,6 @@ class Temporary:
         if swept:
             sweep(final.parent)
         path = final.parent / f".{final.name}.{kind}-{uuid.uuid4().hex}"
-        # Readable too: an import indexes what it wrote (`jsonl.ids.adopt`).
         fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
