@@ -68,7 +68,7 @@ _T = TypeVar("_T")
 _S = TypeVar("_S", str, bytes)
 
 
-class ScopedStore:
+class ScopedStore(SessionStore):
     """A store bound to one owner: it creates sessions of that owner and
     reaches no other's. It satisfies `SessionStore` and declares the
     capabilities of the store under it; what differs is said here.
