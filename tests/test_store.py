@@ -1,7 +1,7 @@
 """The contract is written once, in sessionstore/store.py, and read from every
-store: ``help()`` on a backend's, a view's or the blocking facade's method
-gives the protocol's docstring, unless the class says what it does
-differently."""
+store and journal: ``help()`` on a backend's, a view's or the blocking
+facade's method gives the protocol's docstring, unless the class says what
+it does differently."""
 
 from __future__ import annotations
 
@@ -9,48 +9,78 @@ import inspect
 
 import pytest
 
-from sessionstore.backends import JsonlStore, MemoryStore, SqlStore, StoreBase
+from sessionstore.backends import (
+    FileJournal,
+    JournalBase,
+    JsonlStore,
+    MemoryStore,
+    SqlStore,
+    StoreBase,
+)
+from sessionstore.backends.memory_journal import MemoryJournal
+from sessionstore.backends.sql.journal import SqlJournal
 from sessionstore.effects import EffectLog
 from sessionstore.scoped import ScopedStore
+from sessionstore.scoped_journal import ScopedJournal
 from sessionstore.store import SessionJournal, SessionStore
 from sessionstore.sync import SyncEffects, SyncJournal, SyncStore
 
-OPERATIONS = sorted(name for name in dir(SessionStore) if not name.startswith("_"))
-STORES = [MemoryStore, JsonlStore, SqlStore, ScopedStore]
+IMPLEMENTATIONS = [
+    (MemoryStore, SessionStore),
+    (JsonlStore, SessionStore),
+    (SqlStore, SessionStore),
+    (ScopedStore, SessionStore),
+    (MemoryJournal, SessionJournal),
+    (FileJournal, SessionJournal),
+    (SqlJournal, SessionJournal),
+    (ScopedJournal, SessionJournal),
+]
 
 
-def _protocol_doc(name: str) -> str:
-    doc = inspect.getdoc(getattr(SessionStore, name))
-    assert doc, f"SessionStore.{name} has no docstring"
-    return doc
+def _operations(protocol: type) -> list[str]:
+    return sorted(name for name in dir(protocol) if not name.startswith("_"))
 
 
-@pytest.mark.parametrize("store", STORES, ids=lambda store: store.__name__)
-def test_each_operation_of_a_store_reads_the_protocol_s_docstring_or_its_own(
-    store: type[SessionStore],
+@pytest.mark.parametrize(
+    ("implementation", "protocol"), IMPLEMENTATIONS, ids=lambda c: getattr(c, "__name__", "")
+)
+def test_each_operation_reads_the_protocol_s_docstring_or_the_class_s_own(
+    implementation: type, protocol: type
 ) -> None:
     # A docstring of a base class (StoreBase's, to backend authors) is not
     # what a user of the store should read in its place.
     wrong = []
-    for name in OPERATIONS:
-        own = vars(store).get(name)
-        doc = inspect.getdoc(getattr(store, name))
-        if own is None or isinstance(own, property) or own.__doc__ is None:
-            if doc != _protocol_doc(name):
+    for name in _operations(protocol):
+        if name == "capabilities":  # a class attribute, as declared
+            continue
+        own = vars(implementation).get(name)
+        doc = inspect.getdoc(getattr(implementation, name))
+        if own is None or own.__doc__ is None:
+            if doc != inspect.getdoc(getattr(protocol, name)):
                 wrong.append(name)
         elif not doc:
             wrong.append(name)
     assert wrong == []
 
 
-@pytest.mark.parametrize("store", [StoreBase, ScopedStore], ids=lambda store: store.__name__)
-def test_no_operation_is_left_to_the_protocol_s_empty_body(store: type) -> None:
+@pytest.mark.parametrize(
+    ("base", "protocol"),
+    [
+        (StoreBase, SessionStore),
+        (ScopedStore, SessionStore),
+        (JournalBase, SessionJournal),
+        (ScopedJournal, SessionJournal),
+    ],
+    ids=lambda c: getattr(c, "__name__", ""),
+)
+def test_no_operation_is_left_to_the_protocol_s_empty_body(base: type, protocol: type) -> None:
     # A class subclassing the protocol inherits its bodies (``...``, returning
     # None): each operation must be written by the class or a base of its own.
-    protocols = set(SessionStore.__mro__)
-    for name in [*OPERATIONS, "__aenter__", "__aexit__"]:
-        owner = next(cls for cls in store.__mro__ if name in vars(cls))
-        assert owner not in protocols, f"{store.__name__}.{name} is the protocol's stub"
+    protocols = set(protocol.__mro__)
+    dunders = ["__aenter__", "__aexit__"] if protocol is SessionStore else []
+    for name in [*_operations(protocol), *dunders]:
+        owner = next(cls for cls in base.__mro__ if name in vars(cls))
+        assert owner not in protocols, f"{base.__name__}.{name} is the protocol's stub"
 
 
 @pytest.mark.parametrize(

@@ -103,7 +103,7 @@ CAPABILITY_HOOKS: dict[Capability, tuple[str, ...]] = {
 
 
 class StoreBase(SessionStore, abc.ABC):
-    """The shared behaviour of store backends: a `SessionStore`, its docstrings the protocol's."""
+    """The shared behaviour of store backends, a `SessionStore` (whose docstrings it shows)."""
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset()  # beyond the core
 
