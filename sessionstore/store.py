@@ -335,7 +335,10 @@ class CoreStore(Protocol):
     * A ``limit`` or slice position beyond any count means the largest count.
     * Errors derive from `SessionStoreError` and name the session; driver
       and OS errors arrive as `StorageError`, chained. After `close`, every
-      method raises `ClosedError` (a `StorageError`). ``async with store:`` closes it.
+      method raises `ClosedError` (a `StorageError`); ``async with store:``
+      closes it.
+    * A store object may be shared by threads and event loops at once: each
+      call runs on the loop that awaits it.
     * Appends to one session from many tasks never interleave, duplicate or
       lose an entry, and each task's own keep their order. An append that
       returned has reached the storage (backends say whether that survives

@@ -326,8 +326,8 @@ class SyncStore(_Facade[SessionStore]):
         """Close the store, then stop its loop; closing twice is fine.
 
         Calls in flight in other threads (a stream being read, an append
-        waiting for its commit) end with `StorageError`, as every call made
-        afterwards does; none is left waiting.
+        waiting for its commit) end with `ClosedError` (a `StorageError`), as
+        every call made afterwards does; none is left waiting.
         """
         self._loop.stop(self._target.close())
 
