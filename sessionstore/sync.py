@@ -53,6 +53,7 @@ from sessionstore.errors import ClosedError, StorageError
 from sessionstore.models import Effect
 from sessionstore.scoped import ScopedStore
 from sessionstore.store import Capability, SessionJournal, SessionStore
+from sessionstore.timestamps import Timestamp
 
 __all__ = [
     "SyncJournal",
@@ -471,7 +472,7 @@ def effects_in_doubt(store: SyncStore) -> list[JournalEffect]:
 
 
 def forget_effects(
-    store: SyncStore, before: str | datetime, *, reason: str, by: str | None = None
+    store: SyncStore, before: str | datetime | Timestamp, *, reason: str, by: str | None = None
 ) -> dict[str, list[Effect]]:
     """`sessionstore.forget_effects` of a blocking store."""
     return store.run(partial(async_forget_effects, before=before, reason=reason, by=by))
