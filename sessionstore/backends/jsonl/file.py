@@ -41,6 +41,7 @@ __all__ = [
     "READ",
     "SUFFIX",
     "batch_ended",
+    "batch_noted",
     "batch_started",
     "complete_size",
     "file_id",
@@ -53,6 +54,7 @@ __all__ = [
     "read_header",
     "repair",
     "stamp",
+    "torn_tail",
 ]
 
 logger = logging.getLogger(__name__)
@@ -71,6 +73,11 @@ READ = 1 << 20
 
 def _note(path: Path) -> Path:
     return path.parent / BATCHES / path.name
+
+
+def batch_noted(path: Path) -> bool:
+    """Whether a batch's writer noted a length for ``path`` (and has not ended it)."""
+    return _note(path).exists()
 
 
 def batch_started(path: Path, size: int) -> None:
@@ -229,12 +236,14 @@ def repair(session_id: str, path: Path, fd: int, *, full: bool) -> int:
     return keep
 
 
-def complete_size(session_id: str, path: Path, fd: int, *, full: bool) -> int:
+def complete_size(session_id: str, path: Path, fd: int, *, full: bool, repairs: bool = True) -> int:
     """The length of the session file's complete lines, after any repair.
 
     Bytes before that length never change (appends only add after it,
     repairs only cut after it), so they can be read without a lock: the
-    lock taken here is released before returning.
+    lock taken here is released before returning. Without ``repairs`` the
+    file is left as it is: the length is what a repair would keep, and what
+    it would cut is logged (`torn_tail`).
     """
     try:
         # Shared: no append is halfway through its write while we look.
@@ -242,12 +251,47 @@ def complete_size(session_id: str, path: Path, fd: int, *, full: bool) -> int:
         size = os.fstat(fd).st_size
         torn = size == 0 or os.pread(fd, 1, size - 1) != b"\n"
         # A note of a batch, seen under the shared lock: its writer died.
-        if torn or _note(path).exists():
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            size = repair(session_id, path, fd, full=full)
-        return size
+        if not (torn or _note(path).exists()):
+            return size
+        if not repairs:
+            kept, cut = torn_tail(path, fd)
+            if cut:
+                logger.warning(
+                    "session %r: %d bytes after line %d of %s are a crash's remnant, "
+                    "skipped and left as they are",
+                    session_id,
+                    cut,
+                    kept,
+                    path,
+                )
+            return size - cut
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return repair(session_id, path, fd, full=full)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def torn_tail(path: Path, fd: int) -> tuple[int, int]:
+    """What a repair of the session file would do, doing none of it: the lines
+    it would keep and the bytes it would cut (an unfinished batch, a torn
+    last line)."""
+    size = os.fstat(fd).st_size
+    end = size
+    with contextlib.suppress(FileNotFoundError):
+        noted = open_regular(_note(path), os.O_RDONLY, own_dirs=1)
+        try:
+            text = os.read(noted, 64).decode("ascii", "replace")
+        finally:
+            os.close(noted)
+        if text.isdigit() and int(text) < size:
+            end = int(text)
+    if end and os.pread(fd, 1, end - 1) != b"\n":
+        end = complete_length(fd, end)
+    lines, offset = 0, 0
+    while offset < end and (chunk := os.pread(fd, min(READ, end - offset), offset)):
+        lines += chunk.count(b"\n")
+        offset += len(chunk)
+    return lines, size - end
 
 
 def parse(session_id: str, path: Path, data: bytes) -> list[SessionEntry]:
