@@ -3,6 +3,7 @@ a new session published whole, more of one by replacing its file whole."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -137,4 +138,29 @@ async def test_an_append_after_more_blocks_goes_into_the_new_file(tmp_path: Path
     more = encode_line(message("e2", "b"))
     await store.import_blocks("s", blocks_of(more), after=1)
     await store.append("s", message("e3", "c"))  # into the new file, by its name
+    assert store.path("s").read_bytes() == HAND_WRITTEN + more + encode_line(message("e3", "c"))
+
+
+async def test_an_append_waiting_for_the_old_file_s_lock_lands_in_the_new_file(
+    tmp_path: Path,
+) -> None:
+    store = JsonlStore(tmp_path)
+    await store.import_blocks("s", blocks_of(HAND_WRITTEN))
+    copied, go_on = asyncio.Event(), asyncio.Event()
+    more = encode_line(message("e2", "b"))
+
+    async def paused() -> AsyncIterator[bytes]:
+        copied.set()  # the old file is copied aside and locked by now
+        await go_on.wait()
+        yield more
+
+    extending = asyncio.create_task(store.import_blocks("s", paused(), after=1))
+    await copied.wait()
+    # Another store object (another process) appends: it waits for the lock.
+    appending = asyncio.create_task(JsonlStore(tmp_path).append("s", message("e3", "c")))
+    await asyncio.sleep(0.2)  # time for its thread to reach the lock (either way it must hold)
+    assert not appending.done()
+    go_on.set()
+    await extending
+    await appending
     assert store.path("s").read_bytes() == HAND_WRITTEN + more + encode_line(message("e3", "c"))
