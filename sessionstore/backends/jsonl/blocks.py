@@ -33,11 +33,12 @@ Run = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 
 async def read_blocks(
-    session_id: str, path: Path, run: Run, size_of: Callable[[int], int]
+    session_id: str, path: Path, run: Run, size_of: Callable[[int], int], within: Path | None
 ) -> AsyncIterator[bytes]:
-    """The complete lines of the session file at ``path``, in blocks of about
-    `READ` bytes; ``size_of(fd)`` gives their length (a repair, or none)."""
-    fd = await run(lambda: open_session(session_id, path, os.O_RDONLY))
+    """The complete lines of the session file at ``path`` (through a link only
+    to a file under ``within``), in blocks of about `READ` bytes;
+    ``size_of(fd)`` gives their length (a repair, or none)."""
+    fd = await run(lambda: open_session(session_id, path, os.O_RDONLY, within=within))
     try:
         size = await run(partial(size_of, fd))
         offset, rest = 0, b""

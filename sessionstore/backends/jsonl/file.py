@@ -45,6 +45,7 @@ __all__ = [
     "batch_started",
     "complete_size",
     "file_id",
+    "followed",
     "header_or_fault",
     "id_files",
     "named_file",
@@ -124,15 +125,26 @@ def _unfinished_batch(session_id: str, path: Path, fd: int, *, full: bool) -> No
         remove_file(note, own_dirs=1)
 
 
-def open_session(session_id: str, path: Path, flags: int) -> int:
-    """Open a session's file, a regular file and nothing else.
+def followed(path: Path, within: Path | None) -> Path:
+    """``path``, or where the symbolic link at it leads when that is under
+    ``within`` (None: no link is followed); a link leading elsewhere stays
+    ``path``, which is then opened, and refused, as a link."""
+    if within is None or not path.is_symlink():
+        return path
+    real, top = os.path.realpath(path), os.path.realpath(within)
+    return Path(real) if real.startswith(top.rstrip(os.sep) + os.sep) else path
+
+
+def open_session(session_id: str, path: Path, flags: int, *, within: Path | None = None) -> int:
+    """Open a session's file, a regular file and nothing else (through a link
+    only to a file under ``within``).
 
     Raises:
         SessionNotFoundError: there is no such file.
         NotRegularFileError: something else has the name (a FIFO, a link).
     """
     try:
-        return open_regular(path, flags)
+        return open_regular(followed(path, within), flags)
     except FileNotFoundError:
         raise SessionNotFoundError(session_id) from None
 
@@ -334,12 +346,15 @@ def read_header(path: Path, session_id: str) -> SessionMeta:
     return decode_stored_meta(session_id, line[:-1].removesuffix(b"\r"), path=str(path), line_no=1)
 
 
-def header_or_fault(path: Path, session_id: str) -> SessionMeta | str | None:
+def header_or_fault(
+    path: Path, session_id: str, *, within: Path | None = None
+) -> SessionMeta | str | None:
     """The header of a file named like a session, or why it has none,
     naming the file: what makes a store unable to list it; None when the
-    file is gone since its name was read (erased meanwhile: no fault)."""
+    file is gone since its name was read (erased meanwhile: no fault); a link
+    to a file under ``within`` is read, and named, as that file."""
     try:
-        return read_header(path, session_id)
+        return read_header(followed(path, within), session_id)
     except FileNotFoundError:
         return None
     except CorruptSessionError as exc:

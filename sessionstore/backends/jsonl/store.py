@@ -53,6 +53,7 @@ from sessionstore.backends.jsonl.file import (
     batch_started,
     complete_size,
     file_id,
+    followed,
     open_locked,
     open_session,
     parse,
@@ -76,7 +77,6 @@ from sessionstore.backends.records import (
 )
 from sessionstore.errors import (
     ConfigurationError,
-    SessionConflictError,
     SessionNotFoundError,
     validate_session_id,
 )
@@ -111,11 +111,12 @@ class JsonlStore(StoreBase):
             by key, exact while nothing is written between them), a
             context writes no hint in ``.kept/``, and appends and imports
             no index of ids in ``.ids/``. Writes write the rest as ever.
-        read_only: True for a directory that must stay as it is (an
-            archive's ``sessions/``): no cache is written, a crash's remnant
-            at a file's end is skipped and logged, never cut (`integrity`
-            names it), and a write to a session, head or title raises
-            `ConfigurationError`.
+        read_only: True for a directory that must stay as it is (an archive's
+            ``sessions/``): no cache written, a crash's remnant skipped and
+            logged, never cut (`integrity` names it), a write to a session,
+            head or title a `ConfigurationError`.
+        links_within: with ``read_only``, where a link at a session's name may
+            lead (an archive's root): read and listed, not titled nor summarized.
     """
 
     capabilities = frozenset(Capability)  # every one
@@ -127,6 +128,7 @@ class JsonlStore(StoreBase):
         durability: Durability = "normal",
         write_caches: bool = True,
         read_only: bool = False,
+        links_within: str | os.PathLike[str] | None = None,
     ):
         check_durability(durability)
         for option, value in (("write_caches", write_caches), ("read_only", read_only)):
@@ -143,7 +145,10 @@ class JsonlStore(StoreBase):
         self._contexts: ContextCache[tuple[int, int]] = ContextCache()
         self._erasures = ErasureLog(self._dir, full=self._full)
         self._erasure_mark = 0  # the erasure log's size when the contexts were cached
+        if links_within is not None and not read_only:  # a write never goes through a link
+            raise ConfigurationError("links_within is for a store opened read_only")
         self._writes = not read_only  # also the reads' repairs
+        self._within = None if links_within is None else Path(links_within)
         self._write_caches = write_caches and not read_only
         self._listings = Listings(self._dir, keep=self._write_caches)
         self._gate = ListingGate()  # writes wait for the listings asked before them
@@ -285,7 +290,7 @@ class JsonlStore(StoreBase):
 
     def _load(self, session_id: str) -> builtins.list[SessionEntry]:
         path = self.path(session_id)
-        with open(open_session(session_id, path, os.O_RDONLY), "rb") as file:
+        with open(open_session(session_id, path, os.O_RDONLY, within=self._within), "rb") as file:
             size = complete_size(
                 session_id, path, file.fileno(), full=self._full, repairs=self._writes
             )
@@ -298,7 +303,7 @@ class JsonlStore(StoreBase):
     def _context(self, session_id: str) -> BuiltContext[tuple[int, int]]:
         path = self.path(session_id)
         self._forget_if_erased()
-        fd = open_session(session_id, path, os.O_RDONLY)
+        fd = open_session(session_id, path, os.O_RDONLY, within=self._within)
         try:
             size = complete_size(session_id, path, fd, full=self._full, repairs=self._writes)
             status = os.fstat(fd)
@@ -331,7 +336,8 @@ class JsonlStore(StoreBase):
         self._check(session_id)
         path = self.path(session_id)
         size_of = partial(complete_size, session_id, path, full=self._full, repairs=self._writes)
-        async for block in read_blocks(session_id, path, partial(self._run, session_id), size_of):
+        run = partial(self._run, session_id)
+        async for block in read_blocks(session_id, path, run, size_of, self._within):
             yield block
 
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
@@ -358,14 +364,11 @@ class JsonlStore(StoreBase):
     async def import_blocks(
         self, session_id: str, blocks: AsyncIterable[bytes], *, after: int | None = None
     ) -> int:
-        """Write a session's lines as blocks another store gave them (its
-        `raw_blocks`: lines it checked), one write a block, decoding only the
-        header and writing no index of ids: with ``after`` None a new session,
-        its header first, else the lines after its ``after`` entries; how many
-        entries were written. The file is replaced whole, never extended in
-        place (`sessionstore.backends.jsonl.blocks`); `DuplicateSessionError`,
-        `SessionConflictError` (not ``after`` entries) or `InvalidRecordError`
-        (the header, or a block ending inside a line) as for `import_session`."""
+        """`import_session` of blocks another store's `raw_blocks` gave (lines it
+        checked), written as they come, only the header decoded, no index of
+        ids: with ``after`` None a new session from its header on, else the
+        lines after its ``after`` entries, the file replaced whole, never
+        extended in place (`sessionstore.backends.jsonl.blocks`)."""
         self._check(session_id)
         self._writing("import")
         await self._gate.passed()
@@ -382,7 +385,7 @@ class JsonlStore(StoreBase):
 
         def meta() -> SessionMeta:
             try:
-                return read_header(path, session_id)
+                return read_header(followed(path, self._within), session_id)
             except FileNotFoundError:
                 raise SessionNotFoundError(session_id) from None
 
@@ -434,16 +437,8 @@ class JsonlStore(StoreBase):
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
         self._writing("import_head")
         path = self._head(name)
-
-        def import_head() -> None:
-            if not moves:  # a head is listed once set, never by an empty import
-                held = len(head_files.read_moves(name, path))
-                if held != after:
-                    raise SessionConflictError(name, f"holds {held} positions, not {after}", "head")
-                return
-            head_files.append_moves(name, path, moves, full=self._full, after=after)
-
-        await in_thread(import_head, where=path)
+        append = partial(head_files.append_moves, name, path, moves, full=self._full, after=after)
+        await in_thread(append, where=path)
 
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
         path = self._head(name)
@@ -587,7 +582,7 @@ class JsonlStore(StoreBase):
         return await self._run(None, self._list)
 
     def _list(self) -> builtins.list[SessionMeta]:
-        metas, faults = sessions(self._dir)
+        metas, faults = sessions(self._dir, within=self._within)
         for fault in faults:
             logger.warning("skipping %s", fault)
         return metas
@@ -597,4 +592,5 @@ class JsonlStore(StoreBase):
         # temporary is no fault (the next fork or import deletes it).
         self._check_open()
         faults = partial(survey.faults, self._dir, self._erasures, torn=not self._writes)
+        faults = partial(faults, within=self._within)
         return await self._run(None, faults)

@@ -16,6 +16,7 @@ from sessionstore.backends.jsonl.erasures import ErasureLog, FileId
 from sessionstore.backends.jsonl.file import (
     SUFFIX,
     batch_noted,
+    followed,
     header_or_fault,
     named_file,
     torn_tail,
@@ -35,8 +36,9 @@ def journal_path(directory: Path, name: str) -> Path:
     return directory / JOURNALS / name / JOURNAL_FILE
 
 
-def sessions(directory: Path) -> tuple[list[SessionMeta], list[str]]:
-    """The headers of the sessions, and a fault for each ``*.jsonl`` file that is none."""
+def sessions(directory: Path, *, within: Path | None = None) -> tuple[list[SessionMeta], list[str]]:
+    """The headers of the sessions, and a fault for each ``*.jsonl`` file that is
+    none (through a link only to a file under ``within``)."""
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
@@ -44,7 +46,7 @@ def sessions(directory: Path) -> tuple[list[SessionMeta], list[str]]:
     metas, found = [], []
     for name in names:
         if name.endswith(SUFFIX):
-            header = header_or_fault(directory / name, name[: -len(SUFFIX)])
+            header = header_or_fault(directory / name, name[: -len(SUFFIX)], within=within)
             if isinstance(header, str):
                 found.append(header)
             elif header is not None:
@@ -76,22 +78,25 @@ def journals(directory: Path) -> tuple[list[str], list[str]]:
     return names, found
 
 
-def faults(directory: Path, erasures: ErasureLog, *, torn: bool = False) -> list[str]:
+def faults(
+    directory: Path, erasures: ErasureLog, *, torn: bool = False, within: Path | None = None
+) -> list[str]:
     """What in the directory is a fault; with ``torn``, also each session file
     ending in a crash's remnant (a store that repairs nothing)."""
-    metas, found = sessions(directory)
+    metas, found = sessions(directory, within=within)
     found += journals(directory)[1]
     found += head_files.faults(directory) + title_files.faults(directory)
     if torn:
-        found += [fault for meta in metas if (fault := _torn(directory, meta.id)) is not None]
+        tails = (_torn(directory, meta.id, within) for meta in metas)
+        found += [fault for fault in tails if fault is not None]
     return found + erasures.pending(lambda kind, name: _erased_file(directory, kind, name))
 
 
-def _torn(directory: Path, session_id: str) -> str | None:
+def _torn(directory: Path, session_id: str, within: Path | None) -> str | None:
     """The fault of a session file ending in what a repair would cut, or None."""
     path = directory / f"{session_id}{SUFFIX}"
     try:
-        fd = open_regular(path, os.O_RDONLY)
+        fd = open_regular(followed(path, within), os.O_RDONLY)
     except OSError:
         return None  # gone since it was listed, or no regular file (listed apart)
     try:

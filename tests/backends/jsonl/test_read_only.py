@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sessionstore import ConfigurationError, JsonlStore, SessionMeta, encode_line
+from sessionstore import ConfigurationError, JsonlStore, SessionMeta, StorageError, encode_line
 from sessionstore.testing.common import message
 
 TORN = b'{"type":"message","id":"e3'
@@ -147,3 +147,50 @@ async def test_every_write_is_refused_and_changes_nothing(tmp_path: Path, write:
 def test_read_only_takes_a_bool(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="read_only takes True or False"):
         JsonlStore(tmp_path, read_only="yes")  # type: ignore[arg-type]
+
+
+async def linked_archive(tmp_path: Path) -> tuple[Path, Path]:
+    """An archive whose ``sessions/`` holds ``inside``, a link to a file
+    elsewhere in the archive, and ``out``, a link leading out of it."""
+    archive, outside = tmp_path / "archive", tmp_path / "outside"
+    real = JsonlStore(archive / "real")
+    await real.create(SessionMeta(id="inside"))
+    await real.append("inside", message("e1", "a"))
+    await written(outside)
+    sessions = archive / "sessions"
+    sessions.mkdir()
+    (sessions / "inside.jsonl").symlink_to(archive / "real" / "inside.jsonl")
+    (sessions / "out.jsonl").symlink_to(outside / "s.jsonl")
+    return archive, sessions
+
+
+async def test_a_link_to_a_file_within_is_read_and_listed(tmp_path: Path) -> None:
+    archive, sessions = await linked_archive(tmp_path)
+    store = JsonlStore(sessions, read_only=True, links_within=archive)
+    assert [entry.id for entry in await store.load("inside")] == ["e1"]
+    assert [m.text() for m in await store.load_context("inside")] == ["a"]
+    lines = [line async for line in store.raw_lines("inside")]
+    assert lines == (archive / "real" / "inside.jsonl").read_text().splitlines()
+    assert [meta.id for meta in await store.list()] == ["inside"]
+    assert not any("inside" in fault for fault in await store.integrity())
+
+
+async def test_a_link_leading_out_is_never_followed(tmp_path: Path) -> None:
+    archive, sessions = await linked_archive(tmp_path)
+    store = JsonlStore(sessions, read_only=True, links_within=archive)
+    with pytest.raises(StorageError, match="symbolic link"):
+        await store.load("out")
+    faults = await store.integrity()
+    out = str(sessions / "out.jsonl")
+    assert any(out in fault and "symbolic link" in fault for fault in faults)
+
+
+async def test_without_links_within_no_link_is_followed(tmp_path: Path) -> None:
+    _, sessions = await linked_archive(tmp_path)
+    with pytest.raises(StorageError, match="symbolic link"):
+        await JsonlStore(sessions, read_only=True).load("inside")
+
+
+def test_links_within_is_only_for_a_read_only_store(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="links_within is for a store opened read_only"):
+        JsonlStore(tmp_path, links_within=tmp_path)
