@@ -229,8 +229,9 @@ def _existing(root: Path, path: Path) -> BinaryIO | None:
 
 
 def _replace(path: Path, data: bytes) -> None:
-    """``path`` made to hold ``data``, whole: written aside, synced, renamed."""
-    out = Temporary.create(path, "export", swept=False)
+    """``path`` made to hold ``data``, whole: written aside (``.<name>.tmp-<hex>``,
+    the name docs/archive.md gives a leftover), synced, renamed."""
+    out = Temporary.create(path, "tmp", swept=False)
     try:
         write_all(out.fd, data)
         out.publish(path.name, full=True, replace=True)
@@ -298,7 +299,7 @@ async def _extend(
 
     async def start() -> Temporary:  # the bytes the file holds, then the rest
         nonlocal out
-        out = await io(partial(Temporary.create, path, "export", swept=False), path)
+        out = await io(partial(Temporary.create, path, "tmp", swept=False), path)
         if existing is not None:  # closed below, also if copying fails
             await io(partial(copy_range, existing.fileno(), out.fd, 0, matched, CHUNK), path)
         report.bytes += matched if replace else 0
