@@ -1,4 +1,4 @@
-"""New session files written aside, then published whole: new sessions, forks, imports.
+"""New files written aside, then published whole: sessions, forks, imports, archive files.
 
 The file is written to ``.<id>.jsonl.<kind>-<32 hex digits>`` (no session id
 names it: `list` never reads it), then linked to ``<id>.jsonl`` (``link``
