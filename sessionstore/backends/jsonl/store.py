@@ -38,10 +38,10 @@ from sessionstore.backends.files import (
 from sessionstore.backends.jsonl import heads as head_files
 from sessionstore.backends.jsonl import hints, survey
 from sessionstore.backends.jsonl import titles as title_files
+from sessionstore.backends.jsonl.blocks import BlockWriter, read_blocks
 from sessionstore.backends.jsonl.context import (
     entries_between,
     last_entry_id,
-    line_number,
     read_context,
 )
 from sessionstore.backends.jsonl.erasures import ErasureLog, digest_file
@@ -52,6 +52,7 @@ from sessionstore.backends.jsonl.file import (
     batch_started,
     complete_size,
     file_id,
+    followed,
     open_locked,
     open_session,
     parse,
@@ -75,8 +76,6 @@ from sessionstore.backends.records import (
 )
 from sessionstore.errors import (
     ConfigurationError,
-    CorruptSessionError,
-    SessionConflictError,
     SessionNotFoundError,
     validate_session_id,
 )
@@ -89,7 +88,6 @@ from sessionstore.models import (
 )
 from sessionstore.store import Capability, Order, SessionSummary
 from sessionstore.timestamps import rfc3339_of_ns
-from sessionstore.wire import limits
 
 __all__ = ["SUFFIX", "JsonlStore"]
 
@@ -110,6 +108,12 @@ class JsonlStore(StoreBase):
             listing keeps no order in ``.listings/`` (its later pages go on
             by key, exact while nothing is written between them), and a
             context writes no hint in ``.kept/``. Writes write the rest as ever.
+        read_only: True for a directory that must stay as it is (an archive's
+            ``sessions/``): no cache written, a crash's remnant skipped and
+            logged, never cut (`integrity` names it), a write to a session,
+            head or title a `ConfigurationError`.
+        links_within: with ``read_only``, where a link at a session's name may
+            lead (an archive's root): read and listed, not titled nor summarized.
     """
 
     capabilities = frozenset(Capability)  # every one
@@ -120,10 +124,13 @@ class JsonlStore(StoreBase):
         *,
         durability: Durability = "normal",
         write_caches: bool = True,
+        read_only: bool = False,
+        links_within: str | os.PathLike[str] | None = None,
     ):
         check_durability(durability)
-        if not isinstance(write_caches, bool):
-            raise ConfigurationError(f"write_caches takes True or False, not {write_caches!r}")
+        for option, value in (("write_caches", write_caches), ("read_only", read_only)):
+            if not isinstance(value, bool):
+                raise ConfigurationError(f"{option} takes True or False, not {value!r}")
         self._dir = Path(directory)
         try:
             is_file = self._dir.is_file()
@@ -135,13 +142,22 @@ class JsonlStore(StoreBase):
         self._contexts: ContextCache[tuple[int, int]] = ContextCache()
         self._erasures = ErasureLog(self._dir, full=self._full)
         self._erasure_mark = 0  # the erasure log's size when the contexts were cached
-        self._write_caches = write_caches
-        self._listings = Listings(self._dir, keep=write_caches)
+        if links_within is not None and not read_only:  # a write never goes through a link
+            raise ConfigurationError("links_within is for a store opened read_only")
+        self._writes = not read_only  # also the reads' repairs
+        self._within = None if links_within is None else Path(links_within)
+        self._write_caches = write_caches and not read_only
+        self._listings = Listings(self._dir, keep=self._write_caches)
         self._gate = ListingGate()  # writes wait for the listings asked before them
         self._journal_keys = KeyIndexes()  # where each journal's keyed lines are
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._dir)!r})"
+
+    def _writing(self, what: str) -> None:
+        """Refuse a write to a store opened ``read_only``."""
+        if not self._writes:
+            raise ConfigurationError(f"{self!r} is open read_only: {what} refused")
 
     @property
     def directory(self) -> Path:
@@ -187,6 +203,7 @@ class JsonlStore(StoreBase):
     async def create(self, meta: SessionMeta) -> str:
         line = (header_line(meta) + "\n").encode()
         self._check_open(meta.id)
+        self._writing("create")
         await self._gate.passed()
         await self._run(meta.id, lambda: self._create(meta.id, line))
         return meta.id
@@ -212,6 +229,7 @@ class JsonlStore(StoreBase):
     ) -> None:
         check_expectations(expect_last, expect_head, session_id=session_id)
         self._check(session_id)
+        self._writing("append")
         data = "".join(line + "\n" for line in entry_lines(session_id, entries)).encode()
         await self._gate.passed()
         append = partial(self._append, session_id, data, expect_last, expect_head)
@@ -260,8 +278,10 @@ class JsonlStore(StoreBase):
 
     def _load(self, session_id: str) -> builtins.list[SessionEntry]:
         path = self.path(session_id)
-        with open(open_session(session_id, path, os.O_RDONLY), "rb") as file:
-            size = complete_size(session_id, path, file.fileno(), full=self._full)
+        with open(open_session(session_id, path, os.O_RDONLY, within=self._within), "rb") as file:
+            size = complete_size(
+                session_id, path, file.fileno(), full=self._full, repairs=self._writes
+            )
             data = file.read(size)
         return parse(session_id, path, data)
 
@@ -271,9 +291,9 @@ class JsonlStore(StoreBase):
     def _context(self, session_id: str) -> BuiltContext[tuple[int, int]]:
         path = self.path(session_id)
         self._forget_if_erased()
-        fd = open_session(session_id, path, os.O_RDONLY)
+        fd = open_session(session_id, path, os.O_RDONLY, within=self._within)
         try:
-            size = complete_size(session_id, path, fd, full=self._full)
+            size = complete_size(session_id, path, fd, full=self._full, repairs=self._writes)
             status = os.fstat(fd)
             file = (status.st_dev, status.st_ino)
             built = self._contexts.get(session_id)
@@ -303,44 +323,12 @@ class JsonlStore(StoreBase):
     async def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
         self._check(session_id)
         path = self.path(session_id)
-        fd = await self._run(session_id, lambda: open_session(session_id, path, os.O_RDONLY))
-        try:
-            size = await self._run(
-                session_id, lambda: complete_size(session_id, path, fd, full=self._full)
-            )
-            offset, rest = 0, b""
-            while offset < size:
-                read = partial(os.pread, fd, min(READ, size - offset), offset)
-                chunk = rest + await self._run(session_id, read)
-                at = offset - len(rest)  # where the chunk starts in the file
-                offset += len(chunk) - len(rest)
-                cut = chunk.rfind(b"\n") + 1
-                block, rest = chunk[:cut], chunk[cut:]
-                if len(rest) > limits.MAX_LINE:  # never joined whole: refused here
-                    size_of = f"a line of more than {len(rest)} bytes"
-                    reason = f"{size_of}, longer than the limit of {limits.MAX_LINE}"
-                    raise await self._corrupt(session_id, fd, at + cut, reason)
-                if not block.isascii():  # ASCII is UTF-8, and quicker to tell
-                    try:
-                        block.decode("utf-8")
-                    except UnicodeDecodeError as exc:
-                        start = block.rfind(b"\n", 0, exc.start) + 1
-                        reason = f"invalid UTF-8 at byte {exc.start - start}"
-                        raise await self._corrupt(session_id, fd, at + start, reason) from None
-                if block:
-                    yield block
-        finally:
-            os.close(fd)
-
-    async def _corrupt(
-        self, session_id: str, fd: int, offset: int, reason: str
-    ) -> CorruptSessionError:
-        """The fault of the session file's line at ``offset``, numbered."""
-        line = await self._run(session_id, partial(line_number, fd, offset))
-        return CorruptSessionError(session_id, reason, path=str(self.path(session_id)), line=line)
+        size_of = partial(complete_size, session_id, path, full=self._full, repairs=self._writes)
+        run = partial(self._run, session_id)
+        async for block in read_blocks(session_id, path, run, size_of, self._within):
+            yield block
 
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
-
         async for block in self.raw_blocks(session_id):
             lines = block.decode("utf-8").split("\n")
             lines.pop()  # what follows the block's last newline: nothing
@@ -352,6 +340,7 @@ class JsonlStore(StoreBase):
     ) -> int:
         meta = imported_header(header)
         self._check(meta.id)
+        self._writing("import")
         path = self.path(meta.id)
         await self._gate.passed()
         run = partial(self._run, meta.id)
@@ -359,6 +348,22 @@ class JsonlStore(StoreBase):
         if after is None:
             return await writer.new(header, entries)
         return await writer.more(header, entries, after)
+
+    async def import_blocks(
+        self, session_id: str, blocks: AsyncIterable[bytes], *, after: int | None = None
+    ) -> int:
+        """`import_session` of blocks another store's `raw_blocks` gave (lines it
+        checked), written as they come, only the header decoded, no index of
+        ids: with ``after`` None a new session from its header on, else the
+        lines after its ``after`` entries, the file replaced whole, never
+        extended in place (`sessionstore.backends.jsonl.blocks`)."""
+        self._check(session_id)
+        self._writing("import")
+        await self._gate.passed()
+        run = partial(self._run, session_id)
+        return await BlockWriter(session_id, self.path(session_id), self._full, run).write(
+            blocks, after
+        )
 
     # ------------------------------------------------------------ branches
 
@@ -368,24 +373,17 @@ class JsonlStore(StoreBase):
 
         def meta() -> SessionMeta:
             try:
-                return read_header(path, session_id)
+                return read_header(followed(path, self._within), session_id)
             except FileNotFoundError:
                 raise SessionNotFoundError(session_id) from None
 
         return await self._run(session_id, meta)
 
     async def _fork(self, source_id: str, at: str | None, meta: SessionMeta, header: str) -> None:
-        fork = partial(
-            write_fork,
-            source_id,
-            self.path(source_id),
-            at,
-            meta.id,
-            self.path(meta.id),
-            (header + "\n").encode(),
-            full=self._full,
-            block=READ,
-        )
+        self._writing("fork")
+        source, line = self.path(source_id), (header + "\n").encode()
+        fork = partial(write_fork, source_id, source, at, meta.id, self.path(meta.id), line)
+        fork = partial(fork, full=self._full, block=READ)
         await self._gate.passed()
         await self._run(meta.id, fork)
 
@@ -399,6 +397,7 @@ class JsonlStore(StoreBase):
         expect: str | EllipsisType | None,
         expect_last: str | None,
     ) -> None:
+        self._writing("set_head")
         # With expect_last, the session ``expect`` names is locked first (as an
         # append locks it): no append lands on it between the check and the move.
         session_id, path = move.session_id, self._head(name)
@@ -424,17 +423,10 @@ class JsonlStore(StoreBase):
         await in_thread(set_head, where=path)
 
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
+        self._writing("import_head")
         path = self._head(name)
-
-        def import_head() -> None:
-            if not moves:  # a head is listed once set, never by an empty import
-                held = len(head_files.read_moves(name, path))
-                if held != after:
-                    raise SessionConflictError(name, f"holds {held} positions, not {after}", "head")
-                return
-            head_files.append_moves(name, path, moves, full=self._full, after=after)
-
-        await in_thread(import_head, where=path)
+        append = partial(head_files.append_moves, name, path, moves, full=self._full, after=after)
+        await in_thread(append, where=path)
 
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
         path = self._head(name)
@@ -450,6 +442,7 @@ class JsonlStore(StoreBase):
     # ------------------------------------------------------------ titles
 
     async def _set_title(self, session_id: str, change: TitleChange) -> None:
+        self._writing("set_title")
         record = partial(title_files.record_changes, self._dir, session_id, [change])
         await self._run(session_id, partial(record, full=self._full))
 
@@ -459,6 +452,7 @@ class JsonlStore(StoreBase):
     async def _import_titles(
         self, session_id: str, changes: builtins.list[TitleChange], after: int
     ) -> int:
+        self._writing("import_titles")
         record = partial(title_files.record_changes, self._dir, session_id, changes)
         return await self._run(session_id, partial(record, full=self._full, after=after))
 
@@ -520,6 +514,7 @@ class JsonlStore(StoreBase):
     # ------------------------------------------------------------ lifecycle
 
     async def _erase(self, session_id: str, reason: str, digest: str | None) -> Erasure:
+        self._writing("erase")
         erase = partial(self._erase_file, session_id, reason, digest)
         return await self._run(session_id, erase)
 
@@ -572,7 +567,7 @@ class JsonlStore(StoreBase):
         return await self._run(None, self._list)
 
     def _list(self) -> builtins.list[SessionMeta]:
-        metas, faults = sessions(self._dir)
+        metas, faults = sessions(self._dir, within=self._within)
         for fault in faults:
             logger.warning("skipping %s", fault)
         return metas
@@ -581,5 +576,6 @@ class JsonlStore(StoreBase):
         # Also a head file's line that does not decode; a dead writer's
         # temporary is no fault (the next fork or import deletes it).
         self._check_open()
-
-        return await self._run(None, partial(survey.faults, self._dir, self._erasures))
+        faults = partial(survey.faults, self._dir, self._erasures, torn=not self._writes)
+        faults = partial(faults, within=self._within)
+        return await self._run(None, faults)
