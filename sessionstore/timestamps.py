@@ -134,6 +134,10 @@ def rfc3339_of_ns(ns: int) -> str:
     return _text(*divmod(ns, _NANOS)) + "+00:00"
 
 
+class _OutOfRange(ValueError):
+    """A date-time written right whose date, time or offset does not exist."""
+
+
 class _Scan:
     """chrono 0.4.23's scanner over one date-time string; any misstep is a ValueError."""
 
@@ -300,17 +304,17 @@ class Timestamp:
         if scan.at != len(text):
             raise scan.fail()
         if not _MIN_YEAR <= year <= _MAX_YEAR or not 1 <= month <= 12:
-            raise ValueError(f"date out of range: {text!r}")
+            raise _OutOfRange(f"date out of range: {text!r}")
         if not 1 <= day <= _days_in_month(year, month):
-            raise ValueError(f"date out of range: {text!r}")
+            raise _OutOfRange(f"date out of range: {text!r}")
         if hour > 23 or minute > 59 or second > 60 or not -_DAY < offset < _DAY:
-            raise ValueError(f"time out of range: {text!r}")
+            raise _OutOfRange(f"time out of range: {text!r}")
         if second == 60:  # a leap second: the 59th, extended (chrono's frac >= 1e9)
             second, nanos = 59, nanos + _NANOS
         local = _days_from_civil(year, month, day) * _DAY + hour * 3600 + minute * 60 + second
         utc = local - offset
         if not _MIN_SECONDS <= utc <= _MAX_SECONDS:
-            raise ValueError(f"date-time out of range in UTC: {text!r}")
+            raise _OutOfRange(f"date-time out of range in UTC: {text!r}")
         return cls._at(utc, nanos)
 
     @property
@@ -420,9 +424,10 @@ def given_instant(value: object, what: str | None = None) -> Timestamp:
     text = f"{value.strip()}T00:00:00Z" if alone else value
     try:
         return Timestamp.parse(text)
-    except ValueError as exc:
-        if "range" in str(exc):
-            raise refused(f"is out of range: {value!r}") from None
+    except _OutOfRange:
+        raise refused(f"is out of range: {value!r}") from None
+    except ValueError:
+        pass
     try:
         Timestamp.parse(value + "Z")
     except ValueError:

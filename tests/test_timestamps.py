@@ -36,6 +36,8 @@ REFUSED = [
     ("20261201", "is not an RFC 3339 time"),
     ("2026-W49-1", "is not an RFC 3339 time"),
     ("last tuesday", "is not an RFC 3339 time"),
+    ("orange", "is not an RFC 3339 time"),  # a word with "range" in it is no range error
+    ("2026-12-01T09:00:00 arrange", "is not an RFC 3339 time"),
     ("", "is not an RFC 3339 time"),
     ("2026-02-30", "is out of range"),
     ("2026-12-01T24:00:00Z", "is out of range"),
