@@ -27,8 +27,9 @@ UTC even where the offset moves it out of 0001-9999: ``0000-12-31T23:59:00Z``,
 
 A time a user gives (``retire(before=)``, a policy's ``created_before=``,
 ``EffectLog.forget``, the command line's ``--before`` and ``--forget-before``)
-is read by `given_instant`: those date-times, or a date alone (its midnight
-UTC); a time of day without an offset is refused.
+is read by `given_instant`: those date-times (and a lowercase ``t``, as RFC
+3339 allows), or a date alone (its midnight UTC); a time of day without an
+offset is refused.
 """
 
 from __future__ import annotations
@@ -383,6 +384,7 @@ class Timestamp:
 
 
 _DATE_ALONE = re.compile(r"\s*\d{4}-\d{2}-\d{2}\s*")
+_LOWERCASE_T = re.compile(r"(?<=[0-9])t(?=\s*[0-9])")  # between a date's day and its hour
 _FORMS = "2026-12-01 (its midnight UTC), 2026-12-01T09:00:00Z or 2026-12-01T09:00:00+01:00"
 
 
@@ -393,7 +395,7 @@ def given_instant(value: object, what: str | None = None) -> Timestamp:
     It takes a `Timestamp`; an aware `datetime`; a date alone,
     ``YYYY-MM-DD``, which is its midnight UTC; or a date-time with its
     offset (``Z``, ``+00:00``, ``+01:00``) as `Timestamp.parse` reads the
-    journal's times: nanoseconds kept, a space for the ``T``. A time of day
+    journal's times: nanoseconds kept, a space for the ``T``, and a ``t``. A time of day
     with no offset is refused, not read as UTC: typed by an operator in New
     York it would be five hours off, and keep or erase what was not meant.
 
@@ -421,7 +423,8 @@ def given_instant(value: object, what: str | None = None) -> Timestamp:
     if not isinstance(value, str):
         raise refused(f"takes a datetime or an RFC 3339 string, not {value!r}")
     alone = _DATE_ALONE.fullmatch(value) is not None
-    text = f"{value.strip()}T00:00:00Z" if alone else value
+    # RFC 3339 (5.6) lets the T be a t; the journal's parser, as chrono 0.4.23, does not.
+    text = f"{value.strip()}T00:00:00Z" if alone else _LOWERCASE_T.sub("T", value, count=1)
     try:
         return Timestamp.parse(text)
     except _OutOfRange:
@@ -429,7 +432,7 @@ def given_instant(value: object, what: str | None = None) -> Timestamp:
     except ValueError:
         pass
     try:
-        Timestamp.parse(value + "Z")
+        Timestamp.parse(text + "Z")
     except ValueError:
         raise refused(f"is not an RFC 3339 time: {value!r} (give {_FORMS})") from None
     raise refused(f"has no time zone: {value!r} (give {_FORMS})")
