@@ -5,10 +5,14 @@ it does differently."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+import re
+from pathlib import Path
 
 import pytest
 
+import sessionstore
 from sessionstore.backends import (
     FileJournal,
     JournalBase,
@@ -118,3 +122,17 @@ def test_a_facade_method_taken_from_a_store_object_keeps_the_docstring() -> None
 
 async def _memory() -> SessionStore:
     return MemoryStore()
+
+
+def test_no_docstring_holds_a_control_character() -> None:
+    # ``\r`` in a docstring that is not raw is a carriage return: help() on
+    # raw_lines printed "````" and a terminal wrote the line over itself.
+    package = Path(sessionstore.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                doc = ast.get_docstring(node, clean=False) or ""
+                if re.search(r"[\x00-\x08\x0b-\x1f\x7f]", doc):
+                    found.append(f"{path.relative_to(package)}: {getattr(node, 'name', '')}")
+    assert found == []
