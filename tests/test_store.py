@@ -124,6 +124,22 @@ async def _memory() -> SessionStore:
     return MemoryStore()
 
 
+USER_FACING = [cls for cls, _ in IMPLEMENTATIONS] + [SyncStore, SyncJournal, SyncEffects, EffectLog]
+
+
+@pytest.mark.parametrize("cls", USER_FACING, ids=lambda c: c.__name__)
+def test_no_operation_a_user_reads_speaks_to_backend_authors(cls: type) -> None:
+    # JournalBase.read_blocks said "a backend that can stream overrides it"
+    # on every journal that does not stream.
+    to_authors = re.compile(r"(?i)overrid|subclass|backend author|a backend that")
+    said = [
+        name
+        for name in dir(cls)
+        if not name.startswith("_") and to_authors.search(inspect.getdoc(getattr(cls, name)) or "")
+    ]
+    assert said == []
+
+
 def test_no_docstring_holds_a_control_character() -> None:
     # ``\r`` in a docstring that is not raw is a carriage return: help() on
     # raw_lines printed "````" and a terminal wrote the line over itself.
