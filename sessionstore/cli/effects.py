@@ -124,7 +124,9 @@ async def _forget(args: argparse.Namespace) -> int:
         said = f" by {by}" if by else ""
         print(escaped(f"forgot {counted(len(old), 'effect')}{said}; reason: {args.reason}"))
     else:
-        print(f"{counted(len(old), 'effect')} would be forgotten; add --yes --reason TEXT to do it")
+        given = args.reason is not None and args.reason.strip()
+        missing = "--yes" if given else "--yes --reason TEXT"
+        print(f"{counted(len(old), 'effect')} would be forgotten; add {missing} to do it")
     if done:
         err_console.print(
             Text(

@@ -94,6 +94,8 @@ def test_forgetting_lists_first_then_forgets_recorded_and_the_key_runs_afresh(
     assert out.splitlines()[-1] == "1 effect would be forgotten; add --yes --reason TEXT to do it"
     assert "a replay of one of these would run it again" in err
     assert asyncio.run(_once(db, "mailer", "m1", "send_email")) == "m-1"  # nothing forgotten yet
+    status, out, _ = run(capsys, *forget, "--reason", "older than 30 days")
+    assert (status, out.splitlines()[-1]) == (0, "1 effect would be forgotten; add --yes to do it")
     status, _, err = run(capsys, *forget, "--yes")
     assert (status, "needs --reason" in err) == (1, True)
     status, out, _ = run(capsys, *forget, "--yes", "--reason", "older than 30 days", "--by", "ops")
