@@ -29,6 +29,7 @@ from sessionstore.retention import Policy, apply, plan
         ({"keep_newest": True}, "keep_newest= takes a whole number of 1 or more, not True"),
         ({"idle_for": timedelta(days=-1)}, "idle_for= takes a timedelta of 0 or more"),
         ({"idle_for": 90}, "idle_for= takes a timedelta of 0 or more, not 90"),
+        ({"idle_for": timedelta(days=999_999)}, "idle_for= reaches back before the year 1"),
         ({"created_before": "yesterday"}, "created_before= is not an RFC 3339 time"),
         ({"created_before": datetime(2026, 1, 1)}, "created_before= needs an aware datetime"),
         ({"owner": "a", "reason": "  "}, "reason= must say why"),
