@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionstore import ConfigurationError, open_store
+from sessionstore import ConfigurationError, Message, MessageEntry, SessionMeta, open_store
 from sessionstore.retention import Policy, apply, plan
 
 
@@ -72,3 +72,18 @@ async def test_a_policy_on_an_empty_store_plans_and_does_nothing(tmp_path: Path)
         assert (planned.going, planned.left, planned.held) == ([], [], 0)
         report = await apply(store, policy)
         assert (report.gone, report.already_gone, report.ok) == ([], [], True)
+
+
+async def test_a_session_last_active_before_the_year_1_in_utc_is_planned_with_its_reason() -> None:
+    # Entry times are strings as written: 0001-01-01T00:00:00+14:00 is in
+    # the year 0 in UTC, which no datetime holds; the reason's idle age
+    # was taken through one and the plan raised ValueError.
+    async with await open_store("memory://") as store:
+        await store.create(SessionMeta(id="old", created_at="0001-01-01T00:00:00+14:00"))
+        entry = MessageEntry.new(Message.user("hi"))
+        year_0 = entry.model_copy(update={"timestamp": "0001-01-01T00:00:00+14:00"})
+        await store.append("old", year_0)
+        planned = await plan(store, Policy(idle_for=timedelta(days=1)))
+        assert [(going.session_id, going.reason) for going in planned.going] == [
+            ("old", "idle since 0000-12-31T10:00:00Z")
+        ]
