@@ -27,7 +27,7 @@ from sessionstore.effects import EffectLog
 from sessionstore.scoped import ScopedStore
 from sessionstore.scoped_journal import ScopedJournal
 from sessionstore.store import SessionJournal, SessionStore
-from sessionstore.sync import SyncEffects, SyncJournal, SyncStore
+from sessionstore.sync import SyncEffects, SyncJournal, SyncScopedStore, SyncStore
 
 IMPLEMENTATIONS = [
     (MemoryStore, SessionStore),
@@ -152,3 +152,13 @@ def test_no_docstring_holds_a_control_character() -> None:
                 if re.search(r"[\x00-\x08\x0b-\x1f\x7f]", doc):
                     found.append(f"{path.relative_to(package)}: {getattr(node, 'name', '')}")
     assert found == []
+
+
+@pytest.mark.parametrize("view", [ScopedStore, SyncScopedStore], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("name", ["list", "heads", "journals"])
+def test_a_scoped_view_s_listings_say_they_list_the_owner_s_alone(view: type, name: str) -> None:
+    # The protocol's "every session" / "every head", read on a view, told a
+    # user the view lists every owner's.
+    doc = inspect.getdoc(getattr(view, name)) or ""
+    assert "the owner's" in doc
+    assert "every" not in doc
