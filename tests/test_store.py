@@ -162,3 +162,12 @@ def test_a_scoped_view_s_listings_say_they_list_the_owner_s_alone(view: type, na
     doc = inspect.getdoc(getattr(view, name)) or ""
     assert "the owner's" in doc
     assert "every" not in doc
+
+
+def test_a_backend_s_own_journal_docstring_still_leads_to_the_contract() -> None:
+    # JsonlStore.journal said only where the file is: help() lost what
+    # ``durability`` means and what the call raises.
+    doc = inspect.getdoc(JsonlStore.journal) or ""
+    assert "session_journal.jsonl" in doc
+    assert "durability" in doc
+    assert "`SessionStore.journal`" in doc
