@@ -171,3 +171,11 @@ def test_a_backend_s_own_journal_docstring_still_leads_to_the_contract() -> None
     assert "session_journal.jsonl" in doc
     assert "durability" in doc
     assert "`SessionStore.journal`" in doc
+
+
+def test_the_memory_store_s_journal_does_not_promise_to_survive_a_power_loss() -> None:
+    # The contract's durability="full" "survives a power loss"; read on a
+    # memory store, whose journals end with the process, it was untrue.
+    doc = inspect.getdoc(MemoryStore.journal) or ""
+    assert "power loss" not in doc
+    assert "ends with the process" in doc
