@@ -345,9 +345,13 @@ def _why(policy: Policy, summary: SessionSummary, last: str) -> str:
     if policy.idle_for is not None:
         since = age(last, "last activity")
         if not isinstance(since, str):
-            idle = Timestamp.now().to_datetime() - since.to_datetime()
-            hours = int(idle.total_seconds() // 3600)  # the whole days, when a day or more
-            words.append(f"idle {idle.days}d" if idle.days else f"idle {hours}h")
+            try:
+                idle = Timestamp.now().to_datetime() - since.to_datetime()
+            except ValueError:  # before the year 1 in UTC, which no datetime holds
+                words.append(f"idle since {since}")
+            else:
+                hours = int(idle.total_seconds() // 3600)  # the whole days, when a day or more
+                words.append(f"idle {idle.days}d" if idle.days else f"idle {hours}h")
     if policy.created_before is not None:
         words.append(f"created {summary.meta.created_at}")
     if policy.owner is not None:

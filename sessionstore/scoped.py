@@ -300,6 +300,7 @@ class ScopedStore(SessionStore):
             await entries.aclose()
 
     async def list(self) -> builtins.list[SessionMeta]:
+        """The headers of the owner's sessions, in no particular order."""
         self._check_open()
         return [meta for meta in await self._store.list() if meta.owner == self._owner]
 
@@ -435,6 +436,7 @@ class ScopedStore(SessionStore):
         )
 
     async def journals(self) -> builtins.list[str]:
+        """The names of the owner's journals that hold any lines, in no particular order."""
         self._check_open()
         names = await self._store.journals()
         return [name.removeprefix(self._prefix) for name in names if name.startswith(self._prefix)]
@@ -509,6 +511,7 @@ class ScopedStore(SessionStore):
         return await self._store.head_history(self._name(name))
 
     async def heads(self) -> builtins.list[str]:
+        """The names of the owner's heads ever set, in no particular order."""
         self._require(Capability.BRANCHES, "heads")
         names = await self._store.heads()
         return [name.removeprefix(self._prefix) for name in names if name.startswith(self._prefix)]

@@ -573,7 +573,7 @@ class CoreStore(Protocol):
         ...
 
     def raw_lines(self, session_id: str) -> AsyncIterator[str]:
-        """A session's stored lines, byte for byte (an imported line's exact text,
+        r"""A session's stored lines, byte for byte (an imported line's exact text,
         ``\r`` included), without newlines: the header, then each entry's,
         streamed in bounded memory; entries appended meanwhile may be left out.
 

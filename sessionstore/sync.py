@@ -349,6 +349,11 @@ class SyncScopedStore(SyncStore):
     owner sees it. It shares the loop of the sync store it came from, which
     stays open when this one closes."""
 
+    # The view's own words: the owner's sessions, heads and journals alone.
+    list = _blocking(ScopedStore.list)
+    heads = _blocking(ScopedStore.heads)
+    journals = _blocking(ScopedStore.journals)
+
     def __repr__(self) -> str:
         return f"SyncScopedStore({self._target!r})"
 

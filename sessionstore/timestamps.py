@@ -27,8 +27,9 @@ UTC even where the offset moves it out of 0001-9999: ``0000-12-31T23:59:00Z``,
 
 A time a user gives (``retire(before=)``, a policy's ``created_before=``,
 ``EffectLog.forget``, the command line's ``--before`` and ``--forget-before``)
-is read by `given_instant`: those date-times, or a date alone (its midnight
-UTC); a time of day without an offset is refused.
+is read by `given_instant`: those date-times (and a lowercase ``t``, as RFC
+3339 allows), or a date alone (its midnight UTC); a time of day without an
+offset is refused.
 """
 
 from __future__ import annotations
@@ -132,6 +133,10 @@ def rfc3339_of_ns(ns: int) -> str:
     """A time in nanoseconds since the epoch (a file's ``st_mtime_ns``) as
     `now_rfc3339` writes it."""
     return _text(*divmod(ns, _NANOS)) + "+00:00"
+
+
+class _OutOfRange(ValueError):
+    """A date-time written right whose date, time or offset does not exist."""
 
 
 class _Scan:
@@ -300,17 +305,17 @@ class Timestamp:
         if scan.at != len(text):
             raise scan.fail()
         if not _MIN_YEAR <= year <= _MAX_YEAR or not 1 <= month <= 12:
-            raise ValueError(f"date out of range: {text!r}")
+            raise _OutOfRange(f"date out of range: {text!r}")
         if not 1 <= day <= _days_in_month(year, month):
-            raise ValueError(f"date out of range: {text!r}")
+            raise _OutOfRange(f"date out of range: {text!r}")
         if hour > 23 or minute > 59 or second > 60 or not -_DAY < offset < _DAY:
-            raise ValueError(f"time out of range: {text!r}")
+            raise _OutOfRange(f"time out of range: {text!r}")
         if second == 60:  # a leap second: the 59th, extended (chrono's frac >= 1e9)
             second, nanos = 59, nanos + _NANOS
         local = _days_from_civil(year, month, day) * _DAY + hour * 3600 + minute * 60 + second
         utc = local - offset
         if not _MIN_SECONDS <= utc <= _MAX_SECONDS:
-            raise ValueError(f"date-time out of range in UTC: {text!r}")
+            raise _OutOfRange(f"date-time out of range in UTC: {text!r}")
         return cls._at(utc, nanos)
 
     @property
@@ -379,6 +384,7 @@ class Timestamp:
 
 
 _DATE_ALONE = re.compile(r"\s*\d{4}-\d{2}-\d{2}\s*")
+_LOWERCASE_T = re.compile(r"(?<=[0-9])t(?=\s*[0-9])")  # between a date's day and its hour
 _FORMS = "2026-12-01 (its midnight UTC), 2026-12-01T09:00:00Z or 2026-12-01T09:00:00+01:00"
 
 
@@ -389,7 +395,7 @@ def given_instant(value: object, what: str | None = None) -> Timestamp:
     It takes a `Timestamp`; an aware `datetime`; a date alone,
     ``YYYY-MM-DD``, which is its midnight UTC; or a date-time with its
     offset (``Z``, ``+00:00``, ``+01:00``) as `Timestamp.parse` reads the
-    journal's times: nanoseconds kept, a space for the ``T``. A time of day
+    journal's times: nanoseconds kept, a space for the ``T``, and a ``t``. A time of day
     with no offset is refused, not read as UTC: typed by an operator in New
     York it would be five hours off, and keep or erase what was not meant.
 
@@ -417,14 +423,16 @@ def given_instant(value: object, what: str | None = None) -> Timestamp:
     if not isinstance(value, str):
         raise refused(f"takes a datetime or an RFC 3339 string, not {value!r}")
     alone = _DATE_ALONE.fullmatch(value) is not None
-    text = f"{value.strip()}T00:00:00Z" if alone else value
+    # RFC 3339 (5.6) lets the T be a t; the journal's parser, as chrono 0.4.23, does not.
+    text = f"{value.strip()}T00:00:00Z" if alone else _LOWERCASE_T.sub("T", value, count=1)
     try:
         return Timestamp.parse(text)
-    except ValueError as exc:
-        if "range" in str(exc):
-            raise refused(f"is out of range: {value!r}") from None
+    except _OutOfRange:
+        raise refused(f"is out of range: {value!r}") from None
+    except ValueError:
+        pass
     try:
-        Timestamp.parse(value + "Z")
+        Timestamp.parse(text + "Z")
     except ValueError:
         raise refused(f"is not an RFC 3339 time: {value!r} (give {_FORMS})") from None
     raise refused(f"has no time zone: {value!r} (give {_FORMS})")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionstore import ConfigurationError, open_store
+from sessionstore import ConfigurationError, Message, MessageEntry, SessionMeta, open_store
 from sessionstore.retention import Policy, apply, plan
 
 
@@ -29,6 +29,7 @@ from sessionstore.retention import Policy, apply, plan
         ({"keep_newest": True}, "keep_newest= takes a whole number of 1 or more, not True"),
         ({"idle_for": timedelta(days=-1)}, "idle_for= takes a timedelta of 0 or more"),
         ({"idle_for": 90}, "idle_for= takes a timedelta of 0 or more, not 90"),
+        ({"idle_for": timedelta(days=999_999)}, "idle_for= reaches back before the year 1"),
         ({"created_before": "yesterday"}, "created_before= is not an RFC 3339 time"),
         ({"created_before": datetime(2026, 1, 1)}, "created_before= needs an aware datetime"),
         ({"owner": "a", "reason": "  "}, "reason= must say why"),
@@ -71,3 +72,18 @@ async def test_a_policy_on_an_empty_store_plans_and_does_nothing(tmp_path: Path)
         assert (planned.going, planned.left, planned.held) == ([], [], 0)
         report = await apply(store, policy)
         assert (report.gone, report.already_gone, report.ok) == ([], [], True)
+
+
+async def test_a_session_last_active_before_the_year_1_in_utc_is_planned_with_its_reason() -> None:
+    # Entry times are strings as written: 0001-01-01T00:00:00+14:00 is in
+    # the year 0 in UTC, which no datetime holds; the reason's idle age
+    # was taken through one and the plan raised ValueError.
+    async with await open_store("memory://") as store:
+        await store.create(SessionMeta(id="old", created_at="0001-01-01T00:00:00+14:00"))
+        entry = MessageEntry.new(Message.user("hi"))
+        year_0 = entry.model_copy(update={"timestamp": "0001-01-01T00:00:00+14:00"})
+        await store.append("old", year_0)
+        planned = await plan(store, Policy(idle_for=timedelta(days=1)))
+        assert [(going.session_id, going.reason) for going in planned.going] == [
+            ("old", "idle since 0000-12-31T10:00:00Z")
+        ]

@@ -5,10 +5,14 @@ it does differently."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+import re
+from pathlib import Path
 
 import pytest
 
+import sessionstore
 from sessionstore.backends import (
     FileJournal,
     JournalBase,
@@ -23,7 +27,7 @@ from sessionstore.effects import EffectLog
 from sessionstore.scoped import ScopedStore
 from sessionstore.scoped_journal import ScopedJournal
 from sessionstore.store import SessionJournal, SessionStore
-from sessionstore.sync import SyncEffects, SyncJournal, SyncStore
+from sessionstore.sync import SyncEffects, SyncJournal, SyncScopedStore, SyncStore
 
 IMPLEMENTATIONS = [
     (MemoryStore, SessionStore),
@@ -118,3 +122,60 @@ def test_a_facade_method_taken_from_a_store_object_keeps_the_docstring() -> None
 
 async def _memory() -> SessionStore:
     return MemoryStore()
+
+
+USER_FACING = [cls for cls, _ in IMPLEMENTATIONS] + [SyncStore, SyncJournal, SyncEffects, EffectLog]
+
+
+@pytest.mark.parametrize("cls", USER_FACING, ids=lambda c: c.__name__)
+def test_no_operation_a_user_reads_speaks_to_backend_authors(cls: type) -> None:
+    # JournalBase.read_blocks said "a backend that can stream overrides it"
+    # on every journal that does not stream.
+    to_authors = re.compile(r"(?i)overrid|subclass|backend author|a backend that")
+    said = [
+        name
+        for name in dir(cls)
+        if not name.startswith("_") and to_authors.search(inspect.getdoc(getattr(cls, name)) or "")
+    ]
+    assert said == []
+
+
+def test_no_docstring_holds_a_control_character() -> None:
+    # ``\r`` in a docstring that is not raw is a carriage return: help() on
+    # raw_lines printed "````" and a terminal wrote the line over itself.
+    package = Path(sessionstore.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                doc = ast.get_docstring(node, clean=False) or ""
+                if re.search(r"[\x00-\x08\x0b-\x1f\x7f]", doc):
+                    found.append(f"{path.relative_to(package)}: {getattr(node, 'name', '')}")
+    assert found == []
+
+
+@pytest.mark.parametrize("view", [ScopedStore, SyncScopedStore], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("name", ["list", "heads", "journals"])
+def test_a_scoped_view_s_listings_say_they_list_the_owner_s_alone(view: type, name: str) -> None:
+    # The protocol's "every session" / "every head", read on a view, told a
+    # user the view lists every owner's.
+    doc = inspect.getdoc(getattr(view, name)) or ""
+    assert "the owner's" in doc
+    assert "every" not in doc
+
+
+def test_a_backend_s_own_journal_docstring_still_leads_to_the_contract() -> None:
+    # JsonlStore.journal said only where the file is: help() lost what
+    # ``durability`` means and what the call raises.
+    doc = inspect.getdoc(JsonlStore.journal) or ""
+    assert "session_journal.jsonl" in doc
+    assert "durability" in doc
+    assert "`SessionStore.journal`" in doc
+
+
+def test_the_memory_store_s_journal_does_not_promise_to_survive_a_power_loss() -> None:
+    # The contract's durability="full" "survives a power loss"; read on a
+    # memory store, whose journals end with the process, it was untrue.
+    doc = inspect.getdoc(MemoryStore.journal) or ""
+    assert "power loss" not in doc
+    assert "ends with the process" in doc

@@ -22,6 +22,8 @@ ACCEPTED = [
     ("2026-12-01", "2026-12-01T00:00:00Z"),  # a date alone: its midnight UTC
     ("2026-12-01T09:00:00Z", "2026-12-01T09:00:00Z"),
     ("2026-12-01T09:00:00z", "2026-12-01T09:00:00Z"),
+    ("2026-12-01t09:00:00z", "2026-12-01T09:00:00Z"),  # RFC 3339 5.6: a lowercase t too
+    ("2026-12-01t10:00:00+01:00", "2026-12-01T09:00:00Z"),
     ("2026-12-01T09:00:00+00:00", "2026-12-01T09:00:00Z"),
     ("2026-12-01T10:30:00+01:30", "2026-12-01T09:00:00Z"),
     ("2026-12-01 09:00:00Z", "2026-12-01T09:00:00Z"),
@@ -33,9 +35,13 @@ REFUSED = [
     ("2026-12-01T09:00:00", "has no time zone"),  # not read as UTC: hours off
     ("2026-12-01 09:00:00.5", "has no time zone"),
     ("2026-12-01T09:00Z", "is not an RFC 3339 time"),  # seconds are not optional
+    ("2026-12-01t09:00:00", "has no time zone"),
+    ("2026-12-01x09:00:00Z", "is not an RFC 3339 time"),
     ("20261201", "is not an RFC 3339 time"),
     ("2026-W49-1", "is not an RFC 3339 time"),
     ("last tuesday", "is not an RFC 3339 time"),
+    ("orange", "is not an RFC 3339 time"),  # a word with "range" in it is no range error
+    ("2026-12-01T09:00:00 arrange", "is not an RFC 3339 time"),
     ("", "is not an RFC 3339 time"),
     ("2026-02-30", "is out of range"),
     ("2026-12-01T24:00:00Z", "is out of range"),

@@ -33,7 +33,11 @@ def idle_since(idle_for: object) -> Timestamp:
     if not isinstance(idle_for, timedelta) or idle_for < timedelta(0):
         raise ConfigurationError(f"idle_for= takes a timedelta of 0 or more, not {idle_for!r}")
     now = Timestamp.now().to_datetime()
-    return Timestamp.from_datetime(now - idle_for)
+    try:
+        return Timestamp.from_datetime(now - idle_for)
+    except OverflowError:  # as the command line's --idle says it
+        why = f"idle_for= reaches back before the year 1: {idle_for!r}"
+        raise ConfigurationError(why) from None
 
 
 def named(sessions: Sequence[str] | None) -> list[str] | None:

@@ -76,7 +76,7 @@ class JournalBase(SessionJournal, abc.ABC):
         return Journal.parse(await self.read_bytes())
 
     async def read_blocks(self) -> AsyncIterator[bytes]:
-        """One piece here; a backend that can stream overrides it."""
+        """The journal's bytes in pieces, which join to `read_bytes`: here one piece."""
         yield await self.read_bytes()
 
     async def begin(self, header: SessionHeader, leftover: Journal) -> None:

@@ -357,6 +357,9 @@ class MemoryStore(StoreBase):
         return builtins.list(self._heads)
 
     def journal(self, name: str, *, durability: JournalDurability = "full") -> MemoryJournal:
+        """The journal called ``name`` (one per agent), kept in this store's
+        memory: it ends with the process, whatever ``durability`` (checked,
+        and what it raises, as `SessionStore.journal` says)."""
         check_journal_durability(durability)
         validate_session_id(name)
         self._check_open(name)

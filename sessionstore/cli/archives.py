@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.text import Text
@@ -268,10 +269,20 @@ async def run_retire(args: argparse.Namespace) -> int:
             return False
         return True
 
-    async with opened(args, read=True) as store:
-        # A session not found is reported, and the others retired.
-        chosen = await sessions_named(store, args.session, exact=args.exact, missing_ok=True)
-        with progress_bar("retiring") as progress:
+    with contextlib.ExitStack() as shown:
+        bar: Callable[[int, int], None] | None = None
+
+        def progress(done: int, total: int) -> None:
+            # The bar starts with the first session, after any question is
+            # answered: one drawn meanwhile writes over the question.
+            nonlocal bar
+            if bar is None:
+                bar = shown.enter_context(progress_bar("retiring"))
+            bar(done, total)
+
+        async with opened(args, read=True) as store:
+            # A session not found is reported, and the others retired.
+            chosen = await sessions_named(store, args.session, exact=args.exact, missing_ok=True)
             report = await retire(
                 store,
                 args.to,

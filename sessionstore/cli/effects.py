@@ -112,19 +112,25 @@ async def _forget(args: argparse.Namespace) -> int:
             lines = await forget_effects(store, cutoff, reason=args.reason, by=by)
             forgotten = {(name, line.key) for name, made in lines.items() for line in made}
             old = [(name, s) for name, s in old if (name, s.key) in forgotten]
-    columns = ("journal", "key", "state", "tool", "session", "finished")
-    rows = [
-        (name, s.key, s.state, s.tool or "-", s.session or "-", moment(s.finished or ""))
-        for name, s in old
-    ]
-    verb = "forgotten" if args.yes else "to forget"
-    records(f"effects finished before {args.forget_before}: {verb}", columns, rows, head="key")
     done = sum(1 for _, s in old if s.state == "done")
-    if args.yes:
-        said = f" by {by}" if by else ""
-        print(escaped(f"forgot {counted(len(old), 'effect')}{said}; reason: {args.reason}"))
+    if args.json:
+        for name, s in old:
+            print(_finished_json(name, s, forgotten=args.yes))
     else:
-        print(f"{counted(len(old), 'effect')} would be forgotten; add --yes --reason TEXT to do it")
+        columns = ("journal", "key", "state", "tool", "session", "finished")
+        rows = [
+            (name, s.key, s.state, s.tool or "-", s.session or "-", moment(s.finished or ""))
+            for name, s in old
+        ]
+        verb = "forgotten" if args.yes else "to forget"
+        records(f"effects finished before {args.forget_before}: {verb}", columns, rows, head="key")
+        if args.yes:
+            said = f" by {by}" if by else ""
+            print(escaped(f"forgot {counted(len(old), 'effect')}{said}; reason: {args.reason}"))
+        else:
+            given = args.reason is not None and args.reason.strip()
+            missing = "--yes" if given else "--yes --reason TEXT"
+            print(f"{counted(len(old), 'effect')} would be forgotten; add {missing} to do it")
     if done:
         err_console.print(
             Text(
@@ -133,3 +139,18 @@ async def _forget(args: argparse.Namespace) -> int:
             )
         )
     return 0
+
+
+def _finished_json(journal: str, s: EffectState, *, forgotten: bool) -> str:
+    """A finished effect that ``--forget-before`` lists, or forgot, as one JSON line."""
+    return encode_value(
+        {
+            "journal": journal,
+            "key": s.key,
+            "state": s.state,
+            "tool": s.tool,
+            "session": s.session,
+            "finished": s.finished,
+            "forgotten": forgotten,
+        }
+    )

@@ -151,7 +151,7 @@ def glance(summary: SessionSummary) -> tuple[object, ...]:
 
 
 def imported_header(session_id: str) -> str:
-    """A header line written elsewhere: spaced, keys out of order, an unknown
+    r"""A header line written elsewhere: spaced, keys out of order, an unknown
     field, a trailing ``\r``; ``session_id`` is spelled as is."""
     return (
         '{ "created_at" : "2026-01-01T00:00:00Z" , "id" : "'

@@ -88,8 +88,9 @@ async def test_without_a_filter_nothing_is_retired(store: SessionStore, tmp_path
         ({"before": "last tuesday"}, "not an RFC 3339 time"),
         ({"idle_for": timedelta(days=-1)}, "timedelta of 0 or more"),
         ({"sessions": "s1"}, "list of ids"),
+        ({"idle_for": timedelta.max}, "reaches back before the year 1"),  # was OverflowError
     ],
-    ids=["naive", "not-a-time", "negative-idle", "one-string"],
+    ids=["naive", "not-a-time", "negative-idle", "one-string", "idle-before-year-1"],
 )
 async def test_an_ambiguous_option_is_refused_before_anything_moves(
     store: SessionStore, tmp_path: Path, options: dict[str, Any], message_part: str

@@ -94,6 +94,8 @@ def test_forgetting_lists_first_then_forgets_recorded_and_the_key_runs_afresh(
     assert out.splitlines()[-1] == "1 effect would be forgotten; add --yes --reason TEXT to do it"
     assert "a replay of one of these would run it again" in err
     assert asyncio.run(_once(db, "mailer", "m1", "send_email")) == "m-1"  # nothing forgotten yet
+    status, out, _ = run(capsys, *forget, "--reason", "older than 30 days")
+    assert (status, out.splitlines()[-1]) == (0, "1 effect would be forgotten; add --yes to do it")
     status, _, err = run(capsys, *forget, "--yes")
     assert (status, "needs --reason" in err) == (1, True)
     status, out, _ = run(capsys, *forget, "--yes", "--reason", "older than 30 days", "--by", "ops")
@@ -181,3 +183,23 @@ def test_forgetting_goes_over_every_journal_a_key_name_in_each(
     ]
     assert out.splitlines()[-1] == "forgot 2 effects by ops; reason: old"
     assert asyncio.run(_once(db, "quiet", "m1", "count")) == "ran"  # forgotten: runs afresh
+
+
+def test_forgetting_with_json_prints_one_object_an_effect(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # --json was taken and ignored: a script piping it to jq got the table.
+    db = str(tmp_path / "s.db")
+    asyncio.run(_store(db))
+    forget = ("--db", db, "effects", "--json", "--forget-before", "2999-01-01")
+    for given, forgotten in [((), False), (("--yes", "--reason", "old", "--by", "ops"), True)]:
+        status, out, err = run(capsys, *forget, *given)
+        assert status == 0
+        (line,) = out.splitlines()
+        found = json.loads(line)
+        assert (found["journal"], found["key"], found["state"]) == ("mailer", "m1", "done")
+        assert (found["tool"], found["session"], found["forgotten"]) == (
+            "send_email", "chat-1", forgotten
+        )  # fmt: skip
+        assert found["finished"].endswith("+00:00")
+        assert "would run it again" in err  # the warning stays, on stderr

@@ -1,7 +1,9 @@
 """``sessionstore retire``: old sessions into an archive, checked, then erased."""
 
 import asyncio
+import contextlib
 import io
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -152,3 +154,30 @@ def test_a_retire_that_leaves_some_sessions_or_names_them_does_not_ask(
     status, out, err = run(capsys, "--db", target, "retire", "--to", archive, *every)
     assert (status, err) == (0, "")
     assert stored(target) == {}
+
+
+def test_the_question_is_asked_before_the_progress_bar_starts(
+    capsys: pytest.CaptureFixture[str],
+    target: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On a terminal the bar, once started, redraws its line: started before
+    # the question, it wrote over "retire every session ...? [y/N]" as the
+    # operator was to answer it.
+    fill(target)
+    answer = _Terminal("y\n")
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def bar(description: str) -> Iterator[Callable[[int, int], None]]:
+        events.append(f"bar {description}, {answer.tell()} characters answered")
+        yield lambda done, total: events.append("progress")
+
+    monkeypatch.setattr("sessionstore.cli.archives.progress_bar", bar)
+    monkeypatch.setattr("sys.stdin", answer)
+    archive = str(tmp_path / "archive")
+    status, out, _ = run(capsys, "--db", target, "retire", "--to", archive, "--idle", "0d")
+    assert status == 0
+    assert "retired 4 sessions" in out
+    assert events[:2] == ["bar retiring, 2 characters answered", "progress"]

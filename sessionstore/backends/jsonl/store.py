@@ -172,7 +172,9 @@ class JsonlStore(StoreBase):
         self._journal_keys.drop()
 
     def journal(self, name: str, *, durability: JournalDurability = "full") -> FileJournal:
-        """The file ``<dir>/journals/<name>/session_journal.jsonl``."""
+        """The journal called ``name``, the file
+        ``<dir>/journals/<name>/session_journal.jsonl``; ``durability`` and
+        what it raises as `SessionStore.journal` says."""
         check_journal_durability(durability)
         validate_session_id(name)
         self._check_open(name)
