@@ -2,8 +2,8 @@
 
 SQLite shrinks its file in small steps, PostgreSQL runs the rewrite
 docs/sql.md documents (`sessionstore.backends.sql.vacuum`). A JSONL
-store's erase already deletes the session's files, and memory:// keeps
-nothing on disk: for those, vacuum changes nothing and says so.
+store's erase already deletes the session's files (vacuum removes only the
+index of ids an earlier version kept), and memory:// keeps nothing on disk.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from sessionstore.backends.jsonl.hints import forget_all_ids
 from sessionstore.backends.targets import is_sql_target
 from sessionstore.backends.vacuum_report import CHUNK, VacuumReport
 from sessionstore.errors import ConfigurationError, StorageError
@@ -41,8 +42,9 @@ async def vacuum(
     file 90% erased, benchmarks/RESULTS.md), but writers wait for all of it.
     PostgreSQL: ``VACUUM FULL`` of the tables holding content (each locked
     ``ACCESS EXCLUSIVE`` while copied), the statistics made again, and as a
-    superuser ``pg_statistic`` rewritten and the WAL checkpointed. JSONL and
-    memory: nothing to do (their erase leaves nothing behind), reported so.
+    superuser ``pg_statistic`` rewritten and the WAL checkpointed. JSONL: the
+    index of ids an earlier version kept (``.ids/``, read by nothing now) is
+    removed; their erase leaves nothing else behind. Memory: nothing to do.
 
     Args:
         target: the store, as `open_store` takes it.
@@ -87,11 +89,12 @@ async def vacuum(
         raise ConfigurationError(f"{text!r} names no store: give a directory or a database")
     directory = Path(text.removeprefix("jsonl://"))
     size = await asyncio.to_thread(_directory_bytes, directory)
+    given = await asyncio.to_thread(forget_all_ids, directory)
     return VacuumReport(
         where=str(directory),
         kind="jsonl",
         bytes_before=size,
-        bytes_after=size,
+        bytes_after=size - given,
         notes=["a JSONL store's erase deletes the session's files at once"],
     )
 

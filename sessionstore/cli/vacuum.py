@@ -20,11 +20,14 @@ async def run_vacuum(args: argparse.Namespace) -> int:
             args.db, convert=not args.no_convert, full=args.full, progress=progress
         )
     where = escaped(named(args.db))
-    if report.kind in ("jsonl", "memory"):
+    if report.kind in ("jsonl", "memory") and not report.given_back:
         print(f"{where}: nothing to give back ({report.notes[0]})")
         return 0
     what = f"{size(report.bytes_before)} -> {size(report.bytes_after)}"
     print(f"{where}: gave back {size(report.given_back)} ({what})")
+    if report.kind == "jsonl":
+        print("  removed the index of ids an earlier version kept (.ids/), which nothing reads")
+        return 0
     if report.kind == "sqlite":
         steps = f"{report.pages_freed:,} pages in {report.chunks:,} steps"
         if report.converted:

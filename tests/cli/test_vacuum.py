@@ -49,6 +49,24 @@ def test_vacuum_of_a_jsonl_store_says_there_is_nothing_to_give_back(
     assert out == f"{tmp_path}: nothing to give back ({why})\n"
 
 
+def test_vacuum_of_a_jsonl_store_removes_the_index_of_ids_an_earlier_version_kept(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / ".ids" / ".firsts").mkdir(parents=True)
+    (tmp_path / ".ids" / "s").write_bytes(b"x" * 3000)
+    (tmp_path / ".ids" / ".firsts" / "s").write_bytes(b"x" * 750)
+
+    status, out, err = run(capsys, "--db", str(tmp_path), "vacuum")
+
+    assert status == 0, err
+    first, detail = out.splitlines()
+    assert first.startswith(f"{tmp_path}: gave back 3.8 kB (")
+    assert (
+        detail == "  removed the index of ids an earlier version kept (.ids/), which nothing reads"
+    )
+    assert not (tmp_path / ".ids").exists()
+
+
 def test_vacuum_of_a_missing_database_is_refused_and_creates_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

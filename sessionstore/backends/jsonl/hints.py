@@ -23,8 +23,9 @@ from pathlib import Path
 
 from sessionstore.backends.files import make_directory, open_regular, remove_file
 from sessionstore.backends.jsonl.context import first_kept_in
+from sessionstore.errors import StorageError
 
-__all__ = ["HINTS", "HINT_FROM", "first_kept", "forget", "forget_ids"]
+__all__ = ["HINTS", "HINT_FROM", "first_kept", "forget", "forget_all_ids", "forget_ids"]
 
 HINTS = ".kept"  # <dir>/.kept/<id>: no session id starts with a dot
 HINT_FROM = 1 << 20  # bytes searched (about 1 ms) from which a hint is worth a file
@@ -76,6 +77,27 @@ def forget_ids(directory: Path, session_id: str) -> None:
     for path, own_dirs in ((index, 1), (column, 2)):
         with contextlib.suppress(FileNotFoundError):
             remove_file(path, own_dirs=own_dirs)
+
+
+def forget_all_ids(directory: Path) -> int:
+    """Remove the whole index of ids an earlier version kept (``.ids/``),
+    for `sessionstore.vacuum`: the bytes given back. A link at ``.ids`` or
+    in it is left, never followed; a file an earlier version's process
+    writes meanwhile is left for the next vacuum."""
+    given = 0
+    for folder, own_dirs in ((directory / _IDS / ".firsts", 2), (directory / _IDS, 1)):
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        for name in os.listdir(folder):
+            path = folder / name
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError, StorageError):
+                size = path.lstat().st_size
+                if not path.is_symlink() and not path.is_dir():
+                    remove_file(path, own_dirs=own_dirs)
+                    given += size
+        with contextlib.suppress(OSError, StorageError):
+            remove_file(folder, own_dirs=own_dirs - 1, directory=True)
+    return given
 
 
 def _digest(file: tuple[int, int], fd: int, kept: str, end: int) -> bytes:

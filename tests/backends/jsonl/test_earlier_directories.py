@@ -8,6 +8,7 @@ import hashlib
 import struct
 from pathlib import Path
 
+import sessionstore
 from sessionstore import CompactionEntry, JsonlStore, SessionMeta
 from sessionstore.context import build_context
 from sessionstore.testing.contract import message
@@ -81,3 +82,36 @@ async def test_an_erase_removes_the_session_index_an_earlier_version_wrote(
     assert not any(path.exists() for path in files)
     assert earlier_index_of_other.exists()  # another session's: left
     assert not (tmp_path / "s.jsonl").exists()
+
+
+async def test_vacuum_removes_the_whole_index_an_earlier_version_kept_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    store = await written(tmp_path)
+    files = earlier_index(tmp_path, "s", {"k": 0})
+    given = sum(path.stat().st_size for path in files)
+    sessions_before = (tmp_path / "s.jsonl").read_bytes()
+
+    report = await sessionstore.vacuum(tmp_path)
+
+    assert report.given_back == given > 0
+    assert not (tmp_path / ".ids").exists()
+    assert (tmp_path / "s.jsonl").read_bytes() == sessions_before
+    assert await JsonlStore(tmp_path).integrity() == []
+    assert (await sessionstore.vacuum(tmp_path)).given_back == 0  # nothing left the second time
+    await store.close()
+
+
+async def test_vacuum_leaves_an_index_of_ids_that_is_a_link(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / ".firsts").mkdir(parents=True)
+    (elsewhere / "s").write_bytes(b"not ours")
+    store_dir = tmp_path / "store"
+    store = await written(store_dir)
+    (store_dir / ".ids").symlink_to(elsewhere, target_is_directory=True)
+
+    report = await sessionstore.vacuum(store_dir)
+
+    assert report.given_back == 0
+    assert (elsewhere / "s").read_bytes() == b"not ours"
+    await store.close()
