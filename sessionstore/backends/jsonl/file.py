@@ -73,6 +73,14 @@ def _note(path: Path) -> Path:
     return path.parent / BATCHES / path.name
 
 
+def _noted(path: Path) -> bool:
+    """Whether a note of a batch is there (a link at ``.batch/`` followed:
+    only a look, which the note's open then refuses)."""
+    text = os.fspath(path)  # a string: a Path made each look cost more than the look
+    head, name = os.path.split(text)
+    return os.path.lexists(os.path.join(head, BATCHES, name))
+
+
 def batch_started(path: Path, size: int) -> None:
     """Note that a batch is about to be written after ``size`` bytes of ``path``
     (under the file's exclusive lock)."""
@@ -93,6 +101,8 @@ def batch_ended(path: Path) -> None:
 
 def _unfinished_batch(session_id: str, path: Path, fd: int, *, full: bool) -> None:
     """Cut back a batch whose writer died before it ended (exclusive lock held)."""
+    if not _noted(path):  # the usual case, seen at the cost of one lstat
+        return
     note = _note(path)
     try:
         noted = open_regular(note, os.O_RDONLY, own_dirs=1)
@@ -242,7 +252,7 @@ def complete_size(session_id: str, path: Path, fd: int, *, full: bool) -> int:
         size = os.fstat(fd).st_size
         torn = size == 0 or os.pread(fd, 1, size - 1) != b"\n"
         # A note of a batch, seen under the shared lock: its writer died.
-        if torn or _note(path).exists():
+        if torn or _noted(path):
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = repair(session_id, path, fd, full=full)
         return size

@@ -6,10 +6,12 @@ in docs/jsonl.md; each helper module says how it keeps its part.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import dataclasses
 import logging
 import os
+import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -39,10 +41,10 @@ from sessionstore.backends.jsonl import heads as head_files
 from sessionstore.backends.jsonl import hints, survey
 from sessionstore.backends.jsonl import ids as message_ids
 from sessionstore.backends.jsonl import titles as title_files
+from sessionstore.backends.jsonl.blocks import file_blocks
 from sessionstore.backends.jsonl.context import (
     entries_between,
     last_entry_id,
-    line_number,
     read_context,
 )
 from sessionstore.backends.jsonl.erasures import ErasureLog, digest_file
@@ -74,9 +76,9 @@ from sessionstore.backends.records import (
     header_line,
     imported_header,
 )
+from sessionstore.backends.workers import Workers
 from sessionstore.errors import (
     ConfigurationError,
-    CorruptSessionError,
     SessionConflictError,
     SessionNotFoundError,
     validate_session_id,
@@ -91,12 +93,15 @@ from sessionstore.models import (
 )
 from sessionstore.store import Capability, Order, SessionSummary
 from sessionstore.timestamps import rfc3339_of_ns
-from sessionstore.wire import limits
 
 __all__ = ["SUFFIX", "JsonlStore"]
 
 _T = TypeVar("_T")
 logger = logging.getLogger(__name__)
+
+THREADS = 4
+"""A store's threads for its file work (`sessionstore.backends.workers`): a
+session's calls in one of them, in order, other sessions' ``fsync`` beside."""
 
 
 class JsonlStore(StoreBase):
@@ -142,6 +147,8 @@ class JsonlStore(StoreBase):
         self._listings = Listings(self._dir, keep=write_caches)
         self._gate = ListingGate()  # writes wait for the listings asked before them
         self._journal_keys = KeyIndexes()  # where each journal's keyed lines are
+        self._workers = Workers(THREADS, "sessionstore-jsonl", keyed=True)
+        weakref.finalize(self, self._workers.stop, wait=False)  # dropped unclosed
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._dir)!r})"
@@ -181,9 +188,17 @@ class JsonlStore(StoreBase):
         return self._dir / f"{validate_session_id(session_id)}{SUFFIX}"
 
     async def _run(self, session_id: str | None, call: Callable[[], _T]) -> _T:
-        """Run file work in a thread; OS errors name the file (the session's by default)."""
-        where = self._dir if session_id is None else self.path(session_id)
-        return await in_thread(call, where=where, session_id=session_id)
+        """Run file work in the session's thread; OS errors name the file (the
+        session's by default)."""
+        where = self._dir if session_id is None else partial(self.path, session_id)
+        return await in_thread(
+            call, where=where, session_id=session_id, workers=self._workers, key=session_id
+        )
+
+    async def close(self) -> None:
+        """Closed: the calls running end, then the store's threads."""
+        await super().close()
+        await asyncio.to_thread(self._workers.stop)
 
     # ------------------------------------------------------------ create
 
@@ -314,42 +329,9 @@ class JsonlStore(StoreBase):
 
     async def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
         self._check(session_id)
-        path = self.path(session_id)
-        fd = await self._run(session_id, lambda: open_session(session_id, path, os.O_RDONLY))
-        try:
-            size = await self._run(
-                session_id, lambda: complete_size(session_id, path, fd, full=self._full)
-            )
-            offset, rest = 0, b""
-            while offset < size:
-                read = partial(os.pread, fd, min(READ, size - offset), offset)
-                chunk = rest + await self._run(session_id, read)
-                at = offset - len(rest)  # where the chunk starts in the file
-                offset += len(chunk) - len(rest)
-                cut = chunk.rfind(b"\n") + 1
-                block, rest = chunk[:cut], chunk[cut:]
-                if len(rest) > limits.MAX_LINE:  # never joined whole: refused here
-                    size_of = f"a line of more than {len(rest)} bytes"
-                    reason = f"{size_of}, longer than the limit of {limits.MAX_LINE}"
-                    raise await self._corrupt(session_id, fd, at + cut, reason)
-                if not block.isascii():  # ASCII is UTF-8, and quicker to tell
-                    try:
-                        block.decode("utf-8")
-                    except UnicodeDecodeError as exc:
-                        start = block.rfind(b"\n", 0, exc.start) + 1
-                        reason = f"invalid UTF-8 at byte {exc.start - start}"
-                        raise await self._corrupt(session_id, fd, at + start, reason) from None
-                if block:
-                    yield block
-        finally:
-            os.close(fd)
-
-    async def _corrupt(
-        self, session_id: str, fd: int, offset: int, reason: str
-    ) -> CorruptSessionError:
-        """The fault of the session file's line at ``offset``, numbered."""
-        line = await self._run(session_id, partial(line_number, fd, offset))
-        return CorruptSessionError(session_id, reason, path=str(self.path(session_id)), line=line)
+        run = partial(self._run, session_id)
+        async for block in file_blocks(session_id, self.path(session_id), run, full=self._full):
+            yield block
 
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:
 
@@ -366,7 +348,10 @@ class JsonlStore(StoreBase):
         self._check(meta.id)
         path = self.path(meta.id)
         await self._gate.passed()
-        run = partial(self._run, meta.id)
+        # Not in the session's thread: an import holds the session's lock
+        # from one call to the next, and an append waiting for it there would
+        # keep the import's next call from running.
+        run = partial(in_thread, where=path, session_id=meta.id)
         writer = Importer(meta.id, path, self._dir, self._full, run, self._write_caches)
         if after is None:
             return await writer.new(header, entries)
@@ -433,7 +418,7 @@ class JsonlStore(StoreBase):
             finally:
                 os.close(fd)  # releases the lock
 
-        await in_thread(set_head, where=path)
+        await in_thread(set_head, where=path, workers=self._workers, key=path)
 
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
         path = self._head(name)
@@ -446,11 +431,12 @@ class JsonlStore(StoreBase):
                 return
             head_files.append_moves(name, path, moves, full=self._full, after=after)
 
-        await in_thread(import_head, where=path)
+        await in_thread(import_head, where=path, workers=self._workers, key=path)
 
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
         path = self._head(name)
-        return await in_thread(partial(head_files.read_moves, name, path), where=path)
+        read = partial(head_files.read_moves, name, path)
+        return await in_thread(read, where=path, workers=self._workers, key=path)
 
     async def heads(self) -> builtins.list[str]:
         self._check_open()

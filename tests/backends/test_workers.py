@@ -1,4 +1,5 @@
-"""The SQLite store's worker threads: results, errors and cancellation reach the loop."""
+"""A store's worker threads: results, errors and cancellation reach the loop,
+keyed calls keep their order, a call after the end is refused."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from functools import partial
 
 import pytest
 
-from sessionstore.backends.sql.runner import Workers
+from sessionstore.backends.workers import Workers, WorkersStopped
 
 
 @pytest.fixture
@@ -75,3 +76,54 @@ def test_a_call_ending_after_its_loop_closed_leaves_the_worker_alive() -> None:
 
     assert asyncio.run(call_again()) == "alive"
     workers.stop()
+
+
+def test_no_thread_runs_before_the_first_call() -> None:
+    before = set(threading.enumerate())
+    workers = Workers(3, "test-unstarted")
+    assert set(threading.enumerate()) == before
+    workers.stop()  # nothing to end
+
+
+async def test_a_call_after_stop_is_refused() -> None:
+    workers = Workers(2, "test-workers")
+    assert await workers.call(lambda: 1) == 1
+    await asyncio.to_thread(workers.stop)
+    with pytest.raises(WorkersStopped, match="test-workers"):
+        workers.call(lambda: 2)
+
+
+async def test_keyed_calls_of_one_key_run_in_order_in_one_thread() -> None:
+    workers = Workers(3, "test-keyed", keyed=True)
+    try:
+        ran: list[tuple[str, int, str]] = []
+
+        def note(key: str, n: int) -> None:
+            ran.append((key, n, threading.current_thread().name))
+
+        calls = [workers.call(partial(note, key, n), key) for n in range(30) for key in "abcdef"]
+        await asyncio.gather(*calls)
+        for key in "abcdef":
+            mine = [(n, thread) for found, n, thread in ran if found == key]
+            assert [n for n, _ in mine] == list(range(30))
+            assert len({thread for _, thread in mine}) == 1
+        assert len({thread for _, _, thread in ran}) > 1  # the keys spread over the threads
+    finally:
+        await asyncio.to_thread(workers.stop)
+
+
+async def test_a_key_waiting_leaves_the_keys_of_other_threads_running() -> None:
+    workers = Workers(2, "test-keyed", keyed=True)
+    try:
+        first = await workers.call(threading.current_thread, "k0")
+        other = "k1"
+        while await workers.call(threading.current_thread, other) is first:
+            other += "1"
+        release = threading.Event()
+        blocked = workers.call(lambda: release.wait(5), "k0")
+        assert await asyncio.wait_for(workers.call(lambda: "ran", other), 5) == "ran"
+        assert not blocked.done()
+        release.set()
+        assert await blocked is True
+    finally:
+        await asyncio.to_thread(workers.stop)
