@@ -39,7 +39,6 @@ async def test_a_read_going_on_at_close_is_refused_as_closed(tmp_path: Path) -> 
     await store.close()
     with pytest.raises(ClosedError, match="closed"):
         await anext(blocks)
-    await blocks.aclose()
 
 
 async def test_a_store_collected_unclosed_ends_its_threads(tmp_path: Path) -> None:
