@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import queue
 import threading
 import zlib
@@ -77,8 +78,10 @@ class Workers:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()  # held while starting or stopping, never across a call
         self._stopped = False
+        self._pid = 0  # the process that started the threads: a forked child has none
 
     def _start(self) -> None:
+        self._queues, self._threads, self._pid = [], [], os.getpid()
         shared: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         for n in range(self._count):
             jobs = queue.SimpleQueue() if self._keyed else shared
@@ -95,7 +98,7 @@ class Workers:
         with self._lock:  # never a call queued behind the end of the threads
             if self._stopped:
                 raise WorkersStopped(f"the {self._name} threads are stopped")
-            if not self._threads:
+            if self._pid != os.getpid():  # first call, or the first in a forked child
                 self._start()
             if self._keyed and key is not None:
                 # A stable pick (hash() is salted per process for strings).

@@ -4,8 +4,9 @@ keyed calls keep their order, a call after the end is refused."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 
 import pytest
@@ -127,3 +128,22 @@ async def test_a_key_waiting_leaves_the_keys_of_other_threads_running() -> None:
         assert await blocked is True
     finally:
         await asyncio.to_thread(workers.stop)
+
+
+def test_a_forked_child_runs_its_calls_in_threads_of_its_own() -> None:
+    workers = Workers(1, "test-fork")
+
+    async def call(fn: Callable[[], int]) -> int:
+        return await asyncio.wait_for(workers.call(fn), 5)
+
+    assert asyncio.run(call(threading.get_ident)) != threading.get_ident()
+    child = os.fork()  # the parent's thread is not in the child
+    if child == 0:
+        ran = False
+        try:
+            ran = asyncio.run(call(os.getpid)) == os.getpid()
+        finally:
+            os._exit(0 if ran else 1)  # never back into pytest
+    _, status = os.waitpid(child, 0)
+    workers.stop()
+    assert os.waitstatus_to_exitcode(status) == 0
