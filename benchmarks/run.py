@@ -789,9 +789,9 @@ class Bench:
                     context = store.load_context
                     for _ in range(self.rounds):
                         # Without the JSONL hint left beside the files,
-                        # the first call searches as after a new compaction
-                        # (with the index of ids, which appends keep); with
-                        # it, as a new process finds it after the first.
+                        # the first call searches the history's bytes, as
+                        # after a new compaction; with it, as a new process
+                        # finds it after the first.
                         shutil.rmtree(where / HINTS, ignore_errors=True)
                         forget(store)
                         unhinted[count].append(await aper_call(lambda: context("s"), 1))  # noqa: B023

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sessionstore.effect_options import instant
-from sessionstore.errors import ConfigurationError
+from sessionstore.effect_options import forget_cutoff
+from sessionstore.timestamps import Timestamp
 
 if TYPE_CHECKING:
     from sessionstore.effect_lines import EffectState
@@ -49,7 +49,11 @@ async def effects_in_doubt(store: SessionStore) -> list[JournalEffect]:
 
 
 async def forget_effects(
-    store: SessionStore, before: str | datetime, *, reason: str, by: str | None = None
+    store: SessionStore,
+    before: str | datetime | Timestamp,
+    *,
+    reason: str,
+    by: str | None = None,
 ) -> dict[str, list[Effect]]:
     """`EffectLog.forget` on every journal of ``store``: the effects finished
     before ``before`` forgotten, each recorded; a forgotten key's next run
@@ -61,9 +65,7 @@ async def forget_effects(
     Raises:
         ConfigurationError: as `EffectLog.forget`, before any journal is touched.
     """
-    cutoff = instant(before)
-    if not reason.strip():
-        raise ConfigurationError("forgetting effects needs a reason: why they may go")
+    cutoff = forget_cutoff(before, reason)
     forgotten: dict[str, list[Effect]] = {}
     for name in sorted(await store.journals()):
         lines = await store.journal(name).effects.forget(cutoff, reason=reason, by=by)

@@ -58,6 +58,11 @@ class Found:
         found: how many of its runs were found in doubt since it was last
             settled not done (finds of one run count once).
         seen: the run ``anchor`` belongs to was found in doubt already.
+        lines: how many lines the log holds under the key, every one (those
+            before a ``forgotten`` and those that do not decode included):
+            with ``last``, what tells that nothing came since, exactly, where
+            two runs may write the same line in the same instant.
+        anchor_at: ``lines`` when ``anchor`` was the last line.
     """
 
     intent: Effect | None = None
@@ -66,6 +71,8 @@ class Found:
     anchor: Effect | None = None
     found: int = 0
     seen: bool = False
+    lines: int = 0
+    anchor_at: int = 0
 
     @property
     def outcome(self) -> Effect | None:
@@ -84,8 +91,9 @@ class Found:
         elif kind == "not-done":
             self.found, self.seen = 0, False
         self.last = effect
+        self.lines += 1
         if kind != "doubt":
-            self.anchor = effect
+            self.anchor, self.anchor_at = effect, self.lines
 
 
 def find_key(key: str, keyed: Keyed) -> Found | None:
@@ -96,9 +104,10 @@ def find_key(key: str, keyed: Keyed) -> Found | None:
         try:
             effect = decode_effect(line)
         except InvalidRecordError:
+            found.lines += 1
             continue
         if effect.effect == "forgotten":
-            found = Found()
+            found = Found(lines=found.lines + 1)
         else:
             found.add(effect)
     return None if found.last is None else found
@@ -117,24 +126,30 @@ def forgotten(key: str, keyed: Keyed) -> Effect | None:
     return last if last is not None and last.effect == "forgotten" else None
 
 
-def moved(key: str, seen: Effect, keyed: Keyed) -> Found | None:
-    """What the log holds of ``key`` when its last line is no longer ``seen``;
-    None when it still is."""
+def moved(key: str, seen: Effect, lines: int, keyed: Keyed) -> Found | None:
+    """What the log holds of ``key`` when a line came since it held ``lines``
+    of them, the last ``seen`` (`Found.lines`, `Found.last`); None when none did."""
     found = find_key(key, keyed)
-    return None if found is not None and found.last == seen else found or Found()
+    if found is not None and (found.lines, found.last) == (lines, seen):
+        return None
+    return found or Found()
 
 
-def drifted(key: str, anchor: Effect, keyed: Keyed) -> Found | None:
+def drifted(key: str, anchor: Effect, at: int, held: list[Found], keyed: Keyed) -> Found | None:
     """What the log holds of ``key`` when it is no longer in doubt from the run
-    ``anchor`` (a line other than a ``doubt`` came since); None when it still is."""
+    ``anchor``, its line number ``at`` (`Found.anchor_at`): a line other than
+    a ``doubt`` came since; None when it still is, ``held`` then given what
+    the log holds (other runs' finds may have come since: what a line
+    written now follows)."""
     found = find_key(key, keyed)
     last = None if found is None else found.last
     if (
         found is not None
-        and found.anchor == anchor
+        and (found.anchor_at, found.anchor) == (at, anchor)
         and last is not None
         and last.effect in DOUBTFUL
     ):
+        held[:] = [found]
         return None
     return found or Found()
 

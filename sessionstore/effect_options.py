@@ -7,10 +7,14 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import Any, Final, TypeAlias
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from sessionstore.errors import ConfigurationError
+from sessionstore.timestamps import Timestamp, given_instant
+
+if TYPE_CHECKING:
+    from sessionstore.effect_lines import EffectState
 
 __all__ = [
     "BACKOFF_CAP",
@@ -19,7 +23,8 @@ __all__ = [
     "before_instant",
     "check_options",
     "delay",
-    "instant",
+    "finished_before",
+    "forget_cutoff",
     "line_instant",
     "pause",
     "timed",
@@ -116,58 +121,43 @@ async def pause(seconds: float) -> None:
         await asyncio.sleep(seconds)
 
 
-def instant(when: str | datetime) -> datetime:
-    """An RFC 3339 time or an aware datetime, as an aware datetime.
-
-    Raises:
-        ConfigurationError: neither, or a datetime or a time of day with no
-            time zone (a date alone is its midnight UTC).
-    """
-    if isinstance(when, datetime):
-        if when.tzinfo is None:
-            raise ConfigurationError(f"{when!r} has no time zone: give one (UTC: +00:00)")
-        return when
-    parsed = _parsed(when)
-    if parsed is None:
-        raise ConfigurationError(
-            f"{when!r} is no RFC 3339 time (2026-12-01, or 2026-12-01T00:00:00Z)"
-        )
-    if parsed.tzinfo is None and len(when.strip()) > len("2026-12-01"):
-        # A time of day with no offset: read as UTC it is hours off from the
-        # operator's local time, which may forget effects they meant to keep.
-        raise ConfigurationError(
-            f"{when!r} has no time zone: give one (2026-12-01T09:00:00Z, or "
-            "2026-12-01T09:00:00+01:00), or a date alone (its midnight UTC)"
-        )
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
 def line_instant(text: str) -> datetime | None:
-    """``text`` as an aware datetime (a date alone: its midnight, UTC;
-    nanoseconds cut to microseconds); None when it is none."""
-    parsed = _parsed(text)
-    if parsed is None:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
-def _parsed(text: str) -> datetime | None:
-    """``text`` as a datetime, naive when it names no offset; None when it is none."""
-    text = text.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    head, dot, rest = text.partition(".")
-    if dot:  # 2026-12-03T11:24:02.114220917+00:00: Python keeps six digits
-        digits = len(rest) - len(rest.lstrip("0123456789"))
-        text = f"{head}.{rest[:digits][:6].ljust(6, '0')}{rest[digits:]}"
+    """A line's time (``at``) as an aware datetime, nanoseconds cut to
+    microseconds; None when it is no time a datetime holds."""
     try:
-        return datetime.fromisoformat(text)
+        return Timestamp.parse(text).to_datetime()
     except ValueError:
         return None
 
 
-def before_instant(cutoff: datetime, stamp: str) -> bool:
+def before_instant(cutoff: Timestamp, stamp: str) -> bool:
     """Whether the line time ``stamp`` is before ``cutoff`` (a time that does
     not parse is not: it is kept)."""
-    parsed = line_instant(stamp)
-    return parsed is not None and parsed < cutoff
+    try:
+        return Timestamp.parse(stamp) < cutoff
+    except ValueError:
+        return False
+
+
+def finished_before(state: EffectState, cutoff: Timestamp) -> bool:
+    """Whether the effect finished (done, failed, settled not done) before
+    ``cutoff``: what `EffectLog.forget` forgets."""
+    finished = state.finished
+    return (
+        state.state in ("done", "failed", "not done")
+        and finished is not None
+        and before_instant(cutoff, finished)
+    )
+
+
+def forget_cutoff(before: object, reason: str) -> Timestamp:
+    """What a prune of effects checks before it touches a journal: ``before``
+    as an instant (`given_instant`) and a ``reason`` that says why.
+
+    Raises:
+        ConfigurationError: ``before`` is no time, or ``reason`` is empty.
+    """
+    cutoff = given_instant(before, "before=")
+    if not reason.strip():
+        raise ConfigurationError("forgetting effects needs a reason: why they may go")
+    return cutoff

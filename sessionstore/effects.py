@@ -37,7 +37,8 @@ from sessionstore.effect_options import (
     before_instant,
     check_options,
     delay,
-    instant,
+    finished_before,
+    forget_cutoff,
     pause,
     timed,
 )
@@ -52,7 +53,7 @@ from sessionstore.errors import (
     InvalidRecordError,
 )
 from sessionstore.models import Effect
-from sessionstore.timestamps import now_rfc3339
+from sessionstore.timestamps import Timestamp, now_rfc3339
 from sessionstore.wire import encode
 
 _T = TypeVar("_T")
@@ -281,7 +282,7 @@ class EffectLog:
                 found = await self._found_in_doubt(key, found, dead_letter)
                 if found.outcome is not None:
                     return _recorded(found.outcome)
-            last = found.last
+            last, lines = found.last, found.lines
             assert last is not None, "a key found has a line"
             if last.effect != "not-done":  # in doubt: ask the check, or run it again
                 if check is not None:
@@ -294,13 +295,13 @@ class EffectLog:
             # Take the key again, as only one of the runs resuming it may.
             again = intent.model_copy(update={"at": now_rfc3339()})
             while taken := await self._journal.append_keyed_unless(
-                [key], partial(moved, key, last), _line(again)
+                [key], partial(moved, key, last, lines), _line(again)
             ):  # another run resumed it first, or an operator settled it
                 if taken.outcome is not None:
                     return _recorded(taken.outcome)
                 if taken.last is None or taken.last.effect != "not-done":
                     raise self._stuck(taken, last)
-                last = taken.last  # settled not done meanwhile: take it again
+                last, lines = taken.last, taken.lines  # settled not done meanwhile: again
         return await self._attempts(key, call, retries, backoff, timeout)
 
     async def _found_in_doubt(self, key: str, found: Found, dead_letter: int | None) -> Found:
@@ -323,10 +324,12 @@ class EffectLog:
             line = Effect(
                 effect="dead-letter" if over else "doubt", key=key, found=count, at=now_rfc3339()
             )
+            held: list[Found] = []
             refused = await self._journal.append_keyed_unless(
-                [key], partial(drifted, key, anchor), _line(line)
+                [key], partial(drifted, key, anchor, found.anchor_at, held), _line(line)
             )
             if refused is None:
+                (found,) = held  # with the finds of other runs written meanwhile
                 found.add(line)
                 if over:
                     raise self._dead(found)
@@ -506,7 +509,7 @@ class EffectLog:
         return [state for state in await self.read() if state.state in _UNRESOLVED]
 
     async def forget(
-        self, before: str | datetime, *, reason: str, by: str | None = None
+        self, before: str | datetime | Timestamp, *, reason: str, by: str | None = None
     ) -> list[Effect]:
         """Forget the effects that finished (done, failed, settled not done)
         before ``before``: a ``forgotten`` line each, with the time,
@@ -519,7 +522,9 @@ class EffectLog:
         lock; an effect whose lines moved meanwhile is left as it is.
 
         Args:
-            before: an RFC 3339 time, or an aware datetime.
+            before: an RFC 3339 time with its offset, a date alone (its
+                midnight UTC), an aware datetime or a `Timestamp`
+                (`given_instant`).
             reason: why, recorded.
             by: who prunes, recorded.
 
@@ -529,16 +534,8 @@ class EffectLog:
         Raises:
             ConfigurationError: ``before`` is no time, or ``reason`` is empty.
         """
-        cutoff = instant(before)
-        if not reason.strip():
-            raise ConfigurationError("forgetting effects needs a reason: why they may go")
-        old = [
-            state.key
-            for state in await self.read()
-            if state.state in ("done", "failed", "not done")
-            and state.finished is not None
-            and before_instant(cutoff, state.finished)
-        ]
+        cutoff = forget_cutoff(before, reason)
+        old = [state.key for state in await self.read() if finished_before(state, cutoff)]
         forgotten: list[Effect] = []
         for at in range(0, len(old), _FORGET_BATCH):
             keys = old[at : at + _FORGET_BATCH]

@@ -127,7 +127,12 @@ class SessionNotFoundError(SessionStoreError, LookupError):
 
 
 class EntryNotFoundError(SessionStoreError, LookupError):
-    """A session holds no entry with this id (a fork ``at`` it, say)."""
+    """A session holds no entry with this id (a fork ``at`` it, say).
+
+    Attributes:
+        session_id: the session.
+        entry_id: the id it does not hold.
+    """
 
     def __init__(self, session_id: str, entry_id: str) -> None:
         super().__init__(f"session {session_id!r} has no entry {entry_id!r}")

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from sessionstore.archive import retire
-from sessionstore.archive.choosing import age, children_first, idle_since, instant, verdict
+from sessionstore.archive.choosing import age, children_first, idle_since, verdict
 from sessionstore.archive.report import parent_cycles
 from sessionstore.errors import (
     ConfigurationError,
@@ -33,7 +33,7 @@ from sessionstore.errors import (
     SessionNotFoundError,
 )
 from sessionstore.store import SessionStore, SessionSummary
-from sessionstore.timestamps import Timestamp
+from sessionstore.timestamps import Timestamp, given_instant
 
 __all__ = [
     "Action",
@@ -75,7 +75,8 @@ class Policy:
         idle_for: only sessions whose last entry (their creation, when they
             have none) is at least this old, as `retire` measures it.
         created_before: only sessions whose ``created_at`` is strictly
-            earlier: an aware `datetime`, a `Timestamp` or an RFC 3339 string.
+            earlier: an aware `datetime`, a `Timestamp`, an RFC 3339 string
+            with its offset, or a date alone (its midnight UTC): `given_instant`.
         owner: only sessions whose header names this owner.
         tags: only sessions that carry every one of these tags.
         keep_newest: never the newest N sessions of each owner (by
@@ -142,10 +143,7 @@ class Policy:
         """``created_before`` as an instant."""
         if self.created_before is None:
             return None
-        try:
-            return instant(self.created_before)
-        except ConfigurationError as exc:
-            raise ConfigurationError(str(exc).replace("before=", "created_before=", 1)) from None
+        return given_instant(self.created_before, "created_before=")
 
     def filters(self) -> list[str]:
         """The filters given, in words: ``idle 90d``, ``owner alice``..."""

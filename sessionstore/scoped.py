@@ -68,7 +68,7 @@ _T = TypeVar("_T")
 _S = TypeVar("_S", str, bytes)
 
 
-class ScopedStore:
+class ScopedStore(SessionStore):
     """A store bound to one owner: it creates sessions of that owner and
     reaches no other's. It satisfies `SessionStore` and declares the
     capabilities of the store under it; what differs is said here.
@@ -87,21 +87,17 @@ class ScopedStore:
       no answer, so an id erased and made again for another owner is never
       reached through an old one; ``remember`` trades that for speed.
     * `list` reads what the store's `list` reads (every header) and keeps the
-      owner's; `summaries` and `search` ask the store for ``owner`` alone
-      (an ``owner=`` of someone else finds nothing; cursors of one owner's
-      pages continue only that owner's listings).
-    * Heads and journals are the owner's own names (`prefix`). `set_head`
-      names only the owner's sessions (so does ``expect`` given with
-      ``expect_last``); `import_head` records only moves to the owner's
-      sessions. A head's positions are read as recorded: a position naming
-      a session not the owner's (erased since) leads to not found.
-    * `erasures` lists the erasures of the owner's journals; those of
-      sessions carry no owner and are listed by the store only (`erase`
-      returns the record).
-    * `integrity` gives the store's faults whose subject is exactly one of
-      the owner's sessions, heads or journals.
-    * `close` closes the view, never the store; `drop_caches` forgets the
-      sessions it remembers.
+      owner's; `summaries` and `search` ask the store for ``owner`` alone,
+      so SQL answers from its indexes (an ``owner=`` of someone else finds
+      nothing; cursors of one owner's pages continue only that owner's
+      listings).
+    * Heads and journals are the owner's own names: the store's are
+      `prefix` + the view's, which leaves a view's names `PREFIX_BYTES`
+      fewer bytes (169); a journal's effects and keyed lines go with it.
+      `set_head` names only the owner's sessions (so does ``expect`` given
+      with ``expect_last``). A head's positions are read as recorded: a
+      position naming a session not the owner's (erased since) leads to
+      not found.
 
     Args:
         store: the store the view reads and writes.
@@ -343,9 +339,10 @@ class ScopedStore:
 
     async def integrity(self) -> builtins.list[str]:
         """The store's faults about the owner's sessions, heads or journals,
-        each fault's subject matched exactly (`scoped_names.fault_subject`; a
-        fault of the storage as a whole has none: it is the store's). It costs
-        the store's `integrity` and `list`."""
+        each fault's subject (the session, head or journal it begins with, or
+        the JSONL file it names) matched exactly (`scoped_names.fault_subject`;
+        a fault of the storage as a whole has none: it is the store's). It
+        costs the store's `integrity` and `list`."""
         self._check_open()
         faults = await self._store.integrity()
         if not faults:

@@ -21,7 +21,7 @@ def named(record: Erasure, prefix: str) -> Erasure:
     return record.model_copy(update={"name": record.name.removeprefix(prefix)})
 
 
-class ScopedJournal:
+class ScopedJournal(SessionJournal):
     """An owner's journal: the store's, its erasure records naming it as the owner does."""
 
     def __init__(self, journal: SessionJournal, prefix: str) -> None:

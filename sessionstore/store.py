@@ -330,11 +330,15 @@ class CoreStore(Protocol):
       `InvalidSessionIdError` before storage is touched. A text argument
       holding a lone surrogate is refused by its own error, naming it
       (`ConfigurationError` for options and filters, `InvalidRecordError`
-      for what is recorded, `InvalidCursorError` for ``after``).
+      for what is recorded and a fork's ``at``, `InvalidCursorError` for
+      ``after``, `InvalidSessionIdError` for ids and head or journal names).
     * A ``limit`` or slice position beyond any count means the largest count.
     * Errors derive from `SessionStoreError` and name the session; driver
       and OS errors arrive as `StorageError`, chained. After `close`, every
-      method raises `StorageError`. ``async with store:`` closes it.
+      method raises `ClosedError` (a `StorageError`); ``async with store:``
+      closes it.
+    * A store object may be shared by threads and event loops at once: each
+      call runs on the loop that awaits it.
     * Appends to one session from many tasks never interleave, duplicate or
       lose an entry, and each task's own keep their order. An append that
       returned has reached the storage (backends say whether that survives
@@ -378,7 +382,8 @@ class CoreStore(Protocol):
             StreamingMessageError: the message has ``streaming=True``: only
                 finalized messages are stored.
             InvalidRecordError: the entry holds what the wire format cannot
-                carry (a NaN, a non-string key...).
+                carry (a NaN, a non-string key, nesting past 127 levels, a
+                line past `MAX_LINE`: docs/wire-format.md).
             SessionConflictError: ``expect_last`` or ``expect_head`` does not hold.
         """
         ...
@@ -525,10 +530,12 @@ class CoreStore(Protocol):
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load`.
             ConfigurationError: ``keep_last`` is negative or not an integer,
-                ``summary`` is no string, ``tokens_before`` is negative, or
-                ``dialect`` is unknown; nothing is read or written.
+                ``summary`` is no string, ``tokens_before`` is not 0 to
+                2**64 - 1, or ``dialect`` is unknown; nothing is read or written.
             SessionConflictError: appends kept landing between its read and
-                its write (`COMPACT_ATTEMPTS` times); nothing written.
+                its write (`COMPACT_ATTEMPTS` times), or another compaction
+                landed (a summary cannot stand for one it never saw); nothing
+                written.
         """
         ...
 

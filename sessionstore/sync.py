@@ -53,6 +53,7 @@ from sessionstore.errors import ClosedError, StorageError
 from sessionstore.models import Effect
 from sessionstore.scoped import ScopedStore
 from sessionstore.store import Capability, SessionJournal, SessionStore
+from sessionstore.timestamps import Timestamp
 
 __all__ = [
     "SyncJournal",
@@ -182,11 +183,13 @@ class _Facade(Generic[_O]):
 
 class _Forwarded(Generic[_P, _R]):
     """The method of that name of a facade's object, its result handed to
-    ``run`` on the facade's loop (`_blocking`, `_streamed`)."""
+    ``run`` on the facade's loop (`_blocking`, `_streamed`); its docstring is
+    the async method's, under a line saying how it differs (``form``)."""
 
-    def __init__(self, name: str, run: Callable[[_Loop, Any], _R]) -> None:
-        self._name = name
+    def __init__(self, method: Callable[..., Any], run: Callable[[_Loop, Any], _R], form: str):
+        self._name = method.__name__
         self._run = run
+        self.__doc__ = f"{form} of `{method.__qualname__}`.\n\n{inspect.getdoc(method) or ''}"
 
     @overload
     def __get__(self, facade: None, owner: type[Any]) -> Self: ...
@@ -203,6 +206,7 @@ class _Forwarded(Generic[_P, _R]):
         def forwarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             return run(loop, method(*args, **kwargs))
 
+        forwarded.__doc__ = self.__doc__  # for help() on a store's method
         return forwarded
 
 
@@ -211,14 +215,14 @@ def _blocking(
 ) -> _Forwarded[_P, _T]:
     """An async method as a call that blocks until it is done: same arguments,
     same result, same errors."""
-    return _Forwarded(method.__name__, _Loop.run)
+    return _Forwarded(method, _Loop.run, "Blocking form")
 
 
 def _streamed(
     method: Callable[Concatenate[Any, _P], AsyncIterator[_T]],
 ) -> _Forwarded[_P, Generator[_T, None, None]]:
     """An async stream as a generator."""
-    return _Forwarded(method.__name__, _Loop.stream)
+    return _Forwarded(method, _Loop.stream, "Generator form")
 
 
 class SyncStore(_Facade[SessionStore]):
@@ -303,6 +307,7 @@ class SyncStore(_Facade[SessionStore]):
         return self._loop.run(self._target.import_session(header, _lines(entries), after=after))
 
     def journal(self, name: str, *, durability: JournalDurability = "full") -> SyncJournal:
+        """`CoreStore.journal`, as a `SyncJournal` whose methods block."""
         return SyncJournal(self._target.journal(name, durability=durability), self._loop)
 
     def scoped(self, owner: str, *, remember: int = 0) -> SyncScopedStore:
@@ -315,14 +320,15 @@ class SyncStore(_Facade[SessionStore]):
         return SyncScopedStore(ScopedStore(self._target, owner, remember=remember), self._loop)
 
     def drop_caches(self) -> None:
+        """`CoreStore.drop_caches` of the store underneath."""
         self._target.drop_caches()
 
     def close(self) -> None:
         """Close the store, then stop its loop; closing twice is fine.
 
         Calls in flight in other threads (a stream being read, an append
-        waiting for its commit) end with `StorageError`, as every call made
-        afterwards does; none is left waiting.
+        waiting for its commit) end with `ClosedError` (a `StorageError`), as
+        every call made afterwards does; none is left waiting.
         """
         self._loop.stop(self._target.close())
 
@@ -372,6 +378,7 @@ class SyncJournal(_Facade[SessionJournal]):
         found: Callable[[dict[str, builtins.list[bytes]]], _T | None],
         *lines: bytes,
     ) -> _T | None:
+        """Blocking form of `SessionJournal.append_keyed_unless`."""
         return self._loop.run(self._target.append_keyed_unless(keys, found, *lines))
 
     @property
@@ -465,7 +472,7 @@ def effects_in_doubt(store: SyncStore) -> list[JournalEffect]:
 
 
 def forget_effects(
-    store: SyncStore, before: str | datetime, *, reason: str, by: str | None = None
+    store: SyncStore, before: str | datetime | Timestamp, *, reason: str, by: str | None = None
 ) -> dict[str, list[Effect]]:
     """`sessionstore.forget_effects` of a blocking store."""
     return store.run(partial(async_forget_effects, before=before, reason=reason, by=by))

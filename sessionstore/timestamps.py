@@ -24,10 +24,16 @@ the time; a lowercase ``t`` does not. A second ``60`` is a leap second, at
 any minute, and stays one in UTC (written ``:60``). The instant is taken in
 UTC even where the offset moves it out of 0001-9999: ``0000-12-31T23:59:00Z``,
 ``-0001-12-31T23:59:00Z``, ``+10000-01-01T00:00:00Z``.
+
+A time a user gives (``retire(before=)``, a policy's ``created_before=``,
+``EffectLog.forget``, the command line's ``--before`` and ``--forget-before``)
+is read by `given_instant`: those date-times, or a date alone (its midnight
+UTC); a time of day without an offset is refused.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -35,7 +41,7 @@ from typing import Any
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-__all__ = ["Timestamp", "now_rfc3339", "rfc3339_of_ns"]
+__all__ = ["Timestamp", "given_instant", "now_rfc3339", "rfc3339_of_ns"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NANOS = 1_000_000_000
@@ -370,3 +376,55 @@ class Timestamp:
         return core_schema.no_info_plain_validator_function(
             cls._validate, serialization=core_schema.to_string_ser_schema()
         )
+
+
+_DATE_ALONE = re.compile(r"\s*\d{4}-\d{2}-\d{2}\s*")
+_FORMS = "2026-12-01 (its midnight UTC), 2026-12-01T09:00:00Z or 2026-12-01T09:00:00+01:00"
+
+
+def given_instant(value: object, what: str | None = None) -> Timestamp:
+    """A time a user gives, as an instant: the one rule of every option that
+    takes one (docs/cli.md, "Dates").
+
+    It takes a `Timestamp`; an aware `datetime`; a date alone,
+    ``YYYY-MM-DD``, which is its midnight UTC; or a date-time with its
+    offset (``Z``, ``+00:00``, ``+01:00``) as `Timestamp.parse` reads the
+    journal's times: nanoseconds kept, a space for the ``T``. A time of day
+    with no offset is refused, not read as UTC: typed by an operator in New
+    York it would be five hours off, and keep or erase what was not meant.
+
+    Args:
+        value: the time given.
+        what: the option it was given to (``before=``), which every message
+            begins with; None: the message names none (argparse names it).
+
+    Raises:
+        ConfigurationError: none of these.
+    """
+
+    # errors.py names the records (models.py), which hold Timestamps: imported here, no cycle.
+    from sessionstore.errors import ConfigurationError
+
+    def refused(detail: str) -> ConfigurationError:
+        return ConfigurationError(detail if what is None else f"{what} {detail}")
+
+    if isinstance(value, Timestamp):
+        return value
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise refused(f"needs an aware datetime (with an offset), not {value}")
+        return Timestamp.from_datetime(value)
+    if not isinstance(value, str):
+        raise refused(f"takes a datetime or an RFC 3339 string, not {value!r}")
+    alone = _DATE_ALONE.fullmatch(value) is not None
+    text = f"{value.strip()}T00:00:00Z" if alone else value
+    try:
+        return Timestamp.parse(text)
+    except ValueError as exc:
+        if "range" in str(exc):
+            raise refused(f"is out of range: {value!r}") from None
+    try:
+        Timestamp.parse(value + "Z")
+    except ValueError:
+        raise refused(f"is not an RFC 3339 time: {value!r} (give {_FORMS})") from None
+    raise refused(f"has no time zone: {value!r} (give {_FORMS})")

@@ -11,9 +11,10 @@ from datetime import UTC, datetime
 import pytest
 
 from sessionstore import EffectFailedError, SessionStore
-from sessionstore.effect_options import BACKOFF_CAP, before_instant, delay, instant
+from sessionstore.effect_options import BACKOFF_CAP, before_instant, delay
 from sessionstore.errors import ConfigurationError
 from sessionstore.testing import JournalBackend
+from sessionstore.timestamps import Timestamp, given_instant
 from sessionstore.wire import decode_effect
 from tests.kinds import JOURNAL_KINDS, StoreTargets
 
@@ -33,14 +34,16 @@ def test_a_backoff_function_is_given_the_attempt_and_must_give_seconds() -> None
 
 
 def test_times_compared_as_instants_whatever_their_form() -> None:
-    cutoff = instant("2026-12-03")
-    assert cutoff == datetime(2026, 12, 3, tzinfo=UTC)
+    cutoff = given_instant("2026-12-03")
+    assert cutoff == Timestamp.from_datetime(datetime(2026, 12, 3, tzinfo=UTC))
     assert before_instant(cutoff, "2026-12-02T23:59:59.999999999+00:00")
     assert not before_instant(cutoff, "2026-12-03T01:00:00+01:00")  # midnight UTC: not before
     assert before_instant(cutoff, "2026-12-03T00:59:59+01:00")
     assert not before_instant(cutoff, "not a time")  # kept, never forgotten
-    with pytest.raises(ConfigurationError, match="no time zone"):
-        instant(datetime(2026, 12, 3))
+    later = given_instant("2026-12-03T00:00:00.000000002Z")  # nanoseconds compared
+    assert before_instant(later, "2026-12-03T00:00:00.000000001Z")
+    with pytest.raises(ConfigurationError, match="needs an aware datetime"):
+        given_instant(datetime(2026, 12, 3))
 
 
 @pytest.fixture(params=JOURNAL_KINDS)

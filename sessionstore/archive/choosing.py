@@ -7,11 +7,11 @@ seconds included, never as strings.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from sessionstore.errors import ConfigurationError, validate_session_id
 from sessionstore.store import SessionSummary
-from sessionstore.timestamps import Timestamp
+from sessionstore.timestamps import Timestamp, given_instant
 
 __all__ = [
     "children_first",
@@ -24,19 +24,8 @@ __all__ = [
 
 
 def instant(value: object) -> Timestamp:
-    """``before`` as an instant."""
-    if isinstance(value, Timestamp):
-        return value
-    if isinstance(value, datetime):
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ConfigurationError(f"before= needs an aware datetime (with an offset): {value}")
-        return Timestamp.from_datetime(value)
-    if isinstance(value, str):
-        try:
-            return Timestamp.parse(value)
-        except ValueError as exc:
-            raise ConfigurationError(f"before= is not an RFC 3339 time: {exc}") from None
-    raise ConfigurationError(f"before= takes a datetime or an RFC 3339 string, not {value!r}")
+    """``before`` as an instant (`given_instant`)."""
+    return given_instant(value, "before=")
 
 
 def idle_since(idle_for: object) -> Timestamp:

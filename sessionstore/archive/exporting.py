@@ -7,7 +7,6 @@ link leading out of it; directories are made 0700, files 0600.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from functools import partial
 from pathlib import Path
@@ -40,15 +39,10 @@ from sessionstore.archive.sealing import (
     sealed_lines,
     stem,
 )
-from sessionstore.backends.files import (
-    FILE_MODE,
-    NotRegularFileError,
-    fsync_directory,
-    make_directory,
-    open_regular,
-    write_all,
-)
+from sessionstore.backends.files import NotRegularFileError, make_directory, open_regular, write_all
+from sessionstore.backends.jsonl.fork import copy_range
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
+from sessionstore.backends.jsonl.temporary import Temporary
 from sessionstore.effects import EFFECTS_FILE, EFFECTS_SUFFIX
 from sessionstore.errors import (
     ArchiveError,
@@ -202,7 +196,7 @@ def _write_manifest(
     refused = {Path(issue.file).relative_to(root).as_posix() for issue in report.refused}
     refused |= {TITLES + "/" + Path(name).name for name in refused if name.startswith(SESSIONS)}
     listed = manifest.updated(root, previous, inside, refused)
-    _AtomicFile.replace(root / manifest.MANIFEST, manifest.render(*key, listed))
+    _replace(root / manifest.MANIFEST, manifest.render(*key, listed))
 
 
 def _one_form(root: Path, path: Path, what: str) -> None:
@@ -234,53 +228,15 @@ def _existing(root: Path, path: Path) -> BinaryIO | None:
     return os.fdopen(fd, "rb")
 
 
-class _AtomicFile:
-    """A file written aside, then renamed into place once synced."""
-
-    def __init__(self, final: Path) -> None:
-        self.final = final
-        self.temporary = final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex}")
-        self.fd = -1
-
-    def open(self, copy_of: BinaryIO | None = None, length: int = 0) -> None:
-        """Create the temporary (and its directory), started as a copy of the
-        first ``length`` bytes of ``copy_of``."""
-        make_directory(self.final.parent)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-        self.fd = open_regular(self.temporary, flags, FILE_MODE)
-        if copy_of is not None:
-            copy_of.seek(0)
-            while length and (chunk := copy_of.read(min(CHUNK, length))):
-                self.write(chunk)
-                length -= len(chunk)
-
-    def write(self, data: bytes) -> None:
-        write_all(self.fd, data)
-
-    def publish(self) -> None:
-        os.fsync(self.fd)
-        os.close(self.fd)
-        self.fd = -1
-        os.replace(self.temporary, self.final)
-        fsync_directory(self.final.parent)
-
-    def discard(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-        self.temporary.unlink(missing_ok=True)
-
-    @classmethod
-    def replace(cls, final: Path, data: bytes) -> None:
-        """``final`` made to hold ``data``, whole: written aside, synced, renamed."""
-        out = cls(final)
-        try:
-            out.open()
-            out.write(data)
-            out.publish()
-        except BaseException:
-            out.discard()
-            raise
+def _replace(path: Path, data: bytes) -> None:
+    """``path`` made to hold ``data``, whole: written aside (``.<name>.tmp-<hex>``,
+    the name docs/archive.md gives a leftover), synced, renamed."""
+    out = Temporary.create(path, "tmp", swept=False)
+    try:
+        write_all(out.fd, data)
+        out.publish(path.name, full=True, replace=True)
+    finally:
+        out.close()
 
 
 class Differs(Exception):
@@ -338,16 +294,16 @@ async def _extend(
     ``replace``, it is written anew then (a journal, which can be cleared)."""
     existing = await io(partial(_existing, root, path), path)
     against = Against(existing, path)
-    out: _AtomicFile | None = None
+    out: Temporary | None = None
     matched = written = 0  # bytes found in the file; lines this run writes
 
-    async def start() -> _AtomicFile:  # the bytes the file holds, then the rest
+    async def start() -> Temporary:  # the bytes the file holds, then the rest
         nonlocal out
-        out = started = _AtomicFile(path)  # discarded below, also if opening fails
-        await io(partial(started.open, copy_of=existing, length=matched), path)
-
+        out = await io(partial(Temporary.create, path, "tmp", swept=False), path)
+        if existing is not None:  # closed below, also if copying fails
+            await io(partial(copy_range, existing.fileno(), out.fd, 0, matched, CHUNK), path)
         report.bytes += matched if replace else 0
-        return started
+        return out
 
     seen = False  # a block, if empty: a journal's file, empty when cleared
     try:
@@ -364,7 +320,7 @@ async def _extend(
             if not new:
                 continue
             out = out or await start()
-            await io(partial(out.write, new), path)
+            await io(partial(write_all, out.fd, new), path)
             written += new.count(b"\n")
             report.bytes += len(new)
         longer = await against.longer()
@@ -375,14 +331,13 @@ async def _extend(
             out = out or await start()
 
         if out is not None:
-            await io(out.publish, path)
-            out = None
+            await io(partial(out.publish, path.name, full=True, replace=True), path)
         return against.lines, written
     finally:
         if existing is not None:
             existing.close()
         if out is not None:
-            await io(out.discard, path)
+            await io(out.close, path)
 
 
 async def _export_session(
@@ -508,7 +463,7 @@ async def _export_keys(root: Path, keys: KeysFile, sealing: Sealing, report: Arc
         new = keys.merged(held, sealing.met)
         if new == held:
             return
-        _AtomicFile.replace(keys.path, new)
+        _replace(keys.path, new)
         report.bytes += len(new)
 
     await io(write, keys.path)

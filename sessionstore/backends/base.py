@@ -1,10 +1,9 @@
 """What a store backend is built from: `StoreBase`, and the helpers it shares.
 
-A backend implements the core hooks (the abstract methods) and the hooks of
-each `Capability` it declares (`CAPABILITY_HOOKS`, checked when the class is
-defined); everything else in the `SessionStore` protocol is built here on
-them, so the contract (`sessionstore.store`) is applied the same way
-everywhere. docs/writing-a-backend.md has the whole story.
+A backend implements the core hooks (the abstract methods) and those of each
+`Capability` it declares (`CAPABILITY_HOOKS`, checked when the class is
+defined); the rest of `SessionStore` is built here on them, so the contract
+is applied the same way everywhere. docs/writing-a-backend.md has the story.
 """
 
 from __future__ import annotations
@@ -72,6 +71,7 @@ from sessionstore.store import (
     Order,
     SearchHit,
     SessionJournal,
+    SessionStore,
     SessionSummary,
 )
 
@@ -102,8 +102,8 @@ CAPABILITY_HOOKS: dict[Capability, tuple[str, ...]] = {
 }
 
 
-class StoreBase(abc.ABC):
-    """The shared behaviour of store backends; see `SessionStore` for the contract."""
+class StoreBase(SessionStore, abc.ABC):
+    """The shared behaviour of store backends, a `SessionStore` (whose docstrings it shows)."""
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset()  # beyond the core
 
@@ -436,7 +436,7 @@ class StoreBase(abc.ABC):
         return []
 
     def raw_blocks(self, session_id: str) -> AsyncIterator[bytes]:
-        """`raw_lines` gathered into blocks of about `BLOCK` bytes."""
+        # `raw_lines` gathered into blocks of about `BLOCK` bytes.
         return gathered_blocks(self.raw_lines(session_id), BLOCK)
 
     async def load_slice(
@@ -548,7 +548,7 @@ class StoreBase(abc.ABC):
         return ScopedStore(self, owner, remember=remember)
 
     def drop_caches(self) -> None:
-        """A backend that caches more forgets it too, and calls this."""
+        # A backend that caches more forgets it too, and calls this.
         self.__dict__.pop("_kept_by_owner", None)
 
     async def close(self) -> None:

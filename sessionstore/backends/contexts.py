@@ -7,6 +7,10 @@ grows, so messages appended since extend the context, unless one moves its
 start (`moves_start`) and it is built again. Beside each message a context
 keeps its entry's id (the summary's: its compaction's), and the id of the
 last entry read, which a compaction expects to end the session.
+
+One `ContextCache` per store object, emptied by its `drop_caches`. What it
+buys (benchmarks/caches.py, JSONL): a context asked again 0.12 ms against
+1.0 ms read again at 1,000 entries, 0.15 against 0.71 ms at 100,000.
 """
 
 from __future__ import annotations

@@ -16,14 +16,15 @@ from sessionstore.effects import EffectLog
 from sessionstore.errors import InvalidRecordError
 from sessionstore.journal import Journal
 from sessionstore.models import Erasure, JournalLine, SessionHeader
+from sessionstore.store import SessionJournal
 
 __all__ = ["JournalBase"]
 
 _T = TypeVar("_T")
 
 
-class JournalBase(abc.ABC):
-    """The shared behaviour of journal backends; see `SessionJournal`."""
+class JournalBase(SessionJournal, abc.ABC):
+    """The shared behaviour of journal backends, a `SessionJournal` (whose docstrings it shows)."""
 
     @abc.abstractmethod
     async def read_bytes(self) -> bytes: ...

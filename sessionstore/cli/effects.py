@@ -13,10 +13,9 @@ from sessionstore.cli.defaults import login
 from sessionstore.cli.opening import opened
 from sessionstore.cli.output import Refused, counted, err_console, escaped, moment, records
 from sessionstore.cli.wording import settle_hint
-from sessionstore.effect_journals import JournalEffect, effects_in_doubt
+from sessionstore.effect_journals import JournalEffect, effects_in_doubt, forget_effects
 from sessionstore.effect_lines import EffectState
-from sessionstore.effect_options import before_instant, instant, line_instant
-from sessionstore.errors import ConfigurationError
+from sessionstore.effect_options import finished_before, line_instant
 from sessionstore.wire import encode_value
 
 __all__ = ["run_effects"]
@@ -100,24 +99,19 @@ def _age(stamp: str | None, now: datetime) -> str:
 
 async def _forget(args: argparse.Namespace) -> int:
     """List the effects finished before the date; with --yes, forget them, recorded."""
-    try:
-        cutoff = instant(args.forget_before)
-    except ConfigurationError as exc:
-        raise Refused(f"--forget-before: {exc}") from None
+    cutoff = args.forget_before  # a Timestamp: the parser refused any other
     if args.yes and (args.reason is None or not args.reason.strip()):
         raise Refused("--forget-before DATE --yes needs --reason TEXT: why they may go (recorded)")
     async with opened(args, read=not args.yes) as store:
         old: list[tuple[str, EffectState]] = []
         for name in sorted(await store.journals()):
             effects = await store.journal(name).effects.read()
-            old += [(name, s) for s in effects if _finished_before(s, cutoff)]
+            old += [(name, s) for s in effects if finished_before(s, cutoff)]
         if args.yes:
             by = args.by or login()
-            forgotten = {}
-            for name in sorted({name for name, _ in old}):
-                lines = await store.journal(name).effects.forget(cutoff, reason=args.reason, by=by)
-                forgotten[name] = {line.key for line in lines}
-            old = [(name, s) for name, s in old if s.key in forgotten.get(name, set())]
+            lines = await forget_effects(store, cutoff, reason=args.reason, by=by)
+            forgotten = {(name, line.key) for name, made in lines.items() for line in made}
+            old = [(name, s) for name, s in old if (name, s.key) in forgotten]
     columns = ("journal", "key", "state", "tool", "session", "finished")
     rows = [
         (name, s.key, s.state, s.tool or "-", s.session or "-", moment(s.finished or ""))
@@ -139,8 +133,3 @@ async def _forget(args: argparse.Namespace) -> int:
             )
         )
     return 0
-
-
-def _finished_before(state: EffectState, cutoff: datetime) -> bool:
-    finished = state.state in ("done", "failed", "not done") and state.finished is not None
-    return finished and before_instant(cutoff, state.finished or "")

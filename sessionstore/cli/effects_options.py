@@ -4,6 +4,8 @@ apart from it so that building the parser loads nothing else."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["EFFECTS_EXAMPLES", "EFFECTS_SUMMARY", "add_effects_arguments"]
 
@@ -20,13 +22,15 @@ EFFECTS_EXAMPLES = (
 )
 
 
-def add_effects_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``sessionstore effects``."""
+def add_effects_arguments(parser: argparse.ArgumentParser, date: Callable[[str], Any]) -> None:
+    """The options of ``sessionstore effects``; ``date`` reads a DATE (the
+    parser's, as this module imports no other of the command line)."""
     parser.add_argument(
         "--json", action="store_true", help="one JSON object a line: journal, key, state, ..."
     )
     parser.add_argument(
         "--forget-before",
+        type=date,
         metavar="DATE",
         help="forget the effects that finished (done, failed, not done) before DATE "
         "(RFC 3339; a date alone is its midnight UTC, a time needs its offset): listed, "

@@ -35,6 +35,7 @@ from sessionstore.cli.policy_options import add_expire_options, add_policy_optio
 
 if TYPE_CHECKING:
     from sessionstore.cli.output import Command
+    from sessionstore.timestamps import Timestamp
 
 __all__ = ["COUNT_RULE", "LazyCommand", "build_parser"]
 
@@ -82,11 +83,15 @@ def _count_argument(text: str) -> int:
     return min(number, _COUNT_MAX)
 
 
-def _date_argument(text: str) -> str:
-    """``--before``: an RFC 3339 time, or a bare date meaning its midnight, UTC."""
-    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-        return f"{text}T00:00:00Z"
-    return text
+def _date_argument(text: str) -> Timestamp:
+    """A DATE option (``--before``, ``--forget-before``): `given_instant`'s rule."""
+    from sessionstore.errors import ConfigurationError
+    from sessionstore.timestamps import given_instant  # loaded by a run given a date
+
+    try:
+        return given_instant(text)
+    except ConfigurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _idle_argument(text: str) -> timedelta:
@@ -483,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="SQLite: one full VACUUM instead of short steps: far quicker when most of the "
         "file was erased, but writers wait for its whole run",
     )
-    add_effects_arguments(command("effects", EFFECTS_SUMMARY, *EFFECTS_EXAMPLES))
+    add_effects_arguments(command("effects", EFFECTS_SUMMARY, *EFFECTS_EXAMPLES), _date_argument)
     command(
         "demo",
         "play a realistic agent conversation into the store and show what it keeps",

@@ -1,8 +1,5 @@
-"""The argument contract as tests (part of `SessionStoreContract`): a lone
-surrogate (``"\\ud800"``), which UTF-8 cannot carry, is refused in every text
-argument by that argument's error, naming it (and the session or head),
-before storage is touched; integers too large for a column or an index are
-brought down where that changes nothing and refused where it would."""
+"""The argument contract as tests (part of `SessionStoreContract`): the rules
+of `CoreStore` for text holding a lone surrogate and integers past any count."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The keyed lines' contract as tests (part of `SessionJournalContract`): a
-line whose top-level ``"key"`` is a string is found under that key, by a
-second journal object too, as soon as any object wrote it."""
+"""The keyed lines' contract as tests (part of `SessionJournalContract`):
+`SessionJournal.keyed`, `scan`, `append_keyed_unless` and `drop`."""
 
 from __future__ import annotations
 

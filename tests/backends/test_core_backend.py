@@ -1,6 +1,7 @@
 """A backend with the core alone, written from docs/writing-a-backend.md: the
 page's `DictStore` passes the core contract, its other capabilities raise
-`CapabilityError`, and a class declaring a capability needs its hooks."""
+`CapabilityError`, a class declaring a capability needs its hooks, and the
+page's tables of hooks and operations are those of `StoreBase` and `store.py`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from sessionstore import Capability, CapabilityError, SessionMeta
 from sessionstore.backends import MemoryStore, StoreBase
+from sessionstore.backends.base import CAPABILITY_HOOKS
 from sessionstore.testing import Backend, SessionStoreContract
 
 PAGE = Path(__file__).parents[2] / "docs" / "writing-a-backend.md"
@@ -69,3 +71,31 @@ def test_a_class_declaring_a_capability_without_its_hooks_is_refused() -> None:
 
         class Titled(DictStore):  # type: ignore[valid-type,misc]
             capabilities = frozenset({Capability.TITLES})
+
+
+def _table(after: str) -> list[list[str]]:
+    """The body rows of the page's first table after the text ``after``, as cells."""
+    lines = PAGE.read_text().split(after, 1)[1].splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start + 2 :]:  # past the header and its rule
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_page_names_every_core_hook_and_no_other() -> None:
+    named = {re.findall(r"^`(\w+)\(", hook)[0] for hook, _ in _table("write its core hooks")}
+    assert named - {"close"} == StoreBase.__abstractmethods__  # close: only if it holds resources
+
+
+def test_the_page_names_each_capability_s_operations_and_hooks() -> None:
+    rows = {row[0]: row[1:] for row in _table("## Capabilities")}
+    assert set(rows) == {f"`{capability}`" for capability in Capability}
+    for capability in Capability:
+        operations, hooks = rows[f"`{capability}`"]
+        # append_many's expect_head is an argument of a core operation.
+        named = set(re.findall(r"`(\w+)`", operations)) - {"append_many", "expect_head"}
+        assert named == set(capability.operations), capability
+        assert re.findall(r"`(\w+)\(", hooks) == list(CAPABILITY_HOOKS[capability]), capability

@@ -118,9 +118,11 @@ def test_forgetting_lists_first_then_forgets_recorded_and_the_key_runs_afresh(
 def test_a_date_that_is_none_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     db = str(tmp_path / "s.db")
     asyncio.run(_store(db))
-    status, _, err = run(capsys, "--db", db, "effects", "--forget-before", "last tuesday")
-    assert status == 1
-    assert "--forget-before" in err
+    with pytest.raises(SystemExit) as exited:
+        run(capsys, "--db", db, "effects", "--forget-before", "last tuesday")
+    err = capsys.readouterr().err
+    assert exited.value.code == 2  # a usage error, as a bad --idle
+    assert "argument --forget-before" in err
     assert "RFC 3339" in err
     status, _, err = run(capsys, "--db", db, "effects", "--reason", "x")
     assert (status, "go with --forget-before" in err) == (1, True)
@@ -134,8 +136,10 @@ def test_a_time_of_day_without_an_offset_is_refused_not_read_as_utc(
     db = str(tmp_path / "s.db")
     asyncio.run(_store(db))
     forget = ("--db", db, "effects", "--forget-before")
-    status, out, err = run(capsys, *forget, "2999-01-01T09:00:00", "--reason", "x", "--yes")
-    assert status == 1
+    with pytest.raises(SystemExit) as exited:
+        run(capsys, *forget, "2999-01-01T09:00:00", "--reason", "x", "--yes")
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2
     assert "has no time zone" in err
     assert out == ""
     assert asyncio.run(_once(db, "mailer", "m1", "send_email")) == "m-1"  # nothing forgotten
@@ -160,3 +164,20 @@ def test_on_a_terminal_a_cell_s_name_and_value_share_a_line(tmp_path: Path) -> N
     done = on_terminal("--db", db, "effects")
     assert done.returncode == 1
     assert f"sessionstore --db {db} journal NAME --settle KEY" in " ".join(done.stderr.split())
+
+
+def test_forgetting_goes_over_every_journal_a_key_name_in_each(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = str(tmp_path / "s.db")
+    asyncio.run(_store(db))
+    assert asyncio.run(_once(db, "quiet", "m1", "count")) == "ran"  # m1 in two journals
+    forget = ("--db", db, "effects", "--forget-before", "2999-01-01", "--yes", "--reason", "old")
+    status, out, _ = run(capsys, *forget, "--by", "ops")
+    assert status == 0
+    assert [row.split("\t")[:2] for row in out.splitlines()[1:-1]] == [
+        ["mailer", "m1"],
+        ["quiet", "m1"],
+    ]
+    assert out.splitlines()[-1] == "forgot 2 effects by ops; reason: old"
+    assert asyncio.run(_once(db, "quiet", "m1", "count")) == "ran"  # forgotten: runs afresh

@@ -143,7 +143,6 @@ def test_on_a_terminal_it_shows_the_plan_and_asks(
     ("args", "says"),
     [
         (["expire", "--yes"], "a policy needs a filter (--idle, --created-before, --owner"),
-        (["expire", "--created-before", "soon", "--yes"], "--created-before is not an RFC 3339"),
         (["expire", "--owner", "a", "--reason", " ", "--yes"], "--reason must say why"),
         (["expire", "--owner", "", "--yes"], "--owner takes a non-empty string, not ''"),
         (
@@ -160,6 +159,19 @@ def test_a_policy_that_means_nothing_is_one_line_and_exit_1(
     assert says in err
     assert err.count("\n") == 1
     assert ids(db) == ["a1", "a2", "b1", "fresh"]
+
+
+def test_a_date_that_is_none_is_a_usage_error_as_an_age_that_is_none(
+    capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    for option, says in (("--created-before", "is not an RFC 3339 time: 'soon'"), ("--idle", "")):
+        with pytest.raises(SystemExit) as exited:
+            run(capsys, "--db", db, "expire", option, "soon", "--yes")
+        out, err = capsys.readouterr()
+        assert (exited.value.code, out) == (2, "")
+        assert f"argument {option}" in err
+        assert says in err
+    assert ids(db) == ["a1", "a2", "b1", "fresh"]  # nothing erased
 
 
 def test_keep_newest_takes_a_count_of_one_or_more(

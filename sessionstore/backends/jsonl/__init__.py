@@ -4,7 +4,6 @@
 * `file`: one session file: its complete length, crash repair, parsing.
 * `context`: `load_context` read from the end of a file.
 * `hints`: where a long session's context starts, remembered beside the files.
-* `ids`: an index of each session's message ids, for a new compaction's search.
 * `temporary`: new session files written aside, then published whole.
 * `fork`: a fork's file, its header then a prefix of its source's lines.
 * `heads`: named heads, a file of moves each.

@@ -1,47 +1,46 @@
-"""A session file's complete lines, read in blocks of whole lines (`file_blocks`).
+"""A session file's bytes as blocks of whole lines, and blocks written in verbatim.
 
-What an archive copies and `raw_lines` splits: each block checked as it
-is read (no line longer than the limit, valid UTF-8), a fault refused with
-the number of the line it is in.
+`read_blocks` streams the complete lines about a megabyte at a time, each
+block checked to be UTF-8 with no line over the limit. `BlockWriter` writes
+blocks another store gave (its `raw_blocks`: lines it checked when it
+stored them) as they come, one ``write`` a block, decoding only the header:
+a new session is published whole (`Temporary`), and more of one is written
+aside, after a copy of the file, and renamed over it under the file's
+lock, so that no reader, nor another name of the old file (a hard link),
+ever sees a part of it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from sessionstore.backends.files import write_all
 from sessionstore.backends.jsonl.context import line_number
-from sessionstore.backends.jsonl.file import READ, complete_size, open_session
-from sessionstore.errors import CorruptSessionError
+from sessionstore.backends.jsonl.file import READ, open_locked, open_session, repair
+from sessionstore.backends.jsonl.temporary import Temporary
+from sessionstore.backends.records import imported_header
+from sessionstore.errors import CorruptSessionError, InvalidRecordError, SessionConflictError
 from sessionstore.wire import limits
 
-__all__ = ["file_blocks"]
+__all__ = ["BlockWriter", "read_blocks"]
 
 Run = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 
-async def file_blocks(session_id: str, path: Path, run: Run, *, full: bool) -> AsyncIterator[bytes]:
-    """The blocks of whole lines of a session's file, about `READ` bytes
-    each; ``run``: blocking work off the loop, OS errors naming the file."""
-
-    def opened() -> tuple[int, int]:  # one hop: the file and how much of it is whole
-        fd = open_session(session_id, path, os.O_RDONLY)
-        try:
-            return fd, complete_size(session_id, path, fd, full=full)
-        except BaseException:
-            os.close(fd)
-            raise
-
-    fd, size = await run(opened)
-
-    async def corrupt(offset: int, reason: str) -> CorruptSessionError:
-        line = await run(partial(line_number, fd, offset))
-        return CorruptSessionError(session_id, reason, path=str(path), line=line)
-
+async def read_blocks(
+    session_id: str, path: Path, run: Run, size_of: Callable[[int], int], within: Path | None
+) -> AsyncIterator[bytes]:
+    """The complete lines of the session file at ``path`` (through a link only
+    to a file under ``within``), in blocks of about `READ` bytes;
+    ``size_of(fd)`` gives their length (a repair, or none)."""
+    fd = await run(lambda: open_session(session_id, path, os.O_RDONLY, within=within))
     try:
+        size = await run(partial(size_of, fd))
         offset, rest = 0, b""
         while offset < size:
             chunk = rest + await run(partial(os.pread, fd, min(READ, size - offset), offset))
@@ -50,17 +49,106 @@ async def file_blocks(session_id: str, path: Path, run: Run, *, full: bool) -> A
             cut = chunk.rfind(b"\n") + 1
             block, rest = chunk[:cut], chunk[cut:]
             if len(rest) > limits.MAX_LINE:  # never joined whole: refused here
-                size_of = f"a line of more than {len(rest)} bytes"
-                reason = f"{size_of}, longer than the limit of {limits.MAX_LINE}"
-                raise await corrupt(at + cut, reason)
+                size_of_line = f"a line of more than {len(rest)} bytes"
+                reason = f"{size_of_line}, longer than the limit of {limits.MAX_LINE}"
+                raise await _corrupt(session_id, path, run, fd, at + cut, reason)
             if not block.isascii():  # ASCII is UTF-8, and quicker to tell
                 try:
                     block.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     start = block.rfind(b"\n", 0, exc.start) + 1
                     reason = f"invalid UTF-8 at byte {exc.start - start}"
-                    raise await corrupt(at + start, reason) from None
+                    raise await _corrupt(session_id, path, run, fd, at + start, reason) from None
             if block:
                 yield block
     finally:
         os.close(fd)
+
+
+async def _corrupt(
+    session_id: str, path: Path, run: Run, fd: int, offset: int, reason: str
+) -> CorruptSessionError:
+    """The fault of the session file's line at ``offset``, numbered."""
+    line = await run(partial(line_number, fd, offset))
+    return CorruptSessionError(session_id, reason, path=str(path), line=line)
+
+
+@dataclass(frozen=True)
+class BlockWriter:
+    """Writes blocks of a session's stored lines into its file at ``path``;
+    ``full``: synced; ``run``: blocking work off the loop, OS errors naming
+    the file."""
+
+    session_id: str
+    path: Path
+    full: bool
+    run: Run
+
+    async def write(self, blocks: AsyncIterable[bytes], after: int | None) -> int:
+        """Write the lines of ``blocks``: a whole session, its header first
+        (``after`` None), or the lines after its ``after`` entries; how many
+        entries were written."""
+        temporary: Temporary | None = None
+        old = -1  # the session's file, locked, when it is extended
+        try:
+            if after is None:
+                create = partial(Temporary.create, self.path, "import")
+                temporary = await self.run(create)
+            else:
+                old, temporary = await self.run(partial(self._copy, after))
+            count = await self._write_blocks(temporary.fd, blocks, header=after is None)
+            await self.run(partial(self._publish, temporary, replace=after is not None))
+            return count
+        finally:
+            if temporary is not None:
+                await self.run(temporary.close)
+            if old >= 0:
+                os.close(old)  # releases the old file's lock, once replaced
+
+    async def _write_blocks(self, fd: int, blocks: AsyncIterable[bytes], *, header: bool) -> int:
+        lines = 0
+        async for block in blocks:
+            if not block:
+                continue
+            if not block.endswith(b"\n"):
+                raise InvalidRecordError(f"session {self.session_id!r}: a block ends inside a line")
+            if header and lines == 0:
+                self._check_header(block[: block.index(b"\n")])
+            await self.run(partial(write_all, fd, block))
+            lines += block.count(b"\n")
+        if header and lines == 0:
+            raise InvalidRecordError(f"session {self.session_id!r}: no header line")
+        return lines - 1 if header else lines
+
+    def _check_header(self, line: bytes) -> None:
+        meta = imported_header(line.decode("utf-8"))
+        if meta.id != self.session_id:
+            reason = f"header line names session {meta.id!r}, not {self.session_id!r}"
+            raise InvalidRecordError(reason)
+
+    def _copy(self, after: int) -> tuple[int, Temporary]:
+        """Lock the session's file (cutting a crash's remnant), check that it
+        holds ``after`` entries, and copy it into a temporary to go on."""
+        fd = open_locked(self.session_id, self.path, os.O_RDWR)
+        try:
+            size = repair(self.session_id, self.path, fd, full=self.full)
+            temporary = Temporary.create(self.path, "import")
+            try:
+                lines, offset = 0, 0
+                while offset < size and (chunk := os.pread(fd, min(READ, size - offset), offset)):
+                    write_all(temporary.fd, chunk)
+                    lines += chunk.count(b"\n")
+                    offset += len(chunk)
+                if lines - 1 != after:
+                    reason = f"holds {lines - 1} entries, not {after}"
+                    raise SessionConflictError(self.session_id, reason)
+            except BaseException:
+                temporary.close()
+                raise
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, temporary
+
+    def _publish(self, temporary: Temporary, *, replace: bool) -> None:
+        temporary.publish(self.session_id, full=self.full, replace=replace)

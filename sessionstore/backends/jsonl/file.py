@@ -41,9 +41,11 @@ __all__ = [
     "READ",
     "SUFFIX",
     "batch_ended",
+    "batch_noted",
     "batch_started",
     "complete_size",
     "file_id",
+    "followed",
     "header_or_fault",
     "id_files",
     "named_file",
@@ -53,6 +55,7 @@ __all__ = [
     "read_header",
     "repair",
     "stamp",
+    "torn_tail",
 ]
 
 logger = logging.getLogger(__name__)
@@ -73,9 +76,10 @@ def _note(path: Path) -> Path:
     return path.parent / BATCHES / path.name
 
 
-def _noted(path: Path) -> bool:
-    """Whether a note of a batch is there (a link at ``.batch/`` followed:
-    only a look, which the note's open then refuses)."""
+def batch_noted(path: Path) -> bool:
+    """Whether a batch's writer noted a length for ``path`` (and has not ended
+    it); a link at ``.batch/`` is followed: only a look, which the note's open
+    then refuses."""
     text = os.fspath(path)  # a string: a Path made each look cost more than the look
     head, name = os.path.split(text)
     return os.path.lexists(os.path.join(head, BATCHES, name))
@@ -101,7 +105,7 @@ def batch_ended(path: Path) -> None:
 
 def _unfinished_batch(session_id: str, path: Path, fd: int, *, full: bool) -> None:
     """Cut back a batch whose writer died before it ended (exclusive lock held)."""
-    if not _noted(path):  # the usual case, seen at the cost of one lstat
+    if not batch_noted(path):  # the usual case, seen at the cost of one lstat
         return
     note = _note(path)
     try:
@@ -127,15 +131,26 @@ def _unfinished_batch(session_id: str, path: Path, fd: int, *, full: bool) -> No
         remove_file(note, own_dirs=1)
 
 
-def open_session(session_id: str, path: Path, flags: int) -> int:
-    """Open a session's file, a regular file and nothing else.
+def followed(path: Path, within: Path | None) -> Path:
+    """``path``, or where the symbolic link at it leads when that is under
+    ``within`` (None: no link is followed); a link leading elsewhere stays
+    ``path``, which is then opened, and refused, as a link."""
+    if within is None or not path.is_symlink():
+        return path
+    real, top = os.path.realpath(path), os.path.realpath(within)
+    return Path(real) if real.startswith(top.rstrip(os.sep) + os.sep) else path
+
+
+def open_session(session_id: str, path: Path, flags: int, *, within: Path | None = None) -> int:
+    """Open a session's file, a regular file and nothing else (through a link
+    only to a file under ``within``).
 
     Raises:
         SessionNotFoundError: there is no such file.
         NotRegularFileError: something else has the name (a FIFO, a link).
     """
     try:
-        return open_regular(path, flags)
+        return open_regular(followed(path, within), flags)
     except FileNotFoundError:
         raise SessionNotFoundError(session_id) from None
 
@@ -239,12 +254,14 @@ def repair(session_id: str, path: Path, fd: int, *, full: bool) -> int:
     return keep
 
 
-def complete_size(session_id: str, path: Path, fd: int, *, full: bool) -> int:
+def complete_size(session_id: str, path: Path, fd: int, *, full: bool, repairs: bool = True) -> int:
     """The length of the session file's complete lines, after any repair.
 
     Bytes before that length never change (appends only add after it,
     repairs only cut after it), so they can be read without a lock: the
-    lock taken here is released before returning.
+    lock taken here is released before returning. Without ``repairs`` the
+    file is left as it is: the length is what a repair would keep, and what
+    it would cut is logged (`torn_tail`).
     """
     try:
         # Shared: no append is halfway through its write while we look.
@@ -252,12 +269,47 @@ def complete_size(session_id: str, path: Path, fd: int, *, full: bool) -> int:
         size = os.fstat(fd).st_size
         torn = size == 0 or os.pread(fd, 1, size - 1) != b"\n"
         # A note of a batch, seen under the shared lock: its writer died.
-        if torn or _noted(path):
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            size = repair(session_id, path, fd, full=full)
-        return size
+        if not (torn or batch_noted(path)):
+            return size
+        if not repairs:
+            kept, cut = torn_tail(path, fd)
+            if cut:
+                logger.warning(
+                    "session %r: %d bytes after line %d of %s are a crash's remnant, "
+                    "skipped and left as they are",
+                    session_id,
+                    cut,
+                    kept,
+                    path,
+                )
+            return size - cut
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return repair(session_id, path, fd, full=full)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def torn_tail(path: Path, fd: int) -> tuple[int, int]:
+    """What a repair of the session file would do, doing none of it: the lines
+    it would keep and the bytes it would cut (an unfinished batch, a torn
+    last line)."""
+    size = os.fstat(fd).st_size
+    end = size
+    with contextlib.suppress(FileNotFoundError):
+        noted = open_regular(_note(path), os.O_RDONLY, own_dirs=1)
+        try:
+            text = os.read(noted, 64).decode("ascii", "replace")
+        finally:
+            os.close(noted)
+        if text.isdigit() and int(text) < size:
+            end = int(text)
+    if end and os.pread(fd, 1, end - 1) != b"\n":
+        end = complete_length(fd, end)
+    lines, offset = 0, 0
+    while offset < end and (chunk := os.pread(fd, min(READ, end - offset), offset)):
+        lines += chunk.count(b"\n")
+        offset += len(chunk)
+    return lines, size - end
 
 
 def parse(session_id: str, path: Path, data: bytes) -> list[SessionEntry]:
@@ -300,12 +352,15 @@ def read_header(path: Path, session_id: str) -> SessionMeta:
     return decode_stored_meta(session_id, line[:-1].removesuffix(b"\r"), path=str(path), line_no=1)
 
 
-def header_or_fault(path: Path, session_id: str) -> SessionMeta | str | None:
+def header_or_fault(
+    path: Path, session_id: str, *, within: Path | None = None
+) -> SessionMeta | str | None:
     """The header of a file named like a session, or why it has none,
     naming the file: what makes a store unable to list it; None when the
-    file is gone since its name was read (erased meanwhile: no fault)."""
+    file is gone since its name was read (erased meanwhile: no fault); a link
+    to a file under ``within`` is read, and named, as that file."""
     try:
-        return read_header(path, session_id)
+        return read_header(followed(path, within), session_id)
     except FileNotFoundError:
         return None
     except CorruptSessionError as exc:

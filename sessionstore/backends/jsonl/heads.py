@@ -56,7 +56,14 @@ def append_moves(
     name: str, path: Path, moves: list[HeadMove], *, full: bool, after: int | None = None
 ) -> None:
     """Append ``moves`` to the head file ``path`` in one write, all or none,
-    if it holds ``after`` moves now (None: any number)."""
+    if it holds ``after`` moves now (None: any number). No moves write
+    nothing, not even a file: a head is listed once set, never by an empty
+    import."""
+    if not moves:
+        held = len(read_moves(name, path))
+        if after is not None and held != after:
+            raise SessionConflictError(name, f"holds {held} positions, not {after}", "head")
+        return
 
     def check(held: bytes) -> None:
         count = held.count(b"\n")

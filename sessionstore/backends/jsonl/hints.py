@@ -5,6 +5,11 @@ change its answer while the bytes searched do not, so for a search of at
 least `HINT_FROM` bytes its answer goes to ``<dir>/.kept/<id>``, with a
 digest of the file's identity, the kept id, the end of search and the bytes
 at both ends: a cache, checked before use (docs/jsonl.md, "Hints").
+
+What it buys (benchmarks/caches.py): the first `load_context` of a new
+store object on a session of 100,000 entries 1.2 ms with a hint, 104 ms
+searching; of 1,000,000 entries 0.7 ms against 472 ms. Below `HINT_FROM`
+there is none: the search is as quick as reading a hint.
 """
 
 from __future__ import annotations
@@ -17,13 +22,13 @@ import tempfile
 from pathlib import Path
 
 from sessionstore.backends.files import make_directory, open_regular, remove_file
-from sessionstore.backends.jsonl import ids
 from sessionstore.backends.jsonl.context import first_kept_in
 
-__all__ = ["HINTS", "HINT_FROM", "first_kept", "forget"]
+__all__ = ["HINTS", "HINT_FROM", "first_kept", "forget", "forget_ids"]
 
 HINTS = ".kept"  # <dir>/.kept/<id>: no session id starts with a dot
 HINT_FROM = 1 << 20  # bytes searched (about 1 ms) from which a hint is worth a file
+_IDS = ".ids"  # <dir>/.ids/<id>, .ids/.firsts/<id>: an older version's index of ids
 _WINDOW = 4096  # bytes at each end of the search that a hint's digest covers
 _MAGIC = b"sessionstore kept hint 1\n"
 _HINT = struct.Struct("<32sq")  # the digest, then the offset found (-1: none)
@@ -50,7 +55,7 @@ def first_kept(
     found = _read(path, digest)
     if found is not None:
         return None if found < 0 else found
-    answer = ids.first_kept(directory, session_id, fd, kept, end)
+    answer = first_kept_in(fd, kept, end)
     if write:
         _write(path, digest, -1 if answer is None else answer)
     return answer
@@ -60,6 +65,17 @@ def forget(directory: Path, session_id: str) -> None:
     """Remove the session's hint (the session is erased)."""
     with contextlib.suppress(FileNotFoundError):
         remove_file(directory / HINTS / session_id, own_dirs=1)
+
+
+def forget_ids(directory: Path, session_id: str) -> None:
+    """Remove the index of the session's message ids an earlier version kept
+    in ``.ids/`` (hashes of its ids and their offsets; nothing reads it now):
+    an erase removes every file written for the session."""
+    index = directory / _IDS / session_id
+    column = directory / _IDS / ".firsts" / session_id
+    for path, own_dirs in ((index, 1), (column, 2)):
+        with contextlib.suppress(FileNotFoundError):
+            remove_file(path, own_dirs=own_dirs)
 
 
 def _digest(file: tuple[int, int], fd: int, kept: str, end: int) -> bytes:

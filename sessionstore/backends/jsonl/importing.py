@@ -7,22 +7,18 @@ and are cut back off the file if anything fails.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from sessionstore.backends.files import write_all
-from sessionstore.backends.jsonl import ids as message_ids
 from sessionstore.backends.jsonl.file import READ, open_locked, repair, stamp
 from sessionstore.backends.jsonl.temporary import Temporary
 from sessionstore.backends.records import imported_entry
 from sessionstore.errors import SessionConflictError
-from sessionstore.models import MessageEntry
 
 __all__ = ["Importer"]
 
@@ -30,15 +26,12 @@ __all__ = ["Importer"]
 @dataclass(frozen=True)
 class Importer:
     """Writes imported lines of one session into its ``path``; ``full``: writes
-    synced, ``run``: blocking work off the loop, OS errors naming the file;
-    ``indexed``: the session's index of ids is written too (`ids`)."""
+    synced, ``run``: blocking work off the loop, OS errors naming the file."""
 
     session_id: str
     path: Path
-    directory: Path
     full: bool
     run: Callable[[Callable[[], Any]], Awaitable[Any]]
-    indexed: bool = True
 
     async def new(self, header: str, entries: AsyncIterable[str]) -> int:
         """Write a new session of these lines; how many entries it holds."""
@@ -46,17 +39,11 @@ class Importer:
         # Written aside, then linked into place: the session appears whole or
         # not at all, and never replaces one that exists.
         temporary = await run(partial(Temporary.create, path, "import"))
-        # Its index of ids is spooled as the lines go (about 16 bytes a
-        # message, in an unnamed file no crash leaves), and written once the
-        # session is published, under the lock the temporary still holds.
-        with contextlib.ExitStack() as closing:
-            closing.callback(temporary.close)
-            spool = closing.enter_context(tempfile.TemporaryFile()) if self.indexed else None
-            count, size = await self._write_lines(temporary.fd, header, entries, spool=spool)
+        try:
+            count, _ = await self._write_lines(temporary.fd, header, entries)
             await run(partial(temporary.publish, session_id, full=self.full))
-            if spool is not None:
-                adopt = partial(message_ids.adopt, self.directory, session_id, temporary.fd, size)
-                await run(partial(adopt, spool))
+        finally:
+            temporary.close()
         return count
 
     async def more(self, header: str, entries: AsyncIterable[str], after: int) -> int:
@@ -96,37 +83,23 @@ class Importer:
         after: int = 0,
         *,
         at: int = 0,
-        spool: BinaryIO | None = None,
     ) -> tuple[int, int]:
-        """Check and write lines in large writes at ``at`` (after ``after`` entries),
-        indexing their messages' ids into ``spool`` or else the session's index;
-        how many entries, and the file's size after them."""
+        """Check and write lines in large writes at ``at`` (after ``after``
+        entries); how many entries, and the file's size after them."""
         session_id, run = self.session_id, self.run
         buffer = [] if header is None else [(header + "\n").encode()]
         pending, count = len(buffer[0]) if buffer else 0, 0
-        messages: list[tuple[str, int]] = []
-
-        def write_indexed(data: bytes) -> None:
-            """Write ``data`` at ``at``, then index its messages (one hop off the loop)."""
-            write_all(fd, data)
-            if spool is not None:
-                spool.write(message_ids.spooled(at, messages))
-            elif self.indexed:
-                message_ids.note(self.directory, session_id, fd, at, data, messages)
 
         async def write() -> None:
             nonlocal at, pending
             data = b"".join(buffer)
-            await run(partial(write_indexed, data))
+            await run(partial(write_all, fd, data))
             at += len(data)
             buffer.clear()
-            messages.clear()
             pending = 0
 
         async for line in entries:
-            entry = imported_entry(session_id, after + count + 1, line)
-            if isinstance(entry, MessageEntry):
-                messages.append((entry.id, pending))
+            imported_entry(session_id, after + count + 1, line)  # checked, or refused
             encoded = (line + "\n").encode()
             buffer.append(encoded)
             pending += len(encoded)

@@ -6,7 +6,10 @@ with what was appended; the lines are read again with ``pread``, never kept.
 The file may be cleared, erased, cut back or replaced behind it: the index
 knows its file by device, inode, length and the last bytes it indexed, and
 any change builds it again. One per journal store (`KeyIndexes`), never
-module-wide; its methods run in worker threads under its lock.
+module-wide, emptied by the store's `drop_caches`; its methods run in
+worker threads under its lock. What it buys (benchmarks/caches.py): `keyed`
+of one key 0.11 ms against 5.6 ms built again on a journal of 1,000 keyed
+lines, 0.09 ms against 0.70 s on one of 100,000.
 """
 
 from __future__ import annotations
@@ -144,6 +147,10 @@ class KeyIndexes:
             return found
 
     def drop(self) -> None:
-        """Forget every index: the next look builds its file's anew."""
+        """Empty every index, those of journal objects already made too: the
+        next look builds its file's anew."""
         with self._lock:
-            self._by_path.clear()
+            held = list(self._by_path.values())
+        for index in held:
+            with index.lock:
+                index.forget()

@@ -9,6 +9,11 @@ file), written aside and renamed, kept `KEPT_FOR` seconds and at most
 `KEPT_AT_MOST`; later pages read on by position. Where it cannot be
 written the store object holds it. The same store object's writes wait
 for the scans asked before them (`ListingGate`).
+
+The kept order is what makes paging exact, not a cache: `drop_caches`
+leaves the orders this object holds, which its cursors name. It also
+spares a later page a scan (benchmarks/caches.py): among 100,000 sessions
+0.50 s against 3.2 s by activity, 0.62 s against 10.4 s by creation.
 """
 
 from __future__ import annotations

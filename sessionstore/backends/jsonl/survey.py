@@ -9,11 +9,18 @@ import os
 import stat
 from pathlib import Path
 
-from sessionstore.backends.files import NotRegularFileError
+from sessionstore.backends.files import NotRegularFileError, open_regular
 from sessionstore.backends.jsonl import heads as head_files
 from sessionstore.backends.jsonl import titles as title_files
 from sessionstore.backends.jsonl.erasures import ErasureLog, FileId
-from sessionstore.backends.jsonl.file import SUFFIX, header_or_fault, named_file
+from sessionstore.backends.jsonl.file import (
+    SUFFIX,
+    batch_noted,
+    followed,
+    header_or_fault,
+    named_file,
+    torn_tail,
+)
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
 from sessionstore.effects import EFFECTS_FILE
 from sessionstore.models import SessionMeta
@@ -29,8 +36,9 @@ def journal_path(directory: Path, name: str) -> Path:
     return directory / JOURNALS / name / JOURNAL_FILE
 
 
-def sessions(directory: Path) -> tuple[list[SessionMeta], list[str]]:
-    """The headers of the sessions, and a fault for each ``*.jsonl`` file that is none."""
+def sessions(directory: Path, *, within: Path | None = None) -> tuple[list[SessionMeta], list[str]]:
+    """The headers of the sessions, and a fault for each ``*.jsonl`` file that is
+    none (through a link only to a file under ``within``)."""
     try:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
@@ -38,7 +46,7 @@ def sessions(directory: Path) -> tuple[list[SessionMeta], list[str]]:
     metas, found = [], []
     for name in names:
         if name.endswith(SUFFIX):
-            header = header_or_fault(directory / name, name[: -len(SUFFIX)])
+            header = header_or_fault(directory / name, name[: -len(SUFFIX)], within=within)
             if isinstance(header, str):
                 found.append(header)
             elif header is not None:
@@ -70,10 +78,38 @@ def journals(directory: Path) -> tuple[list[str], list[str]]:
     return names, found
 
 
-def faults(directory: Path, erasures: ErasureLog) -> list[str]:
-    found = sessions(directory)[1] + journals(directory)[1]
+def faults(
+    directory: Path, erasures: ErasureLog, *, torn: bool = False, within: Path | None = None
+) -> list[str]:
+    """What in the directory is a fault; with ``torn``, also each session file
+    ending in a crash's remnant (a store that repairs nothing)."""
+    metas, found = sessions(directory, within=within)
+    found += journals(directory)[1]
     found += head_files.faults(directory) + title_files.faults(directory)
+    if torn:
+        tails = (_torn(directory, meta.id, within) for meta in metas)
+        found += [fault for fault in tails if fault is not None]
     return found + erasures.pending(lambda kind, name: _erased_file(directory, kind, name))
+
+
+def _torn(directory: Path, session_id: str, within: Path | None) -> str | None:
+    """The fault of a session file ending in what a repair would cut, or None."""
+    path = directory / f"{session_id}{SUFFIX}"
+    try:
+        fd = open_regular(followed(path, within), os.O_RDONLY)
+    except OSError:
+        return None  # gone since it was listed, or no regular file (listed apart)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # no append halfway through its write
+        size = os.fstat(fd).st_size
+        if size == 0 or (os.pread(fd, 1, size - 1) == b"\n" and not batch_noted(path)):
+            return None
+        lines, cut = torn_tail(path, fd)
+    finally:
+        os.close(fd)
+    if not cut:
+        return None
+    return f"{path}: {cut} bytes after line {lines} are a crash's remnant (left: read_only)"
 
 
 def _erased_file(directory: Path, kind: str, name: str) -> FileId | None:

@@ -1,4 +1,4 @@
-"""New session files written aside, then published whole: new sessions, forks, imports.
+"""New files written aside, then published whole: sessions, forks, imports, archive files.
 
 The file is written to ``.<id>.jsonl.<kind>-<32 hex digits>`` (no session id
 names it: `list` never reads it), then linked to ``<id>.jsonl`` (``link``
@@ -57,7 +57,6 @@ class Temporary:
         if swept:
             sweep(final.parent)
         path = final.parent / f".{final.name}.{kind}-{uuid.uuid4().hex}"
-        # Readable too: an import indexes what it wrote (`jsonl.ids.adopt`).
         fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -67,13 +66,17 @@ class Temporary:
             raise
         return cls(path, fd, final, new_directory)
 
-    def publish(self, session_id: str, *, full: bool) -> None:
-        """Give the temporary its session's name, durably when ``full``."""
+    def publish(self, session_id: str, *, full: bool, replace: bool = False) -> None:
+        """Give the temporary its session's name, durably when ``full``; with
+        ``replace``, in place of the session's file (whose lock its writer holds)."""
         stamp(self.fd)  # the session's last activity: now
         if full:
             os.fsync(self.fd)  # the bytes before the name that makes them a session
         try:
-            os.link(self.path, self.final)
+            if replace:
+                os.replace(self.path, self.final)
+            else:
+                os.link(self.path, self.final)
         except FileExistsError:
             refuse_taken(self.final, session_id)
             raise

@@ -70,6 +70,20 @@ async def test_a_stores_journal_objects_share_one_index(tmp_path: Path, reads: R
     assert reads.bytes > size  # forgotten: read again
 
 
+async def test_drop_caches_empties_the_index_of_a_journal_object_already_made(
+    tmp_path: Path, reads: Reads
+) -> None:
+    store = JsonlStore(tmp_path / "store")
+    journal = store.journal("agent")
+    await journal.append_raw(*(keyed(f"k{n}", "x" * 100) for n in range(1000)))
+    assert len(await journal.keyed("k1")) == 1
+    size = journal.path.stat().st_size
+    store.drop_caches()
+    reads.bytes = 0
+    assert len(await journal.keyed("k2")) == 1
+    assert reads.bytes > size  # the same object's index was emptied: read again
+
+
 async def test_a_file_cut_back_behind_the_index_is_read_again(tmp_path: Path) -> None:
     journal = FileJournal.in_dir(tmp_path)
     await journal.append_raw(keyed("a"), keyed("b"))

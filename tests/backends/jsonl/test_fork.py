@@ -206,8 +206,7 @@ async def test_a_failed_copy_is_a_storage_error_naming_the_fork_and_leaves_nothi
     spy_copy(monkeypatch, lambda call: OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
     with pytest.raises(StorageError, match=r"f1\.jsonl: No space left"):
         await store.fork("src", meta=SessionMeta(id="f1"))
-    assert sorted(os.listdir(store.directory)) == [".ids", "src.jsonl"]  # src's index
-    assert sorted(os.listdir(store.directory / ".ids")) == [".firsts", "src"]
+    assert sorted(os.listdir(store.directory)) == ["src.jsonl"]
     assert await store.integrity() == []
 
 
@@ -276,8 +275,7 @@ async def test_an_entry_not_found_creates_nothing(store: JsonlStore) -> None:
     await store.append("src", message("e1", "a"))
     with pytest.raises(EntryNotFoundError):
         await store.fork("src", at="nope", meta=SessionMeta(id="f1"))
-    assert sorted(os.listdir(store.directory)) == [".ids", "src.jsonl"]  # src's index
-    assert sorted(os.listdir(store.directory / ".ids")) == [".firsts", "src"]
+    assert sorted(os.listdir(store.directory)) == ["src.jsonl"]
 
 
 # ------------------------------------------------------------ hints and contexts

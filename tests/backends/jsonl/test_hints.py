@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sessionstore import CompactionEntry, JsonlStore, Message, MessageEntry, SessionMeta, encode
+from sessionstore.backends.jsonl import context as jsonl_context
 from sessionstore.backends.jsonl import hints as jsonl_hints
-from sessionstore.backends.jsonl import ids as jsonl_ids
 from sessionstore.context import build_context
 
 SUMMARY = "[Conversation summary]\n"
@@ -26,13 +26,13 @@ def searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     any search, however short."""
     monkeypatch.setattr(jsonl_hints, "HINT_FROM", 0)
     searched: list[int] = []
-    search = jsonl_ids.first_kept
+    search = jsonl_context.first_kept_in
 
-    def counted(directory: Path, session_id: str, fd: int, kept: str, end: int) -> int | None:
+    def counted(fd: int, kept: str, end: int) -> int | None:
         searched.append(end)
-        return search(directory, session_id, fd, kept, end)
+        return search(fd, kept, end)
 
-    monkeypatch.setattr(jsonl_ids, "first_kept", counted)
+    monkeypatch.setattr(jsonl_hints, "first_kept_in", counted)
     return searched
 
 
