@@ -18,11 +18,12 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import TypeVar
 
-from sessionstore.errors import StorageError
+from sessionstore.backends.workers import Workers, WorkersStopped
+from sessionstore.errors import ClosedError, StorageError
 
 __all__ = [
     "DIR_MODE",
@@ -81,28 +82,44 @@ class LinkedDirectoryError(NotRegularFileError):
         self.strerror = f"not a directory of the store ({self.kind})"
 
 
+def _split(directory: str | os.PathLike[str], own_dirs: int) -> tuple[str, list[str]]:
+    """The directory above the last ``own_dirs`` of ``directory`` ("" when
+    none is named) and their names."""
+    text = os.fspath(directory)
+    # Split as a string: Paths made for each directory of each open were a
+    # good part of an append's time (only an error needs one).
+    pieces = text.rsplit(os.sep, own_dirs)
+    plain = not any(piece in ("", ".", "..") for piece in pieces[1:])
+    if len(pieces) == own_dirs + 1 and pieces[0] and plain:
+        return pieces[0], pieces[1:]
+    parts = Path(text).parts  # anything less plain, as a Path reads it
+    above = parts[: len(parts) - own_dirs]
+    return (str(Path(*above)) if above else ""), list(parts[len(parts) - own_dirs :])
+
+
 def _own_directory(
-    directory: Path, own_dirs: int, *, create: bool, made: list[Path] | None = None
+    directory: str | os.PathLike[str],
+    own_dirs: int,
+    *,
+    create: bool,
+    made: list[Path] | None = None,
 ) -> int:
     """``directory`` opened, its last ``own_dirs`` components never through a
     link (created private when missing, with ``create``)."""
-    parts = directory.parts[len(directory.parts) - own_dirs :]
-    base = Path(*directory.parts[: len(directory.parts) - own_dirs])
+    base, parts = _split(directory, own_dirs)
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     fd: int | None = None  # the first is opened by its path: its parents may be links
     try:
         for number, part in enumerate(parts, 1):
-            # Named by a string: a Path made for each directory of each open
-            # was a good part of an append's time (only an error needs one).
-            name = part if fd is not None or not base.parts else os.path.join(base, part)
+            name = part if fd is not None or not base else os.path.join(base, part)
             try:
                 inner = os.open(name, flags, dir_fd=fd)
             except FileNotFoundError:
                 if not create:
                     raise
-                path = base.joinpath(*parts[:number])
-                if fd is None and make_directory(base) and made is not None:
-                    made.append(base)
+                path = Path(base).joinpath(*parts[:number])
+                if fd is None and make_directory(Path(base)) and made is not None:
+                    made.append(Path(base))
                 with contextlib.suppress(FileExistsError):  # made meanwhile: opened below
                     os.mkdir(name, DIR_MODE, dir_fd=fd)
                     if made is not None:
@@ -111,7 +128,8 @@ def _own_directory(
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
-                inner = _opened_directory(base.joinpath(*parts[:number]), name, flags, fd)
+                path = Path(base).joinpath(*parts[:number])
+                inner = _opened_directory(path, name, flags, fd)
             if fd is not None:
                 os.close(fd)
             fd = inner
@@ -144,8 +162,8 @@ def open_regular(
     link (nor one at the ``own_dirs`` above it, created with ``O_CREAT``)."""
     parent: int | None = None
     if own_dirs:
-        path = Path(path)
-        parent = _own_directory(path.parent, own_dirs, create=bool(flags & os.O_CREAT))
+        above = os.path.dirname(path)
+        parent = _own_directory(above, own_dirs, create=bool(flags & os.O_CREAT))
     try:
         return _open_regular(path, flags, mode, parent)
     finally:
@@ -260,13 +278,28 @@ def complete_length(fd: int, size: int) -> int:
 
 
 async def in_thread(
-    call: Callable[[], _T], *, where: Path, label: str = "", session_id: str | None = None
+    call: Callable[[], _T],
+    *,
+    where: Path | Callable[[], Path],
+    label: str = "",
+    session_id: str | None = None,
+    workers: Workers | None = None,
+    key: Hashable = None,
 ) -> _T:
-    """Run blocking file work off the event loop; an OS error becomes a
-    `StorageError` naming the file (``where`` when the OS names none)."""
+    """Run blocking file work off the event loop (in ``workers``, the thread
+    ``key`` picks; else ``asyncio.to_thread``); an OS error becomes a
+    `StorageError` naming the file (``where``, or what it returns, when
+    the OS names none)."""
     try:
-        return await asyncio.to_thread(call)
+        if workers is None:
+            return await asyncio.to_thread(call)
+        return await workers.call(call, key)
     except OSError as exc:
-        path = exc.filename if exc.filename is not None else where
+        if exc.filename is not None:
+            path: object = exc.filename
+        else:
+            path = where() if callable(where) else where
         message = f"{label}{path}: {exc.strerror or exc}"
         raise StorageError(message, session_id=session_id) from exc
+    except WorkersStopped:
+        raise ClosedError(f"the store of {where} is closed", session_id=session_id) from None

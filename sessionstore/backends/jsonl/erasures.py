@@ -102,11 +102,12 @@ class ErasureLog:
     def __init__(self, directory: Path, *, full: bool) -> None:
         self._dir = directory
         self._full = full
+        self._path = directory / ERASURES / _LOG  # looked at before each context
 
     @property
     def path(self) -> Path:
         """The log file."""
-        return self._dir / ERASURES / _LOG
+        return self._path
 
     def _note(self, kind: str, name: str) -> Path:
         return self._dir / ERASING / kind / name

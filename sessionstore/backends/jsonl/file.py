@@ -77,8 +77,12 @@ def _note(path: Path) -> Path:
 
 
 def batch_noted(path: Path) -> bool:
-    """Whether a batch's writer noted a length for ``path`` (and has not ended it)."""
-    return _note(path).exists()
+    """Whether a batch's writer noted a length for ``path`` (and has not ended
+    it); a link at ``.batch/`` is followed: only a look, which the note's open
+    then refuses."""
+    text = os.fspath(path)  # a string: a Path made each look cost more than the look
+    head, name = os.path.split(text)
+    return os.path.lexists(os.path.join(head, BATCHES, name))
 
 
 def batch_started(path: Path, size: int) -> None:
@@ -101,6 +105,8 @@ def batch_ended(path: Path) -> None:
 
 def _unfinished_batch(session_id: str, path: Path, fd: int, *, full: bool) -> None:
     """Cut back a batch whose writer died before it ended (exclusive lock held)."""
+    if not batch_noted(path):  # the usual case, seen at the cost of one lstat
+        return
     note = _note(path)
     try:
         noted = open_regular(note, os.O_RDONLY, own_dirs=1)
@@ -263,7 +269,7 @@ def complete_size(session_id: str, path: Path, fd: int, *, full: bool, repairs: 
         size = os.fstat(fd).st_size
         torn = size == 0 or os.pread(fd, 1, size - 1) != b"\n"
         # A note of a batch, seen under the shared lock: its writer died.
-        if not (torn or _note(path).exists()):
+        if not (torn or batch_noted(path)):
             return size
         if not repairs:
             kept, cut = torn_tail(path, fd)

@@ -6,10 +6,12 @@ in docs/jsonl.md; each helper module says how it keeps its part.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import dataclasses
 import logging
 import os
+import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -74,6 +76,7 @@ from sessionstore.backends.records import (
     header_line,
     imported_header,
 )
+from sessionstore.backends.workers import Workers
 from sessionstore.errors import (
     ConfigurationError,
     SessionNotFoundError,
@@ -93,6 +96,10 @@ __all__ = ["SUFFIX", "JsonlStore"]
 
 _T = TypeVar("_T")
 logger = logging.getLogger(__name__)
+
+THREADS = 4
+"""A store's threads for its file work (`sessionstore.backends.workers`): a
+session's calls in one of them, in order, other sessions' ``fsync`` beside."""
 
 
 class JsonlStore(StoreBase):
@@ -150,6 +157,8 @@ class JsonlStore(StoreBase):
         self._listings = Listings(self._dir, keep=self._write_caches)
         self._gate = ListingGate()  # writes wait for the listings asked before them
         self._journal_keys = KeyIndexes()  # where each journal's keyed lines are
+        self._workers = Workers(THREADS, f"sessionstore-jsonl {self._dir}", keyed=True)
+        weakref.finalize(self, self._workers.stop, wait=False)  # dropped unclosed
 
     def __repr__(self) -> str:
         return f"JsonlStore({str(self._dir)!r})"
@@ -196,9 +205,16 @@ class JsonlStore(StoreBase):
         return self._dir / f"{validate_session_id(session_id)}{SUFFIX}"
 
     async def _run(self, session_id: str | None, call: Callable[[], _T]) -> _T:
-        """Run file work in a thread; OS errors name the file (the session's by default)."""
-        where = self._dir if session_id is None else self.path(session_id)
-        return await in_thread(call, where=where, session_id=session_id)
+        """File work in the session's thread; OS errors name the file (the session's)."""
+        where = self._dir if session_id is None else partial(self.path, session_id)
+        return await in_thread(
+            call, where=where, session_id=session_id, workers=self._workers, key=session_id
+        )
+
+    async def close(self) -> None:
+        """Closed: the calls running end, then the store's threads."""
+        await super().close()
+        await asyncio.to_thread(self._workers.stop)
 
     # ------------------------------------------------------------ create
 
@@ -345,7 +361,10 @@ class JsonlStore(StoreBase):
         self._writing("import")
         path = self.path(meta.id)
         await self._gate.passed()
-        run = partial(self._run, meta.id)
+        # Not in the session's thread: an import holds the session's lock
+        # from one call to the next, and an append waiting for it there would
+        # keep the import's next call from running.
+        run = partial(in_thread, where=path, session_id=meta.id)
         writer = Importer(meta.id, path, self._full, run)
         if after is None:
             return await writer.new(header, entries)
@@ -362,10 +381,9 @@ class JsonlStore(StoreBase):
         self._check(session_id)
         self._writing("import")
         await self._gate.passed()
-        run = partial(self._run, session_id)
-        return await BlockWriter(session_id, self.path(session_id), self._full, run).write(
-            blocks, after
-        )
+        path = self.path(session_id)
+        run = partial(in_thread, where=path, session_id=session_id)  # as an import's: a lock held
+        return await BlockWriter(session_id, path, self._full, run).write(blocks, after)
 
     # ------------------------------------------------------------ branches
 
@@ -422,17 +440,18 @@ class JsonlStore(StoreBase):
             finally:
                 os.close(fd)  # releases the lock
 
-        await in_thread(set_head, where=path)
+        await in_thread(set_head, where=path, workers=self._workers, key=path)
 
     async def _import_head(self, name: str, moves: builtins.list[HeadMove], after: int) -> None:
         self._writing("import_head")
         path = self._head(name)
         append = partial(head_files.append_moves, name, path, moves, full=self._full, after=after)
-        await in_thread(append, where=path)
+        await in_thread(append, where=path, workers=self._workers, key=path)
 
     async def _head_history(self, name: str) -> builtins.list[HeadMove]:
         path = self._head(name)
-        return await in_thread(partial(head_files.read_moves, name, path), where=path)
+        read = partial(head_files.read_moves, name, path)
+        return await in_thread(read, where=path, workers=self._workers, key=path)
 
     async def heads(self) -> builtins.list[str]:
         self._check_open()

@@ -10,9 +10,7 @@ serves any number of threads and event loops.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
-import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -26,6 +24,7 @@ from sessionstore.backends.sql.engine import (
     begin_on_driver,
     is_sqlite,
 )
+from sessionstore.backends.workers import Workers
 
 _T = TypeVar("_T")
 
@@ -54,56 +53,6 @@ class Kind(enum.Enum):
     @property
     def writes(self) -> bool:
         return self is not Kind.READ and self is not Kind.LOCKED_READ
-
-
-_Job = tuple[Callable[[], Any], "asyncio.Future[Any]"]
-
-
-def _resolve(future: asyncio.Future[_T], result: _T, error: BaseException | None) -> None:
-    if future.done():
-        return  # its caller was cancelled; what the call did stands
-    if error is None:
-        future.set_result(result)
-    else:
-        future.set_exception(error)
-
-
-class Workers:
-    """Threads running blocking calls, fed from one queue: leaner than
-    ``run_in_executor`` (no concurrent future chained), half the cost of a hop."""
-
-    def __init__(self, count: int, name: str) -> None:
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._work, name=f"{name}-{n}", daemon=True)
-            for n in range(count)
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    def call(self, fn: Callable[[], _T]) -> asyncio.Future[_T]:
-        future: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
-        self._jobs.put((fn, future))
-        return future
-
-    def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            fn, future = job
-            del job
-            result, error = None, None
-            try:
-                result = fn()
-            except BaseException as exc:  # the caller's to handle, whatever it is
-                error = exc
-            with contextlib.suppress(RuntimeError):  # the loop closed: no one to tell
-                future.get_loop().call_soon_threadsafe(_resolve, future, result, error)
-            del fn, future, result, error
-
-    def stop(self) -> None:
-        for _ in self._threads:
-            self._jobs.put(None)
-        for thread in self._threads:
-            thread.join()
 
 
 def finish_on_driver(conn: Connection, body: Callable[[Connection], _T]) -> _T:

@@ -1,0 +1,55 @@
+"""JsonlStore's own threads: started by its first call, ended by close; a
+read left half done at close is refused as closed, never left waiting."""
+
+import gc
+import threading
+from pathlib import Path
+
+import pytest
+
+from sessionstore import ClosedError, JsonlStore, SessionMeta
+from sessionstore.testing.contract import message
+
+
+def store_threads(directory: Path) -> set[threading.Thread]:
+    """The live threads of the stores of ``directory`` (named after it)."""
+    name = f"sessionstore-jsonl {directory}-"
+    return {t for t in threading.enumerate() if t.name.startswith(name) and t.is_alive()}
+
+
+async def test_the_threads_of_a_store_end_when_it_closes(tmp_path: Path) -> None:
+    before = store_threads(tmp_path)
+    store = JsonlStore(tmp_path)
+    assert store_threads(tmp_path) == before  # none until there is work
+    await store.create(SessionMeta(id="s"))
+    for n in range(20):
+        await store.append("s", message(f"e{n}", "hi"))
+    assert len(await store.load_context("s")) == 20
+    started = store_threads(tmp_path) - before
+    assert started
+    await store.close()
+    assert not any(thread.is_alive() for thread in started)
+
+
+async def test_a_read_going_on_at_close_is_refused_as_closed(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    await store.create(SessionMeta(id="s"))
+    text = "x" * 100_000
+    await store.append_many("s", [message(f"e{n}", text) for n in range(30)])  # 3 MB: blocks
+    blocks = store.raw_blocks("s")
+    assert await anext(blocks)
+    await store.close()
+    with pytest.raises(ClosedError, match="closed"):
+        await anext(blocks)
+
+
+async def test_a_store_collected_unclosed_ends_its_threads(tmp_path: Path) -> None:
+    before = store_threads(tmp_path)
+    store = JsonlStore(tmp_path)
+    await store.create(SessionMeta(id="s"))
+    started = store_threads(tmp_path) - before
+    del store  # never closed
+    gc.collect()
+    for thread in started:
+        thread.join(5)
+        assert not thread.is_alive()

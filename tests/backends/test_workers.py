@@ -1,0 +1,149 @@
+"""A store's worker threads: results, errors and cancellation reach the loop,
+keyed calls keep their order, a call after the end is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Iterator
+from functools import partial
+
+import pytest
+
+from sessionstore.backends.workers import Workers, WorkersStopped
+
+
+@pytest.fixture
+def workers() -> Iterator[Workers]:
+    made = Workers(2, "test-workers")
+    yield made
+    made.stop()
+
+
+async def test_a_call_runs_in_a_worker_thread_and_returns_its_result(workers: Workers) -> None:
+    assert await workers.call(threading.current_thread) is not threading.current_thread()
+    assert await workers.call(lambda: 42) == 42
+
+
+async def test_an_error_reaches_its_caller_and_the_worker_goes_on(workers: Workers) -> None:
+    def fail() -> None:
+        raise ValueError("from the worker")
+
+    with pytest.raises(ValueError, match="from the worker"):
+        await workers.call(fail)
+    assert [await workers.call(partial(int, n)) for n in range(4)] == [0, 1, 2, 3]
+
+
+async def test_a_cancelled_caller_leaves_its_call_to_finish(workers: Workers) -> None:
+    release, done = threading.Event(), threading.Event()
+
+    def slow() -> str:
+        release.wait(5)
+        done.set()
+        return "finished"
+
+    waiting = asyncio.ensure_future(workers.call(slow))
+    await asyncio.sleep(0)
+    waiting.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert await asyncio.to_thread(done.wait, 5)
+    assert await workers.call(lambda: "still working") == "still working"
+
+
+async def test_stop_lets_queued_calls_finish() -> None:
+    workers = Workers(1, "test-workers")
+    ran: list[int] = []
+    futures = [workers.call(partial(ran.append, n)) for n in range(20)]
+    await asyncio.to_thread(workers.stop)
+    assert ran == list(range(20))
+    await asyncio.gather(*futures)
+
+
+def test_a_call_ending_after_its_loop_closed_leaves_the_worker_alive() -> None:
+    workers = Workers(1, "test-workers")
+    release = threading.Event()
+
+    async def leave_a_call_running() -> None:
+        workers.call(lambda: release.wait(5))
+
+    asyncio.run(leave_a_call_running())  # the loop closes with the call still running
+    release.set()
+
+    async def call_again() -> str:
+        return await asyncio.wait_for(workers.call(lambda: "alive"), 5)
+
+    assert asyncio.run(call_again()) == "alive"
+    workers.stop()
+
+
+def test_no_thread_runs_before_the_first_call() -> None:
+    before = set(threading.enumerate())
+    workers = Workers(3, "test-unstarted")
+    assert set(threading.enumerate()) == before
+    workers.stop()  # nothing to end
+
+
+async def test_a_call_after_stop_is_refused() -> None:
+    workers = Workers(2, "test-workers")
+    assert await workers.call(lambda: 1) == 1
+    await asyncio.to_thread(workers.stop)
+    with pytest.raises(WorkersStopped, match="test-workers"):
+        workers.call(lambda: 2)
+
+
+async def test_keyed_calls_of_one_key_run_in_order_in_one_thread() -> None:
+    workers = Workers(3, "test-keyed", keyed=True)
+    try:
+        ran: list[tuple[str, int, str]] = []
+
+        def note(key: str, n: int) -> None:
+            ran.append((key, n, threading.current_thread().name))
+
+        calls = [workers.call(partial(note, key, n), key) for n in range(30) for key in "abcdef"]
+        await asyncio.gather(*calls)
+        for key in "abcdef":
+            mine = [(n, thread) for found, n, thread in ran if found == key]
+            assert [n for n, _ in mine] == list(range(30))
+            assert len({thread for _, thread in mine}) == 1
+        assert len({thread for _, _, thread in ran}) > 1  # the keys spread over the threads
+    finally:
+        await asyncio.to_thread(workers.stop)
+
+
+async def test_a_key_waiting_leaves_the_keys_of_other_threads_running() -> None:
+    workers = Workers(2, "test-keyed", keyed=True)
+    try:
+        first = await workers.call(threading.current_thread, "k0")
+        other = "k1"
+        while await workers.call(threading.current_thread, other) is first:
+            other += "1"
+        release = threading.Event()
+        blocked = workers.call(lambda: release.wait(5), "k0")
+        assert await asyncio.wait_for(workers.call(lambda: "ran", other), 5) == "ran"
+        assert not blocked.done()
+        release.set()
+        assert await blocked is True
+    finally:
+        await asyncio.to_thread(workers.stop)
+
+
+def test_a_forked_child_runs_its_calls_in_threads_of_its_own() -> None:
+    workers = Workers(1, "test-fork")
+
+    async def call(fn: Callable[[], int]) -> int:
+        return await asyncio.wait_for(workers.call(fn), 5)
+
+    assert asyncio.run(call(threading.get_ident)) != threading.get_ident()
+    child = os.fork()  # the parent's thread is not in the child
+    if child == 0:
+        ran = False
+        try:
+            ran = asyncio.run(call(os.getpid)) == os.getpid()
+        finally:
+            os._exit(0 if ran else 1)  # never back into pytest
+    _, status = os.waitpid(child, 0)
+    workers.stop()
+    assert os.waitstatus_to_exitcode(status) == 0
