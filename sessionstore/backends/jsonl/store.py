@@ -97,9 +97,7 @@ __all__ = ["SUFFIX", "JsonlStore"]
 _T = TypeVar("_T")
 logger = logging.getLogger(__name__)
 
-THREADS = 4
-"""A store's threads for its file work (`sessionstore.backends.workers`): a
-session's calls in one of them, in order, other sessions' ``fsync`` beside."""
+THREADS = 4  # threads for file work: a session's calls in one, in order; others beside
 
 
 class JsonlStore(StoreBase):
