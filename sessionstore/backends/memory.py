@@ -156,8 +156,13 @@ class MemoryStore(StoreBase):
         expect_head: str | None = None,
     ) -> None:
         check_expectations(expect_last, expect_head, session_id=session_id)
-        session = self._session(session_id)
+        self._check(session_id)
         lines = entry_lines(session_id, entries)
+        # A second turn of the loop, between the encoding and the write: a
+        # pass of the loop then runs half an append of each task waiting.
+        # The session is looked up after it: it may be erased meanwhile.
+        await asyncio.sleep(0)
+        session = self._session(session_id)
         with self._writing:  # checked and written in one step, whatever thread calls
             if expect_last is not None:
                 check_last(session_id, expect_last, self._last(session))
