@@ -11,8 +11,10 @@ those delays over each round (40 turns of each task), medians of the
 rounds.
 
 What a stall is made of. One pass of the loop runs a step of every task
-that is ready, so with 50 tasks a stall is 50 steps (the memory store
-gives the loop a turn at each operation and decodes only what was
+that is ready, so with 50 tasks a stall is 50 steps, and the watcher,
+woken after the steps already waiting, may wait for two passes (the
+memory store gives the loop a turn at each operation, and an append a
+second one between its encoding and its write; it decodes only what was
 appended since its cached context: about 15 us a step). The stores that
 work in threads (SQLite, JSONL, PostgreSQL) do little on the loop; their
 stall is mostly the loop's thread waiting for the GIL while the worker
