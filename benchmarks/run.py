@@ -124,6 +124,11 @@ against the same 50 tasks doing that work in pure Python (the floor); the
 target is a p99 of at most 2 ms. A stall is a step of each ready task
 plus, on the stores working in threads, the loop's wait for the GIL.
 
+The collector (benchmarks/collector.py): a load of 100,000 messages on
+memory, SQLite and JSONL with the host's garbage collector on, against
+the same load with the program holding it off: what a store leaving the
+collector alone costs a whole large load.
+
 Through LangGraph (benchmarks/checkpoints.py): a chat graph, turn after
 turn, on `StoreSaver` over a SQLite store against ``AsyncSqliteSaver``
 (default, and with langgraph's beta ``DeltaChannel`` messages),
@@ -167,6 +172,7 @@ from typing import Annotated
 from browse import browse
 from chains import fork_chains
 from checkpoints import checkpoints
+from collector import collector
 from drivers import drivers, message_digest
 from effects import effects
 from frameworks import adk_part, frameworks
@@ -1073,6 +1079,7 @@ PARTS = (
     "size",
     "memory",
     "stalls",
+    "collector",
 )
 """The parts of a run, in order; ``--only`` picks some."""
 
@@ -1096,6 +1103,7 @@ async def run(
     sized: list[Table] = []
     held: list[Table] = []
     stalled: list[Table] = []
+    collected: list[Table] = []
     try:
         if "cold-start" in only:
             await bench.cold_start()
@@ -1136,6 +1144,8 @@ async def run(
             held = await memory(kept or work, quick)
         if "stalls" in only:
             stalled = await stalls(quick, bench.rounds)
+        if "collector" in only:
+            collected = await collector(quick, bench.rounds)
     finally:
         shutil.rmtree(work)
     parts = [
@@ -1150,6 +1160,7 @@ async def run(
         sized,
         held,
         stalled,
+        collected,
     ]
     tables = [*bench.tables(), *(table for part in parts for table in part)]
     return [table for table in tables if table.rows]
