@@ -148,23 +148,30 @@ class Conversation:
             await self.add(entries)
             return True
         while True:
-            head, current = await self._read()
-            if head is None or current is None:  # no head yet: the first add sets it
-                await self.add(entries)
-                return True
+            # Where the head was last seen, as `add` does: the append states
+            # it expects the head there, so a stale guess costs one retry.
+            guessed = current = self._seen
+            if current is None:
+                head, current = await self._read()
+                if head is None or current is None:  # no head yet: the first add sets it
+                    await self.add(entries)
+                    return True
             tail, _ = await turns.read_tail(
                 self.store, current, turns.tells_a_resume(len(entries)), len(entries)
             )
             if turns.resumes(tail, entries):
+                if guessed is not None:  # a resume is told where the head stands
+                    self._seen = None
+                    continue
                 return False
             try:
                 await self.store.append_many(
                     current, entries, expect_head=self.name, expect_last=tail[-1].id if tail else ""
                 )
-            except SessionConflictError:
-                continue  # moved, or appended to, meanwhile: read again
-            except SessionNotFoundError:
-                continue  # erased since the head was read
+            except (SessionConflictError, SessionNotFoundError):
+                # Moved, appended to or erased since it was read: read the head again.
+                self._seen = None
+                continue
             self._seen = current
             return True
 
