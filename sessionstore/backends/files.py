@@ -295,11 +295,13 @@ async def in_thread(
             return await asyncio.to_thread(call)
         return await workers.call(call, key)
     except OSError as exc:
-        if exc.filename is not None:
-            path: object = exc.filename
-        else:
-            path = where() if callable(where) else where
+        path: object = exc.filename if exc.filename is not None else _named(where)
         message = f"{label}{path}: {exc.strerror or exc}"
         raise StorageError(message, session_id=session_id) from exc
     except WorkersStopped:
-        raise ClosedError(f"the store of {where} is closed", session_id=session_id) from None
+        message = f"the store holding {_named(where)} is closed"
+        raise ClosedError(message, session_id=session_id) from None
+
+
+def _named(where: Path | Callable[[], Path]) -> Path:
+    return where() if callable(where) else where

@@ -39,8 +39,10 @@ async def test_a_read_going_on_at_close_is_refused_as_closed(tmp_path: Path) -> 
     blocks = store.raw_blocks("s")
     assert await anext(blocks)
     await store.close()
-    with pytest.raises(ClosedError, match="closed"):
+    with pytest.raises(ClosedError) as caught:
         await anext(blocks)
+    # Named by the session's file, as an OS error in the call would be.
+    assert str(caught.value) == f"session 's': the store holding {store.path('s')} is closed"
 
 
 async def test_a_store_collected_unclosed_ends_its_threads(tmp_path: Path) -> None:
