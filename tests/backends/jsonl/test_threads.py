@@ -1,7 +1,10 @@
 """JsonlStore's own threads: started by its first call, ended by close; a
 read left half done at close is refused as closed, never left waiting."""
 
+import asyncio
+import fcntl
 import gc
+import os
 import threading
 from pathlib import Path
 
@@ -55,3 +58,23 @@ async def test_a_store_collected_unclosed_ends_its_threads(tmp_path: Path) -> No
     for thread in started:
         thread.join(5)
         assert not thread.is_alive()
+
+
+async def test_a_session_locked_elsewhere_holds_up_no_other_session(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    ids = [f"s{n}" for n in range(12)]
+    for session_id in ids:
+        await store.create(SessionMeta(id=session_id))
+    holder = os.open(store.path("s0"), os.O_RDWR)  # another open file: its lock is another's
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        waiting = asyncio.ensure_future(store.append("s0", message("held", "hi")))
+        others = [asyncio.ensure_future(store.append(s, message("e", "hi"))) for s in ids[1:]]
+        done, _ = await asyncio.wait(others, timeout=30)
+        assert len(done) == len(others)  # whichever thread each session's calls found
+        assert not waiting.done()
+    finally:
+        os.close(holder)  # releases the lock
+    await waiting
+    assert [entry.id for entry in await store.load("s0")] == ["held"]
+    await store.close()
