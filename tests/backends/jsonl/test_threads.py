@@ -78,3 +78,26 @@ async def test_a_session_locked_elsewhere_holds_up_no_other_session(tmp_path: Pa
     await waiting
     assert [entry.id for entry in await store.load("s0")] == ["held"]
     await store.close()
+
+
+async def test_a_cancelled_append_waiting_for_its_lock_is_written_once_it_is_let_go(
+    tmp_path: Path,
+) -> None:
+    store = JsonlStore(tmp_path)
+    await store.create(SessionMeta(id="s"))
+    holder = os.open(store.path("s"), os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        waiting = asyncio.ensure_future(store.append("s", message("first", "hi")))
+        queued = asyncio.ensure_future(store.append("s", message("second", "hi")))
+        await asyncio.sleep(0)  # both reach the session's calls
+        for task in (waiting, queued):
+            task.cancel()
+        for task in (waiting, queued):
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    finally:
+        os.close(holder)
+    await store.close()  # lets the calls reached finish
+    async with JsonlStore(tmp_path) as again:
+        assert [entry.id for entry in await again.load("s")] == ["first", "second"]
