@@ -170,3 +170,19 @@ def test_a_forked_child_runs_its_calls_in_threads_of_its_own() -> None:
     _, status = os.waitpid(child, 0)
     workers.stop()
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+async def test_a_keyed_call_that_raises_leaves_its_key_served() -> None:
+    workers = Workers(2, "test-keyed", keyed=True)
+    try:
+
+        def interrupted() -> None:
+            raise KeyboardInterrupt  # whatever a call raises, the caller's
+
+        failing = workers.call(interrupted, "k")
+        after = workers.call(lambda: "next", "k")
+        with pytest.raises(KeyboardInterrupt):
+            await asyncio.shield(failing)
+        assert await after == "next"
+    finally:
+        await asyncio.to_thread(workers.stop)
