@@ -26,6 +26,7 @@ import asyncio
 import collections
 import contextlib
 import os
+import queue
 import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
@@ -53,14 +54,20 @@ def _resolve(future: asyncio.Future[_T], result: _T, error: BaseException | None
 class _Calls:
     """The calls waiting, by key, and the keys ready to run; shared by the
     threads (which hold no reference to the `Workers`, so that a store can
-    be collected, and its threads stopped, unclosed)."""
+    be collected, and its threads stopped, unclosed).
 
-    def __init__(self) -> None:
+    A key is ready (in ``keys``, once) or running (in one thread) while it
+    has calls, never both: so its calls run one at a time, in order. The
+    queue and the lock are C's: the loop's thread runs ``put``, and no
+    Python-level condition wakes the threads.
+    """
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
         # Reentrant: a store dropped unclosed while its lock is held here
         # (its last call let go, a collection of cycles) stops these calls.
         self.lock = threading.RLock()
-        self.ready = threading.Condition(self.lock)
-        self.keys: collections.deque[Hashable] = collections.deque()  # ready to run
+        self.keys: queue.SimpleQueue[Hashable | None] = queue.SimpleQueue()  # None: end
         # A key's calls not yet taken, in order; a key is here while one runs.
         self.waiting: dict[Hashable, collections.deque[_Job]] = {}
         self.stopped = False
@@ -70,33 +77,39 @@ class _Calls:
         calls = self.waiting.get(key)
         if calls is None:  # none queued nor running: ready at once
             self.waiting[key] = collections.deque((job,))
-            self.keys.append(key)
-            self.ready.notify()
+            self.keys.put(key)
         else:
             calls.append(job)
 
-    def take(self) -> tuple[Hashable, _Job] | None:
-        """The next call of the next key ready; None once stopped with no call left."""
+    def stop(self) -> None:
+        """No call after; the threads end once the calls queued have run."""
         with self.lock:
-            while not self.keys:
-                if self.stopped and not self.waiting:
-                    self.ready.notify_all()  # the other threads end too
-                    return None
-                self.ready.wait()
-            key = self.keys.popleft()
+            if not self.stopped:
+                self.stopped = True
+                if not self.waiting:
+                    self._end()
+
+    def _end(self) -> None:
+        for _ in range(self.threads):  # put once, when nothing is left to run
+            self.keys.put(None)
+
+    def take(self) -> tuple[Hashable, _Job] | None:
+        """The next call of the next key ready; None at the end."""
+        key = self.keys.get()
+        if key is None:
+            return None
+        with self.lock:
             return key, self.waiting[key].popleft()  # let go by the thread, not here
 
     def done(self, key: Hashable) -> None:
         """The call of ``key`` taken has run: its next one is ready, if any."""
         with self.lock:
-            calls = self.waiting[key]
-            if calls:
-                self.keys.append(key)  # behind the keys already ready: each has its turn
-                self.ready.notify()
-            else:
-                del self.waiting[key]
-                if self.stopped and not self.waiting:
-                    self.ready.notify_all()
+            if self.waiting[key]:
+                self.keys.put(key)  # behind the keys already ready: each has its turn
+                return
+            del self.waiting[key]
+            if self.stopped and not self.waiting:
+                self._end()
 
 
 def _work(calls: _Calls) -> None:
@@ -124,7 +137,7 @@ class Workers:
         self._count = count
         self._name = name
         self._keyed = keyed
-        self._calls = _Calls()
+        self._calls = _Calls(count)
         self._threads: list[threading.Thread] = []
         self._starting = threading.Lock()  # held while the threads start, never across a call
         self._pid = os.getpid()
@@ -137,7 +150,7 @@ class Workers:
             # threads of the child making its first call at one instant
             # could each make new calls here (one set of threads left over).
             stopped = self._calls.stopped
-            self._calls, self._threads, self._pid = _Calls(), [], os.getpid()
+            self._calls, self._threads, self._pid = _Calls(self._count), [], os.getpid()
             self._calls.stopped = stopped
             self._starting = threading.Lock()
         return self._calls
@@ -164,10 +177,7 @@ class Workers:
     def stop(self, *, wait: bool = True) -> None:
         """Let the calls queued finish, then end the threads (joined, with
         ``wait``); a call made after raises `WorkersStopped`."""
-        calls = self._current()
-        with calls.lock:
-            calls.stopped = True
-            calls.ready.notify_all()
+        self._current().stop()
         if wait:
             with self._starting:
                 threads = list(self._threads)
