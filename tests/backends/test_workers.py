@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -186,3 +187,41 @@ async def test_a_keyed_call_that_raises_leaves_its_key_served() -> None:
         assert await after == "next"
     finally:
         await asyncio.to_thread(workers.stop)
+
+
+def test_a_child_forked_while_a_parent_thread_queues_a_call_makes_calls_of_its_own() -> None:
+    workers = Workers(1, "test-fork")
+
+    async def call(fn: Callable[[], int]) -> int:
+        return await asyncio.wait_for(workers.call(fn), 5)
+
+    assert asyncio.run(call(threading.get_ident)) != threading.get_ident()
+    held, release = threading.Event(), threading.Event()
+
+    def queueing() -> None:  # a thread of the parent's, caught at fork inside a call
+        with workers._calls.lock:
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=queueing)
+    thread.start()
+    held.wait(30)
+    child = os.fork()  # the lock stays held in the child: no thread there lets it go
+    if child == 0:
+        ran = False
+        try:
+            ran = asyncio.run(call(os.getpid)) == os.getpid()
+        finally:
+            os._exit(0 if ran else 1)
+    release.set()
+    thread.join()
+    for _ in range(300):  # the child waiting for the lock for good: killed, and failed
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, signal.SIGKILL)
+        _, status = os.waitpid(child, 0)
+    workers.stop()
+    assert os.waitstatus_to_exitcode(status) == 0
