@@ -101,3 +101,37 @@ async def test_a_cancelled_append_waiting_for_its_lock_is_written_once_it_is_let
     await store.close()  # lets the calls reached finish
     async with JsonlStore(tmp_path) as again:
         assert [entry.id for entry in await again.load("s")] == ["first", "second"]
+
+
+async def test_a_read_cancelled_while_its_call_waits_leaves_the_file_whole(
+    tmp_path: Path,
+) -> None:
+    store = JsonlStore(tmp_path)
+    await store.create(SessionMeta(id="s"))
+    await store.append("s", message("e", "hi"))
+    holder = os.open(store.path("s"), os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # the read's call waits for its shared lock
+    reading = asyncio.ensure_future(anext(store.raw_blocks("s")))
+    inode = f":{store.path('s').stat().st_ino} "
+    for _ in range(3000):  # until the kernel lists the read's lock as waiting
+        await asyncio.sleep(0.01)
+        locks = Path("/proc/locks").read_text().splitlines()
+        if any("->" in line and inode in line for line in locks):
+            break
+    reading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reading
+    # A file opened now may get the number of the read's file, were it closed.
+    other = tmp_path / "other.txt"
+    other.write_bytes(b"a line\nand no newline")
+    opened = os.open(other, os.O_RDONLY)
+    try:
+        os.close(holder)  # the read's call goes on
+        await store.close()  # and ends
+    finally:
+        os.close(opened)
+    assert other.read_bytes() == b"a line\nand no newline"
+    files = [os.readlink(fd) for fd in Path("/proc/self/fd").iterdir() if fd.is_symlink()]
+    assert str(store.path("s")) not in files  # closed, once its call ended
+    async with JsonlStore(tmp_path) as again:
+        assert [entry.id for entry in await again.load("s")] == ["e"]
