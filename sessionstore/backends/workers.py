@@ -51,6 +51,9 @@ def _resolve(future: asyncio.Future[_T], result: _T, error: BaseException | None
         future.set_exception(error)
 
 
+_END = object()  # to a thread: no call is left, and none will come (None is a key)
+
+
 class _Calls:
     """The calls waiting, by key, and the keys ready to run; shared by the
     threads (which hold no reference to the `Workers`, so that a store can
@@ -67,7 +70,7 @@ class _Calls:
         # Reentrant: a store dropped unclosed while its lock is held here
         # (its last call let go, a collection of cycles) stops these calls.
         self.lock = threading.RLock()
-        self.keys: queue.SimpleQueue[Hashable | None] = queue.SimpleQueue()  # None: end
+        self.keys: queue.SimpleQueue[Hashable] = queue.SimpleQueue()  # _END: the end
         # A key's calls not yet taken, in order; a key is here while one runs.
         self.waiting: dict[Hashable, collections.deque[_Job]] = {}
         self.stopped = False
@@ -91,12 +94,12 @@ class _Calls:
 
     def _end(self) -> None:
         for _ in range(self.threads):  # put once, when nothing is left to run
-            self.keys.put(None)
+            self.keys.put(_END)
 
     def take(self) -> tuple[Hashable, _Job] | None:
         """The next call of the next key ready; None at the end."""
         key = self.keys.get()
-        if key is None:
+        if key is _END:
             return None
         with self.lock:
             return key, self.waiting[key].popleft()  # let go by the thread, not here
@@ -156,7 +159,9 @@ class Workers:
         return self._calls
 
     def call(self, fn: Callable[[], _T], key: Hashable = None) -> asyncio.Future[_T]:
-        """Run ``fn()`` in a worker (after the calls of ``key`` made before, when keyed)."""
+        """Run ``fn()`` in a worker: when keyed, after the calls of ``key``
+        made before (None a key as any other: the calls of no session, in
+        order, as they ran in one thread before keys moved between threads)."""
         future: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
         calls = self._current()
         if calls.stopped:
@@ -171,7 +176,7 @@ class Workers:
         with calls.lock:  # never a call queued behind the end of the threads
             if calls.stopped:
                 raise WorkersStopped(f"the {self._name} threads are stopped")
-            calls.put(key if self._keyed and key is not None else object(), (fn, future))
+            calls.put(key if self._keyed else object(), (fn, future))
         return future
 
     def stop(self, *, wait: bool = True) -> None:

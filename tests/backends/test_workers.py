@@ -225,3 +225,27 @@ def test_a_child_forked_while_a_parent_thread_queues_a_call_makes_calls_of_its_o
         _, status = os.waitpid(child, 0)
     workers.stop()
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+async def test_keyed_calls_of_no_key_run_in_order_one_at_a_time() -> None:
+    workers = Workers(3, "test-keyed", keyed=True)
+    try:
+        guard = threading.Lock()
+        running: list[int] = []
+        overlaps: list[int] = []
+        ran: list[int] = []
+
+        def note(n: int) -> None:
+            with guard:
+                overlaps.extend(running)
+                running.append(n)
+            time.sleep(0.0005)  # room for another call to start, were it let
+            with guard:
+                running.remove(n)
+                ran.append(n)
+
+        await asyncio.gather(*(workers.call(partial(note, n)) for n in range(40)))
+        assert overlaps == []
+        assert ran == list(range(40))
+    finally:
+        await asyncio.to_thread(workers.stop)
