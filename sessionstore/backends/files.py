@@ -19,6 +19,7 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Hashable
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -30,6 +31,7 @@ __all__ = [
     "FILE_MODE",
     "LinkedDirectoryError",
     "NotRegularFileError",
+    "close_after",
     "complete_length",
     "describe",
     "fsync_directory",
@@ -295,11 +297,23 @@ async def in_thread(
             return await asyncio.to_thread(call)
         return await workers.call(call, key)
     except OSError as exc:
-        if exc.filename is not None:
-            path: object = exc.filename
-        else:
-            path = where() if callable(where) else where
+        path: object = exc.filename if exc.filename is not None else _named(where)
         message = f"{label}{path}: {exc.strerror or exc}"
         raise StorageError(message, session_id=session_id) from exc
     except WorkersStopped:
-        raise ClosedError(f"the store of {where} is closed", session_id=session_id) from None
+        message = f"the store holding {_named(where)} is closed"
+        raise ClosedError(message, session_id=session_id) from None
+
+
+def _named(where: Path | Callable[[], Path]) -> Path:
+    return where() if callable(where) else where
+
+
+def close_after(workers: Workers, key: Hashable, fd: int) -> None:
+    """Close ``fd`` in the thread of ``key``, after the call on it that may
+    still run there (its caller cancelled), without waiting: closed at once,
+    its number could be another file's by the time that call reads or cuts it."""
+    try:
+        workers.call(partial(os.close, fd), key)
+    except WorkersStopped:  # the store closed: its threads ended, no call runs
+        os.close(fd)

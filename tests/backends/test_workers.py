@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from functools import partial
 
@@ -94,40 +96,62 @@ async def test_a_call_after_stop_is_refused() -> None:
         workers.call(lambda: 2)
 
 
-async def test_keyed_calls_of_one_key_run_in_order_in_one_thread() -> None:
+async def test_keyed_calls_of_one_key_run_in_order_one_at_a_time() -> None:
     workers = Workers(3, "test-keyed", keyed=True)
     try:
+        guard = threading.Lock()
+        running: set[str] = set()
+        overlaps: list[str] = []
         ran: list[tuple[str, int, str]] = []
 
         def note(key: str, n: int) -> None:
-            ran.append((key, n, threading.current_thread().name))
+            with guard:
+                if key in running:
+                    overlaps.append(key)
+                running.add(key)
+            time.sleep(0.0005)  # room for another call of the key to start, were it let
+            with guard:
+                running.discard(key)
+                ran.append((key, n, threading.current_thread().name))
 
         calls = [workers.call(partial(note, key, n), key) for n in range(30) for key in "abcdef"]
         await asyncio.gather(*calls)
+        assert overlaps == []
         for key in "abcdef":
-            mine = [(n, thread) for found, n, thread in ran if found == key]
-            assert [n for n, _ in mine] == list(range(30))
-            assert len({thread for _, thread in mine}) == 1
+            assert [n for found, n, _ in ran if found == key] == list(range(30))
         assert len({thread for _, _, thread in ran}) > 1  # the keys spread over the threads
     finally:
         await asyncio.to_thread(workers.stop)
 
 
-async def test_a_key_waiting_leaves_the_keys_of_other_threads_running() -> None:
+async def test_a_key_waiting_holds_up_no_other_key() -> None:
     workers = Workers(2, "test-keyed", keyed=True)
+    release = threading.Event()
     try:
-        first = await workers.call(threading.current_thread, "k0")
-        other = "k1"
-        while await workers.call(threading.current_thread, other) is first:
-            other += "1"
-        release = threading.Event()
-        blocked = workers.call(lambda: release.wait(5), "k0")
-        assert await asyncio.wait_for(workers.call(lambda: "ran", other), 5) == "ran"
+        blocked = workers.call(lambda: release.wait(30), "k0")
+        others = [workers.call(partial(str, n), f"k{n}") for n in range(1, 21)]
+        # Every other key, whichever thread it would once have been pinned to.
+        done, _ = await asyncio.wait(others, timeout=30)
+        assert len(done) == len(others)
         assert not blocked.done()
         release.set()
         assert await blocked is True
     finally:
+        release.set()
         await asyncio.to_thread(workers.stop)
+
+
+async def test_stop_waits_for_a_key_queued_behind_a_running_call() -> None:
+    workers = Workers(2, "test-keyed", keyed=True)
+    release = threading.Event()
+    first = workers.call(lambda: release.wait(30), "k")
+    second = workers.call(lambda: "after", "k")
+    stopping = asyncio.ensure_future(asyncio.to_thread(workers.stop))
+    await asyncio.sleep(0)
+    release.set()
+    await stopping
+    assert await first is True
+    assert await second == "after"
 
 
 def test_a_forked_child_runs_its_calls_in_threads_of_its_own() -> None:
@@ -147,3 +171,81 @@ def test_a_forked_child_runs_its_calls_in_threads_of_its_own() -> None:
     _, status = os.waitpid(child, 0)
     workers.stop()
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+async def test_a_keyed_call_that_raises_leaves_its_key_served() -> None:
+    workers = Workers(2, "test-keyed", keyed=True)
+    try:
+
+        def interrupted() -> None:
+            raise KeyboardInterrupt  # whatever a call raises, the caller's
+
+        failing = workers.call(interrupted, "k")
+        after = workers.call(lambda: "next", "k")
+        with pytest.raises(KeyboardInterrupt):
+            await asyncio.shield(failing)
+        assert await after == "next"
+    finally:
+        await asyncio.to_thread(workers.stop)
+
+
+def test_a_child_forked_while_a_parent_thread_queues_a_call_makes_calls_of_its_own() -> None:
+    workers = Workers(1, "test-fork")
+
+    async def call(fn: Callable[[], int]) -> int:
+        return await asyncio.wait_for(workers.call(fn), 5)
+
+    assert asyncio.run(call(threading.get_ident)) != threading.get_ident()
+    held, release = threading.Event(), threading.Event()
+
+    def queueing() -> None:  # a thread of the parent's, caught at fork inside a call
+        with workers._calls.lock:
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=queueing)
+    thread.start()
+    held.wait(30)
+    child = os.fork()  # the lock stays held in the child: no thread there lets it go
+    if child == 0:
+        ran = False
+        try:
+            ran = asyncio.run(call(os.getpid)) == os.getpid()
+        finally:
+            os._exit(0 if ran else 1)
+    release.set()
+    thread.join()
+    for _ in range(300):  # the child waiting for the lock for good: killed, and failed
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, signal.SIGKILL)
+        _, status = os.waitpid(child, 0)
+    workers.stop()
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+async def test_keyed_calls_of_no_key_run_in_order_one_at_a_time() -> None:
+    workers = Workers(3, "test-keyed", keyed=True)
+    try:
+        guard = threading.Lock()
+        running: list[int] = []
+        overlaps: list[int] = []
+        ran: list[int] = []
+
+        def note(n: int) -> None:
+            with guard:
+                overlaps.extend(running)
+                running.append(n)
+            time.sleep(0.0005)  # room for another call to start, were it let
+            with guard:
+                running.remove(n)
+                ran.append(n)
+
+        await asyncio.gather(*(workers.call(partial(note, n)) for n in range(40)))
+        assert overlaps == []
+        assert ran == list(range(40))
+    finally:
+        await asyncio.to_thread(workers.stop)

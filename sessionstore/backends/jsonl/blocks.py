@@ -33,11 +33,17 @@ Run = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 
 async def read_blocks(
-    session_id: str, path: Path, run: Run, size_of: Callable[[int], int], within: Path | None
+    session_id: str,
+    path: Path,
+    run: Run,
+    size_of: Callable[[int], int],
+    within: Path | None,
+    close: Callable[[int], None] = os.close,
 ) -> AsyncIterator[bytes]:
     """The complete lines of the session file at ``path`` (through a link only
     to a file under ``within``), in blocks of about `READ` bytes;
-    ``size_of(fd)`` gives their length (a repair, or none)."""
+    ``size_of(fd)`` gives their length (a repair, or none); ``close(fd)``
+    lets go of the file, after the last call of ``run`` on it."""
     fd = await run(lambda: open_session(session_id, path, os.O_RDONLY, within=within))
     try:
         size = await run(partial(size_of, fd))
@@ -62,7 +68,7 @@ async def read_blocks(
             if block:
                 yield block
     finally:
-        os.close(fd)
+        close(fd)
 
 
 async def _corrupt(

@@ -32,6 +32,7 @@ from sessionstore.backends.checks import (
 from sessionstore.backends.contexts import BuiltContext, ContextCache
 from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.files import (
+    close_after,
     fsync_directory,
     in_thread,
     truncate_back,
@@ -41,11 +42,7 @@ from sessionstore.backends.jsonl import heads as head_files
 from sessionstore.backends.jsonl import hints, survey
 from sessionstore.backends.jsonl import titles as title_files
 from sessionstore.backends.jsonl.blocks import BlockWriter, read_blocks
-from sessionstore.backends.jsonl.context import (
-    entries_between,
-    last_entry_id,
-    read_context,
-)
+from sessionstore.backends.jsonl.context import entries_between, last_entry_id, read_context
 from sessionstore.backends.jsonl.erasures import ErasureLog, digest_file
 from sessionstore.backends.jsonl.file import (
     READ,
@@ -97,7 +94,7 @@ __all__ = ["SUFFIX", "JsonlStore"]
 _T = TypeVar("_T")
 logger = logging.getLogger(__name__)
 
-THREADS = 4  # threads for file work: a session's calls in one, in order; others beside
+THREADS = 4  # threads for file work: a session's calls one at a time, in order; others beside
 
 
 class JsonlStore(StoreBase):
@@ -340,8 +337,8 @@ class JsonlStore(StoreBase):
         self._check(session_id)
         path = self.path(session_id)
         size_of = partial(complete_size, session_id, path, full=self._full, repairs=self._writes)
-        run = partial(self._run, session_id)
-        async for block in read_blocks(session_id, path, run, size_of, self._within):
+        run, close = partial(self._run, session_id), partial(close_after, self._workers, session_id)
+        async for block in read_blocks(session_id, path, run, size_of, self._within, close):
             yield block
 
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:

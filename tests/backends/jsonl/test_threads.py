@@ -1,7 +1,10 @@
 """JsonlStore's own threads: started by its first call, ended by close; a
 read left half done at close is refused as closed, never left waiting."""
 
+import asyncio
+import fcntl
 import gc
+import os
 import threading
 from pathlib import Path
 
@@ -39,8 +42,10 @@ async def test_a_read_going_on_at_close_is_refused_as_closed(tmp_path: Path) -> 
     blocks = store.raw_blocks("s")
     assert await anext(blocks)
     await store.close()
-    with pytest.raises(ClosedError, match="closed"):
+    with pytest.raises(ClosedError) as caught:
         await anext(blocks)
+    # Named by the session's file, as an OS error in the call would be.
+    assert str(caught.value) == f"session 's': the store holding {store.path('s')} is closed"
 
 
 async def test_a_store_collected_unclosed_ends_its_threads(tmp_path: Path) -> None:
@@ -53,3 +58,80 @@ async def test_a_store_collected_unclosed_ends_its_threads(tmp_path: Path) -> No
     for thread in started:
         thread.join(5)
         assert not thread.is_alive()
+
+
+async def test_a_session_locked_elsewhere_holds_up_no_other_session(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    ids = [f"s{n}" for n in range(12)]
+    for session_id in ids:
+        await store.create(SessionMeta(id=session_id))
+    holder = os.open(store.path("s0"), os.O_RDWR)  # another open file: its lock is another's
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        waiting = asyncio.ensure_future(store.append("s0", message("held", "hi")))
+        others = [asyncio.ensure_future(store.append(s, message("e", "hi"))) for s in ids[1:]]
+        done, _ = await asyncio.wait(others, timeout=30)
+        assert len(done) == len(others)  # whichever thread each session's calls found
+        assert not waiting.done()
+    finally:
+        os.close(holder)  # releases the lock
+    await waiting
+    assert [entry.id for entry in await store.load("s0")] == ["held"]
+    await store.close()
+
+
+async def test_a_cancelled_append_waiting_for_its_lock_is_written_once_it_is_let_go(
+    tmp_path: Path,
+) -> None:
+    store = JsonlStore(tmp_path)
+    await store.create(SessionMeta(id="s"))
+    holder = os.open(store.path("s"), os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        waiting = asyncio.ensure_future(store.append("s", message("first", "hi")))
+        queued = asyncio.ensure_future(store.append("s", message("second", "hi")))
+        await asyncio.sleep(0)  # both reach the session's calls
+        for task in (waiting, queued):
+            task.cancel()
+        for task in (waiting, queued):
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    finally:
+        os.close(holder)
+    await store.close()  # lets the calls reached finish
+    async with JsonlStore(tmp_path) as again:
+        assert [entry.id for entry in await again.load("s")] == ["first", "second"]
+
+
+async def test_a_read_cancelled_while_its_call_waits_leaves_the_file_whole(
+    tmp_path: Path,
+) -> None:
+    store = JsonlStore(tmp_path)
+    await store.create(SessionMeta(id="s"))
+    await store.append("s", message("e", "hi"))
+    holder = os.open(store.path("s"), os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # the read's call waits for its shared lock
+    reading = asyncio.ensure_future(anext(store.raw_blocks("s")))
+    inode = f":{store.path('s').stat().st_ino} "
+    for _ in range(3000):  # until the kernel lists the read's lock as waiting
+        await asyncio.sleep(0.01)
+        locks = Path("/proc/locks").read_text().splitlines()
+        if any("->" in line and inode in line for line in locks):
+            break
+    reading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reading
+    # A file opened now may get the number of the read's file, were it closed.
+    other = tmp_path / "other.txt"
+    other.write_bytes(b"a line\nand no newline")
+    opened = os.open(other, os.O_RDONLY)
+    try:
+        os.close(holder)  # the read's call goes on
+        await store.close()  # and ends
+    finally:
+        os.close(opened)
+    assert other.read_bytes() == b"a line\nand no newline"
+    files = [os.readlink(fd) for fd in Path("/proc/self/fd").iterdir() if fd.is_symlink()]
+    assert str(store.path("s")) not in files  # closed, once its call ended
+    async with JsonlStore(tmp_path) as again:
+        assert [entry.id for entry in await again.load("s")] == ["e"]
