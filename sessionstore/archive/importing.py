@@ -34,13 +34,17 @@ from sessionstore.archive.report import (
     parent_cycles,
 )
 from sessionstore.archive.sealing import SEALED, KeysFile, Sealing, lines_of, other_form, stem
+from sessionstore.backends.files import NotRegularFileError
+from sessionstore.backends.jsonl import JsonlStore
 from sessionstore.backends.jsonl.journal import JOURNAL_FILE
 from sessionstore.effects import EFFECTS_FILE, EFFECTS_SUFFIX, EffectLines
 from sessionstore.errors import (
     ArchiveError,
+    CorruptSessionError,
     InvalidRecordError,
     SessionNotFoundError,
     SessionStoreError,
+    StorageError,
     validate_session_id,
 )
 from sessionstore.models import TitleChange
@@ -107,6 +111,8 @@ async def import_archive(
 
     files, journals, heads, titles = await io(find, root)
     sealing = await _sealing(store, root, (*files, *journals, *titles), keys, keyring, report)
+    # Read as a store, changing nothing, following a link only within the archive.
+    archive = JsonlStore(root / SESSIONS, read_only=True, links_within=root)
     try:
         opener = None if sealing is None else sealing.manifest_opener()
         whole = partial(manifest.check, root, opener)
@@ -121,11 +127,13 @@ async def import_archive(
         files = await _without_cycles(store, root, files, report, sealing)
         sealed = partial(_steps, store, root, report, sealing)
         # Titles after the sessions, and heads: they name sessions that must exist.
-        steps = [*sealed(files, _import_session), *sealed(journals, _import_journal)]
+        sessions = partial(_import_session, archive=archive)
+        steps = [*sealed(files, sessions), *sealed(journals, _import_journal)]
         steps += [(path, partial(_import_head, store, root, path, report)) for path in heads]
         steps += sealed(titles, _import_titles)
         await each_file(steps, report, progress)
     finally:
+        await archive.close()
         if sealing is not None:
             sealing.close()
     return finish(report, "import")
@@ -396,7 +404,7 @@ class _FileLines:
 
 
 async def _held(
-    stored: AsyncIterator[_L], mine: AsyncIterator[_L], source: _FileLines, what: str
+    stored: AsyncIterator[_L], mine: AsyncIterator[_L], source: _FileLines | _StoredLines, what: str
 ) -> int:
     """How many lines the store holds, once those the archive's file shares
     with them are checked equal, byte for byte; ``mine`` then goes on with
@@ -433,17 +441,33 @@ def _beyond(mine: list[_R], held: list[_R], what: str) -> list[_R]:
 
 
 async def _import_session(
-    store: SessionStore, root: Path, path: Path, report: ArchiveReport, sealing: Sealing | None
+    store: SessionStore,
+    root: Path,
+    path: Path,
+    report: ArchiveReport,
+    sealing: Sealing | None,
+    archive: JsonlStore,
 ) -> None:
+    """Add the archive's session to the store, or its lines beyond the store's,
+    those they share checked equal: a plain file read as the archive's
+    ``sessions/`` opened as a JSONL store reads it, a sealed one opened."""
     session_id = stem(path)
-    source = _FileLines(root, path, report, _opener(sealing, SESSIONS, path))
+    try:  # before the archive's store reads it: the id names the file
+        validate_session_id(session_id)
+    except SessionStoreError as exc:
+        raise Refused(1, str(exc)) from None
+    opener = _opener(sealing, SESSIONS, path)
+    source: _StoredLines | _FileLines = (
+        _StoredLines(archive, path, report)
+        if opener is None
+        else _FileLines(root, path, report, opener)
+    )
     lines = source.text()
     try:
         header = await anext(lines, None)
         if header is None:
             raise Refused(1, "empty file or torn header: no header line")
         try:
-            validate_session_id(session_id)
             meta = decode_meta(header)
         except SessionStoreError as exc:
             raise Refused(1, str(exc)) from None
@@ -464,6 +488,43 @@ async def _import_session(
         raise Refused(line, str(exc)) from None
     finally:
         await lines.aclose()
+
+
+class _StoredLines:
+    """A plain session file's lines, numbered from 1, as the archive's
+    ``sessions/`` opened read-only as a JSONL store reads them (UTF-8, none
+    longer than the limit, through a link only within the archive, never a
+    FIFO); a torn last line is skipped with a warning."""
+
+    def __init__(self, archive: JsonlStore, path: Path, report: ArchiveReport) -> None:
+        self.archive = archive
+        self.path = path
+        self.report = report
+        self.number = 0  # the line last given out
+
+    async def text(self) -> AsyncGenerator[str, None]:
+        """The lines, without newlines."""
+        read = 0
+        try:
+            async for block in self.archive.raw_blocks(stem(self.path)):
+                read += len(block)
+                *lines, _ = block.decode("utf-8").split("\n")
+                for line in lines:
+                    self.number += 1
+                    yield line
+        except CorruptSessionError as exc:
+            raise Refused(exc.line, exc.reason) from None
+        except StorageError as exc:
+            if isinstance(exc.__cause__, NotRegularFileError):
+                raise Refused(None, f"{exc.__cause__.strerror}; not read") from None
+            raise
+        finally:
+            self.report.bytes += read
+        torn = await io(partial(os.path.getsize, self.path), self.path) - read
+        if torn > 0:  # left by the store, as a repair would cut it
+            self.report.bytes += torn
+            issue = ArchiveIssue(str(self.path), self.number + 1, "torn last line skipped")
+            self.report.warnings.append(issue)
 
 
 async def _import_head(store: SessionStore, root: Path, path: Path, report: ArchiveReport) -> None:
