@@ -1,25 +1,27 @@
 """`import_archive`: an archive's sessions, journals and heads into a store.
 
-Only regular files are read, opened so that they cannot block (a FIFO) nor
-lead out of the archive (a link): the rest is reported skipped or refused.
+Only regular files are read (`sessionstore.archive.finding`), opened so that
+they cannot block (a FIFO) nor lead out of the archive (a link): the rest is
+reported skipped or refused. The plain session files are read as the
+archive's ``sessions/`` opened read-only as a `JsonlStore` reads them, and
+copied with the target's ``import_session``.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from sessionstore.archive import manifest
+from sessionstore.archive.finding import find_files, find_journals, plain
 from sessionstore.archive.report import (
     CHUNK,
     HEADS,
     JOURNALS,
     SESSIONS,
-    SUFFIX,
     TITLES,
     ArchiveIssue,
     ArchiveReport,
@@ -29,14 +31,12 @@ from sessionstore.archive.report import (
     finish,
     io,
     journal_blocks,
-    look,
     open_inside,
     parent_cycles,
 )
-from sessionstore.archive.sealing import SEALED, KeysFile, Sealing, lines_of, other_form, stem
+from sessionstore.archive.sealing import SEALED, KeysFile, Sealing, lines_of, stem
 from sessionstore.backends.files import NotRegularFileError
 from sessionstore.backends.jsonl import JsonlStore
-from sessionstore.backends.jsonl.journal import JOURNAL_FILE
 from sessionstore.effects import EFFECTS_FILE, EFFECTS_SUFFIX, EffectLines
 from sessionstore.errors import (
     ArchiveError,
@@ -104,9 +104,9 @@ async def import_archive(
             )
         return (
             _find_sessions(root, report),
-            _find_journals(root, report),
-            _find_files(root, HEADS, "head", report),
-            _find_files(root, TITLES, "titles", report, sealed=True),
+            find_journals(root, report),
+            find_files(root, HEADS, "head", report),
+            find_files(root, TITLES, "titles", report, sealed=True),
         )
 
     files, journals, heads, titles = await io(find, root)
@@ -123,8 +123,8 @@ async def import_archive(
         refused = {issue.file for issue in issues}  # without keys: its heads
         heads = [path for path in heads if str(path) not in refused]
         if sealing is None:  # sealed files, and nothing to open them: each refused
-            files, journals, titles = (_plain(paths, report) for paths in (files, journals, titles))
-        files = await _without_cycles(store, root, files, report, sealing)
+            files, journals, titles = (plain(paths, report) for paths in (files, journals, titles))
+        files = await _without_cycles(store, root, files, report, sealing, archive)
         sealed = partial(_steps, store, root, report, sealing)
         # Titles after the sessions, and heads: they name sessions that must exist.
         sessions = partial(_import_session, archive=archive)
@@ -177,36 +177,20 @@ async def _sealing(
     return sealing
 
 
-def _plain(paths: list[Path], report: ArchiveReport) -> list[Path]:
-    """The plain files of ``paths``; the sealed ones refused, as nothing opens them."""
-    for path in paths:
-        if path.name.endswith(SEALED):
-            reason = "encrypted (export --encrypted): give the master key that sealed it (keys=)"
-            report.refused.append(ArchiveIssue(str(path), None, reason))
-    return [path for path in paths if not path.name.endswith(SEALED)]
-
-
-_HEADER_AT_MOST = 1 << 20
-"""Bytes of a session file read for its header's ``parent_session``; a
-longer first line is left to the import, which refuses or takes it."""
-
-
-def _parent_links(
-    root: Path, files: list[Path], sealing: Sealing | None
+async def _parent_links(
+    root: Path, files: list[Path], sealing: Sealing | None, archive: JsonlStore
 ) -> dict[str, tuple[str, Path]]:
     """Each session file's ``parent_session``, by session id, where its header
     decodes and names one (what does not decode is the import's to refuse)."""
     links = {}
     for path in files:
+        lines = _source(root, path, ArchiveReport(), sealing, archive).text()
         try:  # what cannot be read here, the import reads again and names
-            fd = open_inside(root, path)
-            with os.fdopen(fd, "rb") as file:
-                first = file.readline(_HEADER_AT_MOST)
-            header = first.rstrip(b"\n").decode("utf-8")
-            opener = _opener(sealing, SESSIONS, path)
-            meta = decode_meta(header if opener is None else opener(1, header).decode("utf-8"))
-        except (Refused, OSError, UnicodeDecodeError, SessionStoreError):
+            meta = decode_meta(await anext(lines, ""))
+        except (Refused, SessionStoreError):
             continue
+        finally:
+            await lines.aclose()
         if meta.parent_session is not None and meta.id == stem(path):
             links[meta.id] = (meta.parent_session, path)
     return links
@@ -218,10 +202,11 @@ async def _without_cycles(
     files: list[Path],
     report: ArchiveReport,
     sealing: Sealing | None,
+    archive: JsonlStore,
 ) -> list[Path]:
     """The session files but those whose ``parent_session`` links (with the
     store's) form a cycle, which no fork can make: each refused, naming it."""
-    links = await io(partial(_parent_links, root, files, sealing), root / SESSIONS)
+    links = await _parent_links(root, files, sealing, archive)
     if not links:
         return files
     parents = {meta.id: meta.parent_session for meta in await store.list() if meta.parent_session}
@@ -248,79 +233,9 @@ async def _without_cycles(
     return kept
 
 
-def _entries(directory: Path) -> list[Path]:
-    """What a directory of the archive holds, sorted; none when it is missing."""
-    try:
-        return sorted(directory / name for name in os.listdir(directory))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
 def _find_sessions(root: Path, report: ArchiveReport) -> list[Path]:
     """The session files to import (``sessions/*.jsonl``, ``sessions/*.sealed``)."""
-    return _find_files(root, SESSIONS, "session", report, sealed=True)
-
-
-def _find_files(
-    root: Path, part: str, what: str, report: ArchiveReport, *, sealed: bool = False
-) -> list[Path]:
-    """The ``*.jsonl`` files (and with ``sealed`` ``*.sealed``) of a directory of
-    the archive to import as ``what`` files; the rest reported skipped (or
-    refused: a link leading out)."""
-    directory = root / part
-    if _looked(root, directory, report) is None:
-        return []
-    files = []
-    for path in _entries(directory):
-        if path.name.startswith("."):
-            _skip(report, path, "a dot-named file (an unfinished export's temporary?)")
-            continue
-        if not path.name.endswith(SUFFIX) and not (sealed and path.name.endswith(SEALED)):
-            _skip(report, path, f"not named *{SUFFIX}" + (f" or *{SEALED}" if sealed else ""))
-            continue
-        if (found := _looked(root, path, report)) is None:
-            continue
-        if found[0] is not None and stat.S_ISREG(found[0]):
-            files.append(path)
-        else:
-            _skip(report, path, f"{found[1]}, not a {what} file")
-    return files
-
-
-def _find_journals(root: Path, report: ArchiveReport) -> list[Path]:
-    """The journal files to import; what stands in the way of one is reported."""
-    directory = root / JOURNALS
-    if _looked(root, directory, report) is None:
-        return []
-    files = []
-    for path in _entries(directory):
-        if (found := _looked(root, path, report)) is None:
-            continue
-        if found[0] is None or not stat.S_ISDIR(found[0]):
-            _skip(report, path, f"{found[1]}, not a journal's directory")
-            continue
-        for name in (JOURNAL_FILE, EFFECTS_FILE):  # its lines, its effects: plain or sealed
-            for file in (path / name, other_form(path / name)):
-                if (found := _looked(root, file, report)) is None:
-                    continue
-                if found[0] is not None and stat.S_ISREG(found[0]):
-                    files.append(file)
-                elif found[1] != "missing":
-                    _skip(report, file, f"{found[1]}, not a journal file")
-    return files
-
-
-def _looked(root: Path, path: Path, report: ArchiveReport) -> tuple[int | None, str] | None:
-    """What is at ``path`` (`look`); None, reported refused, for a link leading out."""
-    try:
-        return look(root, path)
-    except Refused as refused:
-        report.refused.append(ArchiveIssue(str(path), None, refused.reason))
-        return None
-
-
-def _skip(report: ArchiveReport, path: Path, reason: str) -> None:
-    report.skipped.append(ArchiveIssue(str(path), None, reason))
+    return find_files(root, SESSIONS, "session", report, sealed=True)
 
 
 def _opener(sealing: Sealing | None, part: str, path: Path) -> Callable[[int, str], bytes] | None:
@@ -488,6 +403,19 @@ async def _import_session(
         raise Refused(line, str(exc)) from None
     finally:
         await lines.aclose()
+
+
+def _source(
+    root: Path, path: Path, report: ArchiveReport, sealing: Sealing | None, archive: JsonlStore
+) -> _StoredLines | _FileLines:
+    """The lines of a session file: a plain one as the archive's store reads
+    it, a sealed one opened."""
+    opener = _opener(sealing, SESSIONS, path)
+    return (
+        _StoredLines(archive, path, report)
+        if opener is None
+        else _FileLines(root, path, report, opener)
+    )
 
 
 class _StoredLines:
