@@ -124,7 +124,7 @@ async def import_archive(
         heads = [path for path in heads if str(path) not in refused]
         if sealing is None:  # sealed files, and nothing to open them: each refused
             files, journals, titles = (plain(paths, report) for paths in (files, journals, titles))
-        files = await _without_cycles(store, root, files, report, sealing, archive)
+        files = await _without_cycles(store, root, files, report, sealing)
         sealed = partial(_steps, store, root, report, sealing)
         # Titles after the sessions, and heads: they name sessions that must exist.
         sessions = partial(_import_session, archive=archive)
@@ -177,20 +177,27 @@ async def _sealing(
     return sealing
 
 
-async def _parent_links(
-    root: Path, files: list[Path], sealing: Sealing | None, archive: JsonlStore
+_HEADER_AT_MOST = 1 << 20
+"""Bytes of a session file read for its header's ``parent_session``; a
+longer first line is left to the import, which refuses or takes it."""
+
+
+def _parent_links(
+    root: Path, files: list[Path], sealing: Sealing | None
 ) -> dict[str, tuple[str, Path]]:
     """Each session file's ``parent_session``, by session id, where its header
     decodes and names one (what does not decode is the import's to refuse)."""
     links = {}
     for path in files:
-        lines = _source(root, path, ArchiveReport(), sealing, archive).text()
         try:  # what cannot be read here, the import reads again and names
-            meta = decode_meta(await anext(lines, ""))
-        except (Refused, SessionStoreError):
+            fd = open_inside(root, path)
+            with os.fdopen(fd, "rb") as file:
+                first = file.readline(_HEADER_AT_MOST)
+            header = first.rstrip(b"\n").decode("utf-8")
+            opener = _opener(sealing, SESSIONS, path)
+            meta = decode_meta(header if opener is None else opener(1, header).decode("utf-8"))
+        except (Refused, OSError, UnicodeDecodeError, SessionStoreError):
             continue
-        finally:
-            await lines.aclose()
         if meta.parent_session is not None and meta.id == stem(path):
             links[meta.id] = (meta.parent_session, path)
     return links
@@ -202,11 +209,10 @@ async def _without_cycles(
     files: list[Path],
     report: ArchiveReport,
     sealing: Sealing | None,
-    archive: JsonlStore,
 ) -> list[Path]:
     """The session files but those whose ``parent_session`` links (with the
     store's) form a cycle, which no fork can make: each refused, naming it."""
-    links = await _parent_links(root, files, sealing, archive)
+    links = await io(partial(_parent_links, root, files, sealing), root / SESSIONS)
     if not links:
         return files
     parents = {meta.id: meta.parent_session for meta in await store.list() if meta.parent_session}
