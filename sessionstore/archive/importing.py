@@ -1,25 +1,27 @@
 """`import_archive`: an archive's sessions, journals and heads into a store.
 
-Only regular files are read, opened so that they cannot block (a FIFO) nor
-lead out of the archive (a link): the rest is reported skipped or refused.
+Only regular files are read (`sessionstore.archive.finding`), opened so that
+they cannot block (a FIFO) nor lead out of the archive (a link): the rest is
+reported skipped or refused. The plain session files are read as the
+archive's ``sessions/`` opened read-only as a `JsonlStore` reads them, and
+copied with the target's ``import_session``.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from sessionstore.archive import manifest
+from sessionstore.archive.finding import find_files, find_journals, plain
 from sessionstore.archive.report import (
     CHUNK,
     HEADS,
     JOURNALS,
     SESSIONS,
-    SUFFIX,
     TITLES,
     ArchiveIssue,
     ArchiveReport,
@@ -29,18 +31,20 @@ from sessionstore.archive.report import (
     finish,
     io,
     journal_blocks,
-    look,
     open_inside,
     parent_cycles,
 )
-from sessionstore.archive.sealing import SEALED, KeysFile, Sealing, lines_of, other_form, stem
-from sessionstore.backends.jsonl.journal import JOURNAL_FILE
+from sessionstore.archive.sealing import SEALED, KeysFile, Sealing, lines_of, stem
+from sessionstore.backends.files import NotRegularFileError
+from sessionstore.backends.jsonl import JsonlStore
 from sessionstore.effects import EFFECTS_FILE, EFFECTS_SUFFIX, EffectLines
 from sessionstore.errors import (
     ArchiveError,
+    CorruptSessionError,
     InvalidRecordError,
     SessionNotFoundError,
     SessionStoreError,
+    StorageError,
     validate_session_id,
 )
 from sessionstore.models import TitleChange
@@ -100,13 +104,15 @@ async def import_archive(
             )
         return (
             _find_sessions(root, report),
-            _find_journals(root, report),
-            _find_files(root, HEADS, "head", report),
-            _find_files(root, TITLES, "titles", report, sealed=True),
+            find_journals(root, report),
+            find_files(root, HEADS, "head", report),
+            find_files(root, TITLES, "titles", report, sealed=True),
         )
 
     files, journals, heads, titles = await io(find, root)
     sealing = await _sealing(store, root, (*files, *journals, *titles), keys, keyring, report)
+    # Read as a store, changing nothing, following a link only within the archive.
+    archive = JsonlStore(root / SESSIONS, read_only=True, links_within=root)
     try:
         opener = None if sealing is None else sealing.manifest_opener()
         whole = partial(manifest.check, root, opener)
@@ -117,15 +123,17 @@ async def import_archive(
         refused = {issue.file for issue in issues}  # without keys: its heads
         heads = [path for path in heads if str(path) not in refused]
         if sealing is None:  # sealed files, and nothing to open them: each refused
-            files, journals, titles = (_plain(paths, report) for paths in (files, journals, titles))
+            files, journals, titles = (plain(paths, report) for paths in (files, journals, titles))
         files = await _without_cycles(store, root, files, report, sealing)
         sealed = partial(_steps, store, root, report, sealing)
         # Titles after the sessions, and heads: they name sessions that must exist.
-        steps = [*sealed(files, _import_session), *sealed(journals, _import_journal)]
+        sessions = partial(_import_session, archive=archive)
+        steps = [*sealed(files, sessions), *sealed(journals, _import_journal)]
         steps += [(path, partial(_import_head, store, root, path, report)) for path in heads]
         steps += sealed(titles, _import_titles)
         await each_file(steps, report, progress)
     finally:
+        await archive.close()
         if sealing is not None:
             sealing.close()
     return finish(report, "import")
@@ -167,15 +175,6 @@ async def _sealing(
             bad = [(refused.line, refused.reason)]
         report.refused += [ArchiveIssue(str(keys_file.path), n, why) for n, why in bad]
     return sealing
-
-
-def _plain(paths: list[Path], report: ArchiveReport) -> list[Path]:
-    """The plain files of ``paths``; the sealed ones refused, as nothing opens them."""
-    for path in paths:
-        if path.name.endswith(SEALED):
-            reason = "encrypted (export --encrypted): give the master key that sealed it (keys=)"
-            report.refused.append(ArchiveIssue(str(path), None, reason))
-    return [path for path in paths if not path.name.endswith(SEALED)]
 
 
 _HEADER_AT_MOST = 1 << 20
@@ -240,79 +239,9 @@ async def _without_cycles(
     return kept
 
 
-def _entries(directory: Path) -> list[Path]:
-    """What a directory of the archive holds, sorted; none when it is missing."""
-    try:
-        return sorted(directory / name for name in os.listdir(directory))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
 def _find_sessions(root: Path, report: ArchiveReport) -> list[Path]:
     """The session files to import (``sessions/*.jsonl``, ``sessions/*.sealed``)."""
-    return _find_files(root, SESSIONS, "session", report, sealed=True)
-
-
-def _find_files(
-    root: Path, part: str, what: str, report: ArchiveReport, *, sealed: bool = False
-) -> list[Path]:
-    """The ``*.jsonl`` files (and with ``sealed`` ``*.sealed``) of a directory of
-    the archive to import as ``what`` files; the rest reported skipped (or
-    refused: a link leading out)."""
-    directory = root / part
-    if _looked(root, directory, report) is None:
-        return []
-    files = []
-    for path in _entries(directory):
-        if path.name.startswith("."):
-            _skip(report, path, "a dot-named file (an unfinished export's temporary?)")
-            continue
-        if not path.name.endswith(SUFFIX) and not (sealed and path.name.endswith(SEALED)):
-            _skip(report, path, f"not named *{SUFFIX}" + (f" or *{SEALED}" if sealed else ""))
-            continue
-        if (found := _looked(root, path, report)) is None:
-            continue
-        if found[0] is not None and stat.S_ISREG(found[0]):
-            files.append(path)
-        else:
-            _skip(report, path, f"{found[1]}, not a {what} file")
-    return files
-
-
-def _find_journals(root: Path, report: ArchiveReport) -> list[Path]:
-    """The journal files to import; what stands in the way of one is reported."""
-    directory = root / JOURNALS
-    if _looked(root, directory, report) is None:
-        return []
-    files = []
-    for path in _entries(directory):
-        if (found := _looked(root, path, report)) is None:
-            continue
-        if found[0] is None or not stat.S_ISDIR(found[0]):
-            _skip(report, path, f"{found[1]}, not a journal's directory")
-            continue
-        for name in (JOURNAL_FILE, EFFECTS_FILE):  # its lines, its effects: plain or sealed
-            for file in (path / name, other_form(path / name)):
-                if (found := _looked(root, file, report)) is None:
-                    continue
-                if found[0] is not None and stat.S_ISREG(found[0]):
-                    files.append(file)
-                elif found[1] != "missing":
-                    _skip(report, file, f"{found[1]}, not a journal file")
-    return files
-
-
-def _looked(root: Path, path: Path, report: ArchiveReport) -> tuple[int | None, str] | None:
-    """What is at ``path`` (`look`); None, reported refused, for a link leading out."""
-    try:
-        return look(root, path)
-    except Refused as refused:
-        report.refused.append(ArchiveIssue(str(path), None, refused.reason))
-        return None
-
-
-def _skip(report: ArchiveReport, path: Path, reason: str) -> None:
-    report.skipped.append(ArchiveIssue(str(path), None, reason))
+    return find_files(root, SESSIONS, "session", report, sealed=True)
 
 
 def _opener(sealing: Sealing | None, part: str, path: Path) -> Callable[[int, str], bytes] | None:
@@ -396,7 +325,7 @@ class _FileLines:
 
 
 async def _held(
-    stored: AsyncIterator[_L], mine: AsyncIterator[_L], source: _FileLines, what: str
+    stored: AsyncIterator[_L], mine: AsyncIterator[_L], source: _FileLines | _StoredLines, what: str
 ) -> int:
     """How many lines the store holds, once those the archive's file shares
     with them are checked equal, byte for byte; ``mine`` then goes on with
@@ -433,17 +362,33 @@ def _beyond(mine: list[_R], held: list[_R], what: str) -> list[_R]:
 
 
 async def _import_session(
-    store: SessionStore, root: Path, path: Path, report: ArchiveReport, sealing: Sealing | None
+    store: SessionStore,
+    root: Path,
+    path: Path,
+    report: ArchiveReport,
+    sealing: Sealing | None,
+    archive: JsonlStore,
 ) -> None:
+    """Add the archive's session to the store, or its lines beyond the store's,
+    those they share checked equal: a plain file read as the archive's
+    ``sessions/`` opened as a JSONL store reads it, a sealed one opened."""
     session_id = stem(path)
-    source = _FileLines(root, path, report, _opener(sealing, SESSIONS, path))
+    try:  # before the archive's store reads it: the id names the file
+        validate_session_id(session_id)
+    except SessionStoreError as exc:
+        raise Refused(1, str(exc)) from None
+    opener = _opener(sealing, SESSIONS, path)
+    source: _StoredLines | _FileLines = (
+        _StoredLines(archive, path, report)
+        if opener is None
+        else _FileLines(root, path, report, opener)
+    )
     lines = source.text()
     try:
         header = await anext(lines, None)
         if header is None:
             raise Refused(1, "empty file or torn header: no header line")
         try:
-            validate_session_id(session_id)
             meta = decode_meta(header)
         except SessionStoreError as exc:
             raise Refused(1, str(exc)) from None
@@ -464,6 +409,56 @@ async def _import_session(
         raise Refused(line, str(exc)) from None
     finally:
         await lines.aclose()
+
+
+def _source(
+    root: Path, path: Path, report: ArchiveReport, sealing: Sealing | None, archive: JsonlStore
+) -> _StoredLines | _FileLines:
+    """The lines of a session file: a plain one as the archive's store reads
+    it, a sealed one opened."""
+    opener = _opener(sealing, SESSIONS, path)
+    return (
+        _StoredLines(archive, path, report)
+        if opener is None
+        else _FileLines(root, path, report, opener)
+    )
+
+
+class _StoredLines:
+    """A plain session file's lines, numbered from 1, as the archive's
+    ``sessions/`` opened read-only as a JSONL store reads them (UTF-8, none
+    longer than the limit, through a link only within the archive, never a
+    FIFO); a torn last line is skipped with a warning."""
+
+    def __init__(self, archive: JsonlStore, path: Path, report: ArchiveReport) -> None:
+        self.archive = archive
+        self.path = path
+        self.report = report
+        self.number = 0  # the line last given out
+
+    async def text(self) -> AsyncGenerator[str, None]:
+        """The lines, without newlines."""
+        read = 0
+        try:
+            async for block in self.archive.raw_blocks(stem(self.path)):
+                read += len(block)
+                *lines, _ = block.decode("utf-8").split("\n")
+                for line in lines:
+                    self.number += 1
+                    yield line
+        except CorruptSessionError as exc:
+            raise Refused(exc.line, exc.reason) from None
+        except StorageError as exc:
+            if isinstance(exc.__cause__, NotRegularFileError):
+                raise Refused(None, f"{exc.__cause__.strerror}; not read") from None
+            raise
+        finally:
+            self.report.bytes += read
+        torn = await io(partial(os.path.getsize, self.path), self.path) - read
+        if torn > 0:  # left by the store, as a repair would cut it
+            self.report.bytes += torn
+            issue = ArchiveIssue(str(self.path), self.number + 1, "torn last line skipped")
+            self.report.warnings.append(issue)
 
 
 async def _import_head(store: SessionStore, root: Path, path: Path, report: ArchiveReport) -> None:

@@ -7,6 +7,7 @@ import errno
 import os
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -195,7 +196,22 @@ async def test_an_os_error_reading_names_the_archive_file(
         if kind == "session"
         else root / "journals" / "j" / "session_journal.jsonl"
     )
-    if where == "open":
+    if kind == "session":  # read as the archive's sessions/ opened as a store reads it
+        real_open, real_pread = os.open, os.pread
+
+        def open_failing(name: object, *args: Any, **kwargs: Any) -> int:
+            if os.fspath(name) == str(path) and where == "open":  # type: ignore[call-overload]
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            return real_open(name, *args, **kwargs)  # type: ignore[arg-type]
+
+        def pread_failing(fd: int, size: int, offset: int) -> bytes:
+            if os.readlink(f"/proc/self/fd/{fd}") == str(path) and where == "read":
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            return real_pread(fd, size, offset)
+
+        monkeypatch.setattr(os, "open", open_failing)
+        monkeypatch.setattr(os, "pread", pread_failing)
+    elif where == "open":
         monkeypatch.setattr(importing, "open_inside", no_name)
     else:
         real_read = os.read
@@ -208,7 +224,8 @@ async def test_an_os_error_reading_names_the_archive_file(
         monkeypatch.setattr(os, "read", failing)
     if kind == "session":  # refused, and the other files go on
         (issue,) = await refused(MemoryStore(), root)
-        assert (issue.file, issue.reason) == (str(path), f"archive {path}: Input/output error")
+        reason = f"session 's': {path}: Input/output error"
+        assert (issue.file, issue.reason) == (str(path), reason)
     else:
         with pytest.raises(StorageError) as caught:
             await import_archive(MemoryStore(), root)

@@ -1,22 +1,23 @@
 """Importing a session's lines into a JSONL store: a new session, or more of one.
 
-A new session is published whole (`Temporary`); more lines go under the
-session's lock once its header and entry count are as the caller expects,
-and are cut back off the file if anything fails.
+Each line is checked as it comes. A new session is written as a block
+import's is (`BlockWriter`: aside, then published whole); more lines go
+under the session's lock once its header and entry count are as the caller
+expects, and are cut back off the file if anything fails.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterable, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from sessionstore.backends.files import write_all
+from sessionstore.backends.jsonl.blocks import BlockWriter
 from sessionstore.backends.jsonl.file import READ, open_locked, repair, stamp
-from sessionstore.backends.jsonl.temporary import Temporary
 from sessionstore.backends.records import imported_entry
 from sessionstore.errors import SessionConflictError
 
@@ -35,16 +36,9 @@ class Importer:
 
     async def new(self, header: str, entries: AsyncIterable[str]) -> int:
         """Write a new session of these lines; how many entries it holds."""
-        session_id, path, run = self.session_id, self.path, self.run
-        # Written aside, then linked into place: the session appears whole or
-        # not at all, and never replaces one that exists.
-        temporary = await run(partial(Temporary.create, path, "import"))
-        try:
-            count, _ = await self._write_lines(temporary.fd, header, entries)
-            await run(partial(temporary.publish, session_id, full=self.full))
-        finally:
-            temporary.close()
-        return count
+        blocks = _checked(self.session_id, entries, 0, (header + "\n").encode())
+        writer = BlockWriter(self.session_id, self.path, self.full, self.run)
+        return await writer.write(blocks, None)
 
     async def more(self, header: str, entries: AsyncIterable[str], after: int) -> int:
         """Write these lines after the ``after`` entries of the session, whose
@@ -62,8 +56,11 @@ class Importer:
             return fd, os.fstat(fd).st_size
 
         fd, size = await run(open_checked)
+        count = 0
         try:
-            count, _ = await self._write_lines(fd, None, entries, after, at=size)
+            async for block in _checked(session_id, entries, after):
+                await run(partial(write_all, fd, block))
+                count += block.count(b"\n")
             if count:
                 await run(partial(stamp, fd))
             if self.full:
@@ -75,40 +72,24 @@ class Importer:
             os.close(fd)
         return count
 
-    async def _write_lines(
-        self,
-        fd: int,
-        header: str | None,
-        entries: AsyncIterable[str],
-        after: int = 0,
-        *,
-        at: int = 0,
-    ) -> tuple[int, int]:
-        """Check and write lines in large writes at ``at`` (after ``after``
-        entries); how many entries, and the file's size after them."""
-        session_id, run = self.session_id, self.run
-        buffer = [] if header is None else [(header + "\n").encode()]
-        pending, count = len(buffer[0]) if buffer else 0, 0
 
-        async def write() -> None:
-            nonlocal at, pending
-            data = b"".join(buffer)
-            await run(partial(write_all, fd, data))
-            at += len(data)
-            buffer.clear()
-            pending = 0
-
-        async for line in entries:
-            imported_entry(session_id, after + count + 1, line)  # checked, or refused
-            encoded = (line + "\n").encode()
-            buffer.append(encoded)
-            pending += len(encoded)
-            count += 1
-            if pending >= READ:
-                await write()
-        if buffer:
-            await write()
-        return count, at
+async def _checked(
+    session_id: str, entries: AsyncIterable[str], after: int, first: bytes = b""
+) -> AsyncIterator[bytes]:
+    """The entry lines after ``after`` entries, each checked (or refused), in
+    blocks of about `READ` bytes, ``first`` (a header line) before them."""
+    buffer, pending, count = [first], len(first), 0
+    async for line in entries:
+        imported_entry(session_id, after + count + 1, line)
+        encoded = (line + "\n").encode()
+        buffer.append(encoded)
+        pending += len(encoded)
+        count += 1
+        if pending >= READ:
+            yield b"".join(buffer)
+            buffer, pending = [], 0
+    if pending:
+        yield b"".join(buffer)
 
 
 def _expect(session_id: str, fd: int, header: str, count: int) -> None:

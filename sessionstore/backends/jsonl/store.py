@@ -113,7 +113,7 @@ class JsonlStore(StoreBase):
         read_only: True for a directory that must stay as it is (an archive's
             ``sessions/``): no cache written, a crash's remnant skipped and
             logged, never cut (`integrity` names it), a write to a session,
-            head or title a `ConfigurationError`.
+            head or title a `ConfigurationError`; one thread of file work.
         links_within: with ``read_only``, where a link at a session's name may
             lead (an archive's root): read and listed, not titled nor summarized.
     """
@@ -152,7 +152,8 @@ class JsonlStore(StoreBase):
         self._listings = Listings(self._dir, keep=self._write_caches)
         self._gate = ListingGate()  # writes wait for the listings asked before them
         self._journal_keys = KeyIndexes()  # where each journal's keyed lines are
-        self._workers = Workers(THREADS, f"sessionstore-jsonl {self._dir}", keyed=True)
+        name = f"sessionstore-jsonl {self._dir}"  # read_only: one thread (an archive read in turn)
+        self._workers = Workers(THREADS if self._writes else 1, name, keyed=True)
         weakref.finalize(self, self._workers.stop, wait=False)  # dropped unclosed
 
     def __repr__(self) -> str:
@@ -292,9 +293,8 @@ class JsonlStore(StoreBase):
     def _load(self, session_id: str) -> builtins.list[SessionEntry]:
         path = self.path(session_id)
         with open(open_session(session_id, path, os.O_RDONLY, within=self._within), "rb") as file:
-            size = complete_size(
-                session_id, path, file.fileno(), full=self._full, repairs=self._writes
-            )
+            fd = file.fileno()
+            size = complete_size(session_id, path, fd, full=self._full, repairs=self._writes)
             data = file.read(size)
         return parse(session_id, path, data)
 
