@@ -12,12 +12,13 @@ ever sees a part of it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sessionstore.backends.files import write_all
 from sessionstore.backends.jsonl.context import line_number
@@ -30,6 +31,43 @@ from sessionstore.wire import limits
 __all__ = ["BlockWriter", "read_blocks"]
 
 Run = Callable[[Callable[[], Any]], Awaitable[Any]]
+
+_R = TypeVar("_R")
+
+
+class _Held:
+    """What a write holds: the temporary it writes, the session's file (its
+    lock) when it extends one, and its call running in a thread."""
+
+    def __init__(self) -> None:
+        self.temporary: Temporary | None = None
+        self.old = -1
+        self.running: asyncio.Future[Any] | None = None
+        self.keep: Callable[[Any], Temporary] | None = None
+
+    def made(self, temporary: Temporary) -> Temporary:
+        self.temporary = temporary
+        return temporary
+
+    def copied(self, copy: tuple[int, Temporary]) -> Temporary:
+        self.old, self.temporary = copy
+        return self.temporary
+
+    def let_go(self) -> None:
+        """The temporary removed, then the session's file closed (its lock let go)."""
+        try:
+            if self.temporary is not None:
+                self.temporary.close()
+        finally:
+            if self.old >= 0:
+                os.close(self.old)
+
+    def after(self, step: asyncio.Future[Any]) -> None:
+        """A cancelled write's call ended: what it made kept, then all let go
+        (on the loop: an unlink and two closes, no wait for I/O)."""
+        if self.keep is not None and not step.cancelled() and step.exception() is None:
+            self.keep(step.result())
+        self.let_go()
 
 
 async def read_blocks(
@@ -94,24 +132,36 @@ class BlockWriter:
         """Write the lines of ``blocks``: a whole session, its header first
         (``after`` None), or the lines after its ``after`` entries; how many
         entries were written."""
-        temporary: Temporary | None = None
-        old = -1  # the session's file, locked, when it is extended
+        held = _Held()
         try:
             if after is None:
                 create = partial(Temporary.create, self.path, "import")
-                temporary = await self.run(create)
+                made = await self._step(held, create, held.made)
             else:
-                old, temporary = await self.run(partial(self._copy, after))
-            count = await self._write_blocks(temporary.fd, blocks, header=after is None)
-            await self.run(partial(self._publish, temporary, replace=after is not None))
+                made = await self._step(held, partial(self._copy, after), held.copied)
+            count = await self._write_blocks(held, made.fd, blocks, header=after is None)
+            await self._step(held, partial(self._publish, made, replace=after is not None))
             return count
         finally:
-            if temporary is not None:
-                await self.run(temporary.close)
-            if old >= 0:
-                os.close(old)  # releases the old file's lock, once replaced
+            if held.running is None:
+                await self.run(held.let_go)
+            else:  # cancelled: the call goes on in its thread, and lets go once it ends
+                held.running.add_done_callback(held.after)
 
-    async def _write_blocks(self, fd: int, blocks: AsyncIterable[bytes], *, header: bool) -> int:
+    async def _step(
+        self, held: _Held, call: Callable[[], _R], keep: Callable[[_R], Temporary] | None = None
+    ) -> Any:
+        """``call()`` in a thread, what it made kept in ``held`` (``keep``);
+        cancelled, it goes on there, and ``write`` lets go after it."""
+        step = asyncio.ensure_future(self.run(call))
+        held.running, held.keep = step, keep
+        result = await asyncio.shield(step)  # cancelled: ``running`` stays
+        held.running = None
+        return result if keep is None else keep(result)
+
+    async def _write_blocks(
+        self, held: _Held, fd: int, blocks: AsyncIterable[bytes], *, header: bool
+    ) -> int:
         lines = 0
         async for block in blocks:
             if not block:
@@ -120,7 +170,7 @@ class BlockWriter:
                 raise InvalidRecordError(f"session {self.session_id!r}: a block ends inside a line")
             if header and lines == 0:
                 self._check_header(block[: block.index(b"\n")])
-            await self.run(partial(write_all, fd, block))
+            await self._step(held, partial(write_all, fd, block))
             lines += block.count(b"\n")
         if header and lines == 0:
             raise InvalidRecordError(f"session {self.session_id!r}: no header line")

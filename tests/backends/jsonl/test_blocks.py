@@ -4,6 +4,7 @@ a new session published whole, more of one by replacing its file whole."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -164,3 +165,31 @@ async def test_an_append_waiting_for_the_old_file_s_lock_lands_in_the_new_file(
     await extending
     await appending
     assert store.path("s").read_bytes() == HAND_WRITTEN + more + encode_line(message("e3", "c"))
+
+
+async def test_an_import_cancelled_while_it_waits_for_the_lock_leaves_the_session_unlocked(
+    tmp_path: Path,
+) -> None:
+    store = JsonlStore(tmp_path)
+    await store.create(SessionMeta(id="s"))
+    await store.append("s", message("e", "hi"))
+    holder = os.open(store.path("s"), os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # the import's copy waits for the file's lock
+
+    more = blocks_of(encode_line(message("f", "more")))
+    importing = asyncio.ensure_future(store.import_blocks("s", more, after=1))
+    inode = f":{store.path('s').stat().st_ino} "
+    for _ in range(3000):  # until the kernel lists the import's lock as waiting
+        await asyncio.sleep(0.01)
+        locks = Path("/proc/locks").read_text().splitlines()
+        if any("->" in line and inode in line for line in locks):
+            break
+    importing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await importing
+    os.close(holder)  # the import's copy takes the lock, then finds no one waiting
+    # A guard against a hang, not a limit: the lock must have been let go.
+    await asyncio.wait_for(store.append("s", message("g", "after")), timeout=60)
+    assert [entry.id for entry in await store.load("s")] == ["e", "g"]
+    await store.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".s.jsonl")) == []
