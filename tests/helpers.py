@@ -207,3 +207,14 @@ def alembic(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         env={**os.environ, **(env or {})},
         check=False,
     )
+
+
+async def until_a_lock_waits_on(path: Path) -> None:
+    """Return once the kernel lists a lock waiting on ``path``'s file (``->``
+    in /proc/locks), or after about 30 s: a guard, the test then fails."""
+    inode = f":{path.stat().st_ino} "
+    for _ in range(3000):
+        await asyncio.sleep(0.01)
+        locks = Path("/proc/locks").read_text().splitlines()
+        if any("->" in line and inode in line for line in locks):
+            return

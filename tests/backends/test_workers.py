@@ -8,7 +8,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from functools import partial
 
 import pytest
@@ -154,6 +154,19 @@ async def test_stop_waits_for_a_key_queued_behind_a_running_call() -> None:
     assert await second == "after"
 
 
+def _forked(call: Callable[[Callable[[], int]], Coroutine[object, object, int]]) -> int:
+    """Fork; the child makes ``call(os.getpid)`` and exits 0 if it got its own
+    pid back, 1 otherwise. The child's pid, in the parent."""
+    child = os.fork()
+    if child == 0:
+        ran = False
+        try:
+            ran = asyncio.run(call(os.getpid)) == os.getpid()
+        finally:
+            os._exit(0 if ran else 1)  # never back into pytest
+    return child
+
+
 def test_a_forked_child_runs_its_calls_in_threads_of_its_own() -> None:
     workers = Workers(1, "test-fork")
 
@@ -161,13 +174,7 @@ def test_a_forked_child_runs_its_calls_in_threads_of_its_own() -> None:
         return await asyncio.wait_for(workers.call(fn), 5)
 
     assert asyncio.run(call(threading.get_ident)) != threading.get_ident()
-    child = os.fork()  # the parent's thread is not in the child
-    if child == 0:
-        ran = False
-        try:
-            ran = asyncio.run(call(os.getpid)) == os.getpid()
-        finally:
-            os._exit(0 if ran else 1)  # never back into pytest
+    child = _forked(call)  # the parent's thread is not in the child
     _, status = os.waitpid(child, 0)
     workers.stop()
     assert os.waitstatus_to_exitcode(status) == 0
@@ -206,13 +213,7 @@ def test_a_child_forked_while_a_parent_thread_queues_a_call_makes_calls_of_its_o
     thread = threading.Thread(target=queueing)
     thread.start()
     held.wait(30)
-    child = os.fork()  # the lock stays held in the child: no thread there lets it go
-    if child == 0:
-        ran = False
-        try:
-            ran = asyncio.run(call(os.getpid)) == os.getpid()
-        finally:
-            os._exit(0 if ran else 1)
+    child = _forked(call)  # the lock stays held in the child: no thread there lets it go
     release.set()
     thread.join()
     for _ in range(300):  # the child waiting for the lock for good: killed, and failed

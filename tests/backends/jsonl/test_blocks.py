@@ -21,6 +21,7 @@ from sessionstore import (
     encode_line,
 )
 from sessionstore.testing.common import message
+from tests.helpers import until_a_lock_waits_on
 
 HAND_WRITTEN = (  # CRLF, spaces, another key order: written as it is
     b'{ "version": 1, "id": "s" }\r\n'
@@ -178,12 +179,7 @@ async def test_an_import_cancelled_while_it_waits_for_the_lock_leaves_the_sessio
 
     more = blocks_of(encode_line(message("f", "more")))
     importing = asyncio.ensure_future(store.import_blocks("s", more, after=1))
-    inode = f":{store.path('s').stat().st_ino} "
-    for _ in range(3000):  # until the kernel lists the import's lock as waiting
-        await asyncio.sleep(0.01)
-        locks = Path("/proc/locks").read_text().splitlines()
-        if any("->" in line and inode in line for line in locks):
-            break
+    await until_a_lock_waits_on(store.path("s"))
     importing.cancel()
     with pytest.raises(asyncio.CancelledError):
         await importing

@@ -12,6 +12,7 @@ import pytest
 
 from sessionstore import ClosedError, JsonlStore, SessionMeta
 from sessionstore.testing.contract import message
+from tests.helpers import until_a_lock_waits_on
 
 
 def store_threads(directory: Path) -> set[threading.Thread]:
@@ -112,12 +113,7 @@ async def test_a_read_cancelled_while_its_call_waits_leaves_the_file_whole(
     holder = os.open(store.path("s"), os.O_RDWR)
     fcntl.flock(holder, fcntl.LOCK_EX)  # the read's call waits for its shared lock
     reading = asyncio.ensure_future(anext(store.raw_blocks("s")))
-    inode = f":{store.path('s').stat().st_ino} "
-    for _ in range(3000):  # until the kernel lists the read's lock as waiting
-        await asyncio.sleep(0.01)
-        locks = Path("/proc/locks").read_text().splitlines()
-        if any("->" in line and inode in line for line in locks):
-            break
+    await until_a_lock_waits_on(store.path("s"))
     reading.cancel()
     with pytest.raises(asyncio.CancelledError):
         await reading
