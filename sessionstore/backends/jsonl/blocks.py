@@ -145,8 +145,8 @@ class BlockWriter:
         finally:
             if held.running is None:
                 await self.run(held.let_go)
-            else:  # cancelled: the call goes on in its thread, and lets go once it ends
-                held.running.add_done_callback(held.after)
+            else:  # cancelled (or its call failed): it lets go once the call ends,
+                held.running.add_done_callback(held.after)  # keeping what it made
 
     async def _step(
         self, held: _Held, call: Callable[[], _R], keep: Callable[[_R], Temporary] | None = None
