@@ -196,11 +196,12 @@ class SessionConflictError(SessionStoreError):
     def head_moved(
         cls, name: str, expected: str | None, actual: str | None, *, by: str = "move"
     ) -> SessionConflictError:
-        """A head move's ``expect`` (``by="move"``) or an append's
-        ``expect_head`` (``by="append"``) failed: the head stands at ``actual``."""
+        """A head move's ``expect`` (``by="move"``), an append's or a read's
+        ``expect_head`` (``by="append"``, ``"read"``) failed: the head stands at ``actual``."""
         found = "was never set" if actual is None else f"names {actual!r}"
         wanted = "never set" if expected is None else f"to name {expected!r}"
-        reason = f"{found}, but the {by} expected it {wanted}; nothing was written"
+        done = "read" if by == "read" else "written"
+        reason = f"{found}, but the {by} expected it {wanted}; nothing was {done}"
         return cls(name, reason, "head", expected=expected, actual=actual)
 
 

@@ -285,10 +285,24 @@ class ScopedStore(SessionStore):
         return await self._store.load(session_id)
 
     async def load_slice(
-        self, session_id: str, start: int = 0, stop: int | None = None
+        self,
+        session_id: str,
+        start: int = 0,
+        stop: int | None = None,
+        *,
+        expect_head: str | None = None,
     ) -> EntrySlice:
+        if expect_head is not None:
+            self._require(Capability.BRANCHES, "load_slice's expect_head")
         await self._own(session_id)
-        return await self._store.load_slice(session_id, start, stop)
+        if expect_head is None:
+            return await self._store.load_slice(session_id, start, stop)
+        try:
+            return await self._store.load_slice(
+                session_id, start, stop, expect_head=self._name(expect_head)
+            )
+        except SessionConflictError as exc:
+            raise self._head_error(exc, expect_head) from None
 
     async def iter_entries(self, session_id: str) -> AsyncGenerator[SessionEntry, None]:
         await self._own(session_id)

@@ -61,7 +61,8 @@ class Capability(enum.Enum):
 
     BRANCHES = "branches"
     """`BranchingStore`: `fork`, `set_head`, `head`, `head_history`,
-    `heads`, `import_head`, and `append_many`'s ``expect_head``."""
+    `heads`, `import_head`, and the ``expect_head`` of `append_many` and
+    `load_slice`."""
 
     TITLES = "titles"
     """`TitledStore`: `set_title`, `titles`, `import_titles`."""
@@ -434,7 +435,12 @@ class CoreStore(Protocol):
         ...
 
     async def load_slice(
-        self, session_id: str, start: int = 0, stop: int | None = None
+        self,
+        session_id: str,
+        start: int = 0,
+        stop: int | None = None,
+        *,
+        expect_head: str | None = None,
     ) -> EntrySlice:
         """``load(session_id)[start:stop]`` (Python's slice positions), read at
         the cost of what it returns, with the length read in the same snapshot.
@@ -443,11 +449,20 @@ class CoreStore(Protocol):
         those appended after the first ``n``. SQL reads an index range; JSONL
         and memory scan the lines, decoding only those returned.
 
+        With ``expect_head`` (`Capability.BRANCHES`), only if that head names
+        this session as the read begins (SQL: in the read's snapshot): a
+        reader that guessed where a conversation's head stands reads its
+        session in one step, and is told where the head stands otherwise.
+
         Raises:
             SessionNotFoundError, CorruptSessionError: as for `load` (a line
                 outside the slice is not decoded, so not checked).
-            ConfigurationError: ``start`` is not an int or ``stop`` neither
-                an int nor None; nothing is read.
+            SessionConflictError: ``expect_head`` was given and that head
+                names another session or none (the error's ``actual``); nothing is read.
+            InvalidSessionIdError: ``expect_head`` breaks the session-id rule.
+            ConfigurationError: ``start`` is not an int, ``stop`` neither
+                an int nor None, or ``expect_head`` neither a string nor None;
+                nothing is read.
         """
         ...
 

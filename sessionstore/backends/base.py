@@ -24,6 +24,7 @@ from sessionstore.backends.checks import (
     check_after,
     check_expect_last,
     check_expectations,
+    check_head,
     check_limit,
     check_reason,
     check_slice,
@@ -440,12 +441,21 @@ class StoreBase(SessionStore, abc.ABC):
         return gathered_blocks(self.raw_lines(session_id), BLOCK)
 
     async def load_slice(
-        self, session_id: str, start: int = 0, stop: int | None = None
+        self,
+        session_id: str,
+        start: int = 0,
+        stop: int | None = None,
+        *,
+        expect_head: str | None = None,
     ) -> EntrySlice:
         # Every line is read, only the slice's decoded; one from the end holds
         # no more lines than it returns.
         self._check(session_id)
         start, stop = check_slice(start, stop)
+        if expect_head is not None:
+            self._require(Capability.BRANCHES, "load_slice's expect_head")
+            check_expectations(None, expect_head, session_id=session_id)
+            check_head(expect_head, session_id, await self.head(expect_head), by="read")
         header_at, entries_at = self._locations(session_id)
         held: collections.deque[tuple[int, str]] = collections.deque(
             maxlen=-start if start < 0 else None

@@ -89,6 +89,9 @@ REFUSALS: dict[str, _Refusal] = {
     "append expect_head": _bad_id(
         lambda s, session: s.append(session, message("e2", "x"), expect_head=LONE)
     ),
+    "load_slice expect_head": _bad_id(
+        lambda s, session: s.load_slice(session, 0, expect_head=LONE)
+    ),
     "append session_id": _bad_id(lambda s, _: s.append(LONE, message("e2", "x"))),
     "load session_id": _bad_id(lambda s, _: s.load(LONE)),
     "load_slice session_id": _bad_id(lambda s, _: s.load_slice(LONE, -1)),

@@ -28,6 +28,9 @@ CALLS: dict[Capability, dict[str, Callable[[SessionStore, str], Awaitable[object
         "expect_head": lambda store, session: store.append(
             session, message("e1", "x"), expect_head="head"
         ),
+        "load_slice's expect_head": lambda store, session: store.load_slice(
+            session, 0, expect_head="head"
+        ),
     },
     Capability.TITLES: {
         "set_title": lambda store, session: store.set_title(session, "a title"),

@@ -225,6 +225,42 @@ class ConditionalContract:
             await store.append(current, message("x", "x"), expect_head="a/b")
 
     @needs(Capability.BRANCHES)
+    async def test_a_read_expecting_a_head_reads_only_the_session_it_names(
+        self, store: SessionStore
+    ) -> None:
+        current, other = [await store.create(SessionMeta.new()) for _ in range(2)]
+        await store.append_many(current, [message("e1", "a"), message("e2", "b")])
+        with pytest.raises(SessionConflictError, match="never set") as caught:
+            await store.load_slice(current, -1, expect_head="chat")
+        assert (caught.value.what, caught.value.expected, caught.value.actual) == (
+            "head",
+            current,
+            None,
+        )
+        await store.set_head("chat", current)
+        read = await store.load_slice(current, -1, expect_head="chat")
+        assert ([entry.id for entry in read.entries], read.start, read.length) == (["e2"], 1, 2)
+        assert (await store.load_slice(current, 0, 1, expect_head="chat")).entries[0].id == "e1"
+        with pytest.raises(SessionConflictError) as caught:
+            await store.load_slice(other, 0, expect_head="chat")
+        error = caught.value
+        assert (error.session_id, error.what, error.expected, error.actual) == (
+            "chat",
+            "head",
+            other,
+            current,
+        )
+        assert "nothing was read" in str(error)
+        with pytest.raises(ConfigurationError, match="expect_head"):
+            await store.load_slice(current, 0, expect_head=7)  # type: ignore[arg-type]
+        with pytest.raises(InvalidSessionIdError):
+            await store.load_slice(current, 0, expect_head="a/b")
+        await store.set_head("chat", other, expect=current)
+        assert (await store.load_slice(other, 0, expect_head="chat")).length == 0
+        with pytest.raises(SessionConflictError):
+            await store.load_slice(current, 0, expect_head="chat")
+
+    @needs(Capability.BRANCHES)
     async def test_a_head_move_expecting_its_session_end_stops_at_an_append(
         self, store: SessionStore
     ) -> None:

@@ -23,6 +23,7 @@ from sessionstore import (
     InvalidCursorError,
     InvalidSessionIdError,
     ScopedStore,
+    SessionConflictError,
     SessionMeta,
     SessionNotFoundError,
     SessionStoreError,
@@ -242,6 +243,10 @@ class ScopedContract:
         assert (await view.head_history("main"))[-1] == move
         assert sorted(await view.heads()) == ["main"]
         await view.append(forked.id, message("f1", "x"), expect_head="main")
+        assert (await view.load_slice(forked.id, -1, expect_head="main")).entries[0].id == "f1"
+        misread = await _refusal(view.load_slice(a.session, 0, expect_head="main"))
+        assert isinstance(misread, SessionConflictError)
+        assert (misread.session_id, misread.actual) == ("main", forked.id)
         assert await view.import_head("copy", [move]) == 1
         assert await view.head("copy") == forked.id
         conflict = await _refusal(view.set_head("main", a.session, expect=None))

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
+from sessionstore.backends.checks import check_head
 from sessionstore.backends.records import decode_stored_entries
+from sessionstore.backends.sql import heads, sealing
 from sessionstore.backends.sql import queries as Q
-from sessionstore.backends.sql import sealing
 from sessionstore.backends.sql.database import Database, find_session, last_seq
 from sessionstore.backends.sql.lineage import END, lineage
 from sessionstore.backends.sql.runner import Kind
@@ -22,9 +23,16 @@ if TYPE_CHECKING:
 
 
 async def load_slice(
-    database: Database, session_id: str, start: int, stop: int | None
+    database: Database, session_id: str, start: int, stop: int | None, expect_head: str | None
 ) -> EntrySlice:
-    given = partial(_read, session_id=session_id, start=start, stop=stop, sealer=database.sealer)
+    given = partial(
+        _read,
+        session_id=session_id,
+        start=start,
+        stop=stop,
+        expect_head=expect_head,
+        sealer=database.sealer,
+    )
     first, length, rows = await database.transaction(Kind.READ, session_id, given)
     entries = decode_stored_entries(session_id, rows, path=database.entries_at)
     return EntrySlice(entries, first, length)
@@ -36,8 +44,12 @@ def _read(
     session_id: str,
     start: int,
     stop: int | None,
+    expect_head: str | None,
     sealer: Sealer | None,
 ) -> tuple[int, int, list[Any]]:
+    if expect_head is not None:  # in the read's snapshot
+        now = heads.head(conn, name=expect_head, sealer=sealer)
+        check_head(expect_head, session_id, now, by="read")
     row = find_session(conn, session_id)
     spans = lineage(conn, session_id, row)
     if start >= 0 and stop is None:  # to the end: its rows give the length

@@ -472,11 +472,17 @@ class SqlStore(StoreBase):
         return await self._database.transaction(Kind.READ, session_id, body)
 
     async def load_slice(
-        self, session_id: str, start: int = 0, stop: int | None = None
+        self,
+        session_id: str,
+        start: int = 0,
+        stop: int | None = None,
+        *,
+        expect_head: str | None = None,
     ) -> EntrySlice:
         self._check(session_id)
         start, stop = check_slice(start, stop)
-        return await slices.load_slice(self._database, session_id, start, stop)
+        check_expectations(None, expect_head, session_id=session_id)
+        return await slices.load_slice(self._database, session_id, start, stop, expect_head)
 
     async def list(self) -> builtins.list[SessionMeta]:
         self._check_open()
