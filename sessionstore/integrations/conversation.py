@@ -16,8 +16,9 @@ tells what each one promises.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import sessionstore.integrations.turns as turns
 from sessionstore import (
@@ -36,6 +37,10 @@ from sessionstore import (
 )
 
 __all__ = ["Conversation", "Popped", "check_scoped_name", "first_id"]
+
+_T = TypeVar("_T")
+
+_END = 64  # the last entries an append leaves known, at most
 
 
 def first_id(store: SessionStore, name: str) -> str:
@@ -102,9 +107,12 @@ class Conversation:
         self.name = validate_session_id(name)
         self.first_id = validate_session_id(first_id)
         # The session the head named when this object last saw it: where
-        # `add` appends first, sparing a read of the head (the append states
-        # it expects the head there, so a stale guess costs one retry).
+        # `add` appends and `read` reads first, sparing a read of the head
+        # (each states it expects the head there, so a stale guess costs one
+        # retry); and the last entries known to end it, as this object's
+        # last append left it (an append expecting its last entry checks it).
         self._seen: str | None = None
+        self._end: tuple[str, tuple[SessionEntry, ...]] | None = None
 
     def __repr__(self) -> str:
         return f"Conversation({self.store!r}, {self.name!r})"
@@ -112,6 +120,31 @@ class Conversation:
     async def current(self) -> str | None:
         """The current session's id, without writing; None before the first `add`."""
         return (await self._read())[1]
+
+    async def read(self, reading: Callable[[str, str | None], Awaitable[_T]]) -> _T | None:
+        """What ``reading(session, expect_head)`` reads of the current session;
+        None before the first `add`.
+
+        Where the head was last seen, ``reading`` is told the head's name,
+        for its first read to pass as ``expect_head`` (one step in all), and
+        is called again where the head stands when it refuses; else it is
+        called with None once the head is read.
+
+        Raises:
+            what ``reading`` raises but a refused ``expect_head``.
+        """
+        guessed = self._seen
+        while guessed is not None:
+            try:
+                return await reading(guessed, self.name)
+            except SessionConflictError as exc:
+                if exc.what != "head" or exc.session_id != self.name:
+                    raise
+                guessed = self._seen = exc.actual
+            except SessionNotFoundError:
+                guessed = self._seen = None  # erased since it was seen
+        current = await self.current()
+        return None if current is None else await reading(current, None)
 
     async def add(self, entries: Sequence[SessionEntry]) -> str:
         """Append ``entries`` to the current session, all or none, creating the
@@ -125,11 +158,12 @@ class Conversation:
             try:
                 await self.store.append_many(target, entries, expect_head=self.name)
                 self._seen = target
+                self._ended(target, (), entries)  # it ends so now, whatever came before
                 return target
             except SessionNotFoundError:
                 if target != self._seen:
                     raise
-                self._seen = None  # erased since it was seen: ask the head again
+                self._seen = self._end = None  # erased since it was seen: ask the head again
                 target = await self._start(entries)
             except SessionConflictError as exc:
                 if exc.what != "head" or exc.actual is None:
@@ -147,21 +181,25 @@ class Conversation:
         if not turns.is_input(entries):
             await self.add(entries)
             return True
+        enough = turns.tells_a_resume(len(entries))
         while True:
-            # Where the head was last seen, as `add` does: the append states
-            # it expects the head there, so a stale guess costs one retry.
+            # Where the head was last seen, as `add` does, and with the end
+            # this object's last append left when it tells a resume: the
+            # append states both, so a stale guess costs one retry.
             guessed = current = self._seen
             if current is None:
                 head, current = await self._read()
                 if head is None or current is None:  # no head yet: the first add sets it
                     await self.add(entries)
                     return True
-            tail, _ = await turns.read_tail(
-                self.store, current, turns.tells_a_resume(len(entries)), len(entries)
-            )
+            known = self._known_end(current)
+            if known is not None and enough(known):
+                tail = known
+            else:
+                tail, _ = await turns.read_tail(self.store, current, enough, len(entries))
             if turns.resumes(tail, entries):
-                if guessed is not None:  # a resume is told where the head stands
-                    self._seen = None
+                if guessed is not None or tail is known:  # told only as read where the head stands
+                    self._seen = self._end = None
                     continue
                 return False
             try:
@@ -170,9 +208,10 @@ class Conversation:
                 )
             except (SessionConflictError, SessionNotFoundError):
                 # Moved, appended to or erased since it was read: read the head again.
-                self._seen = None
+                self._seen = self._end = None
                 continue
             self._seen = current
+            self._ended(current, tail, entries)
             return True
 
     async def pop(self) -> Popped | None:
@@ -258,6 +297,18 @@ class Conversation:
             return False
         return True
 
+    def _known_end(self, session_id: str) -> Sequence[SessionEntry] | None:
+        """The last entries known to end ``session_id``; None if not known."""
+        end = self._end
+        return end[1] if end is not None and end[0] == session_id else None
+
+    def _ended(
+        self, session_id: str, before: Sequence[SessionEntry], entries: Sequence[SessionEntry]
+    ) -> None:
+        """``session_id`` ends with ``entries``, appended just after ``before``."""
+        end = (*before, *entries)[-_END:]
+        self._end = (session_id, end) if end else None
+
     # ------------------------------------------------------------ moving on
 
     async def _move(
@@ -273,7 +324,7 @@ class Conversation:
                 await self.store.set_head(self.name, to, expect=head, expect_last=end)
         except SessionConflictError:
             return False  # the unused branch stays, named by nothing
-        self._seen = to
+        self._seen, self._end = to, None
         return True
 
     async def _branch(self, current: str, kept: list[SessionEntry]) -> str:

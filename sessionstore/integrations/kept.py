@@ -101,12 +101,25 @@ def _last_id(read: EntrySlice) -> str:
     return read.entries[-1].id if read.entries else ""
 
 
-async def _since(store: SessionStore, kept: _Snapshot[_T] | _Context[_T]) -> EntrySlice | None:
-    """The entries appended after ``kept``; None when the last one kept is not
+async def _slice(
+    store: SessionStore, session_id: str, start: int, expect_head: str | None
+) -> EntrySlice:
+    """``load_slice(session_id, start)``, stating ``expect_head`` only when
+    given (a store wrapper written before it existed reads on unchanged)."""
+    if expect_head is None:
+        return await store.load_slice(session_id, start)
+    return await store.load_slice(session_id, start, expect_head=expect_head)
+
+
+async def _since(
+    store: SessionStore, kept: _Snapshot[_T] | _Context[_T], expect_head: str | None
+) -> EntrySlice | None:
+    """The entries appended after ``kept`` (if ``expect_head`` names its
+    session: `SessionStore.load_slice`); None when the last one kept is not
     where it was (the session is not the one read)."""
     if kept.stop == 0:
-        return await store.load_slice(kept.session_id, 0)
-    read = await store.load_slice(kept.session_id, kept.stop - 1)
+        return await _slice(store, kept.session_id, 0, expect_head)
+    read = await _slice(store, kept.session_id, kept.stop - 1, expect_head)
     if not read.entries or read.start != kept.stop - 1 or read.entries[0].id != kept.last_id:
         return None
     return EntrySlice(read.entries[1:], kept.stop, read.length)
@@ -149,14 +162,23 @@ class KeptItems(Generic[_T, _Out]):
             return None
         return kept.items
 
-    async def read(self, store: SessionStore, session_id: str, limit: int | None) -> list[_Out]:
-        """The items of ``session_id``, oldest first: the last ``limit``, or all.
+    async def read(
+        self,
+        store: SessionStore,
+        session_id: str,
+        limit: int | None,
+        *,
+        expect_head: str | None = None,
+    ) -> list[_Out]:
+        """The items of ``session_id``, oldest first: the last ``limit``, or
+        all; with ``expect_head``, only if that head names the session as the
+        read begins.
 
         Raises:
-            SessionNotFoundError, CorruptSessionError: as `SessionStore.load_slice`,
-                or what ``convert`` raises.
+            SessionNotFoundError, CorruptSessionError, SessionConflictError:
+                as `SessionStore.load_slice`, or what ``convert`` raises.
         """
-        kept = await self._refreshed(store, session_id, limit)
+        kept = await self._refreshed(store, session_id, limit, expect_head)
         if limit is not None and (len(kept.items) >= limit or kept.start == 0):
             items: Sequence[_T] = kept.items[-limit:] if limit else ()
         elif kept.start == 0:
@@ -169,29 +191,29 @@ class KeptItems(Generic[_T, _Out]):
         return [hand_out(item) for item in items]
 
     async def _refreshed(
-        self, store: SessionStore, session_id: str, limit: int | None
+        self, store: SessionStore, session_id: str, limit: int | None, expect_head: str | None
     ) -> _Snapshot[_T]:
         kept = self._kept
         if kept is not None and kept.session_id == session_id:
-            read = await _since(store, kept)
+            read = await _since(store, kept, expect_head)
             if read is not None:
                 fresh = self._joined(kept, read, self._converted(session_id, read))
                 self._kept = fresh
                 return fresh
-        fresh = await self._first(store, session_id, limit)
+        fresh = await self._first(store, session_id, limit, expect_head)
         self._kept = fresh
         return fresh
 
     async def _first(
-        self, store: SessionStore, session_id: str, limit: int | None
+        self, store: SessionStore, session_id: str, limit: int | None, expect_head: str | None
     ) -> _Snapshot[_T]:
         """The whole session, or its end read back until it holds ``limit`` items."""
         if limit is None:
-            read = await store.load_slice(session_id, 0)
+            read = await _slice(store, session_id, 0, expect_head)
         else:
             wanted = _FIRST if limit <= _FIRST else limit
             while True:
-                read = await store.load_slice(session_id, -wanted)
+                read = await _slice(store, session_id, -wanted, expect_head)
                 found = sum(isinstance(entry, MessageEntry) for entry in read.entries)
                 if found >= limit or read.start == 0:
                     break
@@ -302,22 +324,26 @@ class KeptContext(Generic[_T]):
         kept = self._kept
         return 0 if kept is None else kept.weighs
 
-    async def read(self, store: SessionStore, session_id: str) -> list[_T]:
-        """The converted context of ``session_id``, as `SessionStore.load_context` builds it.
+    async def read(
+        self, store: SessionStore, session_id: str, *, expect_head: str | None = None
+    ) -> list[_T]:
+        """The converted context of ``session_id``, as `SessionStore.load_context`
+        builds it; with ``expect_head``, only if that head names the session
+        as the read begins.
 
         Raises:
-            SessionNotFoundError, CorruptSessionError: as `SessionStore.load_slice`,
-                or what ``convert`` raises.
+            SessionNotFoundError, CorruptSessionError, SessionConflictError:
+                as `SessionStore.load_slice`, or what ``convert`` raises.
         """
         kept = self._kept
         if kept is not None and kept.session_id == session_id:
-            read = await _since(store, kept)
+            read = await _since(store, kept, expect_head)
             waiting_for = kept.waiting_for
             if read is not None and not any(
                 moves_start(entry.type, entry.id, waiting_for) for entry in read.entries
             ):
                 return self._extended(kept, read)
-        read = await store.load_slice(session_id, 0)
+        read = await _slice(store, session_id, 0, expect_head)
         entries, waiting_for = context_entries(read.entries)
         messages = [context_message(entry) for entry in entries]
         context = self._convert(messages, ())

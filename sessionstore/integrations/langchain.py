@@ -211,8 +211,10 @@ class SessionStoreChatMessageHistory(BaseChatMessageHistory):
         return on
 
     async def _read(self, store: SessionStore) -> list[BaseMessage]:
-        session = await self._conversation(store).current()
-        return [] if session is None else await self._kept.read(store, session)
+        read = await self._conversation(store).read(
+            lambda session, head: self._kept.read(store, session, expect_head=head)
+        )
+        return [] if read is None else read
 
     async def _add(self, store: SessionStore, *, entries: list[MessageEntry]) -> None:
         await self._conversation(store).add_input(entries)

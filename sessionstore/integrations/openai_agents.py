@@ -292,10 +292,12 @@ class StoreSession:
             limit = self.session_settings.limit
         if limit is not None and limit < 0:
             limit = None
-        current = await on.conversation.current()
-        if current is None or limit == 0:
+        if limit == 0:
             return []
-        return await on.kept.read(on.store, current, limit)
+        read = await on.conversation.read(
+            lambda session, head: on.kept.read(on.store, session, limit, expect_head=head)
+        )
+        return [] if read is None else read
 
     async def add_items(
         self, items: list[TResponseInputItem], *, wrapper: RunContextWrapper[Any] | None = None

@@ -48,6 +48,7 @@ class Counting:
         self.store = store
         self.read = 0
         self.heads = 0  # the heads read
+        self.checked = 0  # the reads that stated where they expect a head
         self.kept_here: dict[str, Any] = {}  # what adapters keep on this object
 
     def __getattr__(self, name: str) -> Any:
@@ -65,9 +66,12 @@ class Counting:
         self.read += len(entries)
         return entries
 
-    async def load_slice(self, session_id: str, start: int = 0, stop: int | None = None) -> Any:
-        got: EntrySlice = await self.store.load_slice(session_id, start, stop)
+    async def load_slice(
+        self, session_id: str, start: int = 0, stop: int | None = None, **expect: Any
+    ) -> Any:
+        got: EntrySlice = await self.store.load_slice(session_id, start, stop, **expect)
         self.read += len(got.entries)
+        self.checked += "expect_head" in expect
         return got
 
     async def load_context(self, session_id: str, **options: Any) -> Any:
@@ -265,8 +269,9 @@ async def test_langchain_histories_from_the_factory_read_only_the_turn(
     assert [message.content for message in got[-2:]] == ["q", "a"]
 
 
-async def test_a_langchain_turn_reads_the_head_once(async_store: SessionStore) -> None:
-    """The read finds the current session; the add appends there unasked."""
+async def test_a_langchain_turn_reads_no_head_of_its_own(async_store: SessionStore) -> None:
+    """The read states where it expects the head, as the add does: a turn
+    reads no head, and a head moved elsewhere is followed."""
     counting: Any = Counting(async_store)
     histories = ChatHistories(counting)
     await histories("chat").aadd_messages([HumanMessage("q0")])
@@ -274,9 +279,10 @@ async def test_a_langchain_turn_reads_the_head_once(async_store: SessionStore) -
     for n in range(1, 4):
         assert len(await histories("chat").aget_messages()) == 2 * n - 1
         await histories("chat").aadd_messages([HumanMessage(f"q{n}"), AIMessage(f"a{n}")])
-    assert counting.heads == 3
+    assert (counting.heads, counting.checked) == (0, 3)
     await SessionStoreChatMessageHistory(async_store, "chat").aclear()  # another history
-    await histories("chat").aadd_messages([HumanMessage("after")])  # refused, then retried
+    assert await histories("chat").aget_messages() == []  # refused, then read where it stands
+    await histories("chat").aadd_messages([HumanMessage("after")])
     assert [m.content for m in await histories("chat").aget_messages()] == ["after"]
 
 

@@ -509,8 +509,10 @@ class Counting:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 
-    async def load_slice(self, session_id: str, start: int = 0, stop: int | None = None) -> Any:
-        got = await self.store.load_slice(session_id, start, stop)
+    async def load_slice(
+        self, session_id: str, start: int = 0, stop: int | None = None, **expect: Any
+    ) -> Any:
+        got = await self.store.load_slice(session_id, start, stop, **expect)
         self.read += len(got.entries)
         return got
 
