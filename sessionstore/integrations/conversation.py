@@ -97,12 +97,16 @@ class Conversation:
         name: the conversation's name, the head's (the session-id rule applies).
         first_id: the id of its first session, made by the first `add` (or
             continued, when it exists; reads take it before any head).
+        seen: where the head stood when last seen (by another object on
+            the store, say): the first read and add try it, checking it.
 
     Raises:
-        InvalidSessionIdError: ``name`` or ``first_id`` breaks the session-id rule.
+        InvalidSessionIdError: ``name``, ``first_id`` or ``seen`` breaks the session-id rule.
     """
 
-    def __init__(self, store: SessionStore, name: str, *, first_id: str) -> None:
+    def __init__(
+        self, store: SessionStore, name: str, *, first_id: str, seen: str | None = None
+    ) -> None:
         self.store = store
         self.name = validate_session_id(name)
         self.first_id = validate_session_id(first_id)
@@ -111,7 +115,7 @@ class Conversation:
         # (each states it expects the head there, so a stale guess costs one
         # retry); and the last entries known to end it, as this object's
         # last append left it (an append expecting its last entry checks it).
-        self._seen: str | None = None
+        self._seen = None if seen is None else validate_session_id(seen)
         self._end: tuple[str, tuple[SessionEntry, ...]] | None = None
 
     def __repr__(self) -> str:

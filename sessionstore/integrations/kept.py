@@ -154,6 +154,12 @@ class KeptItems(Generic[_T, _Out]):
         kept = self._kept
         return 0 if kept is None else kept.weighs
 
+    @property
+    def session_id(self) -> str | None:
+        """The session whose items are kept now; None when none are."""
+        kept = self._kept
+        return None if kept is None else kept.session_id
+
     def kept(self, session_id: str) -> tuple[_T, ...] | None:
         """The items kept of ``session_id`` from its first entry on, without a
         read of the store; None when what is kept is another's, or not from its start."""

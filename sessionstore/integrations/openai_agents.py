@@ -406,8 +406,12 @@ class _On:
 
     @classmethod
     def of(cls, store: SessionStore, name: str) -> _On:
-        conversation = Conversation(store, name, first_id=first_id(store, name))
-        return cls(store, conversation, kept_for(store, name, _item))
+        # The session kept is where an earlier session object last read the
+        # head: a session per request starts there, its reads checking it.
+        kept = kept_for(store, name, _item)
+        first = first_id(store, name)
+        conversation = Conversation(store, name, first_id=first, seen=kept.session_id)
+        return cls(store, conversation, kept)
 
 
 def _open_async(target: str) -> SessionStore:

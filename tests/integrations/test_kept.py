@@ -192,7 +192,12 @@ async def test_a_new_session_object_reads_on_from_what_the_last_one_read(
     assert got == await fresh_items(async_store)
     await StoreSession(counting, "other").add_items([user(0)])
     assert await StoreSession(counting, "other").get_items() == [user(0)]
+    counting.heads = counting.checked = 0
     assert len(await StoreSession(counting, "chat").get_items()) == 302
+    # It starts where the session kept is, the read checking the head names it.
+    assert (counting.heads, counting.checked) == (0, 1)
+    assert await StoreSession(elsewhere(async_store), "chat").pop_item() == user(301)
+    assert len(await StoreSession(counting, "chat").get_items()) == 301  # refused, read again
 
 
 async def test_what_other_objects_did_is_read(async_store: SessionStore) -> None:
