@@ -88,6 +88,20 @@ def test_it_may_be_called_from_code_inside_an_event_loop(tmp_path: Path) -> None
     assert asyncio.run(handler()) == ["e1"]
 
 
+def test_a_closed_store_leaves_no_thread_its_effects_ran_in(tmp_path: Path) -> None:
+    before = {thread.ident for thread in threading.enumerate()}
+    ran_in: list[str] = []
+    with open_store(tmp_path / "e.db") as store:
+        effects = store.journal("effects").effects
+        effects.once(lambda: ran_in.append(threading.current_thread().name), tool="t", key="k")
+    assert ran_in
+    assert ran_in[0] != threading.current_thread().name  # in a thread of the store's loop
+    for thread in threading.enumerate():
+        if thread.ident not in before:
+            thread.join(timeout=30)  # an idle thread ends once told, not when the process does
+    assert {thread.ident for thread in threading.enumerate()} <= before
+
+
 def test_errors_are_the_stores_and_a_failed_open_leaves_no_thread(tmp_path: Path) -> None:
     before = len(sync_threads())
     with pytest.raises(ConfigurationError):
