@@ -82,7 +82,9 @@ async def read_blocks(
     to a file under ``within``), in blocks of about `READ` bytes;
     ``size_of(fd)`` gives their length (a repair, or none); ``close(fd)``
     lets go of the file, after the last call of ``run`` on it."""
-    fd = await run(lambda: open_session(session_id, path, os.O_RDONLY, within=within))
+    fd = await _opened(
+        run(lambda: open_session(session_id, path, os.O_RDONLY, within=within)), close
+    )
     try:
         size = await run(partial(size_of, fd))
         offset, rest = 0, b""
@@ -107,6 +109,22 @@ async def read_blocks(
                 yield block
     finally:
         close(fd)
+
+
+async def _opened(opening: Awaitable[int], close: Callable[[int], None]) -> int:
+    """The descriptor ``opening`` gives; cancelled meanwhile, the call goes
+    on in its thread, and what it opens is closed once it ends."""
+    call = asyncio.ensure_future(opening)
+    try:
+        return await asyncio.shield(call)
+    except asyncio.CancelledError:
+        call.add_done_callback(partial(_close_opened, close))
+        raise
+
+
+def _close_opened(close: Callable[[int], None], call: asyncio.Future[int]) -> None:
+    if not call.cancelled() and call.exception() is None:
+        close(call.result())
 
 
 async def _corrupt(

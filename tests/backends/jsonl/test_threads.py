@@ -131,3 +131,26 @@ async def test_a_read_cancelled_while_its_call_waits_leaves_the_file_whole(
     assert str(store.path("s")) not in files  # closed, once its call ended
     async with JsonlStore(tmp_path) as again:
         assert [entry.id for entry in await again.load("s")] == ["e"]
+
+
+async def test_a_read_cancelled_before_its_file_opened_leaves_it_closed(tmp_path: Path) -> None:
+    store = JsonlStore(tmp_path)
+    await store.create(SessionMeta(id="s"))
+    holder = os.open(store.path("s"), os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # the append's call waits for it
+    try:
+        waiting = asyncio.ensure_future(store.append("s", message("e", "hi")))
+        await until_a_lock_waits_on(store.path("s"))
+        # The read's opening of the file waits behind the append's call.
+        reading = asyncio.ensure_future(anext(store.raw_blocks("s")))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        reading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reading
+    finally:
+        os.close(holder)  # the append's call goes on, then the opening
+    await waiting
+    await store.close()  # and both end
+    files = [os.readlink(fd) for fd in Path("/proc/self/fd").iterdir() if fd.is_symlink()]
+    assert str(store.path("s")) not in files  # what the opening opened, closed
