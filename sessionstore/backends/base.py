@@ -452,9 +452,8 @@ class StoreBase(SessionStore, abc.ABC):
         # no more lines than it returns.
         self._check(session_id)
         start, stop = check_slice(start, stop)
+        self._check_expectations(None, expect_head, session_id=session_id, operation="load_slice")
         if expect_head is not None:
-            self._require(Capability.BRANCHES, "load_slice's expect_head")
-            check_expectations(None, expect_head, session_id=session_id)
             check_head(expect_head, session_id, await self.head(expect_head), by="read")
         header_at, entries_at = self._locations(session_id)
         held: collections.deque[tuple[int, str]] = collections.deque(
@@ -594,11 +593,16 @@ class StoreBase(SessionStore, abc.ABC):
         self._check_open(session_id)
 
     def _check_expectations(
-        self, expect_last: object, expect_head: object, *, session_id: str
+        self,
+        expect_last: object,
+        expect_head: object,
+        *,
+        session_id: str,
+        operation: str = "append_many",
     ) -> None:
         """`check_expectations`, and refuse an ``expect_head`` without branches."""
         if expect_head is not None:
-            self._require(Capability.BRANCHES, "append_many's expect_head")
+            self._require(Capability.BRANCHES, f"{operation}'s expect_head")
         check_expectations(expect_last, expect_head, session_id=session_id)
 
     def _require(self, capability: Capability, operation: str) -> None:
