@@ -209,6 +209,11 @@ def alembic(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )
 
 
+def open_files() -> list[str]:
+    """The paths of the files this process holds open now (/proc/self/fd)."""
+    return [os.readlink(fd) for fd in Path("/proc/self/fd").iterdir() if fd.is_symlink()]
+
+
 async def until_a_lock_waits_on(path: Path) -> None:
     """Return once the kernel lists a lock waiting on ``path``'s file (``->``
     in /proc/locks), or after about 30 s: a guard, the test then fails."""
