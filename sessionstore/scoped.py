@@ -348,8 +348,7 @@ class ScopedStore(SessionStore):
         self._check_open()
         check_owner(owner)
         hits = await self._store.search(text, owner=self._owner, limit=limit, after=after)
-        # Another owner's messages are never asked for: the call above only
-        # checks the arguments as the store would.
+        # Never another owner's: the call above checks the arguments only.
         return hits if owner is None or owner == self._owner else []
 
     async def integrity(self) -> builtins.list[str]:

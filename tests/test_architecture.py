@@ -2,6 +2,7 @@
 
 * No import cycle between the modules of sessionstore (a static walk of their imports).
 * No module reaches a private name of a module outside that module's subpackage.
+* No module is over `MODULE_LINES` lines but the protocol (``store.py``).
 * ``import sessionstore`` in a fresh interpreter loads neither SQLAlchemy nor alembic.
 * Every ``__all__`` is sorted and resolves; the top-level one lists exactly the public names.
 * Integrations import only the public API (``sessionstore``, ``sessionstore.sync``).
@@ -233,6 +234,25 @@ def test_no_import_cycle_in_the_package() -> None:
     edges = import_edges(package_modules())
     cycles = import_cycles(edges)
     assert not cycles, "import cycles:\n" + "\n".join(describe_cycle(c, edges) for c in cycles)
+
+
+MODULE_LINES = 600
+"""The most lines a module of the package holds: one read in a sitting. The
+protocol (``sessionstore/store.py``), the contract's text stated once where
+users read it, is the exception."""
+
+
+def test_no_module_is_over_the_line_limit_but_the_protocol() -> None:
+    long = [
+        f"{module.where}: {lines} lines"
+        for module in package_modules().values()
+        if module.name != f"{PACKAGE}.store"
+        for lines in [len(module.path.read_text(encoding="utf-8").splitlines())]
+        if lines > MODULE_LINES
+    ]
+    assert not long, f"modules over {MODULE_LINES} lines (split them by concept):\n" + "\n".join(
+        long
+    )
 
 
 # ------------------------------------------------ 2. reaching into others' privates

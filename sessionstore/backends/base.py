@@ -12,7 +12,6 @@ import abc
 import builtins
 import collections
 import contextlib
-import re
 import threading
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Sequence
 from types import EllipsisType, TracebackType
@@ -22,13 +21,17 @@ from sessionstore.backends.checks import (
     COUNT_MAX,
     JournalDurability,
     check_after,
-    check_expect_last,
+    check_digest,
     check_expectations,
+    check_fork,
     check_head,
+    check_head_expectations,
     check_limit,
     check_reason,
     check_slice,
     check_text,
+    checked_moves,
+    checked_title_changes,
 )
 from sessionstore.backends.compaction import arrived_since, check_compaction, compaction_of
 from sessionstore.backends.contexts import BuiltContext, built_from
@@ -49,7 +52,6 @@ from sessionstore.errors import (
     ClosedError,
     ConfigurationError,
     CorruptSessionError,
-    DuplicateSessionError,
     InvalidRecordError,
     SessionConflictError,
     SessionNotFoundError,
@@ -232,20 +234,7 @@ class StoreBase(SessionStore, abc.ABC):
                 tags=source.tags,
                 metadata=source.metadata,
             )
-        elif not isinstance(meta, SessionMeta):
-            raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
-        elif meta.parent_session is None:
-            meta = meta.model_copy(update={"parent_session": source_id})
-        elif meta.parent_session != source_id:
-            raise InvalidRecordError(
-                f"a fork of {source_id!r} cannot name {meta.parent_session!r} as its parent"
-            )
-        if at is not None:
-            if not isinstance(at, str):
-                raise InvalidRecordError(f"at must be an entry id (a string), not {at!r}")
-            check_text(at, "at", session_id=source_id, error=InvalidRecordError)
-        if meta.id == source_id:  # the source's own id is taken, by the source
-            raise DuplicateSessionError(meta.id)
+        meta = check_fork(source_id, at, meta)
         await self._fork(source_id, at, meta, header_line(meta))
         if title is not None:
             await self._set_title(meta.id, TitleChange.new(meta.id, title))
@@ -254,12 +243,7 @@ class StoreBase(SessionStore, abc.ABC):
     async def erase(self, session_id: str, *, reason: str, digest: str | None = None) -> Erasure:
         self._require(Capability.ERASURE, "erase")
         check_reason(reason, session_id=session_id)
-        if digest is not None and (
-            not isinstance(digest, str) or re.fullmatch(r"[0-9a-fA-F]{64}", digest) is None
-        ):
-            raise ConfigurationError(
-                f"digest must be a BLAKE2b-256 in hex (64 digits) or None, not {digest!r}"
-            )
+        check_digest(digest)
         self._check(session_id)
         return await self._erase(session_id, reason, digest)
 
@@ -274,15 +258,7 @@ class StoreBase(SessionStore, abc.ABC):
         self._require(Capability.BRANCHES, "set_head")
         validate_session_id(name)
         self._check(session_id)
-        if isinstance(expect, str):
-            check_text(expect, "expect", session_id=name, kind="head")
-        elif expect is not ... and expect is not None:
-            raise ConfigurationError(
-                f"expect must be a session id, None (a head never set) or left out, not {expect!r}"
-            )
-        check_expect_last(expect_last, session_id=name, kind="head")
-        if expect_last is not None and not isinstance(expect, str):
-            raise ConfigurationError("expect_last needs expect to name the session it ends")
+        check_head_expectations(name, expect, expect_last)
         move = HeadMove.new(session_id)
         await self._set_head(name, move, expect, expect_last)
         return move
@@ -290,12 +266,7 @@ class StoreBase(SessionStore, abc.ABC):
     async def import_head(self, name: str, moves: Sequence[HeadMove], *, after: int = 0) -> int:
         self._require(Capability.BRANCHES, "import_head")
         validate_session_id(name)
-        checked = builtins.list(moves)
-        for number, move in enumerate(checked, 1):
-            if not isinstance(move, HeadMove):
-                raise InvalidRecordError(f"expected a HeadMove, got {type(move).__name__}")
-            validate_session_id(move.session_id)
-            encoded(move, f"head {name!r}, move {number}")
+        checked = checked_moves(name, moves)
         self._check_open(name)
         await self._import_head(name, checked, after)
         return len(checked)
@@ -381,17 +352,7 @@ class StoreBase(SessionStore, abc.ABC):
     ) -> int:
         self._require(Capability.TITLES, "import_titles")
         self._check(session_id)
-        if not isinstance(after, int) or isinstance(after, bool) or after < 0:
-            raise ConfigurationError(f"after must be a count (0 or more), not {after!r}")
-        checked = builtins.list(changes)
-        for number, change in enumerate(checked, 1):
-            if not isinstance(change, TitleChange):
-                raise InvalidRecordError(f"expected a TitleChange, got {type(change).__name__}")
-            if change.session_id != session_id:
-                raise InvalidRecordError(
-                    f"a title change of {change.session_id!r} given for {session_id!r}"
-                )
-            encoded(change, f"session {session_id!r}, title change {number}")
+        checked = checked_title_changes(session_id, changes, after)
         return await self._import_titles(session_id, checked, after)
 
     async def search(

@@ -3,19 +3,23 @@ every backend, so an argument is refused the same way everywhere."""
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import EllipsisType
 from typing import Literal
 
+from sessionstore.backends.records import encoded
 from sessionstore.errors import (
     ConfigurationError,
+    DuplicateSessionError,
     InvalidCursorError,
+    InvalidRecordError,
     SessionConflictError,
     SessionStoreError,
     validate_session_id,
 )
-from sessionstore.models import Erasure
+from sessionstore.models import Erasure, HeadMove, SessionMeta, TitleChange
 from sessionstore.wire.limits import SURROGATE
 
 __all__ = [
@@ -23,10 +27,13 @@ __all__ = [
     "Durability",
     "JournalDurability",
     "check_after",
+    "check_digest",
     "check_durability",
     "check_expect_last",
     "check_expectations",
+    "check_fork",
     "check_head",
+    "check_head_expectations",
     "check_journal_durability",
     "check_last",
     "check_limit",
@@ -34,6 +41,8 @@ __all__ = [
     "check_slice",
     "check_text",
     "check_unchanged",
+    "checked_moves",
+    "checked_title_changes",
 ]
 
 COUNT_MAX = sys.maxsize // 2
@@ -163,3 +172,76 @@ def check_unchanged(record: Erasure, digest: str | None) -> None:
         raise SessionConflictError(
             record.name, "its bytes changed since they had the digest given: not erased"
         )
+
+
+def check_digest(digest: object) -> None:
+    if digest is not None and (
+        not isinstance(digest, str) or re.fullmatch(r"[0-9a-fA-F]{64}", digest) is None
+    ):
+        raise ConfigurationError(
+            f"digest must be a BLAKE2b-256 in hex (64 digits) or None, not {digest!r}"
+        )
+
+
+def check_fork(source_id: str, at: object, meta: object) -> SessionMeta:
+    """The header a fork of ``source_id`` is given (``meta``, its parent
+    filled in), once ``at`` and ``meta`` are checked."""
+    if not isinstance(meta, SessionMeta):
+        raise InvalidRecordError(f"expected a SessionMeta, got {type(meta).__name__}")
+    if meta.parent_session is None:
+        meta = meta.model_copy(update={"parent_session": source_id})
+    elif meta.parent_session != source_id:
+        raise InvalidRecordError(
+            f"a fork of {source_id!r} cannot name {meta.parent_session!r} as its parent"
+        )
+    if at is not None:
+        if not isinstance(at, str):
+            raise InvalidRecordError(f"at must be an entry id (a string), not {at!r}")
+        check_text(at, "at", session_id=source_id, error=InvalidRecordError)
+    if meta.id == source_id:  # the source's own id is taken, by the source
+        raise DuplicateSessionError(meta.id)
+    return meta
+
+
+def check_head_expectations(name: str, expect: object, expect_last: object) -> None:
+    """The conditions of a move of head ``name`` (`SessionStore.set_head`)."""
+    if isinstance(expect, str):
+        check_text(expect, "expect", session_id=name, kind="head")
+    elif expect is not ... and expect is not None:
+        raise ConfigurationError(
+            f"expect must be a session id, None (a head never set) or left out, not {expect!r}"
+        )
+    check_expect_last(expect_last, session_id=name, kind="head")
+    if expect_last is not None and not isinstance(expect, str):
+        raise ConfigurationError("expect_last needs expect to name the session it ends")
+
+
+def checked_moves(name: str, moves: Sequence[object]) -> list[HeadMove]:
+    """``moves`` of head ``name`` to import, each a `HeadMove` a line can carry."""
+    checked: list[HeadMove] = []
+    for number, move in enumerate(moves, 1):
+        if not isinstance(move, HeadMove):
+            raise InvalidRecordError(f"expected a HeadMove, got {type(move).__name__}")
+        validate_session_id(move.session_id)
+        encoded(move, f"head {name!r}, move {number}")
+        checked.append(move)
+    return checked
+
+
+def checked_title_changes(
+    session_id: str, changes: Sequence[object], after: object
+) -> list[TitleChange]:
+    """Title changes of ``session_id`` to import after ``after`` of them."""
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise ConfigurationError(f"after must be a count (0 or more), not {after!r}")
+    checked: list[TitleChange] = []
+    for number, change in enumerate(changes, 1):
+        if not isinstance(change, TitleChange):
+            raise InvalidRecordError(f"expected a TitleChange, got {type(change).__name__}")
+        if change.session_id != session_id:
+            raise InvalidRecordError(
+                f"a title change of {change.session_id!r} given for {session_id!r}"
+            )
+        encoded(change, f"session {session_id!r}, title change {number}")
+        checked.append(change)
+    return checked
