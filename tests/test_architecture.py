@@ -1,6 +1,9 @@
 """Architecture checks anyone can run: the shape of the package, not its behaviour.
 
 * No import cycle between the modules of sessionstore (a static walk of their imports).
+* The layers of docs/README.md, one way: no module imports one of a later layer;
+  SQLAlchemy and alembic only in the SQL store, ``json`` only in the codec and
+  the adapters (which speak their frameworks' JSON).
 * No module reaches a private name of a module outside that module's subpackage.
 * No module is over `MODULE_LINES` lines but the protocol (``store.py``).
 * ``import sessionstore`` in a fresh interpreter loads neither SQLAlchemy nor alembic.
@@ -253,6 +256,98 @@ def test_no_module_is_over_the_line_limit_but_the_protocol() -> None:
     assert not long, f"modules over {MODULE_LINES} lines (split them by concept):\n" + "\n".join(
         long
     )
+
+
+# ------------------------------------------------------------------ 1b. the layers
+
+# docs/README.md's layers, earliest first: each module by the longest prefix
+# of its dotted name found here ("" the package itself; a new module is given
+# its layer here).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "wire",
+        ("errors", "timestamps", "models", "wire", "parts", "pairing", "context"),
+    ),
+    (
+        "journal records",
+        ("journal", "effect_lines", "effect_values", "effect_options", "effects"),
+    ),
+    (
+        "stores",
+        (
+            *("store", "backends", "encryption", "scoped", "scoped_journal", "scoped_names"),
+            *("migrate", "migrations"),
+        ),
+    ),
+    (
+        "tools and integrations",
+        (
+            *("", "__main__", "archive", "anchors", "verify", "retention", "transcript"),
+            *("effect_journals", "demo", "sync", "cli", "integrations", "testing"),
+        ),
+    ),
+)
+
+# Who may import a library the rest never touches.
+ONLY_IN: dict[str, tuple[str, ...]] = {
+    "sqlalchemy": ("backends.sql", "migrate", "migrations"),
+    "alembic": ("backends.sql", "migrate", "migrations"),
+    "json": ("wire", "integrations"),
+}
+
+
+def longest_prefix(name: str, prefixes: Iterable[str]) -> str | None:
+    """The longest of ``prefixes`` (dotted, under the package) that ``name`` is
+    or lies under; None when none is."""
+    found = None
+    for prefix in prefixes:
+        full = f"{PACKAGE}.{prefix}" if prefix else PACKAGE
+        if (name == full or name.startswith(full + ".")) and (
+            found is None or len(prefix) > len(found)
+        ):
+            found = prefix
+    return found
+
+
+def layer_of(name: str) -> int:
+    """The index in `LAYERS` of the module ``name``."""
+    prefix = longest_prefix(name, (p for _, prefixes in LAYERS for p in prefixes))
+    if prefix is None or (prefix == "" and name != PACKAGE):
+        raise AssertionError(f"{name} has no layer: give it one in LAYERS")
+    return next(n for n, (_, prefixes) in enumerate(LAYERS) if prefix in prefixes)
+
+
+def test_every_module_has_a_layer() -> None:
+    for name in package_modules():
+        layer_of(name)
+
+
+def test_no_module_imports_one_of_a_later_layer() -> None:
+    """Any import (lazy or for type checking too) is of the module's own layer
+    or an earlier one: a store never reaches up into a tool."""
+    modules = package_modules()
+    wrong = [
+        f"{module.where}:{statement.line}  ({LAYERS[own][0]}) imports {target}"
+        f" ({LAYERS[layer_of(target)][0]})"
+        for module in modules.values()
+        for own in [layer_of(module.name)]
+        for statement in imports_of(module)
+        for target in imported_modules(statement, modules)
+        if layer_of(target) > own
+    ]
+    assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+
+
+def test_the_libraries_kept_to_one_part_are_imported_there_only() -> None:
+    wrong = [
+        f"{module.where}:{statement.line}  imports {statement.module}"
+        for module in package_modules().values()
+        for statement in imports_of(module)
+        for library, owners in ONLY_IN.items()
+        if statement.module.partition(".")[0] == library
+        and longest_prefix(module.name, owners) is None
+    ]
+    assert not wrong, "libraries imported outside their part:\n" + "\n".join(wrong)
 
 
 # ------------------------------------------------ 2. reaching into others' privates
