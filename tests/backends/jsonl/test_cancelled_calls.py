@@ -1,0 +1,139 @@
+"""A cancelled call that reached a thread still runs there: what its caller
+lets go after it (a cut back, a close, a lock) follows it, never runs beside
+it, and is never left undone.
+
+A call is held at the bad instant by a wrapper of the function it runs,
+waiting in its thread for the test (real threads, real files)."""
+
+import asyncio
+import fcntl
+import os
+import threading
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessionstore import JsonlStore, SessionMeta, encode_line
+from sessionstore.backends.files import write_all
+from sessionstore.backends.jsonl import importing
+from sessionstore.testing.contract import message
+from tests.helpers import open_files, until_a_lock_waits_on
+
+
+async def lines(*items: str) -> AsyncIterator[str]:
+    for item in items:
+        yield item
+
+
+def entry_line(entry_id: str, text: str) -> str:
+    return encode_line(message(entry_id, text)).decode().rstrip("\n")
+
+
+async def until_closed(path: Path) -> bool:
+    """Whether the process lets go of ``path`` within about 30 s (a guard
+    against a hang: it should once the held call ends)."""
+    for _ in range(3000):
+        if str(path) not in open_files():
+            return True
+        await asyncio.sleep(0.01)
+    return False
+
+
+class Hold:
+    """Holds the calls of ``fn`` that ``which`` picks in their thread, once
+    ``started``, until ``go``."""
+
+    def __init__(self, fn: Callable[..., Any], which: Callable[..., bool]) -> None:
+        self.fn, self.which = fn, which
+        self.started, self.go = threading.Event(), threading.Event()
+
+    def __call__(self, *args: Any) -> Any:
+        if self.which(*args):
+            self.started.set()
+            self.go.wait()
+        return self.fn(*args)
+
+    async def until_started(self) -> None:
+        for _ in range(3000):
+            if self.started.is_set():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the call was never made")
+
+
+def names(path: Path) -> Callable[..., bool]:
+    """Whether a call's descriptor (its first argument) is ``path``'s file."""
+
+    def which(fd: int, *_: Any) -> bool:
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}") == str(path)
+        except OSError:
+            return False
+
+    return which
+
+
+async def session(tmp_path: Path) -> tuple[JsonlStore, str]:
+    """A store with session "s" of one entry, and its header line."""
+    store = JsonlStore(tmp_path)
+    await store.create(SessionMeta(id="s"))
+    await store.append("s", message("e", "hi"))
+    return store, store.path("s").read_bytes().split(b"\n")[0].decode()
+
+
+async def test_an_import_of_more_cancelled_while_it_waits_for_the_lock_lets_it_go(
+    tmp_path: Path,
+) -> None:
+    store, first = await session(tmp_path)
+    path = store.path("s")
+    holder = os.open(path, os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # the import's opening waits for the file's lock
+    try:
+        more = lines(entry_line("f", "more"))
+        importing_more = asyncio.ensure_future(store.import_session(first, more, after=1))
+        await until_a_lock_waits_on(path)
+        importing_more.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await importing_more
+    finally:
+        os.close(holder)  # the import's opening takes the lock, then finds no one waiting
+    # A guard against a hang, not a limit: the lock must have been let go.
+    await asyncio.wait_for(store.append("s", message("g", "after")), timeout=60)
+    assert [entry.id for entry in await store.load("s")] == ["e", "g"]
+    await store.close()
+    assert await until_closed(path)
+
+
+async def test_an_import_of_more_cancelled_mid_write_is_cut_back_after_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, first = await session(tmp_path)
+    path = store.path("s")
+    before = path.read_bytes()
+    hold = Hold(write_all, names(path))
+    monkeypatch.setattr(importing, "write_all", hold)
+    (tmp_path / "other").write_bytes(b"")
+    try:
+        more = lines(entry_line("f", "more"))
+        importing_more = asyncio.ensure_future(store.import_session(first, more, after=1))
+        await hold.until_started()
+        importing_more.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await importing_more
+        # The write goes on in its thread: its file is not closed (nor cut) beside it.
+        assert str(path) in open_files()
+        other = os.open(tmp_path / "other", os.O_RDWR)  # would take a closed one's number
+    finally:
+        hold.go.set()
+    try:
+        assert await until_closed(path)
+        assert os.lseek(other, 0, os.SEEK_CUR) == 0
+    finally:
+        os.close(other)
+    assert (tmp_path / "other").read_bytes() == b""  # nothing written into another file
+    assert path.read_bytes() == before  # all or nothing: cut back once the write ran
+    await store.append("s", message("g", "after"))  # the lock let go
+    assert [entry.id for entry in await store.load("s")] == ["e", "g"]
+    await store.close()
