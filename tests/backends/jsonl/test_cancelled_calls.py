@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from sessionstore import JsonlStore, SessionMeta, encode_line
+from sessionstore import FileJournal, Journal, JsonlStore, SessionMeta, encode_line
 from sessionstore.backends.files import write_all
 from sessionstore.backends.jsonl import importing
 from sessionstore.testing.contract import message
+from sessionstore.testing.journal_contract import header, post
 from tests.helpers import open_files, until_a_lock_waits_on
 
 
@@ -137,3 +138,33 @@ async def test_an_import_of_more_cancelled_mid_write_is_cut_back_after_the_write
     await store.append("s", message("g", "after"))  # the lock let go
     assert [entry.id for entry in await store.load("s")] == ["e", "g"]
     await store.close()
+
+
+async def test_a_journal_read_cancelled_mid_read_closes_its_file_after_the_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = FileJournal.in_dir(tmp_path)
+    await journal.begin(header(0), Journal())
+    await journal.append(post(1))
+    hold = Hold(os.read, names(journal.path))
+    monkeypatch.setattr(os, "read", hold)
+    (tmp_path / "other").write_bytes(b"another file's bytes")
+    blocks = journal.read_blocks()
+    reading = asyncio.ensure_future(anext(blocks))
+    try:
+        await hold.until_started()
+        reading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reading
+        # The read goes on in its thread: its file is not closed beside it.
+        assert str(journal.path) in open_files()
+        other = os.open(tmp_path / "other", os.O_RDONLY)  # would take a closed one's number
+    finally:
+        hold.go.set()
+    try:
+        assert await until_closed(journal.path)
+        assert os.lseek(other, 0, os.SEEK_CUR) == 0  # the late read read its own file
+    finally:
+        os.close(other)
+    monkeypatch.undo()
+    assert b"".join([block async for block in journal.read_blocks()]) == journal.path.read_bytes()
