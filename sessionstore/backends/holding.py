@@ -48,7 +48,7 @@ class Holding:
         # and the call's take it.
         self._lock = threading.Lock()
         self._state = _ENDED
-        self._release: Callable[[], None] | None = None  # to run once the call ends
+        self._release: Callable[[], object] | None = None  # to run once the call ends
 
     async def call(self, fn: Callable[[], _T]) -> _T:
         """``fn()`` in a thread. Cancelled, it goes on there (or is dropped
@@ -96,7 +96,7 @@ class Holding:
         if release is not None:
             release()
 
-    async def end(self, release: Callable[[], None]) -> None:
+    async def end(self, release: Callable[[], object]) -> None:
         """``release()`` after the last call: run in a thread and awaited when
         that call ended; else (it was cancelled) by that call's thread once
         it ends, not waited for. Cancelled, it goes on as a call does."""
@@ -112,7 +112,7 @@ class Holding:
         else:
             await self._step(partial(self._guarded, _nothing))
 
-    def let_go(self, release: Callable[[], None]) -> None:
+    def let_go(self, release: Callable[[], object]) -> None:
         """``release()`` (a close: no wait for I/O) here and now when the last
         call ended; else by that call's thread once it ends. Never waits, so
         an async generator's ``finally`` can call it."""

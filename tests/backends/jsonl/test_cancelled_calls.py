@@ -17,7 +17,7 @@ import pytest
 
 from sessionstore import FileJournal, Journal, JsonlStore, SessionMeta, encode_line
 from sessionstore.backends.files import write_all
-from sessionstore.backends.jsonl import importing
+from sessionstore.backends.jsonl import blocks, importing
 from sessionstore.testing.contract import message
 from sessionstore.testing.journal_contract import header, post
 from tests.helpers import open_files, until_a_lock_waits_on
@@ -168,3 +168,43 @@ async def test_a_journal_read_cancelled_mid_read_closes_its_file_after_the_read(
         os.close(other)
     monkeypatch.undo()
     assert b"".join([block async for block in journal.read_blocks()]) == journal.path.read_bytes()
+
+
+async def test_a_block_import_cancelled_mid_write_removes_its_temporary_after_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = JsonlStore(tmp_path)
+    await store.create(SessionMeta(id="s"))  # a session's file, whose lines are imported as "t"
+    source = store.path("s").read_bytes().replace(b'"id":"s"', b'"id":"t"')
+    assert source != store.path("s").read_bytes()
+
+    def temporary_of_t(fd: int, *_: Any) -> bool:
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}").startswith(str(tmp_path / ".t.jsonl."))
+        except OSError:
+            return False
+
+    hold = Hold(write_all, temporary_of_t)
+    monkeypatch.setattr(blocks, "write_all", hold)
+
+    async def one(block: bytes) -> AsyncIterator[bytes]:
+        yield block
+
+    importing_new = asyncio.ensure_future(store.import_blocks("t", one(source)))
+    try:
+        await hold.until_started()
+        importing_new.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await importing_new
+        # The write goes on in its thread: the temporary it writes is kept meanwhile.
+        assert [name for name in os.listdir(tmp_path) if name.startswith(".t.jsonl.")]
+    finally:
+        hold.go.set()
+    for _ in range(3000):  # a guard against a hang: removed once the write ran
+        if not [name for name in os.listdir(tmp_path) if name.startswith(".t.jsonl.")]:
+            break
+        await asyncio.sleep(0.01)
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(".t.jsonl.")]
+    assert not any(name.startswith(str(tmp_path / ".t.jsonl.")) for name in open_files())
+    assert not store.path("t").exists()
+    await store.close()
