@@ -9,8 +9,9 @@ it). Let go beside it, a descriptor's number could be another file's by the
 time the call writes, reads or cuts it, and a cut could come before the
 write it should undo. So the letting go waits for the call: the thread runs
 it once the call ends, or in its place when the call had not started (a
-cancelled call has no one waiting for it); a call its pool dropped lets go
-on the loop, nothing running.
+cancelled call has no one waiting for it); a call that ended unstarted
+(its pool dropped it, or its threads had stopped) lets go on the loop,
+nothing running.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ Run = Callable[[Callable[[], Any]], Awaitable[Any]]
 _ENDED = "ended"  # none made, or it returned (or raised) in its thread
 _QUEUED = "queued"  # made, not yet started
 _RUNNING = "running"  # started in its thread
-_DROPPED = "dropped"  # its pool dropped it (its loop closing): it never runs
+_DROPPED = "dropped"  # ended unstarted (dropped, refused): never to run
 
 
 def _nothing() -> None:
@@ -60,7 +61,11 @@ class Holding:
         return result
 
     async def _step(self, guarded: Callable[[], Any]) -> Any:
-        step = asyncio.ensure_future(self._run(guarded))
+        try:
+            step = asyncio.ensure_future(self._run(guarded))
+        except BaseException:  # refused at once: nothing runs, nor will
+            self._settled(None)
+            raise
         step.add_done_callback(self._settled)
         return await asyncio.shield(step)  # cancelled: the call goes on
 
@@ -84,10 +89,9 @@ class Holding:
             if release is not None:
                 release()
 
-    def _settled(self, step: asyncio.Future[Any]) -> None:
-        """On the loop, a call's end: a call its pool dropped lets go here."""
-        if not step.cancelled():
-            return
+    def _settled(self, step: asyncio.Future[Any] | None) -> None:
+        """On the loop, a call's end: one that never started lets go here
+        (dropped by its pool, cancelled, or refused: its threads stopped)."""
         with self._lock:
             if self._state != _QUEUED:
                 return  # it runs in its thread, or ran

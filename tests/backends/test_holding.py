@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sessionstore.backends.holding import Holding
-from sessionstore.backends.workers import Workers
+from sessionstore.backends.workers import Workers, WorkersStopped
 
 
 @pytest.fixture
@@ -143,3 +143,13 @@ async def test_a_call_its_pool_dropped_lets_go_on_the_loop() -> None:
     assert log.thread("release") is threading.current_thread()
     await holding.end(log.note("again"))  # dropped: no thread to follow, run here
     assert log.names() == ["release", "again"]
+
+
+async def test_a_call_refused_before_it_started_lets_go_at_once(workers: Workers) -> None:
+    log, holding = Log(), Holding(keyed(workers))
+    await holding.call(log.note("call"))
+    workers.stop()  # the next call is refused: its threads are stopped
+    with pytest.raises(WorkersStopped):
+        await holding.call(log.note("refused"))
+    holding.let_go(log.note("release"))
+    assert log.names() == ["call", "release"]
