@@ -17,12 +17,13 @@ nothing running.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
 
-__all__ = ["Holding"]
+__all__ = ["Holding", "close_all"]
 
 _T = TypeVar("_T")
 
@@ -33,6 +34,12 @@ _ENDED = "ended"  # none made, or it returned (or raised) in its thread
 _QUEUED = "queued"  # made, not yet started
 _RUNNING = "running"  # started in its thread
 _DROPPED = "dropped"  # ended unstarted (dropped, refused): never to run
+
+
+def close_all(fds: list[int]) -> None:
+    """Close the descriptors a call noted it opened (a letting go)."""
+    for fd in fds:
+        os.close(fd)
 
 
 def _nothing() -> None:

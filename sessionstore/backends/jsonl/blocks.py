@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionstore.backends.files import write_all
-from sessionstore.backends.holding import Holding
+from sessionstore.backends.holding import Holding, close_all
 from sessionstore.backends.jsonl.context import line_number
 from sessionstore.backends.jsonl.file import READ, open_locked, open_session, repair
 from sessionstore.backends.jsonl.temporary import Temporary
@@ -105,12 +105,7 @@ async def read_blocks(
             if block:
                 yield block
     finally:
-        holding.let_go(partial(_close_all, opened))
-
-
-def _close_all(fds: list[int]) -> None:
-    for fd in fds:
-        os.close(fd)
+        holding.let_go(partial(close_all, opened))
 
 
 async def _corrupt(

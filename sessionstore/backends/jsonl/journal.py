@@ -32,7 +32,7 @@ from sessionstore.backends.files import (
     truncate_back,
     write_all,
 )
-from sessionstore.backends.holding import Holding
+from sessionstore.backends.holding import Holding, close_all
 from sessionstore.backends.jsonl.erasures import ErasureLog, digest_file
 from sessionstore.backends.jsonl.file import file_id, named_file
 from sessionstore.backends.jsonl.keyindex import FileKeyIndex, KeyIndexes
@@ -142,7 +142,7 @@ class FileJournal(JournalBase):
         finally:
             # After the last read, in its thread if it was cancelled and runs
             # on: closed beside it, its number could be another file's.
-            holding.let_go(partial(_close_all, opened))
+            holding.let_go(partial(close_all, opened))
 
     async def append_raw(self, *lines: bytes) -> None:
         data = b"\n".join(raw_journal_lines(lines))
@@ -346,11 +346,6 @@ class FileJournal(JournalBase):
                 fsync_directory(self._path.parent.parent)
             self._erasures.done("journal", name)
         return record
-
-
-def _close_all(fds: list[int]) -> None:
-    for fd in fds:
-        os.close(fd)
 
 
 def _lines_of(fd: int) -> Iterator[bytes]:

@@ -3,13 +3,13 @@ lets go after it (a cut back, a close, a lock) follows it, never runs beside
 it, and is never left undone.
 
 A call is held at the bad instant by a wrapper of the function it runs,
-waiting in its thread for the test (real threads, real files)."""
+waiting in its thread for the test (`tests.helpers.Hold`: real threads,
+real files)."""
 
 import asyncio
 import fcntl
 import os
-import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from sessionstore.backends.files import write_all
 from sessionstore.backends.jsonl import blocks, importing
 from sessionstore.testing.contract import message
 from sessionstore.testing.journal_contract import header, post
-from tests.helpers import open_files, until_a_lock_waits_on
+from tests.helpers import Hold, naming, open_files, until_a_lock_waits_on, until_closed
 
 
 async def lines(*items: str) -> AsyncIterator[str]:
@@ -30,50 +30,6 @@ async def lines(*items: str) -> AsyncIterator[str]:
 
 def entry_line(entry_id: str, text: str) -> str:
     return encode_line(message(entry_id, text)).decode().rstrip("\n")
-
-
-async def until_closed(path: Path) -> bool:
-    """Whether the process lets go of ``path`` within about 30 s (a guard
-    against a hang: it should once the held call ends)."""
-    for _ in range(3000):
-        if str(path) not in open_files():
-            return True
-        await asyncio.sleep(0.01)
-    return False
-
-
-class Hold:
-    """Holds the calls of ``fn`` that ``which`` picks in their thread, once
-    ``started``, until ``go``."""
-
-    def __init__(self, fn: Callable[..., Any], which: Callable[..., bool]) -> None:
-        self.fn, self.which = fn, which
-        self.started, self.go = threading.Event(), threading.Event()
-
-    def __call__(self, *args: Any) -> Any:
-        if self.which(*args):
-            self.started.set()
-            self.go.wait()
-        return self.fn(*args)
-
-    async def until_started(self) -> None:
-        for _ in range(3000):
-            if self.started.is_set():
-                return
-            await asyncio.sleep(0.01)
-        raise AssertionError("the call was never made")
-
-
-def names(path: Path) -> Callable[..., bool]:
-    """Whether a call's descriptor (its first argument) is ``path``'s file."""
-
-    def which(fd: int, *_: Any) -> bool:
-        try:
-            return os.readlink(f"/proc/self/fd/{fd}") == str(path)
-        except OSError:
-            return False
-
-    return which
 
 
 async def session(tmp_path: Path) -> tuple[JsonlStore, str]:
@@ -113,7 +69,7 @@ async def test_an_import_of_more_cancelled_mid_write_is_cut_back_after_the_write
     store, first = await session(tmp_path)
     path = store.path("s")
     before = path.read_bytes()
-    hold = Hold(write_all, names(path))
+    hold = Hold(write_all, naming(path))
     monkeypatch.setattr(importing, "write_all", hold)
     (tmp_path / "other").write_bytes(b"")
     try:
@@ -146,7 +102,7 @@ async def test_a_journal_read_cancelled_mid_read_closes_its_file_after_the_read(
     journal = FileJournal.in_dir(tmp_path)
     await journal.begin(header(0), Journal())
     await journal.append(post(1))
-    hold = Hold(os.read, names(journal.path))
+    hold = Hold(os.read, naming(journal.path))
     monkeypatch.setattr(os, "read", hold)
     (tmp_path / "other").write_bytes(b"another file's bytes")
     blocks = journal.read_blocks()
