@@ -13,7 +13,9 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import event
 
@@ -223,3 +225,47 @@ async def until_a_lock_waits_on(path: Path) -> None:
         locks = Path("/proc/locks").read_text().splitlines()
         if any("->" in line and inode in line for line in locks):
             return
+
+
+async def until_closed(path: Path) -> bool:
+    """Whether the process lets go of ``path`` within about 30 s (a guard
+    against a hang: it should once the held call ends)."""
+    for _ in range(3000):
+        if str(path) not in open_files():
+            return True
+        await asyncio.sleep(0.01)
+    return False
+
+
+class Hold:
+    """Holds the calls of ``fn`` that ``which`` picks in their thread, once
+    ``started``, until ``go``."""
+
+    def __init__(self, fn: Callable[..., Any], which: Callable[..., bool]) -> None:
+        self.fn, self.which = fn, which
+        self.started, self.go = threading.Event(), threading.Event()
+
+    def __call__(self, *args: Any) -> Any:
+        if self.which(*args):
+            self.started.set()
+            self.go.wait()
+        return self.fn(*args)
+
+    async def until_started(self) -> None:
+        for _ in range(3000):
+            if self.started.is_set():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the call was never made")
+
+
+def naming(path: Path) -> Callable[..., bool]:
+    """Whether a call's descriptor (its first argument) is ``path``'s file."""
+
+    def which(fd: int, *_: Any) -> bool:
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}") == str(path)
+        except OSError:
+            return False
+
+    return which

@@ -36,6 +36,7 @@ from sessionstore.archive.report import (
 )
 from sessionstore.archive.sealing import SEALED, KeysFile, Sealing, lines_of, stem
 from sessionstore.backends.files import NotRegularFileError
+from sessionstore.backends.holding import Holding, close_all
 from sessionstore.backends.jsonl import JsonlStore
 from sessionstore.effects import EFFECTS_FILE, EFFECTS_SUFFIX, EffectLines
 from sessionstore.errors import (
@@ -281,10 +282,18 @@ class _FileLines:
         self.number = 0  # the line last given out
 
     async def __aiter__(self) -> AsyncGenerator[bytes, None]:
-        fd = await io(partial(open_inside, self.root, self.path), self.path)
-        try:  # closed below, also when the generator is
+        holding, opened = Holding(partial(io, what=self.path)), list[int]()
+
+        def opening() -> int:
+            opened.append(
+                fd := open_inside(self.root, self.path)
+            )  # closed after, even if cancelled
+            return fd
+
+        try:  # closed below, also when the generator is: after its last read
+            fd = await holding.call(opening)
             rest = b""
-            while chunk := await io(partial(os.read, fd, CHUNK), self.path):
+            while chunk := await holding.call(partial(os.read, fd, CHUNK)):
                 self.report.bytes += len(chunk)
                 *pieces, rest = (rest + chunk).split(b"\n")
                 for piece in pieces:
@@ -295,7 +304,7 @@ class _FileLines:
                 issue = ArchiveIssue(str(self.path), self.number + 1, "torn last line skipped")
                 self.report.warnings.append(issue)
         finally:
-            os.close(fd)
+            holding.let_go(partial(close_all, opened))
 
     async def _line(self, piece: bytes) -> bytes:
         self.number += 1

@@ -19,7 +19,6 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Hashable
-from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -31,7 +30,6 @@ __all__ = [
     "FILE_MODE",
     "LinkedDirectoryError",
     "NotRegularFileError",
-    "close_after",
     "complete_length",
     "describe",
     "fsync_directory",
@@ -307,13 +305,3 @@ async def in_thread(
 
 def _named(where: Path | Callable[[], Path]) -> Path:
     return where() if callable(where) else where
-
-
-def close_after(workers: Workers, key: Hashable, fd: int) -> None:
-    """Close ``fd`` in the thread of ``key``, after the call on it that may
-    still run there (its caller cancelled), without waiting: closed at once,
-    its number could be another file's by the time that call reads or cuts it."""
-    try:
-        workers.call(partial(os.close, fd), key)
-    except WorkersStopped:  # the store closed: its threads ended, no call runs
-        os.close(fd)

@@ -12,15 +12,15 @@ ever sees a part of it.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from sessionstore.backends.files import write_all
+from sessionstore.backends.holding import Holding, close_all
 from sessionstore.backends.jsonl.context import line_number
 from sessionstore.backends.jsonl.file import READ, open_locked, open_session, repair
 from sessionstore.backends.jsonl.temporary import Temporary
@@ -32,18 +32,15 @@ __all__ = ["BlockWriter", "read_blocks"]
 
 Run = Callable[[Callable[[], Any]], Awaitable[Any]]
 
-_R = TypeVar("_R")
-
 
 class _Held:
-    """What a write holds: the temporary it writes, the session's file (its
-    lock) when it extends one, and its call running in a thread."""
+    """What a write holds: the temporary it writes, and the session's file
+    (its lock) when it extends one; noted by the calls that make them, in
+    their threads, so that a cancelled call's are let go too."""
 
     def __init__(self) -> None:
         self.temporary: Temporary | None = None
         self.old = -1
-        self.running: asyncio.Future[Any] | None = None
-        self.keep: Callable[[Any], Temporary] | None = None
 
     def made(self, temporary: Temporary) -> Temporary:
         self.temporary = temporary
@@ -62,13 +59,6 @@ class _Held:
             if self.old >= 0:
                 os.close(self.old)
 
-    def after(self, step: asyncio.Future[Any]) -> None:
-        """A cancelled write's call ended: what it made kept, then all let go
-        (on the loop: an unlink and two closes, no wait for I/O)."""
-        if self.keep is not None and not step.cancelled() and step.exception() is None:
-            self.keep(step.result())
-        self.let_go()
-
 
 async def read_blocks(
     session_id: str,
@@ -76,20 +66,26 @@ async def read_blocks(
     run: Run,
     size_of: Callable[[int], int],
     within: Path | None,
-    close: Callable[[int], None] = os.close,
 ) -> AsyncIterator[bytes]:
     """The complete lines of the session file at ``path`` (through a link only
     to a file under ``within``), in blocks of about `READ` bytes;
-    ``size_of(fd)`` gives their length (a repair, or none); ``close(fd)``
-    lets go of the file, after the last call of ``run`` on it."""
-    fd = await _opened(
-        run(lambda: open_session(session_id, path, os.O_RDONLY, within=within)), close
-    )
+    ``size_of(fd)`` gives their length (a repair, or none). The file is
+    closed after the last call of ``run`` on it (in its thread when a
+    cancellation left it running)."""
+    holding, opened = Holding(run), list[int]()
+
+    def opening() -> int:
+        fd = open_session(session_id, path, os.O_RDONLY, within=within)
+        opened.append(fd)  # in its thread: closed after, even if cancelled
+        return fd
+
     try:
-        size = await run(partial(size_of, fd))
+        fd = await holding.call(opening)
+        size = await holding.call(partial(size_of, fd))
         offset, rest = 0, b""
         while offset < size:
-            chunk = rest + await run(partial(os.pread, fd, min(READ, size - offset), offset))
+            read = partial(os.pread, fd, min(READ, size - offset), offset)
+            chunk = rest + await holding.call(read)
             at = offset - len(rest)  # where the chunk starts in the file
             offset += len(chunk) - len(rest)
             cut = chunk.rfind(b"\n") + 1
@@ -97,41 +93,26 @@ async def read_blocks(
             if len(rest) > limits.MAX_LINE:  # never joined whole: refused here
                 size_of_line = f"a line of more than {len(rest)} bytes"
                 reason = f"{size_of_line}, longer than the limit of {limits.MAX_LINE}"
-                raise await _corrupt(session_id, path, run, fd, at + cut, reason)
+                raise await _corrupt(session_id, path, holding, fd, at + cut, reason)
             if not block.isascii():  # ASCII is UTF-8, and quicker to tell
                 try:
                     block.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     start = block.rfind(b"\n", 0, exc.start) + 1
                     reason = f"invalid UTF-8 at byte {exc.start - start}"
-                    raise await _corrupt(session_id, path, run, fd, at + start, reason) from None
+                    error = await _corrupt(session_id, path, holding, fd, at + start, reason)
+                    raise error from None
             if block:
                 yield block
     finally:
-        close(fd)
-
-
-async def _opened(opening: Awaitable[int], close: Callable[[int], None]) -> int:
-    """The descriptor ``opening`` gives; cancelled meanwhile, the call goes
-    on in its thread, and what it opens is closed once it ends."""
-    call = asyncio.ensure_future(opening)
-    try:
-        return await asyncio.shield(call)
-    except asyncio.CancelledError:
-        call.add_done_callback(partial(_close_opened, close))
-        raise
-
-
-def _close_opened(close: Callable[[int], None], call: asyncio.Future[int]) -> None:
-    if not call.cancelled() and call.exception() is None:
-        close(call.result())
+        holding.let_go(partial(close_all, opened))
 
 
 async def _corrupt(
-    session_id: str, path: Path, run: Run, fd: int, offset: int, reason: str
+    session_id: str, path: Path, holding: Holding, fd: int, offset: int, reason: str
 ) -> CorruptSessionError:
     """The fault of the session file's line at ``offset``, numbered."""
-    line = await run(partial(line_number, fd, offset))
+    line = await holding.call(partial(line_number, fd, offset))
     return CorruptSessionError(session_id, reason, path=str(path), line=line)
 
 
@@ -150,35 +131,23 @@ class BlockWriter:
         """Write the lines of ``blocks``: a whole session, its header first
         (``after`` None), or the lines after its ``after`` entries; how many
         entries were written."""
-        held = _Held()
+        held, holding = _Held(), Holding(self.run)
         try:
             if after is None:
                 create = partial(Temporary.create, self.path, "import")
-                made = await self._step(held, create, held.made)
+                made = await holding.call(lambda: held.made(create()))
             else:
-                made = await self._step(held, partial(self._copy, after), held.copied)
-            count = await self._write_blocks(held, made.fd, blocks, header=after is None)
-            await self._step(held, partial(self._publish, made, replace=after is not None))
+                made = await holding.call(lambda: held.copied(self._copy(after)))
+            count = await self._write_blocks(holding, made.fd, blocks, header=after is None)
+            await holding.call(partial(self._publish, made, replace=after is not None))
             return count
         finally:
-            if held.running is None:
-                await self.run(held.let_go)
-            else:  # cancelled (or its call failed): it lets go once the call ends,
-                held.running.add_done_callback(held.after)  # keeping what it made
-
-    async def _step(
-        self, held: _Held, call: Callable[[], _R], keep: Callable[[_R], Temporary] | None = None
-    ) -> Any:
-        """``call()`` in a thread, what it made kept in ``held`` (``keep``);
-        cancelled, it goes on there, and ``write`` lets go after it."""
-        step = asyncio.ensure_future(self.run(call))
-        held.running, held.keep = step, keep
-        result = await asyncio.shield(step)  # cancelled: ``running`` stays
-        held.running = None
-        return result if keep is None else keep(result)
+            # After the last call, in its thread if it was cancelled and runs
+            # on (keeping what it made, noted in ``held`` there).
+            await holding.end(held.let_go)
 
     async def _write_blocks(
-        self, held: _Held, fd: int, blocks: AsyncIterable[bytes], *, header: bool
+        self, holding: Holding, fd: int, blocks: AsyncIterable[bytes], *, header: bool
     ) -> int:
         lines = 0
         async for block in blocks:
@@ -188,7 +157,7 @@ class BlockWriter:
                 raise InvalidRecordError(f"session {self.session_id!r}: a block ends inside a line")
             if header and lines == 0:
                 self._check_header(block[: block.index(b"\n")])
-            await self._step(held, partial(write_all, fd, block))
+            await holding.call(partial(write_all, fd, block))
             lines += block.count(b"\n")
         if header and lines == 0:
             raise InvalidRecordError(f"session {self.session_id!r}: no header line")

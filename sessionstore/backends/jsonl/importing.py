@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionstore.backends.files import write_all
+from sessionstore.backends.holding import Holding
 from sessionstore.backends.jsonl.blocks import BlockWriter
 from sessionstore.backends.jsonl.file import READ, open_locked, repair, stamp
 from sessionstore.backends.records import imported_entry
@@ -43,34 +44,54 @@ class Importer:
     async def more(self, header: str, entries: AsyncIterable[str], after: int) -> int:
         """Write these lines after the ``after`` entries of the session, whose
         header line is ``header``; how many entries they are."""
-        session_id, path, run = self.session_id, self.path, self.run
+        session_id, holding, file = self.session_id, Holding(self.run), _Appended()
 
-        def open_checked() -> tuple[int, int]:
-            fd = open_locked(session_id, path, os.O_RDWR | os.O_APPEND)
+        def open_checked() -> int:
+            fd = open_locked(session_id, self.path, os.O_RDWR | os.O_APPEND)
             try:  # the lock is held until the file is closed
-                repair(session_id, path, fd, full=self.full)
+                repair(session_id, self.path, fd, full=self.full)
                 _expect(session_id, fd, header, after)
+                size = os.fstat(fd).st_size
             except BaseException:
                 os.close(fd)
                 raise
-            return fd, os.fstat(fd).st_size
+            file.fd, file.size = fd, size  # in its thread: closed after, even if cancelled
+            return fd
 
-        fd, size = await run(open_checked)
-        count = 0
         try:
+            fd = await holding.call(open_checked)
+            count = 0
             async for block in _checked(session_id, entries, after):
-                await run(partial(write_all, fd, block))
+                await holding.call(partial(write_all, fd, block))
                 count += block.count(b"\n")
             if count:
-                await run(partial(stamp, fd))
+                await holding.call(partial(stamp, fd))
             if self.full:
-                await run(lambda: os.fdatasync(fd))
-        except BaseException:
-            await run(lambda: os.ftruncate(fd, size))  # all or nothing
-            raise
+                await holding.call(partial(os.fdatasync, fd))
+            file.whole = True
         finally:
-            os.close(fd)
+            # After the last call, in its thread if it was cancelled and runs
+            # on: a cut beside a write under way could come before it.
+            await holding.end(file.let_go)
         return count
+
+
+class _Appended:
+    """The session file an import appends to, and its size before."""
+
+    def __init__(self) -> None:
+        self.fd, self.size, self.whole = -1, 0, False
+
+    def let_go(self) -> None:
+        """Cut back what was written unless all was (all or nothing), then
+        closed (its lock let go)."""
+        if self.fd < 0:
+            return
+        try:
+            if not self.whole:
+                os.ftruncate(self.fd, self.size)
+        finally:
+            os.close(self.fd)
 
 
 async def _checked(

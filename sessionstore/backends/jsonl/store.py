@@ -32,7 +32,6 @@ from sessionstore.backends.checks import (
 from sessionstore.backends.contexts import BuiltContext, ContextCache
 from sessionstore.backends.cursors import Cursor
 from sessionstore.backends.files import (
-    close_after,
     fsync_directory,
     in_thread,
     truncate_back,
@@ -337,8 +336,8 @@ class JsonlStore(StoreBase):
         self._check(session_id)
         path = self.path(session_id)
         size_of = partial(complete_size, session_id, path, full=self._full, repairs=self._writes)
-        run, close = partial(self._run, session_id), partial(close_after, self._workers, session_id)
-        async for block in read_blocks(session_id, path, run, size_of, self._within, close):
+        run = partial(self._run, session_id)
+        async for block in read_blocks(session_id, path, run, size_of, self._within):
             yield block
 
     async def raw_lines(self, session_id: str) -> AsyncIterator[str]:

@@ -47,6 +47,7 @@ async def test_a_read_going_on_at_close_is_refused_as_closed(tmp_path: Path) -> 
         await anext(blocks)
     # Named by the session's file, as an OS error in the call would be.
     assert str(caught.value) == f"session 's': the store holding {store.path('s')} is closed"
+    assert str(store.path("s")) not in open_files()  # the refused read's file closed
 
 
 async def test_a_store_collected_unclosed_ends_its_threads(tmp_path: Path) -> None:

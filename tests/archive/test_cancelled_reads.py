@@ -1,0 +1,44 @@
+"""An archive import cancelled while it reads a file of the archive: the file
+is closed after the read still running in its thread, never beside it."""
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from sessionstore import JsonlStore
+from sessionstore.archive import export_archive, import_archive
+from sessionstore.testing.journal_contract import header
+from tests.helpers import Hold, naming, open_files, until_closed
+
+
+async def test_an_archive_import_cancelled_mid_read_closes_the_file_after_the_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = JsonlStore(tmp_path / "source")
+    await source.journal("j").append(header(0))
+    await export_archive(source, tmp_path / "archive")
+    await source.close()
+    archived = tmp_path / "archive" / "journals" / "j" / "session_journal.jsonl"
+    hold = Hold(os.read, naming(archived))
+    monkeypatch.setattr(os, "read", hold)
+    (tmp_path / "other").write_bytes(b"another file's bytes")
+    target = JsonlStore(tmp_path / "target")
+    importing_archive = asyncio.ensure_future(import_archive(target, tmp_path / "archive"))
+    try:
+        await hold.until_started()
+        importing_archive.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await importing_archive
+        # The read goes on in its thread: its file is not closed beside it.
+        assert str(archived) in open_files()
+        other = os.open(tmp_path / "other", os.O_RDONLY)  # would take a closed one's number
+    finally:
+        hold.go.set()
+    try:
+        assert await until_closed(archived)
+        assert os.lseek(other, 0, os.SEEK_CUR) == 0  # the late read read its own file
+    finally:
+        os.close(other)
+    await target.close()
