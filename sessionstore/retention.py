@@ -33,7 +33,7 @@ from sessionstore.errors import (
     SessionNotFoundError,
 )
 from sessionstore.store import SessionStore, SessionSummary
-from sessionstore.timestamps import Timestamp, given_instant
+from sessionstore.timestamps import Timestamp, age_in_words, given_instant
 
 __all__ = [
     "Action",
@@ -50,15 +50,6 @@ Action = Literal["expire", "retire"]
 """What a policy does to a session it chooses: erase it, or archive it, then erase it."""
 
 _ACTIONS = ("expire", "retire")
-
-
-def _days(age: timedelta) -> str:
-    """``90d``, ``36h`` or ``90d 12h``: an age as the command line writes it."""
-    days, rest = divmod(int(age.total_seconds()), 86400)
-    hours = rest // 3600
-    if days and hours:
-        return f"{days}d {hours}h"
-    return f"{days}d" if days or not hours else f"{hours}h"
 
 
 @dataclass(frozen=True)
@@ -149,7 +140,7 @@ class Policy:
         """The filters given, in words: ``idle 90d``, ``owner alice``..."""
         words = []
         if self.idle_for is not None:
-            words.append(f"idle {_days(self.idle_for)}")
+            words.append(f"idle {age_in_words(self.idle_for)}")
         cutoff = self.cutoff()
         if cutoff is not None:
             words.append(f"created before {cutoff}")
@@ -350,8 +341,7 @@ def _why(policy: Policy, summary: SessionSummary, last: str) -> str:
             except ValueError:  # before the year 1 in UTC, which no datetime holds
                 words.append(f"idle since {since}")
             else:
-                hours = int(idle.total_seconds() // 3600)  # the whole days, when a day or more
-                words.append(f"idle {idle.days}d" if idle.days else f"idle {hours}h")
+                words.append(f"idle {age_in_words(idle)}")
     if policy.created_before is not None:
         words.append(f"created {summary.meta.created_at}")
     if policy.owner is not None:

@@ -42,7 +42,7 @@ from typing import Any
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-__all__ = ["Timestamp", "given_instant", "now_rfc3339", "rfc3339_of_ns"]
+__all__ = ["Timestamp", "age_in_words", "given_instant", "now_rfc3339", "rfc3339_of_ns"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NANOS = 1_000_000_000
@@ -59,6 +59,23 @@ _WHITESPACE = frozenset(
 )
 _DIGITS = frozenset("0123456789")
 _SCALE = (0, 100_000_000, 10_000_000, 1_000_000, 100_000, 10_000, 1_000, 100, 10, 1)
+
+
+def age_in_words(age: timedelta) -> str:
+    """``90d``, ``1d 12h``, ``2h 5m``, ``40s``: an age in its two largest
+    units, as the command line writes it (below zero: ``0s``)."""
+    seconds = max(0, int(age.total_seconds()))
+    days, rest = divmod(seconds, _DAY)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    for big, big_unit, small, small_unit in (
+        (days, "d", hours, "h"),
+        (hours, "h", minutes, "m"),
+        (minutes, "m", seconds, "s"),
+    ):
+        if big:
+            return f"{big}{big_unit} {small}{small_unit}" if small else f"{big}{big_unit}"
+    return f"{seconds}s"
 
 
 def _days_from_civil(year: int, month: int, day: int) -> int:

@@ -16,7 +16,7 @@ from sessionstore.archive.choosing import instant as retire_before
 from sessionstore.cli.parser import build_parser
 from sessionstore.errors import ConfigurationError
 from sessionstore.retention import Policy
-from sessionstore.timestamps import Timestamp, given_instant
+from sessionstore.timestamps import Timestamp, age_in_words, given_instant
 
 ACCEPTED = [
     ("2026-12-01", "2026-12-01T00:00:00Z"),  # a date alone: its midnight UTC
@@ -124,3 +124,20 @@ def test_datetimes_and_timestamps_are_taken_a_naive_one_refused() -> None:
     with pytest.raises(ConfigurationError, match="takes a datetime or an RFC 3339 string, not 5"):
         given_instant(5)
     assert given_instant(datetime(2026, 12, 1, tzinfo=UTC)) == given_instant("2026-12-01")
+
+
+@pytest.mark.parametrize(
+    ("age", "words"),
+    [
+        (timedelta(days=90), "90d"),
+        (timedelta(days=1, hours=12, minutes=30), "1d 12h"),
+        (timedelta(hours=5), "5h"),
+        (timedelta(hours=2, minutes=5, seconds=9), "2h 5m"),
+        (timedelta(minutes=3, seconds=40), "3m 40s"),
+        (timedelta(seconds=40.9), "40s"),
+        (timedelta(0), "0s"),
+        (timedelta(seconds=-5), "0s"),  # a clock set back: no age below zero
+    ],
+)
+def test_an_age_in_words_gives_its_two_largest_units(age: timedelta, words: str) -> None:
+    assert age_in_words(age) == words

@@ -16,6 +16,7 @@ from sessionstore.cli.wording import settle_hint
 from sessionstore.effect_journals import JournalEffect, effects_in_doubt, forget_effects
 from sessionstore.effect_lines import EffectState
 from sessionstore.effect_options import finished_before, line_instant
+from sessionstore.timestamps import age_in_words
 from sessionstore.wire import encode_value
 
 __all__ = ["run_effects"]
@@ -84,17 +85,7 @@ def _json(item: JournalEffect, now: datetime) -> str:
 def _age(stamp: str | None, now: datetime) -> str:
     """How long ago ``stamp`` was: ``3d 4h``, ``2h 5m``, ``40s`` ("-": unknown)."""
     then = line_instant(stamp or "")
-    if then is None:
-        return "-"
-    seconds = max(0, int((now - then).total_seconds()))
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    return f"{minutes}m {seconds}s" if minutes else f"{seconds}s"
+    return "-" if then is None else age_in_words(now - then)
 
 
 async def _forget(args: argparse.Namespace) -> int:
