@@ -283,7 +283,14 @@ def last_seq(conn: Connection, row: SessionRow) -> int:
 
 def chain_end(conn: Connection, session_id: str, row: SessionRow) -> tuple[int, bytes]:
     """A session's last ``seq`` and the digest its next entry chains from."""
-    last = Q.LAST_ENTRY.first(conn, pk=row.pk)
+    return chain_from(session_id, row, Q.LAST_ENTRY.first(conn, pk=row.pk))
+
+
+def chain_from(
+    session_id: str, row: SessionRow, last: tuple[int, bytes | None] | None
+) -> tuple[int, bytes]:
+    """`chain_end` of a session whose last own entry's ``(seq, digest)`` is
+    ``last`` (None: it has none)."""
     seq, digest = (row.base_seq or 0, row.digest) if last is None else last
     if digest is None:
         what = "its header" if last is None else f"entry {seq}"

@@ -11,7 +11,6 @@ row per word per message.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 
 BATCH = 256  # a session's messages in a batch at most
@@ -30,14 +29,23 @@ def pack(postings: Iterable[tuple[int, int]], batch: int) -> bytes:
     """``(seq, hits)`` of messages (in ``seq`` order, none before ``batch``)
     as a row's bytes."""
     out = bytearray()
+    append = out.append
     before = batch
     for seq, hits in postings:
-        if hits == 1:
-            _varint(out, (seq - before) << 1)
-        else:
-            _varint(out, (seq - before) << 1 | 1)
-            _varint(out, hits)
+        step = (seq - before) << 1
         before = seq
+        # Most values fit a byte: appended here, not in a call to `_varint`.
+        if hits == 1:
+            if step < 0x80:
+                append(step)
+            else:
+                _varint(out, step)
+        elif step < 0x80 and hits < 0x80:
+            append(step | 1)
+            append(hits)
+        else:
+            _varint(out, step | 1)
+            _varint(out, hits)
     return bytes(out)
 
 
@@ -71,15 +79,57 @@ def packed_rows(
 ) -> list[tuple[str, int, int, bytes]]:
     """The rows ``(word, session_pk, batch, postings)``, in key order, of
     messages ``(session_pk, seq, hits of each word, length)`` indexed together."""
-    words: dict[tuple[str, int, int], list[tuple[int, int]]] = defaultdict(list)
-    pk_of_batch, batch, size = None, 0, 0
-    for pk, seq, hits, length in sorted(messages, key=lambda message: message[:2]):
+    made: list[tuple[str, int, int, bytes]] = []
+    pk_of_batch: int | None = None
+    batch = size = 0
+    words: dict[str, list[tuple[int, int]]] = {}
+    lengths: list[tuple[int, int]] = []
+    for pk, seq, hits, length in sorted(messages, key=_message_key):
         if pk != pk_of_batch or size == BATCH:
+            if pk_of_batch is not None:
+                _batch_rows(made, words, pk_of_batch, batch)
             pk_of_batch, batch, size = pk, seq, 0
+            lengths = []
+            words = {LENGTHS: lengths}
         size += 1
-        words[LENGTHS, pk, batch].append((seq, length))
+        lengths.append((seq, length))
         for word, count in hits.items():
-            words[word, pk, batch].append((seq, count))
-    return sorted(
-        (word, pk, batch, pack(postings, batch)) for (word, pk, batch), postings in words.items()
-    )
+            found = words.get(word)
+            if found is None:
+                words[word] = [(seq, count)]
+            else:
+                found.append((seq, count))
+    if pk_of_batch is not None:
+        _batch_rows(made, words, pk_of_batch, batch)
+    # Made in (session_pk, batch) order: a stable sort by word alone (of
+    # strings, which sorts quickest) leaves them in key order.
+    made.sort(key=_word)
+    return made
+
+
+def _message_key(message: tuple[int, int, Mapping[str, int], int]) -> tuple[int, int]:
+    return message[0], message[1]
+
+
+def _word(row: tuple[str, int, int, bytes]) -> str:
+    return row[0]
+
+
+# The postings of a word held once, by a message a step of less than 64
+# into its batch: most rows of a batch of varied messages.
+_ONE_BYTE = tuple(bytes((value,)) for value in range(0, 0x80, 2))
+
+
+def _batch_rows(
+    made: list[tuple[str, int, int, bytes]],
+    words: Mapping[str, list[tuple[int, int]]],
+    pk: int,
+    batch: int,
+) -> None:
+    for word, postings in words.items():
+        if len(postings) == 1:
+            seq, hits = postings[0]
+            if hits == 1 and seq - batch < len(_ONE_BYTE):
+                made.append((word, pk, batch, _ONE_BYTE[seq - batch]))
+                continue
+        made.append((word, pk, batch, pack(postings, batch)))

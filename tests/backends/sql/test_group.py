@@ -6,13 +6,22 @@ import asyncio
 import sqlite3
 import threading
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine
 
-from sessionstore import SessionMeta, SqlStore, StorageError
+from sessionstore import (
+    SessionMeta,
+    SessionNotFoundError,
+    SessionStoreError,
+    SqlStore,
+    StorageError,
+)
 from sessionstore.backends.checks import Durability
+from sessionstore.backends.records import entry_lines
 from sessionstore.backends.sql import group
 from sessionstore.testing.contract import message
 from tests.helpers import traced
@@ -149,3 +158,59 @@ async def test_a_caller_that_gives_up_waiting_leaves_the_others_to_commit(
         assert isinstance(results[1], asyncio.CancelledError)
         assert [results[0], *results[2:]] == [None, None, None]
         assert [e.id for e in await store.load(session_id)] == ["a0", "a1", "a2", "a3"]
+
+
+async def test_a_transaction_of_several_sessions_chains_each_as_one_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """On SQLite the sessions of a transaction are read at once: each append
+    (to a new session, a long one, a fork holding no entry of its own) chains
+    as it does alone, and one to a session that is not there is refused."""
+    path = tmp_path / "s.db"
+    async with await SqlStore.open(str(path)) as store:
+        await store.create(SessionMeta(id="new"))
+        long = await store.create(SessionMeta(id="long"))
+        for n in range(5):
+            await store.append(long, message(f"l{n}", "x"))
+        await store.fork(long, at="l2", meta=SessionMeta(id="fork"))
+    alone = tmp_path / "alone.db"
+    alone.write_bytes(path.read_bytes())  # checkpointed at close
+    ids = ["new", "long", "gone", "fork"]
+    appends: list[group.Append] = [
+        (session_id, [group.entry_row(entry, line)], None, None)
+        for session_id in ids
+        for entry in [message(f"{session_id}-1", "y")]
+        for line in entry_lines(session_id, [entry])
+    ]
+    together = _written(path, [appends])
+    assert [type(error) for error in together[0]] == [type(None)] * 2 + [
+        SessionNotFoundError,
+        type(None),
+    ]
+    one_by_one = _written(alone, [[append] for append in appends])
+    assert isinstance(one_by_one[2][0], SessionNotFoundError)
+    assert _chains(path) == _chains(alone)
+
+
+def _written(
+    path: Path, transactions: Sequence[Sequence[group.Append]]
+) -> list[list[SessionStoreError | None]]:
+    engine = create_engine(f"sqlite:///{path}")
+    try:
+        with engine.connect() as conn:
+            found = []
+            for appends in transactions:
+                errors, _ = group.write_appends(appends, conn)
+                conn.connection.dbapi_connection.commit()  # type: ignore[union-attr]
+                found.append(errors)
+            return found
+    finally:
+        engine.dispose()
+
+
+def _chains(path: Path) -> list[tuple[Any, ...]]:
+    with closing(sqlite3.connect(path)) as conn:
+        return conn.execute(
+            "SELECT s.id, e.seq, e.entry_id, e.digest FROM entries AS e"
+            " JOIN sessions AS s ON s.pk = e.session_pk ORDER BY s.id, e.seq"
+        ).fetchall()

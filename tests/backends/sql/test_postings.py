@@ -53,3 +53,33 @@ def test_a_session_s_messages_are_cut_into_batches_with_their_lengths() -> None:
         **{(word, pk, seq): hits for pk, seq, words, _ in messages for word, hits in words.items()},
         **{(LENGTHS, pk, seq): length for pk, seq, _, length in messages},
     }
+
+
+_HITS = [1, 1, 2, 127, 128, 300]  # most words once; hits of one byte and of two
+_messages = st.lists(
+    st.tuples(
+        st.integers(1, 3),
+        st.integers(0, 700),  # seq: past a BATCH, steps of more than a byte
+        st.dictionaries(st.sampled_from("abcdef"), st.sampled_from(_HITS), min_size=1),
+        st.integers(1, 2**20),
+    ),
+    unique_by=lambda message: message[:2],
+)
+
+
+@given(_messages)
+def test_each_row_holds_its_word_s_postings_of_its_batch_packed(
+    messages: list[tuple[int, int, dict[str, int], int]],
+) -> None:
+    # Each session's messages in seq order, BATCH at a time.
+    expected = []
+    for pk in {message[0] for message in messages}:
+        held = sorted(message[1:] for message in messages if message[0] == pk)
+        for start in range(0, len(held), BATCH):
+            chunk = held[start : start + BATCH]
+            batch = chunk[0][0]
+            expected.append((LENGTHS, pk, batch, pack([(s, n) for s, _, n in chunk], batch)))
+            for word in {word for _, words, _ in chunk for word in words}:
+                postings = [(s, words[word]) for s, words, _ in chunk if word in words]
+                expected.append((word, pk, batch, pack(postings, batch)))
+    assert packed_rows(messages) == sorted(expected)
