@@ -21,7 +21,7 @@ stall is mostly the loop's thread waiting for the GIL while the worker
 threads run Python (their drivers, the file work), and on a shared
 machine for a core: the no-store row is that machine's own floor. The
 fewer threads compete and the less Python each runs, the shorter the
-wait: the JSONL store runs four threads of its own, not to_thread's pool.
+wait: the JSONL store runs two threads of its own, not to_thread's pool.
 
 The baseline, in the same run, is the floor: the same watcher while 50
 tasks do the same turns in pure Python (a message appended to a list and

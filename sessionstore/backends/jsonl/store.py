@@ -93,7 +93,7 @@ __all__ = ["SUFFIX", "JsonlStore"]
 _T = TypeVar("_T")
 logger = logging.getLogger(__name__)
 
-THREADS = 4  # threads for file work: a session's calls one at a time, in order; others beside
+THREADS = 2  # threads for file work: a session's calls one at a time, in order; others beside
 
 
 class JsonlStore(StoreBase):
