@@ -30,7 +30,10 @@ __all__ = [
 def store_directory(target: str) -> Path | None:
     """The directory a JSONL store target names; None for other targets."""
     if target.startswith("jsonl://"):
-        return Path(target[len("jsonl://") :])
+        path = target[len("jsonl://") :]
+        # A relative one is refused by open_store, saying why: no hint to
+        # make it with demo, which refuses it as well.
+        return Path(path) if path.startswith("/") else None
     if "://" in target or is_sql_target(target):
         return None  # a SQL database, memory://, or a scheme open_store refuses
     return Path(target)

@@ -411,6 +411,23 @@ def test_a_read_command_refuses_a_missing_store_and_creates_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", [*READ_COMMANDS[:-1], ["demo"]], ids=lambda c: " ".join(c))
+def test_a_relative_jsonl_url_is_refused_naming_the_form_it_needs(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+) -> None:
+    """Not "no such store ... make one to try: sessionstore demo --db
+    jsonl://./s", which demo refuses in turn."""
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run(capsys, *command, "--db", "jsonl://./s")
+    assert (status, out) == (1, "")
+    assert "a jsonl:// target needs an absolute path (jsonl:///abs/dir)" in err
+    assert "make one to try" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("command", READ_COMMANDS[:-1], ids=lambda c: " ".join(c))
 def test_a_read_command_refuses_a_database_without_a_store_and_leaves_it_as_it_was(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str]
