@@ -341,7 +341,13 @@ def _why(policy: Policy, summary: SessionSummary, last: str) -> str:
             except ValueError:  # before the year 1 in UTC, which no datetime holds
                 words.append(f"idle since {since}")
             else:
-                words.append(f"idle {age_in_words(idle)}")
+                # Whole days (else hours): a column of reasons reads at a glance.
+                whole = (
+                    timedelta(days=idle.days)
+                    if idle.days
+                    else timedelta(hours=idle.seconds // 3600)
+                )
+                words.append(f"idle {age_in_words(whole)}")
     if policy.created_before is not None:
         words.append(f"created {summary.meta.created_at}")
     if policy.owner is not None:
