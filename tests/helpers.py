@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import event
 
 from sessionstore import SqlStore
@@ -269,3 +270,26 @@ def naming(path: Path) -> Callable[..., bool]:
             return False
 
     return which
+
+
+async def cancel_while_held(call: asyncio.Future[Any], hold: Hold, path: Path, other: Path) -> None:
+    """Cancel ``call`` while ``hold`` holds the call it made on ``path``'s
+    file in its thread, and check the file is let go only after that call
+    ran: still open once the cancellation is seen, closed after, and a file
+    opened meanwhile (``other``, which would take a closed one's number)
+    untouched by the late call."""
+    try:
+        await hold.until_started()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        # The held call goes on in its thread: its file is not closed beside it.
+        assert str(path) in open_files()
+        fd = os.open(other, os.O_RDWR)
+    finally:
+        hold.go.set()
+    try:
+        assert await until_closed(path)
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 0  # the late call used its own file
+    finally:
+        os.close(fd)

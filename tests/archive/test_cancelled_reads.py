@@ -10,7 +10,7 @@ import pytest
 from sessionstore import JsonlStore
 from sessionstore.archive import export_archive, import_archive
 from sessionstore.testing.journal_contract import header
-from tests.helpers import Hold, naming, open_files, until_closed
+from tests.helpers import Hold, cancel_while_held, naming
 
 
 async def test_an_archive_import_cancelled_mid_read_closes_the_file_after_the_read(
@@ -26,19 +26,5 @@ async def test_an_archive_import_cancelled_mid_read_closes_the_file_after_the_re
     (tmp_path / "other").write_bytes(b"another file's bytes")
     target = JsonlStore(tmp_path / "target")
     importing_archive = asyncio.ensure_future(import_archive(target, tmp_path / "archive"))
-    try:
-        await hold.until_started()
-        importing_archive.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await importing_archive
-        # The read goes on in its thread: its file is not closed beside it.
-        assert str(archived) in open_files()
-        other = os.open(tmp_path / "other", os.O_RDONLY)  # would take a closed one's number
-    finally:
-        hold.go.set()
-    try:
-        assert await until_closed(archived)
-        assert os.lseek(other, 0, os.SEEK_CUR) == 0  # the late read read its own file
-    finally:
-        os.close(other)
+    await cancel_while_held(importing_archive, hold, archived, tmp_path / "other")
     await target.close()

@@ -20,7 +20,14 @@ from sessionstore.backends.files import write_all
 from sessionstore.backends.jsonl import blocks, importing
 from sessionstore.testing.contract import message
 from sessionstore.testing.journal_contract import header, post
-from tests.helpers import Hold, naming, open_files, until_a_lock_waits_on, until_closed
+from tests.helpers import (
+    Hold,
+    cancel_while_held,
+    naming,
+    open_files,
+    until_a_lock_waits_on,
+    until_closed,
+)
 
 
 async def lines(*items: str) -> AsyncIterator[str]:
@@ -72,23 +79,9 @@ async def test_an_import_of_more_cancelled_mid_write_is_cut_back_after_the_write
     hold = Hold(write_all, naming(path))
     monkeypatch.setattr(importing, "write_all", hold)
     (tmp_path / "other").write_bytes(b"")
-    try:
-        more = lines(entry_line("f", "more"))
-        importing_more = asyncio.ensure_future(store.import_session(first, more, after=1))
-        await hold.until_started()
-        importing_more.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await importing_more
-        # The write goes on in its thread: its file is not closed (nor cut) beside it.
-        assert str(path) in open_files()
-        other = os.open(tmp_path / "other", os.O_RDWR)  # would take a closed one's number
-    finally:
-        hold.go.set()
-    try:
-        assert await until_closed(path)
-        assert os.lseek(other, 0, os.SEEK_CUR) == 0
-    finally:
-        os.close(other)
+    more = lines(entry_line("f", "more"))
+    importing_more = asyncio.ensure_future(store.import_session(first, more, after=1))
+    await cancel_while_held(importing_more, hold, path, tmp_path / "other")
     assert (tmp_path / "other").read_bytes() == b""  # nothing written into another file
     assert path.read_bytes() == before  # all or nothing: cut back once the write ran
     await store.append("s", message("g", "after"))  # the lock let go
@@ -107,21 +100,7 @@ async def test_a_journal_read_cancelled_mid_read_closes_its_file_after_the_read(
     (tmp_path / "other").write_bytes(b"another file's bytes")
     blocks = journal.read_blocks()
     reading = asyncio.ensure_future(anext(blocks))
-    try:
-        await hold.until_started()
-        reading.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await reading
-        # The read goes on in its thread: its file is not closed beside it.
-        assert str(journal.path) in open_files()
-        other = os.open(tmp_path / "other", os.O_RDONLY)  # would take a closed one's number
-    finally:
-        hold.go.set()
-    try:
-        assert await until_closed(journal.path)
-        assert os.lseek(other, 0, os.SEEK_CUR) == 0  # the late read read its own file
-    finally:
-        os.close(other)
+    await cancel_while_held(reading, hold, journal.path, tmp_path / "other")
     monkeypatch.undo()
     assert b"".join([block async for block in journal.read_blocks()]) == journal.path.read_bytes()
 
