@@ -36,7 +36,7 @@ from sessionstore.archive.report import (
 )
 from sessionstore.archive.sealing import SEALED, KeysFile, Sealing, lines_of, stem
 from sessionstore.backends.files import NotRegularFileError
-from sessionstore.backends.holding import Holding, close_all
+from sessionstore.backends.holding import Holding
 from sessionstore.backends.jsonl import JsonlStore
 from sessionstore.effects import EFFECTS_FILE, EFFECTS_SUFFIX, EffectLines
 from sessionstore.errors import (
@@ -282,16 +282,9 @@ class _FileLines:
         self.number = 0  # the line last given out
 
     async def __aiter__(self) -> AsyncGenerator[bytes, None]:
-        holding, opened = Holding(partial(io, what=self.path)), list[int]()
-
-        def opening() -> int:
-            opened.append(
-                fd := open_inside(self.root, self.path)
-            )  # closed after, even if cancelled
-            return fd
-
+        holding = Holding(partial(io, what=self.path))
         try:  # closed below, also when the generator is: after its last read
-            fd = await holding.call(opening)
+            fd = await holding.open(partial(open_inside, self.root, self.path))
             rest = b""
             while chunk := await holding.call(partial(os.read, fd, CHUNK)):
                 self.report.bytes += len(chunk)
@@ -304,7 +297,7 @@ class _FileLines:
                 issue = ArchiveIssue(str(self.path), self.number + 1, "torn last line skipped")
                 self.report.warnings.append(issue)
         finally:
-            holding.let_go(partial(close_all, opened))
+            holding.close()
 
     async def _line(self, piece: bytes) -> bytes:
         self.number += 1

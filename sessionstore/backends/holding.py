@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
 
-__all__ = ["Holding", "close_all"]
+__all__ = ["Holding"]
 
 _T = TypeVar("_T")
 
@@ -36,8 +36,7 @@ _RUNNING = "running"  # started in its thread
 _DROPPED = "dropped"  # ended unstarted (dropped, refused): never to run
 
 
-def close_all(fds: list[int]) -> None:
-    """Close the descriptors a call noted it opened (a letting go)."""
+def _close_all(fds: list[int]) -> None:
     for fd in fds:
         os.close(fd)
 
@@ -48,7 +47,7 @@ def _nothing() -> None:
 
 class Holding:
     """The calls of one task on what it holds, through ``run`` (blocking
-    work off the loop), awaited one at a time; `end` or `let_go` after."""
+    work off the loop), awaited one at a time; `end`, `let_go` or `close` after."""
 
     def __init__(self, run: Run) -> None:
         self._run = run
@@ -57,6 +56,7 @@ class Holding:
         self._lock = threading.Lock()
         self._state = _ENDED
         self._release: Callable[[], object] | None = None  # to run once the call ends
+        self._opened: list[int] = []  # what `open` opened, noted in the opening's thread
 
     async def call(self, fn: Callable[[], _T]) -> _T:
         """``fn()`` in a thread. Cancelled, it goes on there (or is dropped
@@ -66,6 +66,22 @@ class Holding:
             self._state = _QUEUED
         result: _T = await self._step(partial(self._guarded, fn))
         return result
+
+    async def open(self, fn: Callable[[], _T]) -> _T:
+        """`call` of ``fn``, which opens a descriptor (or gives None): noted
+        in its thread, so that `close` closes it even when cancelled."""
+
+        def opening() -> _T:
+            fd = fn()
+            if isinstance(fd, int):
+                self._opened.append(fd)
+            return fd
+
+        return await self.call(opening)
+
+    def close(self) -> None:
+        """`let_go` of what `open` opened: closed after the last call."""
+        self.let_go(partial(_close_all, self._opened))
 
     async def _step(self, guarded: Callable[[], Any]) -> Any:
         try:

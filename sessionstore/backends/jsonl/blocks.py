@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionstore.backends.files import write_all
-from sessionstore.backends.holding import Holding, close_all
+from sessionstore.backends.holding import Holding
 from sessionstore.backends.jsonl.context import line_number
 from sessionstore.backends.jsonl.file import READ, open_locked, open_session, repair
 from sessionstore.backends.jsonl.temporary import Temporary
@@ -72,15 +72,9 @@ async def read_blocks(
     ``size_of(fd)`` gives their length (a repair, or none). The file is
     closed after the last call of ``run`` on it (in its thread when a
     cancellation left it running)."""
-    holding, opened = Holding(run), list[int]()
-
-    def opening() -> int:
-        fd = open_session(session_id, path, os.O_RDONLY, within=within)
-        opened.append(fd)  # in its thread: closed after, even if cancelled
-        return fd
-
+    holding = Holding(run)
     try:
-        fd = await holding.call(opening)
+        fd = await holding.open(partial(open_session, session_id, path, os.O_RDONLY, within=within))
         size = await holding.call(partial(size_of, fd))
         offset, rest = 0, b""
         while offset < size:
@@ -105,7 +99,7 @@ async def read_blocks(
             if block:
                 yield block
     finally:
-        holding.let_go(partial(close_all, opened))
+        holding.close()
 
 
 async def _corrupt(

@@ -32,7 +32,7 @@ from sessionstore.backends.files import (
     truncate_back,
     write_all,
 )
-from sessionstore.backends.holding import Holding, close_all
+from sessionstore.backends.holding import Holding
 from sessionstore.backends.jsonl.erasures import ErasureLog, digest_file
 from sessionstore.backends.jsonl.file import file_id, named_file
 from sessionstore.backends.jsonl.keyindex import FileKeyIndex, KeyIndexes
@@ -125,16 +125,9 @@ class FileJournal(JournalBase):
 
     async def read_blocks(self) -> AsyncIterator[bytes]:
         """The file's bytes in reads of `READ` bytes, from one open file."""
-        holding, opened = Holding(self._run), list[int]()
-
-        def opening() -> int | None:
-            fd = self._open()
-            if fd is not None:
-                opened.append(fd)  # in its thread: closed after, even if cancelled
-            return fd
-
+        holding = Holding(self._run)
         try:
-            fd = await holding.call(opening)
+            fd = await holding.open(self._open)
             if fd is None:
                 return
             while block := await holding.call(partial(os.read, fd, READ)):
@@ -142,7 +135,7 @@ class FileJournal(JournalBase):
         finally:
             # After the last read, in its thread if it was cancelled and runs
             # on: closed beside it, its number could be another file's.
-            holding.let_go(partial(close_all, opened))
+            holding.close()
 
     async def append_raw(self, *lines: bytes) -> None:
         data = b"\n".join(raw_journal_lines(lines))
